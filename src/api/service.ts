@@ -1,0 +1,86 @@
+// What the REST layer needs from a node, in the contract's own terms (spec §3). The
+// routes validate input, call one of these, and render the answer or the ApiError it
+// throws. The node wiring (src/node) implements it on top of the Raft driver and the lock
+// state machine; tests implement it with fakes. Every method that changes state or reads
+// linearizably runs on the leader only: on a follower the route forwards the HTTP request
+// instead of calling it (see routing()).
+
+export interface RequestContext {
+  /** the Idempotency-Key header, when the client sent one (1–128 bytes, validated) */
+  idempotencyKey?: string;
+  /** aborted when the client went away or the server is shutting down */
+  signal: AbortSignal;
+  /** identity of the caller when auth is on (token name), for per-token limits */
+  principal?: string;
+}
+
+export interface HolderView {
+  session_id: string;
+  owner: string;
+  fencing_token: number;
+}
+export interface LockView {
+  name: string;
+  held: boolean;
+  holder?: HolderView;
+  waiters: number;
+}
+export interface GrantView {
+  name: string;
+  session_id: string;
+  fencing_token: number;
+  ttl_ms: number;
+}
+export interface SessionView {
+  session_id: string;
+  owner: string;
+  ttl_ms: number;
+  locks: string[];
+}
+export interface MemberView {
+  id: string;
+  api: string;
+  peer: string;
+  role?: 'leader' | 'follower' | 'learner' | 'candidate';
+  match_index?: number;
+  lag?: number;
+}
+export interface ClusterView {
+  node_id: string;
+  role: 'leader' | 'follower' | 'candidate' | 'learner';
+  term: number;
+  leader_id: string | null;
+  commit_index: number;
+  applied_index: number;
+  members: MemberView[];
+}
+
+export interface Routing {
+  isLeader: boolean;
+  /** the leader's advertised API URL, when one is known */
+  leaderApi: string | null;
+}
+
+export interface LockService {
+  routing(): Routing;
+  /** /readyz: knows a leader and has applied up to the commit index it knows */
+  ready(): boolean;
+
+  openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
+  keepalive(sessionId: string, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
+  getSession(sessionId: string, ctx: RequestContext): Promise<SessionView>;
+  closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
+
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<GrantView>;
+  renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView>;
+  release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }>;
+  /** consistency 'stale' answers from local state without a quorum round (allowed on followers) */
+  getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView>;
+  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView[]>;
+  checkToken(name: string, fencingToken: number, ctx: RequestContext): Promise<{ name: string; current: boolean }>;
+
+  cluster(): ClusterView;
+  addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext): Promise<ClusterView>;
+  removeMember(id: string, ctx: RequestContext): Promise<ClusterView>;
+  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }>;
+}

@@ -1,0 +1,148 @@
+// The core reads its durable log through this synchronous interface. Durable adapters
+// (LevelStorage, the simulator's SimDisk) keep the log tail in memory and serve reads
+// from it, so the core never awaits (architecture §1, "the big adaptation from Go").
+import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './types.js';
+
+export interface Storage {
+  /** hard state and the membership of the latest snapshot, as they were at open */
+  initialState(): { hardState: HardState; conf: ConfState };
+  /** entries in [lo, hi). Requires firstIndex() <= lo <= hi <= lastIndex() + 1.
+   *  With maxBytes, returns a prefix whose data totals at most maxBytes, but always at
+   *  least one entry when lo < hi. */
+  entries(lo: Index, hi: Index, maxBytes?: number): Entry[];
+  /** term of entry i for firstIndex() - 1 <= i <= lastIndex() (firstIndex() - 1 is the
+   *  snapshot's index); undefined outside that range (compacted or not yet written) */
+  term(i: Index): Term | undefined;
+  /** first index still in the log: snapshot index + 1 */
+  firstIndex(): Index;
+  /** last index in the log, or the snapshot index when the log is empty */
+  lastIndex(): Index;
+  /** the latest snapshot (index 0 term 0 with empty data when none was taken yet) */
+  snapshot(): Snapshot;
+}
+
+/** What one Ready asks to persist, as one atomic write (see Ready, step 2). */
+export interface PersistBatch {
+  hardState?: HardState;
+  snapshot?: Snapshot;
+  entries: readonly Entry[];
+}
+
+/** The write side, used only by the node driver. */
+export interface DurableStorage extends Storage {
+  /** persist one Ready's batch atomically; with sync, durable when the promise resolves.
+   *  A rejected promise means the disk failed: the node must stop (fail-stop). */
+  save(batch: PersistBatch, opts: { sync: boolean }): Promise<void>;
+  /** record `snapshot` (taken by the application at snapshot.meta.index <= applied) and
+   *  delete every entry <= snapshot.meta.index, in one atomic write */
+  compact(snapshot: Snapshot): Promise<void>;
+  close(): Promise<void>;
+}
+
+export class StorageAssertionError extends Error {}
+
+function assertStorage(cond: boolean, msg: string): asserts cond {
+  if (!cond) throw new StorageAssertionError(`storage invariant broken: ${msg}`);
+}
+
+export const emptySnapshot = (conf: ConfState = { voters: [], learners: [] }): Snapshot => ({
+  meta: { index: 0, term: 0, conf },
+  data: new Uint8Array(0),
+});
+
+/**
+ * In-memory Storage: the simulator's and the tests' twin of LevelStorage, and the
+ * in-memory tail that durable adapters build on. Invariant: ents[k].index === snap.meta.index + 1 + k.
+ */
+export class MemoryStorage implements Storage {
+  private hard: HardState = { term: 0, vote: null, commit: 0 };
+  private snap: Snapshot;
+  private ents: Entry[] = [];
+
+  constructor(conf: ConfState = { voters: [], learners: [] }) {
+    this.snap = emptySnapshot(conf);
+  }
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return { hardState: { ...this.hard }, conf: cloneConf(this.snap.meta.conf) };
+  }
+  hardState(): HardState {
+    return { ...this.hard };
+  }
+  firstIndex(): Index {
+    return this.snap.meta.index + 1;
+  }
+  lastIndex(): Index {
+    return this.snap.meta.index + this.ents.length;
+  }
+  term(i: Index): Term | undefined {
+    const offset = this.snap.meta.index;
+    if (i === offset) return this.snap.meta.term;
+    if (i < offset || i > this.lastIndex()) return undefined;
+    return this.ents[i - offset - 1]!.term;
+  }
+  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
+    assertStorage(lo >= this.firstIndex() && lo <= hi && hi <= this.lastIndex() + 1, `entries(${lo}, ${hi}) outside [${this.firstIndex()}, ${this.lastIndex() + 1}]`);
+    const offset = this.snap.meta.index + 1;
+    const out = this.ents.slice(lo - offset, hi - offset);
+    if (maxBytes === undefined) return out;
+    let bytes = 0;
+    for (let k = 0; k < out.length; k++) {
+      bytes += out[k]!.data.length + 24;
+      if (bytes > maxBytes && k > 0) return out.slice(0, k);
+    }
+    return out;
+  }
+  snapshot(): Snapshot {
+    return this.snap;
+  }
+
+  setHardState(hs: HardState): void {
+    this.hard = { ...hs };
+  }
+
+  /** append, first truncating every entry with index >= entries[0].index */
+  append(entries: readonly Entry[]): void {
+    if (entries.length === 0) return;
+    const first = entries[0]!.index;
+    assertStorage(first > this.snap.meta.index, `append at ${first} overwrites snapshot ${this.snap.meta.index}`);
+    assertStorage(first <= this.lastIndex() + 1, `append at ${first} leaves a gap after ${this.lastIndex()}`);
+    for (let k = 1; k < entries.length; k++) {
+      assertStorage(entries[k]!.index === first + k, 'appended entries are not contiguous');
+    }
+    this.ents.length = first - this.snap.meta.index - 1;
+    for (const e of entries) this.ents.push(e);
+  }
+
+  /** install a snapshot received from the leader: the log is replaced, except for any
+   *  suffix that provably agrees with the snapshot (same term at its index) */
+  applySnapshot(s: Snapshot): void {
+    const idx = s.meta.index;
+    if (idx <= this.snap.meta.index) return;
+    const keep = this.term(idx) === s.meta.term ? this.ents.slice(idx - this.snap.meta.index) : [];
+    this.snap = s;
+    this.ents = keep;
+    if (this.hard.commit < idx) this.hard = { ...this.hard, commit: idx };
+  }
+
+  /** record an application snapshot taken at s.meta.index and drop entries <= it */
+  compact(s: Snapshot): void {
+    const idx = s.meta.index;
+    if (idx <= this.snap.meta.index) return;
+    assertStorage(idx <= this.lastIndex(), `compact(${idx}) beyond last index ${this.lastIndex()}`);
+    assertStorage(this.term(idx) === s.meta.term, `compact(${idx}): snapshot term ${s.meta.term} != log term ${this.term(idx)}`);
+    this.ents = this.ents.slice(idx - this.snap.meta.index);
+    this.snap = s;
+  }
+
+  /** apply one persisted batch in Ready order (hard state, snapshot, entries) */
+  applyBatch(b: PersistBatch): void {
+    if (b.hardState) this.setHardState(b.hardState);
+    if (b.snapshot) this.applySnapshot(b.snapshot);
+    this.append(b.entries);
+  }
+}
+
+export function cloneConf(c: ConfState): ConfState {
+  return { voters: [...c.voters], learners: [...c.learners] };
+}

@@ -1,0 +1,158 @@
+// The vocabulary of the Raft core. Everything here is plain data: it crosses the
+// core/driver boundary, goes to disk (LevelStorage) and over the wire (transport codec),
+// so it must stay structurally cloneable (no classes, no functions, no Maps).
+
+export type NodeId = string;
+export type Term = number;
+export type Index = number;
+
+/** Persistent state on all servers (Raft §5.2, Figure 2). Written atomically, before any
+ *  message that relies on it leaves the node. */
+export interface HardState {
+  term: Term;
+  /** candidate that received our vote in `term`, or null */
+  vote: NodeId | null;
+  /** highest index known committed; persisted so a restart re-applies no further than it
+   *  may, and need not wait for a leader to learn it */
+  commit: Index;
+}
+
+export type EntryKind = 'normal' | 'noop' | 'conf';
+
+export interface Entry {
+  index: Index;
+  term: Term;
+  /** 'noop' is the empty entry a leader appends at the start of its term (§5.4.2, §8);
+   *  'conf' carries an encoded ConfChange (see conf.ts); 'normal' carries application bytes */
+  kind: EntryKind;
+  data: Uint8Array;
+}
+
+/** Membership in force. Single-server changes (thesis ch. 4): a configuration takes
+ *  effect on each server as soon as its entry is appended to that server's log. */
+export interface ConfState {
+  voters: NodeId[];
+  learners: NodeId[];
+}
+
+export type ConfChangeType = 'addVoter' | 'addLearner' | 'removeNode';
+export interface ConfChange {
+  type: ConfChangeType;
+  nodeId: NodeId;
+  /** opaque to the core: the application keeps addresses (api/peer URLs) here */
+  context?: Uint8Array;
+}
+
+export interface SnapshotMeta {
+  /** last index the snapshot covers, and its term */
+  index: Index;
+  term: Term;
+  /** membership as of `index` */
+  conf: ConfState;
+}
+
+export interface Snapshot {
+  meta: SnapshotMeta;
+  /** application (lock FSM) state as of meta.index; opaque to the core */
+  data: Uint8Array;
+}
+
+export type Role = 'follower' | 'preCandidate' | 'candidate' | 'leader';
+
+type Header = { from: NodeId; to: NodeId; term: Term };
+
+export type Message = Header &
+  (
+    | { type: 'vote' | 'preVote'; lastIndex: Index; lastTerm: Term }
+    | { type: 'voteResp' | 'preVoteResp'; reject: boolean }
+    | { type: 'append'; prevIndex: Index; prevTerm: Term; entries: Entry[]; commit: Index }
+    /** index: on success the last index now matching the leader; on reject, the rejected
+     *  prevIndex. hint/hintTerm: fast back-tracking (§5.3 "optimization"): the follower's
+     *  best guess of the last index that might match and its term there. */
+    | { type: 'appendResp'; index: Index; reject: boolean; hint: Index; hintTerm: Term }
+    /** ctx: ReadIndex round id (0 = plain heartbeat) */
+    | { type: 'heartbeat'; commit: Index; ctx: number }
+    | { type: 'heartbeatResp'; ctx: number }
+    | { type: 'snapshot'; snapshot: Snapshot }
+    /** leadership transfer (thesis §3.10): campaign at once, bypassing pre-vote */
+    | { type: 'timeoutNow' }
+  );
+
+export type MessageType = Message['type'];
+
+export interface SoftState {
+  leader: NodeId | null;
+  role: Role;
+}
+
+/** A completed ReadIndex request: once the local applied index reaches `index`, a read
+ *  issued with `ctx` may be served linearizably (§6.4). */
+export interface ReadState {
+  index: Index;
+  ctx: number;
+}
+
+/**
+ * Ready: everything the core wants done, handed out by RawNode.ready() and acknowledged
+ * by RawNode.advance(rd). The driver MUST handle it in this order:
+ *
+ *  1. Send `earlyMessages` at any time (the core guarantees they depend on nothing in this
+ *     Ready: they are a leader's appends/heartbeats in a term that is already durable).
+ *     The leader counts its own log toward commit only after step 2 (thesis §10.2.1).
+ *  2. Persist, as ONE atomic write: `hardState` (if set), `snapshot` (if set; it replaces
+ *     the log up to its index), then `entries` (which first truncate every stored entry
+ *     with index >= entries[0].index). Fsync before continuing when `mustSync` is true.
+ *  3. Only then send `messages` (votes, append responses, … rely on step 2 being durable).
+ *  4. If `snapshot` is set, restore the application from snapshot.data.
+ *     Apply `committed` in order (all have index > the previous applied index).
+ *     Serve `readStates` once applied >= their index.
+ *  5. Call advance(rd). Never call ready() twice without advance() in between.
+ */
+export interface Ready {
+  readonly soft?: SoftState;
+  readonly hardState?: HardState;
+  readonly snapshot?: Snapshot;
+  readonly entries: readonly Entry[];
+  readonly committed: readonly Entry[];
+  readonly readStates: readonly ReadState[];
+  readonly earlyMessages: readonly Message[];
+  readonly messages: readonly Message[];
+  readonly mustSync: boolean;
+}
+
+export type ProposeResult =
+  | { ok: true; index: Index; term: Term }
+  | { ok: false; reason: 'not_leader' | 'transferring' | 'conf_change_pending' | 'too_large' | 'unknown_node' };
+
+export type ProgressState = 'probe' | 'replicate' | 'snapshot';
+
+export interface ProgressStatus {
+  match: Index;
+  next: Index;
+  state: ProgressState;
+  learner: boolean;
+  recentActive: boolean;
+}
+
+export interface Status {
+  id: NodeId;
+  role: Role;
+  term: Term;
+  vote: NodeId | null;
+  leader: NodeId | null;
+  commit: Index;
+  applied: Index;
+  lastIndex: Index;
+  conf: ConfState;
+  /** present on the leader only */
+  progress?: Record<NodeId, ProgressStatus>;
+  leadTransferee: NodeId | null;
+}
+
+/** Events the core reports through RaftConfig.trace, for checkers in the simulator. */
+export type TraceEvent =
+  | { type: 'becomeLeader'; id: NodeId; term: Term }
+  | { type: 'becomeFollower'; id: NodeId; term: Term; leader: NodeId | null }
+  | { type: 'becomeCandidate'; id: NodeId; term: Term; preVote: boolean }
+  | { type: 'commit'; id: NodeId; index: Index; term: Term }
+  | { type: 'voteGranted'; id: NodeId; term: Term; to: NodeId };

@@ -1,0 +1,20 @@
+// The seam between a node's driver and the network. One interface, two twins:
+// HttpTransport (msgpack over HTTP/1.1, src/transport/http-transport.ts) and
+// MemoryTransport (tests and the simulator).
+import type { Message, NodeId } from '../raft/core/types.js';
+
+export interface Transport {
+  /** queue messages for delivery; never throws, never waits for delivery. Queues are
+   *  bounded: under backpressure messages are dropped (Raft tolerates loss) and counted. */
+  send(msgs: readonly Message[]): void;
+  /** every validated inbound message addressed to this node */
+  onMessage(handler: (m: Message) => void): void;
+  /** a peer could not be reached (connection refused, timeout): the core probes it gently */
+  onUnreachable(handler: (peer: NodeId) => void): void;
+  /** outcome of sending a snapshot message to a peer (the core needs it to leave the
+   *  'snapshot' progress state) */
+  onSnapshotStatus(handler: (peer: NodeId, ok: boolean) => void): void;
+  /** membership changed: the peer URLs to use from now on (id → peer URL) */
+  setPeers(peers: ReadonlyMap<NodeId, string>): void;
+  close(): Promise<void>;
+}
