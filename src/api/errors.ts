@@ -1,0 +1,68 @@
+// The one error catalog of the REST API (spec §3 "Errors"): every code a client can see,
+// its HTTP status and a default message. Routes and the LockService throw `ApiError`;
+// the server's error handler renders it as `{ error: { code, message, ...details } }`.
+// Keeping codes, statuses and Retry-After in one table (after fastify lib/errors.js)
+// means a code can never be answered with two different statuses.
+
+export const ERROR_CATALOG = {
+  invalid_request: { status: 400, message: 'the request is invalid' },
+  unauthenticated: { status: 401, message: 'a valid bearer token is required' },
+  permission_denied: { status: 403, message: 'the token has no right to do this' },
+  session_not_found: { status: 404, message: 'unknown or expired session' },
+  not_found: { status: 404, message: 'not found' },
+  lock_held: { status: 409, message: 'the lock is held by another session' },
+  not_holder: { status: 409, message: 'the session does not hold the lock' },
+  /** a membership change is already in flight (one at a time, thesis §4.1) */
+  conflict: { status: 409, message: 'a conflicting operation is in progress' },
+  payload_too_large: { status: 413, message: 'the body is over 64 KiB' },
+  unsupported_media_type: { status: 415, message: 'the body must be application/json' },
+  too_many_requests: { status: 429, message: 'a configured limit was reached' },
+  /** beyond the contract: a bug or an unexpected failure. Never a crash. */
+  internal: { status: 500, message: 'internal error' },
+  unavailable: { status: 503, message: 'no leader known or no quorum; nothing was applied' },
+  timeout: { status: 504, message: 'the outcome is unknown; retry with the same Idempotency-Key' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;
+
+/** Codes that always carry a Retry-After header (spec: 429 and 503). */
+const RETRY_AFTER_DEFAULT_S: Partial<Record<ErrorCode, number>> = { too_many_requests: 1, unavailable: 1 };
+
+export interface ApiErrorOptions {
+  /** extra top-level fields of the error object, e.g. `{ holder }` for lock_held */
+  details?: Record<string, unknown>;
+  /** seconds for the Retry-After header; 429 and 503 default to 1 */
+  retryAfterS?: number;
+  cause?: unknown;
+}
+
+export class ApiError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly details?: Record<string, unknown>;
+  readonly retryAfterS?: number;
+
+  constructor(code: ErrorCode, message?: string, opts: ApiErrorOptions = {}) {
+    super(message ?? ERROR_CATALOG[code].message, opts.cause === undefined ? undefined : { cause: opts.cause });
+    this.name = 'ApiError';
+    this.code = code;
+    this.status = ERROR_CATALOG[code].status;
+    if (opts.details !== undefined) this.details = opts.details;
+    const retry = opts.retryAfterS ?? RETRY_AFTER_DEFAULT_S[code];
+    if (retry !== undefined) this.retryAfterS = Math.max(1, Math.ceil(retry));
+  }
+
+  /** The wire shape. `details` never overrides code/message (a detail named `code` is dropped). */
+  toBody(): { error: Record<string, unknown> & { code: ErrorCode; message: string } } {
+    return { error: { ...(this.details ?? {}), code: this.code, message: this.message } };
+  }
+}
+
+export function isApiError(e: unknown): e is ApiError {
+  return e instanceof ApiError;
+}
+
+/** Shorthand for the most common error: a field failed validation. */
+export function invalid(field: string, problem: string): ApiError {
+  return new ApiError('invalid_request', `${field}: ${problem}`);
+}

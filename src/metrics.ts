@@ -1,0 +1,90 @@
+// Every metric of the contract (spec §3 "Operations"), in ONE prom-client Registry per node
+// so that several nodes can live in one process (tests, the simulator) without sharing
+// series. The node wiring updates the fields directly; the API scrapes `registry`.
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Seconds. 100 µs … 10 s: an fsync on a good SSD is ~0.1–2 ms, a commit round on
+ *  loopback ~1 ms, across a WAN tens of ms; anything over seconds is an outage. */
+export const LATENCY_BUCKETS_S = [
+  0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+];
+/** Seconds. Lock waits are bounded by wait_ms ≤ 300 s. */
+export const WAIT_BUCKETS_S = [0.001, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+
+export type ProposalResult = 'committed' | 'dropped' | 'not_leader' | 'timeout' | 'lost';
+export type AcquireResult = 'acquired' | 'queued' | 'lock_held' | 'session_not_found' | 'timeout' | 'error';
+
+export interface MetricsOptions {
+  /** collect prom-client's default process metrics into this registry (default true) */
+  defaultMetrics?: boolean;
+  /** labels added to every series, e.g. { node: 'n1' } when one scrape sees several nodes */
+  defaultLabels?: Record<string, string>;
+}
+
+export class Metrics {
+  readonly registry: Registry;
+
+  readonly raftTerm: Gauge;
+  readonly raftIsLeader: Gauge;
+  readonly raftCommitIndex: Gauge;
+  readonly raftAppliedIndex: Gauge;
+  readonly raftLeaderChanges: Counter;
+  readonly raftProposals: Counter<'result'>;
+  /** propose → commit, seconds */
+  readonly raftCommitLatency: Histogram;
+  /** one durable LevelDB batch, seconds */
+  readonly storageSync: Histogram;
+  readonly sessionsActive: Gauge;
+  readonly locksHeld: Gauge;
+  readonly lockWaiters: Gauge;
+  readonly lockAcquire: Counter<'result'>;
+  /** time from enqueue to grant (or give-up) of a waiting acquire, seconds */
+  readonly lockWait: Histogram;
+  /** route = the route TEMPLATE (e.g. /v1/locks/{name}/acquire), never the raw URL */
+  readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>;
+
+  constructor(opts: MetricsOptions = {}) {
+    const registers = [(this.registry = new Registry())];
+    if (opts.defaultLabels) this.registry.setDefaultLabels(opts.defaultLabels);
+    if (opts.defaultMetrics ?? true) collectDefaultMetrics({ register: this.registry });
+
+    this.raftTerm = new Gauge({ name: 'raftlock_raft_term', help: 'current Raft term', registers });
+    this.raftIsLeader = new Gauge({ name: 'raftlock_raft_is_leader', help: '1 if this node leads, else 0', registers });
+    this.raftCommitIndex = new Gauge({ name: 'raftlock_raft_commit_index', help: 'highest log index known committed', registers });
+    this.raftAppliedIndex = new Gauge({ name: 'raftlock_raft_applied_index', help: 'highest log index applied to the lock state machine', registers });
+    this.raftLeaderChanges = new Counter({ name: 'raftlock_raft_leader_changes_total', help: 'times this node saw the leader change', registers });
+    this.raftProposals = new Counter({ name: 'raftlock_raft_proposals_total', help: 'proposals by outcome', labelNames: ['result'], registers });
+    this.raftCommitLatency = new Histogram({ name: 'raftlock_raft_commit_latency_seconds', help: 'propose to commit latency', buckets: LATENCY_BUCKETS_S, registers });
+    this.storageSync = new Histogram({ name: 'raftlock_storage_sync_seconds', help: 'durable storage write (fsync) latency', buckets: LATENCY_BUCKETS_S, registers });
+    this.sessionsActive = new Gauge({ name: 'raftlock_sessions_active', help: 'open sessions', registers });
+    this.locksHeld = new Gauge({ name: 'raftlock_locks_held', help: 'locks currently held', registers });
+    this.lockWaiters = new Gauge({ name: 'raftlock_lock_waiters', help: 'acquires waiting in lock queues', registers });
+    this.lockAcquire = new Counter({ name: 'raftlock_lock_acquire_total', help: 'acquire requests by outcome', labelNames: ['result'], registers });
+    this.lockWait = new Histogram({ name: 'raftlock_lock_wait_seconds', help: 'time an acquire waited in the queue', buckets: WAIT_BUCKETS_S, registers });
+    this.httpRequestDuration = new Histogram({
+      name: 'raftlock_http_request_duration_seconds',
+      help: 'REST request duration by route template',
+      labelNames: ['route', 'method', 'status_code'],
+      buckets: LATENCY_BUCKETS_S,
+      registers,
+    });
+    // Labelled counters show up in a scrape only once a label set exists; pre-create the
+    // common ones so dashboards and alerts see zeros instead of absent series.
+    for (const r of ['committed', 'dropped', 'not_leader', 'timeout', 'lost'] satisfies ProposalResult[]) this.raftProposals.inc({ result: r }, 0);
+    for (const r of ['acquired', 'queued', 'lock_held', 'session_not_found', 'timeout', 'error'] satisfies AcquireResult[]) this.lockAcquire.inc({ result: r }, 0);
+    this.raftIsLeader.set(0);
+  }
+
+  proposal(result: ProposalResult): void {
+    this.raftProposals.inc({ result });
+  }
+
+  acquireOutcome(result: AcquireResult): void {
+    this.lockAcquire.inc({ result });
+  }
+
+  /** Text exposition for GET /metrics. */
+  async scrape(): Promise<{ contentType: string; body: string }> {
+    return { contentType: this.registry.contentType, body: await this.registry.metrics() };
+  }
+}
