@@ -1,0 +1,62 @@
+// What every route shares: the service, the forwarder, validation schemas and the one
+// place that decides "serve here, or relay to the leader".
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.js';
+import { Forwarder } from '../forward.js';
+import type { LockService, RequestContext } from '../service.js';
+import { idempotencyKey, type BodySchemas } from '../validate.js';
+
+/** Rights of spec §2 `tokens.json`; `admin` covers cluster operations. */
+export type Right = 'read' | 'lock' | 'admin';
+/** Optional auth hook (the auth module implements it): returns the principal (token name)
+ *  or throws ApiError 401/403. `name` is the lock name or list prefix the request touches. */
+export type Authorizer = (a: { authorization: string | undefined; right: Right; name?: string }) => string | undefined;
+
+export interface RouteEnv {
+  service: LockService;
+  forwarder: Forwarder;
+  schemas: BodySchemas;
+  authorize?: Authorizer;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    /** route TEMPLATE for metrics and logs, never the raw URL (bounded label cardinality) */
+    routeLabel: string;
+    /** aborted when the client goes away or the server closes */
+    abortController: AbortController;
+  }
+}
+
+export interface ServeOptions {
+  right: Right;
+  /** lock name or prefix for the auth hook */
+  name?: string;
+  /** `?consistency=stale`: answer from local state on any node */
+  stale?: boolean;
+  /** the request's wait_ms, to size the forwarding timeout */
+  waitMs?: number;
+}
+
+/**
+ * Run `fn` on the leader. On a follower, relay the HTTP request to the leader instead
+ * (after local validation, so bad input never costs a hop). Returns fn's result, or the
+ * reply when the answer was relayed.
+ */
+export async function onLeader<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, o: ServeOptions, fn: (ctx: RequestContext) => Promise<T>): Promise<T | FastifyReply> {
+  const principal = env.authorize?.({ authorization: req.headers.authorization, right: o.right, ...(o.name !== undefined ? { name: o.name } : {}) });
+  const key = idempotencyKey(req.headers['idempotency-key']);
+  if (!o.stale) {
+    const r = env.service.routing();
+    if (!r.isLeader) {
+      if (Forwarder.isForwarded(req)) throw new ApiError('unavailable', 'this node is not the leader and the request was already forwarded once');
+      if (!r.leaderApi) throw new ApiError('unavailable', 'no leader known; retry shortly');
+      await env.forwarder.forward(req, reply, r.leaderApi, req.abortController.signal, o.waitMs !== undefined ? { waitMs: o.waitMs } : {});
+      return reply;
+    }
+  }
+  const ctx: RequestContext = { signal: req.abortController.signal };
+  if (key !== undefined) ctx.idempotencyKey = key;
+  if (principal !== undefined) ctx.principal = principal;
+  return fn(ctx);
+}

@@ -1,0 +1,22 @@
+// Liveness, readiness and metrics (spec §3 "Operations"). Never forwarded, never behind auth
+// for /healthz and /readyz (load balancers and orchestrators call them without tokens).
+import type { FastifyInstance } from 'fastify';
+import type { Metrics } from '../../metrics.js';
+import { ApiError } from '../errors.js';
+import type { RouteEnv } from './context.js';
+
+export function opsRoutes(app: FastifyInstance, env: RouteEnv, metrics: Metrics): void {
+  app.get('/healthz', async () => ({ status: 'ok' }));
+
+  app.get('/readyz', async () => {
+    if (!env.service.ready()) throw new ApiError('unavailable', 'not ready: no leader known, or not caught up with the commit index');
+    return { status: 'ready' };
+  });
+
+  app.get('/metrics', async (req, reply) => {
+    env.authorize?.({ authorization: req.headers.authorization, right: 'read' });
+    const { contentType, body } = await metrics.scrape();
+    reply.type(contentType);
+    return body;
+  });
+}

@@ -1,0 +1,199 @@
+// The REST server (spec §3): buildServer(deps) returns a fastify instance, not listening,
+// so tests drive it with inject() and main decides where it listens. Everything that
+// touches the wire contract lives here or in routes/: body parsing and its limits, the
+// error shape, 404s, request ids, the HTTP metric, abort on disconnect and on shutdown.
+import type { ServerOptions as HttpsServerOptions } from 'node:https';
+import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import type { LoggerOptions } from 'pino';
+import type { Metrics } from '../metrics.js';
+import { ApiError, ERROR_CATALOG, isApiError } from './errors.js';
+import { Forwarder, type ForwarderOptions } from './forward.js';
+import { clusterRoutes } from './routes/cluster.js';
+import type { Authorizer, RouteEnv } from './routes/context.js';
+import { lockRoutes } from './routes/locks.js';
+import { opsRoutes } from './routes/ops.js';
+import { sessionRoutes } from './routes/sessions.js';
+import type { LockService } from './service.js';
+import { bodySchemas, type ApiLimits } from './validate.js';
+
+export const BODY_LIMIT_BYTES = 64 * 1024;
+/** A waiting acquire may hold its response up to wait_ms (≤ 300 s); idle sockets get that plus margin. */
+const SOCKET_IDLE_TIMEOUT_MS = 330_000;
+const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
+
+export interface ServerDeps {
+  service: LockService;
+  nodeId: string;
+  metrics: Metrics;
+  /** a pino logger, pino options, or false for silence (default: false) */
+  logger?: FastifyBaseLogger | LoggerOptions | boolean;
+  limits: ApiLimits;
+  /** how long a follower waits for the leader's answer, on top of the request's wait_ms */
+  forwardTimeoutMs?: number;
+  forwardTls?: ForwarderOptions['tls'];
+  /** TLS for this API (spec §2 `tls`); main reads the files */
+  https?: HttpsServerOptions;
+  authorize?: Authorizer;
+}
+
+/**
+ * Server options for the API's HTTP server. Slowloris defences: the headers must arrive in
+ * 10 s and the whole request in 30 s (node's requestTimeout stops counting once the request
+ * is received, so a long-polling acquire is not cut); an idle socket lives 330 s, longer
+ * than the longest legitimate wait (300 s). Keep-alive 72 s outlives the forwarders'
+ * 10 s pool idle time, so a follower never reuses a socket the leader is closing.
+ */
+export function serverOptions(): FastifyServerOptions & { http: { headersTimeout: number } } {
+  return {
+    bodyLimit: BODY_LIMIT_BYTES,
+    connectionTimeout: SOCKET_IDLE_TIMEOUT_MS,
+    keepAliveTimeout: 72_000,
+    requestTimeout: 30_000,
+    http: { headersTimeout: 10_000 },
+    forceCloseConnections: true,
+    // We answer requests that arrive while closing ourselves, in the contract's error shape.
+    return503OnClosing: false,
+    routerOptions: { maxParamLength: 1024 },
+    onProtoPoisoning: 'error',
+    onConstructorPoisoning: 'error',
+    requestIdHeader: false,
+  };
+}
+
+function isLoggerInstance(l: unknown): l is FastifyBaseLogger {
+  return typeof l === 'object' && l !== null && typeof (l as FastifyBaseLogger).child === 'function' && typeof (l as FastifyBaseLogger).info === 'function';
+}
+
+export function buildServer(deps: ServerDeps): FastifyInstance {
+  let seq = 0;
+  const base = serverOptions();
+  const opts: FastifyServerOptions = {
+    ...base,
+    genReqId: (req) => {
+      const h = req.headers['x-request-id'];
+      return typeof h === 'string' && REQUEST_ID_RE.test(h) ? h : `${deps.nodeId}-${(++seq).toString(36)}`;
+    },
+    // Router-level failures (bad percent-encoding in the path) in the contract's shape.
+    frameworkErrors: (err, _req, reply) => {
+      sendError(reply, new ApiError('invalid_request', err.code === 'FST_ERR_BAD_URL' ? 'path: bad percent-encoding' : `request: ${err.message}`));
+    },
+  };
+  if (deps.https) (opts as { https?: HttpsServerOptions }).https = { ...deps.https, headersTimeout: base.http.headersTimeout } as HttpsServerOptions;
+  if (isLoggerInstance(deps.logger)) opts.loggerInstance = deps.logger;
+  else opts.logger = deps.logger ?? false;
+  const app = Fastify(opts) as unknown as FastifyInstance;
+
+  const forwarder = new Forwarder({ nodeId: deps.nodeId, timeoutMs: deps.forwardTimeoutMs ?? 5000, ...(deps.forwardTls ? { tls: deps.forwardTls } : {}) });
+  const env: RouteEnv = { service: deps.service, forwarder, schemas: bodySchemas(deps.limits), ...(deps.authorize ? { authorize: deps.authorize } : {}) };
+
+  installBodyParser(app);
+  installLifecycle(app, deps, forwarder);
+  app.setErrorHandler((err, req, reply) => sendError(reply, toApiError(err, req)));
+  app.setNotFoundHandler((req, reply) => {
+    sendError(reply, new ApiError('not_found', `no route ${req.method} ${(req.raw.url ?? '').split('?', 1)[0]?.slice(0, 200)}`));
+  });
+
+  sessionRoutes(app, env);
+  lockRoutes(app, env);
+  clusterRoutes(app, env);
+  opsRoutes(app, env, deps.metrics);
+  return app;
+}
+
+/** Only application/json bodies (spec: anything else is 415), parsed without prototype
+ *  pollution: JSON.parse makes "__proto__" an own key, which we refuse outright so no later
+ *  Object.assign can turn it into a prototype. An empty body counts as no body. */
+function installBodyParser(app: FastifyInstance): void {
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('application/json', { parseAs: 'string', bodyLimit: BODY_LIMIT_BYTES }, (_req, body, done) => {
+    const text = String(body);
+    if (text.trim() === '') return done(null, undefined);
+    let value: unknown;
+    try {
+      value = JSON.parse(text);
+    } catch (e) {
+      return done(new ApiError('invalid_request', `body: invalid JSON (${(e as Error).message.slice(0, 120)})`), undefined);
+    }
+    const bad = forbiddenKey(value, 0);
+    if (bad) return done(new ApiError('invalid_request', `body: forbidden key "${bad}"`), undefined);
+    done(null, value);
+  });
+}
+
+function forbiddenKey(v: unknown, depth: number): string | null {
+  if (typeof v !== 'object' || v === null) return null;
+  if (depth > 64) return '(nesting deeper than 64)';
+  for (const k of Object.keys(v)) {
+    if (k === '__proto__' || k === 'constructor' || k === 'prototype') return k;
+    const inner = forbiddenKey((v as Record<string, unknown>)[k], depth + 1);
+    if (inner) return inner;
+  }
+  return null;
+}
+
+function installLifecycle(app: FastifyInstance, deps: ServerDeps, forwarder: Forwarder): void {
+  const inflight = new Set<AbortController>();
+  let closing = false;
+  app.decorateRequest('routeLabel', '');
+  app.decorateRequest('abortController', null as unknown as AbortController);
+
+  app.addHook('onRequest', async (req, reply) => {
+    req.routeLabel = req.routeOptions.url ? req.routeOptions.url.replace(/:([A-Za-z_]+)/g, '{$1}') : 'unmatched';
+    const ac = new AbortController();
+    req.abortController = ac;
+    inflight.add(ac);
+    reply.header('x-request-id', req.id);
+    // A client that disconnects before its answer ends its wait (ServerResponse 'close'
+    // fires on completion too; writableFinished tells the two apart).
+    reply.raw.once('close', () => {
+      inflight.delete(ac);
+      if (!reply.raw.writableFinished) ac.abort(new Error('client closed the connection'));
+    });
+    if (closing) throw new ApiError('unavailable', 'the node is shutting down');
+  });
+
+  app.addHook('onResponse', async (req, reply) => {
+    deps.metrics.httpRequestDuration.observe({ route: req.routeLabel || 'unmatched', method: req.method, status_code: String(reply.statusCode) }, reply.elapsedTime / 1000);
+  });
+
+  app.addHook('preClose', async () => {
+    closing = true;
+    for (const ac of inflight) ac.abort(new Error('server shutting down'));
+  });
+  app.addHook('onClose', async () => {
+    await forwarder.close();
+  });
+}
+
+const STATUS_TO_CODE = new Map<number, keyof typeof ERROR_CATALOG>([
+  [400, 'invalid_request'], [401, 'unauthenticated'], [403, 'permission_denied'], [404, 'not_found'],
+  [413, 'payload_too_large'], [415, 'unsupported_media_type'], [429, 'too_many_requests'], [503, 'unavailable'], [504, 'timeout'],
+]);
+
+/** Anything thrown → an ApiError. fastify's own errors keep their meaning; the rest is 500. */
+export function toApiError(err: unknown, req?: FastifyRequest): ApiError {
+  if (isApiError(err)) return err;
+  const fe = err as Partial<FastifyError>;
+  switch (fe.code) {
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return new ApiError('unsupported_media_type', `content-type must be application/json, got ${JSON.stringify(req?.headers['content-type'] ?? '')}`, { cause: err });
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return new ApiError('payload_too_large', `body is over ${BODY_LIMIT_BYTES} bytes (64 KiB)`, { cause: err });
+    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+      return new ApiError('invalid_request', 'body: length does not match content-length', { cause: err });
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return new ApiError('invalid_request', 'body: invalid JSON', { cause: err });
+  }
+  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
+  const code = STATUS_TO_CODE.get(status);
+  if (code && status < 500) return new ApiError(code, `${ERROR_CATALOG[code].message}: ${String(fe.message).slice(0, 200)}`, { cause: err });
+  req?.log.error({ err }, 'unexpected error in a request');
+  return new ApiError('internal', 'internal error; see the server log', { cause: err });
+}
+
+function sendError(reply: FastifyReply, e: ApiError): void {
+  if (reply.sent) return;
+  if (e.retryAfterS !== undefined) reply.header('retry-after', String(e.retryAfterS));
+  reply.code(e.status).type('application/json; charset=utf-8').send(e.toBody());
+}

@@ -1,0 +1,173 @@
+// Input rules of the REST contract (spec §3): lock names, owners, ids, durations, tokens,
+// the Idempotency-Key header. Every failure becomes ONE ApiError('invalid_request') whose
+// message names the field ("body.ttl_ms: must be >= 1000, got 5"), so a client can fix its
+// request without reading server logs. zod gives the shapes; the wording is ours.
+import { z } from 'zod';
+import { ApiError, invalid } from './errors.js';
+
+export const MAX_NAME_BYTES = 256;
+export const MAX_OWNER_BYTES = 256;
+export const MAX_WAIT_MS = 300_000;
+export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
+export const MAX_LIST_LIMIT = 10_000;
+export const DEFAULT_LIST_LIMIT = 1000;
+/** Chubby caps lock-delay at one minute; a longer delay only strands locks. */
+export const MAX_LOCK_DELAY_MS = 60_000;
+
+/** TTL bounds come from the cluster file (session.min_ttl_ms / max_ttl_ms). */
+export interface ApiLimits {
+  minTtlMs: number;
+  maxTtlMs: number;
+}
+
+const NAME_CHARS = /^[A-Za-z0-9._:/-]+$/;
+const SESSION_ID = /^[A-Za-z0-9._:~-]{1,128}$/;
+const MEMBER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
+const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
+
+function show(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  const s = JSON.stringify(v) ?? String(v);
+  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+}
+
+/** Why `name` is not a valid lock name, or null. Names are opaque byte strings over a
+ *  small alphabet, except that "." and ".." segments are refused: HTTP clients and
+ *  proxies normalise them away (curl, browsers), so the name the server would see differs
+ *  from the one the client wrote, and "billing/../x" would pass a "billing/" prefix right. */
+export function lockNameProblem(name: string, what = 'name'): string | null {
+  if (name.length === 0) return `${what} must not be empty`;
+  if (name.length > MAX_NAME_BYTES) return `${what} is ${name.length} bytes, at most ${MAX_NAME_BYTES} allowed`;
+  if (!NAME_CHARS.test(name)) return `${what} may contain only [A-Za-z0-9._:/-], got ${show(name)}`;
+  if (name.split('/').some((seg) => seg === '.' || seg === '..')) return `${what} must not contain "." or ".." path segments, got ${show(name)}`;
+  return null;
+}
+
+/** Percent-decode one raw path segment; bad encoding is the client's error, not a crash. */
+export function decodeSegment(raw: string, field: string): string {
+  try {
+    return decodeURIComponent(raw);
+  } catch {
+    throw invalid(field, `bad percent-encoding in ${show(raw)}`);
+  }
+}
+
+export function assertLockName(name: string, field = 'path.name'): string {
+  const p = lockNameProblem(name, 'lock name');
+  if (p) throw invalid(field, p);
+  return name;
+}
+
+export function assertSessionId(id: string, field = 'path.id'): string {
+  if (!SESSION_ID.test(id)) throw invalid(field, `expected a session id (1-128 chars of [A-Za-z0-9._:~-]), got ${show(id)}`);
+  return id;
+}
+
+export function assertMemberId(id: string, field = 'path.id'): string {
+  if (!MEMBER_ID.test(id)) throw invalid(field, `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(id)}`);
+  return id;
+}
+
+/** The Idempotency-Key header: absent, or 1–128 bytes. */
+export function idempotencyKey(h: string | string[] | undefined): string | undefined {
+  if (h === undefined) return undefined;
+  if (Array.isArray(h)) throw invalid('header Idempotency-Key', 'must be sent once');
+  const bytes = Buffer.byteLength(h, 'utf8');
+  if (bytes < 1 || bytes > MAX_IDEMPOTENCY_KEY_BYTES) throw invalid('header Idempotency-Key', `must be 1-${MAX_IDEMPOTENCY_KEY_BYTES} bytes, got ${bytes}`);
+  return h;
+}
+
+// ---------------------------------------------------------------------------------------
+// zod building blocks
+
+const sessionId = z.string().regex(SESSION_ID, { error: (i) => `expected a session id (1-128 chars of [A-Za-z0-9._:~-]), got ${show(i.input)}` });
+const owner = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_OWNER_BYTES && !LONE_SURROGATE.test(s), {
+  error: (i) => `must be at most ${MAX_OWNER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(String(i.input), 'utf8')} bytes`,
+});
+const fencingToken = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
+const waitMs = z.number().int().min(0).max(MAX_WAIT_MS);
+const ttl = (l: ApiLimits) => z.number().int().min(l.minTtlMs).max(l.maxTtlMs);
+const httpUrl = z.string().max(2048).refine((s) => {
+  try {
+    const u = new URL(s);
+    return (u.protocol === 'http:' || u.protocol === 'https:') && !u.username && !u.password && (u.pathname === '/' || u.pathname === '') && !u.search && !u.hash;
+  } catch {
+    return false;
+  }
+}, { error: (i) => `expected an http(s) URL (scheme://host:port), got ${show(i.input)}` });
+
+export function bodySchemas(l: ApiLimits) {
+  return {
+    openSession: z.strictObject({ ttl_ms: ttl(l).optional(), owner: owner.optional(), lock_delay_ms: z.number().int().min(0).max(MAX_LOCK_DELAY_MS).optional() }),
+    empty: z.strictObject({}),
+    acquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), wait_ms: waitMs.optional(), owner: owner.optional() }),
+    renew: z.strictObject({ session_id: sessionId }),
+    release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),
+    addMember: z.strictObject({ id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(i.input)}` }), api: httpUrl, peer: httpUrl }),
+    transfer: z.strictObject({ to: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id, got ${show(i.input)}` }).optional() }),
+  };
+}
+export type BodySchemas = ReturnType<typeof bodySchemas>;
+
+const consistency = z.enum(['linearizable', 'stale']);
+const intString = (min: number, max: number) =>
+  z
+    .string()
+    .regex(/^\d{1,16}$/, { error: (i) => `expected an integer, got ${show(i.input)}` })
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+
+export const querySchemas = {
+  none: z.strictObject({}),
+  read: z.strictObject({ consistency: consistency.optional() }),
+  list: z.strictObject({
+    prefix: z.string().max(MAX_NAME_BYTES).optional(),
+    limit: intString(1, MAX_LIST_LIMIT).optional(),
+    consistency: consistency.optional(),
+  }),
+  check: z.strictObject({ fencing_token: intString(1, Number.MAX_SAFE_INTEGER), consistency: z.literal('linearizable').optional() }),
+};
+
+// ---------------------------------------------------------------------------------------
+
+function issueText(where: string, iss: z.core.$ZodIssue): string {
+  const path = [where, ...iss.path.map((k) => (typeof k === 'number' ? `[${k}]` : String(k)))].join('.').replace(/\.\[/g, '[');
+  switch (iss.code) {
+    case 'unrecognized_keys':
+      return `${path}.${iss.keys[0] ?? '?'}: unknown field`;
+    case 'invalid_type':
+      if (iss.input === undefined) return `${path}: required`;
+      return `${path}: expected ${iss.expected === 'int' ? 'an integer' : iss.expected}, got ${show(iss.input)}`;
+    case 'too_small':
+      return iss.origin === 'string' ? `${path}: must not be empty` : `${path}: must be >= ${String(iss.minimum)}, got ${show(iss.input)}`;
+    case 'too_big':
+      return iss.origin === 'string' ? `${path}: must be at most ${String(iss.maximum)} characters` : `${path}: must be <= ${String(iss.maximum)}, got ${show(iss.input)}`;
+    case 'invalid_value':
+      return `${path}: expected one of ${iss.values.map((v) => show(v)).join(', ')}, got ${show(iss.input)}`;
+    default:
+      return `${path}: ${iss.message}`;
+  }
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Validate a JSON body. `undefined` (no body) counts as `{}` when `optional`. */
+export function parseBody<S extends z.ZodType>(schema: S, body: unknown, optional: boolean): z.output<S> {
+  if (body === undefined && optional) body = {};
+  if (!isPlainObject(body)) throw invalid('body', `expected a JSON object, got ${body === undefined ? 'no body' : show(body)}`);
+  return parseWith(schema, body, 'body');
+}
+
+/** Validate a query string object (values are strings, repeated keys arrays). */
+export function parseQuery<S extends z.ZodType>(schema: S, query: unknown): z.output<S> {
+  return parseWith(schema, isPlainObject(query) ? query : {}, 'query');
+}
+
+function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
+  const r = schema.safeParse(value, { reportInput: true });
+  if (r.success) return r.data;
+  const first = r.error.issues[0];
+  throw new ApiError('invalid_request', first ? issueText(where, first) : `${where}: invalid`);
+}

@@ -1,0 +1,133 @@
+// A small in-memory LockService for the REST tests: just enough lock semantics (sessions,
+// one holder, monotonically increasing tokens) to give every route a real answer, plus
+// switches for routing and a record of the contexts the routes passed in.
+import { ApiError } from '../../src/api/errors.js';
+import type { ClusterView, GrantView, LockService, LockView, RequestContext, Routing, SessionView } from '../../src/api/service.js';
+
+interface FakeSession { id: string; owner: string; ttlMs: number; locks: Set<string> }
+interface FakeLock { holder: string; token: number }
+
+export class FakeService implements LockService {
+  routingView: Routing = { isLeader: true, leaderApi: null };
+  isReady = true;
+  readonly calls: { method: string; args: unknown[]; ctx?: RequestContext }[] = [];
+  private sessions = new Map<string, FakeSession>();
+  private locks = new Map<string, FakeLock>();
+  private nextSession = 1;
+  private lastToken = 0;
+  /** when set, every service call throws it (to test error rendering) */
+  failWith: Error | null = null;
+
+  constructor(readonly defaultTtlMs = 10_000) {}
+
+  private record(method: string, ctx: RequestContext | undefined, ...args: unknown[]): void {
+    this.calls.push({ method, args, ...(ctx ? { ctx } : {}) });
+    if (this.failWith) throw this.failWith;
+  }
+  last(): { method: string; args: unknown[]; ctx?: RequestContext } | undefined {
+    return this.calls[this.calls.length - 1];
+  }
+  private session(id: string): FakeSession {
+    const s = this.sessions.get(id);
+    if (!s) throw new ApiError('session_not_found', `session ${id} not found`);
+    return s;
+  }
+
+  routing(): Routing { return this.routingView; }
+  ready(): boolean { return this.isReady; }
+
+  async openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext) {
+    this.record('openSession', ctx, p);
+    const id = `s${this.nextSession++}`;
+    this.sessions.set(id, { id, owner: p.owner ?? '', ttlMs: p.ttlMs ?? this.defaultTtlMs, locks: new Set() });
+    return { session_id: id, ttl_ms: p.ttlMs ?? this.defaultTtlMs };
+  }
+  async keepalive(sessionId: string, ctx: RequestContext) {
+    this.record('keepalive', ctx, sessionId);
+    const s = this.session(sessionId);
+    return { session_id: s.id, ttl_ms: s.ttlMs };
+  }
+  async getSession(sessionId: string, ctx: RequestContext): Promise<SessionView> {
+    this.record('getSession', ctx, sessionId);
+    const s = this.session(sessionId);
+    return { session_id: s.id, owner: s.owner, ttl_ms: s.ttlMs, locks: [...s.locks] };
+  }
+  async closeSession(sessionId: string, ctx: RequestContext) {
+    this.record('closeSession', ctx, sessionId);
+    const s = this.session(sessionId);
+    this.sessions.delete(sessionId);
+    for (const n of s.locks) this.locks.delete(n);
+    return { released: [...s.locks] };
+  }
+  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<GrantView> {
+    this.record('acquire', ctx, name, p);
+    let sid = p.sessionId;
+    if (sid === undefined) sid = (await this.openSession({ ...(p.ttlMs !== undefined ? { ttlMs: p.ttlMs } : {}), ...(p.owner !== undefined ? { owner: p.owner } : {}) }, ctx)).session_id;
+    const s = this.session(sid);
+    const l = this.locks.get(name);
+    if (l && l.holder !== sid) {
+      const h = this.sessions.get(l.holder);
+      throw new ApiError('lock_held', `lock ${name} is held by another session`, { details: { holder: { session_id: l.holder, owner: h?.owner ?? '', fencing_token: l.token } } });
+    }
+    if (l) return { name, session_id: sid, fencing_token: l.token, ttl_ms: s.ttlMs };
+    const token = ++this.lastToken;
+    this.locks.set(name, { holder: sid, token });
+    s.locks.add(name);
+    return { name, session_id: sid, fencing_token: token, ttl_ms: s.ttlMs };
+  }
+  async renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView> {
+    this.record('renew', ctx, name, sessionId);
+    const s = this.session(sessionId);
+    const l = this.locks.get(name);
+    if (!l || l.holder !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
+    return { name, session_id: sessionId, fencing_token: l.token, ttl_ms: s.ttlMs };
+  }
+  async release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext) {
+    this.record('release', ctx, name, sessionId, fencingToken);
+    const s = this.session(sessionId);
+    const l = this.locks.get(name);
+    if (!l || l.holder !== sessionId || (fencingToken !== undefined && fencingToken !== l.token)) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
+    this.locks.delete(name);
+    s.locks.delete(name);
+    return { name, released: true as const };
+  }
+  private view(name: string): LockView {
+    const l = this.locks.get(name);
+    if (!l) return { name, held: false, waiters: 0 };
+    return { name, held: true, holder: { session_id: l.holder, owner: this.sessions.get(l.holder)?.owner ?? '', fencing_token: l.token }, waiters: 0 };
+  }
+  async getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView> {
+    this.record('getLock', ctx, name, consistency);
+    return this.view(name);
+  }
+  async listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView[]> {
+    this.record('listLocks', ctx, prefix, limit, consistency);
+    return [...this.locks.keys()].filter((n) => n.startsWith(prefix)).sort().slice(0, limit).map((n) => this.view(n));
+  }
+  async checkToken(name: string, fencingToken: number, ctx: RequestContext) {
+    this.record('checkToken', ctx, name, fencingToken);
+    return { name, current: this.locks.get(name)?.token === fencingToken };
+  }
+  cluster(): ClusterView {
+    this.record('cluster', undefined);
+    return {
+      node_id: 'n1', role: this.routingView.isLeader ? 'leader' : 'follower', term: 3, leader_id: 'n1', commit_index: 10, applied_index: 10,
+      members: [{ id: 'n1', api: 'http://127.0.0.1:17001', peer: 'http://127.0.0.1:17101', role: 'leader', match_index: 10 }],
+    };
+  }
+  async addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext): Promise<ClusterView> {
+    this.record('addMember', ctx, m);
+    const c = this.cluster();
+    c.members.push({ ...m, role: 'learner' });
+    return c;
+  }
+  async removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+    this.record('removeMember', ctx, id);
+    if (id !== 'n1') throw new ApiError('not_found', `no member ${id}`);
+    return this.cluster();
+  }
+  async transferLeadership(to: string | undefined, ctx: RequestContext) {
+    this.record('transferLeadership', ctx, to);
+    return { leader_id: to ?? 'n2' };
+  }
+}
