@@ -1,0 +1,283 @@
+// Durable Raft storage in LevelDB (architecture §1, "the big adaptation from Go").
+//
+// The core reads synchronously, LevelDB in Node is async, so open() loads the hard state,
+// the latest snapshot and the whole log tail into a MemoryStorage and every read is
+// served from memory. Each write is ONE atomic db.batch (Ready step 2: hard state,
+// snapshot, entries together), fsynced when asked.
+//
+// Memory is updated AFTER the batch resolves, never before: until then reads keep showing
+// the durable state, which is what the Storage contract promises (the core keeps the
+// not-yet-durable part in its unstable log, and reads storage for it only after
+// advance(), which the driver calls after save resolves). A failed write leaves memory
+// as it was and the storage refuses every later write (fail-stop, see StorageFailure).
+//
+// Writes are serialised in call order, so a compact() issued while a save() is in flight
+// plans its deletions against the state that save produced.
+import { mkdir } from 'node:fs/promises';
+import { Level } from 'level';
+import { MemoryStorage, StorageAssertionError } from './core/storage.js';
+import type { DurableStorage, PersistBatch } from './core/storage.js';
+import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
+import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, encodeEntry, encodeHardState, encodeSnapshot, entryKey } from './storage-codec.js';
+import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
+import { loadState, type Db } from './storage-load.js';
+
+export { StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError, StorageError } from './storage-errors.js';
+
+/** the subset of pino's Logger we use */
+export interface StorageLogger {
+  info(obj: object, msg: string): void;
+  warn(obj: object, msg: string): void;
+}
+
+export interface LevelStorageOptions {
+  /** membership for a brand-new directory only; ignored when data exists */
+  seedConf: ConfState;
+  logger?: StorageLogger;
+  /** ask LevelDB to compact the deleted key range after each compact() so the directory
+   *  shrinks promptly (default true; runs in the background, close() waits for it) */
+  compactRange?: boolean;
+  /** LevelDB memtable / write-ahead-log size in bytes (default LevelDB's 4 MiB) */
+  writeBufferSize?: number;
+}
+
+type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
+
+export class LevelStorage implements DurableStorage {
+  private readonly mem: MemoryStorage;
+  /** tail of the write queue: every write waits for the previous one */
+  private queue: Promise<void> = Promise.resolve();
+  private background: Promise<void> = Promise.resolve();
+  /** set once a write failed: the disk state is unknown, nothing more may be written */
+  private failure: StorageFailure | undefined;
+  private closed = false;
+
+  private constructor(
+    private readonly db: Db,
+    readonly dir: string,
+    loaded: { hardState: HardState; snapshot: Snapshot; entries: Entry[] },
+    private readonly opts: LevelStorageOptions,
+  ) {
+    this.mem = new MemoryStorage(loaded.snapshot.meta.conf);
+    if (loaded.snapshot.meta.index > 0) this.mem.applySnapshot(loaded.snapshot);
+    this.mem.setHardState(loaded.hardState);
+    this.mem.append(loaded.entries);
+  }
+
+  /** Open (creating with mode 0700 if needed), load and verify. Rejects with
+   *  StorageLockedError, StorageCorruptionError, StorageVersionError or StorageFailure. */
+  static async open(dir: string, opts: LevelStorageOptions): Promise<LevelStorage> {
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw new StorageFailure(dir, 'creating the data directory', err);
+    }
+    const db = new Level<Buffer, Buffer>(dir, {
+      keyEncoding: 'buffer',
+      valueEncoding: 'buffer',
+      createIfMissing: true,
+      errorIfExists: false,
+      ...(opts.writeBufferSize !== undefined ? { writeBufferSize: opts.writeBufferSize } : {}),
+    }) as Db;
+    try {
+      await db.open();
+    } catch (err) {
+      throw openError(dir, err);
+    }
+    try {
+      const loaded = await loadState(db, dir, opts.seedConf);
+      const s = new LevelStorage(db, dir, loaded, opts);
+      opts.logger?.info(
+        { dir, fresh: loaded.fresh, term: loaded.hardState.term, commit: loaded.hardState.commit, snapshotIndex: s.mem.snapshot().meta.index, firstIndex: s.firstIndex(), lastIndex: s.lastIndex() },
+        loaded.fresh ? 'storage initialised' : 'storage loaded',
+      );
+      return s;
+    } catch (err) {
+      await db.close().catch(() => undefined);
+      if (err instanceof StorageError) throw err;
+      if (isLevelCorruption(err)) throw new StorageCorruptionError(dir, `LevelDB reports ${describe(err)}`, undefined, { cause: err });
+      throw new StorageFailure(dir, 'loading', err);
+    }
+  }
+
+  // ---- Storage (reads, from memory) ----
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return this.mem.initialState();
+  }
+  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
+    return this.mem.entries(lo, hi, maxBytes);
+  }
+  term(i: Index): Term | undefined {
+    return this.mem.term(i);
+  }
+  firstIndex(): Index {
+    return this.mem.firstIndex();
+  }
+  lastIndex(): Index {
+    return this.mem.lastIndex();
+  }
+  snapshot(): Snapshot {
+    return this.mem.snapshot();
+  }
+  hardState(): HardState {
+    return this.mem.hardState();
+  }
+
+  // ---- DurableStorage (writes) ----
+  save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
+    return this.enqueue('save', () => this.planSave(batch), opts.sync, () => this.mem.applyBatch(batch));
+  }
+
+  compact(snapshot: Snapshot): Promise<void> {
+    return this.enqueue('compact', () => this.planCompact(snapshot), true, () => {
+      this.mem.compact(snapshot);
+      if (this.opts.compactRange !== false) this.compactInBackground(snapshot.meta.index);
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.queue.catch(() => undefined);
+    await this.background;
+    await this.db.close();
+  }
+
+  /** Run one write after the previous ones. `plan` computes the ops against the memory
+   *  state at that moment (throwing StorageAssertionError for a batch that breaks the log
+   *  invariants, before anything is written); `commit` updates memory after the write. */
+  private enqueue(operation: string, plan: () => BatchOp[] | null, sync: boolean, commit: () => void): Promise<void> {
+    // a write issued after close() is a driver bug; writes queued before it still run
+    if (this.closed) return Promise.reject(new StorageFailure(this.dir, operation, new Error('storage is closed')));
+    const run = async (): Promise<void> => {
+      if (this.failure) throw this.failure;
+      const ops = plan();
+      if (ops === null) return;
+      if (ops.length > 0) {
+        try {
+          await this.db.batch(ops, { sync });
+        } catch (err) {
+          this.failure = new StorageFailure(this.dir, `${operation} (${ops.length} ops, sync=${sync})`, err);
+          this.opts.logger?.warn({ dir: this.dir, err: this.failure.message }, 'storage write failed: node must stop');
+          throw this.failure;
+        }
+      }
+      commit();
+    };
+    const p = this.queue.then(run);
+    this.queue = p.catch(() => undefined);
+    return p;
+  }
+
+  /** Ready step 2 as one batch: hard state, then snapshot, then entries (same semantics
+   *  as MemoryStorage.applyBatch, which updates memory afterwards). */
+  private planSave(b: PersistBatch): BatchOp[] {
+    const ops: BatchOp[] = [];
+    const cur = this.mem.hardState();
+    let hs = b.hardState ? { ...b.hardState } : cur;
+    if (b.hardState) assertHardStateStep(cur, hs);
+    let snapIndex = this.mem.snapshot().meta.index;
+    let last = this.lastIndex();
+    if (b.snapshot && b.snapshot.meta.index > snapIndex) {
+      const s = b.snapshot;
+      const idx = s.meta.index;
+      // keep the suffix only if it provably agrees with the snapshot (same term at its
+      // index: Log Matching, §5.3); otherwise the whole log goes (§7)
+      const agrees = this.term(idx) === s.meta.term;
+      const delTo = agrees ? idx : last;
+      for (let i = snapIndex + 1; i <= delTo; i++) ops.push({ type: 'del', key: entryKey(i) });
+      ops.push({ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(s) });
+      if (!agrees) last = idx;
+      snapIndex = idx;
+      // a snapshot is of committed state: memory raises commit to it, so must the disk
+      if (hs.commit < idx) hs = { ...hs, commit: idx };
+    }
+    if (b.entries.length > 0) {
+      const first = b.entries[0]!.index;
+      check(first > snapIndex, `save: entries start at ${first}, at or below the snapshot index ${snapIndex}`);
+      check(first <= last + 1, `save: entries start at ${first}, leaving a gap after ${last}`);
+      let prevTerm = this.termAfterPlan(first - 1, snapIndex, b.snapshot);
+      b.entries.forEach((e, k) => {
+        check(e.index === first + k, `save: entries not contiguous at ${first + k} (got ${e.index})`);
+        check(prevTerm === undefined || e.term >= prevTerm, `save: entry ${e.index} term ${e.term} lower than the previous entry's ${prevTerm}`);
+        prevTerm = e.term;
+        ops.push({ type: 'put', key: entryKey(e.index), value: encodeEntry(e) });
+      });
+      const newLast = first + b.entries.length - 1;
+      // entries beyond the new ones were written by an older leader and conflict (§5.3)
+      for (let i = newLast + 1; i <= last; i++) ops.push({ type: 'del', key: entryKey(i) });
+      last = newLast;
+    }
+    if (b.hardState || hs.commit !== cur.commit) {
+      check(hs.commit <= last, `save: commit ${hs.commit} beyond the last index ${last}`);
+      ops.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hs) });
+    }
+    return ops;
+  }
+
+  /** term at i as it will be once the snapshot part of a batch is applied */
+  private termAfterPlan(i: Index, snapIndex: Index, snap: Snapshot | undefined): Term | undefined {
+    if (snap && i === snapIndex && snap.meta.index === snapIndex) return snap.meta.term;
+    return this.term(i);
+  }
+
+  private planCompact(s: Snapshot): BatchOp[] | null {
+    const idx = s.meta.index;
+    const first = this.firstIndex();
+    if (idx < first) return null; // already covered by the current snapshot
+    check(idx <= this.lastIndex(), `compact(${idx}) beyond the last index ${this.lastIndex()}`);
+    check(this.term(idx) === s.meta.term, `compact(${idx}): snapshot term ${s.meta.term} != log term ${this.term(idx)}`);
+    check(idx <= this.mem.hardState().commit, `compact(${idx}) beyond the commit index ${this.mem.hardState().commit}`);
+    // explicit dels in the same batch as the snapshot (never clear(): it is not atomic)
+    const ops: BatchOp[] = [{ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(s) }];
+    for (let i = first; i <= idx; i++) ops.push({ type: 'del', key: entryKey(i) });
+    return ops;
+  }
+
+  /** Deleted keys linger in LevelDB's files until compaction reaches them; ask for it now
+   *  over the deleted entries and the snapshot key (rewritten on every compaction), so
+   *  the directory stays near one snapshot plus the live tail. Best effort: a failure
+   *  here loses nothing, so it is logged, not fatal. */
+  private compactInBackground(throughIndex: Index): void {
+    const run = async (): Promise<void> => {
+      if (this.closed) return;
+      try {
+        await this.db.compactRange(ENTRY_KEY_START, entryKey(throughIndex + 1));
+        await this.db.compactRange(KEY_HARD_STATE, KEY_SNAPSHOT);
+      } catch (err) {
+        this.opts.logger?.warn({ dir: this.dir, err: describe(err) }, 'LevelDB compactRange failed (disk space may not be reclaimed yet)');
+      }
+    };
+    // chain, so at most one runs at a time and close() can wait for the last
+    this.background = this.background.then(run);
+  }
+}
+
+/** Raft's persistent state only moves forward: the term never decreases, a vote is never
+ *  changed within a term (§5.2: at most one vote per term), commit never decreases. */
+function assertHardStateStep(cur: HardState, next: HardState): void {
+  check(next.term >= cur.term, `hard state term went backwards (${cur.term} -> ${next.term})`);
+  check(next.term > cur.term || cur.vote === null || next.vote === cur.vote, `vote changed within term ${cur.term} (${cur.vote} -> ${next.vote})`);
+  check(next.commit >= cur.commit, `hard state commit went backwards (${cur.commit} -> ${next.commit})`);
+}
+
+function check(cond: boolean, msg: string): asserts cond {
+  if (!cond) throw new StorageAssertionError(`storage invariant broken: ${msg}`);
+}
+
+function openError(dir: string, err: unknown): StorageError {
+  const cause = (err as { cause?: { code?: unknown } }).cause;
+  if (cause?.code === 'LEVEL_LOCKED') return new StorageLockedError(dir, { cause: err });
+  if (isLevelCorruption(err)) return new StorageCorruptionError(dir, `LevelDB cannot open it: ${describe(err)}`, undefined, { cause: err });
+  return new StorageFailure(dir, 'opening', err);
+}
+
+function isLevelCorruption(err: unknown): boolean {
+  const e = err as { code?: unknown; cause?: { code?: unknown; message?: unknown } } | undefined;
+  return e?.code === 'LEVEL_CORRUPTION' || e?.cause?.code === 'LEVEL_CORRUPTION' || (typeof e?.cause?.message === 'string' && e.cause.message.startsWith('Corruption'));
+}
+
+function describe(err: unknown): string {
+  if (!(err instanceof Error)) return String(err);
+  return err.cause instanceof Error ? `${err.message}: ${err.cause.message}` : err.message;
+}

@@ -1,0 +1,115 @@
+// A DurableStorage wrapper that makes "not synced" mean "lost on crash".
+//
+// A real disk usually keeps unsynced writes across a process kill (they sit in the page
+// cache), so a SIGKILL test cannot tell whether Raft acknowledged something it had only
+// written, not fsynced. This wrapper holds every `sync: false` save (and every compact)
+// in process memory, serves reads from that view, and hands them to the inner storage
+// only together with the next `sync: true` save. A SIGKILL then loses exactly the writes
+// that were never synced, as a power cut would (worst case), and a test can check that
+// everything Raft acknowledged survives. Test-only in spirit; it lives in src so real
+// processes can use it behind a flag (jepsen-lite).
+import { MemoryStorage, StorageAssertionError } from './core/storage.js';
+import type { DurableStorage, PersistBatch } from './core/storage.js';
+import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
+
+type Pending = { kind: 'save'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
+
+export class UnsyncedLossStorage implements DurableStorage {
+  /** inner's state plus every pending write: what reads see */
+  private readonly view: MemoryStorage;
+  /** writes the inner storage has not seen yet, in order */
+  private pending: Pending[] = [];
+  private queue: Promise<void> = Promise.resolve();
+
+  constructor(private readonly inner: DurableStorage) {
+    const { hardState, conf } = inner.initialState();
+    const snap = inner.snapshot();
+    this.view = new MemoryStorage(conf);
+    if (snap.meta.index > 0) this.view.applySnapshot(snap);
+    this.view.setHardState(hardState);
+    this.view.append(inner.entries(inner.firstIndex(), inner.lastIndex() + 1));
+  }
+
+  /** how many writes would be lost if the process died now */
+  pendingWrites(): number {
+    return this.pending.length;
+  }
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return this.view.initialState();
+  }
+  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
+    return this.view.entries(lo, hi, maxBytes);
+  }
+  term(i: Index): Term | undefined {
+    return this.view.term(i);
+  }
+  firstIndex(): Index {
+    return this.view.firstIndex();
+  }
+  lastIndex(): Index {
+    return this.view.lastIndex();
+  }
+  snapshot(): Snapshot {
+    return this.view.snapshot();
+  }
+  hardState(): HardState {
+    return this.view.hardState();
+  }
+
+  save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
+    return this.enqueue(async () => {
+      if (!opts.sync) {
+        this.view.applyBatch(batch);
+        this.pending.push({ kind: 'save', batch });
+        return;
+      }
+      await this.flush();
+      await this.inner.save(batch, { sync: true });
+      this.view.applyBatch(batch);
+      this.assertInSync();
+    });
+  }
+
+  compact(snapshot: Snapshot): Promise<void> {
+    return this.enqueue(async () => {
+      this.view.compact(snapshot);
+      this.pending.push({ kind: 'compact', snapshot });
+    });
+  }
+
+  /** Pending writes are dropped, as a crash would drop them. */
+  async close(): Promise<void> {
+    await this.queue.catch(() => undefined);
+    this.pending = [];
+    await this.inner.close();
+  }
+
+  /** Hand the pending writes to the inner storage, in order, unsynced: the sync:true save
+   *  that follows makes them durable too (LevelDB's write-ahead log is sequential, so one
+   *  fsync covers every earlier write). A crash half-way leaves a prefix of them, which is
+   *  a state a real disk can also be left in. */
+  private async flush(): Promise<void> {
+    while (this.pending.length > 0) {
+      const p = this.pending[0]!;
+      if (p.kind === 'save') await this.inner.save(p.batch, { sync: false });
+      else await this.inner.compact(p.snapshot);
+      this.pending.shift();
+    }
+  }
+
+  private enqueue(f: () => Promise<void>): Promise<void> {
+    const p = this.queue.then(f);
+    this.queue = p.catch(() => undefined);
+    return p;
+  }
+
+  private assertInSync(): void {
+    const a = this.view;
+    const b = this.inner;
+    const same = a.firstIndex() === b.firstIndex() && a.lastIndex() === b.lastIndex() && a.term(a.lastIndex()) === b.term(b.lastIndex());
+    if (!same) {
+      throw new StorageAssertionError(`storage invariant broken: unsynced-loss view [${a.firstIndex()}, ${a.lastIndex()}] differs from the inner storage [${b.firstIndex()}, ${b.lastIndex()}] after a sync`);
+    }
+  }
+}
