@@ -1,0 +1,162 @@
+// The lock FSM's log vocabulary: every state change is one of these commands, wrapped in
+// an Envelope and committed through Raft. Time-based decisions (expiry, end of lock-delay,
+// wait timeouts) are commands too (architecture §1 rule 3), so apply() never reads a clock
+// and every replica reaches the same state from the same log.
+//
+// The msgpack codec lives outside this pure folder (src/node); after decoding it MUST call
+// parseEnvelope, which checks every field and rebuilds the value with only known fields.
+
+import {
+  MAX_DURATION_MS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isSessionId,
+} from './names.js';
+
+/** Parameters of a session opened by the same entry as an acquire (acquire without session_id). */
+export interface NewSessionSpec {
+  ttlMs: number;
+  owner: string;
+  lockDelayMs: number;
+}
+
+export type Command =
+  /** sessionId is drawn by the leader before proposing (never by apply: it must be
+   *  identical on every replica, so it has to be in the log). */
+  | { kind: 'openSession'; sessionId: string; ttlMs: number; owner: string; lockDelayMs: number }
+  | { kind: 'closeSession'; sessionId: string }
+  /** waitMs 0: fail at once when held. newSession: open sessionId with these parameters
+   *  and acquire, atomically (nothing is created if the acquire fails). owner: the
+   *  holder's owner label for this lock; defaults to the session's owner. */
+  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec }
+  /** fencingToken: when given, must match the current grant (a stale holder is refused). */
+  | { kind: 'release'; name: string; sessionId: string; fencingToken?: number }
+  | { kind: 'cancelWait'; name: string; sessionId: string }
+  /** proposed by the leader's lessor; a no-op when the session is already gone */
+  | { kind: 'expireSession'; sessionId: string }
+  /** proposed by the leader's lessor when a lock's lock-delay has run out */
+  | { kind: 'endLockDelay'; name: string }
+  /** the entry a new leader commits at the start of its term; applies as a no-op */
+  | { kind: 'barrier'; term: number };
+
+export type CommandKind = Command['kind'];
+
+export interface Envelope {
+  /** the proposing leader's wall clock (ms since epoch): only used to age idempotency keys */
+  atMs: number;
+  /** the client's Idempotency-Key header; a retry with the same key gets the first result */
+  idempotencyKey?: string;
+  cmd: Command;
+}
+
+/** Thrown by parseEnvelope; `path` names the offending field (e.g. "cmd.ttlMs"). */
+export class InvalidCommandError extends Error {
+  constructor(readonly path: string, detail: string) {
+    super(`invalid lock command: ${path} ${detail}`);
+    this.name = 'InvalidCommandError';
+  }
+}
+
+type Obj = Record<string, unknown>;
+
+function isPlainObject(x: unknown): x is Obj {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) return false;
+  const proto: unknown = Object.getPrototypeOf(x);
+  return proto === Object.prototype || proto === null;
+}
+
+/** Reject fields this version does not know: a newer writer's field would be silently lost. */
+function checkKeys(o: Obj, path: string, allowed: readonly string[]): void {
+  for (const k of Object.keys(o)) {
+    if (!allowed.includes(k)) throw new InvalidCommandError(`${path}.${k}`, 'is not a known field');
+  }
+}
+
+/** undefined (or absent) means "not given"; null is a type error, not a default. */
+function has(o: Obj, k: string): boolean {
+  return o[k] !== undefined;
+}
+
+function str(o: Obj, path: string, k: string, ok: (x: unknown) => boolean, what: string): string {
+  const v = o[k];
+  if (!ok(v)) throw new InvalidCommandError(`${path}.${k}`, `must be ${what}, got ${describe(v)}`);
+  return v as string;
+}
+
+function int(o: Obj, path: string, k: string, lo: number, hi: number): number {
+  const v = o[k];
+  if (!isIntIn(v, lo, hi)) throw new InvalidCommandError(`${path}.${k}`, `must be an integer in [${lo}, ${hi}], got ${describe(v)}`);
+  return v;
+}
+
+function describe(v: unknown): string {
+  if (typeof v === 'string') return v.length > 40 ? `a string of length ${v.length}` : JSON.stringify(v);
+  if (typeof v === 'number') return String(v);
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  return typeof v;
+}
+
+const NAME = 'a lock name (1–256 chars of [A-Za-z0-9._:/-])';
+const SID = 'a session id (1–128 chars of [A-Za-z0-9._~-])';
+const OWNER = 'an owner (≤256 bytes of well-formed UTF-8)';
+const MAXD = MAX_DURATION_MS;
+
+function parseNewSession(x: unknown, path: string): NewSessionSpec {
+  if (!isPlainObject(x)) throw new InvalidCommandError(path, `must be an object, got ${describe(x)}`);
+  checkKeys(x, path, ['ttlMs', 'owner', 'lockDelayMs']);
+  return { ttlMs: int(x, path, 'ttlMs', 1, MAXD), owner: str(x, path, 'owner', isOwner, OWNER), lockDelayMs: int(x, path, 'lockDelayMs', 0, MAXD) };
+}
+
+/** Validates one command and rebuilds it with a fixed key order (so re-encoding it is canonical). */
+export function parseCommand(x: unknown, path = 'cmd'): Command {
+  if (!isPlainObject(x)) throw new InvalidCommandError(path, `must be an object, got ${describe(x)}`);
+  const p = path;
+  switch (x['kind']) {
+    case 'openSession':
+      checkKeys(x, p, ['kind', 'sessionId', 'ttlMs', 'owner', 'lockDelayMs']);
+      return { kind: 'openSession', sessionId: str(x, p, 'sessionId', isSessionId, SID), ttlMs: int(x, p, 'ttlMs', 1, MAXD), owner: str(x, p, 'owner', isOwner, OWNER), lockDelayMs: int(x, p, 'lockDelayMs', 0, MAXD) };
+    case 'closeSession':
+      checkKeys(x, p, ['kind', 'sessionId']);
+      return { kind: 'closeSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+    case 'acquire': {
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession']);
+      const cmd: Command = { kind: 'acquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
+      if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
+      if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
+      return cmd;
+    }
+    case 'release': {
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'fencingToken']);
+      const cmd: Command = { kind: 'release', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+      if (has(x, 'fencingToken')) cmd.fencingToken = int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER);
+      return cmd;
+    }
+    case 'cancelWait':
+      checkKeys(x, p, ['kind', 'name', 'sessionId']);
+      return { kind: 'cancelWait', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+    case 'expireSession':
+      checkKeys(x, p, ['kind', 'sessionId']);
+      return { kind: 'expireSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+    case 'endLockDelay':
+      checkKeys(x, p, ['kind', 'name']);
+      return { kind: 'endLockDelay', name: str(x, p, 'name', isLockName, NAME) };
+    case 'barrier':
+      checkKeys(x, p, ['kind', 'term']);
+      return { kind: 'barrier', term: int(x, p, 'term', 0, Number.MAX_SAFE_INTEGER) };
+    default:
+      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier; got ${describe(x['kind'])}`);
+  }
+}
+
+/**
+ * Checks every field of a decoded envelope (types, ranges, name syntax, no unknown
+ * fields) and returns a fresh, canonical copy. Throws InvalidCommandError naming the field.
+ */
+export function parseEnvelope(x: unknown): Envelope {
+  if (!isPlainObject(x)) throw new InvalidCommandError('envelope', `must be an object, got ${describe(x)}`);
+  checkKeys(x, 'envelope', ['atMs', 'idempotencyKey', 'cmd']);
+  const env: Envelope = { atMs: int(x, 'envelope', 'atMs', 0, Number.MAX_SAFE_INTEGER), cmd: parseCommand(x['cmd']) };
+  if (has(x, 'idempotencyKey')) {
+    env.idempotencyKey = str(x, 'envelope', 'idempotencyKey', isIdempotencyKey, 'an idempotency key (1–128 bytes of well-formed UTF-8)');
+  }
+  // Rebuild with the canonical key order (atMs, idempotencyKey?, cmd).
+  return env.idempotencyKey === undefined ? { atMs: env.atMs, cmd: env.cmd } : { atMs: env.atMs, idempotencyKey: env.idempotencyKey, cmd: env.cmd };
+}

@@ -1,0 +1,299 @@
+// LockFsm: the replicated lock state machine. Determinism contract (hashicorp/raft fsm.go
+// "Apply must be deterministic"): apply(index, env) depends only on the current state,
+// the index and the envelope, never on clocks, randomness or iteration order of hash
+// maps, so every replica that applies the same log reaches the same state and returns the
+// same results. Expected outcomes are values (ApplyResult); a broken invariant throws.
+//
+// Cost: every command is O(log n) in sessions, locks and waiters, plus O(k log k) for a
+// session ending with k locks/waits (it must touch each); see docs/lock-fsm.md.
+
+import type { Command, Envelope } from './commands.js';
+import type { ApplyOutput, ApplyResult, FsmEvent, HolderInfo } from './results.js';
+import { exportState, importState } from './snapshot.js';
+import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type Waiter } from './state.js';
+import { compareStrings } from './names.js';
+
+export type { LockFsmOptions } from './state.js';
+
+export interface SessionInfo {
+  sessionId: string;
+  owner: string;
+  ttlMs: number;
+  lockDelayMs: number;
+  /** held locks, sorted */
+  locks: string[];
+  /** locks it waits for, sorted */
+  waiting: string[];
+}
+
+export interface LockInfo {
+  name: string;
+  held: boolean;
+  holder?: HolderInfo;
+  waiters: number;
+  inDelay: boolean;
+}
+
+export interface FsmCounts {
+  sessions: number;
+  heldLocks: number;
+  waiters: number;
+  locksInDelay: number;
+}
+
+export class LockFsm {
+  /** @internal the state; snapshot.ts reads and builds it */
+  core: FsmCore;
+
+  constructor(readonly options: LockFsmOptions = {}) {
+    this.core = newCore(options);
+  }
+
+  get lastAppliedIndex(): number {
+    return this.core.lastApplied;
+  }
+
+  /** the highest fencing token granted so far */
+  get lastToken(): number {
+    return this.core.lastToken;
+  }
+
+  /** Applies one committed entry. `index` must grow strictly from call to call. */
+  apply(index: number, env: Envelope): ApplyOutput {
+    const c = this.core;
+    assert(Number.isSafeInteger(index) && index > c.lastApplied, `apply index ${index} not above last applied ${c.lastApplied}`);
+    c.lastApplied = index;
+    c.idem.advance(env.atMs);
+    const key = env.idempotencyKey;
+    if (key !== undefined) {
+      const first = c.idem.get(key);
+      if (first !== undefined) return { result: first, events: [] };
+    }
+    const events: FsmEvent[] = [];
+    const result = this.dispatch(index, env.cmd, events);
+    // A limit refusal changed nothing and is transient: a retry with the same key may
+    // succeed once there is room, so it is not remembered.
+    if (key !== undefined && !(!result.ok && result.code === 'too_many_requests')) c.idem.put(key, result);
+    return { result, events };
+  }
+
+  private dispatch(index: number, cmd: Command, ev: FsmEvent[]): ApplyResult {
+    switch (cmd.kind) {
+      case 'openSession': return this.openSession(cmd, ev);
+      case 'closeSession': return this.endSession(cmd.sessionId, 'closed', index, ev);
+      case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
+      case 'acquire': return this.acquire(index, cmd, ev);
+      case 'release': return this.release(index, cmd, ev);
+      case 'cancelWait': return this.cancelWait(cmd, ev);
+      case 'endLockDelay': return this.endLockDelay(index, cmd.name, ev);
+      case 'barrier': return { ok: true, kind: 'noop' };
+    }
+  }
+
+  private openSession(cmd: Extract<Command, { kind: 'openSession' }>, ev: FsmEvent[]): ApplyResult {
+    const refused = this.refuseNewSession(cmd.sessionId);
+    if (refused) return refused;
+    const s = this.createSession(cmd.sessionId, cmd.ttlMs, cmd.owner, cmd.lockDelayMs, ev);
+    return { ok: true, kind: 'session_opened', sessionId: s.id, ttlMs: s.ttlMs };
+  }
+
+  private refuseNewSession(id: string): ApplyResult | null {
+    const c = this.core;
+    if (c.sessions.has(id)) return { ok: false, code: 'session_exists' };
+    if (c.sessions.size >= c.limits.maxSessions) return { ok: false, code: 'too_many_requests', limit: 'sessions' };
+    return null;
+  }
+
+  private createSession(id: string, ttlMs: number, owner: string, lockDelayMs: number, ev: FsmEvent[]): Session {
+    const s = new Session(id, ttlMs, owner, lockDelayMs);
+    this.core.sessions.set(id, s);
+    ev.push({ type: 'sessionOpened', sessionId: id, ttlMs });
+    return s;
+  }
+
+  /** close (locks pass to waiters at once) or expiry (locks enter lock-delay first) */
+  private endSession(id: string, reason: 'closed' | 'expired', index: number, ev: FsmEvent[]): ApplyResult {
+    const c = this.core;
+    const s = c.sessions.get(id);
+    if (s === undefined) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
+    // Its waits go first, so none of its own released locks can be handed back to it.
+    if (s.waits !== null) {
+      for (const name of [...s.waits.keys()].sort(compareStrings)) {
+        const w = s.waits.get(name) as Waiter;
+        c.unlinkWaiter(w);
+        c.maybeDrop(w.lock);
+        ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
+      }
+    }
+    const released = c.heldNames(s);
+    const delayMs = reason === 'expired' ? s.lockDelayMs : 0;
+    for (const name of released) c.free(c.locks.get(name) as LockState, delayMs, index, ev);
+    assert(s.heldHead === null && s.heldCount === 0 && s.waits === null, `session ${id} still linked after its end`);
+    c.sessions.delete(id);
+    ev.push({ type: 'sessionEnded', sessionId: id, reason, released });
+    return { ok: true, kind: 'session_closed', sessionId: id, released };
+  }
+
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
+    const c = this.core;
+    const ns = cmd.newSession;
+    let s: Session | null = null;
+    if (ns !== undefined) {
+      const refused = this.refuseNewSession(cmd.sessionId);
+      if (refused) return refused;
+    } else {
+      s = c.sessions.get(cmd.sessionId) ?? null;
+      if (s === null) return { ok: false, code: 'session_not_found' };
+    }
+    const owner = cmd.owner ?? (s !== null ? s.owner : (ns as { owner: string }).owner);
+    const l = c.locks.get(cmd.name);
+    // Re-acquiring a lock the session holds is not a new grant: same token.
+    if (l !== undefined && s !== null && l.holder === s) {
+      return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
+    }
+    if (l === undefined || (l.holder === null && !l.inDelay)) {
+      assert(l === undefined || l.waiterCount === 0, `free lock ${cmd.name} has waiters`);
+      s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ev);
+      const token = c.grant(c.lockFor(cmd.name), s, owner, index, ev, false);
+      return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs };
+    }
+    if (cmd.waitMs === 0) return lockHeld(l);
+    const mine = s?.waits?.get(cmd.name);
+    if (mine !== undefined) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: positionOf(mine) };
+    if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ev);
+    c.enqueue(l, s, owner, cmd.waitMs);
+    return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
+  }
+
+  private release(index: number, cmd: Extract<Command, { kind: 'release' }>, ev: FsmEvent[]): ApplyResult {
+    const c = this.core;
+    const s = c.sessions.get(cmd.sessionId);
+    if (s === undefined) return { ok: false, code: 'session_not_found' };
+    const l = c.locks.get(cmd.name);
+    if (l === undefined || l.holder !== s) return { ok: false, code: 'not_holder' };
+    if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.token) return { ok: false, code: 'not_holder' };
+    c.free(l, 0, index, ev);
+    return { ok: true, kind: 'released', name: cmd.name };
+  }
+
+  private cancelWait(cmd: Extract<Command, { kind: 'cancelWait' }>, ev: FsmEvent[]): ApplyResult {
+    const c = this.core;
+    const s = c.sessions.get(cmd.sessionId);
+    if (s === undefined) return { ok: false, code: 'session_not_found' };
+    const w = s.waits?.get(cmd.name);
+    if (w !== undefined) {
+      c.unlinkWaiter(w);
+      c.maybeDrop(w.lock);
+      ev.push({ type: 'waitEnded', name: cmd.name, sessionId: s.id, reason: 'cancelled' });
+      return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: s.id };
+    }
+    // The grant may have won the race against the timeout: tell the proposer it holds it.
+    const l = c.locks.get(cmd.name);
+    if (l !== undefined && l.holder === s) return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
+    return { ok: true, kind: 'noop' };
+  }
+
+  private endLockDelay(index: number, name: string, ev: FsmEvent[]): ApplyResult {
+    const l = this.core.locks.get(name);
+    if (l !== undefined && l.inDelay) this.core.endDelay(l, index, ev);
+    return { ok: true, kind: 'noop' };
+  }
+
+  // ---- queries (pure reads) ----
+
+  getSession(id: string): SessionInfo | undefined {
+    const s = this.core.sessions.get(id);
+    if (s === undefined) return undefined;
+    const waiting = s.waits === null ? [] : [...s.waits.keys()].sort(compareStrings);
+    return { sessionId: s.id, owner: s.owner, ttlMs: s.ttlMs, lockDelayMs: s.lockDelayMs, locks: this.core.heldNames(s), waiting };
+  }
+
+  getLock(name: string): LockInfo {
+    const l = this.core.locks.get(name);
+    if (l === undefined) return { name, held: false, waiters: 0, inDelay: false };
+    return lockInfo(l);
+  }
+
+  /** held locks whose name starts with prefix, sorted by name, at most limit */
+  listLocks(prefix: string, limit: number): LockInfo[] {
+    const out: LockInfo[] = [];
+    if (limit <= 0) return out;
+    for (const name of this.core.held.from(prefix)) {
+      if (!name.startsWith(prefix)) break;
+      out.push(lockInfo(this.core.locks.get(name) as LockState));
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
+  /** Chubby's CheckSequencer: does this token still hold the lock? */
+  check(name: string, fencingToken: number): boolean {
+    const l = this.core.locks.get(name);
+    return l !== undefined && l.holder !== null && l.token === fencingToken;
+  }
+
+  /** every live session (for Lessor.promote) */
+  *sessions(): Generator<{ sessionId: string; ttlMs: number }> {
+    for (const s of this.core.sessions.values()) yield { sessionId: s.id, ttlMs: s.ttlMs };
+  }
+
+  /** locks in lock-delay, sorted by name */
+  locksInDelay(): { name: string; delayMs: number }[] {
+    return [...this.core.delayed].map((l) => ({ name: l.name, delayMs: l.delayMs })).sort((a, b) => compareStrings(a.name, b.name));
+  }
+
+  /** every queued wait, in queue order per lock */
+  *waits(): Generator<{ name: string; sessionId: string; waitMs: number }> {
+    for (const l of this.core.locks.values()) {
+      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs };
+    }
+  }
+
+  counts(): FsmCounts {
+    const c = this.core;
+    return { sessions: c.sessions.size, heldLocks: c.held.size, waiters: c.waiterTotal, locksInDelay: c.delayed.size };
+  }
+
+  // ---- snapshots ----
+
+  /** Canonical bytes of the state: equal states give identical bytes, whatever the history. */
+  snapshot(encode: (v: unknown) => Uint8Array): Uint8Array {
+    return encode(exportState(this));
+  }
+
+  /** Replaces the state with a snapshot's. Validates everything first: on a corrupt
+   *  snapshot it throws a clear error and the current state is left untouched. */
+  restore(bytes: Uint8Array, decode: (b: Uint8Array) => unknown): void {
+    this.core = importState(decode(bytes), this.options);
+  }
+
+  /** A state machine rebuilt from exportState's output (validated). */
+  static fromState(obj: unknown, options: LockFsmOptions = {}): LockFsm {
+    const fsm = new LockFsm(options);
+    fsm.core = importState(obj, options);
+    return fsm;
+  }
+
+  static fromSnapshot(bytes: Uint8Array, decode: (b: Uint8Array) => unknown, options: LockFsmOptions = {}): LockFsm {
+    return LockFsm.fromState(decode(bytes), options);
+  }
+}
+
+function lockHeld(l: LockState): ApplyResult {
+  if (l.holder === null) return { ok: false, code: 'lock_held' }; // in lock-delay: nobody holds it
+  return { ok: false, code: 'lock_held', holder: { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token } };
+}
+
+function lockInfo(l: LockState): LockInfo {
+  if (l.holder === null) return { name: l.name, held: false, waiters: l.waiterCount, inDelay: l.inDelay };
+  return { name: l.name, held: true, holder: { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token }, waiters: l.waiterCount, inDelay: false };
+}
+
+/** 1-based place in the queue. O(position) ≤ maxWaitersPerLock: only a repeated acquire
+ *  by a session that already waits needs it. */
+function positionOf(w: Waiter): number {
+  let n = 1;
+  for (let p = w.prev; p !== null; p = p.prev) n++;
+  return n;
+}

@@ -1,0 +1,74 @@
+// Syntax and range rules for everything that enters the lock state machine (api.md §3
+// "Lock names", "owner", "wait_ms", "Idempotency-Key"). The REST layer validates first
+// with zod; these checks run again on every decoded log entry and snapshot, because a
+// committed entry is replayed on every replica for ever: one malformed value would be
+// a permanent divergence, so the FSM never trusts its input's shape.
+
+/** api.md §3: 1–256 bytes of [A-Za-z0-9._:/-] (ASCII, so bytes = chars). */
+export const LOCK_NAME_RE = /^[A-Za-z0-9._:/-]{1,256}$/;
+/** Session ids are drawn by the leader and travel in URL paths (/v1/sessions/{id}):
+ *  URL-unreserved characters only, so no escaping is ever needed. */
+export const SESSION_ID_RE = /^[A-Za-z0-9._~-]{1,128}$/;
+
+export const MAX_OWNER_BYTES = 256;
+export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
+/** api.md §3: wait_ms is 0–300000. */
+export const MAX_WAIT_MS = 300_000;
+/** Upper bound for ttl_ms / lock_delay_ms in the log. The cluster config narrows ttl to
+ *  [min_ttl_ms, max_ttl_ms]; this bound only keeps deadline arithmetic far from 2^53. */
+export const MAX_DURATION_MS = 2_147_483_647;
+
+export function isLockName(x: unknown): x is string {
+  return typeof x === 'string' && LOCK_NAME_RE.test(x);
+}
+
+export function isSessionId(x: unknown): x is string {
+  return typeof x === 'string' && SESSION_ID_RE.test(x);
+}
+
+/**
+ * UTF-8 byte length of a string, or -1 if it holds a lone surrogate. A lone surrogate
+ * cannot be encoded as UTF-8: a codec would replace it, so the value a replica decodes
+ * would differ from the one the leader applied. Such strings are rejected outright.
+ */
+export function utf8Length(s: string): number {
+  let n = 0;
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff) {
+      const d = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
+      if (d < 0xdc00 || d > 0xdfff) return -1;
+      n += 4;
+      i++;
+    } else if (c >= 0xdc00 && c <= 0xdfff) return -1;
+    else n += 3;
+  }
+  return n;
+}
+
+/** owner: up to 256 bytes of well-formed UTF-8 (the empty string is the default owner). */
+export function isOwner(x: unknown): x is string {
+  if (typeof x !== 'string') return false;
+  const n = utf8Length(x);
+  return n >= 0 && n <= MAX_OWNER_BYTES;
+}
+
+/** Idempotency-Key: 1–128 bytes of well-formed UTF-8. */
+export function isIdempotencyKey(x: unknown): x is string {
+  if (typeof x !== 'string') return false;
+  const n = utf8Length(x);
+  return n >= 1 && n <= MAX_IDEMPOTENCY_KEY_BYTES;
+}
+
+/** An integer in [lo, hi] (both safe integers). */
+export function isIntIn(x: unknown, lo: number, hi: number): x is number {
+  return typeof x === 'number' && Number.isSafeInteger(x) && x >= lo && x <= hi;
+}
+
+/** Ordinal string comparison (UTF-16 code units; all ids and names are ASCII, so this is
+ *  byte order). Used wherever an order must be identical on every replica. */
+export function compareStrings(a: string, b: string): number {
+  return a < b ? -1 : a > b ? 1 : 0;
+}

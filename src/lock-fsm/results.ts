@@ -1,0 +1,137 @@
+// What one apply() returns: a typed result for the proposer (expected outcomes are values,
+// never exceptions: architecture §1 rule 4) and the events the leader's API layer and
+// lessor react to. Results are also stored in the idempotency table and in snapshots, so
+// they are plain data and parseApplyResult can validate and canonicalize a decoded one.
+
+import { isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS } from './names.js';
+
+export interface HolderInfo {
+  sessionId: string;
+  owner: string;
+  fencingToken: number;
+}
+
+export type ApplyResult =
+  | { ok: true; kind: 'acquired'; name: string; sessionId: string; fencingToken: number; ttlMs: number }
+  /** position: 1-based place in the lock's FIFO queue at the time of this apply */
+  | { ok: true; kind: 'queued'; name: string; sessionId: string; position: number }
+  | { ok: true; kind: 'released'; name: string }
+  | { ok: true; kind: 'session_opened'; sessionId: string; ttlMs: number }
+  /** closeSession and expireSession: released = the locks it held, sorted by name */
+  | { ok: true; kind: 'session_closed'; sessionId: string; released: string[] }
+  | { ok: true; kind: 'wait_cancelled'; name: string; sessionId: string }
+  | { ok: true; kind: 'noop' }
+  /** holder is absent while the lock is free but in lock-delay */
+  | { ok: false; code: 'lock_held'; holder?: HolderInfo }
+  | { ok: false; code: 'not_holder' }
+  | { ok: false; code: 'session_not_found' }
+  /** openSession / acquire+newSession with an id that is already live: the leader must draw again */
+  | { ok: false; code: 'session_exists' }
+  | { ok: false; code: 'too_many_requests'; limit: 'sessions' | 'waiters' };
+
+export type FsmEvent =
+  /** a lock was granted: to the acquirer, or to a waiter handed the lock by a
+   *  release / close / expiry / endLockDelay in this same apply */
+  | { type: 'granted'; name: string; sessionId: string; fencingToken: number }
+  | { type: 'waitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
+  | { type: 'sessionEnded'; sessionId: string; reason: 'closed' | 'expired'; released: string[] }
+  | { type: 'lockDelayStarted'; name: string; delayMs: number }
+  | { type: 'lockDelayEnded'; name: string }
+  | { type: 'sessionOpened'; sessionId: string; ttlMs: number };
+
+export interface ApplyOutput {
+  result: ApplyResult;
+  events: FsmEvent[];
+}
+
+type Obj = Record<string, unknown>;
+const MAXI = Number.MAX_SAFE_INTEGER;
+
+function fail(path: string, what: string): never {
+  throw new Error(`corrupt lock-fsm snapshot: ${path} ${what}`);
+}
+
+function exact(o: Obj, keys: readonly string[], path: string): void {
+  const got = Object.keys(o).filter((k) => o[k] !== undefined);
+  for (const k of got) if (!keys.includes(k)) fail(`${path}.${k}`, 'is not a known field');
+}
+
+function s(o: Obj, k: string, ok: (x: unknown) => boolean, path: string): string {
+  if (!ok(o[k])) fail(`${path}.${k}`, 'is missing or malformed');
+  return o[k] as string;
+}
+
+function n(o: Obj, k: string, lo: number, hi: number, path: string): number {
+  const v = o[k];
+  if (!isIntIn(v, lo, hi)) fail(`${path}.${k}`, `must be an integer in [${lo}, ${hi}]`);
+  return v;
+}
+
+function parseHolder(x: unknown, path: string): HolderInfo {
+  if (typeof x !== 'object' || x === null) fail(path, 'must be an object');
+  const o = x as Obj;
+  exact(o, ['sessionId', 'owner', 'fencingToken'], path);
+  return { sessionId: s(o, 'sessionId', isSessionId, path), owner: s(o, 'owner', isOwner, path), fencingToken: n(o, 'fencingToken', 1, MAXI, path) };
+}
+
+function parseOk(o: Obj, path: string): ApplyResult {
+  const p = path;
+  switch (o['kind']) {
+    case 'acquired':
+      exact(o, ['ok', 'kind', 'name', 'sessionId', 'fencingToken', 'ttlMs'], p);
+      return { ok: true, kind: 'acquired', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), fencingToken: n(o, 'fencingToken', 1, MAXI, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
+    case 'queued':
+      exact(o, ['ok', 'kind', 'name', 'sessionId', 'position'], p);
+      return { ok: true, kind: 'queued', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), position: n(o, 'position', 1, MAXI, p) };
+    case 'released':
+      exact(o, ['ok', 'kind', 'name'], p);
+      return { ok: true, kind: 'released', name: s(o, 'name', isLockName, p) };
+    case 'session_opened':
+      exact(o, ['ok', 'kind', 'sessionId', 'ttlMs'], p);
+      return { ok: true, kind: 'session_opened', sessionId: s(o, 'sessionId', isSessionId, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
+    case 'session_closed': {
+      exact(o, ['ok', 'kind', 'sessionId', 'released'], p);
+      const rel = o['released'];
+      if (!Array.isArray(rel) || !rel.every(isLockName)) fail(`${p}.released`, 'must be an array of lock names');
+      return { ok: true, kind: 'session_closed', sessionId: s(o, 'sessionId', isSessionId, p), released: [...(rel as string[])] };
+    }
+    case 'wait_cancelled':
+      exact(o, ['ok', 'kind', 'name', 'sessionId'], p);
+      return { ok: true, kind: 'wait_cancelled', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p) };
+    case 'noop':
+      exact(o, ['ok', 'kind'], p);
+      return { ok: true, kind: 'noop' };
+    default:
+      return fail(`${p}.kind`, 'is unknown');
+  }
+}
+
+function parseErr(o: Obj, path: string): ApplyResult {
+  switch (o['code']) {
+    case 'lock_held':
+      exact(o, ['ok', 'code', 'holder'], path);
+      return o['holder'] === undefined ? { ok: false, code: 'lock_held' } : { ok: false, code: 'lock_held', holder: parseHolder(o['holder'], `${path}.holder`) };
+    case 'not_holder':
+    case 'session_not_found':
+    case 'session_exists':
+      exact(o, ['ok', 'code'], path);
+      return { ok: false, code: o['code'] };
+    case 'too_many_requests': {
+      exact(o, ['ok', 'code', 'limit'], path);
+      const limit = o['limit'];
+      if (limit !== 'sessions' && limit !== 'waiters') fail(`${path}.limit`, 'must be sessions or waiters');
+      return { ok: false, code: 'too_many_requests', limit };
+    }
+    default:
+      return fail(`${path}.code`, 'is unknown');
+  }
+}
+
+/** Validates a decoded ApplyResult and rebuilds it with canonical key order. */
+export function parseApplyResult(x: unknown, path = 'result'): ApplyResult {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) fail(path, 'must be an object');
+  const o = x as Obj;
+  if (o['ok'] === true) return parseOk(o, path);
+  if (o['ok'] === false) return parseErr(o, path);
+  return fail(`${path}.ok`, 'must be a boolean');
+}

@@ -1,0 +1,190 @@
+// Deterministic snapshot of the lock FSM. exportState gives a plain JSON/msgpack-able
+// value in canonical form: sessions sorted by id, locks sorted by name, waiters in queue
+// order (that order IS state), idempotency keys oldest first (their eviction order, also
+// state), fixed key order in every object, no undefined. So two replicas in equal states
+// encode to identical bytes whatever history led there, and a follower can compare.
+// Bulk data is tuples, not objects: a million sessions would otherwise repeat every key.
+//
+// importState trusts nothing: a snapshot comes from disk or the network, and a bad one
+// must give a clear error, never a state that breaks an invariant later.
+
+import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
+import type { IdempotencyEntry } from './idempotency.js';
+import { parseApplyResult, type ApplyResult } from './results.js';
+import { MAX_DURATION_MS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isSessionId } from './names.js';
+
+export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
+export const SNAPSHOT_VERSION = 1;
+
+/** [sessionId, ttlMs, owner, lockDelayMs] */
+export type SessionTuple = [string, number, string, number];
+/** [sessionId, owner, waitMs] */
+export type WaiterTuple = [string, string, number];
+/** [name, holderSessionId | null, holderOwner | null, fencingToken (0 if free), delayMs (0 if none), waiters] */
+export type LockTuple = [string, string | null, string | null, number, number, WaiterTuple[]];
+/** [key, atMs, first result] */
+export type IdemTuple = [string, number, ApplyResult];
+
+export interface StateV1 {
+  format: string;
+  v: number;
+  lastApplied: number;
+  lastToken: number;
+  sessions: SessionTuple[];
+  locks: LockTuple[];
+  idem: { nowMs: number; entries: IdemTuple[] };
+}
+
+export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
+  const c = fsm.core;
+  const ids = [...c.sessions.keys()].sort(compareStrings);
+  const sessions = ids.map((id): SessionTuple => {
+    const s = c.sessions.get(id) as Session;
+    return [s.id, s.ttlMs, s.owner, s.lockDelayMs];
+  });
+  const locks: LockTuple[] = [];
+  // Every lock entry is either held (in the sorted index) or in lock-delay (a free lock
+  // with waiters but no delay cannot exist): merge the two sorted streams.
+  const delayed = [...c.delayed].map((l) => l.name).sort(compareStrings);
+  let d = 0;
+  const push = (name: string): void => { locks.push(lockTuple(c.locks.get(name) as LockState)); };
+  for (const name of c.held.values()) {
+    while (d < delayed.length && (delayed[d] as string) < name) push(delayed[d++] as string);
+    push(name);
+  }
+  while (d < delayed.length) push(delayed[d++] as string);
+  const entries: IdemTuple[] = [];
+  for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result]);
+  return { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, idem: { nowMs: c.idem.nowMs, entries } };
+}
+
+function lockTuple(l: LockState): LockTuple {
+  const waiters: WaiterTuple[] = [];
+  for (let w = l.head; w !== null; w = w.next) waiters.push([w.session.id, w.owner, w.waitMs]);
+  if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters];
+  return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters];
+}
+
+// ---- import ----
+
+function fail(path: string, what: string): never {
+  throw new Error(`corrupt lock-fsm snapshot: ${path} ${what}`);
+}
+
+function tuple(x: unknown, len: number, path: string): unknown[] {
+  if (!Array.isArray(x) || x.length !== len) fail(path, `must be an array of ${len} elements`);
+  return x;
+}
+
+function array(x: unknown, path: string): unknown[] {
+  if (!Array.isArray(x)) fail(path, 'must be an array');
+  return x;
+}
+
+function check<T>(x: unknown, ok: (v: unknown) => v is T, path: string, what: string): T {
+  if (!ok(x)) fail(path, `must be ${what}`);
+  return x;
+}
+
+const intIn = (lo: number, hi: number) => (v: unknown): v is number => isIntIn(v, lo, hi);
+const MAXI = Number.MAX_SAFE_INTEGER;
+
+/** Validates a decoded snapshot and builds the state it describes. */
+export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
+  const o = x as Record<string, unknown>;
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'idem'];
+  for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
+  if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
+  if (o['v'] !== SNAPSHOT_VERSION) fail('v', `must be ${SNAPSHOT_VERSION} (this build reads version ${SNAPSHOT_VERSION} only)`);
+  const c = newCore(options);
+  c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
+  c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
+  importSessions(c, array(o['sessions'], 'sessions'));
+  importLocks(c, array(o['locks'], 'locks'));
+  importIdem(c, o['idem']);
+  return c;
+}
+
+function importSessions(c: FsmCore, rows: unknown[]): void {
+  let prev: string | null = null;
+  rows.forEach((row, i) => {
+    const p = `sessions[${i}]`;
+    const t = tuple(row, 4, p);
+    const id = check(t[0], isSessionId, `${p}[0]`, 'a session id');
+    if (prev !== null && compareStrings(prev, id) >= 0) fail(`${p}[0]`, 'is out of order or duplicated (sessions must be sorted by id)');
+    prev = id;
+    const ttlMs = check(t[1], intIn(1, MAX_DURATION_MS), `${p}[1]`, 'a ttl in ms');
+    const owner = check(t[2], isOwner, `${p}[2]`, 'an owner');
+    const delay = check(t[3], intIn(0, MAX_DURATION_MS), `${p}[3]`, 'a lock-delay in ms');
+    c.sessions.set(id, new Session(id, ttlMs, owner, delay));
+  });
+}
+
+function sessionRef(c: FsmCore, x: unknown, path: string): Session {
+  const id = check(x, isSessionId, path, 'a session id');
+  const s = c.sessions.get(id);
+  if (s === undefined) fail(path, `names session ${id}, which is not in sessions`);
+  return s;
+}
+
+function importLocks(c: FsmCore, rows: unknown[]): void {
+  let prev: string | null = null;
+  const tokens = new Set<number>();
+  rows.forEach((row, i) => {
+    const p = `locks[${i}]`;
+    const t = tuple(row, 6, p);
+    const name = check(t[0], isLockName, `${p}[0]`, 'a lock name');
+    if (prev !== null && compareStrings(prev, name) >= 0) fail(`${p}[0]`, 'is out of order or duplicated (locks must be sorted by name)');
+    prev = name;
+    const l = new LockState(name);
+    c.locks.set(name, l);
+    if (t[1] !== null) {
+      const s = sessionRef(c, t[1], `${p}[1]`);
+      const owner = check(t[2], isOwner, `${p}[2]`, 'an owner');
+      const token = check(t[3], intIn(1, c.lastToken), `${p}[3]`, `a fencing token in [1, lastToken=${c.lastToken}]`);
+      if (tokens.has(token)) fail(`${p}[3]`, `repeats fencing token ${token}`);
+      tokens.add(token);
+      if (t[4] !== 0) fail(`${p}[4]`, 'must be 0: a held lock is not in lock-delay');
+      c.attachHolder(l, s, owner, token, false);
+    } else {
+      if (t[2] !== null || t[3] !== 0) fail(p, 'has an owner or token but no holder');
+      // a free lock is only stored while in lock-delay
+      c.setDelay(l, check(t[4], intIn(1, MAX_DURATION_MS), `${p}[4]`, 'a lock-delay in ms (a free lock is stored only while in delay)'));
+    }
+    importWaiters(c, l, array(t[5], `${p}[5]`), `${p}[5]`);
+  });
+}
+
+function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string): void {
+  rows.forEach((row, i) => {
+    const p = `${path}[${i}]`;
+    const t = tuple(row, 3, p);
+    const s = sessionRef(c, t[0], `${p}[0]`);
+    if (s === l.holder) fail(`${p}[0]`, `session ${s.id} both holds and waits for ${l.name}`);
+    if (s.waits?.has(l.name)) fail(`${p}[0]`, `session ${s.id} waits twice for ${l.name}`);
+    const owner = check(t[1], isOwner, `${p}[1]`, 'an owner');
+    const waitMs = check(t[2], intIn(1, MAX_WAIT_MS), `${p}[2]`, 'a wait in ms');
+    c.enqueue(l, s, owner, waitMs);
+  });
+}
+
+function importIdem(c: FsmCore, x: unknown): void {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('idem', 'must be an object');
+  const o = x as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (k !== 'nowMs' && k !== 'entries') fail(`idem.${k}`, 'is not a known field');
+  const nowMs = check(o['nowMs'], intIn(0, MAXI), 'idem.nowMs', 'a non-negative integer');
+  const seen = new Set<string>();
+  let prevAt = 0;
+  const entries: IdempotencyEntry[] = array(o['entries'], 'idem.entries').map((row, i) => {
+    const p = `idem.entries[${i}]`;
+    const t = tuple(row, 3, p);
+    const key = check(t[0], isIdempotencyKey, `${p}[0]`, 'an idempotency key');
+    if (seen.has(key)) fail(`${p}[0]`, 'repeats a key');
+    seen.add(key);
+    const atMs = check(t[1], intIn(prevAt, nowMs), `${p}[1]`, `a time in [${prevAt}, nowMs] (entries are oldest first)`);
+    prevAt = atMs;
+    return { key, atMs, result: parseApplyResult(t[2], `${p}[2]`) };
+  });
+  c.idem.load(nowMs, entries);
+}

@@ -1,0 +1,234 @@
+// The lock FSM's in-memory state and the primitive mutations every command is built from.
+// Layout is chosen for a million sessions and a million held locks:
+//  - a session's held locks form an intrusive doubly-linked list through the LockState
+//    objects (no per-session Set: an idle session is one small object);
+//  - a lock's FIFO queue is an intrusive doubly-linked list of Waiter nodes, and a
+//    session finds its own waits through a lazily created Map, so removing a waiter from
+//    the middle of a queue (cancel, session end) is O(1);
+//  - held lock names are also kept in a SortedStringSet for ordered listing.
+// A LockState exists only while the lock is held, in lock-delay, or has waiters.
+
+import { IdempotencyTable } from './idempotency.js';
+import type { FsmEvent } from './results.js';
+import { SortedStringSet } from './sorted-set.js';
+import { compareStrings } from './names.js';
+
+export class Session {
+  /** head of the intrusive list of locks this session holds (LockState.heldPrev/Next) */
+  heldHead: LockState | null = null;
+  heldCount = 0;
+  /** lock name → this session's place in that lock's queue; null until it first waits */
+  waits: Map<string, Waiter> | null = null;
+  constructor(
+    readonly id: string,
+    readonly ttlMs: number,
+    readonly owner: string,
+    readonly lockDelayMs: number,
+  ) {}
+}
+
+export class Waiter {
+  prev: Waiter | null = null;
+  next: Waiter | null = null;
+  constructor(
+    readonly lock: LockState,
+    readonly session: Session,
+    readonly owner: string,
+    /** the wait_ms asked for; a new leader re-arms the wait with it (Lessor.promote) */
+    readonly waitMs: number,
+  ) {}
+}
+
+export class LockState {
+  /** invariant: holder !== null ⇒ !inDelay; holder === null && !inDelay ⇒ no waiters */
+  holder: Session | null = null;
+  holderOwner = '';
+  /** the current grant's fencing token (0 when not held) */
+  token = 0;
+  heldPrev: LockState | null = null;
+  heldNext: LockState | null = null;
+  /** Chubby lock-delay: freed by an expiry, unavailable until endLockDelay */
+  inDelay = false;
+  delayMs = 0;
+  head: Waiter | null = null;
+  tail: Waiter | null = null;
+  waiterCount = 0;
+  constructor(readonly name: string) {}
+}
+
+export interface LockFsmOptions {
+  /** api.md limits.max_sessions (default 1000000) */
+  maxSessions?: number;
+  /** api.md limits.max_waiters_per_lock (default 1000) */
+  maxWaitersPerLock?: number;
+  /** how long an Idempotency-Key is remembered, in log time; >= 600000 (default 600000) */
+  idempotencyTtlMs?: number;
+  /** bound on remembered keys; the oldest go first past it (default 500000) */
+  idempotencyMaxKeys?: number;
+}
+
+/** An empty state. Options are cluster configuration, not state: every replica must use
+ *  the same values, or their applies (limits) would diverge. */
+export function newCore(o: LockFsmOptions): FsmCore {
+  const maxSessions = o.maxSessions ?? 1_000_000;
+  const maxWaitersPerLock = o.maxWaitersPerLock ?? 1000;
+  if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) throw new Error(`maxSessions must be a positive integer, got ${maxSessions}`);
+  if (!Number.isSafeInteger(maxWaitersPerLock) || maxWaitersPerLock < 1) throw new Error(`maxWaitersPerLock must be a positive integer, got ${maxWaitersPerLock}`);
+  const idem = new IdempotencyTable(o.idempotencyTtlMs ?? 600_000, o.idempotencyMaxKeys ?? 500_000);
+  return new FsmCore({ maxSessions, maxWaitersPerLock }, idem);
+}
+
+export interface FsmLimits {
+  maxSessions: number;
+  maxWaitersPerLock: number;
+}
+
+export class FsmCore {
+  readonly sessions = new Map<string, Session>();
+  readonly locks = new Map<string, LockState>();
+  /** names of locks with a holder, ordered */
+  readonly held = new SortedStringSet();
+  readonly delayed = new Set<LockState>();
+  waiterTotal = 0;
+  /** fencing-token counter: every grant takes max(index, lastToken + 1) */
+  lastToken = 0;
+  lastApplied = 0;
+
+  constructor(readonly limits: FsmLimits, readonly idem: IdempotencyTable) {}
+
+  /** Next fencing token. Strictly above every earlier token and never below the entry's
+   *  index, so tokens stay comparable with log positions (api.md §3 "Fencing tokens"). */
+  nextToken(index: number): number {
+    const t = Math.max(index, this.lastToken + 1);
+    assert(Number.isSafeInteger(t), 'fencing token overflow');
+    this.lastToken = t;
+    return t;
+  }
+
+  lockFor(name: string): LockState {
+    let l = this.locks.get(name);
+    if (l === undefined) {
+      l = new LockState(name);
+      this.locks.set(name, l);
+    }
+    return l;
+  }
+
+  /** drops a lock entry that no longer carries state */
+  maybeDrop(l: LockState): void {
+    if (l.holder === null && !l.inDelay && l.waiterCount === 0) this.locks.delete(l.name);
+  }
+
+  /** Grants a free lock. `indexed`: the name is already in `held` (a hand-over). */
+  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[], indexed: boolean): number {
+    assert(l.holder === null && !l.inDelay, `grant of ${l.name} while held or delayed`);
+    assert(this.sessions.get(s.id) === s, `grant of ${l.name} to dead session ${s.id}`);
+    const token = this.nextToken(index);
+    this.attachHolder(l, s, owner, token, indexed);
+    events.push({ type: 'granted', name: l.name, sessionId: s.id, fencingToken: token });
+    return token;
+  }
+
+  /** links a holder in (also used by snapshot restore, which brings its own tokens) */
+  attachHolder(l: LockState, s: Session, owner: string, token: number, indexed: boolean): void {
+    l.holder = s;
+    l.holderOwner = owner;
+    l.token = token;
+    l.heldPrev = null;
+    l.heldNext = s.heldHead;
+    if (s.heldHead !== null) s.heldHead.heldPrev = l;
+    s.heldHead = l;
+    s.heldCount++;
+    if (!indexed) this.held.add(l.name);
+  }
+
+  /** puts a lock into lock-delay without an event (snapshot restore) */
+  setDelay(l: LockState, delayMs: number): void {
+    l.inDelay = true;
+    l.delayMs = delayMs;
+    this.delayed.add(l);
+  }
+
+  /** Frees a held lock: lock-delay when delayMs > 0 (expiry), else hand-over to the head
+   *  waiter in the same apply, else the lock entry disappears. */
+  free(l: LockState, delayMs: number, index: number, events: FsmEvent[]): void {
+    const s = l.holder;
+    assert(s !== null, `free of unheld lock ${l.name}`);
+    if (l.heldPrev !== null) l.heldPrev.heldNext = l.heldNext;
+    else s.heldHead = l.heldNext;
+    if (l.heldNext !== null) l.heldNext.heldPrev = l.heldPrev;
+    l.heldPrev = l.heldNext = null;
+    s.heldCount--;
+    l.holder = null;
+    l.holderOwner = '';
+    l.token = 0;
+    if (delayMs > 0) {
+      this.held.delete(l.name);
+      this.setDelay(l, delayMs);
+      events.push({ type: 'lockDelayStarted', name: l.name, delayMs });
+    } else if (l.head !== null) {
+      this.grantHead(l, index, events, true);
+    } else {
+      this.held.delete(l.name);
+      this.locks.delete(l.name);
+    }
+  }
+
+  /** Ends a lock-delay: the lock goes to the next waiter, if any. */
+  endDelay(l: LockState, index: number, events: FsmEvent[]): void {
+    assert(l.inDelay && l.holder === null, `endDelay of ${l.name} not in delay`);
+    l.inDelay = false;
+    l.delayMs = 0;
+    this.delayed.delete(l);
+    events.push({ type: 'lockDelayEnded', name: l.name });
+    if (l.head !== null) this.grantHead(l, index, events, false);
+    else this.locks.delete(l.name);
+  }
+
+  private grantHead(l: LockState, index: number, events: FsmEvent[], indexed: boolean): void {
+    const w = l.head as Waiter;
+    this.unlinkWaiter(w);
+    this.grant(l, w.session, w.owner, index, events, indexed);
+  }
+
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number): Waiter {
+    const w = new Waiter(l, s, owner, waitMs);
+    w.prev = l.tail;
+    if (l.tail !== null) l.tail.next = w;
+    else l.head = w;
+    l.tail = w;
+    l.waiterCount++;
+    this.waiterTotal++;
+    if (s.waits === null) s.waits = new Map();
+    s.waits.set(l.name, w);
+    return w;
+  }
+
+  /** O(1) removal from anywhere in the queue; does not drop the lock entry */
+  unlinkWaiter(w: Waiter): void {
+    const l = w.lock;
+    if (w.prev !== null) w.prev.next = w.next;
+    else l.head = w.next;
+    if (w.next !== null) w.next.prev = w.prev;
+    else l.tail = w.prev;
+    w.prev = w.next = null;
+    l.waiterCount--;
+    this.waiterTotal--;
+    const waits = w.session.waits as Map<string, Waiter>;
+    waits.delete(l.name);
+    if (waits.size === 0) w.session.waits = null;
+  }
+
+  /** held lock names of a session, sorted: every multi-lock step walks them in this
+   *  order, so the tokens it hands out do not depend on how the list was built */
+  heldNames(s: Session): string[] {
+    const out: string[] = [];
+    for (let l = s.heldHead; l !== null; l = l.heldNext) out.push(l.name);
+    return out.sort(compareStrings);
+  }
+}
+
+/** Invariant violations are bugs: fail loudly (TigerStyle), never return a value. */
+export function assert(cond: boolean, msg: string): asserts cond {
+  if (!cond) throw new Error(`lock-fsm invariant violated: ${msg}`);
+}
