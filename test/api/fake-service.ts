@@ -24,8 +24,10 @@ export class FakeService implements LockService {
     this.calls.push({ method, args, ...(ctx ? { ctx } : {}) });
     if (this.failWith) throw this.failWith;
   }
-  last(): { method: string; args: unknown[]; ctx?: RequestContext } | undefined {
-    return this.calls[this.calls.length - 1];
+  /** the last recorded call, or the last call of `method` */
+  last(method?: string): { method: string; args: unknown[]; ctx?: RequestContext } | undefined {
+    for (let i = this.calls.length - 1; i >= 0; i--) if (!method || this.calls[i]?.method === method) return this.calls[i];
+    return undefined;
   }
   private session(id: string): FakeSession {
     const s = this.sessions.get(id);
