@@ -63,7 +63,9 @@ type Header = { from: NodeId; to: NodeId; term: Term };
 
 export type Message = Header &
   (
-    | { type: 'vote' | 'preVote'; lastIndex: Index; lastTerm: Term }
+    /** transfer: set on the votes of a leadership transfer (timeoutNow), so that voters
+     *  grant it despite their leader lease (thesis §3.10, §4.2.3; etcd campaignTransfer) */
+    | { type: 'vote' | 'preVote'; lastIndex: Index; lastTerm: Term; transfer?: boolean }
     | { type: 'voteResp' | 'preVoteResp'; reject: boolean }
     | { type: 'append'; prevIndex: Index; prevTerm: Term; entries: Entry[]; commit: Index }
     /** index: on success the last index now matching the leader; on reject, the rejected
@@ -122,7 +124,7 @@ export interface Ready {
 
 export type ProposeResult =
   | { ok: true; index: Index; term: Term }
-  | { ok: false; reason: 'not_leader' | 'transferring' | 'conf_change_pending' | 'too_large' | 'unknown_node' };
+  | { ok: false; reason: 'not_leader' | 'transferring' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' };
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 

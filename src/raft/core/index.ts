@@ -1,0 +1,11 @@
+// Public API of the Raft core. Everything outside src/raft/core imports from here.
+export * from './types.js';
+export { RawNode } from './raw-node.js';
+export { RaftConfigError, type RaftConfig } from './raft.js';
+export { RaftAssertionError } from './progress.js';
+export { applyConfChange, decodeConfChange, encodeConfChange, ConfChangeError } from './conf.js';
+export { committedIndex, voteResult, quorumSize, hasQuorum, type VoteResult } from './quorum.js';
+export { describeData, describeEntry, describeEntries, describeMessage, describeReady, describeReadyLines, describeSnapshot } from './describe.js';
+export { MemoryStorage, emptySnapshot, cloneConf, StorageAssertionError, type Storage, type DurableStorage, type PersistBatch } from './storage.js';
+export { seededRng, type Rng } from './rng.js';
+export { MAX_PENDING_READS } from './read-only.js';

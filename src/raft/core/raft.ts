@@ -1,0 +1,738 @@
+// The Raft protocol as a synchronous state machine (etcd-io/raft raft.go in spirit).
+// Inputs: step(message), tick(), propose…; outputs accumulate in `msgs`, `readStates`
+// and the log's unstable tail, and RawNode hands them out as a Ready. Nothing here does
+// I/O, reads a clock or draws randomness except through cfg.rng.
+//
+// Section references are to the Raft paper (Ongaro & Ousterhout 2014) unless "thesis"
+// (Ongaro's PhD thesis, 2014) is named.
+import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validNodeId } from './conf.js';
+import { RaftLog } from './log.js';
+import { assert, Progress } from './progress.js';
+import { committedIndex, hasQuorum, voteResult } from './quorum.js';
+import { ReadOnly } from './read-only.js';
+import type { Rng } from './rng.js';
+import type { Storage } from './storage.js';
+import type {
+  ConfChange, ConfState, Entry, EntryKind, HardState, Index, Message, NodeId, ProposeResult, ReadState, Role, Snapshot, SoftState, Term, TraceEvent,
+} from './types.js';
+
+export interface RaftConfig {
+  id: NodeId;
+  /** randomized election timeout in [electionTicks, 2*electionTicks) drawn from rng */
+  electionTicks: number;
+  heartbeatTicks: number;
+  rng: Rng;
+  preVote: boolean;
+  checkQuorum: boolean;
+  /** max in-flight append messages per follower in 'replicate' state */
+  maxInflight: number;
+  /** max total entry bytes per append message (at least one entry always) */
+  maxMsgBytes: number;
+  /** restart: index the application already reflects (its snapshot index); default 0 */
+  applied?: Index;
+  trace?: (e: TraceEvent) => void;
+}
+
+export class RaftConfigError extends Error {}
+
+function validateConfig(cfg: RaftConfig): void {
+  const bad = (msg: string): never => {
+    throw new RaftConfigError(`invalid RaftConfig: ${msg}`);
+  };
+  const posInt = (v: number): boolean => Number.isSafeInteger(v) && v >= 1;
+  if (!validNodeId(cfg.id)) bad('id must be a non-empty string');
+  if (!posInt(cfg.electionTicks)) bad(`electionTicks must be an integer >= 1, got ${cfg.electionTicks}`);
+  if (!posInt(cfg.heartbeatTicks)) bad(`heartbeatTicks must be an integer >= 1, got ${cfg.heartbeatTicks}`);
+  if (cfg.heartbeatTicks >= cfg.electionTicks) bad(`heartbeatTicks (${cfg.heartbeatTicks}) must be below electionTicks (${cfg.electionTicks})`);
+  if (!posInt(cfg.maxInflight)) bad(`maxInflight must be an integer >= 1, got ${cfg.maxInflight}`);
+  if (!posInt(cfg.maxMsgBytes)) bad(`maxMsgBytes must be an integer >= 1, got ${cfg.maxMsgBytes}`);
+  if (cfg.applied !== undefined && !(Number.isSafeInteger(cfg.applied) && cfg.applied >= 0)) bad(`applied must be an integer >= 0, got ${cfg.applied}`);
+}
+
+const LEADER_MSGS: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
+const isNat = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
+
+/** What a leader still owes the followers at the next flush (proposals are batched). */
+type PendingBcast = 'none' | 'entries' | 'commit';
+
+export class Raft {
+  readonly id: NodeId;
+  readonly cfg: RaftConfig;
+  /** current term and vote (§5.2 persistent state); durable via Ready.hardState */
+  term: Term = 0;
+  vote: NodeId | null = null;
+  lead: NodeId | null = null;
+  role: Role = 'follower';
+  readonly log: RaftLog;
+  /** configuration history of this log; current() is the conf in force (thesis §4.1) */
+  readonly confs: ConfHistory;
+  /** leader only: one entry per member, plus this node itself */
+  readonly prs = new Map<NodeId, Progress>();
+  /** (pre-)candidate only: answers received, by voter */
+  readonly votes = new Map<NodeId, boolean>();
+  msgs: Message[] = [];
+  readStates: ReadState[] = [];
+  readonly readOnly = new ReadOnly();
+  /** ticks since the last valid leader contact (follower) or the last quorum check (leader) */
+  electionElapsed = 0;
+  heartbeatElapsed = 0;
+  randomizedElectionTimeout = 0;
+  leadTransferee: NodeId | null = null;
+  /** leader: index of the latest conf entry it may not yet know committed (one change at a time) */
+  pendingConfIndex: Index = 0;
+  private pendingBcast: PendingBcast = 'none';
+
+  constructor(cfg: RaftConfig, storage: Storage) {
+    validateConfig(cfg);
+    this.cfg = cfg;
+    this.id = cfg.id;
+    const { hardState, conf } = storage.initialState();
+    this.log = new RaftLog(storage, cfg.applied ?? 0);
+    this.confs = new ConfHistory(conf);
+    // conf entries take effect when appended (thesis ch. 4), so those in the stored log
+    // are in force after a restart even if not committed
+    const first = storage.firstIndex();
+    const last = storage.lastIndex();
+    if (last >= first) {
+      for (const e of storage.entries(first, last + 1)) {
+        if (e.kind === 'conf') this.confs.record(e.index, decodeStoredConf(e));
+      }
+    }
+    this.term = hardState.term;
+    this.vote = hardState.vote;
+    this.becomeFollower(this.term, null);
+  }
+
+  // ---- small queries --------------------------------------------------------------
+
+  conf(): ConfState {
+    return this.confs.current();
+  }
+  isVoter(id: NodeId = this.id): boolean {
+    return this.conf().voters.includes(id);
+  }
+  /** may this node campaign? Only voters, and not while a received snapshot is unpersisted */
+  promotable(): boolean {
+    return this.isVoter() && this.log.unstable.snapshot === undefined;
+  }
+  hardState(): HardState {
+    return { term: this.term, vote: this.vote, commit: this.log.committed };
+  }
+  softState(): SoftState {
+    return { leader: this.lead, role: this.role };
+  }
+  private trace(e: TraceEvent): void {
+    this.cfg.trace?.(e);
+  }
+  private send(m: Message): void {
+    assert(m.to !== this.id, `message ${m.type} addressed to self`);
+    this.msgs.push(m);
+  }
+  hasPendingWork(): boolean {
+    return this.pendingBcast !== 'none' || (this.role === 'leader' && this.readOnly.hasQueued() && this.committedEntryInCurrentTerm());
+  }
+
+  // ---- role changes (only here) ----------------------------------------------------
+
+  private reset(term: Term): void {
+    if (term !== this.term) {
+      assert(term > this.term, `term moving backwards from ${this.term} to ${term}`);
+      this.term = term;
+      this.vote = null;
+    }
+    this.lead = null;
+    this.electionElapsed = 0;
+    this.heartbeatElapsed = 0;
+    // §5.2: randomized timeouts make split votes rare
+    this.randomizedElectionTimeout = this.cfg.rng.int(this.cfg.electionTicks, 2 * this.cfg.electionTicks);
+    this.leadTransferee = null;
+    this.votes.clear();
+    this.prs.clear();
+    this.readOnly.reset();
+    this.pendingConfIndex = 0;
+    this.pendingBcast = 'none';
+  }
+
+  becomeFollower(term: Term, lead: NodeId | null): void {
+    this.reset(term);
+    this.lead = lead;
+    this.role = 'follower';
+    this.trace({ type: 'becomeFollower', id: this.id, term, leader: lead });
+  }
+
+  private becomePreCandidate(): void {
+    assert(this.role !== 'leader', 'leader cannot become pre-candidate');
+    // Pre-Vote (thesis §9.6): no term change, so a node that cannot win disturbs no one
+    this.votes.clear();
+    this.lead = null;
+    this.role = 'preCandidate';
+    this.trace({ type: 'becomeCandidate', id: this.id, term: this.term + 1, preVote: true });
+  }
+
+  private becomeCandidate(): void {
+    assert(this.role !== 'leader', 'leader cannot become candidate');
+    this.reset(this.term + 1);
+    this.vote = this.id;
+    this.role = 'candidate';
+    this.trace({ type: 'becomeCandidate', id: this.id, term: this.term, preVote: false });
+    this.trace({ type: 'voteGranted', id: this.id, term: this.term, to: this.id });
+  }
+
+  private becomeLeader(): void {
+    assert(this.role === 'candidate', `only a candidate becomes leader (was ${this.role})`);
+    this.reset(this.term);
+    this.lead = this.id;
+    this.role = 'leader';
+    const last = this.log.lastIndex();
+    this.syncProgress();
+    // our own log counts toward commit only once durable (thesis §10.2.1)
+    const self = this.prs.get(this.id)!;
+    self.match = Math.min(last, this.log.unstable.offset - 1);
+    self.state = 'replicate';
+    self.recentActive = true;
+    // conservatively assume an uncommitted conf entry may exist in the log
+    this.pendingConfIndex = last;
+    this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
+    // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it
+    this.appendEntry('noop', new Uint8Array(0));
+  }
+
+  /** leader: make prs mirror the conf (plus self); new members start probing at the end */
+  private syncProgress(): void {
+    const conf = this.conf();
+    const next = this.log.lastIndex() + 1;
+    const members = [...conf.voters, ...conf.learners];
+    if (!members.includes(this.id)) members.push(this.id);
+    for (const id of members) {
+      const learner = conf.learners.includes(id);
+      const pr = this.prs.get(id);
+      if (pr) {
+        pr.learner = learner;
+      } else {
+        const fresh = new Progress(next, this.cfg.maxInflight, learner);
+        fresh.recentActive = true; // a new member is given one lease period to answer
+        this.prs.set(id, fresh);
+      }
+    }
+    for (const id of [...this.prs.keys()]) if (!members.includes(id)) this.prs.delete(id);
+  }
+
+  // ---- time ---------------------------------------------------------------------------
+
+  tick(): void {
+    if (this.role === 'leader') this.tickHeartbeat();
+    else this.tickElection();
+  }
+
+  private tickElection(): void {
+    this.electionElapsed++;
+    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+      this.electionElapsed = 0;
+      this.hup(false);
+    }
+  }
+
+  private tickHeartbeat(): void {
+    this.heartbeatElapsed++;
+    this.electionElapsed++;
+    if (this.electionElapsed >= this.cfg.electionTicks) {
+      this.electionElapsed = 0;
+      // Check-Quorum (thesis §6.2): a leader cut off from a majority steps down, so clients
+      // can find the real leader, and its lease-based vote refusals expire
+      if (this.cfg.checkQuorum) {
+        const active = new Set<NodeId>();
+        for (const [id, pr] of this.prs) if (id === this.id || pr.recentActive) active.add(id);
+        if (!hasQuorum(this.conf().voters, active)) {
+          this.becomeFollower(this.term, null);
+          return;
+        }
+        for (const [id, pr] of this.prs) if (id !== this.id) pr.recentActive = false;
+      }
+      // a transfer that has not finished within an election timeout is abandoned (§3.10)
+      this.leadTransferee = null;
+    }
+    if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
+      this.heartbeatElapsed = 0;
+      this.bcastHeartbeat(0);
+    }
+  }
+
+  // ---- elections ----------------------------------------------------------------------
+
+  /** start an election (pre-vote first unless this is a leadership transfer) */
+  hup(transfer: boolean): void {
+    if (this.role === 'leader' || !this.promotable()) return;
+    if (this.cfg.preVote && !transfer) {
+      this.becomePreCandidate();
+      this.requestVotes('preVote', this.term + 1, false);
+    } else {
+      this.becomeCandidate();
+      this.requestVotes('vote', this.term, transfer);
+    }
+  }
+
+  private requestVotes(type: 'vote' | 'preVote', term: Term, transfer: boolean): void {
+    const lastIndex = this.log.lastIndex();
+    const lastTerm = this.log.lastTerm();
+    for (const v of this.conf().voters) {
+      if (v === this.id) continue;
+      this.send(transfer ? { type, from: this.id, to: v, term, lastIndex, lastTerm, transfer } : { type, from: this.id, to: v, term, lastIndex, lastTerm });
+    }
+    this.recordVote(this.id, true);
+  }
+
+  private recordVote(from: NodeId, granted: boolean): void {
+    if (!this.isVoter(from)) return; // answers from non-voters do not count
+    if (!this.votes.has(from)) this.votes.set(from, granted);
+    const res = voteResult(this.conf().voters, this.votes);
+    if (res === 'won') {
+      if (this.role === 'preCandidate') {
+        this.becomeCandidate();
+        this.requestVotes('vote', this.term, false);
+      } else {
+        this.becomeLeader();
+      }
+    } else if (res === 'lost') {
+      this.becomeFollower(this.term, null);
+    }
+  }
+
+  private handleVoteRequest(m: Extract<Message, { type: 'vote' | 'preVote' }>): void {
+    const resp = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
+    // §5.2: at most one vote per term; a pre-vote for a future term promises nothing
+    const canVote = this.vote === m.from || (this.vote === null && this.lead === null) || (m.type === 'preVote' && m.term > this.term);
+    // §5.4.1: grant only to a candidate whose log is at least as up-to-date as ours
+    if (canVote && this.log.isUpToDate(m.lastIndex, m.lastTerm)) {
+      // the grant carries the candidate's term (for a pre-vote: the term it will use)
+      this.send({ type: resp, from: this.id, to: m.from, term: m.term, reject: false });
+      if (m.type === 'vote') {
+        this.electionElapsed = 0;
+        this.vote = m.from;
+        this.trace({ type: 'voteGranted', id: this.id, term: this.term, to: m.from });
+      }
+    } else {
+      this.send({ type: resp, from: this.id, to: m.from, term: this.term, reject: true });
+    }
+  }
+
+  // ---- step ---------------------------------------------------------------------------
+
+  step(m: Message): void {
+    if (m.to !== this.id || m.from === this.id || !validNodeId(m.from) || !isNat(m.term)) return;
+    if (m.term > this.term) {
+      if (m.type === 'vote' || m.type === 'preVote') {
+        // leader lease (thesis §4.2.3): while we hear from a leader, ignore would-be
+        // leaders, so a rejoining or removed node cannot depose a healthy leader
+        const inLease = this.cfg.checkQuorum && this.lead !== null && this.electionElapsed < this.cfg.electionTicks;
+        if (inLease && m.transfer !== true) return;
+      }
+      if (m.type === 'preVote' || (m.type === 'preVoteResp' && !m.reject)) {
+        // pre-votes never change our term (thesis §9.6)
+      } else if (LEADER_MSGS.has(m.type)) {
+        this.becomeFollower(m.term, m.from);
+      } else {
+        this.becomeFollower(m.term, null);
+      }
+    } else if (m.term < this.term) {
+      if ((this.cfg.checkQuorum || this.cfg.preVote) && (m.type === 'append' || m.type === 'heartbeat')) {
+        // a stale leader (e.g. after a partition) learns our term and steps down; without
+        // this it could never win again, since pre-vote/lease make us ignore its votes
+        this.send({ type: 'appendResp', from: this.id, to: m.from, term: this.term, index: 0, reject: true, hint: 0, hintTerm: 0 });
+      } else if (m.type === 'preVote') {
+        this.send({ type: 'preVoteResp', from: this.id, to: m.from, term: this.term, reject: true });
+      }
+      return;
+    }
+    if (m.type === 'vote' || m.type === 'preVote') {
+      if (isNat(m.lastIndex) && isNat(m.lastTerm)) this.handleVoteRequest(m);
+      return;
+    }
+    switch (this.role) {
+      case 'leader':
+        return this.stepLeader(m);
+      case 'candidate':
+      case 'preCandidate':
+        return this.stepCandidate(m);
+      case 'follower':
+        return this.stepFollower(m);
+    }
+  }
+
+  private stepFollower(m: Message): void {
+    switch (m.type) {
+      case 'append':
+      case 'heartbeat':
+      case 'snapshot':
+        this.electionElapsed = 0;
+        this.lead = m.from;
+        return this.handleFromLeader(m);
+      case 'timeoutNow':
+        // §3.10: the leader asks us to start an election at once, skipping pre-vote
+        return this.hup(true);
+      default:
+        return;
+    }
+  }
+
+  private stepCandidate(m: Message): void {
+    switch (m.type) {
+      case 'append':
+      case 'heartbeat':
+      case 'snapshot':
+        // §5.2: a leader of our term exists; give up
+        this.becomeFollower(m.term, m.from);
+        return this.handleFromLeader(m);
+      case 'voteResp':
+      case 'preVoteResp': {
+        const expected = this.role === 'preCandidate' ? 'preVoteResp' : 'voteResp';
+        if (m.type === expected) this.recordVote(m.from, !m.reject);
+        return;
+      }
+      default:
+        return;
+    }
+  }
+
+  private handleFromLeader(m: Extract<Message, { type: 'append' | 'heartbeat' | 'snapshot' }>): void {
+    if (m.type === 'append') this.handleAppend(m);
+    else if (m.type === 'heartbeat') this.handleHeartbeat(m);
+    else this.handleSnapshot(m);
+  }
+
+  // ---- follower side of replication ----------------------------------------------------
+
+  private respondAppend(to: NodeId, index: Index, reject: boolean, hint = 0, hintTerm = 0): void {
+    this.send({ type: 'appendResp', from: this.id, to, term: this.term, index, reject, hint, hintTerm });
+  }
+
+  private handleAppend(m: Extract<Message, { type: 'append' }>): void {
+    if (!wellFormedAppend(m)) return; // garbage from the wire: ignore, the leader retries
+    if (m.prevIndex < this.log.committed) {
+      // everything up to committed already matches (§5.4 leader completeness)
+      this.respondAppend(m.from, this.log.committed, false);
+      return;
+    }
+    const res = this.log.maybeAppend(m.prevIndex, m.prevTerm, m.entries, (from) => {
+      // thesis §4.1: a truncated conf entry no longer applies
+      this.confs.truncateFrom(from);
+    });
+    if (res === undefined) {
+      // §5.3 fast back-tracking: the largest index <= prevIndex whose term is <= prevTerm
+      const hint = this.log.findConflictByTerm(Math.min(m.prevIndex, this.log.lastIndex()), m.prevTerm);
+      this.respondAppend(m.from, m.prevIndex, true, hint, this.log.term(hint) ?? 0);
+      return;
+    }
+    for (const e of res.appended) if (e.kind === 'conf') this.confs.record(e.index, decodeStoredConf(e));
+    this.commitTo(Math.min(m.commit, res.lastNew));
+    this.respondAppend(m.from, res.lastNew, false);
+  }
+
+  private handleHeartbeat(m: Extract<Message, { type: 'heartbeat' }>): void {
+    // the leader sends min(our match, its commit), so this prefix agrees with its log
+    if (isNat(m.commit) && m.commit <= this.log.lastIndex()) this.commitTo(m.commit);
+    this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: isNat(m.ctx) ? m.ctx : 0 });
+  }
+
+  private handleSnapshot(m: Extract<Message, { type: 'snapshot' }>): void {
+    const s = m.snapshot;
+    if (!wellFormedSnapshot(s)) return;
+    if (this.restore(s)) this.respondAppend(m.from, this.log.lastIndex(), false);
+    else this.respondAppend(m.from, this.log.committed, false);
+  }
+
+  /** §7 InstallSnapshot: returns whether the log was replaced */
+  private restore(s: Snapshot): boolean {
+    if (s.meta.index <= this.log.committed) return false;
+    if (this.log.matchTerm(s.meta.index, s.meta.term)) {
+      // our log already holds it: just learn that it is committed
+      this.commitTo(s.meta.index);
+      return false;
+    }
+    this.log.restore(s);
+    this.confs.reset(s.meta.conf);
+    this.trace({ type: 'commit', id: this.id, index: s.meta.index, term: s.meta.term });
+    return true;
+  }
+
+  private commitTo(i: Index): void {
+    if (this.log.commitTo(i)) this.trace({ type: 'commit', id: this.id, index: i, term: this.log.term(i) ?? 0 });
+  }
+
+  // ---- leader side -----------------------------------------------------------------------
+
+  private stepLeader(m: Message): void {
+    const pr = this.prs.get(m.from);
+    if (!pr) return; // not a member (any more)
+    switch (m.type) {
+      case 'appendResp':
+        pr.recentActive = true;
+        if (!isNat(m.index) || m.index > this.log.lastIndex()) return; // absurd ack
+        if (m.reject) this.handleAppendReject(m.from, pr, m);
+        else this.handleAppendAck(m.from, pr, m.index);
+        return;
+      case 'heartbeatResp':
+        return this.handleHeartbeatResp(m.from, pr, m.ctx);
+      default:
+        return;
+    }
+  }
+
+  private handleAppendReject(from: NodeId, pr: Progress, m: Extract<Message, { type: 'appendResp' }>): void {
+    let probe = isNat(m.hint) ? m.hint : 0;
+    if (isNat(m.hintTerm) && m.hintTerm > 0) probe = this.log.findConflictByTerm(probe, m.hintTerm);
+    if (pr.maybeDecrTo(m.index, probe)) {
+      if (pr.state === 'replicate') pr.becomeProbe();
+      this.maybeSendAppend(from, true);
+    }
+  }
+
+  private handleAppendAck(from: NodeId, pr: Progress, index: Index): void {
+    const wasPaused = pr.isPaused();
+    if (pr.maybeUpdate(index) || (pr.match === index && pr.state === 'probe')) {
+      if (pr.state === 'probe') {
+        pr.becomeReplicate();
+      } else if (pr.state === 'snapshot' && (pr.match >= pr.pendingSnapshot || pr.match + 1 >= this.log.firstIndex())) {
+        pr.becomeProbe();
+        pr.becomeReplicate();
+      } else if (pr.state === 'replicate') {
+        pr.inflights.freeLE(index);
+      }
+      if (this.maybeCommit()) {
+        this.pendingBcast = 'commit';
+        if (this.stepDownIfRemoved()) return;
+      } else if (wasPaused) {
+        this.maybeSendAppend(from, true);
+      }
+      while (this.maybeSendAppend(from, false));
+      if (from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(from);
+    }
+  }
+
+  private handleHeartbeatResp(from: NodeId, pr: Progress, ctx: number): void {
+    pr.recentActive = true;
+    pr.probeSent = false;
+    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
+    if (pr.match < this.log.lastIndex()) this.maybeSendAppend(from, true);
+    if (isNat(ctx) && ctx > 0) {
+      const acks = this.readOnly.recvAck(from, ctx);
+      if (acks && hasQuorum(this.conf().voters, acks)) this.readStates.push(...this.readOnly.release(ctx));
+    }
+  }
+
+  /** §5.4.2: commit by counting replicas only for an entry of the current term */
+  private maybeCommit(): boolean {
+    const mci = committedIndex(this.conf().voters, (id) => this.prs.get(id)?.match);
+    if (mci > this.log.committed && this.log.term(mci) === this.term) {
+      this.commitTo(mci);
+      return true;
+    }
+    return false;
+  }
+
+  /** a leader removed from the conf leads until that removal commits, then steps down */
+  private stepDownIfRemoved(): boolean {
+    if (this.role !== 'leader' || this.isVoter() || this.log.committed < this.confs.lastIndex()) return false;
+    this.flushBcast(); // let the others learn the commit before we go silent
+    this.becomeFollower(this.term, null);
+    return true;
+  }
+
+  /** RawNode.advance: our log is durable up to `i` */
+  onStable(i: Index): void {
+    if (this.role !== 'leader') return;
+    const self = this.prs.get(this.id);
+    if (self && self.maybeUpdate(i) && this.maybeCommit()) {
+      this.pendingBcast = 'commit';
+      this.stepDownIfRemoved();
+    }
+  }
+
+  private maybeSendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
+    const pr = this.prs.get(to);
+    if (!pr || to === this.id || pr.isPaused()) return false;
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    const ents = prevTerm === undefined ? undefined : this.log.slice(pr.next, this.log.lastIndex() + 1, this.cfg.maxMsgBytes);
+    if (prevTerm === undefined || ents === undefined) return this.maybeSendSnapshot(to, pr);
+    if (ents.length === 0 && !sendIfEmpty) return false;
+    this.send({ type: 'append', from: this.id, to, term: this.term, prevIndex, prevTerm, entries: ents, commit: this.log.committed });
+    pr.sentEntries(ents.length, prevIndex + ents.length);
+    return true;
+  }
+
+  private maybeSendSnapshot(to: NodeId, pr: Progress): boolean {
+    // do not ship a snapshot to a node that has not answered lately (etcd does the same)
+    if (!pr.recentActive) return false;
+    const snapshot = this.log.snapshot();
+    assert(snapshot.meta.index > 0, `follower ${to} needs entries below ${this.log.firstIndex()} but there is no snapshot`);
+    this.send({ type: 'snapshot', from: this.id, to, term: this.term, snapshot });
+    pr.becomeSnapshot(snapshot.meta.index);
+    return true;
+  }
+
+  private bcastHeartbeat(ctx: number): void {
+    for (const [id, pr] of this.prs) {
+      if (id === this.id) continue;
+      // never tell a follower to commit beyond what it acknowledged holding
+      this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit: Math.min(pr.match, this.log.committed), ctx });
+    }
+  }
+
+  private sendTimeoutNow(to: NodeId): void {
+    this.send({ type: 'timeoutNow', from: this.id, to, term: this.term });
+  }
+
+  /** broadcast what proposals/commits since the last flush require, batched per follower */
+  private flushBcast(): void {
+    if (this.role !== 'leader' || this.pendingBcast === 'none') return;
+    const sendIfEmpty = this.pendingBcast === 'commit';
+    this.pendingBcast = 'none';
+    for (const id of this.prs.keys()) {
+      if (id === this.id) continue;
+      if (this.maybeSendAppend(id, sendIfEmpty)) while (this.maybeSendAppend(id, false));
+    }
+  }
+
+  /** RawNode.ready: emit batched appends and start a ReadIndex round for queued reads */
+  flush(): void {
+    this.flushBcast();
+    if (this.role === 'leader' && this.readOnly.hasQueued() && this.committedEntryInCurrentTerm()) {
+      const round = this.readOnly.startRound(this.log.committed, this.id);
+      const acks = this.readOnly.recvAck(this.id, round)!;
+      if (hasQuorum(this.conf().voters, acks)) this.readStates.push(...this.readOnly.release(round));
+      else this.bcastHeartbeat(round);
+    }
+  }
+
+  /** §6.4 / §8: until an entry of its own term commits, a new leader may not know the commit index */
+  private committedEntryInCurrentTerm(): boolean {
+    return this.log.term(this.log.committed) === this.term;
+  }
+
+  // ---- client requests -----------------------------------------------------------------
+
+  private appendEntry(kind: EntryKind, data: Uint8Array): Entry {
+    const e: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
+    this.log.append([e]);
+    if (this.pendingBcast === 'none') this.pendingBcast = 'entries';
+    if (kind === 'conf') {
+      // thesis §4.1: the new configuration takes effect as soon as it is in the log
+      this.confs.record(e.index, decodeStoredConf(e));
+      this.pendingConfIndex = e.index;
+      this.onConfChanged();
+    }
+    return e;
+  }
+
+  propose(data: Uint8Array, kind: EntryKind = 'normal'): ProposeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'not_leader' };
+    if (this.leadTransferee !== null) return { ok: false, reason: 'transferring' };
+    if (data.length > this.cfg.maxMsgBytes) return { ok: false, reason: 'too_large' };
+    const e = this.appendEntry(kind, data);
+    return { ok: true, index: e.index, term: e.term };
+  }
+
+  proposeConfChange(cc: ConfChange): ProposeResult {
+    if (this.role !== 'leader') return { ok: false, reason: 'not_leader' };
+    if (this.leadTransferee !== null) return { ok: false, reason: 'transferring' };
+    if (this.pendingConfIndex > this.log.committed) return { ok: false, reason: 'conf_change_pending' };
+    let data: Uint8Array;
+    try {
+      data = encodeConfChange(cc);
+    } catch (err) {
+      if (err instanceof ConfChangeError) return { ok: false, reason: 'invalid_conf_change' };
+      throw err;
+    }
+    const conf = this.conf();
+    if (cc.type === 'removeNode' && !isMember(conf, cc.nodeId)) return { ok: false, reason: 'unknown_node' };
+    const voters = cc.type === 'addVoter' ? conf.voters : conf.voters.filter((v) => v !== cc.nodeId);
+    if (cc.type !== 'addVoter' && voters.length === 0) return { ok: false, reason: 'invalid_conf_change' }; // would leave no quorum at all
+    return this.propose(data, 'conf');
+  }
+
+  /** leader: membership changed in our log; progress, commit and reads follow the new conf */
+  private onConfChanged(): void {
+    if (this.role !== 'leader') return;
+    this.syncProgress();
+    if (this.leadTransferee !== null && !this.isVoter(this.leadTransferee)) this.leadTransferee = null;
+    // a smaller majority may already hold more entries / ReadIndex acks
+    if (this.maybeCommit()) this.pendingBcast = 'commit';
+    const voters = this.conf().voters;
+    for (const r of [...this.readOnly.pendingRounds()].reverse()) {
+      if (hasQuorum(voters, r.acks)) {
+        this.readStates.push(...this.readOnly.release(r.id));
+        break;
+      }
+    }
+  }
+
+  readIndex(ctx: number): boolean {
+    if (this.role !== 'leader') return false;
+    return this.readOnly.enqueue(ctx);
+  }
+
+  transferLeadership(to: NodeId): boolean {
+    if (this.role !== 'leader' || to === this.id || !this.isVoter(to)) return false;
+    const pr = this.prs.get(to);
+    if (!pr) return false;
+    if (this.leadTransferee === to) return true;
+    this.leadTransferee = to;
+    this.electionElapsed = 0; // the transfer must finish within one election timeout
+    if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(to);
+    else this.maybeSendAppend(to, true);
+    return true;
+  }
+
+  reportUnreachable(id: NodeId): void {
+    const pr = this.role === 'leader' ? this.prs.get(id) : undefined;
+    // the pipeline to it is probably broken: fall back to one probe at a time
+    if (pr && pr.state === 'replicate') pr.becomeProbe();
+  }
+
+  reportSnapshot(id: NodeId, ok: boolean): void {
+    const pr = this.role === 'leader' ? this.prs.get(id) : undefined;
+    if (!pr || pr.state !== 'snapshot') return;
+    if (!ok) pr.pendingSnapshot = 0;
+    pr.becomeProbe();
+    // wait for the next heartbeat response before probing, so the snapshot lands first
+    pr.probeSent = true;
+  }
+}
+
+/** a conf entry already in our log (or sent by the leader after validation) must decode */
+function decodeStoredConf(e: Entry): ConfChange {
+  try {
+    return decodeConfChange(e.data);
+  } catch (err) {
+    assert(false, `conf entry ${e.index}/${e.term} does not decode: ${(err as Error).message}`);
+  }
+}
+
+/** shape checks for an append from the wire: contiguous entries, sane terms, decodable conf entries */
+function wellFormedAppend(m: Extract<Message, { type: 'append' }>): boolean {
+  if (!isNat(m.prevIndex) || !isNat(m.prevTerm) || !isNat(m.commit) || !Array.isArray(m.entries)) return false;
+  let prevTerm = m.prevTerm;
+  for (let k = 0; k < m.entries.length; k++) {
+    const e = m.entries[k]!;
+    if (typeof e !== 'object' || e === null || e.index !== m.prevIndex + 1 + k || !isNat(e.term)) return false;
+    if (e.term < prevTerm || e.term > m.term || !(e.data instanceof Uint8Array)) return false;
+    if (e.kind !== 'normal' && e.kind !== 'noop' && e.kind !== 'conf') return false;
+    if (e.kind === 'conf') {
+      try {
+        decodeConfChange(e.data);
+      } catch {
+        return false;
+      }
+    }
+    prevTerm = e.term;
+  }
+  return true;
+}
+
+function wellFormedSnapshot(s: Snapshot): boolean {
+  if (typeof s !== 'object' || s === null || typeof s.meta !== 'object' || s.meta === null) return false;
+  const { index, term, conf } = s.meta;
+  if (!isNat(index) || !isNat(term) || index === 0 || !(s.data instanceof Uint8Array)) return false;
+  if (typeof conf !== 'object' || conf === null || !Array.isArray(conf.voters) || !Array.isArray(conf.learners)) return false;
+  return conf.voters.every(validNodeId) && conf.learners.every(validNodeId);
+}

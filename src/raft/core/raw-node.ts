@@ -1,0 +1,168 @@
+// RawNode: the driver-facing API of the core (etcd-io/raft rawnode.go). It wraps Raft and
+// turns its accumulated output into Ready values, enforcing the ready/advance hand-shake
+// and the persistence order written on the Ready type (types.ts).
+import { assert } from './progress.js';
+import { Raft, type RaftConfig } from './raft.js';
+import type { Storage } from './storage.js';
+import type { ConfChange, HardState, Message, NodeId, ProposeResult, ProgressStatus, Ready, SoftState, Status, Term } from './types.js';
+
+export type { RaftConfig } from './raft.js';
+
+/** leader traffic that depends only on its (durable) term may leave before the Ready is persisted */
+const EARLY_TYPES: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot', 'timeoutNow']);
+
+export class RawNode {
+  private readonly raft: Raft;
+  /** soft and hard state as of the last Ready handed out */
+  private prevSoft: SoftState;
+  private prevHard: HardState;
+  /** highest term whose hard state is durable (persisted and advanced) */
+  private durableTerm: Term;
+  /** the Ready handed out and not yet advanced */
+  private outstanding: Ready | null = null;
+
+  /** hard state + conf from storage.initialState(), then conf entries in the stored log are re-applied */
+  constructor(cfg: RaftConfig, storage: Storage) {
+    this.raft = new Raft(cfg, storage);
+    this.prevSoft = this.raft.softState();
+    this.prevHard = storage.initialState().hardState;
+    this.durableTerm = this.prevHard.term;
+  }
+
+  tick(): void {
+    this.raft.tick();
+  }
+  /** never throws on a well-formed message; stale, misaddressed or garbled ones are ignored */
+  step(m: Message): void {
+    this.raft.step(m);
+  }
+  /** start an election now (pre-vote first when enabled) */
+  campaign(): void {
+    this.raft.hup(false);
+  }
+  propose(data: Uint8Array): ProposeResult {
+    return this.raft.propose(data, 'normal');
+  }
+  /** refused with 'conf_change_pending' while an uncommitted conf entry exists */
+  proposeConfChange(cc: ConfChange): ProposeResult {
+    return this.raft.proposeConfChange(cc);
+  }
+  /** leader only; the ReadState {index, ctx} appears in a later Ready once a heartbeat
+   *  round started after this call is acked by a quorum. Dropped if leadership is lost
+   *  (watch Ready.soft). */
+  readIndex(ctx: number): boolean {
+    return this.raft.readIndex(ctx);
+  }
+  transferLeadership(to: NodeId): boolean {
+    return this.raft.transferLeadership(to);
+  }
+  reportUnreachable(id: NodeId): void {
+    this.raft.reportUnreachable(id);
+  }
+  reportSnapshot(id: NodeId, ok: boolean): void {
+    this.raft.reportSnapshot(id, ok);
+  }
+
+  /** whether ready() would return something; false while a Ready awaits advance() */
+  hasReady(): boolean {
+    if (this.outstanding !== null) return false;
+    const r = this.raft;
+    const soft = r.softState();
+    return (
+      soft.leader !== this.prevSoft.leader ||
+      soft.role !== this.prevSoft.role ||
+      !sameHardState(r.hardState(), this.prevHard) ||
+      r.log.unstable.snapshot !== undefined ||
+      r.log.unstable.entries.length > 0 ||
+      r.log.hasNextCommittedEntries() ||
+      r.readStates.length > 0 ||
+      r.msgs.length > 0 ||
+      r.hasPendingWork()
+    );
+  }
+
+  ready(): Ready {
+    assert(this.outstanding === null, 'ready() called again before advance() of the previous Ready');
+    const r = this.raft;
+    r.flush();
+    const soft = r.softState();
+    const hard = r.hardState();
+    const softChanged = soft.leader !== this.prevSoft.leader || soft.role !== this.prevSoft.role;
+    const hardChanged = !sameHardState(hard, this.prevHard);
+    const snapshot = r.log.unstable.snapshot;
+    const entries = [...r.log.unstable.entries];
+    const earlyMessages: Message[] = [];
+    const messages: Message[] = [];
+    for (const m of r.msgs) {
+      // votes, responses and anything of a term not yet durable wait for step 2 (persist)
+      if (EARLY_TYPES.has(m.type) && m.term <= this.durableTerm) earlyMessages.push(m);
+      else messages.push(m);
+    }
+    r.msgs = [];
+    const rd: Ready = {
+      ...(softChanged ? { soft } : {}),
+      ...(hardChanged ? { hardState: hard } : {}),
+      ...(snapshot ? { snapshot } : {}),
+      entries,
+      committed: r.log.nextCommittedEntries(),
+      readStates: r.readStates,
+      earlyMessages,
+      messages,
+      // a commit-only change may be lost in a crash (it is re-learned); term, vote,
+      // entries and snapshots may not (§5.2 persistent state)
+      mustSync: entries.length > 0 || snapshot !== undefined || hard.term !== this.prevHard.term || hard.vote !== this.prevHard.vote,
+    };
+    r.readStates = [];
+    this.prevSoft = soft;
+    this.prevHard = hard;
+    this.outstanding = rd;
+    return rd;
+  }
+
+  /** rd.entries are now stable, rd.committed applied, rd.snapshot installed */
+  advance(rd: Ready): void {
+    assert(this.outstanding !== null && this.outstanding === rd, 'advance() of a Ready that is not the outstanding one');
+    this.outstanding = null;
+    const r = this.raft;
+    if (rd.hardState) this.durableTerm = Math.max(this.durableTerm, rd.hardState.term);
+    let applied = r.log.applied;
+    if (rd.snapshot) {
+      r.log.unstable.stableSnapTo(rd.snapshot.meta.index);
+      applied = Math.max(applied, rd.snapshot.meta.index);
+    }
+    const last = rd.entries[rd.entries.length - 1];
+    if (last) {
+      const stable = r.log.unstable.stableTo(last.index, last.term);
+      if (stable !== undefined) r.onStable(stable);
+    }
+    const lastCommitted = rd.committed[rd.committed.length - 1];
+    if (lastCommitted) applied = Math.max(applied, lastCommitted.index);
+    if (applied > r.log.applied) r.log.appliedTo(applied);
+  }
+
+  status(): Status {
+    const r = this.raft;
+    const st: Status = {
+      id: r.id,
+      role: r.role,
+      term: r.term,
+      vote: r.vote,
+      leader: r.lead,
+      commit: r.log.committed,
+      applied: r.log.applied,
+      lastIndex: r.log.lastIndex(),
+      conf: { voters: [...r.conf().voters], learners: [...r.conf().learners] },
+      leadTransferee: r.leadTransferee,
+    };
+    if (r.role === 'leader') {
+      const progress: Record<NodeId, ProgressStatus> = {};
+      for (const [id, pr] of r.prs) progress[id] = pr.status();
+      st.progress = progress;
+    }
+    return st;
+  }
+}
+
+function sameHardState(a: HardState, b: HardState): boolean {
+  return a.term === b.term && a.vote === b.vote && a.commit === b.commit;
+}

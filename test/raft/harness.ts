@@ -1,0 +1,213 @@
+// A tiny in-process network for scenario tests of the Raft core (after etcd-io/raft's
+// raft_test.go `network` and tikv/raft-rs harness/network.rs): N RawNodes over
+// MemoryStorage, one FIFO message queue, and verbs to cut links, isolate nodes, drop
+// messages by predicate and recover. stabilize() runs Ready loops following the
+// persistence order of types.ts exactly: early messages, persist, messages, apply, advance.
+import { RawNode } from '../../src/raft/core/raw-node.js';
+import type { RaftConfig } from '../../src/raft/core/raft.js';
+import { MemoryStorage } from '../../src/raft/core/storage.js';
+import { seededRng } from '../../src/raft/core/rng.js';
+import { describeMessage, describeReadyLines } from '../../src/raft/core/describe.js';
+import type { ConfState, Entry, Message, NodeId, ReadState, Ready } from '../../src/raft/core/types.js';
+
+export type NodeOptions = Partial<Omit<RaftConfig, 'id' | 'rng'>> & { seed?: number };
+
+export interface SimNode {
+  id: NodeId;
+  raw: RawNode;
+  storage: MemoryStorage;
+  cfg: RaftConfig;
+  /** every committed entry handed to the application, in order (reset on restart) */
+  applied: Entry[];
+  readStates: ReadState[];
+  /** every Ready this node produced, for assertions on ordering */
+  readies: Ready[];
+}
+
+export const enc = (s: string): Uint8Array => new TextEncoder().encode(s);
+export const dec = (b: Uint8Array): string => new TextDecoder().decode(b);
+
+export class Network {
+  readonly nodes = new Map<NodeId, SimNode>();
+  queue: Message[] = [];
+  /** every message delivered or dropped, for assertions */
+  readonly sent: Message[] = [];
+  private readonly cut = new Set<string>();
+  private dropIf: ((m: Message) => boolean) | null = null;
+  /** when set, every line of every Ready processed is appended here (golden tests) */
+  transcript: string[] | null = null;
+
+  constructor(
+    ids: readonly NodeId[],
+    readonly opts: NodeOptions = {},
+    conf: ConfState = { voters: [...ids], learners: [] },
+  ) {
+    for (const id of ids) this.addNode(id, conf);
+  }
+
+  static create(n: number, opts: NodeOptions = {}): Network {
+    return new Network(Array.from({ length: n }, (_, k) => `n${k + 1}`), opts);
+  }
+
+  private config(id: NodeId, k: number, applied?: number): RaftConfig {
+    const o = this.opts;
+    return {
+      id,
+      electionTicks: o.electionTicks ?? 10,
+      heartbeatTicks: o.heartbeatTicks ?? 1,
+      rng: seededRng((o.seed ?? 1) * 1000 + k),
+      preVote: o.preVote ?? false,
+      checkQuorum: o.checkQuorum ?? false,
+      maxInflight: o.maxInflight ?? 256,
+      maxMsgBytes: o.maxMsgBytes ?? 1 << 20,
+      ...(applied !== undefined ? { applied } : {}),
+      ...(o.trace ? { trace: o.trace } : {}),
+    };
+  }
+
+  /** add a node with a fresh storage whose snapshot holds `conf` (bootstrap) */
+  addNode(id: NodeId, conf: ConfState, storage = new MemoryStorage(conf)): SimNode {
+    const cfg = this.config(id, this.nodes.size + 1);
+    const node: SimNode = { id, raw: new RawNode(cfg, storage), storage, cfg, applied: [], readStates: [], readies: [] };
+    this.nodes.set(id, node);
+    return node;
+  }
+
+  node(id: NodeId): SimNode {
+    const n = this.nodes.get(id);
+    if (!n) throw new Error(`no node ${id}`);
+    return n;
+  }
+  ids(): NodeId[] {
+    return [...this.nodes.keys()];
+  }
+
+  // ---- faults ------------------------------------------------------------------------
+  cutLink(a: NodeId, b: NodeId): void {
+    this.cut.add(`${a}>${b}`);
+    this.cut.add(`${b}>${a}`);
+  }
+  isolate(id: NodeId): void {
+    for (const other of this.nodes.keys()) if (other !== id) this.cutLink(id, other);
+  }
+  /** drop every message matching pred until recover() */
+  drop(pred: (m: Message) => boolean): void {
+    this.dropIf = pred;
+  }
+  recover(): void {
+    this.cut.clear();
+    this.dropIf = null;
+  }
+  private delivers(m: Message): boolean {
+    if (!this.nodes.has(m.to)) return false;
+    if (this.cut.has(`${m.from}>${m.to}`)) return false;
+    return !(this.dropIf && this.dropIf(m));
+  }
+
+  /** simulate a crash and restart: only what was persisted survives */
+  restart(id: NodeId, applied?: number): SimNode {
+    const old = this.node(id);
+    const k = [...this.nodes.keys()].indexOf(id) + 1;
+    const cfg = this.config(id, k + 100 * (old.readies.length + 1), applied);
+    const node: SimNode = { id, raw: new RawNode(cfg, old.storage), storage: old.storage, cfg, applied: [], readStates: [], readies: [] };
+    this.nodes.set(id, node);
+    this.queue = this.queue.filter((m) => m.to !== id && m.from !== id);
+    return node;
+  }
+
+  // ---- driving -----------------------------------------------------------------------
+  /** one Ready iteration of one node, in the persistence order of types.ts */
+  handleReady(id: NodeId): boolean {
+    const n = this.node(id);
+    if (!n.raw.hasReady()) return false;
+    const rd = n.raw.ready();
+    n.readies.push(rd);
+    if (this.transcript) for (const line of describeReadyLines(rd)) this.transcript.push(`  ${id} ${line}`);
+    this.enqueue(rd.earlyMessages); // 1. may leave before persisting
+    n.storage.applyBatch(rd); // 2. persist atomically
+    this.enqueue(rd.messages); // 3. only after persisting
+    if (rd.snapshot) n.applied = []; // 4. restore the app from the snapshot …
+    n.applied.push(...rd.committed); //    … then apply in order
+    n.readStates.push(...rd.readStates);
+    n.raw.advance(rd); // 5.
+    return true;
+  }
+
+  private enqueue(msgs: readonly Message[]): void {
+    for (const m of msgs) this.queue.push(m);
+  }
+
+  /** deliver every queued message matching pred (all by default), in FIFO order; returns how many */
+  deliver(pred: (m: Message) => boolean = () => true): number {
+    const now = this.queue.filter(pred);
+    this.queue = this.queue.filter((m) => !pred(m));
+    for (const m of now) {
+      this.sent.push(m);
+      if (this.transcript) this.transcript.push(`  deliver ${describeMessage(m)}${this.delivers(m) ? '' : ' (dropped)'}`);
+      if (this.delivers(m)) this.node(m.to).raw.step(m);
+    }
+    return now.length;
+  }
+
+  /** run Ready loops and deliver messages until nothing is left to do */
+  stabilize(maxRounds = 10_000): void {
+    for (let round = 0; round < maxRounds; round++) {
+      let busy = false;
+      for (const id of this.nodes.keys()) while (this.handleReady(id)) busy = true;
+      if (this.deliver() > 0) busy = true;
+      if (!busy) return;
+    }
+    throw new Error(`network did not stabilize within ${maxRounds} rounds`);
+  }
+
+  tick(id: NodeId, times = 1): void {
+    for (let k = 0; k < times; k++) this.node(id).raw.tick();
+  }
+  tickAll(times = 1): void {
+    for (let k = 0; k < times; k++) for (const n of this.nodes.values()) n.raw.tick();
+  }
+  /** tick everyone and stabilize after each tick */
+  run(ticks: number): void {
+    for (let k = 0; k < ticks; k++) {
+      this.tickAll();
+      this.stabilize();
+    }
+  }
+
+  campaign(id: NodeId): void {
+    this.node(id).raw.campaign();
+    this.stabilize();
+  }
+  propose(id: NodeId, data: string): ReturnType<RawNode['propose']> {
+    const res = this.node(id).raw.propose(enc(data));
+    this.stabilize();
+    return res;
+  }
+
+  leaders(): NodeId[] {
+    return this.ids().filter((id) => this.node(id).raw.status().role === 'leader');
+  }
+  leader(): NodeId {
+    const ls = this.leaders();
+    if (ls.length !== 1) throw new Error(`expected one leader, found [${ls.join(',')}]`);
+    return ls[0]!;
+  }
+
+  /** the stored log of a node as `index/term:kind:data` strings */
+  logOf(id: NodeId): string[] {
+    const s = this.node(id).storage;
+    if (s.lastIndex() < s.firstIndex()) return [];
+    return s.entries(s.firstIndex(), s.lastIndex() + 1).map((e) => `${e.index}/${e.term}${e.kind === 'normal' ? `:${dec(e.data)}` : `:${e.kind}`}`);
+  }
+  appliedData(id: NodeId): string[] {
+    return this.node(id).applied.filter((e) => e.kind === 'normal').map((e) => dec(e.data));
+  }
+}
+
+/** build a MemoryStorage holding the given terms at indexes 1..n (Figure 7 style) */
+export function storageWithTerms(terms: readonly number[], conf: ConfState, hardTerm?: number): MemoryStorage {
+  const s = new MemoryStorage(conf);
+  s.append(terms.map((t, k) => ({ index: k + 1, term: t, kind: 'normal' as const, data: enc(`t${t}`) })));
+  s.setHardState({ term: hardTerm ?? (terms[terms.length - 1] ?? 0), vote: null, commit: 0 });
+  return s;
+}
