@@ -1,0 +1,178 @@
+// The sending half for ONE peer: a bounded queue (peer-queue.ts), batching, a keep-alive
+// undici Pool, a small pipeline of requests in flight, backoff after failures and
+// rate-limited unreachable reports. Snapshots do not pass through here (snapshot-sender.ts):
+// a multi-MiB transfer must not hold up heartbeats behind it.
+//
+// Ordering: one connection (Pool connections: 1) with HTTP/1.1 pipelining keeps per-peer
+// order on the wire, and the server delivers requests of one connection in order
+// (peer-server.ts). Whatever accumulates while requests are in flight goes into the next
+// request. Raft stays safe under loss, reordering and duplication; order only matters
+// for efficiency (an out-of-order append is rejected and costs a probe round).
+import { Pool } from 'undici';
+import type { Message, NodeId } from '../raft/core/types.js';
+import { encodeEnvelope } from './codec.js';
+import { PeerQueue, estimateSize } from './peer-queue.js';
+import { CONTENT_TYPE, MESSAGES_PATH, type PeerLogger } from './peer-server.js';
+import type { TransportMetrics } from './transport-metrics.js';
+import { LogLimiter } from './log-limiter.js';
+
+export interface PeerLinkOptions {
+  self: NodeId;
+  cluster: string;
+  peer: NodeId;
+  url: URL;
+  maxQueueMessages: number;
+  maxQueueBytes: number;
+  /** per request: messages and (estimated) bytes */
+  maxBatchMessages: number;
+  maxBatchBytes: number;
+  /** hard limit on an encoded request (the peer refuses larger ones) */
+  maxBodyBytes: number;
+  /** requests in flight at once on the peer's connection */
+  maxInflightRequests: number;
+  requestTimeoutMs: number;
+  backoffMinMs: number;
+  backoffMaxMs: number;
+  unreachableIntervalMs: number;
+  /** extra request headers (e.g. a cluster secret, issue 10) */
+  headers?: Record<string, string>;
+  /** undici connect options (TLS: ca, cert, key, servername, …) */
+  connect?: Pool.Options['connect'];
+  logger: PeerLogger;
+  metrics: TransportMetrics;
+  reportUnreachable(peer: NodeId): void;
+}
+
+export class PeerLink {
+  private readonly queue: PeerQueue;
+  private readonly pool: Pool;
+  private readonly basePath: string;
+  private readonly limiter = new LogLimiter(60_000);
+  private inflight = 0;
+  private failures = 0;
+  private backoffTimer: NodeJS.Timeout | null = null;
+  private lastUnreachableAt = -Infinity;
+  private closed = false;
+
+  constructor(private readonly o: PeerLinkOptions) {
+    this.queue = new PeerQueue(o.maxQueueMessages, o.maxQueueBytes);
+    this.basePath = o.url.pathname.replace(/\/+$/, '');
+    this.pool = new Pool(o.url.origin, {
+      connections: 1,
+      pipelining: o.maxInflightRequests,
+      keepAliveTimeout: 10_000,
+      connectTimeout: o.requestTimeoutMs,
+      headersTimeout: o.requestTimeoutMs,
+      bodyTimeout: o.requestTimeoutMs,
+      ...(o.connect ? { connect: o.connect } : {}),
+    });
+  }
+
+  get url(): string {
+    return this.o.url.href;
+  }
+
+  get queued(): number {
+    return this.queue.length;
+  }
+
+  enqueue(m: Message): void {
+    if (this.closed) return this.o.metrics.dropped(this.o.peer, 'closed', 1);
+    const size = estimateSize(m);
+    if (size > this.o.maxBatchBytes) {
+      // the core bounds appends by maxMsgBytes; one above the request limit can never go
+      this.warn({ type: m.type, size, limit: this.o.maxBatchBytes }, 'message too large for one request, dropped');
+      return this.o.metrics.dropped(this.o.peer, 'too_large', 1);
+    }
+    this.o.metrics.dropped(this.o.peer, 'queue_full', this.queue.push(m, size));
+  }
+
+  /** start as many requests as the pipeline allows (called once per send() burst) */
+  flush(): void {
+    while (!this.closed && this.backoffTimer === null && this.inflight < this.o.maxInflightRequests && this.queue.length > 0) {
+      const batch = this.queue.take(this.o.maxBatchMessages, this.o.maxBatchBytes);
+      this.post(batch);
+    }
+    this.o.metrics.queueLength(this.o.peer, this.queue.length);
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.backoffTimer) clearTimeout(this.backoffTimer);
+    this.o.metrics.dropped(this.o.peer, 'closed', this.queue.clear());
+    await this.pool.destroy().catch(() => undefined);
+  }
+
+  private post(batch: Message[]): void {
+    const body = encodeEnvelope({ cluster: this.o.cluster, from: this.o.self, to: this.o.peer, messages: batch });
+    if (body.length > this.o.maxBodyBytes) {
+      // cannot happen while estimateSize() rounds up; if it does, losing the batch is safe
+      this.warn({ bytes: body.length, limit: this.o.maxBodyBytes }, 'encoded batch over the body limit, dropped');
+      this.o.metrics.dropped(this.o.peer, 'too_large', batch.length);
+      return;
+    }
+    this.inflight++;
+    this.pool
+      .request({
+        path: `${this.basePath}${MESSAGES_PATH}`,
+        method: 'POST',
+        body,
+        headers: { 'content-type': CONTENT_TYPE, ...this.o.headers },
+        // Raft messages may be duplicated or retried safely; this lets undici pipeline them
+        idempotent: true,
+        blocking: false,
+      })
+      .then(
+        async (res) => {
+          await res.body.dump().catch(() => undefined);
+          if (res.statusCode === 204) {
+            this.failures = 0;
+            this.o.metrics.sent(this.o.peer, batch.length, body.length);
+          } else {
+            this.o.metrics.dropped(this.o.peer, 'rejected_by_peer', batch.length);
+            this.warn({ status: res.statusCode, messages: batch.length }, 'peer rejected our messages');
+            this.fail(false);
+          }
+        },
+        (err: unknown) => {
+          this.o.metrics.dropped(this.o.peer, this.closed ? 'closed' : 'send_failed', batch.length);
+          if (!this.closed) {
+            this.o.logger.debug({ peer: this.o.peer, err: String(err) }, 'send to peer failed');
+            this.fail(true);
+          }
+        },
+      )
+      .finally(() => {
+        this.inflight--;
+        this.flush();
+      });
+  }
+
+  /** back off exponentially (with jitter, so peers do not retry in lockstep); report
+   *  unreachable for transport errors, at most once per unreachableIntervalMs */
+  private fail(unreachable: boolean): void {
+    this.failures++;
+    if (unreachable) {
+      const now = Date.now();
+      if (now - this.lastUnreachableAt >= this.o.unreachableIntervalMs) {
+        this.lastUnreachableAt = now;
+        this.o.metrics.unreachable(this.o.peer);
+        this.warn({ failures: this.failures }, 'peer unreachable');
+        this.o.reportUnreachable(this.o.peer);
+      }
+    }
+    if (this.backoffTimer !== null || this.closed) return;
+    const base = Math.min(this.o.backoffMaxMs, this.o.backoffMinMs * 2 ** Math.min(this.failures - 1, 20));
+    const delay = Math.round(base / 2 + (Math.random() * base) / 2);
+    this.backoffTimer = setTimeout(() => {
+      this.backoffTimer = null;
+      this.flush();
+    }, delay);
+    this.backoffTimer.unref();
+  }
+
+  private warn(obj: object, msg: string): void {
+    const suppressed = this.limiter.allow(msg);
+    if (suppressed !== null) this.o.logger.warn({ peer: this.o.peer, url: this.o.url.href, ...obj, suppressed }, msg);
+  }
+}

@@ -1,0 +1,180 @@
+// The receiving half of the peer transport: a bare node:http(s) server with two routes.
+//
+//   POST /raft/v1/messages   body: a message envelope (codec.ts)   → 204 | 400 | 401 | 403 | 413
+//   POST /raft/v1/snapshot   body: one snapshot chunk             → 204 | 400 | 401 | 403 | 409 | 413
+//
+// It knows nothing about Raft: it enforces HTTP-level limits (route, auth hook, body size,
+// timeouts), reads bodies, hands them to a synchronous handler and answers with the
+// handler's verdict. Rejections are counted and logged at most once per remote address
+// per minute. Nothing a client sends can throw out of here.
+import http from 'node:http';
+import https from 'node:https';
+import type { AddressInfo, Socket } from 'node:net';
+import type { RequestRejectReason, TransportMetrics } from './transport-metrics.js';
+import { LogLimiter } from './log-limiter.js';
+
+export const MESSAGES_PATH = '/raft/v1/messages';
+export const SNAPSHOT_PATH = '/raft/v1/snapshot';
+export const CONTENT_TYPE = 'application/vnd.raftlock.peer+msgpack';
+
+export type Verdict = { status: 204 } | { status: 400 | 403 | 409 | 413 | 503; reason: RequestRejectReason; detail: string };
+
+export interface PeerLogger {
+  warn(obj: object, msg?: string): void;
+  info(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+  debug(obj: object, msg?: string): void;
+}
+
+export interface PeerServerOptions {
+  host: string;
+  port: number;
+  /** body limits per route, in bytes */
+  maxMessagesBodyBytes: number;
+  maxSnapshotBodyBytes: number;
+  /** whole-request deadline (headers + body) against slow senders */
+  requestTimeoutMs: number;
+  authenticate?: (req: http.IncomingMessage) => boolean;
+  /** with this, the server is node:https (peer TLS, issue 10) */
+  tls?: https.ServerOptions;
+  logger: PeerLogger;
+  metrics: TransportMetrics;
+  /** the handlers run synchronously on a complete body; they decide the verdict */
+  onMessages(body: Uint8Array): Verdict;
+  onSnapshotChunk(body: Uint8Array): Verdict;
+}
+
+class TooLarge extends Error {}
+
+/** read a body of at most `limit` bytes */
+function readBody(req: http.IncomingMessage, limit: number): Promise<Uint8Array> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    let size = 0;
+    req.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > limit) {
+        req.removeAllListeners('data');
+        req.pause();
+        reject(new TooLarge(`body over ${limit} bytes`));
+        return;
+      }
+      parts.push(chunk);
+    });
+    req.on('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)));
+    req.on('error', reject);
+    req.on('aborted', () => reject(new Error('request aborted')));
+  });
+}
+
+export class PeerServer {
+  private readonly server: http.Server | https.Server;
+  private readonly limiter = new LogLimiter(60_000);
+  /** per-connection delivery chain: pipelined requests on one keep-alive connection are
+   *  handed over in the order they were sent, whatever order their bodies finish in */
+  private readonly chains = new WeakMap<Socket, Promise<void>>();
+
+  constructor(private readonly opts: PeerServerOptions) {
+    const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
+    this.server = opts.tls ? https.createServer(opts.tls, handler) : http.createServer(handler);
+    this.server.requestTimeout = opts.requestTimeoutMs;
+    this.server.headersTimeout = Math.min(opts.requestTimeoutMs, 10_000);
+    this.server.keepAliveTimeout = 30_000;
+    this.server.maxHeadersCount = 64;
+    // a broken client connection is the client's problem, never ours
+    this.server.on('clientError', (_err, socket) => {
+      if (socket.writable) socket.end('HTTP/1.1 400 Bad Request\r\nconnection: close\r\n\r\n');
+      else socket.destroy();
+    });
+  }
+
+  listen(): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      const onError = (err: Error): void => reject(err);
+      this.server.once('error', onError);
+      this.server.listen(this.opts.port, this.opts.host, () => {
+        this.server.off('error', onError);
+        this.server.on('error', (err) => this.opts.logger.error({ err }, 'peer server error'));
+        resolve(this.server.address() as AddressInfo);
+      });
+    });
+  }
+
+  address(): AddressInfo | null {
+    const a = this.server.address();
+    return a && typeof a === 'object' ? a : null;
+  }
+
+  close(): Promise<void> {
+    return new Promise((resolve) => {
+      if (!this.server.listening) return resolve();
+      this.server.close(() => resolve());
+      this.server.closeAllConnections();
+    });
+  }
+
+  private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = (req.url ?? '').split('?')[0];
+    const limit = path === MESSAGES_PATH ? this.opts.maxMessagesBodyBytes : path === SNAPSHOT_PATH ? this.opts.maxSnapshotBodyBytes : -1;
+    if (limit < 0) return this.reject(req, res, { status: 404, reason: 'route', detail: `no route ${path?.slice(0, 64)}` });
+    if (req.method !== 'POST') return this.reject(req, res, { status: 405, reason: 'route', detail: `method ${req.method} on ${path}` });
+    if (this.opts.authenticate && !this.safeAuthenticate(req)) return this.reject(req, res, { status: 401, reason: 'unauthenticated', detail: 'peer authentication failed' });
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > limit) return this.reject(req, res, { status: 413, reason: 'too_large', detail: `content-length ${declared}, limit ${limit}` });
+
+    const body = readBody(req, limit);
+    body.catch(() => {}); // handled below, in order; this only stops an early "unhandled rejection"
+    const socket = req.socket;
+    const prev = this.chains.get(socket) ?? Promise.resolve();
+    const next = prev.then(() => body).then(
+      (bytes) => {
+        // the handler delivers to Raft; an exception there is a bug in the node, which must
+        // crash loudly rather than vanish into this promise chain
+        let verdict: Verdict;
+        try {
+          verdict = path === MESSAGES_PATH ? this.opts.onMessages(bytes) : this.opts.onSnapshotChunk(bytes);
+        } catch (err) {
+          res.destroy();
+          process.nextTick(() => {
+            throw err;
+          });
+          return;
+        }
+        if (verdict.status === 204) {
+          res.writeHead(204).end();
+        } else {
+          this.reject(req, res, verdict);
+        }
+      },
+      (err: unknown) => {
+        if (err instanceof TooLarge) this.reject(req, res, { status: 413, reason: 'too_large', detail: err.message });
+        else res.destroy(); // the client went away mid-body: nobody to answer
+      },
+    );
+    this.chains.set(
+      socket,
+      next.catch((err: unknown) => this.opts.logger.error({ err }, 'peer request handling failed')),
+    );
+  }
+
+  private safeAuthenticate(req: http.IncomingMessage): boolean {
+    try {
+      return this.opts.authenticate?.(req) === true;
+    } catch (err) {
+      this.opts.logger.error({ err }, 'peer authenticate hook threw; refusing the request');
+      return false;
+    }
+  }
+
+  private reject(req: http.IncomingMessage, res: http.ServerResponse, v: { status: number; reason: RequestRejectReason; detail: string }): void {
+    this.opts.metrics.rejected(v.reason);
+    const remote = req.socket.remoteAddress ?? 'unknown';
+    const suppressed = this.limiter.allow(remote);
+    if (suppressed !== null) this.opts.logger.warn({ remote, status: v.status, reason: v.reason, detail: v.detail, suppressed }, 'peer request rejected');
+    if (res.headersSent || res.destroyed) return;
+    // after an error the rest of the request may be unread garbage: do not reuse the connection
+    const fullyRead = req.complete;
+    res.writeHead(v.status, { 'content-type': 'text/plain', ...(fullyRead ? {} : { connection: 'close' }) });
+    res.end(`${v.reason}\n`);
+  }
+}
