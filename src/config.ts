@@ -247,6 +247,8 @@ export function formatPath(p: readonly PropertyKey[]): string {
   return out;
 }
 
+const EXPECTED_WORDS: Record<string, string> = { int: 'an integer', tuple: '[min, max]' };
+
 function issueLine(iss: z.core.$ZodIssue): [string, string] {
   const where = formatPath(iss.path);
   switch (iss.code) {
@@ -256,7 +258,7 @@ function issueLine(iss: z.core.$ZodIssue): [string, string] {
     }
     case 'invalid_type':
       if (iss.input === undefined) return [where, 'required field is missing'];
-      return [where, `expected ${iss.expected === 'int' ? 'an integer' : iss.expected}, got ${describeValue(iss.input)}`];
+      return [where, `expected ${EXPECTED_WORDS[iss.expected] ?? iss.expected}, got ${describeValue(iss.input)}`];
     case 'too_small':
       if (iss.origin === 'array') return [where, `expected at least ${String(iss.minimum)} item(s)`];
       if (iss.origin === 'string') return [where, `must not be empty`];
