@@ -36,6 +36,8 @@ export class Network {
   private dropIf: ((m: Message) => boolean) | null = null;
   /** when set, every line of every Ready processed is appended here (golden tests) */
   transcript: string[] | null = null;
+  /** safety checker: the entry every node applied at each index (state machine safety, §5.4.3) */
+  private readonly appliedAt = new Map<number, string>();
 
   constructor(
     ids: readonly NodeId[],
@@ -122,6 +124,7 @@ export class Network {
     if (!n.raw.hasReady()) return false;
     const rd = n.raw.ready();
     n.readies.push(rd);
+    this.checkReady(n, rd);
     if (this.transcript) for (const line of describeReadyLines(rd)) this.transcript.push(`  ${id} ${line}`);
     this.enqueue(rd.earlyMessages); // 1. may leave before persisting
     n.storage.applyBatch(rd); // 2. persist atomically
@@ -131,6 +134,23 @@ export class Network {
     n.readStates.push(...rd.readStates);
     n.raw.advance(rd); // 5.
     return true;
+  }
+
+  /** invariants every Ready must satisfy, checked on every iteration of every test */
+  private checkReady(n: SimNode, rd: Ready): void {
+    const durableTerm = n.storage.hardState().term;
+    for (const m of rd.earlyMessages) {
+      if (!['append', 'heartbeat', 'snapshot', 'timeoutNow'].includes(m.type)) throw new Error(`${n.id}: ${m.type} in earlyMessages`);
+      if (m.term > durableTerm) throw new Error(`${n.id}: early ${m.type} of term ${m.term} before term ${m.term} is durable (${durableTerm})`);
+    }
+    const termOrVoteChanged = rd.hardState !== undefined && (rd.hardState.term !== durableTerm || rd.hardState.vote !== n.storage.hardState().vote);
+    if ((rd.entries.length > 0 || termOrVoteChanged) && !rd.mustSync) throw new Error(`${n.id}: Ready with entries or a term/vote change lacks mustSync`);
+    for (const e of rd.committed) {
+      const key = `${e.term}:${e.kind}:${dec(e.data)}`;
+      const prev = this.appliedAt.get(e.index);
+      if (prev === undefined) this.appliedAt.set(e.index, key);
+      else if (prev !== key) throw new Error(`SAFETY: ${n.id} applied ${key} at ${e.index}, another node applied ${prev}`);
+    }
   }
 
   private enqueue(msgs: readonly Message[]): void {

@@ -81,6 +81,11 @@ export class Raft {
   /** leader: index of the latest conf entry it may not yet know committed (one change at a time) */
   pendingConfIndex: Index = 0;
   private pendingBcast: PendingBcast = 'none';
+  /** whether our conf history starts from a real configuration: a bootstrap conf in the
+   *  storage, or an installed snapshot. A node joining with empty storage replays conf
+   *  entries onto an empty base, so until it receives a snapshot its idea of the voters
+   *  may be a strict subset of the truth (e.g. only itself): it must never campaign. */
+  private bootstrapped: boolean;
 
   constructor(cfg: RaftConfig, storage: Storage) {
     validateConfig(cfg);
@@ -89,6 +94,7 @@ export class Raft {
     const { hardState, conf } = storage.initialState();
     this.log = new RaftLog(storage, cfg.applied ?? 0);
     this.confs = new ConfHistory(conf);
+    this.bootstrapped = conf.voters.length > 0 || storage.snapshot().meta.index > 0;
     // conf entries take effect when appended (thesis ch. 4), so those in the stored log
     // are in force after a restart even if not committed
     const first = storage.firstIndex();
@@ -111,9 +117,9 @@ export class Raft {
   isVoter(id: NodeId = this.id): boolean {
     return this.conf().voters.includes(id);
   }
-  /** may this node campaign? Only voters, and not while a received snapshot is unpersisted */
+  /** may this node campaign? Only bootstrapped voters, and not while a received snapshot is unpersisted */
   promotable(): boolean {
-    return this.isVoter() && this.log.unstable.snapshot === undefined;
+    return this.bootstrapped && this.isVoter() && this.log.unstable.snapshot === undefined;
   }
   hardState(): HardState {
     return { term: this.term, vote: this.vote, commit: this.log.committed };
@@ -450,6 +456,7 @@ export class Raft {
     }
     this.log.restore(s);
     this.confs.reset(s.meta.conf);
+    this.bootstrapped = true;
     this.trace({ type: 'commit', id: this.id, index: s.meta.index, term: s.meta.term });
     return true;
   }
