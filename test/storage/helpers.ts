@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Rng } from '../../src/raft/core/rng.js';
+import { MemoryStorage } from '../../src/raft/core/storage.js';
 import type { PersistBatch, Storage } from '../../src/raft/core/storage.js';
 import type { ConfState, Entry, EntryKind, HardState, Snapshot } from '../../src/raft/core/types.js';
 
@@ -122,4 +123,19 @@ export function opFromJson(json: unknown): Op {
     if (v !== null && typeof v === 'object' && '$hex' in v) return unhex((v as { $hex: string }).$hex);
     return v;
   }) as Op;
+}
+
+/** an independent copy of a MemoryStorage (entries are immutable, so they are shared) */
+export function cloneMemory(m: MemoryStorage): MemoryStorage {
+  const snap = m.snapshot();
+  const c = new MemoryStorage(snap.meta.conf);
+  if (snap.meta.index > 0) c.applySnapshot(snap);
+  c.setHardState(m.hardState());
+  c.append(m.entries(m.firstIndex(), m.lastIndex() + 1));
+  return c;
+}
+
+export function applyOp(m: MemoryStorage, op: Op): void {
+  if (op.kind === 'save') m.applyBatch(op.batch);
+  else m.compact(op.snapshot);
 }

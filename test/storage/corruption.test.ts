@@ -1,0 +1,298 @@
+// Damaged, foreign or busy data directories: open must refuse with ONE clear line that
+// names what is wrong (and the index, for the log), never load a doubtful log. Also: the
+// directory mode, fail-stop on a failing disk, and the bounded directory size.
+import { test, describe, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { Level } from 'level';
+import { StorageAssertionError } from '../../src/raft/core/storage.js';
+import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../src/raft/level-storage.js';
+import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeEntry, encodeVersion, entryKey } from '../../src/raft/storage-codec.js';
+import { SEED_CONF, entry, snapshotAt, tempDir } from './helpers.js';
+
+const cleanups: (() => void)[] = [];
+after(() => cleanups.forEach((f) => f()));
+
+function newDir(prefix: string): string {
+  const { dir, remove } = tempDir(prefix);
+  cleanups.push(remove);
+  return dir;
+}
+
+/** a closed directory holding a snapshot at 2 and entries 3..10, commit 8 */
+async function populated(prefix: string): Promise<string> {
+  const dir = newDir(prefix);
+  const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+  await s.save({ hardState: { term: 3, vote: 'n1', commit: 8 }, entries: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) => entry(i, i <= 5 ? 2 : 3)) }, { sync: true });
+  await s.compact(snapshotAt(2, 2));
+  await s.close();
+  return dir;
+}
+
+/** edit the raw LevelDB behind LevelStorage's back */
+async function tamper(dir: string, edit: (db: Level<Buffer, Buffer>) => Promise<void>): Promise<void> {
+  const db = new Level<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer' });
+  await db.open();
+  try {
+    await edit(db);
+  } finally {
+    await db.close();
+  }
+}
+
+async function flipByte(db: Level<Buffer, Buffer>, key: Buffer, offset: number): Promise<void> {
+  const v = await db.get(key);
+  assert.ok(v, `key ${key.toString('hex')} exists`);
+  const copy = Buffer.from(v);
+  const at = offset < 0 ? copy.length + offset : offset;
+  copy[at] = copy[at]! ^ 0x40;
+  await db.put(key, copy);
+}
+
+/** open must reject with `cls` and a one-line message matching `pattern` */
+async function assertRefused(dir: string, cls: new (...args: never[]) => Error, pattern: RegExp, index?: number): Promise<void> {
+  await assert.rejects(LevelStorage.open(dir, { seedConf: SEED_CONF }), (err: Error) => {
+    assert.ok(err instanceof cls, `expected ${cls.name}, got ${err.constructor.name}: ${err.message}`);
+    assert.match(err.message, pattern);
+    assert.doesNotMatch(err.message, /[\r\n]/, 'one line');
+    if (index !== undefined) assert.equal((err as StorageCorruptionError).index, index);
+    return true;
+  });
+}
+
+const WIPE = /\(wipe this node's data directory and let it rejoin: it receives a snapshot from the leader\)$/;
+
+describe('open refuses a damaged log', () => {
+  test('a flipped byte in an entry', async () => {
+    const dir = await populated('flip-entry');
+    await tamper(dir, (db) => flipByte(db, entryKey(7), -1));
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: entry 7 checksum mismatch ${WIPE.source}`), 7);
+  });
+
+  test('a flipped byte in the checksum itself', async () => {
+    const dir = await populated('flip-crc');
+    await tamper(dir, (db) => flipByte(db, entryKey(3), 0));
+    await assertRefused(dir, StorageCorruptionError, /: entry 3 checksum mismatch \(/, 3);
+  });
+
+  test('a flipped byte in the hard state', async () => {
+    const dir = await populated('flip-hs');
+    await tamper(dir, (db) => flipByte(db, KEY_HARD_STATE, 6));
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: hard state checksum mismatch ${WIPE.source}`));
+  });
+
+  test('a flipped byte in the snapshot', async () => {
+    const dir = await populated('flip-snap');
+    await tamper(dir, (db) => flipByte(db, KEY_SNAPSHOT, -2));
+    await assertRefused(dir, StorageCorruptionError, /: snapshot checksum mismatch \(/);
+  });
+
+  test('a truncated record', async () => {
+    const dir = await populated('short');
+    await tamper(dir, (db) => db.put(entryKey(4), Buffer.from([1, 2])));
+    await assertRefused(dir, StorageCorruptionError, /: entry 4 record of 2 bytes is too short \(/, 4);
+  });
+
+  test('a lost log tail that commit still points into', async () => {
+    const dir = await populated('tail');
+    await tamper(dir, (db) => db.batch([8, 9, 10].map((i) => ({ type: 'del' as const, key: entryKey(i) }))));
+    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 7 \(the log tail is lost\) \(wipe/, 8);
+  });
+
+  test('a gap in the log', async () => {
+    const dir = await populated('gap');
+    await tamper(dir, (db) => db.del(entryKey(6)));
+    await assertRefused(dir, StorageCorruptionError, /: entry 6 is missing \(log jumps from entry 5 to entry 7\) \(wipe/, 6);
+  });
+
+  test('the first entries after the snapshot missing', async () => {
+    const dir = await populated('head');
+    await tamper(dir, (db) => db.del(entryKey(3)));
+    await assertRefused(dir, StorageCorruptionError, /: entry 3 is missing \(log jumps from snapshot \(index 2\) to entry 4\)/, 3);
+  });
+
+  test('an entry left at or below the snapshot', async () => {
+    const dir = await populated('below');
+    await tamper(dir, (db) => db.put(entryKey(2), encodeEntry(entry(2, 2))));
+    await assertRefused(dir, StorageCorruptionError, /: entry 2 is at or below the snapshot index 2/, 2);
+  });
+
+  test('a term that goes backwards (valid checksum)', async () => {
+    const dir = await populated('term');
+    await tamper(dir, (db) => db.put(entryKey(7), encodeEntry(entry(7, 1))));
+    await assertRefused(dir, StorageCorruptionError, /: entry 7 has term 1, lower than entry 6's term 3/, 7);
+  });
+
+  test('an entry stored under another index', async () => {
+    const dir = await populated('wrongkey');
+    await tamper(dir, (db) => db.put(entryKey(5), encodeEntry(entry(6, 3))));
+    await assertRefused(dir, StorageCorruptionError, /: entry 5 is stored under the wrong key \(it says index 6\)/, 5);
+  });
+
+  test('missing hard state or version record', async () => {
+    const dir = await populated('nohs');
+    await tamper(dir, (db) => db.del(KEY_HARD_STATE));
+    await assertRefused(dir, StorageCorruptionError, /: hard state record is missing/);
+    const dir2 = await populated('nov');
+    await tamper(dir2, (db) => db.del(KEY_VERSION));
+    await assertRefused(dir2, StorageCorruptionError, /: storage format version record is missing but other data is present/);
+  });
+
+  test('an unknown storage format version', async () => {
+    const dir = await populated('version');
+    await tamper(dir, (db) => db.put(KEY_VERSION, encodeVersion(99)));
+    await assertRefused(dir, StorageVersionError, new RegExp(`^unsupported storage format version 99 in ${dir}: this raftlock reads version 1 only`));
+  });
+
+  test('the undamaged directory still opens (control)', async () => {
+    const dir = await populated('control');
+    const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+    assert.equal(s.firstIndex(), 3);
+    assert.equal(s.lastIndex(), 10);
+    await s.close();
+  });
+});
+
+describe('the data directory', () => {
+  test('is created with mode 0700, parents included', async () => {
+    const dir = join(newDir('mode'), 'a', 'b', 'n1');
+    const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+    await s.close();
+    assert.equal(statSync(dir).mode & 0o777, 0o700);
+  });
+
+  test('is locked against a second opener in this process', async () => {
+    const dir = newDir('lock-self');
+    const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+    try {
+      await assertRefused(dir, StorageLockedError, new RegExp(`^data directory ${dir} is in use by another raftlock process \\(LevelDB lock\\)`));
+    } finally {
+      await s.close();
+    }
+  });
+
+  test('is locked against a second process', async () => {
+    const dir = newDir('lock-proc');
+    // another process holds the LevelDB lock until we close its stdin
+    const holder = spawn(process.execPath, ['--input-type=module', '-e', `
+      import { Level } from 'level';
+      const db = new Level(${JSON.stringify(dir)}); await db.open();
+      process.stdout.write('locked\\n');
+      process.stdin.on('end', () => db.close().then(() => process.exit(0))); process.stdin.resume();
+    `], { stdio: ['pipe', 'pipe', 'inherit'], cwd: process.cwd() });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        holder.stdout.on('data', (d: Buffer) => d.toString().includes('locked') && resolve());
+        holder.once('exit', (code) => reject(new Error(`lock holder exited early (${code})`)));
+      });
+      await assertRefused(dir, StorageLockedError, /is in use by another raftlock process \(LevelDB lock\)/);
+    } finally {
+      holder.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a failing disk stops the node (fail-stop)', () => {
+  test('a write after the database went away rejects with StorageFailure, and so does every later one', async () => {
+    const s = await LevelStorage.open(newDir('fail'), { seedConf: SEED_CONF });
+    // pull the database out from under the storage, as a dying disk would
+    await (s as unknown as { db: { close(): Promise<void> } }).db.close();
+    await assert.rejects(s.save({ entries: [entry(1, 1)] }, { sync: true }), StorageFailure);
+    assert.equal(s.lastIndex(), 0, 'memory is not updated by a failed write');
+    await assert.rejects(s.save({ hardState: { term: 1, vote: null, commit: 0 }, entries: [] }, { sync: true }), StorageFailure);
+    await assert.rejects(s.compact(snapshotAt(0, 0)), StorageFailure);
+  });
+
+  test('a full disk rejects with StorageFailure naming the cause (tmpfs; skipped without mount rights)', async (t) => {
+    const mnt = newDir('full');
+    const m = spawnSync('mount', ['-t', 'tmpfs', '-o', 'size=1m', 'tmpfs', mnt], { encoding: 'utf8' });
+    if (m.status !== 0) {
+      t.skip(`cannot mount a tmpfs here: ${(m.stderr || m.error?.message || '').trim()}`);
+      return;
+    }
+    try {
+      const s = await LevelStorage.open(join(mnt, 'n1'), { seedConf: SEED_CONF });
+      let failure: unknown;
+      const data = new Uint8Array(16 * 1024).fill(7);
+      for (let i = 1; i <= 1000 && failure === undefined; i++) {
+        await s.save({ hardState: { term: 1, vote: null, commit: 0 }, entries: [entry(i, 1, data)] }, { sync: true }).catch((err: unknown) => (failure = err));
+      }
+      assert.ok(failure instanceof StorageFailure, `expected StorageFailure, got ${String(failure)}`);
+      assert.match(failure.message, /^storage failure in .* during save .*No space left on device/);
+      assert.doesNotMatch(failure.message, /[\r\n]/);
+      const last = s.lastIndex();
+      await assert.rejects(s.save({ entries: [entry(last + 1, 1)] }, { sync: true }), StorageFailure, 'no retry-and-continue');
+      await s.close().catch(() => undefined);
+    } finally {
+      spawnSync('umount', ['-l', mnt]);
+    }
+  });
+});
+
+describe('LevelStorage invariants', () => {
+  test('hard state never goes backwards and a vote never changes within a term (§5.2)', async () => {
+    const s = await LevelStorage.open(newDir('inv'), { seedConf: SEED_CONF });
+    try {
+      await s.save({ hardState: { term: 5, vote: 'n1', commit: 0 }, entries: [entry(1, 5)] }, { sync: true });
+      await assert.rejects(s.save({ hardState: { term: 4, vote: 'n1', commit: 0 }, entries: [] }, { sync: true }), StorageAssertionError);
+      await assert.rejects(s.save({ hardState: { term: 5, vote: 'n2', commit: 0 }, entries: [] }, { sync: true }), StorageAssertionError);
+      await s.save({ hardState: { term: 5, vote: 'n1', commit: 1 }, entries: [] }, { sync: true });
+      await assert.rejects(s.save({ hardState: { term: 5, vote: 'n1', commit: 0 }, entries: [] }, { sync: true }), StorageAssertionError);
+      await assert.rejects(s.save({ hardState: { term: 5, vote: 'n1', commit: 3 }, entries: [] }, { sync: true }), StorageAssertionError, 'commit beyond the log');
+      await assert.rejects(s.save({ entries: [entry(2, 4)] }, { sync: true }), StorageAssertionError, 'term lower than the previous entry');
+      assert.deepEqual(s.hardState(), { term: 5, vote: 'n1', commit: 1 });
+      assert.equal(s.lastIndex(), 1);
+    } finally {
+      await s.close();
+    }
+  });
+});
+
+function dirBytes(dir: string): number {
+  let total = 0;
+  // LevelDB deletes obsolete files in the background: one may vanish between the two calls
+  for (const name of readdirSync(dir)) total += statSync(join(dir, name), { throwIfNoEntry: false })?.size ?? 0;
+  return total;
+}
+
+test('bounded directory: compaction keeps it near one snapshot + the live tail', async () => {
+  // scaled down from the production shape (200k entries, compaction every 10k) to keep
+  // npm test quick; STORAGE_BOUND_ENTRIES / STORAGE_BOUND_EVERY run the full size
+  const total = Number(process.env.STORAGE_BOUND_ENTRIES ?? 40_000);
+  const every = Number(process.env.STORAGE_BOUND_EVERY ?? 2_000);
+  const entryBytes = 200;
+  const snapshotBytes = 64 * 1024;
+  const writeBufferSize = 1024 * 1024;
+  const dir = newDir('bound');
+  mkdirSync(dir, { recursive: true });
+  const s = await LevelStorage.open(dir, { seedConf: SEED_CONF, writeBufferSize });
+  // incompressible, like real commands after LevelDB's snappy pass would be at worst
+  const noise = randomBytes(total * entryBytes);
+  const batch = 100;
+  let maxSeen = 0;
+  for (let i = 1; i <= total; i += batch) {
+    const entries = Array.from({ length: batch }, (_, k) => entry(i + k, 1, noise.subarray((i + k - 1) * entryBytes, (i + k) * entryBytes)));
+    const last = i + batch - 1;
+    await s.save({ hardState: { term: 1, vote: null, commit: last }, entries }, { sync: false });
+    if (last % every === 0) {
+      await s.compact({ meta: { index: last, term: 1, conf: SEED_CONF }, data: randomBytes(snapshotBytes) });
+    }
+    maxSeen = Math.max(maxSeen, dirBytes(dir));
+  }
+  await s.close(); // waits for the background compactRange
+  const finalBytes = dirBytes(dir);
+  const unit = snapshotBytes + every * entryBytes;
+  const written = total * entryBytes + (total / every) * snapshotBytes;
+  // LevelDB's write-ahead log holds up to two write buffers before they become tables
+  const bound = 4 * unit + 2 * writeBufferSize;
+  console.log(`bounded dir: ${total} entries, compaction every ${every}: final ${finalBytes} B, max seen ${maxSeen} B, bound ${bound} B (one snapshot + tail = ${unit} B, total written ${written} B)`);
+  assert.ok(finalBytes <= bound, `directory ${finalBytes} B exceeds ${bound} B`);
+  assert.ok(maxSeen <= bound, `directory peaked at ${maxSeen} B, over ${bound} B`);
+  const reopened = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+  assert.equal(reopened.firstIndex(), total - (total % every) + 1);
+  assert.equal(reopened.lastIndex(), total);
+  await reopened.close();
+});
