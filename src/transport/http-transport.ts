@@ -154,6 +154,11 @@ export class HttpTransport implements Transport {
     return this.metrics.stats;
   }
 
+  /** outbound messages waiting for `peer` (0 for an unknown peer) */
+  queueLength(peer: NodeId): number {
+    return this.links.get(peer)?.queued ?? 0;
+  }
+
   onMessage(handler: (m: Message) => void): void {
     this.messageHandlers.push(handler);
   }
