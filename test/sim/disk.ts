@@ -1,0 +1,129 @@
+// SimDisk: a DurableStorage that keeps WRITTEN and SYNCED state apart, so the simulator can
+// model what a power loss does to a node that sent a message relying on a write that was
+// never fsynced (the classic "vote granted before it is durable" bug).
+//
+//  - reads (the Storage view the core sees) come from `written`: the OS page cache.
+//  - save({sync: false}) only writes; save({sync: true}) writes, then makes EVERY earlier
+//    write durable too (LevelDB's log is sequential: one fsync covers all before it).
+//  - compact() is one synced atomic write (like LevelStorage's compaction batch).
+//  - crash(loseUnsynced): process death keeps the page cache (everything written survives);
+//    power loss keeps the synced state plus a random PREFIX of the unsynced batches (a torn
+//    sequential log never skips a batch, and each batch is atomic).
+import { MemoryStorage, type DurableStorage, type PersistBatch } from '../../src/raft/core/storage.js';
+import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../../src/raft/core/types.js';
+import type { Rng } from '../../src/raft/core/rng.js';
+
+type Op = { kind: 'batch'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
+
+export interface DiskStats {
+  saves: number;
+  syncs: number;
+  compactions: number;
+  /** unsynced batches lost by power-loss crashes */
+  lostBatches: number;
+}
+
+function applyOp(s: MemoryStorage, op: Op): void {
+  if (op.kind === 'batch') s.applyBatch(op.batch);
+  else s.compact(op.snapshot);
+}
+
+function cloneStorage(s: MemoryStorage): MemoryStorage {
+  const snap = s.snapshot();
+  const out = new MemoryStorage(snap.meta.conf);
+  if (snap.meta.index > 0) out.applySnapshot(snap);
+  out.append(s.entries(s.firstIndex(), s.lastIndex() + 1));
+  out.setHardState(s.hardState());
+  return out;
+}
+
+export class SimDisk implements DurableStorage {
+  private written: MemoryStorage;
+  private synced: MemoryStorage;
+  /** written but not yet synced, oldest first */
+  private pending: Op[] = [];
+  readonly stats: DiskStats = { saves: 0, syncs: 0, compactions: 0, lostBatches: 0 };
+
+  constructor(conf: ConfState, private readonly rng: Rng) {
+    this.written = new MemoryStorage(conf);
+    this.synced = new MemoryStorage(conf);
+  }
+
+  // ---- Storage: the core reads what was written ----
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return this.written.initialState();
+  }
+  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
+    return this.written.entries(lo, hi, maxBytes);
+  }
+  term(i: Index): Term | undefined {
+    return this.written.term(i);
+  }
+  firstIndex(): Index {
+    return this.written.firstIndex();
+  }
+  lastIndex(): Index {
+    return this.written.lastIndex();
+  }
+  snapshot(): Snapshot {
+    return this.written.snapshot();
+  }
+  hardState(): HardState {
+    return this.written.hardState();
+  }
+
+  /** what survives a power loss right now (read-only use: the checkers) */
+  get durable(): Pick<MemoryStorage, 'hardState' | 'term' | 'lastIndex' | 'firstIndex'> {
+    return this.synced;
+  }
+
+  // ---- the write side, synchronous (the simulator's driver never awaits) ----
+  saveSync(batch: PersistBatch, opts: { sync: boolean }): void {
+    // copy the containers: the core owns the arrays it hands out
+    const op: Op = { kind: 'batch', batch: { hardState: batch.hardState && { ...batch.hardState }, snapshot: batch.snapshot, entries: [...batch.entries] } };
+    applyOp(this.written, op);
+    this.pending.push(op);
+    this.stats.saves++;
+    if (opts.sync) this.sync();
+  }
+
+  compactSync(snapshot: Snapshot): void {
+    const op: Op = { kind: 'compact', snapshot };
+    applyOp(this.written, op);
+    this.pending.push(op);
+    this.stats.compactions++;
+    this.sync();
+  }
+
+  private sync(): void {
+    for (const op of this.pending) applyOp(this.synced, op);
+    this.pending = [];
+    this.stats.syncs++;
+  }
+
+  /** the node died; with loseUnsynced, so did the machine's page cache */
+  crash(loseUnsynced: boolean): void {
+    if (!loseUnsynced || this.pending.length === 0) {
+      this.sync();
+      return;
+    }
+    const keep = this.rng.int(0, this.pending.length + 1);
+    for (let k = 0; k < keep; k++) applyOp(this.synced, this.pending[k]!);
+    this.stats.lostBatches += this.pending.length - keep;
+    this.pending = [];
+    this.written = cloneStorage(this.synced);
+  }
+
+  // ---- DurableStorage (the async face the production driver uses) ----
+  save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
+    this.saveSync(batch, opts);
+    return Promise.resolve();
+  }
+  compact(snapshot: Snapshot): Promise<void> {
+    this.compactSync(snapshot);
+    return Promise.resolve();
+  }
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}

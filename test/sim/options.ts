@@ -1,0 +1,179 @@
+// The swarm: every knob of one simulated schedule, derived from a single seed (TigerBeetle
+// vopr.zig's "swarm testing": instead of one fixed fault mix, each seed draws its own mix,
+// so some seeds hammer one subsystem while others barely touch it). Options are drawn from
+// their own forked Rng, so adding a knob at the END of drawOptions keeps every existing
+// knob stable for old seeds.
+import { seededRng, type Rng } from '../../src/raft/core/rng.js';
+
+export type PartitionMode =
+  | 'none'
+  /** a random split into two sides, cut both ways */
+  | 'symmetric'
+  /** a random split, cut one way only (A hears B, B does not hear A) */
+  | 'asymmetric'
+  /** the current leader loses every link, both ways */
+  | 'isolateLeader'
+  /** Howard's partial partition (5 nodes): n1,n2,n3 fully connected, n4↔n2 only, n5↔n3 only */
+  | 'howard';
+
+export interface NetworkOptions {
+  /** one-way delay = delayMinTicks + Exp(delayMeanTicks - delayMinTicks), in ticks, >= 1 */
+  delayMinTicks: number;
+  delayMeanTicks: number;
+  dropProbability: number;
+  duplicateProbability: number;
+  /** probability that a packet gets an extra uniform delay of up to 4 × mean (reordering) */
+  reorderProbability: number;
+  /** packets queued per link at most; more are dropped (a bounded queue, like the transport) */
+  linkCapacity: number;
+  partitionMode: PartitionMode;
+  /** per tick, when unpartitioned / partitioned, after the stability period */
+  partitionProbability: number;
+  unpartitionProbability: number;
+  partitionStabilityTicks: number;
+  unpartitionStabilityTicks: number;
+  /** per link per tick: the link stops delivering (holds packets) for Exp(mean) ticks */
+  clogProbability: number;
+  clogDurationMeanTicks: number;
+}
+
+export interface CrashOptions {
+  /** per tick: one random running node crashes */
+  crashProbability: number;
+  /** a crashed node stays down for 1 + Exp(mean) ticks */
+  downTicksMean: number;
+  /** on crash, writes that were not synced are lost (power loss, not just process death);
+   *  a random prefix of the unsynced batches survives, as with a sequential WAL */
+  loseUnsynced: boolean;
+  /** probability that a crash hits the middle of a Ready (after early messages, or after
+   *  persisting but before sending) instead of between ticks */
+  midReadyProbability: number;
+}
+
+export interface WorkloadOptions {
+  proposeProbability: number;
+  readProbability: number;
+  transferProbability: number;
+  /** per tick: propose one membership change (add learner / promote / remove) */
+  confChangeProbability: number;
+  /** per node per tick: take an app snapshot at the applied index and compact the log */
+  compactProbability: number;
+  payloadBytesMax: number;
+}
+
+export interface SimOptions {
+  seed: number;
+  /** ticks of the fault phase */
+  ticks: number;
+  /** K: after healing, a leader must exist and a fresh write and read must complete within K ticks */
+  livenessTicks: number;
+  nodeCount: 3 | 5;
+  electionTicks: number;
+  heartbeatTicks: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+  maxInflight: number;
+  maxMsgBytes: number;
+  network: NetworkOptions;
+  crash: CrashOptions;
+  workload: WorkloadOptions;
+  /** Howard's partial partition held for this many ticks at the end; at most one leader change allowed */
+  stableWindowTicks: number;
+}
+
+/** a probability that is 0 for a share of seeds and otherwise uniform in [lo, hi) */
+function maybe(rng: Rng, zeroShare: number, lo: number, hi: number): number {
+  return rng.next() < zeroShare ? 0 : lo + rng.next() * (hi - lo);
+}
+
+function pick<T>(rng: Rng, xs: readonly T[]): T {
+  return xs[rng.int(0, xs.length)]!;
+}
+
+/** one independent stream per subsystem, forked in a fixed order from the seed, so a
+ *  change in how often one subsystem draws never shifts another's stream */
+export interface SubsystemRngs {
+  options: Rng;
+  network: Rng;
+  disk: Rng;
+  core: Rng;
+  workload: Rng;
+  nemesis: Rng;
+}
+
+export function subsystemRngs(seed: number): SubsystemRngs {
+  const root = seededRng(seed);
+  return { options: root.fork(), network: root.fork(), disk: root.fork(), core: root.fork(), workload: root.fork(), nemesis: root.fork() };
+}
+
+export function drawOptions(seed: number, ticks = 2000): SimOptions {
+  const rng = subsystemRngs(seed).options;
+  const nodeCount = rng.next() < 0.5 ? 3 : 5;
+  const electionTicks = rng.int(10, 21);
+  const heartbeatTicks = rng.int(1, 4);
+  const delayMinTicks = rng.int(1, 3);
+  // the mean stays well under the election timeout, or no leader could ever hold on and
+  // the liveness phase would test the options rather than the protocol
+  const delayMeanTicks = delayMinTicks + rng.next() * (electionTicks / 5);
+  const modes: PartitionMode[] = nodeCount === 5
+    ? ['none', 'symmetric', 'asymmetric', 'isolateLeader', 'howard']
+    : ['none', 'symmetric', 'asymmetric', 'isolateLeader'];
+  const partitionMode = pick(rng, modes);
+  const howard = partitionMode === 'howard';
+  const network: NetworkOptions = {
+    delayMinTicks,
+    delayMeanTicks,
+    dropProbability: maybe(rng, 0.2, 0, 0.25),
+    duplicateProbability: maybe(rng, 0.3, 0, 0.08),
+    reorderProbability: maybe(rng, 0.3, 0, 0.2),
+    linkCapacity: pick(rng, [16, 64, 256]),
+    partitionMode,
+    partitionProbability: maybe(rng, 0.1, 0.001, 0.03),
+    unpartitionProbability: 0.01 + rng.next() * 0.1,
+    partitionStabilityTicks: rng.int(electionTicks, 6 * electionTicks),
+    unpartitionStabilityTicks: rng.int(electionTicks, 6 * electionTicks),
+    clogProbability: maybe(rng, 0.4, 0, 0.003),
+    clogDurationMeanTicks: rng.int(5, 60),
+  };
+  const crash: CrashOptions = {
+    crashProbability: maybe(rng, 0.25, 0, 0.006),
+    downTicksMean: rng.int(5, 120),
+    loseUnsynced: rng.next() < 0.6,
+    midReadyProbability: rng.next() * 0.5,
+  };
+  const workload: WorkloadOptions = {
+    proposeProbability: 0.02 + rng.next() * 0.6,
+    readProbability: maybe(rng, 0.2, 0, 0.3),
+    transferProbability: maybe(rng, 0.4, 0, 0.01),
+    // Howard's check fixes the membership to n1..n5
+    confChangeProbability: howard ? 0 : maybe(rng, 0.4, 0, 0.01),
+    compactProbability: maybe(rng, 0.3, 0, 0.02),
+    payloadBytesMax: pick(rng, [4, 16, 64, 300]),
+  };
+  return {
+    seed, ticks, nodeCount, electionTicks, heartbeatTicks,
+    livenessTicks: 40 * electionTicks,
+    // Howard's scenario is about PreVote + CheckQuorum (thesis §9.6; Howard & Mortier,
+    // "Raft does not guarantee liveness in the face of network faults", 2020)
+    preVote: howard || rng.next() < 0.6,
+    checkQuorum: howard || rng.next() < 0.6,
+    maxInflight: pick(rng, [1, 2, 8, 64, 256]),
+    maxMsgBytes: pick(rng, [64, 512, 4096, 1 << 20]),
+    network, crash, workload,
+    stableWindowTicks: 30 * electionTicks,
+  };
+}
+
+/** every option, one per line, `SEED=` first (VOPR style) */
+export function describeOptions(o: SimOptions): string {
+  const lines = [`SEED=${o.seed}`];
+  const flat = (prefix: string, obj: object): void => {
+    for (const [k, v] of Object.entries(obj)) {
+      if (k === 'seed') continue;
+      if (v !== null && typeof v === 'object') flat(`${prefix}${k}.`, v as object);
+      else lines.push(`  ${prefix}${k}=${typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(4) : String(v)}`);
+    }
+  };
+  flat('', o);
+  return lines.join('\n');
+}

@@ -1,0 +1,136 @@
+// The workload and the nemesis: what clients and the environment do to the cluster each
+// tick. Clients propose writes, issue ReadIndex reads, ask for leadership transfers and
+// membership changes (add learner / promote / remove); the environment compacts logs and
+// crashes nodes (between ticks or in the middle of a Ready). Every choice comes from the
+// workload's or the nemesis' own Rng.
+import type { Rng } from '../../src/raft/core/rng.js';
+import type { ConfChange, NodeId } from '../../src/raft/core/types.js';
+import type { SimCluster } from './cluster.js';
+import type { SimNode } from './driver.js';
+import type { SimOptions } from './options.js';
+
+const MIN_VOTERS = 3;
+const MAX_VOTERS = 7;
+
+function pick<T>(rng: Rng, xs: readonly T[]): T | undefined {
+  return xs.length === 0 ? undefined : xs[rng.int(0, xs.length)];
+}
+
+export interface WorkloadStats {
+  proposed: number;
+  accepted: number;
+  readsIssued: number;
+  transfers: number;
+  confChanges: number;
+}
+
+export class Workload {
+  private nextWrite = 1;
+  private nextRead = 1;
+  readonly stats: WorkloadStats = { proposed: 0, accepted: 0, readsIssued: 0, transfers: 0, confChanges: 0 };
+
+  constructor(
+    private readonly opts: SimOptions,
+    private readonly cluster: SimCluster,
+    private readonly rng: Rng,
+    private readonly nemesisRng: Rng,
+  ) {}
+
+  /** a client's target: usually whoever it believes leads, sometimes any running node */
+  private target(): SimNode | undefined {
+    const leader = this.cluster.leader();
+    if (leader && this.rng.next() < 0.85) return leader;
+    return pick(this.rng, this.cluster.runningNodes());
+  }
+
+  payload(writeId: number): Uint8Array {
+    const len = Math.max(4, this.rng.int(1, this.opts.workload.payloadBytesMax + 1));
+    const data = new Uint8Array(len);
+    new DataView(data.buffer).setUint32(0, writeId);
+    for (let k = 4; k < len; k++) data[k] = this.rng.int(0, 256);
+    return data;
+  }
+
+  /** propose one write through `node`; returns its log slot when the core accepted it */
+  propose(node: SimNode): { index: number; term: number } | null {
+    this.stats.proposed++;
+    const res = node.raw.propose(this.payload(this.nextWrite++));
+    if (!res.ok) return null;
+    this.stats.accepted++;
+    return { index: res.index, term: res.term };
+  }
+
+  /** issue a ReadIndex read at `node`; returns its ctx when the core took it */
+  read(node: SimNode): number | null {
+    const ctx = this.nextRead++;
+    if (!node.raw.readIndex(ctx)) return null;
+    this.stats.readsIssued++;
+    this.cluster.checkers.onReadIssued(ctx, node.id, node.incarnation, this.cluster.now);
+    return ctx;
+  }
+
+  /** client traffic: writes, reads, transfers, membership changes, compaction */
+  clients(withChanges: boolean): void {
+    const w = this.opts.workload;
+    if (this.rng.next() < w.proposeProbability) {
+      const n = this.target();
+      if (n) this.propose(n);
+    }
+    if (this.rng.next() < w.readProbability) {
+      const n = this.target();
+      if (n) this.read(n);
+    }
+    if (withChanges && this.rng.next() < w.transferProbability) this.transfer();
+    if (withChanges && this.rng.next() < w.confChangeProbability) this.confChange();
+    for (const n of this.cluster.runningNodes()) {
+      if (this.rng.next() < w.compactProbability) this.cluster.compact(n.id);
+    }
+  }
+
+  private transfer(): void {
+    const leader = this.cluster.leader();
+    if (!leader) return;
+    const to = pick(this.rng, leader.raw.status().conf.voters.filter((v) => v !== leader.id));
+    if (to !== undefined && leader.raw.transferLeadership(to)) this.stats.transfers++;
+  }
+
+  private confChange(): void {
+    const leader = this.cluster.leader();
+    if (!leader) return;
+    const { voters, learners } = leader.raw.status().conf;
+    const options: (() => ConfChange | null)[] = [];
+    if (this.cluster.ids.length < 8) {
+      options.push(() => ({ type: 'addLearner', nodeId: `n${this.cluster.ids.length + 1}` }));
+    }
+    if (learners.length > 0 && voters.length < MAX_VOTERS) {
+      options.push(() => ({ type: 'addVoter', nodeId: pick(this.rng, learners)! }));
+    }
+    if (voters.length > MIN_VOTERS || learners.length > 0) {
+      options.push(() => {
+        const victims: NodeId[] = voters.length > MIN_VOTERS ? [...voters, ...learners] : [...learners];
+        return { type: 'removeNode', nodeId: pick(this.rng, victims)! };
+      });
+    }
+    const cc = pick(this.rng, options)?.();
+    if (!cc) return;
+    const res = leader.raw.proposeConfChange(cc);
+    if (!res.ok) return;
+    this.stats.confChanges++;
+    // the joiner starts once its addLearner is in the log (it learns the rest from there)
+    if (cc.type === 'addLearner') {
+      const id = this.cluster.join();
+      if (id !== cc.nodeId) throw new Error(`joined ${id}, expected ${cc.nodeId}`);
+    }
+  }
+
+  /** the environment: crash a node, now or in the middle of its next Ready */
+  nemesis(): void {
+    const c = this.opts.crash;
+    if (c.crashProbability === 0 || this.nemesisRng.next() >= c.crashProbability) return;
+    const victim = pick(this.nemesisRng, this.cluster.runningNodes());
+    if (!victim) return;
+    const down = 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.downTicksMean);
+    const mid = this.nemesisRng.next() < c.midReadyProbability;
+    this.cluster.crash(victim.id, down, mid ? (this.nemesisRng.next() < 0.5 ? 'afterEarlyMessages' : 'afterPersist') : null);
+  }
+}
