@@ -50,7 +50,9 @@ export function serverOptions(): FastifyServerOptions & { http: { headersTimeout
     keepAliveTimeout: 72_000,
     requestTimeout: 30_000,
     http: { headersTimeout: 10_000 },
-    forceCloseConnections: true,
+    // Idle sockets close at once; in-flight requests finish: preClose aborts their waits,
+    // so a waiting acquire answers 503 instead of seeing its connection cut.
+    forceCloseConnections: 'idle',
     // We answer requests that arrive while closing ourselves, in the contract's error shape.
     return503OnClosing: false,
     routerOptions: { maxParamLength: 1024 },

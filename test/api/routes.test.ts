@@ -211,3 +211,70 @@ describe('routes: every error of the catalog renders per the contract', () => {
     assertError(await pending, 503, 'unavailable');
   });
 });
+
+describe('routes: shutdown over a real socket', () => {
+  it('a waiting acquire gets a 503 answer, not a cut connection, when the server closes', async () => {
+    const { app, service } = makeApp();
+    let reached = false;
+    service.acquire = (_n, _p, ctx) =>
+      new Promise((_res, rej) => {
+        reached = true;
+        ctx.signal.addEventListener('abort', () => rej(new ApiError('unavailable', 'shutting down')));
+      });
+    const url = await app.listen({ host: '127.0.0.1', port: 0 });
+    const { request } = await import('undici');
+    const pending = request(`${url}/v1/locks/w/acquire`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"wait_ms":300000}' });
+    const deadline = Date.now() + 5000;
+    while (!reached && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    assert.ok(reached);
+    const t0 = Date.now();
+    await app.close();
+    assert.ok(Date.now() - t0 < 5000, 'close does not wait for the 300 s wait');
+    const res = await pending;
+    const text = await res.body.text();
+    assertError({ statusCode: res.statusCode, body: text, headers: res.headers }, 503, 'unavailable');
+  });
+
+  it('serverOptions reach the node http server (slowloris and keep-alive timeouts)', async () => {
+    const { app } = makeApp();
+    try {
+      await app.listen({ host: '127.0.0.1', port: 0 });
+      assert.equal(app.server.headersTimeout, 10_000);
+      assert.equal(app.server.requestTimeout, 30_000);
+      assert.equal(app.server.keepAliveTimeout, 72_000);
+      assert.equal(app.server.timeout, 330_000);
+    } finally {
+      await app.close();
+    }
+  });
+});
+
+describe('routes: the auth hook', () => {
+  it('is asked with the right and the lock name; its ApiError renders; health probes skip it', async () => {
+    const asked: { right: string; name?: string; authorization?: string }[] = [];
+    const { app, service } = makeApp({
+      authorize: (a) => {
+        asked.push(a);
+        if (!a.authorization) throw new ApiError('unauthenticated', 'missing bearer token');
+        if (a.right === 'admin') throw new ApiError('permission_denied', 'token "billing" may not do cluster operations');
+        return 'billing';
+      },
+    });
+    try {
+      assertError(await app.inject({ method: 'POST', url: '/v1/locks/billing/x/acquire' }), 401, 'unauthenticated');
+      const ok = await app.inject({ method: 'POST', url: '/v1/locks/billing/x/acquire', headers: { authorization: 'Bearer t' } });
+      assert.equal(ok.statusCode, 200);
+      assert.equal(service.last('acquire')?.ctx?.principal, 'billing');
+      assert.deepEqual(asked.at(-1), { authorization: 'Bearer t', right: 'lock', name: 'billing/x' });
+      await app.inject({ method: 'GET', url: '/v1/locks?prefix=billing/', headers: { authorization: 'Bearer t' } });
+      assert.deepEqual(asked.at(-1), { authorization: 'Bearer t', right: 'read', name: 'billing/' });
+      assertError(await app.inject({ method: 'POST', url: '/v1/cluster/transfer-leadership', headers: { authorization: 'Bearer t' } }), 403, 'permission_denied');
+      const n = asked.length;
+      assert.equal((await app.inject({ method: 'GET', url: '/healthz' })).statusCode, 200);
+      assert.equal((await app.inject({ method: 'GET', url: '/readyz' })).statusCode, 200);
+      assert.equal(asked.length, n, 'healthz and readyz are not behind auth');
+    } finally {
+      await app.close();
+    }
+  });
+});
