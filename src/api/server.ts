@@ -77,7 +77,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     },
     // Router-level failures (bad percent-encoding in the path) in the contract's shape.
     frameworkErrors: (err, _req, reply) => {
-      sendError(reply, new ApiError('invalid_request', err.code === 'FST_ERR_BAD_URL' ? 'path: bad percent-encoding' : `request: ${err.message}`));
+      const msg = err.code === 'FST_ERR_BAD_URL' ? 'path: bad percent-encoding' : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'path: a path parameter is too long' : 'path: invalid';
+      sendError(reply, new ApiError('invalid_request', msg));
     },
   };
   if (deps.https) (opts as { https?: HttpsServerOptions }).https = { ...deps.https, headersTimeout: base.http.headersTimeout } as HttpsServerOptions;

@@ -55,6 +55,9 @@ const cases: Case[] = [
   { title: 'bad percent-encoding in name', method: 'GET', url: '/v1/locks/a%zz', status: 400, code: 'invalid_request', msg: 'percent-encoding' },
   { title: 'truncated percent-encoding', method: 'POST', url: '/v1/locks/a%E2%82/acquire', status: 400, code: 'invalid_request', msg: 'percent-encoding' },
   { title: 'bad percent-encoding in session id', method: 'GET', url: '/v1/sessions/%E0%A4%A', status: 400, code: 'invalid_request', msg: 'percent-encoding' },
+  { title: 'session id over 1 KiB', method: 'GET', url: `/v1/sessions/${'a'.repeat(1100)}`, status: 400, code: 'invalid_request', msg: 'path: a path parameter is too long' },
+  { title: '128-char session id is well-formed', method: 'GET', url: `/v1/sessions/${'a'.repeat(128)}`, status: 404, code: 'session_not_found' },
+  { title: '129-char session id', method: 'GET', url: `/v1/sessions/${'a'.repeat(129)}`, status: 400, code: 'invalid_request', msg: 'path.id' },
   { title: 'bad session id', method: 'GET', url: '/v1/sessions/a%20b', status: 400, code: 'invalid_request', msg: 'path.id' },
   // queries and headers
   { title: 'list limit zero', method: 'GET', url: '/v1/locks?limit=0', status: 400, code: 'invalid_request', msg: 'query.limit: must be >= 1' },
