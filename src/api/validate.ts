@@ -4,11 +4,11 @@
 // request without reading server logs. zod gives the shapes; the wording is ours.
 import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
+// One source of truth with the FSM, which re-checks every committed value.
+import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
 export const MAX_NAME_BYTES = 256;
-export const MAX_OWNER_BYTES = 256;
-export const MAX_WAIT_MS = 300_000;
-export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
+export { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS };
 export const MAX_LIST_LIMIT = 10_000;
 export const DEFAULT_LIST_LIMIT = 1000;
 /** Chubby caps lock-delay at one minute; a longer delay only strands locks. */
@@ -21,7 +21,7 @@ export interface ApiLimits {
 }
 
 const NAME_CHARS = /^[A-Za-z0-9._:/-]+$/;
-const SESSION_ID = /^[A-Za-z0-9._:~-]{1,128}$/;
+const SESSION_ID = SESSION_ID_RE;
 const MEMBER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
@@ -59,7 +59,7 @@ export function assertLockName(name: string, field = 'path.name'): string {
 }
 
 export function assertSessionId(id: string, field = 'path.id'): string {
-  if (!SESSION_ID.test(id)) throw invalid(field, `expected a session id (1-128 chars of [A-Za-z0-9._:~-]), got ${show(id)}`);
+  if (!SESSION_ID.test(id)) throw invalid(field, `expected a session id (1-128 chars of [A-Za-z0-9._~-]), got ${show(id)}`);
   return id;
 }
 
@@ -80,7 +80,7 @@ export function idempotencyKey(h: string | string[] | undefined): string | undef
 // ---------------------------------------------------------------------------------------
 // zod building blocks
 
-const sessionId = z.string().regex(SESSION_ID, { error: (i) => `expected a session id (1-128 chars of [A-Za-z0-9._:~-]), got ${show(i.input)}` });
+const sessionId = z.string().regex(SESSION_ID, { error: (i) => `expected a session id (1-128 chars of [A-Za-z0-9._~-]), got ${show(i.input)}` });
 const owner = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_OWNER_BYTES && !LONE_SURROGATE.test(s), {
   error: (i) => `must be at most ${MAX_OWNER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(String(i.input), 'utf8')} bytes`,
 });
