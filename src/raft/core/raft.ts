@@ -259,7 +259,9 @@ export class Raft {
     }
     if (this.heartbeatElapsed >= this.cfg.heartbeatTicks) {
       this.heartbeatElapsed = 0;
-      this.bcastHeartbeat(0);
+      // a regular heartbeat re-asks the newest pending ReadIndex round: if that round's
+      // heartbeats were lost, the reads still complete (an ack of round r completes all <= r)
+      this.bcastHeartbeat(this.readOnly.lastPendingRound());
     }
   }
 

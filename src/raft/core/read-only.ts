@@ -49,6 +49,10 @@ export class ReadOnly {
     r.acks.add(from);
     return r.acks;
   }
+  /** id of the newest round still waiting for a quorum, or 0 */
+  lastPendingRound(): number {
+    return this.rounds[this.rounds.length - 1]?.id ?? 0;
+  }
   /** the acks of every pending round, newest last (for re-checking after a conf change) */
   pendingRounds(): readonly { id: number; acks: ReadonlySet<NodeId> }[] {
     return this.rounds;
