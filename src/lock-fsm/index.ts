@@ -13,3 +13,4 @@ export {
   LOCK_NAME_RE, MAX_DURATION_MS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS, SESSION_ID_RE,
   isIdempotencyKey, isLockName, isOwner, isSessionId, utf8Length,
 } from './names.js';
+export { assertFsmInvariants } from './invariants.js';

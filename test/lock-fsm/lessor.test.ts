@@ -1,0 +1,164 @@
+// The lessor against a fake clock: never early, within one tick late, resets on
+// promotion, silent on followers, retries until it sees the result applied.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Lessor, LockFsm, type Command, type FsmEvent } from '../../src/lock-fsm/index.js';
+import { seededRng } from '../../src/raft/core/rng.js';
+import { Log } from './helpers.js';
+
+const TICK = 100;
+
+/** A leader in a box: FSM + lessor + fake clock; due commands are applied at once. */
+class Leader {
+  readonly g = new Log();
+  readonly lessor = new Lessor({ tickMs: TICK, retryMs: 1000 });
+  now = 0;
+  proposed: { at: number; cmd: Command }[] = [];
+  constructor() {
+    this.lessor.promote(this.now, this.g.fsm);
+  }
+  apply(cmd: Command): FsmEvent[] {
+    const out = this.g.run(cmd, { atMs: this.now });
+    this.lessor.observe(out.events, this.now);
+    return out.events;
+  }
+  tick(): Command[] {
+    this.now += TICK;
+    const cmds = this.lessor.due(this.now);
+    for (const cmd of cmds) {
+      this.proposed.push({ at: this.now, cmd });
+      this.apply(cmd);
+    }
+    return cmds;
+  }
+}
+
+test('sessions never expire early and expire within one tick of their deadline (random renewals)', () => {
+  const seed = Number(process.env['LESSOR_SEED'] ?? (Date.now() >>> 0));
+  console.log(`lessor renewal test seed=${seed} (replay: LESSOR_SEED=${seed})`);
+  const rng = seededRng(seed);
+  const L = new Leader();
+  const lastRenew = new Map<string, number>();
+  const ttl = new Map<string, number>();
+  for (let i = 0; i < 40; i++) {
+    const t = rng.int(5, 40) * 100 + rng.int(0, 100);
+    L.apply({ kind: 'openSession', sessionId: `s${i}`, ttlMs: t, owner: '', lockDelayMs: 0 });
+    lastRenew.set(`s${i}`, L.now);
+    ttl.set(`s${i}`, t);
+  }
+  for (let step = 0; step < 600; step++) {
+    for (const cmd of L.tick()) {
+      assert.equal(cmd.kind, 'expireSession');
+      const id = (cmd as { sessionId: string }).sessionId;
+      const deadline = (lastRenew.get(id) as number) + (ttl.get(id) as number);
+      assert.ok(L.now >= deadline, `${id} expired at ${L.now}, before its deadline ${deadline}`);
+      assert.ok(L.now < deadline + TICK, `${id} expired at ${L.now}, more than a tick after ${deadline}`);
+      lastRenew.delete(id);
+    }
+    for (const id of lastRenew.keys()) {
+      if (rng.next() < 0.08) {
+        // a keepalive that was sent a little while before it arrived
+        const sentAt = L.now - rng.int(0, 50);
+        assert.equal(L.lessor.renew(id, sentAt), true);
+        lastRenew.set(id, Math.max(lastRenew.get(id) as number, sentAt));
+      }
+    }
+  }
+  assert.ok(L.proposed.length > 10, 'some sessions expired');
+  assert.equal(L.proposed.length + lastRenew.size, 40);
+  assert.equal(L.g.fsm.counts().sessions, lastRenew.size);
+});
+
+test('a due command is proposed once, then again every retryMs until it is seen applied', () => {
+  const lessor = new Lessor({ tickMs: TICK, retryMs: 1000 });
+  const fsm = new LockFsm();
+  lessor.promote(0, fsm);
+  lessor.observe([{ type: 'sessionOpened', sessionId: 's1', ttlMs: 500 }], 0);
+  assert.deepEqual(lessor.due(499), []);
+  assert.deepEqual(lessor.due(500), [{ kind: 'expireSession', sessionId: 's1' }]);
+  assert.deepEqual(lessor.due(600), [], 'not twice while in flight');
+  assert.equal(lessor.renew('s1', 600), false, 'no renewal once the expiry is proposed');
+  assert.deepEqual(lessor.due(1499), []);
+  assert.deepEqual(lessor.due(1500), [{ kind: 'expireSession', sessionId: 's1' }], 'retried: the proposal may have been dropped');
+  lessor.observe([{ type: 'sessionEnded', sessionId: 's1', reason: 'expired', released: [] }], 1600);
+  assert.deepEqual(lessor.due(100_000), []);
+  assert.deepEqual(lessor.counts(), { sessions: 0, delays: 0, waits: 0 });
+});
+
+test('renew extends (never shortens) the deadline; unknown sessions are refused', () => {
+  const lessor = new Lessor({ tickMs: TICK });
+  lessor.promote(0, new LockFsm());
+  lessor.observe([{ type: 'sessionOpened', sessionId: 's1', ttlMs: 1000 }], 0);
+  assert.equal(lessor.renew('s1', 800), true);
+  assert.equal(lessor.deadlineOf('s1'), 1800);
+  assert.equal(lessor.renew('s1', 100), true, 'a late-arriving old keepalive');
+  assert.equal(lessor.deadlineOf('s1'), 1800, 'does not shorten');
+  assert.equal(lessor.renew('ghost', 100), false);
+  assert.deepEqual(lessor.due(1799), []);
+  assert.deepEqual(lessor.due(1800), [{ kind: 'expireSession', sessionId: 's1' }]);
+});
+
+test('promote gives every session a full TTL from now, and re-arms lock-delays and waits with their full durations', () => {
+  const g = new Log();
+  g.open('s1', { ttlMs: 1000, lockDelayMs: 3000 });
+  g.open('s2', { ttlMs: 5000 });
+  g.open('s3', { ttlMs: 9000 });
+  g.token('a', 's1');
+  g.token('b', 's2');
+  g.acquire('b', 's3', 2000);
+  g.acquire('a', 's3', 7000);
+  g.do({ kind: 'expireSession', sessionId: 's1' });
+  const lessor = new Lessor({ tickMs: TICK, retryMs: 60_000 });
+  lessor.promote(10_000, g.fsm);
+  assert.equal(lessor.deadlineOf('s2'), 15_000);
+  assert.equal(lessor.deadlineOf('s3'), 19_000);
+  assert.deepEqual(lessor.due(11_999), []);
+  assert.deepEqual(lessor.due(12_000), [{ kind: 'cancelWait', name: 'b', sessionId: 's3' }]);
+  assert.deepEqual(lessor.due(13_000), [{ kind: 'endLockDelay', name: 'a' }]);
+  assert.deepEqual(lessor.due(17_000), [{ kind: 'expireSession', sessionId: 's2' }, { kind: 'cancelWait', name: 'a', sessionId: 's3' }]);
+  // a leader change resets even a session whose old deadline was close
+  lessor.demote();
+  lessor.promote(20_000, g.fsm);
+  assert.equal(lessor.deadlineOf('s2'), 25_000);
+  assert.deepEqual(lessor.due(24_999).filter((c) => c.kind === 'expireSession'), []);
+});
+
+test('a follower tracks nothing and proposes nothing', () => {
+  const lessor = new Lessor({ tickMs: TICK });
+  assert.equal(lessor.isLeader, false);
+  lessor.observe([{ type: 'sessionOpened', sessionId: 's1', ttlMs: 10 }], 0);
+  lessor.trackWait('a', 's1', 5);
+  assert.deepEqual(lessor.due(1e9), []);
+  assert.equal(lessor.renew('s1', 0), false);
+  lessor.promote(0, new LockFsm());
+  lessor.observe([{ type: 'sessionOpened', sessionId: 's1', ttlMs: 10 }], 0);
+  lessor.demote();
+  assert.deepEqual(lessor.due(1e9), [], 'demote forgets everything');
+  assert.equal(lessor.renew('s1', 0), false);
+  assert.deepEqual(lessor.counts(), { sessions: 0, delays: 0, waits: 0 });
+});
+
+test('lock-delay and wait tracking follow the FSM events', () => {
+  const L = new Leader();
+  L.apply({ kind: 'openSession', sessionId: 'h', ttlMs: 1000, owner: '', lockDelayMs: 2000 });
+  L.apply({ kind: 'openSession', sessionId: 'w', ttlMs: 100_000, owner: '', lockDelayMs: 0 });
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'h', waitMs: 0 });
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 60_000 });
+  L.lessor.trackWait('a', 'w', L.now + 60_000);
+  while (L.g.fsm.getLock('a').holder?.sessionId !== 'w') L.tick();
+  // h expired at 1000, then a was in lock-delay for 2000 more
+  assert.deepEqual(L.proposed.map((p) => [p.at, p.cmd.kind]), [[1000, 'expireSession'], [3000, 'endLockDelay']]);
+  assert.deepEqual(L.lessor.counts(), { sessions: 1, delays: 0, waits: 0 }, 'the grant ended the wait');
+  for (let i = 0; i < 700; i++) L.tick();
+  assert.equal(L.proposed.length, 2, 'no cancelWait for a wait that was granted');
+});
+
+test('a cancelWait for a wait the FSM no longer has is given up after a few tries', () => {
+  const lessor = new Lessor({ tickMs: TICK, retryMs: 1000 });
+  lessor.promote(0, new LockFsm());
+  lessor.trackWait('a', 's1', 100);
+  const sent = [];
+  for (let t = 0; t <= 20_000; t += TICK) sent.push(...lessor.due(t));
+  assert.equal(sent.length, 3);
+  assert.deepEqual(lessor.counts().waits, 0);
+});
