@@ -203,7 +203,12 @@ export class Raft {
     this.appendEntry('noop', new Uint8Array(0));
   }
 
-  /** leader: make prs mirror the conf (plus self); new members start probing at the end */
+  /**
+   * Leader: make prs mirror the conf (plus self); new members start probing at the end.
+   * Nodes removed by a conf entry that is not committed yet keep their progress, so they
+   * still receive the entry that removes them (and so never campaign afterwards); they
+   * are dropped once it commits. They are not voters meanwhile, so they never count.
+   */
   private syncProgress(): void {
     const conf = this.conf();
     const next = this.log.lastIndex() + 1;
@@ -220,6 +225,7 @@ export class Raft {
         this.prs.set(id, fresh);
       }
     }
+    if (this.log.committed < this.confs.lastIndex()) return;
     for (const id of [...this.prs.keys()]) if (!members.includes(id)) this.prs.delete(id);
   }
 
@@ -532,7 +538,9 @@ export class Raft {
   private maybeCommit(): boolean {
     const mci = committedIndex(this.conf().voters, (id) => this.prs.get(id)?.match);
     if (mci > this.log.committed && this.log.term(mci) === this.term) {
+      const confWasPending = this.log.committed < this.confs.lastIndex();
       this.commitTo(mci);
+      if (confWasPending && this.log.committed >= this.confs.lastIndex()) this.syncProgress(); // drop removed nodes
       return true;
     }
     return false;
