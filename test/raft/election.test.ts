@@ -104,7 +104,7 @@ test('§5.2 a vote survives a crash: after restart the node refuses a second can
   assert.equal(toN2[0]!.term, 1);
   net.deliver((m) => m.to === 'n2');
   net.handleReady('n2');
-  const resp = net.queue.find((m) => m.from === 'n2' && m.to === 'n3') as Extract<Message, { type: 'voteResp' }>;
+  const resp = net.queue.find((m) => m.from === 'n2' && m.to === 'n3') as Extract<Message, { type: 'voteResp' | 'preVoteResp' }>;
   assert.equal(resp.type, 'voteResp');
   assert.equal(resp.reject, true, 'one vote per term, even across a restart');
 });
