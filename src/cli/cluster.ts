@@ -1,0 +1,89 @@
+// `raftlock cluster`: every node of a cluster file as child processes on this machine
+// (what `npm start` runs). Each child is a real `raftlock serve`; its JSON log goes to
+// <data_dir>/<id>.log so this terminal shows only what a person needs: the API URLs and
+// who leads. Ctrl-C (or SIGTERM) stops them all gracefully, then exits.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export interface ClusterLaunchNode {
+  id: string;
+  api: string;
+}
+
+export interface ClusterLaunchOptions {
+  configPath: string;
+  nodes: ClusterLaunchNode[];
+  logDir: string;
+  logLevel: string;
+  out?: (line: string) => void;
+}
+
+const binPath = fileURLToPath(new URL('../../../bin/raftlock.js', import.meta.url));
+
+export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
+  const out = opts.out ?? ((l: string) => console.log(l));
+  mkdirSync(opts.logDir, { recursive: true, mode: 0o700 });
+  const children = new Map<string, ChildProcess>();
+  let stopping = false;
+  let failed = false;
+
+  for (const n of opts.nodes) {
+    const log = createWriteStream(join(opts.logDir, `${n.id}.log`), { flags: 'a' });
+    const child = spawn(process.execPath, [binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    child.stdout!.pipe(log);
+    child.stderr!.on('data', (chunk: Buffer) => {
+      log.write(chunk);
+      // a node that cannot start says why on stderr in one line: show it
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) out(`[${n.id}] ${line.trim()}`);
+    });
+    child.once('exit', (code, signal) => {
+      children.delete(n.id);
+      if (!stopping) {
+        failed = true;
+        out(`node ${n.id} exited (${signal ?? `code ${code}`}); see ${join(opts.logDir, `${n.id}.log`)}`);
+        void stopAll();
+      }
+    });
+    children.set(n.id, child);
+    out(`node ${n.id}: ${n.api}  (log: ${join(opts.logDir, `${n.id}.log`)})`);
+  }
+
+  let resolveDone!: () => void;
+  const done = new Promise<void>((r) => (resolveDone = r));
+  async function stopAll(): Promise<void> {
+    if (stopping) return;
+    stopping = true;
+    clearInterval(watch);
+    out('stopping all nodes…');
+    const exits = [...children.values()].map((c) => new Promise<void>((r) => {
+      c.once('exit', () => r());
+      const t = setTimeout(() => c.kill('SIGKILL'), 15000);
+      t.unref();
+      c.kill('SIGTERM');
+    }));
+    await Promise.all(exits);
+    resolveDone();
+  }
+  process.once('SIGINT', () => void stopAll());
+  process.once('SIGTERM', () => void stopAll());
+
+  // Report the leader whenever it changes.
+  let lastLeader: string | null | undefined;
+  const watch = setInterval(async () => {
+    const views = await Promise.all(opts.nodes.map((n) => fetch(`${n.api}/v1/cluster`, { signal: AbortSignal.timeout(1000) }).then((r) => r.json() as Promise<{ leader_id: string | null; term: number }>).catch(() => null)));
+    const v = views.find((x) => x && x.leader_id);
+    const leader = v?.leader_id ?? null;
+    if (leader !== lastLeader && (leader !== null || lastLeader !== undefined)) {
+      lastLeader = leader;
+      out(leader ? `leader: ${leader} (term ${v!.term})` : 'no leader');
+    }
+  }, 250);
+
+  await done;
+  out('all nodes stopped');
+  return failed ? 1 : 0;
+}

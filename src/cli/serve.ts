@@ -1,0 +1,64 @@
+// `raftlock serve`: one node in the foreground, JSON logs (pino) on stdout. A bad config
+// file or a damaged data directory stops it with one clear line on stderr, exit code 2.
+import pino from 'pino';
+import { ConfigError, loadConfig } from '../config.js';
+import { startNode } from '../node/raftlock-node.js';
+import { StorageError } from '../raft/level-storage.js';
+
+export interface ServeOptions {
+  config: string;
+  node: string;
+  dataDir?: string;
+  logLevel: string;
+}
+
+export async function serve(opts: ServeOptions): Promise<void> {
+  let config;
+  try {
+    config = loadConfig(opts.config);
+  } catch (err) {
+    if (err instanceof ConfigError) return failStart(err.message);
+    throw err;
+  }
+  const logger = pino({ level: opts.logLevel, base: { node: opts.node } });
+  let node;
+  try {
+    node = await startNode({
+      config,
+      nodeId: opts.node,
+      ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
+      logger,
+      onFatal: () => {
+        // fail-stop: the disk state is unknown; never retry-and-continue
+        logger.flush();
+        process.exit(70);
+      },
+    });
+  } catch (err) {
+    if (err instanceof ConfigError || err instanceof StorageError) return failStart(err.message);
+    if (err instanceof Error && 'code' in err && err.code === 'EADDRINUSE') return failStart(`raftlock: ${err.message} (is another node running?)`);
+    throw err;
+  }
+  let stopping = false;
+  const stop = (signal: string): void => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping');
+    const force = setTimeout(() => process.exit(1), 20_000);
+    force.unref();
+    node.close().then(
+      () => process.exit(0),
+      (err: unknown) => {
+        logger.error({ err: (err as Error).message }, 'error while stopping');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+function failStart(line: string): void {
+  process.stderr.write(`${line}\n`);
+  process.exitCode = 2;
+}

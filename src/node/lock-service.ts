@@ -1,0 +1,403 @@
+// LockService on a real node: the REST contract (spec §3) implemented with the Raft
+// driver, the lock FSM and the lessor. Writes go through the log (propose → commit →
+// apply); keepalives, renews and linearizable reads go through a ReadIndex quorum round
+// that starts after the request arrived (spec "TTL semantics").
+import { randomBytes } from 'node:crypto';
+import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LockInfo } from '../lock-fsm/index.js';
+import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
+import { ApiError } from '../api/errors.js';
+import type { ClusterView, GrantView, HolderView, LockService, LockView, MemberView, RequestContext, Routing, SessionView } from '../api/service.js';
+import type { RaftDriver, ProposalOutcome } from '../raft/node.js';
+import type { Metrics } from '../metrics.js';
+import type { SessionConfig } from '../config.js';
+import { encodeCommand } from './command-codec.js';
+import type { LockApp } from './lock-app.js';
+import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
+import type { Membership } from './membership.js';
+
+export interface ServiceDeps {
+  nodeId: string;
+  driver: RaftDriver;
+  app: LockApp;
+  lessor: Lessor;
+  metrics: Metrics;
+  session: SessionConfig;
+  membership: Membership;
+  /** monotonic ms (deadlines) */
+  nowMs(): number;
+  /** wall clock ms (only stamps commands, for idempotency-key ageing) */
+  wallMs(): number;
+  /** how long a read barrier may take before 504 */
+  readTimeoutMs: number;
+  /** longest election timeout, for waiting on a leadership transfer */
+  electionTimeoutMaxMs: number;
+}
+
+/** 128 random bits drawn by the leader: session ids are capabilities (issue 10). */
+export function newSessionId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+export class RaftLockService implements LockService {
+  private readonly waits = new WaitRegistry();
+
+  constructor(private readonly d: ServiceDeps) {}
+
+  // ---- routing and health ----------------------------------------------------------
+
+  routing(): Routing {
+    const leader = this.d.driver.currentLeader;
+    return { isLeader: this.d.driver.currentRole === 'leader', leaderApi: leader ? this.d.membership.address(leader)?.api ?? null : null };
+  }
+
+  ready(): boolean {
+    const st = this.d.driver.status();
+    return st.leader !== null && this.d.driver.appliedIndex >= st.commit;
+  }
+
+  // ---- events from the driver ------------------------------------------------------
+
+  /** every applied entry's output, in log order (driver hook) */
+  onApplied(out: ApplyOutput | undefined): void {
+    if (!out || out.events.length === 0) return;
+    this.d.lessor.observe(out.events, this.d.nowMs());
+    for (const e of out.events) this.waits.onEvent(e, (name) => this.holderOf(name));
+  }
+
+  onRoleChange(isLeader: boolean): void {
+    if (isLeader) {
+      this.d.lessor.promote(this.d.nowMs(), this.d.app.fsm);
+    } else {
+      this.d.lessor.demote();
+      // Waiting acquires on a deposed leader: the outcome is now the next leader's. The
+      // client retries with its Idempotency-Key and finds its place or its grant.
+      this.waits.abortAll({ kind: 'unknown' });
+    }
+  }
+
+  /** driver tick: propose what the lessor says is due; keep waiting clients' sessions alive */
+  onTick(): void {
+    if (this.d.driver.currentRole !== 'leader') return;
+    const now = this.d.nowMs();
+    for (const sid of this.waits.sessionsWaiting()) this.d.lessor.renew(sid, now);
+    for (const cmd of this.d.lessor.due(now)) void this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd }));
+  }
+
+  /** graceful shutdown: every waiting request is answered */
+  shutdown(): void {
+    this.waits.abortAll({ kind: 'unavailable' });
+  }
+
+  // ---- sessions --------------------------------------------------------------------
+
+  async openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }> {
+    const ttlMs = p.ttlMs ?? this.d.session.defaultTtlMs;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const r = await this.submit({ kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs }, ctx);
+      if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
+      if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
+      throw resultError(r);
+    }
+    throw new ApiError('unavailable', 'could not draw a fresh session id');
+  }
+
+  async keepalive(sessionId: string, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }> {
+    const arrival = this.d.nowMs();
+    await this.readBarrier(ctx);
+    const s = this.liveSession(sessionId);
+    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+    return { session_id: s.sessionId, ttl_ms: s.ttlMs };
+  }
+
+  async getSession(sessionId: string, ctx: RequestContext): Promise<SessionView> {
+    await this.readBarrier(ctx);
+    const s = this.liveSession(sessionId);
+    return { session_id: s.sessionId, owner: s.owner, ttl_ms: s.ttlMs, locks: s.locks };
+  }
+
+  async closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }> {
+    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const r = await this.submit({ kind: 'closeSession', sessionId }, ctx);
+    if (r.ok && r.kind === 'session_closed') return { released: r.released };
+    throw resultError(r);
+  }
+
+  // ---- locks -----------------------------------------------------------------------
+
+  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<GrantView> {
+    const arrival = this.d.nowMs();
+    let cmd: Command;
+    if (p.sessionId === undefined) {
+      const newSession = { ttlMs: p.ttlMs ?? this.d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: this.d.session.lockDelayMs };
+      cmd = { kind: 'acquire', name, sessionId: newSessionId(), waitMs: p.waitMs, newSession };
+    } else {
+      if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
+      cmd = { kind: 'acquire', name, sessionId: p.sessionId, waitMs: p.waitMs };
+    }
+    if (p.owner !== undefined) cmd.owner = p.owner;
+    let r: ApplyResult;
+    try {
+      r = await this.submit(cmd, ctx);
+    } catch (err) {
+      this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'error' });
+      throw err;
+    }
+    if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    if (r.ok && r.kind === 'queued') {
+      this.d.metrics.lockAcquire.inc({ result: 'queued' });
+      return this.waitForGrant(name, r.sessionId, p.waitMs, arrival, ctx);
+    }
+    this.d.metrics.lockAcquire.inc({ result: !r.ok && r.code === 'lock_held' ? 'lock_held' : !r.ok && r.code === 'session_not_found' ? 'session_not_found' : 'error' });
+    throw resultError(r);
+  }
+
+  async renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView> {
+    const arrival = this.d.nowMs();
+    await this.readBarrier(ctx);
+    const s = this.liveSession(sessionId);
+    const l = this.d.app.fsm.getLock(name);
+    if (!l.holder || l.holder.sessionId !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
+    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+    return { name, session_id: sessionId, fencing_token: l.holder.fencingToken, ttl_ms: s.ttlMs };
+  }
+
+  async release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }> {
+    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const cmd: Command = { kind: 'release', name, sessionId };
+    if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
+    const r = await this.submit(cmd, ctx);
+    if (r.ok && r.kind === 'released') return { name, released: true };
+    throw resultError(r);
+  }
+
+  async getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView> {
+    if (consistency === 'linearizable') await this.readBarrier(ctx);
+    return lockView(this.d.app.fsm.getLock(name));
+  }
+
+  async listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView[]> {
+    if (consistency === 'linearizable') await this.readBarrier(ctx);
+    return this.d.app.fsm.listLocks(prefix, limit).map(lockView);
+  }
+
+  async checkToken(name: string, fencingToken: number, ctx: RequestContext): Promise<{ name: string; current: boolean }> {
+    await this.readBarrier(ctx);
+    return { name, current: this.d.app.fsm.check(name, fencingToken) };
+  }
+
+  // ---- cluster ---------------------------------------------------------------------
+
+  cluster(): ClusterView {
+    const st = this.d.driver.status();
+    const learners = new Set(st.conf.learners);
+    const role = st.role === 'leader' ? 'leader' : learners.has(this.d.nodeId) ? 'learner' : st.role === 'follower' ? 'follower' : 'candidate';
+    const members: MemberView[] = [...st.conf.voters, ...st.conf.learners].map((id) => {
+      const addr = this.d.membership.address(id);
+      const m: MemberView = { id, api: addr?.api ?? '', peer: addr?.peer ?? '' };
+      m.role = id === st.leader ? 'leader' : learners.has(id) ? 'learner' : 'follower';
+      const pr = st.progress?.[id];
+      if (pr) {
+        m.match_index = pr.match;
+        m.lag = Math.max(0, st.lastIndex - pr.match);
+      }
+      return m;
+    });
+    return { node_id: this.d.nodeId, role, term: st.term, leader_id: st.leader, commit_index: st.commit, applied_index: this.d.driver.appliedIndex, members };
+  }
+
+  async addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext): Promise<ClusterView> {
+    this.requireLeader();
+    await this.d.membership.add(m, ctx.signal);
+    return this.cluster();
+  }
+
+  async removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+    this.requireLeader();
+    await this.d.membership.remove(id, ctx.signal);
+    return this.cluster();
+  }
+
+  async transferLeadership(to: string | undefined, _ctx: RequestContext): Promise<{ leader_id: string }> {
+    this.requireLeader();
+    const st = this.d.driver.status();
+    const target = to ?? bestFollower(st.progress ?? {}, st.conf.voters, this.d.nodeId);
+    if (!target) throw new ApiError('unavailable', 'no follower to hand leadership to');
+    if (target === this.d.nodeId) return { leader_id: target };
+    if (!st.conf.voters.includes(target)) throw new ApiError('invalid_request', `to: ${target} is not a voting member`);
+    if (!(await this.d.driver.transferLeadership(target))) throw new ApiError('unavailable', `leadership transfer to ${target} was refused`);
+    const deadline = this.d.nowMs() + 2 * this.d.electionTimeoutMaxMs;
+    while (this.d.nowMs() < deadline) {
+      const leader = this.d.driver.currentLeader;
+      if (leader === target) return { leader_id: target };
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    throw new ApiError('timeout', `leadership did not move to ${target} in time`);
+  }
+
+  // ---- internals ---------------------------------------------------------------------
+
+  private requireLeader(): void {
+    if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
+  }
+
+  /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
+  private async submit(cmd: Command, ctx: RequestContext): Promise<ApplyResult> {
+    this.requireLeader();
+    const env = { atMs: this.d.wallMs(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
+    try {
+      parseEnvelope(env); // what apply() will accept; refuse here rather than log a no-op
+    } catch (err) {
+      if (err instanceof InvalidCommandError) throw new ApiError('invalid_request', err.message);
+      throw err;
+    }
+    const out = await this.d.driver.propose(encodeCommand(env));
+    return this.proposalResult(out);
+  }
+
+  private proposalResult(out: ProposalOutcome): ApplyResult {
+    const m = this.d.metrics;
+    if (out.ok) {
+      m.proposal('committed');
+      return (out.result as ApplyOutput).result;
+    }
+    switch (out.kind) {
+      case 'rejected':
+        m.proposal(out.reason === 'not_leader' ? 'not_leader' : 'dropped');
+        if (out.reason === 'overloaded') throw new ApiError('too_many_requests', 'too many proposals in flight on the leader');
+        throw new ApiError('unavailable', `the proposal was refused (${out.reason}); nothing was applied`);
+      case 'lost':
+        m.proposal('lost');
+        throw new ApiError('unavailable', 'leadership changed before the command committed; nothing was applied');
+      case 'unknown':
+        m.proposal('timeout');
+        throw new ApiError('timeout', 'the command was proposed but is not known to be committed; retry with the same Idempotency-Key');
+    }
+  }
+
+  /** ReadIndex: leadership confirmed by a quorum round that began after the request, and
+   *  this node has applied through the read index. */
+  private async readBarrier(_ctx: RequestContext): Promise<void> {
+    this.requireLeader();
+    const r = await this.d.driver.readIndex(this.d.readTimeoutMs);
+    if (r.ok) return;
+    if (r.reason === 'timeout') throw new ApiError('timeout', 'could not confirm leadership with a quorum in time');
+    throw new ApiError('unavailable', 'this node is no longer the leader');
+  }
+
+  private liveSession(sessionId: string) {
+    const s = isSessionId(sessionId) ? this.d.app.fsm.getSession(sessionId) : undefined;
+    if (!s) throw sessionNotFound(sessionId);
+    return s;
+  }
+
+  private holderOf(name: string): HolderInfo | undefined {
+    return this.d.app.fsm.getLock(name).holder;
+  }
+
+  /**
+   * The FSM said `sessionId` was granted `name` with `token` (now, or as the stored answer
+   * of an idempotent retry). Answer with the grant only if it still stands and the
+   * session's lease could be renewed from this request's arrival; otherwise say what is
+   * true now.
+   */
+  private confirmGrant(name: string, sessionId: string, token: number, arrival: number, result: 'acquired'): GrantView {
+    const s = this.d.app.fsm.getSession(sessionId);
+    const l = this.d.app.fsm.getLock(name);
+    if (!s) {
+      this.d.metrics.lockAcquire.inc({ result: 'session_not_found' });
+      throw sessionNotFound(sessionId);
+    }
+    if (!l.holder || l.holder.sessionId !== sessionId || l.holder.fencingToken !== token) {
+      this.d.metrics.lockAcquire.inc({ result: 'lock_held' });
+      throw lockHeldError(name, l.holder);
+    }
+    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+    this.d.metrics.lockAcquire.inc({ result });
+    return { name, session_id: sessionId, fencing_token: token, ttl_ms: s.ttlMs };
+  }
+
+  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<GrantView> {
+    const fsm = this.d.app.fsm;
+    // The state may have moved on since the 'queued' answer (or this is a retry).
+    const held = fsm.getLock(name).holder;
+    if (held && held.sessionId === sessionId) return this.confirmGrant(name, sessionId, held.fencingToken, arrival, 'acquired');
+    const s = fsm.getSession(sessionId);
+    if (!s) throw sessionNotFound(sessionId);
+    if (!s.waiting.includes(name)) throw lockHeldError(name, held);
+
+    this.d.lessor.trackWait(name, sessionId, arrival + waitMs);
+    const started = this.d.nowMs();
+    // Backstop: the lessor's cancelWait normally ends the wait at arrival + waitMs.
+    const outcome: WaitOutcome = await this.waits.wait(name, sessionId, waitMs + Math.max(5000, this.d.electionTimeoutMaxMs), ctx.signal);
+    this.d.metrics.lockWait.observe((this.d.nowMs() - started) / 1000);
+    switch (outcome.kind) {
+      case 'granted':
+        return this.confirmGrant(name, sessionId, outcome.fencingToken, arrival, 'acquired');
+      case 'cancelled':
+        this.d.metrics.lockAcquire.inc({ result: 'lock_held' });
+        throw lockHeldError(name, outcome.holder);
+      case 'session_ended':
+        throw sessionNotFound(sessionId);
+      case 'aborted':
+        // the client went away: give the place up so the lock is not granted to nobody
+        if (this.d.driver.currentRole === 'leader') void this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd: { kind: 'cancelWait', name, sessionId } }));
+        throw new ApiError('unavailable', 'the request was aborted');
+      case 'unavailable':
+        throw new ApiError('unavailable', 'the node is shutting down');
+      case 'unknown':
+        this.d.metrics.lockAcquire.inc({ result: 'timeout' });
+        throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+    }
+  }
+}
+
+function holderView(h: HolderInfo): HolderView {
+  return { session_id: h.sessionId, owner: h.owner, fencing_token: h.fencingToken };
+}
+
+function lockView(l: LockInfo): LockView {
+  const v: LockView = { name: l.name, held: l.held, waiters: l.waiters };
+  if (l.holder) v.holder = holderView(l.holder);
+  return v;
+}
+
+function sessionNotFound(id: string): ApiError {
+  return new ApiError('session_not_found', `session ${id.length > 64 ? id.slice(0, 64) + '…' : id} is unknown or expired`);
+}
+
+function lockHeldError(name: string, holder: HolderInfo | undefined): ApiError {
+  if (!holder) return new ApiError('lock_held', `lock ${name} is in lock-delay after its holder's session expired`);
+  return new ApiError('lock_held', `lock ${name} is held by session ${holder.sessionId}`, { details: { holder: holderView(holder) } });
+}
+
+function resultError(r: ApplyResult): ApiError {
+  if (r.ok) return new ApiError('internal', `unexpected result ${r.kind}`);
+  switch (r.code) {
+    case 'lock_held':
+      return new ApiError('lock_held', r.holder ? `the lock is held by session ${r.holder.sessionId}` : 'the lock is in lock-delay', r.holder ? { details: { holder: holderView(r.holder) } } : {});
+    case 'not_holder':
+      return new ApiError('not_holder', 'the session does not hold the lock, or the fencing token is stale');
+    case 'session_not_found':
+      return new ApiError('session_not_found', 'unknown or expired session');
+    case 'session_exists':
+      return new ApiError('unavailable', 'session id collision; retry');
+    case 'too_many_requests':
+      return new ApiError('too_many_requests', r.limit === 'sessions' ? 'the cluster-wide session limit is reached' : 'the lock has too many waiters', { retryAfterS: 1 });
+  }
+}
+
+function bestFollower(progress: Record<string, { match: number; learner: boolean }>, voters: string[], self: string): string | null {
+  let best: string | null = null;
+  let bestMatch = -1;
+  for (const id of voters) {
+    if (id === self) continue;
+    const m = progress[id]?.match ?? -1;
+    if (m > bestMatch) {
+      best = id;
+      bestMatch = m;
+    }
+  }
+  return best;
+}
+
+export type { FsmEvent };

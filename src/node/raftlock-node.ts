@@ -1,0 +1,214 @@
+// Wire-up of one raftlock node: storage → core → transport → driver → lock service → REST.
+// Everything with a lifetime is started here and stopped by close(), in reverse order.
+import { randomBytes } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { FastifyInstance } from 'fastify';
+import type { Logger } from 'pino';
+import { RawNode } from '../raft/core/raw-node.js';
+import { seededRng } from '../raft/core/rng.js';
+import { LevelStorage } from '../raft/level-storage.js';
+import { RaftDriver } from '../raft/node.js';
+import { HttpTransport } from '../transport/http-transport.js';
+import { Lessor, type ApplyOutput } from '../lock-fsm/index.js';
+import { buildServer } from '../api/server.js';
+import { Metrics } from '../metrics.js';
+import { resolveNode, type Config } from '../config.js';
+import { LockApp } from './lock-app.js';
+import { RaftLockService } from './lock-service.js';
+import { Membership } from './membership.js';
+import type { Role } from '../raft/core/types.js';
+
+export interface NodeOptions {
+  config: Config;
+  nodeId: string;
+  dataDir?: string;
+  logger: Logger;
+  /** called when the node must stop on its own (disk failure): fail-stop */
+  onFatal: (err: unknown) => void;
+}
+
+export interface RunningNode {
+  readonly id: string;
+  readonly server: FastifyInstance;
+  readonly driver: RaftDriver;
+  readonly metrics: Metrics;
+  /** graceful stop: hand leadership over if leading, answer waiting requests, close everything */
+  close(): Promise<void>;
+}
+
+/** Raft ticks at the heartbeat interval; election timeouts are whole ticks. */
+export function tickPlan(config: Config): { tickMs: number; electionTicks: number; heartbeatTicks: number } {
+  const tickMs = config.heartbeatMs;
+  const electionTicks = Math.max(2, Math.round(config.electionTimeoutMs.min / tickMs));
+  return { tickMs, electionTicks, heartbeatTicks: 1 };
+}
+
+export async function startNode(o: NodeOptions): Promise<RunningNode> {
+  const { config, nodeId, logger } = o;
+  const resolved = resolveNode(config, nodeId, o.dataDir !== undefined ? { dataDir: o.dataDir } : {});
+  const nowMs = (): number => performance.now();
+  const metrics = new Metrics();
+  const plan = tickPlan(config);
+
+  const storage = await LevelStorage.open(resolved.dataDir, {
+    seedConf: { voters: config.nodes.map((n) => n.id), learners: [] },
+    logger: logger.child({ component: 'storage' }),
+  });
+  const snap = storage.snapshot();
+  const app = new LockApp(
+    { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock },
+    (index, err) => logger.error({ index, err: err.message }, 'malformed log entry applied as a no-op'),
+  );
+  if (snap.meta.index > 0) app.restore(snap.data, snap.meta.index);
+
+  const raw = new RawNode(
+    {
+      id: nodeId,
+      electionTicks: plan.electionTicks,
+      heartbeatTicks: plan.heartbeatTicks,
+      rng: seededRng(randomBytes(4).readUInt32LE(0)),
+      preVote: true,
+      checkQuorum: true,
+      maxInflight: 256,
+      maxMsgBytes: 1 << 20,
+      applied: snap.meta.index,
+    },
+    storage,
+  );
+
+  const transport = new HttpTransport({
+    self: nodeId,
+    cluster: config.cluster,
+    listen: resolved.peerListen,
+    peers: new Map(config.nodes.map((n) => [n.id, n.peer])),
+    logger: logger.child({ component: 'transport' }),
+    registry: metrics.registry,
+  });
+
+  let driver!: RaftDriver;
+  const membership = new Membership({
+    self: nodeId,
+    app,
+    driver: () => driver,
+    transport,
+    promoteLagEntries: 1000,
+    catchUpTimeoutMs: 60_000,
+    nowMs,
+  });
+  membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
+
+  const lessor = new Lessor({ tickMs: plan.tickMs });
+  let service!: RaftLockService;
+  let lastLeader: string | null = null;
+  driver = new RaftDriver({
+    id: nodeId,
+    raw,
+    storage,
+    transport,
+    app,
+    snapshotConf: snap.meta.conf,
+    applied: snap.meta.index,
+    snapshotEveryEntries: config.snapshotEveryEntries,
+    proposalTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
+    clock: { nowMs },
+    autoRun: true,
+    hooks: {
+      onPersist: (seconds, synced) => {
+        if (synced) metrics.storageSync.observe(seconds);
+      },
+      onRoleChange: (role: Role, leader, term) => {
+        if (leader !== lastLeader) {
+          if (leader !== null) metrics.raftLeaderChanges.inc();
+          lastLeader = leader;
+        }
+        logger.info({ role, leader, term }, 'role changed');
+        metrics.raftIsLeader.set(role === 'leader' ? 1 : 0);
+        service?.onRoleChange(role === 'leader');
+      },
+      onApplied: (_entry, result) => service?.onApplied(result as ApplyOutput | undefined),
+      onConfApplied: (conf, cc) => {
+        logger.info({ change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
+        membership.onConfApplied(conf, cc);
+      },
+      onSnapshotRestored: (index) => {
+        logger.info({ index }, 'installed a snapshot from the leader');
+        membership.onRestored();
+      },
+      onCommitLatency: (s) => metrics.raftCommitLatency.observe(s),
+      onFatal: (err) => {
+        logger.fatal({ err: err instanceof Error ? err.message : String(err) }, 'fatal: stopping the node');
+        o.onFatal(err);
+      },
+    },
+  });
+
+  service = new RaftLockService({
+    nodeId,
+    driver,
+    app,
+    lessor,
+    metrics,
+    session: config.session,
+    membership,
+    nowMs,
+    wallMs: () => Date.now(),
+    readTimeoutMs: Math.max(2000, 2 * config.electionTimeoutMs.max),
+    electionTimeoutMaxMs: config.electionTimeoutMs.max,
+  });
+
+  const server = buildServer({
+    service,
+    nodeId,
+    metrics,
+    logger: logger.child({ component: 'api' }),
+    limits: { minTtlMs: config.session.minTtlMs, maxTtlMs: config.session.maxTtlMs },
+    forwardTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
+  });
+
+  await transport.start();
+  await server.listen({ host: resolved.apiListen.host, port: resolved.apiListen.port });
+
+  const updateGauges = (): void => {
+    const st = driver.status();
+    metrics.raftTerm.set(st.term);
+    metrics.raftCommitIndex.set(st.commit);
+    metrics.raftAppliedIndex.set(driver.appliedIndex);
+    const c = app.fsm.counts();
+    metrics.sessionsActive.set(c.sessions);
+    metrics.locksHeld.set(c.heldLocks);
+    metrics.lockWaiters.set(c.waiters);
+  };
+  const ticker = setInterval(() => {
+    driver.tick();
+    service.onTick();
+    updateGauges();
+  }, plan.tickMs);
+
+  logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index }, 'node started');
+
+  let closing: Promise<void> | null = null;
+  const close = (): Promise<void> => {
+    if (closing) return closing;
+    closing = (async () => {
+      // A leader hands over first so the cluster does not wait out an election timeout.
+      if (driver.currentRole === 'leader' && raw.status().conf.voters.length > 1) {
+        try {
+          const res = await service.transferLeadership(undefined, { signal: AbortSignal.timeout(2000) });
+          logger.info({ to: res.leader_id }, 'handed leadership over before stopping');
+        } catch (err) {
+          logger.warn({ err: (err as Error).message }, 'leadership transfer before stopping failed');
+        }
+      }
+      service.shutdown();
+      clearInterval(ticker);
+      await server.close();
+      await driver.stop();
+      await transport.close();
+      await storage.close();
+      logger.info('node stopped');
+    })();
+    return closing;
+  };
+
+  return { id: nodeId, server, driver, metrics, close };
+}

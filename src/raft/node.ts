@@ -1,0 +1,482 @@
+// The node driver: the only place where the pure Raft core meets I/O and `await`
+// (architecture §1 rule 2). It runs the Ready loop one iteration at a time:
+//
+//   inbox (messages, ticks, proposals, reads)  →  core.step/tick/propose/readIndex
+//   Ready: send earlyMessages → persist (one batch, fsync if mustSync) → send messages
+//          → restore snapshot → apply committed → serve read states → advance
+//
+// Nothing touches the core while a Ready is in flight: everything that arrives during
+// `await storage.save(...)` waits in the inbox and enters the core after advance(). That is
+// group commit for free (every proposal that arrives during one fsync rides the next) and
+// it keeps the core's ready()/advance() pairing trivially correct.
+//
+// The same driver runs in production (autoRun: setImmediate scheduling, a real timer
+// calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
+import type { ConfState, Entry, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
+import type { DurableStorage } from './core/storage.js';
+import type { Transport } from '../transport/transport.js';
+import { applyConfChange, decodeConfChange } from './core/conf.js';
+
+/** What the driver needs from the core: RawNode satisfies it. */
+export interface RawNodeLike {
+  tick(): void;
+  step(m: Message): void;
+  propose(data: Uint8Array): ProposeResult;
+  proposeConfChange(cc: ConfChange): ProposeResult;
+  readIndex(ctx: number): boolean;
+  transferLeadership(to: NodeId): boolean;
+  reportUnreachable(id: NodeId): void;
+  reportSnapshot(id: NodeId, ok: boolean): void;
+  hasReady(): boolean;
+  ready(): Ready;
+  advance(rd: Ready): void;
+  status(): Status;
+}
+
+/** The replicated application. apply() must be deterministic (same log → same state on
+ *  every node, hashicorp/raft fsm.go's contract); its return value goes to the proposer. */
+export interface Application {
+  apply(entry: Entry): unknown;
+  /** state as of the last applied entry */
+  snapshot(): Uint8Array;
+  restore(data: Uint8Array, index: Index): void;
+}
+
+export type ProposalOutcome =
+  | { ok: true; index: Index; term: Term; result: unknown }
+  /** provably not applied: refused before entering the log, or another entry won its slot */
+  | { ok: false; kind: 'rejected'; reason: string }
+  | { ok: false; kind: 'lost' }
+  /** proposed, but not known to be committed in time: it may still apply */
+  | { ok: false; kind: 'unknown' };
+
+export type ReadOutcome = { ok: true; index: Index } | { ok: false; reason: 'not_leader' | 'timeout' | 'stopped' };
+
+export interface DriverHooks {
+  /** a persist batch took `seconds` (raftlock_storage_sync_seconds) */
+  onPersist?(seconds: number, synced: boolean, entries: number): void;
+  onRoleChange?(role: Role, leader: NodeId | null, term: Term): void;
+  /** after each committed entry was applied (normal, noop and conf entries alike) */
+  onApplied?(entry: Entry, result: unknown): void;
+  onConfApplied?(conf: ConfState, cc: ConfChange, index: Index): void;
+  onSnapshotRestored?(index: Index, conf: ConfState): void;
+  onCommitLatency?(seconds: number): void;
+  /** storage failed: the node must stop (fail-stop, never retry-and-continue) */
+  onFatal(err: unknown): void;
+}
+
+export interface DriverClock {
+  /** monotonic milliseconds */
+  nowMs(): number;
+}
+
+export interface RaftDriverOptions {
+  id: NodeId;
+  raw: RawNodeLike;
+  storage: DurableStorage;
+  transport: Transport;
+  app: Application;
+  /** configuration as of the storage's snapshot (the driver follows conf entries from there) */
+  snapshotConf: ConfState;
+  /** applied index the app reflects at start (the snapshot index it was restored from) */
+  applied: Index;
+  snapshotEveryEntries: number;
+  /** how long a proposal may wait for its entry to apply before answering 'unknown' */
+  proposalTimeoutMs: number;
+  clock: DriverClock;
+  hooks: DriverHooks;
+  /** production: schedule the loop with setImmediate on every input. The simulator passes
+   *  false and calls drain() itself. */
+  autoRun: boolean;
+  /** bound on proposals waiting to enter the core or to apply (memory bound) */
+  maxPendingProposals?: number;
+}
+
+interface PendingProposal {
+  term: Term;
+  deadlineMs: number;
+  startMs: number;
+  resolve: (o: ProposalOutcome) => void;
+}
+interface InboxProposal {
+  data: Uint8Array | null;
+  cc: ConfChange | null;
+  resolve: (o: ProposalOutcome) => void;
+  startMs: number;
+}
+interface PendingRead {
+  resolve: (o: ReadOutcome) => void;
+  deadlineMs: number;
+}
+
+export class RaftDriver {
+  private readonly raw: RawNodeLike;
+  private readonly opts: RaftDriverOptions;
+
+  // Inputs that arrived while a Ready was being handled; they enter the core in order.
+  private inboxMessages: Message[] = [];
+  private inboxTicks = 0;
+  private inboxProposals: InboxProposal[] = [];
+  private inboxReads: PendingRead[] = [];
+  private inboxUnreachable: NodeId[] = [];
+  private inboxSnapshotStatus: { id: NodeId; ok: boolean }[] = [];
+  private inboxTransfers: { to: NodeId; resolve: (ok: boolean) => void }[] = [];
+
+  /** index → proposal waiting for its entry to be applied */
+  private readonly pending = new Map<Index, PendingProposal>();
+  /** ReadIndex ctx → reads that share the round; then index → reads waiting for apply */
+  private readonly readRounds = new Map<number, PendingRead[]>();
+  private readonly readsAwaitingApply: { index: Index; reads: PendingRead[] }[] = [];
+  private nextReadCtx = 1;
+
+  private applied: Index;
+  private appliedConf: ConfState;
+  private role: Role = 'follower';
+  private leader: NodeId | null = null;
+  private term: Term = 0;
+
+  private running = false;
+  private scheduled = false;
+  private stopped = false;
+  private fatal = false;
+  private idleWaiters: (() => void)[] = [];
+  private compacting = false;
+
+  constructor(opts: RaftDriverOptions) {
+    this.opts = opts;
+    this.raw = opts.raw;
+    this.applied = opts.applied;
+    this.appliedConf = { voters: [...opts.snapshotConf.voters], learners: [...opts.snapshotConf.learners] };
+    const st = this.raw.status();
+    this.role = st.role;
+    this.leader = st.leader;
+    this.term = st.term;
+    opts.transport.onMessage((m) => this.receive(m));
+    opts.transport.onUnreachable((id) => {
+      this.inboxUnreachable.push(id);
+      this.kick();
+    });
+    opts.transport.onSnapshotStatus((id, ok) => {
+      this.inboxSnapshotStatus.push({ id, ok });
+      this.kick();
+    });
+  }
+
+  // ---- inputs -------------------------------------------------------------------------
+
+  receive(m: Message): void {
+    if (this.stopped) return;
+    this.inboxMessages.push(m);
+    this.kick();
+  }
+
+  tick(): void {
+    if (this.stopped) return;
+    this.inboxTicks++;
+    this.expireDeadlines();
+    this.kick();
+  }
+
+  propose(data: Uint8Array): Promise<ProposalOutcome> {
+    return this.enqueueProposal(data, null);
+  }
+
+  proposeConfChange(cc: ConfChange): Promise<ProposalOutcome> {
+    return this.enqueueProposal(null, cc);
+  }
+
+  private enqueueProposal(data: Uint8Array | null, cc: ConfChange | null): Promise<ProposalOutcome> {
+    if (this.stopped) return Promise.resolve({ ok: false, kind: 'rejected', reason: 'stopped' });
+    if (this.role !== 'leader') return Promise.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
+    const max = this.opts.maxPendingProposals ?? 100_000;
+    if (this.pending.size + this.inboxProposals.length >= max) {
+      return Promise.resolve({ ok: false, kind: 'rejected', reason: 'overloaded' });
+    }
+    return new Promise((resolve) => {
+      this.inboxProposals.push({ data, cc, resolve, startMs: this.opts.clock.nowMs() });
+      this.kick();
+    });
+  }
+
+  /** Linearizable read barrier (§6.4): resolves with an index once this node, as leader,
+   *  confirmed leadership with a quorum round that started after this call, and has applied
+   *  at least up to that index. Concurrent calls share one round. */
+  readIndex(timeoutMs: number): Promise<ReadOutcome> {
+    if (this.stopped) return Promise.resolve({ ok: false, reason: 'stopped' });
+    if (this.role !== 'leader') return Promise.resolve({ ok: false, reason: 'not_leader' });
+    return new Promise((resolve) => {
+      this.inboxReads.push({ resolve, deadlineMs: this.opts.clock.nowMs() + timeoutMs });
+      this.kick();
+    });
+  }
+
+  transferLeadership(to: NodeId): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.inboxTransfers.push({ to, resolve });
+      this.kick();
+    });
+  }
+
+  status(): Status & { appliedConf: ConfState } {
+    return { ...this.raw.status(), appliedConf: this.appliedConf };
+  }
+
+  get appliedIndex(): Index {
+    return this.applied;
+  }
+  get currentRole(): Role {
+    return this.role;
+  }
+  get currentLeader(): NodeId | null {
+    return this.leader;
+  }
+  get currentTerm(): Term {
+    return this.term;
+  }
+
+  // ---- the loop -----------------------------------------------------------------------
+
+  private kick(): void {
+    if (!this.opts.autoRun || this.scheduled || this.running || this.stopped) return;
+    this.scheduled = true;
+    setImmediate(() => {
+      this.scheduled = false;
+      void this.drain();
+    });
+  }
+
+  /** Run the loop until the core has nothing more to do. Safe to call concurrently: a
+   *  second caller waits for the running loop to go idle. */
+  async drain(): Promise<void> {
+    if (this.running) {
+      return new Promise((resolve) => this.idleWaiters.push(resolve));
+    }
+    this.running = true;
+    try {
+      while (!this.stopped) {
+        this.feedInbox();
+        if (!this.raw.hasReady()) break;
+        await this.handleReady(this.raw.ready());
+      }
+    } catch (err) {
+      this.fail(err);
+    } finally {
+      this.running = false;
+      const waiters = this.idleWaiters;
+      this.idleWaiters = [];
+      for (const w of waiters) w();
+    }
+    // inputs that arrived during the last await are fed by the next kick
+    if (this.hasInbox()) this.kick();
+  }
+
+  private hasInbox(): boolean {
+    return (
+      this.inboxMessages.length > 0 || this.inboxTicks > 0 || this.inboxProposals.length > 0 || this.inboxReads.length > 0 ||
+      this.inboxUnreachable.length > 0 || this.inboxSnapshotStatus.length > 0 || this.inboxTransfers.length > 0
+    );
+  }
+
+  /** Hand everything that arrived since the last Ready to the core, in a fixed order. */
+  private feedInbox(): void {
+    const msgs = this.inboxMessages;
+    this.inboxMessages = [];
+    for (const m of msgs) this.raw.step(m);
+    for (const id of this.inboxUnreachable.splice(0)) this.raw.reportUnreachable(id);
+    for (const s of this.inboxSnapshotStatus.splice(0)) this.raw.reportSnapshot(s.id, s.ok);
+    for (; this.inboxTicks > 0; this.inboxTicks--) this.raw.tick();
+    for (const t of this.inboxTransfers.splice(0)) t.resolve(this.raw.transferLeadership(t.to));
+
+    const props = this.inboxProposals;
+    this.inboxProposals = [];
+    const now = this.opts.clock.nowMs();
+    for (const p of props) {
+      const r = p.cc ? this.raw.proposeConfChange(p.cc) : this.raw.propose(p.data!);
+      if (!r.ok) {
+        p.resolve({ ok: false, kind: 'rejected', reason: r.reason });
+        continue;
+      }
+      assert(!this.pending.has(r.index), `two proposals for index ${r.index}`);
+      this.pending.set(r.index, { term: r.term, resolve: p.resolve, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
+    }
+
+    if (this.inboxReads.length > 0) {
+      const reads = this.inboxReads;
+      this.inboxReads = [];
+      const ctx = this.nextReadCtx++;
+      if (this.raw.readIndex(ctx)) this.readRounds.set(ctx, reads);
+      else for (const r of reads) r.resolve({ ok: false, reason: 'not_leader' });
+    }
+  }
+
+  private async handleReady(rd: Ready): Promise<void> {
+    const { storage, transport } = this.opts;
+    if (rd.soft) this.onSoftState(rd.soft.role, rd.soft.leader);
+    if (rd.hardState) this.term = rd.hardState.term;
+
+    // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term)
+    if (rd.earlyMessages.length > 0) transport.send(rd.earlyMessages);
+
+    // 2. persist as one atomic batch
+    if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
+      const t0 = this.opts.clock.nowMs();
+      await storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries }, { sync: rd.mustSync });
+      this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, rd.mustSync, rd.entries.length);
+    }
+    if (this.stopped) return;
+
+    // 3. messages that rely on what was just persisted (votes, append responses, …)
+    if (rd.messages.length > 0) transport.send(rd.messages);
+
+    // 4. snapshot, committed entries, read states
+    if (rd.snapshot) this.restoreSnapshot(rd.snapshot.meta.index, rd.snapshot.meta.conf, rd.snapshot.data);
+    for (const e of rd.committed) this.applyEntry(e);
+    for (const rs of rd.readStates) {
+      const reads = this.readRounds.get(rs.ctx);
+      if (!reads) continue;
+      this.readRounds.delete(rs.ctx);
+      this.readsAwaitingApply.push({ index: rs.index, reads });
+    }
+    this.serveReads();
+
+    // 5. acknowledge
+    this.raw.advance(rd);
+    await this.maybeCompact();
+  }
+
+  private onSoftState(role: Role, leader: NodeId | null): void {
+    const wasLeader = this.role === 'leader';
+    this.role = role;
+    this.leader = leader;
+    if (wasLeader && role !== 'leader') {
+      // Reads not yet confirmed can no longer be: a deposed leader must not answer them.
+      for (const reads of this.readRounds.values()) for (const r of reads) r.resolve({ ok: false, reason: 'not_leader' });
+      this.readRounds.clear();
+      for (const p of this.inboxProposals.splice(0)) p.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
+      // Pending proposals stay: their entries may still commit under the next leader, and
+      // this node will learn which entry took each slot when it applies that index.
+    }
+    this.opts.hooks.onRoleChange?.(role, leader, this.raw.status().term);
+  }
+
+  private applyEntry(e: Entry): void {
+    assert(e.index === this.applied + 1, `apply out of order: entry ${e.index} after applied ${this.applied}`);
+    let result: unknown = undefined;
+    if (e.kind === 'normal') {
+      result = this.opts.app.apply(e);
+    } else if (e.kind === 'conf') {
+      const cc = decodeConfChange(e.data);
+      this.appliedConf = applyConfChange(this.appliedConf, cc);
+      this.opts.hooks.onConfApplied?.(this.appliedConf, cc, e.index);
+    }
+    this.applied = e.index;
+    this.opts.hooks.onApplied?.(e, result);
+    const p = this.pending.get(e.index);
+    if (p) {
+      this.pending.delete(e.index);
+      if (p.term === e.term) {
+        this.opts.hooks.onCommitLatency?.((this.opts.clock.nowMs() - p.startMs) / 1000);
+        p.resolve({ ok: true, index: e.index, term: e.term, result });
+      } else {
+        p.resolve({ ok: false, kind: 'lost' });
+      }
+    }
+  }
+
+  private restoreSnapshot(index: Index, conf: ConfState, data: Uint8Array): void {
+    this.opts.app.restore(data, index);
+    this.applied = index;
+    this.appliedConf = { voters: [...conf.voters], learners: [...conf.learners] };
+    // Proposals at or below the snapshot: we cannot tell whether ours took the slot.
+    for (const [idx, p] of this.pending) {
+      if (idx <= index) {
+        this.pending.delete(idx);
+        p.resolve({ ok: false, kind: 'unknown' });
+      }
+    }
+    this.opts.hooks.onSnapshotRestored?.(index, conf);
+  }
+
+  private serveReads(): void {
+    for (let k = 0; k < this.readsAwaitingApply.length; ) {
+      const w = this.readsAwaitingApply[k]!;
+      if (w.index <= this.applied) {
+        for (const r of w.reads) r.resolve({ ok: true, index: w.index });
+        this.readsAwaitingApply.splice(k, 1);
+      } else k++;
+    }
+  }
+
+  /** Take an application snapshot and compact the log every snapshotEveryEntries. */
+  private async maybeCompact(): Promise<void> {
+    const { storage } = this.opts;
+    if (this.compacting || this.applied - storage.snapshot().meta.index < this.opts.snapshotEveryEntries) return;
+    const term = storage.term(this.applied);
+    if (term === undefined) return; // applied entries not all durable here yet
+    this.compacting = true;
+    try {
+      const data = this.opts.app.snapshot();
+      await storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data });
+    } finally {
+      this.compacting = false;
+    }
+  }
+
+  private expireDeadlines(): void {
+    const now = this.opts.clock.nowMs();
+    for (const [idx, p] of this.pending) {
+      if (p.deadlineMs <= now) {
+        this.pending.delete(idx);
+        p.resolve({ ok: false, kind: 'unknown' });
+      }
+    }
+    for (const [ctx, reads] of this.readRounds) {
+      const live = reads.filter((r) => {
+        if (r.deadlineMs > now) return true;
+        r.resolve({ ok: false, reason: 'timeout' });
+        return false;
+      });
+      if (live.length === 0) this.readRounds.delete(ctx);
+      else this.readRounds.set(ctx, live);
+    }
+    for (const w of this.readsAwaitingApply) {
+      w.reads = w.reads.filter((r) => {
+        if (r.deadlineMs > now) return true;
+        r.resolve({ ok: false, reason: 'timeout' });
+        return false;
+      });
+    }
+  }
+
+  private fail(err: unknown): void {
+    if (this.fatal) return;
+    this.fatal = true;
+    this.stopped = true;
+    this.rejectAll('stopped');
+    this.opts.hooks.onFatal(err);
+  }
+
+  private rejectAll(reason: string): void {
+    for (const p of this.inboxProposals.splice(0)) p.resolve({ ok: false, kind: 'rejected', reason });
+    for (const p of this.pending.values()) p.resolve({ ok: false, kind: 'unknown' });
+    this.pending.clear();
+    for (const r of this.inboxReads.splice(0)) r.resolve({ ok: false, reason: 'stopped' });
+    for (const reads of this.readRounds.values()) for (const r of reads) r.resolve({ ok: false, reason: 'stopped' });
+    this.readRounds.clear();
+    for (const w of this.readsAwaitingApply.splice(0)) for (const r of w.reads) r.resolve({ ok: false, reason: 'stopped' });
+    for (const t of this.inboxTransfers.splice(0)) t.resolve(false);
+  }
+
+  /** Stop taking input, let the Ready in flight finish, answer everything still waiting. */
+  async stop(): Promise<void> {
+    if (this.stopped && !this.running) return;
+    this.stopped = true;
+    if (this.running) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    this.rejectAll('stopped');
+  }
+}
+
+function assert(cond: boolean, msg: string): asserts cond {
+  if (!cond) throw new Error(`driver invariant broken: ${msg}`);
+}
