@@ -164,7 +164,10 @@ export class Network {
     for (const m of now) {
       this.sent.push(m);
       if (this.transcript) this.transcript.push(`  deliver ${describeMessage(m)}${this.delivers(m) ? '' : ' (dropped)'}`);
-      if (this.delivers(m)) this.node(m.to).raw.step(m);
+      const ok = this.delivers(m);
+      if (ok) this.node(m.to).raw.step(m);
+      // like a transport's onSnapshotStatus: the sender learns how a snapshot send went
+      if (m.type === 'snapshot') this.nodes.get(m.from)?.raw.reportSnapshot(m.to, ok);
     }
     return now.length;
   }
