@@ -63,7 +63,10 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Uint8Array>
     });
     req.on('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)));
     req.on('error', reject);
-    req.on('aborted', () => reject(new Error('request aborted')));
+    // a connection that dies mid-body: settle, so the per-connection chain never hangs
+    req.on('close', () => {
+      if (!req.complete) reject(new Error('request aborted'));
+    });
   });
 }
 
