@@ -132,7 +132,7 @@ export class LevelStorage implements DurableStorage {
     return this.enqueue('compact', () => this.planCompact(snapshot), true, () => {
       this.mem.compact(snapshot);
       if (this.opts.compactRange !== false) this.compactInBackground(snapshot.meta.index);
-    });
+    }, () => this.background); // back-pressure: at most one LevelDB compaction behind
   }
 
   async close(): Promise<void> {
@@ -145,11 +145,14 @@ export class LevelStorage implements DurableStorage {
 
   /** Run one write after the previous ones. `plan` computes the ops against the memory
    *  state at that moment (throwing StorageAssertionError for a batch that breaks the log
-   *  invariants, before anything is written); `commit` updates memory after the write. */
-  private enqueue(operation: string, plan: () => BatchOp[] | null, sync: boolean, commit: () => void): Promise<void> {
+   *  invariants, before anything is written); `commit` updates memory after the write;
+   *  `before` may hold the write back (compact waits for the previous LevelDB compaction,
+   *  so a slow disk cannot let the directory grow without bound). */
+  private enqueue(operation: string, plan: () => BatchOp[] | null, sync: boolean, commit: () => void, before?: () => Promise<void>): Promise<void> {
     // a write issued after close() is a driver bug; writes queued before it still run
     if (this.closed) return Promise.reject(new StorageFailure(this.dir, operation, new Error('storage is closed')));
     const run = async (): Promise<void> => {
+      if (before) await before();
       if (this.failure) throw this.failure;
       const ops = plan();
       if (ops === null) return;
