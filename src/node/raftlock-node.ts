@@ -85,22 +85,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     registry: metrics.registry,
   });
 
-  let driver!: RaftDriver;
-  const membership = new Membership({
-    self: nodeId,
-    app,
-    driver: () => driver,
-    transport,
-    promoteLagEntries: 1000,
-    catchUpTimeoutMs: 60_000,
-    nowMs,
-  });
-  membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
-
   const lessor = new Lessor({ tickMs: plan.tickMs });
-  let service!: RaftLockService;
   let lastLeader: string | null = null;
-  driver = new RaftDriver({
+  const driver: RaftDriver = new RaftDriver({
     id: nodeId,
     raw,
     storage,
@@ -123,9 +110,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         }
         logger.info({ role, leader, term }, 'role changed');
         metrics.raftIsLeader.set(role === 'leader' ? 1 : 0);
-        service?.onRoleChange(role === 'leader');
+        service.onRoleChange(role === 'leader');
       },
-      onApplied: (_entry, result) => service?.onApplied(result as ApplyOutput | undefined),
+      onApplied: (_entry, result) => service.onApplied(result as ApplyOutput | undefined),
       onConfApplied: (conf, cc) => {
         logger.info({ change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
         membership.onConfApplied(conf, cc);
@@ -142,7 +129,18 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     },
   });
 
-  service = new RaftLockService({
+  const membership = new Membership({
+    self: nodeId,
+    app,
+    driver: () => driver,
+    transport,
+    promoteLagEntries: 1000,
+    catchUpTimeoutMs: 60_000,
+    nowMs,
+  });
+  membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
+
+  const service: RaftLockService = new RaftLockService({
     nodeId,
     driver,
     app,

@@ -152,6 +152,7 @@ export class ClusterHarness {
     return code;
   }
 
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON answers
   async request(id: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
     const n = this.node(id);
     const res = await fetch(n.api + path, {
