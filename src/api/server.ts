@@ -34,6 +34,9 @@ export interface ServerDeps {
   /** TLS for this API (spec §2 `tls`); main reads the files */
   https?: HttpsServerOptions;
   authorize?: Authorizer;
+  /** log every request and response (fastify's request logging); off by default: on a busy
+   *  lock service it costs more than the request itself. Errors are always logged. */
+  requestLogging?: boolean;
 }
 
 /**
@@ -71,6 +74,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const base = serverOptions();
   const opts: FastifyServerOptions = {
     ...base,
+    disableRequestLogging: !deps.requestLogging,
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
       return typeof h === 'string' && REQUEST_ID_RE.test(h) ? h : `${deps.nodeId}-${(++seq).toString(36)}`;

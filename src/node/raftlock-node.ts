@@ -159,6 +159,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     nodeId,
     metrics,
     logger: logger.child({ component: 'api' }),
+    requestLogging: logger.isLevelEnabled('debug'),
     limits: { minTtlMs: config.session.minTtlMs, maxTtlMs: config.session.maxTtlMs },
     forwardTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
   });
