@@ -33,6 +33,9 @@ export interface HttpTransportOptions {
   maxQueueBytes?: number;
   /** request body limit for message batches, both directions (default 16 MiB) */
   maxBodyBytes?: number;
+  /** request body bytes buffered at once over all inbound connections (default 128 MiB);
+   *  beyond it requests get 503, so a flood of large bodies cannot exhaust memory */
+  maxBufferedBytes?: number;
   /** append entries per inbound request (default 100,000) */
   maxEntriesPerRequest?: number;
   /** messages per outbound request (default 1024) */
@@ -59,13 +62,14 @@ export interface HttpTransportOptions {
 }
 
 type Limits = Required<Pick<HttpTransportOptions,
-  'maxQueueMessages' | 'maxQueueBytes' | 'maxBodyBytes' | 'maxEntriesPerRequest' | 'maxBatchMessages' | 'maxInflightRequests' |
+  'maxQueueMessages' | 'maxQueueBytes' | 'maxBodyBytes' | 'maxBufferedBytes' | 'maxEntriesPerRequest' | 'maxBatchMessages' | 'maxInflightRequests' |
   'maxSnapshotBytes' | 'snapshotChunkBytes' | 'snapshotAssemblyTimeoutMs' | 'requestTimeoutMs' | 'backoffMinMs' | 'backoffMaxMs' | 'unreachableIntervalMs'>>;
 
 const DEFAULTS: Limits = {
   maxQueueMessages: 4096,
   maxQueueBytes: 64 * 2 ** 20,
   maxBodyBytes: 16 * 2 ** 20,
+  maxBufferedBytes: 128 * 2 ** 20,
   maxEntriesPerRequest: 100_000,
   maxBatchMessages: 1024,
   maxInflightRequests: 2,
@@ -119,6 +123,10 @@ export class HttpTransport implements Transport {
         this.limits[k] = v;
       }
     }
+    const largestBody = Math.max(this.limits.maxBodyBytes, this.limits.snapshotChunkBytes + CHUNK_OVERHEAD_BYTES);
+    if (this.limits.maxBufferedBytes < largestBody) {
+      throw new Error(`HttpTransport: maxBufferedBytes (${this.limits.maxBufferedBytes}) must hold at least one whole request body (${largestBody})`);
+    }
     this.metrics = new TransportMetrics(o.registry);
     this.assembler = new SnapshotAssembler(this.limits.snapshotAssemblyTimeoutMs, o.logger);
     this.server = new PeerServer({
@@ -126,6 +134,7 @@ export class HttpTransport implements Transport {
       port: o.listen.port,
       maxMessagesBodyBytes: this.limits.maxBodyBytes,
       maxSnapshotBodyBytes: this.limits.snapshotChunkBytes + CHUNK_OVERHEAD_BYTES,
+      maxBufferedBytes: this.limits.maxBufferedBytes,
       // a chunk of 1 MiB on a slow link needs longer than a batch of heartbeats
       requestTimeoutMs: Math.max(this.limits.requestTimeoutMs, 30_000),
       logger: o.logger,

@@ -32,6 +32,9 @@ export interface PeerServerOptions {
   /** body limits per route, in bytes */
   maxMessagesBodyBytes: number;
   maxSnapshotBodyBytes: number;
+  /** bytes of request bodies buffered at once, over all connections: past it, requests
+   *  are refused with 503 instead of growing memory without bound */
+  maxBufferedBytes: number;
   /** whole-request deadline (headers + body) against slow senders */
   requestTimeoutMs: number;
   authenticate?: (req: http.IncomingMessage) => boolean;
@@ -45,27 +48,39 @@ export interface PeerServerOptions {
 }
 
 class TooLarge extends Error {}
+class Busy extends Error {}
 
-/** read a body of at most `limit` bytes */
-function readBody(req: http.IncomingMessage, limit: number): Promise<Uint8Array> {
+/** read a body of at most `limit` bytes, charging every byte to the shared `budget`
+ *  until the body is handed over (or refused) */
+function readBody(req: http.IncomingMessage, limit: number, budget: { left: number }): Promise<Uint8Array> {
   return new Promise((resolve, reject) => {
     const parts: Buffer[] = [];
     let size = 0;
+    let settled = false;
+    const settle = (err: Error | null): void => {
+      if (settled) return;
+      settled = true;
+      budget.left += size; // the bytes go to the handler or to the GC, either way off our books
+      req.removeAllListeners('data');
+      if (err) {
+        req.pause();
+        reject(err);
+      } else {
+        resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size));
+      }
+    };
     req.on('data', (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.pause();
-        reject(new TooLarge(`body over ${limit} bytes`));
-        return;
-      }
+      budget.left -= chunk.length;
+      if (size > limit) return settle(new TooLarge(`body over ${limit} bytes`));
+      if (budget.left < 0) return settle(new Busy('too many request bytes buffered at once'));
       parts.push(chunk);
     });
-    req.on('end', () => resolve(parts.length === 1 ? parts[0]! : Buffer.concat(parts, size)));
-    req.on('error', reject);
+    req.on('end', () => settle(null));
+    req.on('error', (err) => settle(err));
     // a connection that dies mid-body: settle, so the per-connection chain never hangs
     req.on('close', () => {
-      if (!req.complete) reject(new Error('request aborted'));
+      if (!req.complete) settle(new Error('request aborted'));
     });
   });
 }
@@ -76,8 +91,10 @@ export class PeerServer {
   /** per-connection delivery chain: pipelined requests on one keep-alive connection are
    *  handed over in the order they were sent, whatever order their bodies finish in */
   private readonly chains = new WeakMap<Socket, Promise<void>>();
+  private readonly budget: { left: number };
 
   constructor(private readonly opts: PeerServerOptions) {
+    this.budget = { left: opts.maxBufferedBytes };
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
     this.server = opts.tls ? https.createServer(opts.tls, handler) : http.createServer(handler);
     this.server.requestTimeout = opts.requestTimeoutMs;
@@ -125,7 +142,7 @@ export class PeerServer {
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > limit) return this.reject(req, res, { status: 413, reason: 'too_large', detail: `content-length ${declared}, limit ${limit}` });
 
-    const body = readBody(req, limit);
+    const body = readBody(req, limit, this.budget);
     body.catch(() => {}); // handled below, in order; this only stops an early "unhandled rejection"
     const socket = req.socket;
     const prev = this.chains.get(socket) ?? Promise.resolve();
@@ -151,6 +168,7 @@ export class PeerServer {
       },
       (err: unknown) => {
         if (err instanceof TooLarge) this.reject(req, res, { status: 413, reason: 'too_large', detail: err.message });
+        else if (err instanceof Busy) this.reject(req, res, { status: 503, reason: 'busy', detail: err.message });
         else res.destroy(); // the client went away mid-body: nobody to answer
       },
     );

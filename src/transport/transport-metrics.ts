@@ -8,7 +8,7 @@ import type { RejectReason } from './codec.js';
 /** why an outbound message never reached the peer */
 export type DropReason = 'queue_full' | 'too_large' | 'send_failed' | 'rejected_by_peer' | 'unknown_peer' | 'closed' | 'snapshot_busy';
 /** why an inbound request was refused */
-export type RequestRejectReason = RejectReason | 'unauthenticated' | 'route' | 'snapshot_sequence' | 'closed';
+export type RequestRejectReason = RejectReason | 'unauthenticated' | 'route' | 'snapshot_sequence' | 'closed' | 'busy';
 
 export interface TransportStats {
   sent: number;

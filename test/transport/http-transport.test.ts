@@ -263,3 +263,33 @@ describe('HttpTransport with a dead peer', () => {
     }
   });
 });
+
+describe('HttpTransport inbound memory bound', () => {
+  it('refuses with 503 once request bodies buffered at once exceed maxBufferedBytes', async () => {
+    const { connect } = await import('node:net');
+    const nodes = await startNodes(['n1'], { maxBodyBytes: 256 * 1024, snapshotChunkBytes: 16 * 1024, maxBufferedBytes: 300 * 1024 });
+    const a = nodes[0]!;
+    const port = a.t.address().port;
+    const sockets: import('node:net').Socket[] = [];
+    try {
+      // two senders that each stall after 200 KiB of a 256 KiB body
+      const answers = Array.from({ length: 2 }, () => {
+        const s = connect(port, '127.0.0.1');
+        sockets.push(s);
+        let text = '';
+        s.on('data', (d) => (text += d.toString('latin1')));
+        s.on('error', () => undefined);
+        s.write(`POST ${MESSAGES_PATH} HTTP/1.1\r\nhost: x\r\ncontent-type: ${CONTENT_TYPE}\r\ncontent-length: ${256 * 1024}\r\n\r\n`);
+        s.write(Buffer.alloc(200 * 1024, 1));
+        return () => text;
+      });
+      await waitFor(() => answers.some((t) => t().startsWith('HTTP/1.1 503')), 'a 503 for the second body');
+      assert.equal(answers.filter((t) => t() !== '').length, 1, 'the first body is still being received');
+      assert.equal(a.t.stats().rejected.busy, 1);
+      assert.throws(() => new HttpTransport({ self: 'x', cluster: 'c', listen: { host: '127.0.0.1', port: 0 }, peers: new Map(), logger: captureLogger(), maxBodyBytes: 1000, maxBufferedBytes: 999 }), /maxBufferedBytes/);
+    } finally {
+      for (const s of sockets) s.destroy();
+      await closeAll(nodes);
+    }
+  });
+});
