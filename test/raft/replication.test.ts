@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Network, enc, storageWithTerms } from './harness.js';
 import type { ConfState, Message } from '../../src/raft/core/types.js';
+import { MAX_ENTRY_BYTES } from '../../src/raft/core/raft.js';
 
 const conf3: ConfState = { voters: ['n1', 'n2', 'n3'], learners: [] };
 // Figure 7: the leader's log for term 8, and the followers' logs (a)–(f)
@@ -196,7 +197,9 @@ test('maxMsgBytes: entries are batched per message under the limit, at least one
   big.campaign('n1');
   assert.equal(big.propose('n1', 'x'.repeat(40)).ok, true);
   assert.deepEqual(big.appliedData('n2'), ['x'.repeat(40)]);
-  assert.deepEqual(big.node('n1').raw.propose(enc('x'.repeat(41))), { ok: false, reason: 'too_large' });
+  assert.equal(big.propose('n1', 'y'.repeat(200)).ok, true, 'entries above maxMsgBytes still go, alone');
+  assert.deepEqual(big.appliedData('n2'), ['x'.repeat(40), 'y'.repeat(200)]);
+  assert.deepEqual(big.node('n1').raw.propose(new Uint8Array(MAX_ENTRY_BYTES + 1)), { ok: false, reason: 'too_large' });
 });
 
 test('batching: proposals between two Ready iterations go out as one append per follower', () => {

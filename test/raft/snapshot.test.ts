@@ -51,14 +51,29 @@ test('§7 reportSnapshot(false) returns the follower to probing and the snapshot
   for (let k = 0; k < 3; k++) net.propose('n1', `v${k}`);
   compact(net, 'n1');
   net.recover();
-  net.drop((m) => m.type === 'snapshot'); // the transfer fails
-  net.run(2);
+  // run until the leader sends the snapshot, and hold it back (the transport is "sending")
+  const held = (): boolean => net.queue.some((m) => m.type === 'snapshot');
+  for (let t = 0; t < 5 && !held(); t++) {
+    net.tickAll();
+    for (const id of net.ids()) net.handleReady(id);
+    net.deliver((m) => m.type !== 'snapshot');
+    for (const id of net.ids()) net.handleReady(id);
+  }
+  assert.ok(held());
   assert.equal(net.node('n1').raw.status().progress!['n3']!.state, 'snapshot');
+  for (let t = 0; t < 3; t++) {
+    net.tickAll();
+    for (const id of net.ids()) net.handleReady(id);
+    net.deliver((m) => m.type !== 'snapshot');
+    for (const id of net.ids()) net.handleReady(id);
+  }
+  assert.equal(net.node('n1').raw.status().progress!['n3']!.state, 'snapshot', 'no second snapshot while one is in flight');
+  // the transport reports that the send failed
+  net.queue = net.queue.filter((m) => m.type !== 'snapshot');
   net.node('n1').raw.reportSnapshot('n3', false);
   assert.equal(net.node('n1').raw.status().progress!['n3']!.state, 'probe');
-  net.recover();
   net.run(3);
-  assert.equal(net.sent.filter((m) => m.type === 'snapshot').length, 2);
+  assert.equal(net.sent.filter((m) => m.type === 'snapshot').length, 1, 'sent again and delivered');
   assert.equal(net.node('n3').storage.snapshot().meta.index, 4);
   net.propose('n1', 'z');
   assert.deepEqual(net.appliedData('n3'), ['z']);

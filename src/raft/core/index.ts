@@ -1,7 +1,7 @@
 // Public API of the Raft core. Everything outside src/raft/core imports from here.
 export * from './types.js';
 export { RawNode } from './raw-node.js';
-export { RaftConfigError, type RaftConfig } from './raft.js';
+export { RaftConfigError, MAX_ENTRY_BYTES, type RaftConfig } from './raft.js';
 export { RaftAssertionError } from './progress.js';
 export { applyConfChange, decodeConfChange, encodeConfChange, ConfChangeError } from './conf.js';
 export { committedIndex, voteResult, quorumSize, hasQuorum, type VoteResult } from './quorum.js';

@@ -49,6 +49,10 @@ function validateConfig(cfg: RaftConfig): void {
   if (cfg.applied !== undefined && !(Number.isSafeInteger(cfg.applied) && cfg.applied >= 0)) bad(`applied must be an integer >= 0, got ${cfg.applied}`);
 }
 
+/** hard cap on one entry's data: far above any lock command, low enough that one entry
+ *  cannot exhaust memory or the transport's frame limit */
+export const MAX_ENTRY_BYTES = 8 * 1024 * 1024;
+
 const LEADER_MSGS: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
 const isNat = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
@@ -515,7 +519,8 @@ export class Raft {
       if (this.maybeCommit()) {
         this.pendingBcast = 'commit';
         if (this.stepDownIfRemoved()) return;
-      } else if (wasPaused) {
+      } else if (wasPaused && this.pendingBcast !== 'commit') {
+        // it may have missed commit updates while paused (unless a commit broadcast is due anyway)
         this.maybeSendAppend(from, true);
       }
       while (this.maybeSendAppend(from, false));
@@ -644,7 +649,8 @@ export class Raft {
   propose(data: Uint8Array, kind: EntryKind = 'normal'): ProposeResult {
     if (this.role !== 'leader') return { ok: false, reason: 'not_leader' };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring' };
-    if (data.length > this.cfg.maxMsgBytes) return { ok: false, reason: 'too_large' };
+    // an entry above maxMsgBytes still travels (alone); only absurd sizes are refused
+    if (data.length > MAX_ENTRY_BYTES) return { ok: false, reason: 'too_large' };
     const e = this.appendEntry(kind, data);
     return { ok: true, index: e.index, term: e.term };
   }
