@@ -3,8 +3,9 @@
 // runs seed N (or K seeds from N). A failing seed prints SEED=N, every option, the
 // failure and `reproduce: npm run sim -- --seed N`; --verbose also prints the options and
 // the trace (role changes, partitions, heal) of every seed as it runs.
-import { describeOptions } from './options.js';
-import { runSchedule, type ScheduleResult } from './simulate.js';
+import { describeOptions, drawOptions } from './options.js';
+import { runSchedule } from './simulate.js';
+import { formatFailure } from './report.js';
 
 interface Args {
   seed: number;
@@ -41,25 +42,13 @@ function parseArgs(argv: readonly string[]): Args {
   return out;
 }
 
-export function formatFailure(r: ScheduleResult): string {
-  const f = r.failure!;
-  return [
-    describeOptions(r.options),
-    ...(r.trace.length > 0 ? ['trace (last lines):', ...r.trace.map((l) => `  ${l}`)] : []),
-    `FAILED ${f.kind} in phase ${f.phase} at tick ${f.tick}: ${f.message}`,
-    ...(f.stack ? [f.stack] : []),
-    `SEED=${r.seed}`,
-    `reproduce: npm run sim -- --seed ${r.seed}${r.options.ticks !== 2000 ? ` --ticks ${r.options.ticks}` : ''}`,
-  ].join('\n');
-}
-
 function main(): void {
   const args = parseArgs(process.argv.slice(2));
   const started = performance.now();
   let ticks = 0, failures = 0;
   for (let k = 0; k < args.seeds; k++) {
     const seed = args.seed + k;
-    if (args.verbose) console.log(describeOptions(runScheduleOptions(seed, args.ticks)));
+    if (args.verbose) console.log(describeOptions(drawOptions(seed, args.ticks)));
     const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
     ticks += r.ticks;
     if (!r.ok) {
@@ -78,8 +67,5 @@ function main(): void {
   console.log(`${args.seeds} schedule(s), ${ticks} ticks, ${failures} failed, ${secs.toFixed(1)} s`);
   process.exitCode = failures > 0 ? 1 : 0;
 }
-
-import { drawOptions } from './options.js';
-const runScheduleOptions = (seed: number, ticks: number) => drawOptions(seed, ticks);
 
 main();

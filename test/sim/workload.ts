@@ -70,9 +70,9 @@ export class Workload {
   }
 
   /** client traffic: writes, reads, transfers, membership changes, compaction */
-  clients(withChanges: boolean): void {
+  clients(withChanges: boolean, withWrites: boolean): void {
     const w = this.opts.workload;
-    if (this.rng.next() < w.proposeProbability) {
+    if (withWrites && this.rng.next() < w.proposeProbability) {
       const n = this.target();
       if (n) this.propose(n);
     }
