@@ -51,6 +51,8 @@ export class LevelStorage implements DurableStorage {
   /** set once a write failed: the disk state is unknown, nothing more may be written */
   private failure: StorageFailure | undefined;
   private closed = false;
+  /** an unsynced write happened since the last synced one */
+  private unsynced = false;
 
   private constructor(
     private readonly db: Db,
@@ -156,9 +158,13 @@ export class LevelStorage implements DurableStorage {
       if (this.failure) throw this.failure;
       const ops = plan();
       if (ops === null) return;
+      // a synced call must make earlier unsynced writes durable even when it has nothing
+      // of its own to write: rewrite the hard state, which makes LevelDB fsync its log
+      if (ops.length === 0 && sync && this.unsynced) ops.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(this.mem.hardState()) });
       if (ops.length > 0) {
         try {
           await this.db.batch(ops, { sync });
+          this.unsynced = !sync;
         } catch (err) {
           this.failure = new StorageFailure(this.dir, `${operation} (${ops.length} ops, sync=${sync})`, err);
           this.opts.logger?.warn({ dir: this.dir, err: this.failure.message }, 'storage write failed: node must stop');

@@ -251,6 +251,28 @@ describe('LevelStorage invariants', () => {
   });
 });
 
+test('an empty synced save after unsynced ones still syncs them', async () => {
+  const s = await LevelStorage.open(newDir('flush'), { seedConf: SEED_CONF });
+  const db = (s as unknown as { db: { batch(ops: unknown[], o: { sync: boolean }): Promise<void> } }).db;
+  const syncs: number[] = [];
+  const batch = db.batch.bind(db);
+  db.batch = (ops, o) => {
+    if (o.sync) syncs.push(ops.length);
+    return batch(ops, o);
+  };
+  try {
+    await s.save({ entries: [] }, { sync: true });
+    assert.deepEqual(syncs, [], 'nothing to make durable: no write');
+    await s.save({ hardState: { term: 1, vote: null, commit: 0 }, entries: [entry(1, 1)] }, { sync: false });
+    await s.save({ entries: [] }, { sync: true });
+    assert.deepEqual(syncs, [1], 'one synced write (the hard state) makes the earlier batch durable');
+    await s.save({ entries: [] }, { sync: true });
+    assert.deepEqual(syncs, [1], 'already durable: no write');
+  } finally {
+    await s.close();
+  }
+});
+
 function dirBytes(dir: string): number {
   let total = 0;
   // LevelDB deletes obsolete files in the background: one may vanish between the two calls
