@@ -98,7 +98,7 @@ export class ConfHistory {
   current(): ConfState {
     return this.changes[this.changes.length - 1]?.conf ?? this.base;
   }
-  /** index of the latest conf entry in the log (0 when only the base is known) */
+  /** index of the latest conf entry not yet known committed (0 when there is none) */
   lastIndex(): Index {
     return this.changes[this.changes.length - 1]?.index ?? 0;
   }
@@ -109,6 +109,13 @@ export class ConfHistory {
     const before = this.changes.length;
     this.changes = this.changes.filter((c) => c.index < i);
     return this.changes.length !== before;
+  }
+  /** forget history at or below `committed` (it can never be truncated), keeping the
+   *  newest committed conf as the base: the history is only as long as the uncommitted
+   *  tail. lastIndex() then reports 0 ("no uncommitted conf entry"), which is all its
+   *  callers ask. */
+  compactTo(committed: Index): void {
+    while (this.changes.length > 0 && this.changes[0]!.index <= committed) this.base = this.changes.shift()!.conf;
   }
   reset(base: ConfState): void {
     this.base = base;

@@ -474,7 +474,10 @@ export class Raft {
   }
 
   private commitTo(i: Index): void {
-    if (this.log.commitTo(i)) this.trace({ type: 'commit', id: this.id, index: i, term: this.log.term(i) ?? 0 });
+    if (this.log.commitTo(i)) {
+      this.confs.compactTo(i);
+      this.trace({ type: 'commit', id: this.id, index: i, term: this.log.term(i) ?? 0 });
+    }
   }
 
   // ---- leader side -----------------------------------------------------------------------
