@@ -1,71 +1,107 @@
 // The simulator's command line (TigerBeetle's `vopr` in spirit):
 //   npm run sim -- --seed N [--ticks T] [--seeds K] [--verbose]
-// runs seed N (or K seeds from N). A failing seed prints SEED=N, every option, the
-// failure and `reproduce: npm run sim -- --seed N`; --verbose also prints the options and
-// the trace (role changes, partitions, heal) of every seed as it runs.
+//   npm run sim:soak -- [--seeds 100000] [--seed N] [--jobs J]
+// runs seed N (or K seeds from N). A failing seed prints SEED=N, every option, the trace
+// tail, the failure and `reproduce: npm run sim -- --seed N`. --verbose prints the options
+// and the full trace (role changes, partitions, heal) as the schedule runs. The soak
+// starts from a random seed unless given one, spreads seeds over J worker threads and
+// keeps going past failures.
+import { availableParallelism } from 'node:os';
 import { describeOptions, drawOptions } from './options.js';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
+import { runPool } from './pool.js';
 
 interface Args {
-  seed: number;
+  seed: number | null;
   seeds: number;
   ticks: number;
   verbose: boolean;
+  soak: boolean;
+  jobs: number;
 }
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: npm run sim -- [--seed N] [--ticks T] [--seeds K] [--verbose]`);
+  console.error(`${msg}\nusage: npm run sim -- [--seed N] [--ticks T] [--seeds K] [--verbose]\n       npm run sim:soak -- [--seeds K] [--seed N] [--jobs J] [--ticks T]`);
   process.exit(2);
 }
 
 function parseArgs(argv: readonly string[]): Args {
-  const out: Args = { seed: Date.now() % 1_000_000_007, seeds: 1, ticks: 2000, verbose: false };
+  const out: Args = { seed: null, seeds: 1, ticks: 2000, verbose: false, soak: false, jobs: availableParallelism() };
   const int = (name: string, v: string | undefined, min: number): number => {
     const n = Number(v);
-    if (v === undefined || !Number.isSafeInteger(n) || n < min) usage(`--${name} needs an integer >= ${min}, got ${v ?? 'nothing'}`);
+    if (v === undefined || v === '' || !Number.isSafeInteger(n) || n < min) usage(`--${name} needs an integer >= ${min}, got ${v ?? 'nothing'}`);
     return n;
   };
   for (let k = 0; k < argv.length; k++) {
-    const [flag, inline] = argv[k]!.split('=', 2) as [string, string | undefined];
-    const value = (): string | undefined => inline ?? argv[++k];
+    const arg = argv[k]!;
+    const eq = arg.indexOf('=');
+    const flag = eq < 0 ? arg : arg.slice(0, eq);
+    const value = (): string | undefined => (eq < 0 ? argv[++k] : arg.slice(eq + 1));
     switch (flag) {
       case '--seed': out.seed = int('seed', value(), 0); break;
       case '--seeds': out.seeds = int('seeds', value(), 1); break;
       case '--ticks': out.ticks = int('ticks', value(), 1); break;
+      case '--jobs': out.jobs = int('jobs', value(), 1); break;
       case '--verbose': case '-v': out.verbose = true; break;
+      case '--soak': out.soak = true; break;
       case '--help': case '-h': usage('');
-      // falls through (usage exits)
-      default: usage(`unknown argument ${argv[k]}`);
+      // falls through: usage() exits
+      default: usage(`unknown argument ${arg}`);
     }
   }
   return out;
 }
 
-function main(): void {
-  const args = parseArgs(process.argv.slice(2));
-  const started = performance.now();
-  let ticks = 0, failures = 0;
-  for (let k = 0; k < args.seeds; k++) {
-    const seed = args.seed + k;
-    if (args.verbose) console.log(describeOptions(drawOptions(seed, args.ticks)));
-    const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
-    ticks += r.ticks;
-    if (!r.ok) {
-      failures++;
-      console.log(formatFailure(r));
-      if (args.seeds === 1) break;
-    } else if (args.verbose || args.seeds === 1) {
-      console.log(`SEED=${seed} ok: ${r.ticks} ticks, ${r.stats['committed']} committed, ${r.stats['leaders']} leaders, ` +
-        `${r.stats['crashes']} crashes, ${r.stats['readsServed']} reads`);
-    }
-    if (args.seeds > 1 && (k + 1) % 1000 === 0) {
-      console.log(`${k + 1}/${args.seeds} seeds, ${failures} failed, ${((performance.now() - started) / 1000).toFixed(0)} s`);
-    }
+function runOne(seed: number, args: Args): boolean {
+  if (args.verbose) console.log(describeOptions(drawOptions(seed, args.ticks)));
+  const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
+  if (!r.ok) {
+    console.log(formatFailure(r));
+    return false;
   }
-  const secs = (performance.now() - started) / 1000;
-  console.log(`${args.seeds} schedule(s), ${ticks} ticks, ${failures} failed, ${secs.toFixed(1)} s`);
+  if (args.verbose || args.seeds === 1) {
+    const s = r.stats;
+    console.log(`SEED=${seed} ok: ${r.ticks} ticks, ${s['committed']} committed, ${s['leaders']} leader elections, ${s['crashes']} crashes, ` +
+      `${s['readsServed']} reads served, ${s['compactions']} compactions, ${s['joins']} joins, ${s['removals']} removals`);
+  }
+  return true;
+}
+
+async function soak(args: Args): Promise<number> {
+  const base = args.seed ?? Math.floor(Math.random() * 1e9);
+  console.log(`soak: ${args.seeds} seeds from SEED=${base} on ${args.jobs} worker(s)`);
+  const started = performance.now();
+  let lastReport = 0;
+  const total = await runPool(base, args.seeds, args.ticks, args.jobs, 100, (chunk, done) => {
+    for (const f of chunk.failures) console.log(`\n${f.report}\n`);
+    if (done - lastReport >= 1000 || done === args.seeds) {
+      lastReport = done;
+      console.log(`${done}/${args.seeds} seeds, ${((performance.now() - started) / 1000).toFixed(0)} s`);
+    }
+  });
+  console.log(`soak: ${total.schedules} schedules, ${total.ticks} ticks, ${total.failures.length} failed` +
+    `${total.failures.length > 0 ? ` (seeds ${total.failures.map((f) => f.seed).sort((a, b) => a - b).join(' ')})` : ''}, ` +
+    `${((performance.now() - started) / 1000).toFixed(1)} s`);
+  return total.failures.length;
+}
+
+async function main(): Promise<void> {
+  const args = parseArgs(process.argv.slice(2));
+  if (args.soak) {
+    process.exitCode = (await soak(args)) > 0 ? 1 : 0;
+    return;
+  }
+  const base = args.seed ?? Math.floor(Math.random() * 1e9);
+  const started = performance.now();
+  let failures = 0;
+  for (let k = 0; k < args.seeds; k++) {
+    if (!runOne(base + k, args)) failures++;
+  }
+  if (args.seeds > 1) {
+    console.log(`${args.seeds} schedules from SEED=${base}, ${failures} failed, ${((performance.now() - started) / 1000).toFixed(1)} s`);
+  }
   process.exitCode = failures > 0 ? 1 : 0;
 }
 
-main();
+void main();

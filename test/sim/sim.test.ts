@@ -6,8 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
-import { Worker } from 'node:worker_threads';
-import type { WorkerJob, WorkerSummary } from './sim-worker.js';
+import { runPool } from './pool.js';
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -21,38 +20,16 @@ const schedules = envInt('SIM_SCHEDULES', 2000);
 const ticks = envInt('SIM_TICKS', 2000);
 const base = process.env['SIM_SEED'] === 'random' ? Math.floor(Math.random() * 1e9) : envInt('SIM_SEED', 1);
 
-function runWorker(job: WorkerJob): Promise<WorkerSummary> {
-  // compiled: sim-worker.js next to this file. Under tsx (fast iteration), Node 20 does not
-  // carry tsx's loader into worker threads, so a small eval'd bootstrap registers it first.
-  const ts = import.meta.url.endsWith('.ts');
-  const url = new URL(`./sim-worker.${ts ? 'ts' : 'js'}`, import.meta.url);
-  return new Promise((resolve, reject) => {
-    const w = ts
-      ? new Worker(`import('tsx/esm/api').then((t) => { t.register(); return import(${JSON.stringify(url.href)}); })`, { eval: true, workerData: job })
-      : new Worker(url, { workerData: job });
-    w.once('message', (m: WorkerSummary) => resolve(m));
-    w.once('error', reject);
-    w.once('exit', (code) => { if (code !== 0) reject(new Error(`sim worker exited with ${code}`)); });
-  });
-}
-
 test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEED=${base}`, { timeout: 20 * 60_000 }, async () => {
   const workers = Math.max(1, Math.min(availableParallelism(), 8));
   const started = performance.now();
-  const per = Math.ceil(schedules / workers);
-  const jobs: WorkerJob[] = [];
-  for (let k = 0; k < workers && k * per < schedules; k++) {
-    jobs.push({ from: base + k * per, count: Math.min(per, schedules - k * per), ticks });
-  }
-  const results = await Promise.all(jobs.map(runWorker));
+  // chunks small enough to balance the lanes (schedule lengths vary with their options)
+  const total = await runPool(base, schedules, ticks, workers, Math.max(1, Math.ceil(schedules / (workers * 8))));
   const secs = (performance.now() - started) / 1000;
-  const total = results.reduce((a, r) => ({
-    schedules: a.schedules + r.schedules, ticks: a.ticks + r.ticks, committed: a.committed + r.committed,
-    failures: [...a.failures, ...r.failures],
-  }));
   console.log(`sim: ${total.schedules} schedules, ${total.ticks} ticks (${(total.ticks / total.schedules).toFixed(0)} per schedule), ` +
-    `${total.committed} entries committed, ${total.failures.length} failed, ${secs.toFixed(1)} s wall on ${jobs.length} worker(s), ` +
+    `${total.committed} entries committed, ${total.failures.length} failed, ${secs.toFixed(1)} s wall on ${workers} worker(s), ` +
     `seeds ${base}..${base + schedules - 1}`);
+  total.failures.sort((a, b) => a.seed - b.seed);
   for (const f of total.failures) console.log(`\n${f.report}\n`);
   assert.equal(total.schedules, schedules);
   assert.deepEqual(total.failures.map((f) => f.seed), [], 'failing seeds (reports above)');
