@@ -51,6 +51,7 @@ export class LevelStorage implements DurableStorage {
   /** set once a write failed: the disk state is unknown, nothing more may be written */
   private failure: StorageFailure | undefined;
   private closed = false;
+  private closing: Promise<void> | undefined;
   /** an unsynced write happened since the last synced one */
   private unsynced = false;
 
@@ -137,12 +138,16 @@ export class LevelStorage implements DurableStorage {
     }, () => this.background); // back-pressure: at most one LevelDB compaction behind
   }
 
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.queue.catch(() => undefined);
-    await this.background;
-    await this.db.close();
+  /** Waits for queued writes and the background compaction, then closes LevelDB.
+   *  Idempotent: every call gets the same promise. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      this.closed = true;
+      await this.queue.catch(() => undefined);
+      await this.background;
+      await this.db.close();
+    })();
+    return this.closing;
   }
 
   /** Run one write after the previous ones. `plan` computes the ops against the memory

@@ -5,7 +5,7 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, statSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
@@ -145,6 +145,27 @@ describe('open refuses a damaged log', () => {
     const dir = await populated('version');
     await tamper(dir, (db) => db.put(KEY_VERSION, encodeVersion(99)));
     await assertRefused(dir, StorageVersionError, new RegExp(`^unsupported storage format version 99 in ${dir}: this raftlock reads version 1 only`));
+  });
+
+  test("damaged LevelDB files: a table block, or a write-ahead-log record LevelDB skips", async () => {
+    for (const kind of ['ldb', 'log'] as const) {
+      const dir = newDir(`level-${kind}`);
+      const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+      const data = new Uint8Array(200).fill(9);
+      for (let i = 1; i <= 10_000; i += 100) {
+        await s.save({ hardState: { term: 1, vote: null, commit: i + 99 }, entries: Array.from({ length: 100 }, (_, k) => entry(i + k, 1, data)) }, { sync: false });
+      }
+      await s.close();
+      // reopening turns LevelDB's write-ahead log into a table file
+      if (kind === 'ldb') await (await LevelStorage.open(dir, { seedConf: SEED_CONF })).close();
+      const file = readdirSync(dir).filter((f) => f.endsWith(`.${kind}`)).map((f) => join(dir, f)).sort((a, b) => statSync(b).size - statSync(a).size)[0]!;
+      const b = readFileSync(file);
+      for (let k = 0; k < 50; k++) b[(b.length >> 1) + k]! ^= 0xff;
+      writeFileSync(file, b);
+      // LevelDB does not verify its log with paranoid checks (classic-level cannot turn
+      // them on): it drops the damaged record, and our contiguity check catches the hole
+      await assertRefused(dir, StorageCorruptionError, kind === 'ldb' ? /: LevelDB reports Corruption: / : /: entry \d+ is missing \(log jumps from entry \d+ to entry \d+\)/);
+    }
   });
 
   test('the undamaged directory still opens (control)', async () => {
