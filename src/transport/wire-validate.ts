@@ -158,8 +158,10 @@ function snapshot(v: unknown, path: string, term: number): Snapshot {
 }
 
 const FIELDS: Record<Message['type'], readonly string[]> = {
-  vote: ['lastIndex', 'lastTerm'],
-  preVote: ['lastIndex', 'lastTerm'],
+  // transfer: optional, set on the votes of a leadership transfer (types.ts); without it
+  // here a transfer's votes are refused and the transfer falls back to a full election
+  vote: ['lastIndex', 'lastTerm', 'transfer'],
+  preVote: ['lastIndex', 'lastTerm', 'transfer'],
   voteResp: ['reject'],
   preVoteResp: ['reject'],
   append: ['prevIndex', 'prevTerm', 'entries', 'commit'],
@@ -188,7 +190,9 @@ export function message(v: unknown, path: string, from: NodeId, to: NodeId, budg
       const lastTerm = num(o, 'lastTerm', path);
       // §5.2: a candidate's term exceeds the term of every entry in its log
       if (lastTerm > term) fail(`${path}.lastTerm`, `${lastTerm} above the message term ${term}`);
-      return { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm };
+      const vote = { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm };
+      if (o['transfer'] === undefined) return vote;
+      return { ...vote, transfer: bool(o, 'transfer', path) };
     }
     case 'voteResp':
     case 'preVoteResp':
