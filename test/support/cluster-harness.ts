@@ -3,7 +3,7 @@
 // kill/pause/restart verbs. Every process and directory it made is removed by close(),
 // which tests call in `after` (also on failure).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createServer } from 'node:net';
@@ -20,6 +20,20 @@ function findRepoRoot(dir: string): string {
   }
   throw new Error(`no raftlock package root above ${dir}`);
 }
+
+/** Every child any harness in this process started and that is still alive. If the test
+ *  process exits without close() (a crash, an uncaught error), they are killed on the way
+ *  out, so a failed run never leaves nodes holding ports and burning CPU. */
+const liveChildren = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of liveChildren) {
+    try {
+      p.kill('SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+});
 
 export async function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
@@ -39,6 +53,28 @@ export interface HarnessNode {
   peer: string;
   proc: ChildProcess | null;
   log: WriteStream | null;
+  /** how the last process of this node ended (null while it runs or before it first ran) */
+  lastExit: { code: number | null; signal: NodeJS.Signals | null } | null;
+}
+
+/** A node's answer to GET /v1/cluster (spec §3 "Operations"). */
+export interface ClusterViewBody {
+  node_id: string;
+  role: string;
+  term: number;
+  leader_id: string | null;
+  commit_index: number;
+  applied_index: number;
+  members: { id: string; api: string; peer: string; role?: string; match_index?: number; lag?: number }[];
+}
+
+export interface HarnessResponse {
+  status: number;
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON answers
+  body: any;
+  headers: Headers;
+  /** the body as received */
+  text: string;
 }
 
 export interface HarnessOptions {
@@ -68,7 +104,7 @@ export class ClusterHarness {
     const dir = mkdtempSync(join(tmpdir(), 'raftlock-test-'));
     const nodes: HarnessNode[] = [];
     for (let i = 1; i <= n; i++) {
-      nodes.push({ id: `n${i}`, api: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}`, proc: null, log: null });
+      nodes.push({ id: `n${i}`, api: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}`, proc: null, log: null, lastExit: null });
     }
     const config = {
       cluster: 'test',
@@ -110,8 +146,14 @@ export class ClusterHarness {
     });
     proc.stdout!.pipe(n.log, { end: false });
     proc.stderr!.pipe(n.log, { end: false });
-    proc.once('exit', () => {
-      if (n.proc === proc) n.proc = null;
+    n.lastExit = null;
+    liveChildren.add(proc);
+    proc.once('exit', (code, signal) => {
+      liveChildren.delete(proc);
+      if (n.proc === proc) {
+        n.proc = null;
+        n.lastExit = { code, signal };
+      }
     });
     n.proc = proc;
   }
@@ -128,6 +170,51 @@ export class ClusterHarness {
   /** SIGTERM: graceful stop */
   async stop(id: string, timeoutMs = 15000): Promise<number | null> {
     return this.signalAndWait(id, 'SIGTERM', timeoutMs);
+  }
+
+  /** ids of the nodes whose process is running */
+  get running(): string[] {
+    return this.nodes.filter((n) => n.proc).map((n) => n.id);
+  }
+
+  /** Wait for a node's process to end on its own; its exit code, or the signal's name. */
+  async waitForExit(id: string, timeoutMs = 15000): Promise<number | NodeJS.Signals | null> {
+    const n = this.node(id);
+    const proc = n.proc;
+    if (!proc) return n.lastExit ? (n.lastExit.code ?? n.lastExit.signal) : null;
+    const ended = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal })));
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`${id} still running after ${timeoutMs} ms; log in ${this.dir}`)), timeoutMs);
+    });
+    try {
+      const e = await Promise.race([ended, timeout]);
+      return e.code ?? e.signal;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** Everything the node's processes wrote so far (JSON log lines, stderr). */
+  logText(id: string): string {
+    const p = join(this.dir, `${id}.log`);
+    return existsSync(p) ? readFileSync(p, 'utf8') : '';
+  }
+
+  /** GET /v1/cluster on one node. */
+  async view(id: string): Promise<ClusterViewBody> {
+    const r = await this.request(id, 'GET', '/v1/cluster');
+    if (r.status !== 200) throw new Error(`GET /v1/cluster on ${id}: ${r.status} ${r.text.slice(0, 200)}`);
+    return r.body as ClusterViewBody;
+  }
+
+  /** Poll until every node in `ids` (default: the running ones) has applied through `index`. */
+  async waitForApplied(index: number, ids?: string[], timeoutMs = 15000): Promise<void> {
+    const want = ids ?? this.running;
+    await eventually(async () => {
+      const views = await Promise.all(want.map((id) => this.view(id)));
+      return views.every((v) => v.applied_index >= index);
+    }, timeoutMs, `${want.join(',')} to apply through index ${index}`);
   }
 
   pause(id: string): void {
@@ -152,15 +239,15 @@ export class ClusterHarness {
     return code;
   }
 
-  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- tests read arbitrary JSON answers
-  async request(id: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: any; headers: Headers }> {
+  /** A JSON request to one node's API (the body, if any, is sent as application/json). */
+  async request(id: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<HarnessResponse> {
+    return this.requestRaw(id, method, path, body === undefined ? undefined : JSON.stringify(body), body === undefined ? headers : { 'content-type': 'application/json', ...headers });
+  }
+
+  /** A request with exactly these bytes and headers (for malformed input). */
+  async requestRaw(id: string, method: string, path: string, body: string | Uint8Array | undefined, headers: Record<string, string> = {}, timeoutMs = 30000): Promise<HarnessResponse> {
     const n = this.node(id);
-    const res = await fetch(n.api + path, {
-      method,
-      headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(30000),
-    });
+    const res = await fetch(n.api + path, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -168,7 +255,7 @@ export class ClusterHarness {
     } catch {
       /* not JSON (metrics) */
     }
-    return { status: res.status, body: parsed, headers: res.headers };
+    return { status: res.status, body: parsed, headers: res.headers, text };
   }
 
   /** The leader's id as the running nodes agree on it, polling until `timeoutMs`. */
