@@ -1,0 +1,312 @@
+// RaftlockClient: the REST contract (spec §3) as typed calls, plus the safe patterns on
+// top — sessions that prove their lease (session.ts), locks with an abort signal
+// (lock.ts), and withLock (acquire, run, release in finally, abort on loss). It fixes what
+// users of other lock clients complain about: locks silently lost (the signal aborts
+// before the server could expire the lease), retries applied twice (every mutation
+// carries one Idempotency-Key across all its retries), failover that ignores Retry-After.
+import { randomUUID } from 'node:crypto';
+import { performance } from 'node:perf_hooks';
+import type { Dispatcher } from 'undici';
+import { InvalidRequestError, LockLostError } from './errors.js';
+import { HttpCaller, type Answer, type CallSpec } from './http.js';
+import type { Lock } from './lock.js';
+import { Session, type SessionLockOptions } from './session.js';
+import {
+  decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSessionGrant, decodeSessionInfo, lockPath, sessionPath,
+  type ClusterInfo, type Grant, type LockInfo, type SessionGrant, type SessionInfo,
+} from './wire.js';
+
+export interface ClientOptions {
+  /** API URLs of the cluster's nodes (any subset works; more gives failover), or a comma-separated string */
+  endpoints: readonly string[] | string;
+  /** budget of one HTTP attempt in ms, on top of any wait (default 5000) */
+  timeoutMs?: number;
+  /** budget of one call across its retries and failovers in ms (default 15000) */
+  retryBudgetMs?: number;
+  /** bearer token, when the cluster has auth on */
+  token?: string;
+  /** TLS material for https:// endpoints (CA of the cluster, client cert for mutual TLS) */
+  tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
+  /** where recoverable problems are reported (a failed keepalive, a failed release); default: nowhere */
+  onWarning?: (message: string, err?: unknown) => void;
+  /** @internal tests: monotonic clock (ms), randomness, undici dispatcher */
+  now?: () => number;
+  random?: () => number;
+  dispatcher?: Dispatcher;
+}
+
+export interface OpenSessionOptions {
+  ttlMs?: number;
+  owner?: string;
+  lockDelayMs?: number;
+  signal?: AbortSignal;
+  /** reuse a key to make a retry of this exact call safe (default: a fresh UUID) */
+  idempotencyKey?: string;
+}
+
+export interface SessionOptions extends OpenSessionOptions {
+  /** see Session: subtracted from every proven deadline (default ttl/10, 20 ms – 2 s) */
+  safetyMarginMs?: number;
+  keepaliveIntervalMs?: number;
+}
+
+export interface AcquireOptions {
+  /** hold it in this session; without one the server opens a new session with ttlMs */
+  sessionId?: string;
+  ttlMs?: number;
+  waitMs?: number;
+  owner?: string;
+  signal?: AbortSignal;
+  idempotencyKey?: string;
+}
+
+export interface ReadOptions {
+  /** 'stale' answers from the contacted node without a quorum round */
+  consistency?: 'linearizable' | 'stale';
+  signal?: AbortSignal;
+}
+
+export interface WithLockContext {
+  fencingToken: number;
+  /** aborts when the lock can no longer be proven held: stop touching the resource */
+  signal: AbortSignal;
+  sessionId: string;
+  lock: Lock;
+}
+
+export interface WithLockOptions extends SessionLockOptions {
+  /** ttl of the session withLock opens (ignored when `session` is given) */
+  ttlMs?: number;
+  /** use this open session instead of opening one */
+  session?: Session;
+  safetyMarginMs?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 5000;
+const DEFAULT_RETRY_BUDGET_MS = 15_000;
+
+export class RaftlockClient {
+  private readonly http: HttpCaller;
+  private readonly clock: () => number;
+  private readonly rand: () => number;
+  private readonly onWarning: ((message: string, err?: unknown) => void) | undefined;
+
+  constructor(opts: ClientOptions) {
+    const endpoints = typeof opts.endpoints === 'string' ? opts.endpoints.split(',').map((s) => s.trim()).filter(Boolean) : [...opts.endpoints];
+    if (endpoints.length === 0) throw new InvalidRequestError('invalid_request', 'RaftlockClient: endpoints must name at least one API URL');
+    this.clock = opts.now ?? (() => performance.now());
+    this.rand = opts.random ?? Math.random;
+    this.onWarning = opts.onWarning;
+    const timeoutMs = positive(opts.timeoutMs ?? DEFAULT_TIMEOUT_MS, 'timeoutMs');
+    const retryBudgetMs = positive(opts.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS, 'retryBudgetMs');
+    this.http = new HttpCaller({
+      endpoints, timeoutMs, retryBudgetMs, now: this.clock, random: this.rand,
+      ...(opts.token !== undefined ? { token: opts.token } : {}),
+      ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
+      ...(opts.dispatcher !== undefined ? { dispatcher: opts.dispatcher } : {}),
+    });
+  }
+
+  get endpoints(): string[] {
+    return this.http.endpoints.urls;
+  }
+
+  /** Closes the connection pools. Sessions still open are not closed on the server. */
+  async close(): Promise<void> {
+    await this.http.close();
+  }
+
+  // ---- sessions ---------------------------------------------------------------------
+
+  /** POST /v1/sessions. A one-shot: nothing keeps it alive (see session() for that). */
+  async openSession(o: OpenSessionOptions = {}): Promise<SessionGrant & { sentAt: number }> {
+    const body: Record<string, unknown> = {};
+    if (o.ttlMs !== undefined) body.ttl_ms = o.ttlMs;
+    if (o.owner !== undefined) body.owner = o.owner;
+    if (o.lockDelayMs !== undefined) body.lock_delay_ms = o.lockDelayMs;
+    const a = await this.mutate({ method: 'POST', path: '/v1/sessions', body, signal: o.signal }, o.idempotencyKey);
+    return { ...decodeSessionGrant(a.body, 'open session'), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/sessions/{id}/keepalive. `sentAt` (client clock) is the base of the renewed lease. */
+  async keepalive(sessionId: string, o: { signal?: AbortSignal; deadline?: number } = {}): Promise<SessionGrant & { sentAt: number }> {
+    const a = await this.http.call({ method: 'POST', path: sessionPath(sessionId, '/keepalive'), retry: 'renewal', ...opt('signal', o.signal), ...opt('deadline', o.deadline) });
+    return { ...decodeSessionGrant(a.body, 'keepalive'), sentAt: a.sentAt };
+  }
+
+  async getSession(sessionId: string, o: { signal?: AbortSignal } = {}): Promise<SessionInfo> {
+    const a = await this.http.call({ method: 'GET', path: sessionPath(sessionId), retry: 'read', ...opt('signal', o.signal) });
+    return decodeSessionInfo(a.body, 'get session');
+  }
+
+  /** DELETE /v1/sessions/{id}: ends it; its locks are released at once. */
+  async closeSession(sessionId: string, o: { signal?: AbortSignal; budgetMs?: number; idempotencyKey?: string } = {}): Promise<{ released: string[] }> {
+    const deadline = o.budgetMs !== undefined ? this.clock() + o.budgetMs : undefined;
+    const a = await this.mutate({ method: 'DELETE', path: sessionPath(sessionId), signal: o.signal, ...opt('deadline', deadline) }, o.idempotencyKey);
+    const released = (a.body as { released?: unknown } | undefined)?.released;
+    return { released: Array.isArray(released) ? released.filter((x): x is string => typeof x === 'string') : [] };
+  }
+
+  /**
+   * A session kept alive by keepalives, that tells you (`lost`, `signal`) the moment it can
+   * no longer prove its lease. Close it when done.
+   */
+  async session(o: SessionOptions = {}): Promise<Session> {
+    const g = await this.openSession(o);
+    const timing = { ttlMs: g.ttlMs, ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('keepaliveIntervalMs', o.keepaliveIntervalMs) };
+    let s: Session;
+    try {
+      s = new Session(this.sessionHost(), g.sessionId, timing, g.sentAt);
+    } catch (err) {
+      await this.closeSession(g.sessionId).catch(() => undefined);
+      throw err;
+    }
+    return s;
+  }
+
+  // ---- locks --------------------------------------------------------------------------
+
+  /** POST /v1/locks/{name}/acquire. Throws LockHeldError when held past waitMs. */
+  async acquire(name: string, o: AcquireOptions = {}): Promise<Grant & { sentAt: number }> {
+    const waitMs = o.waitMs ?? 0;
+    const base: Record<string, unknown> = {};
+    if (o.sessionId !== undefined) base.session_id = o.sessionId;
+    if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
+    if (o.owner !== undefined) base.owner = o.owner;
+    // A retry (same Idempotency-Key) asks only for the wait that is left.
+    const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
+    const a = await this.mutate({ method: 'POST', path: lockPath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
+    return { ...decodeGrant(a.body, `acquire ${name}`), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/locks/{name}/renew: renews the holder's session; NotHolderError if it lost the lock. */
+  async renew(name: string, sessionId: string, o: { signal?: AbortSignal } = {}): Promise<Grant & { sentAt: number }> {
+    const a = await this.http.call({ method: 'POST', path: lockPath(name, 'renew'), body: { session_id: sessionId }, retry: 'renewal', ...opt('signal', o.signal) });
+    return { ...decodeGrant(a.body, `renew ${name}`), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/locks/{name}/release. With a token, a stale holder gets NotHolderError. */
+  async release(name: string, sessionId: string, fencingToken?: number, o: { signal?: AbortSignal; idempotencyKey?: string } = {}): Promise<void> {
+    const body: Record<string, unknown> = { session_id: sessionId };
+    if (fencingToken !== undefined) body.fencing_token = fencingToken;
+    await this.mutate({ method: 'POST', path: lockPath(name, 'release'), body, signal: o.signal }, o.idempotencyKey);
+  }
+
+  async getLock(name: string, o: ReadOptions = {}): Promise<LockInfo> {
+    const q = o.consistency === 'stale' ? '?consistency=stale' : '';
+    const a = await this.http.call({ method: 'GET', path: lockPath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    return decodeLockInfo(a.body, `get ${name}`);
+  }
+
+  async listLocks(o: ReadOptions & { prefix?: string; limit?: number } = {}): Promise<LockInfo[]> {
+    const q = new URLSearchParams();
+    if (o.prefix) q.set('prefix', o.prefix);
+    if (o.limit !== undefined) q.set('limit', String(o.limit));
+    if (o.consistency === 'stale') q.set('consistency', 'stale');
+    const qs = q.toString();
+    const a = await this.http.call({ method: 'GET', path: `/v1/locks${qs ? `?${qs}` : ''}`, retry: 'read', ...opt('signal', o.signal) });
+    return decodeLockList(a.body, 'list locks');
+  }
+
+  /** GET /v1/locks/{name}/check: does `fencingToken` still hold `name`? (linearizable) */
+  async checkToken(name: string, fencingToken: number, o: { signal?: AbortSignal } = {}): Promise<boolean> {
+    if (!Number.isSafeInteger(fencingToken) || fencingToken < 1) throw new InvalidRequestError('invalid_request', `fencing token must be a positive integer, got ${fencingToken}`);
+    const a = await this.http.call({ method: 'GET', path: `${lockPath(name, 'check')}?fencing_token=${fencingToken}`, retry: 'read', ...opt('signal', o.signal) });
+    const current = (a.body as { current?: unknown } | undefined)?.current;
+    if (typeof current !== 'boolean') throw new InvalidRequestError('bad_response', `unexpected answer to check ${name}: no boolean "current"`);
+    return current;
+  }
+
+  /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */
+  async cluster(o: { endpoint?: string; signal?: AbortSignal } = {}): Promise<ClusterInfo & { endpoint: string }> {
+    if (o.endpoint !== undefined) {
+      const one = new RaftlockClient({ endpoints: [o.endpoint], retryBudgetMs: 1, timeoutMs: 2000 });
+      try {
+        return await one.cluster(o.signal ? { signal: o.signal } : {});
+      } finally {
+        await one.close();
+      }
+    }
+    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', ...opt('signal', o.signal) });
+    return { ...decodeCluster(a.body, 'cluster'), endpoint: a.endpoint };
+  }
+
+  /**
+   * Acquire `name`, run `fn`, release in `finally`. `fn` gets the fencing token (pass it to
+   * every resource you write) and a signal that aborts when the lock can no longer be
+   * proven held. `fn` runs at most once: acquire retries are idempotent, `fn` never is
+   * retried. If the lock was lost before `fn` settled, withLock rejects with LockLostError
+   * (`.result` holds fn's value, `.cause` its error) — the work was not protected.
+   */
+  async withLock<T>(name: string, fn: (ctx: WithLockContext) => Promise<T> | T, o: WithLockOptions = {}): Promise<T> {
+    const own = o.session === undefined;
+    const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
+    let lock: Lock | undefined;
+    try {
+      lock = await session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal) });
+      const l = lock;
+      let value: T;
+      try {
+        value = await fn({ fencingToken: l.fencingToken, signal: l.signal, sessionId: session.id, lock: l });
+      } catch (err) {
+        if (l.signal.aborted && l.signal.reason instanceof LockLostError && !(err instanceof LockLostError)) throw lostWith(l.signal.reason, { cause: err });
+        throw err;
+      }
+      if (l.signal.aborted && l.signal.reason instanceof LockLostError) throw lostWith(l.signal.reason, { result: value });
+      return value;
+    } finally {
+      await this.cleanUp(own, session, lock);
+    }
+  }
+
+  private async cleanUp(own: boolean, session: Session, lock: Lock | undefined): Promise<void> {
+    try {
+      // Closing our own session releases the lock in the same committed command.
+      if (own) await session.close();
+      else if (lock) await lock.release();
+    } catch (err) {
+      this.warn(`could not release ${lock ? `lock ${lock.name}` : 'the session'} (it will expire after its ttl)`, err);
+    }
+  }
+
+  // ---- internals ----------------------------------------------------------------------
+
+  private warn(message: string, err?: unknown): void {
+    this.onWarning?.(message, err);
+  }
+
+  /** A mutation: one Idempotency-Key for all its retries. */
+  private mutate(spec: Omit<CallSpec, 'retry' | 'idempotencyKey' | 'signal'> & { signal: AbortSignal | undefined }, key: string | undefined): Promise<Answer> {
+    const { signal, ...rest } = spec;
+    return this.http.call({ ...rest, retry: 'keyed', idempotencyKey: key ?? randomUUID(), ...opt('signal', signal) });
+  }
+
+  private sessionHost() {
+    return {
+      now: this.clock,
+      random: this.rand,
+      keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
+      acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal }) => this.acquire(name, p),
+      release: (name: string, sessionId: string, fencingToken?: number) => this.release(name, sessionId, fencingToken),
+      checkToken: (name: string, token: number) => this.checkToken(name, token),
+      closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),
+      warn: (m: string, e?: unknown) => this.warn(m, e),
+    };
+  }
+}
+
+function lostWith(reason: LockLostError, extra: { result?: unknown; cause?: unknown }): LockLostError {
+  const e = new LockLostError(reason.lockName, reason.fencingToken, `${reason.message} — the work under the lock was not protected to the end`, extra.cause !== undefined ? { cause: extra.cause } : { cause: reason });
+  if ('result' in extra) e.result = extra.result;
+  return e;
+}
+
+function positive(v: number, what: string): number {
+  if (!Number.isFinite(v) || v <= 0) throw new InvalidRequestError('invalid_request', `${what} must be a positive number of ms, got ${v}`);
+  return v;
+}
+
+/** `{ [k]: v }` when v is defined, else `{}` (keeps optional fields truly absent). */
+function opt<K extends string, V>(k: K, v: V | undefined): { [P in K]?: V } {
+  return (v === undefined ? {} : { [k]: v }) as { [P in K]?: V };
+}

@@ -1,0 +1,13 @@
+// The raftlock SDK: everything a program needs to use locks safely (docs/client.md).
+export { RaftlockClient } from './client.js';
+export type { ClientOptions, OpenSessionOptions, SessionOptions, AcquireOptions, ReadOptions, WithLockContext, WithLockOptions } from './client.js';
+export { Session, defaultSafetyMarginMs } from './session.js';
+export type { SessionLockOptions, SessionTiming } from './session.js';
+export { Lock } from './lock.js';
+export {
+  RaftlockError, LockHeldError, NotHolderError, SessionNotFoundError, UnavailableError, TooManyRequestsError,
+  OutcomeUnknownError, InvalidRequestError, PermissionDeniedError, SessionLostError, LockLostError, errorFromResponse,
+} from './errors.js';
+export type { HolderInfo, RaftlockErrorOptions } from './errors.js';
+export type { Grant, SessionGrant, SessionInfo, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
+export { parseDuration, formatDuration, DurationError } from './duration.js';

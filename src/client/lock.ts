@@ -1,0 +1,79 @@
+// A held lock, as the client can prove it. `signal` aborts the moment the lock can no
+// longer be proven held: its session's proven lease ran out, the server said the session
+// is gone, or the lock was released. Work done under the lock should pass `fencingToken`
+// to every resource it touches (spec §3 "Fencing tokens"): the signal says "stop", the
+// token makes a late writer harmless when stopping was not quick enough.
+import { LockLostError } from './errors.js';
+
+/** What a Lock needs from its session (kept narrow to avoid an import cycle). */
+export interface LockOwner {
+  readonly id: string;
+  /** client clock (ms) until which the session is proven alive; -Infinity once lost/closed */
+  provenUntil(): number;
+  now(): number;
+  releaseLock(lock: Lock): Promise<void>;
+  checkLock(lock: Lock): Promise<boolean>;
+  forget(lock: Lock): void;
+}
+
+export class Lock {
+  readonly name: string;
+  readonly fencingToken: number;
+  readonly sessionId: string;
+  readonly ttlMs: number;
+  private readonly controller = new AbortController();
+  private released = false;
+
+  constructor(private readonly owner: LockOwner, grant: { name: string; fencingToken: number; ttlMs: number }) {
+    this.name = grant.name;
+    this.fencingToken = grant.fencingToken;
+    this.ttlMs = grant.ttlMs;
+    this.sessionId = owner.id;
+  }
+
+  /** Aborts (reason: LockLostError) when the lock can no longer be proven held. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** True while not released and the session's proven lease has not run out. */
+  get held(): boolean {
+    return !this.controller.signal.aborted && this.owner.now() < this.owner.provenUntil();
+  }
+
+  /** Throws LockLostError unless `held`: call it right before an action that needs the lock. */
+  assertHeld(): void {
+    if (this.held) return;
+    const reason: unknown = this.controller.signal.reason;
+    if (reason instanceof LockLostError) throw reason;
+    throw new LockLostError(this.name, this.fencingToken, `lock ${this.name} (token ${this.fencingToken}) can no longer be proven held`);
+  }
+
+  /**
+   * Gives the lock up. The signal aborts BEFORE the request is sent: from then on the
+   * client cannot prove it holds the lock. Releasing twice, or after loss, is a no-op.
+   */
+  async release(): Promise<void> {
+    if (this.released) return;
+    this.released = true;
+    const lost = this.controller.signal.aborted;
+    this.abort(`lock ${this.name} (token ${this.fencingToken}) was released`);
+    this.owner.forget(this);
+    if (!lost) await this.owner.releaseLock(this);
+  }
+
+  /** The contract's token check (Chubby's CheckSequencer): is this token still the holder's? */
+  check(): Promise<boolean> {
+    return this.owner.checkLock(this);
+  }
+
+  /** @internal the session lost its lease, or was closed */
+  markLost(why: string, cause?: unknown): void {
+    this.abort(why, cause);
+  }
+
+  private abort(message: string, cause?: unknown): void {
+    if (this.controller.signal.aborted) return;
+    this.controller.abort(new LockLostError(this.name, this.fencingToken, message, cause === undefined ? {} : { cause }));
+  }
+}

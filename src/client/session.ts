@@ -1,0 +1,279 @@
+// A session kept alive by keepalives, and the client's PROOF of it.
+//
+// The contract (spec §3 "TTL semantics", never early) guarantees: a session does not expire
+// sooner than ttl_ms after its client SENT its last acknowledged keepalive/renew/acquire.
+// So the client knows the session is alive until
+//     provenUntil = sentAt(last acknowledged renewal) + ttl − safetyMargin
+// and declares it `lost` at that instant at the latest — before the server could have
+// expired it — rather than when the next keepalive happens to fail. The margin absorbs
+// clock-rate differences between client and leader and the lateness of timers; a paused
+// client process can still overrun it, which is what fencing tokens are for.
+//
+// Keepalives go out every ~ttl/3 with ±10% jitter (so many clients do not synchronise), and
+// each one may retry across endpoints until provenUntil; a failed one is retried quickly.
+// Loss is final: once lost, the session never becomes "held" again, even if a late
+// acknowledgement arrives — consumers already stopped on the abort.
+import { EventEmitter } from 'node:events';
+import { LockLostError, RaftlockError, SessionLostError, SessionNotFoundError, InvalidRequestError, PermissionDeniedError } from './errors.js';
+import { Lock, type LockOwner } from './lock.js';
+import type { Grant } from './wire.js';
+
+/** The slice of RaftlockClient a Session uses. */
+export interface SessionHost {
+  now(): number;
+  random(): number;
+  keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number }>;
+  acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal }): Promise<Grant & { sentAt: number }>;
+  release(name: string, sessionId: string, fencingToken?: number): Promise<void>;
+  checkToken(name: string, fencingToken: number): Promise<boolean>;
+  closeSession(sessionId: string, opts?: { budgetMs?: number }): Promise<{ released: string[] }>;
+  warn(message: string, err?: unknown): void;
+}
+
+export interface SessionTiming {
+  ttlMs: number;
+  /** subtracted from every proven deadline (default: ttl/10, between 20 ms and 2 s) */
+  safetyMarginMs?: number;
+  /** time between keepalives (default: ttl/3, jittered ±10%) */
+  keepaliveIntervalMs?: number;
+}
+
+export interface SessionLockOptions {
+  /** how long to wait in the lock's FIFO queue (default 0: fail at once with LockHeldError) */
+  waitMs?: number;
+  owner?: string;
+  signal?: AbortSignal;
+}
+
+type SessionEvents = {
+  lost: [SessionLostError];
+  keepalive: [{ sentAt: number; provenUntil: number }];
+};
+
+/** The contract's longest single wait (wait_ms ≤ 300000); longer waits re-queue. */
+const MAX_WAIT_PER_REQUEST_MS = 300_000;
+
+export function defaultSafetyMarginMs(ttlMs: number): number {
+  return Math.min(2000, Math.max(20, Math.round(ttlMs / 10)));
+}
+
+export class Session extends EventEmitter<SessionEvents> {
+  readonly id: string;
+  readonly ttlMs: number;
+  readonly safetyMarginMs: number;
+  readonly keepaliveIntervalMs: number;
+  /** Settles with the reason when the session is lost (never when closed cleanly). */
+  readonly lost: Promise<SessionLostError>;
+  private resolveLost!: (e: SessionLostError) => void;
+  private state: 'open' | 'lost' | 'closed' = 'open';
+  private proven: number;
+  private lastAckSent: number;
+  private readonly controller = new AbortController();
+  private readonly locks = new Set<Lock>();
+  private keepaliveTimer: NodeJS.Timeout | undefined;
+  private lostTimer: NodeJS.Timeout | undefined;
+  private inflight = false;
+  private readonly owner: LockOwner;
+
+  /** @internal use RaftlockClient.session() */
+  constructor(private readonly host: SessionHost, id: string, timing: SessionTiming, openedSentAt: number) {
+    super();
+    this.id = id;
+    this.ttlMs = timing.ttlMs;
+    this.safetyMarginMs = timing.safetyMarginMs ?? defaultSafetyMarginMs(timing.ttlMs);
+    this.keepaliveIntervalMs = timing.keepaliveIntervalMs ?? Math.max(1, Math.floor(timing.ttlMs / 3));
+    if (!(this.safetyMarginMs >= 0 && this.safetyMarginMs < this.ttlMs / 2)) {
+      throw new InvalidRequestError('invalid_request', `safetyMarginMs must be in [0, ttl/2), got ${this.safetyMarginMs} for ttl ${this.ttlMs}`);
+    }
+    if (!(this.keepaliveIntervalMs > 0 && this.keepaliveIntervalMs < this.ttlMs - this.safetyMarginMs)) {
+      throw new InvalidRequestError('invalid_request', `keepaliveIntervalMs must be in (0, ttl − margin), got ${this.keepaliveIntervalMs}`);
+    }
+    this.lost = new Promise((resolve) => (this.resolveLost = resolve));
+    this.lastAckSent = openedSentAt;
+    this.proven = openedSentAt + this.ttlMs - this.safetyMarginMs;
+    this.owner = {
+      id,
+      provenUntil: () => this.provenUntil,
+      now: () => host.now(),
+      releaseLock: (l) => host.release(l.name, id, l.fencingToken),
+      checkLock: (l) => host.checkToken(l.name, l.fencingToken),
+      forget: (l) => this.locks.delete(l),
+    };
+    this.armLostTimer();
+    this.scheduleKeepalive(this.jittered());
+  }
+
+  /** Aborts (reason: SessionLostError) when the session is lost or closed. */
+  get signal(): AbortSignal {
+    return this.controller.signal;
+  }
+
+  /** Client clock (ms) until which the session is proven alive; -Infinity once lost or closed. */
+  get provenUntil(): number {
+    return this.state === 'open' ? this.proven : -Infinity;
+  }
+
+  /** Client clock (ms) when the last acknowledged renewal was sent. */
+  get lastAckSentAt(): number {
+    return this.lastAckSent;
+  }
+
+  get isLost(): boolean {
+    return this.state === 'lost';
+  }
+
+  get isOpen(): boolean {
+    return this.state === 'open';
+  }
+
+  /**
+   * Takes `name` in this session. Waits up to `waitMs` in the FIFO queue (longer waits
+   * re-queue every 300 s). Throws LockHeldError when the wait runs out, SessionLostError
+   * when the session is lost meanwhile.
+   */
+  async lock(name: string, opts: SessionLockOptions = {}): Promise<Lock> {
+    this.assertOpen();
+    const waitMs = opts.waitMs ?? 0;
+    if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new InvalidRequestError('invalid_request', `waitMs must be a whole number of ms >= 0, got ${waitMs}`);
+    const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
+    const until = this.host.now() + waitMs;
+    for (;;) {
+      const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
+      let g: Grant & { sentAt: number };
+      try {
+        g = await this.host.acquireFor(name, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}) });
+      } catch (err) {
+        if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
+        if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;
+        throw err;
+      }
+      // A granted acquire renewed the session from its arrival (spec: "A successful acquire
+      // … also renews its session"), which is no earlier than its send time.
+      this.noteAck(g.sentAt);
+      const lock = new Lock(this.owner, g);
+      this.locks.add(lock);
+      if (this.state !== 'open') {
+        lock.markLost(`session ${this.id} was lost while acquiring ${name}`);
+        throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
+      }
+      if (!lock.held) {
+        // Granted after a long wait whose only proof is older than the lease: we cannot
+        // prove holding it, so we do not claim to. (Keepalives normally prevent this.)
+        lock.markLost(`lock ${name} was granted but the session could not be proven alive`);
+      }
+      return lock;
+    }
+  }
+
+  /** One keepalive now (besides the automatic ones); resolves when acknowledged. */
+  async keepalive(): Promise<void> {
+    this.assertOpen();
+    const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
+    this.noteAck(r.sentAt);
+  }
+
+  /**
+   * Ends the session on the server (its locks are released at once) and stops the
+   * keepalives. Every lock's signal aborts first. Closing a lost session only tidies up.
+   */
+  async close(): Promise<{ released: string[] }> {
+    if (this.state === 'closed') return { released: [] };
+    const wasLost = this.state === 'lost';
+    this.state = 'closed';
+    this.stopTimers();
+    const reason = new SessionLostError(this.id, `session ${this.id} was closed`);
+    for (const l of this.locks) l.markLost(`lock ${l.name} (token ${l.fencingToken}) was released: its session was closed`, reason);
+    this.locks.clear();
+    this.controller.abort(reason);
+    if (wasLost) return { released: [] };
+    return this.host.closeSession(this.id);
+  }
+
+  // ---- internals --------------------------------------------------------------------
+
+  private assertOpen(): void {
+    if (this.state === 'open') return;
+    throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} is ${this.state}`);
+  }
+
+  /** An acknowledged renewal sent at `sentAt` extends the proof (never shortens it). */
+  private noteAck(sentAt: number): void {
+    if (this.state !== 'open') return;
+    const until = sentAt + this.ttlMs - this.safetyMarginMs;
+    if (until <= this.proven) return;
+    this.proven = until;
+    this.lastAckSent = sentAt;
+    this.armLostTimer();
+    this.emit('keepalive', { sentAt, provenUntil: until });
+  }
+
+  private armLostTimer(): void {
+    if (this.lostTimer) clearTimeout(this.lostTimer);
+    const ms = Math.max(0, this.proven - this.host.now());
+    this.lostTimer = setTimeout(() => this.onLostTimer(), ms);
+  }
+
+  private onLostTimer(): void {
+    this.lostTimer = undefined;
+    if (this.state !== 'open') return;
+    if (this.host.now() < this.proven) return this.armLostTimer(); // extended meanwhile, or the timer fired early
+    this.markLost(`no keepalive of session ${this.id} was acknowledged in time: the lease can no longer be proven (ttl ${this.ttlMs} ms, margin ${this.safetyMarginMs} ms)`);
+  }
+
+  private jittered(): number {
+    return Math.max(1, Math.round(this.keepaliveIntervalMs * (0.9 + 0.2 * this.host.random())));
+  }
+
+  private scheduleKeepalive(ms: number): void {
+    if (this.state !== 'open') return;
+    if (this.keepaliveTimer) clearTimeout(this.keepaliveTimer);
+    this.keepaliveTimer = setTimeout(() => void this.runKeepalive(), ms);
+  }
+
+  private async runKeepalive(): Promise<void> {
+    this.keepaliveTimer = undefined;
+    if (this.state !== 'open' || this.inflight) return;
+    this.inflight = true;
+    try {
+      // The call may keep retrying until the proof runs out; after that it is moot.
+      const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
+      this.noteAck(r.sentAt);
+      this.scheduleKeepalive(this.jittered());
+    } catch (err) {
+      if (this.state !== 'open') return;
+      if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id} (expired or closed)`, err);
+      if (err instanceof PermissionDeniedError || err instanceof InvalidRequestError) return this.markLost(`keepalive of session ${this.id} was refused: ${err.message}`, err);
+      this.host.warn(`keepalive of session ${this.id} failed; retrying`, err);
+      this.scheduleKeepalive(Math.min(this.jittered(), 200));
+    } finally {
+      this.inflight = false;
+    }
+  }
+
+  private stopTimers(): void {
+    if (this.keepaliveTimer) clearTimeout(this.keepaliveTimer);
+    if (this.lostTimer) clearTimeout(this.lostTimer);
+    this.keepaliveTimer = undefined;
+    this.lostTimer = undefined;
+  }
+
+  /** Final: abort every lock and the session's signal, emit `lost`, free the locks early. */
+  private markLost(why: string, cause?: unknown): void {
+    if (this.state !== 'open') return;
+    this.state = 'lost';
+    this.stopTimers();
+    const err = new SessionLostError(this.id, why, cause === undefined ? {} : { cause });
+    for (const l of this.locks) l.markLost(`lock ${l.name} (token ${l.fencingToken}) is lost: ${why}`, err);
+    this.locks.clear();
+    this.controller.abort(err);
+    this.resolveLost(err);
+    this.emit('lost', err);
+    // We promised the user the lock is gone; if the server still has the session, end it
+    // so waiters get the lock now rather than at expiry. Best effort, bounded.
+    if (!(cause instanceof SessionNotFoundError)) {
+      this.host.closeSession(this.id, { budgetMs: 2000 }).catch(() => undefined);
+    }
+  }
+}
+
+export { LockLostError };

@@ -1,0 +1,140 @@
+// The SDK's view of the REST answers (spec §3), in camelCase, and the decoders that turn
+// a JSON body into them. A body that lacks a field the contract promises is a
+// `bad_response` error naming the field — a proxy page or a version skew must never
+// become a fencing token of `undefined`.
+import { decodeHolder, InvalidRequestError, RaftlockError, type HolderInfo } from './errors.js';
+
+export type { HolderInfo };
+
+export interface Grant {
+  name: string;
+  sessionId: string;
+  fencingToken: number;
+  ttlMs: number;
+}
+
+export interface SessionGrant {
+  sessionId: string;
+  ttlMs: number;
+}
+
+export interface SessionInfo {
+  sessionId: string;
+  owner: string;
+  ttlMs: number;
+  locks: string[];
+}
+
+export interface LockInfo {
+  name: string;
+  held: boolean;
+  holder?: HolderInfo;
+  waiters: number;
+}
+
+export interface MemberInfo {
+  id: string;
+  api: string;
+  peer: string;
+  role?: string;
+  matchIndex?: number;
+  lag?: number;
+}
+
+export interface ClusterInfo {
+  nodeId: string;
+  role: string;
+  term: number;
+  leaderId: string | null;
+  commitIndex: number;
+  appliedIndex: number;
+  members: MemberInfo[];
+}
+
+type Obj = Record<string, unknown>;
+
+function obj(v: unknown, what: string): Obj {
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) throw bad(what, 'is not a JSON object');
+  return v as Obj;
+}
+function str(o: Obj, k: string, what: string): string {
+  const v = o[k];
+  if (typeof v !== 'string') throw bad(what, `field ${k} is missing or not a string`);
+  return v;
+}
+function num(o: Obj, k: string, what: string): number {
+  const v = o[k];
+  if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(what, `field ${k} is missing or not a number`);
+  return v;
+}
+function bad(what: string, problem: string): RaftlockError {
+  return new RaftlockError('bad_response', `unexpected answer to ${what}: ${problem}`);
+}
+
+export function decodeGrant(v: unknown, what: string): Grant {
+  const o = obj(v, what);
+  const g = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what) };
+  if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
+  return g;
+}
+
+export function decodeSessionGrant(v: unknown, what: string): SessionGrant {
+  const o = obj(v, what);
+  return { sessionId: str(o, 'session_id', what), ttlMs: num(o, 'ttl_ms', what) };
+}
+
+export function decodeSessionInfo(v: unknown, what: string): SessionInfo {
+  const o = obj(v, what);
+  const locks = o.locks;
+  if (!Array.isArray(locks) || !locks.every((l) => typeof l === 'string')) throw bad(what, 'field locks is not a list of names');
+  return { sessionId: str(o, 'session_id', what), owner: typeof o.owner === 'string' ? o.owner : '', ttlMs: num(o, 'ttl_ms', what), locks: locks as string[] };
+}
+
+export function decodeLockInfo(v: unknown, what: string): LockInfo {
+  const o = obj(v, what);
+  if (typeof o.held !== 'boolean') throw bad(what, 'field held is missing');
+  const info: LockInfo = { name: str(o, 'name', what), held: o.held, waiters: typeof o.waiters === 'number' ? o.waiters : 0 };
+  const holder = decodeHolder(o.holder);
+  if (holder) info.holder = holder;
+  return info;
+}
+
+export function decodeLockList(v: unknown, what: string): LockInfo[] {
+  const o = obj(v, what);
+  if (!Array.isArray(o.locks)) throw bad(what, 'field locks is not a list');
+  return o.locks.map((l) => decodeLockInfo(l, what));
+}
+
+export function decodeCluster(v: unknown, what: string): ClusterInfo {
+  const o = obj(v, what);
+  if (!Array.isArray(o.members)) throw bad(what, 'field members is not a list');
+  const members = o.members.map((m): MemberInfo => {
+    const mo = obj(m, what);
+    const out: MemberInfo = { id: str(mo, 'id', what), api: typeof mo.api === 'string' ? mo.api : '', peer: typeof mo.peer === 'string' ? mo.peer : '' };
+    if (typeof mo.role === 'string') out.role = mo.role;
+    if (typeof mo.match_index === 'number') out.matchIndex = mo.match_index;
+    if (typeof mo.lag === 'number') out.lag = mo.lag;
+    return out;
+  });
+  return {
+    nodeId: str(o, 'node_id', what),
+    role: str(o, 'role', what),
+    term: num(o, 'term', what),
+    leaderId: typeof o.leader_id === 'string' ? o.leader_id : null,
+    commitIndex: num(o, 'commit_index', what),
+    appliedIndex: num(o, 'applied_index', what),
+    members,
+  };
+}
+
+/** Percent-encodes a lock name as ONE path segment ("/" becomes %2F), so a name ending
+ *  in an action word ("jobs/check") is never mistaken for that action (docs/api.md). */
+export function lockPath(name: string, action?: 'acquire' | 'renew' | 'release' | 'check'): string {
+  if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'lock name must be a non-empty string');
+  return `/v1/locks/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
+}
+
+export function sessionPath(id: string, suffix = ''): string {
+  if (typeof id !== 'string' || id.length === 0) throw new InvalidRequestError('invalid_request', 'session id must be a non-empty string');
+  return `/v1/sessions/${encodeURIComponent(id)}${suffix}`;
+}

@@ -1,0 +1,2 @@
+// The package entry point (package.json "main"): the client SDK.
+export * from './client/index.js';
