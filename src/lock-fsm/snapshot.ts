@@ -71,11 +71,6 @@ function fail(path: string, what: string): never {
   throw new Error(`corrupt lock-fsm snapshot: ${path} ${what}`);
 }
 
-function tuple(x: unknown, len: number, path: string): unknown[] {
-  if (!Array.isArray(x) || x.length !== len) fail(path, `must be an array of ${len} elements`);
-  return x;
-}
-
 function array(x: unknown, path: string): unknown[] {
   if (!Array.isArray(x)) fail(path, 'must be an array');
   return x;
@@ -106,61 +101,72 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   return c;
 }
 
-function importSessions(c: FsmCore, rows: unknown[]): void {
-  let prev: string | null = null;
-  rows.forEach((row, i) => {
-    const p = `sessions[${i}]`;
-    const t = tuple(row, 4, p);
-    const id = check(t[0], isSessionId, `${p}[0]`, 'a session id');
-    if (prev !== null && compareStrings(prev, id) >= 0) fail(`${p}[0]`, 'is out of order or duplicated (sessions must be sorted by id)');
-    prev = id;
-    const ttlMs = check(t[1], intIn(1, MAX_DURATION_MS), `${p}[1]`, 'a ttl in ms');
-    const owner = check(t[2], isOwner, `${p}[2]`, 'an owner');
-    const delay = check(t[3], intIn(0, MAX_DURATION_MS), `${p}[3]`, 'a lock-delay in ms');
-    c.sessions.set(id, new Session(id, ttlMs, owner, delay));
-  });
+// The row importers below run a million times for a large state: their checks are inline
+// and the error path strings are built only on failure.
+
+function row(x: unknown, len: number, path: () => string): unknown[] {
+  if (!Array.isArray(x) || x.length !== len) fail(path(), `must be an array of ${len} elements`);
+  return x;
 }
 
-function sessionRef(c: FsmCore, x: unknown, path: string): Session {
-  const id = check(x, isSessionId, path, 'a session id');
-  const s = c.sessions.get(id);
-  if (s === undefined) fail(path, `names session ${id}, which is not in sessions`);
+function importSessions(c: FsmCore, rows: unknown[]): void {
+  let prev = '';
+  for (let i = 0; i < rows.length; i++) {
+    const t = row(rows[i], 4, () => `sessions[${i}]`);
+    const [id, ttlMs, owner, delay] = t;
+    if (!isSessionId(id)) fail(`sessions[${i}][0]`, 'must be a session id');
+    if (i > 0 && !(prev < id)) fail(`sessions[${i}][0]`, 'is out of order or duplicated (sessions must be sorted by id)');
+    prev = id;
+    if (!isIntIn(ttlMs, 1, MAX_DURATION_MS)) fail(`sessions[${i}][1]`, 'must be a ttl in ms');
+    if (!isOwner(owner)) fail(`sessions[${i}][2]`, 'must be an owner');
+    if (!isIntIn(delay, 0, MAX_DURATION_MS)) fail(`sessions[${i}][3]`, 'must be a lock-delay in ms');
+    c.sessions.set(id, new Session(id, ttlMs, owner, delay));
+  }
+}
+
+function sessionRef(c: FsmCore, x: unknown, path: () => string): Session {
+  const s = typeof x === 'string' ? c.sessions.get(x) : undefined; // ids were validated on import
+  if (s === undefined) fail(path(), `names session ${String(x)}, which is not in sessions`);
   return s;
 }
 
 function importLocks(c: FsmCore, rows: unknown[]): void {
-  let prev: string | null = null;
-  const tokens = new Set<number>();
-  rows.forEach((row, i) => {
-    const p = `locks[${i}]`;
-    const t = tuple(row, 6, p);
-    const name = check(t[0], isLockName, `${p}[0]`, 'a lock name');
-    if (prev !== null && compareStrings(prev, name) >= 0) fail(`${p}[0]`, 'is out of order or duplicated (locks must be sorted by name)');
+  let prev = '';
+  const tokens = new Float64Array(rows.length); // held tokens, checked for repeats at the end
+  let nTokens = 0;
+  for (let i = 0; i < rows.length; i++) {
+    const t = row(rows[i], 6, () => `locks[${i}]`);
+    const [name, holder, owner, token, delayMs, waiters] = t;
+    if (!isLockName(name)) fail(`locks[${i}][0]`, 'must be a lock name');
+    if (i > 0 && !(prev < name)) fail(`locks[${i}][0]`, 'is out of order or duplicated (locks must be sorted by name)');
     prev = name;
     const l = new LockState(name);
     c.locks.set(name, l);
-    if (t[1] !== null) {
-      const s = sessionRef(c, t[1], `${p}[1]`);
-      const owner = check(t[2], isOwner, `${p}[2]`, 'an owner');
-      const token = check(t[3], intIn(1, c.lastToken), `${p}[3]`, `a fencing token in [1, lastToken=${c.lastToken}]`);
-      if (tokens.has(token)) fail(`${p}[3]`, `repeats fencing token ${token}`);
-      tokens.add(token);
-      if (t[4] !== 0) fail(`${p}[4]`, 'must be 0: a held lock is not in lock-delay');
+    if (holder !== null) {
+      const s = sessionRef(c, holder, () => `locks[${i}][1]`);
+      if (!isOwner(owner)) fail(`locks[${i}][2]`, 'must be an owner');
+      if (!isIntIn(token, 1, c.lastToken)) fail(`locks[${i}][3]`, `must be a fencing token in [1, lastToken=${c.lastToken}]`);
+      tokens[nTokens++] = token;
+      if (delayMs !== 0) fail(`locks[${i}][4]`, 'must be 0: a held lock is not in lock-delay');
       c.attachHolder(l, s, owner, token, false);
     } else {
-      if (t[2] !== null || t[3] !== 0) fail(p, 'has an owner or token but no holder');
+      if (owner !== null || token !== 0) fail(`locks[${i}]`, 'has an owner or token but no holder');
       // a free lock is only stored while in lock-delay
-      c.setDelay(l, check(t[4], intIn(1, MAX_DURATION_MS), `${p}[4]`, 'a lock-delay in ms (a free lock is stored only while in delay)'));
+      if (!isIntIn(delayMs, 1, MAX_DURATION_MS)) fail(`locks[${i}][4]`, 'must be a lock-delay in ms (a free lock is stored only while in delay)');
+      c.setDelay(l, delayMs);
     }
-    importWaiters(c, l, array(t[5], `${p}[5]`), `${p}[5]`);
-  });
+    if (!Array.isArray(waiters)) fail(`locks[${i}][5]`, 'must be an array');
+    if (waiters.length > 0) importWaiters(c, l, waiters, `locks[${i}][5]`);
+  }
+  const sorted = tokens.subarray(0, nTokens).sort();
+  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
 }
 
 function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string): void {
-  rows.forEach((row, i) => {
+  rows.forEach((r, i) => {
     const p = `${path}[${i}]`;
-    const t = tuple(row, 3, p);
-    const s = sessionRef(c, t[0], `${p}[0]`);
+    const t = row(r, 3, () => p);
+    const s = sessionRef(c, t[0], () => `${p}[0]`);
     if (s === l.holder) fail(`${p}[0]`, `session ${s.id} both holds and waits for ${l.name}`);
     if (s.waits?.has(l.name)) fail(`${p}[0]`, `session ${s.id} waits twice for ${l.name}`);
     const owner = check(t[1], isOwner, `${p}[1]`, 'an owner');
@@ -176,9 +182,9 @@ function importIdem(c: FsmCore, x: unknown): void {
   const nowMs = check(o['nowMs'], intIn(0, MAXI), 'idem.nowMs', 'a non-negative integer');
   const seen = new Set<string>();
   let prevAt = 0;
-  const entries: IdempotencyEntry[] = array(o['entries'], 'idem.entries').map((row, i) => {
+  const entries: IdempotencyEntry[] = array(o['entries'], 'idem.entries').map((r, i) => {
     const p = `idem.entries[${i}]`;
-    const t = tuple(row, 3, p);
+    const t = row(r, 3, () => p);
     const key = check(t[0], isIdempotencyKey, `${p}[0]`, 'an idempotency key');
     if (seen.has(key)) fail(`${p}[0]`, 'repeats a key');
     seen.add(key);

@@ -89,6 +89,7 @@ test('a corrupt snapshot gives a clear error naming the field', () => {
     [(s) => { s.locks[0]![4] = 0; }, /locks\[0\]\[4\] must be a lock-delay/],
     [(s) => { s.locks[2]![4] = 5; }, /a held lock is not in lock-delay/],
     [(s) => { s.locks[1]![5].push(['s3', '', 1]); }, /waits twice/],
+    [(s) => { s.locks.push(['d', 's3', '', s.locks[2]![3], 0, []]); }, /hold fencing token 8 twice/],
     [(s) => { s.locks[2]![5].unshift(['s2', '', 1]); }, /both holds and waits/],
     [(s) => { s.locks[1]![5][0]![2] = 0; }, /a wait in ms/],
     [(s) => { s.locks[1]!.pop(); }, /locks\[1\] must be an array of 6/],
