@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { RawNode } from '../raft/core/raw-node.js';
 import { seededRng } from '../raft/core/rng.js';
 import { LevelStorage } from '../raft/level-storage.js';
+import { UnsyncedLossStorage } from '../raft/unsynced-loss-storage.js';
 import { RaftDriver } from '../raft/node.js';
 import { HttpTransport } from '../transport/http-transport.js';
 import { Lessor, type ApplyOutput } from '../lock-fsm/index.js';
@@ -37,10 +38,12 @@ export interface RunningNode {
 }
 
 /** Raft ticks at the heartbeat interval; election timeouts are whole ticks. */
-export function tickPlan(config: Config): { tickMs: number; electionTicks: number; heartbeatTicks: number } {
+export function tickPlan(config: Config): { tickMs: number; electionTicks: number; electionTicksMax: number; heartbeatTicks: number } {
   const tickMs = config.heartbeatMs;
   const electionTicks = Math.max(2, Math.round(config.electionTimeoutMs.min / tickMs));
-  return { tickMs, electionTicks, heartbeatTicks: 1 };
+  // the core draws from [min, max): +1 makes the file's max itself reachable
+  const electionTicksMax = Math.max(electionTicks + 1, Math.round(config.electionTimeoutMs.max / tickMs) + 1);
+  return { tickMs, electionTicks, electionTicksMax, heartbeatTicks: 1 };
 }
 
 export async function startNode(o: NodeOptions): Promise<RunningNode> {
@@ -50,10 +53,15 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const metrics = new Metrics();
   const plan = tickPlan(config);
 
-  const storage = await LevelStorage.open(resolved.dataDir, {
+  const levelStorage = await LevelStorage.open(resolved.dataDir, {
     seedConf: { voters: config.nodes.map((n) => n.id), learners: [] },
     logger: logger.child({ component: 'storage' }),
   });
+  // TEST HOOK (jepsen-lite, issue 7): RAFTLOCK_TEST_UNSYNCED_LOSS=1 keeps every unsynced
+  // write in memory until the next synced one, so a kill -9 loses it as a power cut would.
+  // Only test/jepsen-lite sets it; never set it in production.
+  const storage = process.env.RAFTLOCK_TEST_UNSYNCED_LOSS === '1' ? new UnsyncedLossStorage(levelStorage) : levelStorage;
+  if (storage !== levelStorage) logger.warn('RAFTLOCK_TEST_UNSYNCED_LOSS=1: unsynced writes are lost on a crash (test hook)');
   const snap = storage.snapshot();
   const app = new LockApp(
     { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock },
@@ -65,6 +73,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     {
       id: nodeId,
       electionTicks: plan.electionTicks,
+      electionTicksMax: plan.electionTicksMax,
       heartbeatTicks: plan.heartbeatTicks,
       rng: seededRng(randomBytes(4).readUInt32LE(0)),
       preVote: true,

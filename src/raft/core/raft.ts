@@ -18,8 +18,11 @@ import type {
 
 export interface RaftConfig {
   id: NodeId;
-  /** randomized election timeout in [electionTicks, 2*electionTicks) drawn from rng */
+  /** randomized election timeout in [electionTicks, electionTicksMax) drawn from rng */
   electionTicks: number;
+  /** exclusive upper bound of the randomized timeout (default 2 * electionTicks), so a
+   *  cluster file's election_timeout_ms [min, max] maps onto ticks exactly */
+  electionTicksMax?: number;
   heartbeatTicks: number;
   rng: Rng;
   preVote: boolean;
@@ -43,6 +46,7 @@ function validateConfig(cfg: RaftConfig): void {
   if (!validNodeId(cfg.id)) bad('id must be a non-empty string');
   if (!posInt(cfg.electionTicks)) bad(`electionTicks must be an integer >= 1, got ${cfg.electionTicks}`);
   if (!posInt(cfg.heartbeatTicks)) bad(`heartbeatTicks must be an integer >= 1, got ${cfg.heartbeatTicks}`);
+  if (cfg.electionTicksMax !== undefined && !(Number.isSafeInteger(cfg.electionTicksMax) && cfg.electionTicksMax > cfg.electionTicks)) bad(`electionTicksMax must be an integer above electionTicks (${cfg.electionTicks}), got ${cfg.electionTicksMax}`);
   if (cfg.heartbeatTicks >= cfg.electionTicks) bad(`heartbeatTicks (${cfg.heartbeatTicks}) must be below electionTicks (${cfg.electionTicks})`);
   if (!posInt(cfg.maxInflight)) bad(`maxInflight must be an integer >= 1, got ${cfg.maxInflight}`);
   if (!posInt(cfg.maxMsgBytes)) bad(`maxMsgBytes must be an integer >= 1, got ${cfg.maxMsgBytes}`);
@@ -154,7 +158,7 @@ export class Raft {
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
     // §5.2: randomized timeouts make split votes rare
-    this.randomizedElectionTimeout = this.cfg.rng.int(this.cfg.electionTicks, 2 * this.cfg.electionTicks);
+    this.randomizedElectionTimeout = this.cfg.rng.int(this.cfg.electionTicks, this.cfg.electionTicksMax ?? 2 * this.cfg.electionTicks);
     this.leadTransferee = null;
     this.votes.clear();
     this.prs.clear();
