@@ -31,6 +31,14 @@ export class DeadlineHeap<T> {
     }
   }
 
+  /** Adds many items at once: append, then heapify bottom-up, O(n) instead of
+   *  O(n log n) (a new leader arms a million deadlines in one go). */
+  pushAll(items: Iterable<{ atMs: number; value: T }>): void {
+    const a = this.items;
+    for (const it of items) a.push({ atMs: it.atMs, seq: this.seq++, value: it.value });
+    for (let i = (a.length >> 1) - 1; i >= 0; i--) this.siftDown(i);
+  }
+
   /** earliest deadline, or undefined when empty */
   peekAt(): number | undefined {
     return this.items[0]?.atMs;
@@ -43,18 +51,22 @@ export class DeadlineHeap<T> {
     const last = a.pop() as HeapItem<T>;
     if (a.length > 0) {
       a[0] = last;
-      let i = 0;
-      for (;;) {
-        const l = 2 * i + 1, r = l + 1;
-        let m = i;
-        if (l < a.length && less(a[l] as HeapItem<T>, a[m] as HeapItem<T>)) m = l;
-        if (r < a.length && less(a[r] as HeapItem<T>, a[m] as HeapItem<T>)) m = r;
-        if (m === i) break;
-        swap(a, i, m);
-        i = m;
-      }
+      this.siftDown(0);
     }
     return top;
+  }
+
+  private siftDown(i: number): void {
+    const a = this.items;
+    for (;;) {
+      const l = 2 * i + 1, r = l + 1;
+      let m = i;
+      if (l < a.length && less(a[l] as HeapItem<T>, a[m] as HeapItem<T>)) m = l;
+      if (r < a.length && less(a[r] as HeapItem<T>, a[m] as HeapItem<T>)) m = r;
+      if (m === i) return;
+      swap(a, i, m);
+      i = m;
+    }
   }
 }
 

@@ -72,7 +72,13 @@ export class Lessor {
   promote(nowMs: number, src: LessorSource): void {
     this.clear();
     this.leader = true;
-    for (const s of src.sessions()) this.trackSession(s.sessionId, s.ttlMs, nowMs);
+    const armed: { atMs: number; value: Track }[] = [];
+    for (const s of src.sessions()) {
+      const t = { kind: 'session' as const, sessionId: s.sessionId, ttlMs: s.ttlMs, deadlineMs: nowMs + s.ttlMs, proposedAtMs: NOT_PROPOSED, dead: false };
+      this.sessionTracks.set(s.sessionId, t);
+      armed.push({ atMs: t.deadlineMs, value: t });
+    }
+    this.heap.pushAll(armed);
     for (const d of src.locksInDelay()) this.trackDelay(d.name, nowMs + d.delayMs);
     for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs);
   }
