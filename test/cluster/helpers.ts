@@ -2,6 +2,9 @@
 // shape of the contract, a fencing-token monotonicity witness, a Prometheus text parser,
 // and a retry loop that only forgives what the contract says is retryable.
 import assert from 'node:assert/strict';
+import http from 'node:http';
+import net from 'node:net';
+import { randomUUID } from 'node:crypto';
 import type { ClusterHarness, HarnessResponse } from '../support/cluster-harness.js';
 
 /** The contract's error shape (spec §3 "Errors"), with the expected status and code. */
@@ -128,5 +131,59 @@ export async function sendRetrying503(
 }
 
 export function uniqueKey(prefix: string): string {
-  return `${prefix}-${Date.now().toString(36)}-${Math.random().toString(36).slice(2, 10)}`;
+  return `${prefix}-${randomUUID()}`;
+}
+
+/**
+ * One HTTP request with exactly this method, path and body, sent with node:http so the path
+ * reaches the server as written (fetch would normalise "a/../b" away). Never throws for an
+ * HTTP answer; a connection error rejects.
+ */
+export function rawHttp(baseUrl: string, method: string, path: string, body?: string | Uint8Array, headers: Record<string, string> = {}): Promise<{ status: number; text: string; body: unknown; headers: http.IncomingHttpHeaders }> {
+  const u = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: u.hostname, port: Number(u.port), method, path, headers, agent: false, timeout: 30_000 }, (res) => {
+      const parts: Buffer[] = [];
+      res.on('data', (c: Buffer) => parts.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(parts).toString('utf8');
+        let parsed: unknown = text;
+        try {
+          parsed = text ? JSON.parse(text) : undefined;
+        } catch {
+          /* not JSON */
+        }
+        resolve({ status: res.statusCode ?? 0, text, body: parsed, headers: res.headers });
+      });
+      res.on('error', reject);
+    });
+    req.on('timeout', () => req.destroy(new Error(`${method} ${path}: no answer in 30 s`)));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/** Write raw bytes to a TCP port and collect whatever comes back until the peer closes
+ *  (or `timeoutMs`). For protocol-level garbage that no HTTP client would send. */
+export function rawTcp(baseUrl: string, bytes: Uint8Array, timeoutMs = 5000): Promise<string> {
+  const u = new URL(baseUrl);
+  return new Promise((resolve) => {
+    const parts: Buffer[] = [];
+    const sock = net.connect({ host: u.hostname, port: Number(u.port) }, () => sock.end(bytes));
+    const timer = setTimeout(() => sock.destroy(), timeoutMs);
+    sock.on('data', (c: Buffer) => parts.push(c));
+    sock.on('error', () => undefined);
+    sock.on('close', () => {
+      clearTimeout(timer);
+      resolve(Buffer.concat(parts).toString('latin1'));
+    });
+  });
+}
+
+/** The seed of a randomized test: RAFTLOCK_TEST_SEED replays a run; printed either way. */
+export function testSeed(): number {
+  const env = process.env.RAFTLOCK_TEST_SEED;
+  const seed = env !== undefined && env !== '' ? Number(env) : Math.floor(Math.random() * 2 ** 32);
+  assert.ok(Number.isSafeInteger(seed) && seed >= 0, `RAFTLOCK_TEST_SEED must be a non-negative integer, got ${env}`);
+  return seed;
 }
