@@ -1,29 +1,29 @@
-// The `raftlock` command line (spec §1). Each subcommand lives in its own file.
+// The `raftlock` command line (spec §1). Each subcommand lives in its own file; this file
+// only registers them and turns commander's own errors into exit code 2.
 import { Command, Option } from 'commander';
-import { existsSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
 import { serve } from './serve.js';
 import { runCluster } from './cluster.js';
-import { clusterTable } from './status.js';
+import { DEFAULT_CONFIG, UsageError } from './commands/common.js';
+import { registerStatus } from './commands/status.js';
+import { registerLock } from './commands/lock.js';
+import { registerAcquire } from './commands/acquire.js';
+import { registerRelease } from './commands/release.js';
+import { registerRenew } from './commands/renew.js';
+import { registerGet } from './commands/get.js';
+import { registerLs } from './commands/ls.js';
+import { registerCheck } from './commands/check.js';
+import { registerSession } from './commands/session.js';
 
-const DEFAULT_CONFIG = 'cluster.config.json';
-
-/** --endpoints, else RAFTLOCK_ENDPOINTS, else the API URLs of cluster.config.json */
-export function resolveEndpoints(flag: string | undefined, configPath = DEFAULT_CONFIG): string[] {
-  const raw = flag ?? process.env.RAFTLOCK_ENDPOINTS;
-  if (raw) return raw.split(',').map((s) => s.trim()).filter(Boolean);
-  if (existsSync(configPath)) return loadConfig(configPath).nodes.map((n) => n.api);
-  throw new UsageError(`no endpoints: pass --endpoints URL,… or set RAFTLOCK_ENDPOINTS (no ${configPath} here)`);
-}
-
-export class UsageError extends Error {}
+export { resolveEndpoints, UsageError } from './commands/common.js';
 
 export function buildProgram(): Command {
   const program = new Command('raftlock')
     .description('a distributed lock service on Raft: TTL sessions, fencing tokens, FIFO waiters')
     .showHelpAfterError()
-    .exitOverride();
+    .exitOverride()
+    .addHelpText('after', '\nExit codes: 0 ok, 1 lock held / not holder / token not current, 2 usage, 3 unavailable,\n4 session or lock lost, 5 permission denied, 6 unexpected server answer; `lock` returns its command\'s code.');
 
   program
     .command('serve')
@@ -54,13 +54,16 @@ export function buildProgram(): Command {
       process.exitCode = code;
     });
 
-  program
-    .command('status')
-    .description('print the cluster: members, roles, leader, term, commit/applied index, lag')
-    .option('--endpoints <urls>', 'comma-separated API URLs (default: RAFTLOCK_ENDPOINTS or cluster.config.json)')
-    .action(async (o: { endpoints?: string }) => {
-      console.log(await clusterTable(resolveEndpoints(o.endpoints)));
-    });
+  // client commands (src/cli/commands/*): each maps its own failures to exit codes
+  registerStatus(program);
+  registerLock(program);
+  registerAcquire(program);
+  registerRelease(program);
+  registerRenew(program);
+  registerGet(program);
+  registerLs(program);
+  registerCheck(program);
+  registerSession(program);
 
   return program;
 }
@@ -73,7 +76,7 @@ export async function main(argv: string[]): Promise<void> {
     const e = err as { code?: string; exitCode?: number; message?: string };
     if (typeof e.code === 'string' && e.code.startsWith('commander.')) {
       // commander already printed help or the usage error
-      process.exitCode = e.code === 'commander.helpDisplayed' || e.code === 'commander.version' ? 0 : 2;
+      process.exitCode = e.code === 'commander.helpDisplayed' || e.code === 'commander.version' || e.code === 'commander.help' ? 0 : 2;
       return;
     }
     if (err instanceof ConfigError || err instanceof UsageError) {
@@ -84,4 +87,3 @@ export async function main(argv: string[]): Promise<void> {
     throw err;
   }
 }
-

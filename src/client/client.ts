@@ -8,6 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { Dispatcher } from 'undici';
 import { InvalidRequestError, LockLostError } from './errors.js';
+import { normalizeEndpoint } from './endpoints.js';
 import { HttpCaller, type Answer, type CallSpec } from './http.js';
 import type { Lock } from './lock.js';
 import { Session, type SessionLockOptions } from './session.js';
@@ -218,16 +219,9 @@ export class RaftlockClient {
   }
 
   /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */
-  async cluster(o: { endpoint?: string; signal?: AbortSignal } = {}): Promise<ClusterInfo & { endpoint: string }> {
-    if (o.endpoint !== undefined) {
-      const one = new RaftlockClient({ endpoints: [o.endpoint], retryBudgetMs: 1, timeoutMs: 2000 });
-      try {
-        return await one.cluster(o.signal ? { signal: o.signal } : {});
-      } finally {
-        await one.close();
-      }
-    }
-    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', ...opt('signal', o.signal) });
+  async cluster(o: { endpoint?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ClusterInfo & { endpoint: string }> {
+    const deadline = o.timeoutMs === undefined ? undefined : this.clock() + o.timeoutMs;
+    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', ...opt('signal', o.signal), ...opt('deadline', deadline), ...opt('endpoint', o.endpoint === undefined ? undefined : normalizeEndpoint(o.endpoint)) });
     return { ...decodeCluster(a.body, 'cluster'), endpoint: a.endpoint };
   }
 

@@ -29,6 +29,8 @@ export interface CallSpec {
   /** absolute deadline (client clock, ms) for the whole call; default: now + retry budget + waitMs */
   deadline?: number;
   signal?: AbortSignal;
+  /** ask exactly this endpoint, once (e.g. a node's own /v1/cluster view) */
+  endpoint?: string;
 }
 
 export interface Answer {
@@ -84,6 +86,7 @@ export class HttpCaller {
   }
 
   async call(spec: CallSpec): Promise<Answer> {
+    if (spec.endpoint !== undefined) return this.callOne(spec.endpoint, spec);
     const start = this.o.now();
     const deadline = spec.deadline ?? start + this.o.retryBudgetMs + (spec.waitMs ?? 0);
     let outcomeUnknown = false;
@@ -96,7 +99,7 @@ export class HttpCaller {
       if (remaining <= 0 && attempt > 0) break;
       // Honour the rest an endpoint asked for, but never sleep past a third of what is
       // left: a lease renewal must get its last tries in before the deadline.
-      if (pick.waitMs > 0) await sleep(Math.min(pick.waitMs, Math.max(0, remaining / 3)), spec.signal);
+      if (pick.waitMs > 0) await sleep(Math.ceil(Math.min(pick.waitMs, Math.max(0, remaining / 3))), spec.signal);
       firstSentAt ??= this.o.now();
       const r = await this.attempt(pick.url, spec, start, deadline);
       if (r.kind === 'answer') {
@@ -126,6 +129,14 @@ export class HttpCaller {
     throw this.giveUp(spec, last, outcomeUnknown);
   }
 
+  private async callOne(url: string, spec: CallSpec): Promise<Answer> {
+    const start = this.o.now();
+    const r = await this.attempt(url, spec, start, spec.deadline ?? start + this.o.timeoutMs + (spec.waitMs ?? 0));
+    if (r.kind !== 'answer') throw r.error;
+    if (r.answer.status >= 200 && r.answer.status < 300) return r.answer;
+    throw errorFromResponse(r.answer.status, r.answer.body, url);
+  }
+
   private giveUp(spec: CallSpec, last: RaftlockError | undefined, outcomeUnknown: boolean): RaftlockError {
     const what = `${spec.method} ${decodeForMessage(spec.path)}`;
     const why = last ? last.message : 'no attempt could be made';
@@ -143,7 +154,7 @@ export class HttpCaller {
   > {
     const sentAt = this.o.now();
     const elapsed = sentAt - start;
-    const attemptMs = Math.max(1, Math.min(this.o.timeoutMs + (spec.waitMs ?? 0), deadline - sentAt));
+    const attemptMs = Math.max(1, Math.ceil(Math.min(this.o.timeoutMs + (spec.waitMs ?? 0), deadline - sentAt)));
     const headers: Record<string, string> = { 'user-agent': 'raftlock-client', accept: 'application/json' };
     if (this.o.token !== undefined) headers.authorization = `Bearer ${this.o.token}`;
     if (spec.idempotencyKey !== undefined) headers['idempotency-key'] = spec.idempotencyKey;
@@ -179,7 +190,9 @@ export class HttpCaller {
       const code = errorCode(err);
       if (timeout.aborted) return { kind: 'unknown', error: new UnavailableError(`${url}: no answer within ${attemptMs} ms`, { endpoint: url, cause: err }) };
       const kind = code !== undefined && NOT_SENT_CODES.has(code) ? 'not_sent' : 'unknown';
-      return { kind, error: new UnavailableError(`${url}: ${code ?? ''}${code ? ' ' : ''}${(err as Error).message}`.trim(), { endpoint: url, cause: err }) };
+      const m = (err as Error)?.message ?? String(err);
+      const what = code === undefined || m.includes(code) ? m : `${code} ${m}`;
+      return { kind, error: new UnavailableError(`${url}: ${what}`, { endpoint: url, cause: err }) };
     }
   }
 }

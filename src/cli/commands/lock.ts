@@ -1,0 +1,138 @@
+// `raftlock lock NAME -- CMD ARGS…` (like `etcdctl lock`, `consul lock`): take the lock,
+// run CMD while a session keeps it alive, release it when CMD exits, exit with CMD's code.
+//
+// CMD gets RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK in its environment
+// and should hand the token to every resource it writes. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent
+// to raftlock are forwarded to CMD. If the lock can no longer be proven held (the SDK's
+// lease proof runs out, BEFORE the server could expire the session), CMD gets SIGTERM at
+// once and SIGKILL after --kill-grace, and raftlock exits 4 — the complaint this answers is
+// "my cron job kept running after its lock expired". Only CMD's own process is signalled:
+// a CMD that forks (sh -c '…') should `exec` its last command or pass signals on.
+import type { Command } from 'commander';
+import { spawn } from 'node:child_process';
+import { hostname } from 'node:os';
+import { constants } from 'node:os';
+import type { Lock, RaftlockClient, Session } from '../../client/index.js';
+import { formatDuration } from '../../client/index.js';
+import { durationFlag, EXIT, makeClient, reportError, withClientOptions, type ClientFlags } from './common.js';
+
+interface Flags extends ClientFlags {
+  ttl: string;
+  wait: string;
+  owner?: string;
+  killGrace: string;
+}
+
+const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
+
+export function registerLock(program: Command): void {
+  withClientOptions(
+    program
+      .command('lock')
+      .description("hold a lock while a command runs; exits with the command's code (4 if the lock was lost)")
+      .argument('<name>', 'lock name')
+      .argument('<command...>', 'the command and its arguments, after --')
+      .option('--ttl <duration>', 'session ttl: how long the lock survives if raftlock dies', '10s')
+      .option('--wait <duration>', 'how long to wait for the lock before giving up (exit 1)', '30s')
+      .option('--owner <text>', 'who holds it, shown by get/ls (default: host:pid)')
+      .option('--kill-grace <duration>', 'after the lock is lost: time between SIGTERM and SIGKILL', '10s')
+      .addHelpText('after', '\nExample:\n  raftlock lock nightly-report --ttl 30s -- ./report.sh --date today\n\nThe command sees RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK.'),
+  ).action(async (name: string, command: string[], f: Flags) => {
+    process.exitCode = await runLock(name, command, f);
+  });
+}
+
+export async function runLock(name: string, command: string[], f: Flags): Promise<number> {
+  let client: RaftlockClient | undefined;
+  let session: Session | undefined;
+  try {
+    const ttlMs = durationFlag(f.ttl, '--ttl', 1);
+    const waitMs = durationFlag(f.wait, '--wait');
+    const graceMs = durationFlag(f.killGrace, '--kill-grace');
+    client = makeClient(f);
+    const got = await acquire(client, name, { ttlMs, waitMs, owner: f.owner ?? `${hostname()}:${process.pid}` });
+    if (typeof got === 'number') return got;
+    session = got.session;
+    return await runWhileHeld(got.lock, command, graceMs);
+  } catch (err) {
+    return reportError('lock', err, f.json === true);
+  } finally {
+    if (session) {
+      // Closing the session releases the lock in one committed command.
+      await session.close().catch((err: unknown) =>
+        process.stderr.write(`raftlock lock: could not release ${name} (${(err as Error).message}); it frees itself when the session's ttl runs out\n`),
+      );
+    }
+    await client?.close().catch(() => undefined);
+  }
+}
+
+/** Opens the session and waits for the lock; Ctrl-C while waiting gives up cleanly (130). */
+async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number; waitMs: number; owner: string }): Promise<{ session: Session; lock: Lock } | number> {
+  const ac = new AbortController();
+  let signalled: NodeJS.Signals | undefined;
+  const onSignal = (sig: NodeJS.Signals): void => {
+    signalled = sig;
+    ac.abort(new Error(`interrupted by ${sig}`));
+  };
+  for (const s of FORWARDED) process.on(s, onSignal);
+  let session: Session | undefined;
+  try {
+    session = await client.session({ ttlMs: o.ttlMs, owner: o.owner, signal: ac.signal });
+    const lock = await session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: ac.signal });
+    return { session, lock };
+  } catch (err) {
+    await session?.close().catch(() => undefined);
+    if (signalled) {
+      process.stderr.write(`raftlock lock: interrupted by ${signalled} while waiting for ${name}; nothing was run\n`);
+      return 128 + (constants.signals[signalled] ?? 0);
+    }
+    throw err;
+  } finally {
+    for (const s of FORWARDED) process.off(s, onSignal);
+  }
+}
+
+/** Runs CMD; resolves with the exit code raftlock should return. */
+function runWhileHeld(lock: Lock, command: string[], graceMs: number): Promise<number> {
+  const [file, ...args] = command;
+  if (file === undefined) return Promise.resolve(EXIT.usage);
+  const env = { ...process.env, RAFTLOCK_FENCING_TOKEN: String(lock.fencingToken), RAFTLOCK_SESSION_ID: lock.sessionId, RAFTLOCK_LOCK: lock.name };
+  return new Promise<number>((resolve) => {
+    let lost = false;
+    let killTimer: NodeJS.Timeout | undefined;
+    const child = spawn(file, args, { stdio: 'inherit', env });
+    const forward = (sig: NodeJS.Signals): void => {
+      child.kill(sig);
+    };
+    const onLost = (): void => {
+      lost = true;
+      const why = lock.signal.reason instanceof Error ? lock.signal.reason.message : 'the lock can no longer be proven held';
+      process.stderr.write(`raftlock lock: LOST ${lock.name} (fencing token ${lock.fencingToken}): ${why}; sending SIGTERM to ${file} (pid ${child.pid ?? '?'}), SIGKILL in ${formatDuration(graceMs)}\n`);
+      child.kill('SIGTERM');
+      killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
+    };
+    for (const s of FORWARDED) process.on(s, forward);
+    if (lock.signal.aborted) queueMicrotask(onLost);
+    else lock.signal.addEventListener('abort', onLost, { once: true });
+    const finish = (code: number): void => {
+      if (killTimer) clearTimeout(killTimer);
+      for (const s of FORWARDED) process.off(s, forward);
+      lock.signal.removeEventListener('abort', onLost);
+      resolve(code);
+    };
+    child.once('error', (err: NodeJS.ErrnoException) => {
+      // spawn failed: the shell's conventions, 127 not found, 126 not executable
+      const code = err.code === 'ENOENT' ? 127 : 126;
+      process.stderr.write(`raftlock lock: cannot run ${file}: ${err.message}\n`);
+      finish(code);
+    });
+    child.once('exit', (code, signal) => {
+      if (lost) {
+        process.stderr.write(`raftlock lock: ${file} stopped (${signal ?? `exit ${code}`}) after the lock was lost; exiting ${EXIT.lost}\n`);
+        return finish(EXIT.lost);
+      }
+      finish(code ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0));
+    });
+  });
+}
