@@ -1,0 +1,209 @@
+// The `raftlock` command as a user runs it (issue 5): `raftlock cluster --config FILE` (what
+// `npm start` runs) brings up every node with a leader within 10 s and Ctrl-C (SIGINT) stops
+// them all, leaving their ports free; a bad cluster file makes `raftlock serve` exit 2 with
+// one line on stderr naming the field; a data directory in use by a running node makes a
+// second node on it exit with a clear line.
+import { after, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ClusterHarness, binPath, eventually, freePort } from '../support/cluster-harness.js';
+
+interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `raftlock ARGS` to completion (killed after `timeoutMs`). */
+function runCli(args: string[], timeoutMs = 20_000): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      // let the pipes drain
+      setImmediate(() => resolve({ code, signal, stdout, stderr }));
+    });
+  });
+}
+
+/** Can we bind this loopback port right now? */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** pids of live processes whose command line mentions `needle` (Linux /proc; [] elsewhere) */
+function processesMentioning(needle: string): number[] {
+  let entries: string[];
+  try {
+    entries = readdirSync('/proc');
+  } catch {
+    return [];
+  }
+  const out: number[] = [];
+  for (const e of entries) {
+    if (!/^\d+$/.test(e) || Number(e) === process.pid) continue;
+    try {
+      const cmd = readFileSync(`/proc/${e}/cmdline`, 'utf8');
+      if (cmd.includes(needle)) out.push(Number(e));
+    } catch {
+      /* gone */
+    }
+  }
+  return out;
+}
+
+/** stderr is exactly one non-empty line, with no stack trace */
+function assertOneLine(r: CliRun, mentions: RegExp, what: string): void {
+  const ctx = `${what}: exit ${r.code}, stderr ${JSON.stringify(r.stderr)}`;
+  assert.equal(r.code, 2, ctx);
+  const lines = r.stderr.split('\n').filter((l) => l.trim() !== '');
+  assert.equal(lines.length, 1, ctx);
+  assert.match(lines[0]!, mentions, ctx);
+  assert.doesNotMatch(r.stderr, /\n\s+at .+:\d+:\d+/, `${ctx}: stack trace`);
+}
+
+describe('the raftlock command', { timeout: 120_000 }, () => {
+  const cleanups: (() => Promise<void> | void)[] = [];
+  after(async () => {
+    for (const c of cleanups.reverse()) await c();
+  });
+
+  it('`raftlock cluster --config FILE` elects a leader within 10 s; SIGINT stops every node and frees every port', async (t) => {
+    // the harness only writes the cluster file (free ports, temp data dir); the command starts the nodes
+    const h = await ClusterHarness.create({ nodes: 3 });
+    cleanups.push(() => h.close());
+    const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
+
+    const t0 = Date.now();
+    // its own process group, so cleanup after a failure reaches the nodes it spawned too
+    const proc: ChildProcess = spawn(process.execPath, [binPath, 'cluster', '--config', h.configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let exited = false;
+    const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => {
+      exited = true;
+      resolve(code);
+    }));
+    cleanups.push(() => {
+      if (!exited && proc.pid) {
+        try {
+          process.kill(-proc.pid, 'SIGKILL');
+        } catch {
+          /* gone */
+        }
+      }
+    });
+    let out = '';
+    proc.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+    proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+
+    // what a person sees: every node's URL, then who leads
+    await eventually(async () => /leader: n\d \(term \d+\)/.test(out), 10_000, `a leader line from raftlock cluster (output so far: ${JSON.stringify(out)})`);
+    const leaderMs = Date.now() - t0;
+    t.diagnostic(`raftlock cluster: leader announced ${leaderMs} ms after the command started`);
+    for (const n of h.nodes) assert.ok(out.includes(`node ${n.id}: ${n.api}`), `the URL of ${n.id} is printed: ${out}`);
+    // and the nodes agree
+    const leader = /leader: (n\d)/.exec(out)![1];
+    for (const n of h.nodes) {
+      const v = await h.view(n.id);
+      assert.equal(v.leader_id, leader);
+    }
+    const w = await h.request('n2', 'POST', '/v1/locks/cli/acquire', {});
+    assert.equal(w.status, 200, w.text);
+
+    // `raftlock status` against it
+    const st = await runCli(['status', '--endpoints', h.endpoints.join(',')]);
+    assert.equal(st.code, 0, st.stderr);
+    assert.match(st.stdout, new RegExp(`leader: ${leader}`));
+    for (const n of h.nodes) assert.match(st.stdout, new RegExp(`^${n.id}\\s+(leader|follower)`, 'm'));
+
+    // Ctrl-C
+    const stopT0 = Date.now();
+    process.kill(proc.pid!, 'SIGINT');
+    const code = await Promise.race([exit, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 30_000).unref())]);
+    t.diagnostic(`SIGINT: raftlock cluster exited ${String(code)} after ${Date.now() - stopT0} ms`);
+    assert.equal(code, 0, `exit code; output: ${out}`);
+    assert.match(out, /all nodes stopped/);
+    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after SIGINT`);
+    assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived raftlock cluster');
+  });
+
+  it('a bad cluster file: `raftlock serve` exits 2 with one line on stderr naming the field, no stack trace', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'raftlock-cli-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    const [a1, p1, a2, p2, a3, p3] = await Promise.all(Array.from({ length: 6 }, () => freePort()));
+    const good = {
+      cluster: 'cli',
+      nodes: [
+        { id: 'n1', api: `http://127.0.0.1:${a1}`, peer: `http://127.0.0.1:${p1}` },
+        { id: 'n2', api: `http://127.0.0.1:${a2}`, peer: `http://127.0.0.1:${p2}` },
+        { id: 'n3', api: `http://127.0.0.1:${a3}`, peer: `http://127.0.0.1:${p3}` },
+      ],
+      data_dir: join(dir, 'data'),
+      election_timeout_ms: [300, 600],
+      heartbeat_ms: 50,
+      session: { default_ttl_ms: 10_000, min_ttl_ms: 1000, max_ttl_ms: 3_600_000, lock_delay_ms: 0 },
+      snapshot_every_entries: 10_000,
+    };
+    const variants: { what: string; edit: (c: Record<string, unknown>) => unknown; mentions: RegExp; raw?: string; node?: string }[] = [
+      { what: 'unknown top-level field', edit: (c) => ({ ...c, colour: 'red' }), mentions: /colour/ },
+      { what: 'heartbeat_ms as a string', edit: (c) => ({ ...c, heartbeat_ms: 'fast' }), mentions: /heartbeat_ms/ },
+      { what: 'election timeout min above max', edit: (c) => ({ ...c, election_timeout_ms: [600, 300] }), mentions: /election_timeout_ms/ },
+      { what: 'a node api that is not a URL', edit: (c) => ({ ...c, nodes: [{ ...good.nodes[0], api: 'localhost:7' }, good.nodes[1], good.nodes[2]] }), mentions: /nodes.*api|api/ },
+      { what: 'duplicate node ids', edit: (c) => ({ ...c, nodes: [good.nodes[0], { ...good.nodes[1], id: 'n1' }, good.nodes[2]] }), mentions: /n1|id/ },
+      { what: 'session ttl out of order', edit: (c) => ({ ...c, session: { ...good.session, min_ttl_ms: 20_000 } }), mentions: /ttl/ },
+      { what: 'unknown field in session', edit: (c) => ({ ...c, session: { ...good.session, ttl: 5 } }), mentions: /session/ },
+      { what: 'missing nodes', edit: (c) => ({ ...c, nodes: undefined }), mentions: /nodes/ },
+      { what: 'invalid JSON', edit: (c) => c, raw: '{"cluster": "cli", ', mentions: /JSON/ },
+      { what: 'a node id not in the file', edit: (c) => c, node: 'n9', mentions: /n9/ },
+    ];
+    for (const [i, v] of variants.entries()) {
+      const file = join(dir, `bad-${i}.json`);
+      writeFileSync(file, v.raw ?? JSON.stringify(v.edit({ ...good })));
+      const r = await runCli(['serve', '--config', file, '--node', v.node ?? 'n1']);
+      assertOneLine(r, v.mentions, v.what);
+    }
+    const missing = await runCli(['serve', '--config', join(dir, 'does-not-exist.json'), '--node', 'n1']);
+    assertOneLine(missing, /does-not-exist\.json/, 'a missing config file');
+    // nothing of the bad starts is left listening
+    for (const p of [a1, p1]) assert.ok(await portIsFree(p!), `port ${p} in use after failed starts`);
+  });
+
+  it('a data directory locked by a running node: a second node on it exits with a clear line; the first is unharmed', async () => {
+    const h = await ClusterHarness.create({ nodes: 3 });
+    cleanups.push(() => h.close());
+    h.start('n1');
+    await eventually(async () => (await h.request('n1', 'GET', '/healthz')).status === 200, 15_000, 'n1 to serve');
+    const n1Dir = join(h.dir, 'data', 'n1');
+
+    // another node id, its own free ports, but n1's data directory
+    const other = await runCli(['serve', '--config', h.configPath, '--node', 'n2', '--data-dir', n1Dir]);
+    assertOneLine(other, /in use|lock/i, 'a second node on a locked data dir');
+    assert.ok(other.stderr.includes(n1Dir), `the line names the directory: ${other.stderr}`);
+    // the same node started twice (same dir, same ports)
+    const twice = await runCli(['serve', '--config', h.configPath, '--node', 'n1']);
+    assertOneLine(twice, /in use|lock|EADDRINUSE/i, 'the same node started twice');
+
+    assert.ok(h.node('n1').proc, 'the running n1 is still up');
+    assert.equal((await h.request('n1', 'GET', '/healthz')).status, 200);
+    assert.equal((await h.view('n1')).node_id, 'n1');
+    // and it still works once its peers come up
+    h.start('n2');
+    h.start('n3');
+    await h.waitForLeader(15_000);
+    const r = await h.request('n1', 'POST', '/v1/locks/after-lock-test/acquire', {});
+    assert.equal(r.status, 200, r.text);
+  });
+});
