@@ -66,6 +66,8 @@ const NOT_SENT_CODES = new Set([
   'UND_ERR_CONNECT_TIMEOUT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
   'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'SELF_SIGNED_CERT_IN_CHAIN',
 ]);
+/** Retries with less time than this left are not started. */
+const MIN_ATTEMPT_MS = 25;
 /** Bodies larger than this are refused: the largest legal answer (ls of 10000 locks) is far below. */
 const MAX_BODY_BYTES = 32 * 1024 * 1024;
 
@@ -97,9 +99,17 @@ export class HttpCaller {
       const pick = this.endpoints.pick();
       const remaining = deadline - this.o.now();
       if (remaining <= 0 && attempt > 0) break;
-      // Honour the rest an endpoint asked for, but never sleep past a third of what is
-      // left: a lease renewal must get its last tries in before the deadline.
-      if (pick.waitMs > 0) await sleep(Math.ceil(Math.min(pick.waitMs, Math.max(0, remaining / 3))), spec.signal);
+      if (pick.waitMs > 0) {
+        // Honour the rest the endpoints asked for (Retry-After, backoff). A lease renewal is
+        // the exception: it must get its last tries in before the lease proof runs out, so
+        // it never sleeps more than half of what is left. Any other call gives up when the
+        // cluster asks it to wait past its budget.
+        if (spec.retry === 'renewal') await sleep(Math.ceil(Math.min(pick.waitMs, Math.max(0, remaining / 2))), spec.signal);
+        else if (attempt > 0 && pick.waitMs >= remaining) break;
+        else await sleep(Math.ceil(Math.min(pick.waitMs, Math.max(0, remaining - MIN_ATTEMPT_MS))), spec.signal);
+      }
+      // An attempt with almost no time left can only fail, and would hide the real reason.
+      if (attempt > 0 && deadline - this.o.now() < MIN_ATTEMPT_MS) break;
       firstSentAt ??= this.o.now();
       const r = await this.attempt(pick.url, spec, start, deadline);
       if (r.kind === 'answer') {

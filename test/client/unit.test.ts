@@ -1,0 +1,303 @@
+// SDK units without a cluster: duration parsing, error mapping, endpoint rotation and
+// backoff, and the retry/failover rules of HttpCaller against tiny fake HTTP servers
+// (ephemeral ports, closed in `after`).
+import { describe, it, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { parseDuration, formatDuration, DurationError } from '../../src/client/duration.js';
+import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '../../src/client/endpoints.js';
+import {
+  errorFromResponse, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
+  SessionNotFoundError, TooManyRequestsError, UnavailableError,
+} from '../../src/client/errors.js';
+import { RaftlockClient } from '../../src/client/index.js';
+import { freePort } from '../support/cluster-harness.js';
+
+describe('parseDuration', () => {
+  it('accepts the units people type', () => {
+    assert.equal(parseDuration('500ms'), 500);
+    assert.equal(parseDuration('10s'), 10_000);
+    assert.equal(parseDuration('1.5m'), 90_000);
+    assert.equal(parseDuration('1h'), 3_600_000);
+    assert.equal(parseDuration('250'), 250);
+    assert.equal(parseDuration(' 2s '), 2000);
+    assert.equal(parseDuration('0s'), 0);
+  });
+  it('refuses everything else with the input quoted', () => {
+    for (const bad of ['', 's', '10q', '-1s', '1e3', '10 s', '1.0005s', '25h', 'NaN', '0x10']) {
+      assert.throws(() => parseDuration(bad, '--ttl'), (e: unknown) => e instanceof DurationError && e.message.startsWith('--ttl:') && e.message.includes(JSON.stringify(bad)), bad);
+    }
+  });
+  it('formats for messages', () => {
+    assert.equal(formatDuration(250), '250ms');
+    assert.equal(formatDuration(10_000), '10s');
+    assert.equal(formatDuration(1500), '1.5s');
+    assert.equal(formatDuration(90_000), '1.5m');
+    assert.equal(formatDuration(7_200_000), '2h');
+  });
+});
+
+describe('errorFromResponse', () => {
+  const ep = 'http://n1:7001';
+  it('maps every contract code to its class', () => {
+    const holder = { session_id: 's1', owner: 'o', fencing_token: 7 };
+    const e = errorFromResponse(409, { error: { code: 'lock_held', message: 'held', holder } }, ep);
+    assert.ok(e instanceof LockHeldError);
+    assert.deepEqual((e as LockHeldError).holder, { sessionId: 's1', owner: 'o', fencingToken: 7 });
+    assert.equal(e.endpoint, ep);
+    assert.equal(e.status, 409);
+    assert.ok(e.message.includes(ep) && e.message.includes('held'));
+    const table: [number, string, new (...a: never[]) => RaftlockError][] = [
+      [409, 'not_holder', NotHolderError],
+      [404, 'session_not_found', SessionNotFoundError],
+      [503, 'unavailable', UnavailableError],
+      [429, 'too_many_requests', TooManyRequestsError],
+      [504, 'timeout', OutcomeUnknownError],
+      [400, 'invalid_request', InvalidRequestError],
+      [413, 'payload_too_large', InvalidRequestError],
+      [415, 'unsupported_media_type', InvalidRequestError],
+      [401, 'unauthenticated', PermissionDeniedError],
+      [403, 'permission_denied', PermissionDeniedError],
+    ];
+    for (const [status, code, cls] of table) {
+      const err = errorFromResponse(status, { error: { code, message: 'm' } }, ep);
+      assert.ok(err instanceof cls, `${code} → ${cls.name}, got ${err.name}`);
+      assert.equal(err.code, code);
+    }
+    assert.ok(errorFromResponse(504, {}, ep) instanceof UnavailableError, 'OutcomeUnknownError is an UnavailableError');
+  });
+  it('survives bodies that are not the contract shape', () => {
+    for (const body of [undefined, null, 'text', [], { error: 'x' }, { error: { code: 5 } }]) {
+      const e = errorFromResponse(503, body, ep);
+      assert.ok(e instanceof UnavailableError);
+    }
+    const e = errorFromResponse(500, undefined, ep);
+    assert.equal(e.code, 'internal');
+    assert.ok(errorFromResponse(409, { error: { code: 'lock_held', message: 'x', holder: 'nope' } }, ep) instanceof LockHeldError);
+  });
+});
+
+describe('EndpointSet', () => {
+  it('rotates, rests failed endpoints, and reports the wait when all rest', () => {
+    let now = 1000;
+    const set = new EndpointSet(['http://a:1/', 'http://b:1', 'http://c:1'], () => now);
+    assert.deepEqual(set.urls, ['http://a:1', 'http://b:1', 'http://c:1']);
+    assert.deepEqual([set.pick().url, set.pick().url, set.pick().url, set.pick().url], ['http://a:1', 'http://b:1', 'http://c:1', 'http://a:1']);
+    set.retryAfter('http://b:1', 1000);
+    assert.deepEqual([set.pick().url, set.pick().url, set.pick().url], ['http://c:1', 'http://a:1', 'http://c:1']);
+    set.connectFailed('http://a:1');
+    set.connectFailed('http://c:1');
+    const p = set.pick();
+    assert.equal(p.url, 'http://a:1');
+    assert.equal(p.waitMs, 100, 'the first connection failure rests 100 ms');
+    now += 100;
+    assert.equal(set.pick().waitMs, 0);
+    set.succeeded('http://a:1');
+    now += 1000;
+    assert.equal(set.pick().waitMs, 0);
+  });
+  it('backs off exponentially on repeated connection failures, capped', () => {
+    const now = 0;
+    const set = new EndpointSet(['http://a:1'], () => now);
+    const waits: number[] = [];
+    for (let i = 0; i < 8; i++) {
+      set.connectFailed('http://a:1');
+      waits.push(set.pick().waitMs);
+    }
+    assert.deepEqual(waits, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+  });
+  it('parses Retry-After (seconds or date), clamps it, falls back when malformed', () => {
+    assert.equal(parseRetryAfter('2', 1000), 2000);
+    assert.equal(parseRetryAfter(undefined, 1000), 1000);
+    assert.equal(parseRetryAfter('soon', 1000), 1000);
+    assert.equal(parseRetryAfter('99999', 1000), 30_000);
+    assert.equal(parseRetryAfter(new Date(10_000).toUTCString(), 1000, 7_000), 3000);
+  });
+  it('rejects what is not an http(s) URL', () => {
+    assert.throws(() => normalizeEndpoint('127.0.0.1:7001'), /not a URL|http/);
+    assert.throws(() => normalizeEndpoint('ftp://x:1'), /http/);
+    assert.equal(normalizeEndpoint('https://x:1/'), 'https://x:1');
+  });
+});
+
+// ---- failover against fake servers --------------------------------------------------------
+
+type Handler = (req: IncomingMessage, res: ServerResponse, body: string) => void;
+
+const servers: Server[] = [];
+after(async () => {
+  await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+});
+
+async function fake(handler: Handler): Promise<string> {
+  const srv = createServer((req, res) => {
+    let body = '';
+    req.on('data', (c: Buffer) => (body += c.toString()));
+    req.on('end', () => handler(req, res, body));
+  });
+  srv.keepAliveTimeout = 100;
+  servers.push(srv);
+  await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+  const addr = srv.address();
+  return `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+}
+
+function json(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { 'content-type': 'application/json', ...headers });
+  res.end(JSON.stringify(body));
+}
+
+const grant = { name: 'a', session_id: 's1', fencing_token: 9, ttl_ms: 5000 };
+
+describe('RaftlockClient failover and retries (fake servers)', () => {
+  it('fails over from a refused endpoint and a 503 to one that answers', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    let busyHits = 0;
+    const busy = await fake((_q, res) => {
+      busyHits++;
+      json(res, 503, { error: { code: 'unavailable', message: 'no leader' } }, { 'retry-after': '1' });
+    });
+    const good = await fake((_q, res) => json(res, 200, grant));
+    const c = new RaftlockClient({ endpoints: [dead, busy, good], random: () => 0 });
+    try {
+      const g = await c.acquire('a');
+      assert.equal(g.fencingToken, 9);
+      assert.ok(busyHits <= 1);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('repeats a mutation after 504 with the SAME Idempotency-Key, and shrinks wait_ms', async () => {
+    const keys: string[] = [];
+    const waits: number[] = [];
+    const ep = await fake((req, res, body) => {
+      keys.push(String(req.headers['idempotency-key']));
+      waits.push((JSON.parse(body) as { wait_ms: number }).wait_ms);
+      if (keys.length < 3) {
+        setTimeout(() => json(res, 504, { error: { code: 'timeout', message: 'unknown' } }), 30);
+        return;
+      }
+      json(res, 200, grant);
+    });
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      const g = await c.acquire('a', { waitMs: 5000 });
+      assert.equal(g.fencingToken, 9);
+      assert.equal(keys.length, 3);
+      assert.equal(new Set(keys).size, 1, `one key for all attempts: ${keys.join(',')}`);
+      assert.match(keys[0]!, /^[0-9a-f-]{36}$/);
+      assert.equal(waits[0], 5000);
+      assert.ok(waits[2]! < 5000 && waits[2]! > 4000, `later attempts wait less: ${waits.join(',')}`);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('gives OutcomeUnknownError (not "unavailable") when a mutation never gets a definite answer', async () => {
+    const ep = await fake((_q, res) => json(res, 504, { error: { code: 'timeout', message: 'unknown' } }));
+    const c = new RaftlockClient({ endpoints: [ep], retryBudgetMs: 300 });
+    try {
+      await assert.rejects(c.release('a', 's1', 3, { idempotencyKey: 'k-1' }), (e: unknown) => e instanceof OutcomeUnknownError && e.idempotencyKey === 'k-1' && /Idempotency-Key k-1/.test(e.message));
+      // a read that times out is merely unavailable
+      await assert.rejects(c.getLock('a'), (e: unknown) => e instanceof UnavailableError && !(e instanceof OutcomeUnknownError));
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('respects Retry-After: a single endpoint answering 503 is not hammered', async () => {
+    const hits: number[] = [];
+    const ep = await fake((_q, res) => {
+      hits.push(Date.now());
+      json(res, 503, { error: { code: 'unavailable', message: 'no leader' } }, { 'retry-after': '1' });
+    });
+    const c = new RaftlockClient({ endpoints: [ep], retryBudgetMs: 2500 });
+    const t0 = Date.now();
+    try {
+      await assert.rejects(c.getLock('a'), (e: unknown) => e instanceof UnavailableError && e.message.includes('no leader'));
+    } finally {
+      await c.close();
+    }
+    assert.ok(hits.length >= 2 && hits.length <= 4, `hits: ${hits.length}`);
+    for (let i = 1; i < hits.length; i++) assert.ok(hits[i]! - hits[i - 1]! >= 600, `gap ${hits[i]! - hits[i - 1]!} ms`);
+    assert.ok(Date.now() - t0 < 4000);
+  });
+
+  it('does not retry definite answers (409, 404, 400) and types them', async () => {
+    let hits = 0;
+    const ep = await fake((req, res) => {
+      hits++;
+      if (req.url?.includes('acquire')) return json(res, 409, { error: { code: 'lock_held', message: 'held', holder: { session_id: 'x', owner: '', fencing_token: 4 } } });
+      if (req.url?.includes('keepalive')) return json(res, 404, { error: { code: 'session_not_found', message: 'gone' } });
+      return json(res, 400, { error: { code: 'invalid_request', message: 'query.limit: bad' } });
+    });
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      await assert.rejects(c.acquire('a'), (e: unknown) => e instanceof LockHeldError && e.holder?.fencingToken === 4);
+      await assert.rejects(c.keepalive('s1'), SessionNotFoundError);
+      await assert.rejects(c.listLocks({ limit: 5 }), InvalidRequestError);
+      assert.equal(hits, 3);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('refuses a 200 whose body breaks the contract instead of inventing a token', async () => {
+    const ep = await fake((_q, res) => json(res, 200, { name: 'a', session_id: 's', ttl_ms: 1 }));
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      await assert.rejects(c.acquire('a'), (e: unknown) => e instanceof RaftlockError && e.code === 'bad_response' && /fencing_token/.test(e.message));
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('encodes a name as one path segment so "jobs/check" is never the check action', async () => {
+    const urls: string[] = [];
+    const ep = await fake((req, res) => {
+      urls.push(req.url ?? '');
+      json(res, 200, { name: 'jobs/check', held: false, waiters: 0 });
+    });
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      await c.getLock('jobs/check');
+      assert.deepEqual(urls, ['/v1/locks/jobs%2Fcheck']);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('Session lease proof (fake server)', () => {
+  it('fires lost at lastAck + ttl − margin, before the server could expire the session', async () => {
+    let answering = true;
+    const ep = await fake((req, res) => {
+      if (req.method === 'POST' && req.url === '/v1/sessions') return json(res, 201, { session_id: 's1', ttl_ms: 600 });
+      if (req.url?.endsWith('/keepalive') && answering) return json(res, 200, { session_id: 's1', ttl_ms: 600 });
+      if (req.method === 'DELETE') return json(res, 200, { released: [] });
+      // swallowed: a stopped cluster never answers
+    });
+    const c = new RaftlockClient({ endpoints: [ep], timeoutMs: 5000 });
+    try {
+      const s = await c.session({ ttlMs: 600 });
+      assert.equal(s.safetyMarginMs, 60);
+      let acks = 0;
+      s.on('keepalive', () => acks++);
+      const deadline = Date.now() + 3000;
+      while (acks < 2 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+      assert.ok(acks >= 2, 'keepalives are acknowledged');
+      answering = false;
+      const lastAck = s.lastAckSentAt;
+      const err = await s.lost;
+      const lostAt = performance.now();
+      assert.equal(err.code, 'session_lost');
+      assert.ok(lostAt < lastAck + 600, `lost ${Math.round(lostAt - lastAck)} ms after the last acknowledged send (ttl 600)`);
+      assert.ok(lostAt >= lastAck + 600 - 60 - 1, `not absurdly early: ${Math.round(lostAt - lastAck)} ms`);
+      assert.ok(s.signal.aborted);
+      await assert.rejects(s.lock('x'), /lease|lost|acknowledged/);
+    } finally {
+      await c.close();
+    }
+  });
+});
