@@ -7,7 +7,7 @@
 // parseEnvelope, which checks every field and rebuilds the value with only known fields.
 
 import {
-  MAX_DURATION_MS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isSessionId,
+  MAX_DURATION_MS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
 } from './names.js';
 
 /** Parameters of a session opened by the same entry as an acquire (acquire without session_id). */
@@ -15,19 +15,29 @@ export interface NewSessionSpec {
   ttlMs: number;
   owner: string;
   lockDelayMs: number;
+  /** the API token that opens it (issue 10); absent when auth is off */
+  principal?: string;
 }
 
 export type Command =
   /** sessionId is drawn by the leader before proposing (never by apply: it must be
    *  identical on every replica, so it has to be in the log). */
-  | { kind: 'openSession'; sessionId: string; ttlMs: number; owner: string; lockDelayMs: number }
-  | { kind: 'closeSession'; sessionId: string }
+  /** principal: the API token that opens it (issue 10), absent when auth is off. It is
+   *  part of the replicated state so every leader enforces the same ownership and the
+   *  same per-token session limit. */
+  | { kind: 'openSession'; sessionId: string; ttlMs: number; owner: string; lockDelayMs: number; principal?: string }
+  /** actor (on closeSession, acquire with an existing session, release): the caller's
+   *  principal when it may act only on its own sessions. The FSM refuses with
+   *  permission_denied when the session was opened by another principal. The leader
+   *  leaves it out for callers with `admin` (or when auth is off). Checked at apply time,
+   *  so no race with the session's state can let it through. */
+  | { kind: 'closeSession'; sessionId: string; actor?: string }
   /** waitMs 0: fail at once when held. newSession: open sessionId with these parameters
    *  and acquire, atomically (nothing is created if the acquire fails). owner: the
    *  holder's owner label for this lock; defaults to the session's owner. */
-  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec }
+  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
   /** fencingToken: when given, must match the current grant (a stale holder is refused). */
-  | { kind: 'release'; name: string; sessionId: string; fencingToken?: number }
+  | { kind: 'release'; name: string; sessionId: string; fencingToken?: number; actor?: string }
   | { kind: 'cancelWait'; name: string; sessionId: string }
   /** proposed by the leader's lessor; a no-op when the session is already gone */
   | { kind: 'expireSession'; sessionId: string }
@@ -97,12 +107,21 @@ function describe(v: unknown): string {
 const NAME = 'a lock name (1–256 chars of [A-Za-z0-9._:/-])';
 const SID = 'a session id (1–128 chars of [A-Za-z0-9._~-])';
 const OWNER = 'an owner (≤256 bytes of well-formed UTF-8)';
+const PRINCIPAL = 'a principal (1–128 chars of [A-Za-z0-9._:@-])';
 const MAXD = MAX_DURATION_MS;
 
 function parseNewSession(x: unknown, path: string): NewSessionSpec {
   if (!isPlainObject(x)) throw new InvalidCommandError(path, `must be an object, got ${describe(x)}`);
-  checkKeys(x, path, ['ttlMs', 'owner', 'lockDelayMs']);
-  return { ttlMs: int(x, path, 'ttlMs', 1, MAXD), owner: str(x, path, 'owner', isOwner, OWNER), lockDelayMs: int(x, path, 'lockDelayMs', 0, MAXD) };
+  checkKeys(x, path, ['ttlMs', 'owner', 'lockDelayMs', 'principal']);
+  const spec: NewSessionSpec = { ttlMs: int(x, path, 'ttlMs', 1, MAXD), owner: str(x, path, 'owner', isOwner, OWNER), lockDelayMs: int(x, path, 'lockDelayMs', 0, MAXD) };
+  if (has(x, 'principal')) spec.principal = str(x, path, 'principal', isPrincipal, PRINCIPAL);
+  return spec;
+}
+
+/** the optional `actor` field (closeSession, acquire, release) */
+function withActor<C extends { actor?: string }>(cmd: C, x: Obj, p: string): C {
+  if (has(x, 'actor')) cmd.actor = str(x, p, 'actor', isPrincipal, PRINCIPAL);
+  return cmd;
 }
 
 /** Validates one command and rebuilds it with a fixed key order (so re-encoding it is canonical). */
@@ -110,24 +129,30 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
   if (!isPlainObject(x)) throw new InvalidCommandError(path, `must be an object, got ${describe(x)}`);
   const p = path;
   switch (x['kind']) {
-    case 'openSession':
-      checkKeys(x, p, ['kind', 'sessionId', 'ttlMs', 'owner', 'lockDelayMs']);
-      return { kind: 'openSession', sessionId: str(x, p, 'sessionId', isSessionId, SID), ttlMs: int(x, p, 'ttlMs', 1, MAXD), owner: str(x, p, 'owner', isOwner, OWNER), lockDelayMs: int(x, p, 'lockDelayMs', 0, MAXD) };
+    case 'openSession': {
+      checkKeys(x, p, ['kind', 'sessionId', 'ttlMs', 'owner', 'lockDelayMs', 'principal']);
+      const cmd: Command = { kind: 'openSession', sessionId: str(x, p, 'sessionId', isSessionId, SID), ttlMs: int(x, p, 'ttlMs', 1, MAXD), owner: str(x, p, 'owner', isOwner, OWNER), lockDelayMs: int(x, p, 'lockDelayMs', 0, MAXD) };
+      if (has(x, 'principal')) cmd.principal = str(x, p, 'principal', isPrincipal, PRINCIPAL);
+      return cmd;
+    }
     case 'closeSession':
-      checkKeys(x, p, ['kind', 'sessionId']);
-      return { kind: 'closeSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+      checkKeys(x, p, ['kind', 'sessionId', 'actor']);
+      return withActor<Extract<Command, { kind: 'closeSession' }>>({ kind: 'closeSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
     case 'acquire': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor']);
       const cmd: Command = { kind: 'acquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
       if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
       if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
+      withActor(cmd, x, p);
+      // a new session is the actor's own by construction: an actor there is a writer bug
+      if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
       return cmd;
     }
     case 'release': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'fencingToken']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'fencingToken', 'actor']);
       const cmd: Command = { kind: 'release', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
       if (has(x, 'fencingToken')) cmd.fencingToken = int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER);
-      return cmd;
+      return withActor(cmd, x, p);
     }
     case 'cancelWait':
       checkKeys(x, p, ['kind', 'name', 'sessionId']);

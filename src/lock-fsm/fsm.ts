@@ -20,6 +20,8 @@ export interface SessionInfo {
   owner: string;
   ttlMs: number;
   lockDelayMs: number;
+  /** the API token that opened it; absent when auth was off */
+  principal?: string;
   /** held locks, sorted */
   locks: string[];
   /** locks it waits for, sorted */
@@ -80,7 +82,10 @@ export class LockFsm {
   private dispatch(index: number, cmd: Command, ev: FsmEvent[]): ApplyResult {
     switch (cmd.kind) {
       case 'openSession': return this.openSession(cmd, ev);
-      case 'closeSession': return this.endSession(cmd.sessionId, 'closed', index, ev);
+      case 'closeSession': {
+        const denied = this.refuseActor(cmd.sessionId, cmd.actor);
+        return denied ?? this.endSession(cmd.sessionId, 'closed', index, ev);
+      }
       case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
       case 'acquire': return this.acquire(index, cmd, ev);
       case 'release': return this.release(index, cmd, ev);
@@ -91,22 +96,40 @@ export class LockFsm {
   }
 
   private openSession(cmd: Extract<Command, { kind: 'openSession' }>, ev: FsmEvent[]): ApplyResult {
-    const refused = this.refuseNewSession(cmd.sessionId);
+    const principal = cmd.principal ?? '';
+    const refused = this.refuseNewSession(cmd.sessionId, principal);
     if (refused) return refused;
-    const s = this.createSession(cmd.sessionId, cmd.ttlMs, cmd.owner, cmd.lockDelayMs, ev);
+    const s = this.createSession(cmd.sessionId, cmd.ttlMs, cmd.owner, cmd.lockDelayMs, principal, ev);
     return { ok: true, kind: 'session_opened', sessionId: s.id, ttlMs: s.ttlMs };
   }
 
-  private refuseNewSession(id: string): ApplyResult | null {
+  private refuseNewSession(id: string, principal: string): ApplyResult | null {
     const c = this.core;
     if (c.sessions.has(id)) return { ok: false, code: 'session_exists' };
     if (c.sessions.size >= c.limits.maxSessions) return { ok: false, code: 'too_many_requests', limit: 'sessions' };
+    if (principal !== '' && (c.perPrincipal.get(principal) ?? 0) >= c.limits.maxSessionsPerPrincipal) return { ok: false, code: 'too_many_requests', limit: 'sessions_per_token' };
     return null;
   }
 
-  private createSession(id: string, ttlMs: number, owner: string, lockDelayMs: number, ev: FsmEvent[]): Session {
-    const s = new Session(id, ttlMs, owner, lockDelayMs);
-    this.core.sessions.set(id, s);
+  /** Capability hygiene (issue 10): a session id alone does not let a caller act on the
+   *  session; the actor, when the leader names one, must be the principal that opened it.
+   *  An unknown session is left to the command's own session_not_found. */
+  private refuseActor(sessionId: string, actor: string | undefined): ApplyResult | null {
+    if (actor === undefined) return null;
+    const s = this.core.sessions.get(sessionId);
+    if (s !== undefined && s.principal !== actor) return { ok: false, code: 'permission_denied' };
+    return null;
+  }
+
+  /** limits.max_locks: would one more lock entry or queued wait exceed the bound? */
+  private locksFull(): boolean {
+    const c = this.core;
+    return c.locks.size + c.waiterTotal >= c.limits.maxLocks;
+  }
+
+  private createSession(id: string, ttlMs: number, owner: string, lockDelayMs: number, principal: string, ev: FsmEvent[]): Session {
+    const s = new Session(id, ttlMs, owner, lockDelayMs, principal);
+    this.core.addSession(s);
     ev.push({ type: 'sessionOpened', sessionId: id, ttlMs });
     return s;
   }
@@ -129,7 +152,7 @@ export class LockFsm {
     const delayMs = reason === 'expired' ? s.lockDelayMs : 0;
     for (const name of released) c.free(c.locks.get(name) as LockState, delayMs, index, ev);
     assert(s.heldHead === null && s.heldCount === 0 && s.waits === null, `session ${id} still linked after its end`);
-    c.sessions.delete(id);
+    c.removeSession(s);
     ev.push({ type: 'sessionEnded', sessionId: id, reason, released });
     return { ok: true, kind: 'session_closed', sessionId: id, released };
   }
@@ -139,11 +162,13 @@ export class LockFsm {
     const ns = cmd.newSession;
     let s: Session | null = null;
     if (ns !== undefined) {
-      const refused = this.refuseNewSession(cmd.sessionId);
+      const refused = this.refuseNewSession(cmd.sessionId, ns.principal ?? '');
       if (refused) return refused;
     } else {
       s = c.sessions.get(cmd.sessionId) ?? null;
       if (s === null) return { ok: false, code: 'session_not_found' };
+      const denied = this.refuseActor(cmd.sessionId, cmd.actor);
+      if (denied) return denied;
     }
     const owner = cmd.owner ?? (s !== null ? s.owner : (ns as { owner: string }).owner);
     const l = c.locks.get(cmd.name);
@@ -153,7 +178,8 @@ export class LockFsm {
     }
     if (l === undefined || (l.holder === null && !l.inDelay)) {
       assert(l === undefined || l.waiterCount === 0, `free lock ${cmd.name} has waiters`);
-      s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ev);
+      if (l === undefined && this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
+      s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
       const token = c.grant(c.lockFor(cmd.name), s, owner, index, ev, false);
       return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs };
     }
@@ -161,7 +187,8 @@ export class LockFsm {
     const mine = s?.waits?.get(cmd.name);
     if (mine !== undefined) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: positionOf(mine) };
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ev);
+    if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
+    s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
     c.enqueue(l, s, owner, cmd.waitMs);
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
@@ -170,6 +197,8 @@ export class LockFsm {
     const c = this.core;
     const s = c.sessions.get(cmd.sessionId);
     if (s === undefined) return { ok: false, code: 'session_not_found' };
+    const denied = this.refuseActor(cmd.sessionId, cmd.actor);
+    if (denied) return denied;
     const l = c.locks.get(cmd.name);
     if (l === undefined || l.holder !== s) return { ok: false, code: 'not_holder' };
     if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.token) return { ok: false, code: 'not_holder' };
@@ -206,7 +235,9 @@ export class LockFsm {
     const s = this.core.sessions.get(id);
     if (s === undefined) return undefined;
     const waiting = s.waits === null ? [] : [...s.waits.keys()].sort(compareStrings);
-    return { sessionId: s.id, owner: s.owner, ttlMs: s.ttlMs, lockDelayMs: s.lockDelayMs, locks: this.core.heldNames(s), waiting };
+    const info: SessionInfo = { sessionId: s.id, owner: s.owner, ttlMs: s.ttlMs, lockDelayMs: s.lockDelayMs, locks: this.core.heldNames(s), waiting };
+    if (s.principal !== '') info.principal = s.principal;
+    return info;
   }
 
   getLock(name: string): LockInfo {

@@ -35,7 +35,12 @@ export function assertFsmInvariants(fsm: LockFsm): void {
   assert(c.delayed.size === delayedCount, `delayed set has ${c.delayed.size}, ${delayedCount} locks in delay`);
   assert(c.waiterTotal === waiterTotal, `waiterTotal ${c.waiterTotal} != ${waiterTotal}`);
   let sessionWaits = 0;
-  for (const [id, s] of c.sessions) sessionWaits += checkSession(fsm, id, s);
+  const perPrincipal = new Map<string, number>();
+  for (const [id, s] of c.sessions) {
+    sessionWaits += checkSession(fsm, id, s);
+    if (s.principal !== '') perPrincipal.set(s.principal, (perPrincipal.get(s.principal) ?? 0) + 1);
+  }
+  assert(perPrincipal.size === c.perPrincipal.size && [...perPrincipal].every(([p, n]) => c.perPrincipal.get(p) === n), 'per-principal session counts disagree with the sessions');
   assert(sessionWaits === waiterTotal, `sessions know ${sessionWaits} waits, queues hold ${waiterTotal}`);
   c.held.assertValid();
 }

@@ -10,6 +10,10 @@ export const LOCK_NAME_RE = /^[A-Za-z0-9._:/-]{1,256}$/;
  *  URL-unreserved characters only, so no escaping is ever needed. */
 export const SESSION_ID_RE = /^[A-Za-z0-9._~-]{1,128}$/;
 
+/** Who opened a session (issue 10): the API token's name when auth is on. Token names are
+ *  validated against the same rule when tokens.json is loaded (src/security/tokens.ts). */
+export const PRINCIPAL_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
+
 export const MAX_OWNER_BYTES = 256;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
 /** api.md §3: wait_ms is 0–300000. */
@@ -24,6 +28,10 @@ export function isLockName(x: unknown): x is string {
 
 export function isSessionId(x: unknown): x is string {
   return typeof x === 'string' && SESSION_ID_RE.test(x);
+}
+
+export function isPrincipal(x: unknown): x is string {
+  return typeof x === 'string' && PRINCIPAL_RE.test(x);
 }
 
 /**

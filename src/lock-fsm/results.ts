@@ -27,7 +27,14 @@ export type ApplyResult =
   | { ok: false; code: 'session_not_found' }
   /** openSession / acquire+newSession with an id that is already live: the leader must draw again */
   | { ok: false; code: 'session_exists' }
-  | { ok: false; code: 'too_many_requests'; limit: 'sessions' | 'waiters' };
+  /** the command's actor is not the principal that opened the session (issue 10) */
+  | { ok: false; code: 'permission_denied' }
+  /** sessions: max_sessions; waiters: max_waiters_per_lock; sessions_per_token:
+   *  max_sessions_per_token; locks: max_locks (lock entries plus queued waits) */
+  | { ok: false; code: 'too_many_requests'; limit: LimitName };
+
+export type LimitName = 'sessions' | 'waiters' | 'sessions_per_token' | 'locks';
+const LIMIT_NAMES: readonly string[] = ['sessions', 'waiters', 'sessions_per_token', 'locks'] satisfies LimitName[];
 
 export type FsmEvent =
   /** a lock was granted: to the acquirer, or to a waiter handed the lock by a
@@ -114,13 +121,14 @@ function parseErr(o: Obj, path: string): ApplyResult {
     case 'not_holder':
     case 'session_not_found':
     case 'session_exists':
+    case 'permission_denied':
       exact(o, ['ok', 'code'], path);
       return { ok: false, code: o['code'] };
     case 'too_many_requests': {
       exact(o, ['ok', 'code', 'limit'], path);
       const limit = o['limit'];
-      if (limit !== 'sessions' && limit !== 'waiters') fail(`${path}.limit`, 'must be sessions or waiters');
-      return { ok: false, code: 'too_many_requests', limit };
+      if (typeof limit !== 'string' || !LIMIT_NAMES.includes(limit)) fail(`${path}.limit`, `must be one of ${LIMIT_NAMES.join(', ')}`);
+      return { ok: false, code: 'too_many_requests', limit: limit as LimitName };
     }
     default:
       return fail(`${path}.code`, 'is unknown');

@@ -11,13 +11,14 @@
 import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
 import type { IdempotencyEntry } from './idempotency.js';
 import { parseApplyResult, type ApplyResult } from './results.js';
-import { MAX_DURATION_MS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isSessionId } from './names.js';
+import { MAX_DURATION_MS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
 export const SNAPSHOT_VERSION = 1;
 
-/** [sessionId, ttlMs, owner, lockDelayMs] */
-export type SessionTuple = [string, number, string, number];
+/** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
+ *  session has a principal (issue 10), so states without auth encode exactly as before */
+export type SessionTuple = [string, number, string, number] | [string, number, string, number, string];
 /** [sessionId, owner, waitMs] */
 export type WaiterTuple = [string, string, number];
 /** [name, holderSessionId | null, holderOwner | null, fencingToken (0 if free), delayMs (0 if none), waiters] */
@@ -40,7 +41,7 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   const ids = [...c.sessions.keys()].sort(compareStrings);
   const sessions = ids.map((id): SessionTuple => {
     const s = c.sessions.get(id) as Session;
-    return [s.id, s.ttlMs, s.owner, s.lockDelayMs];
+    return s.principal === '' ? [s.id, s.ttlMs, s.owner, s.lockDelayMs] : [s.id, s.ttlMs, s.owner, s.lockDelayMs, s.principal];
   });
   const locks: LockTuple[] = [];
   // Every lock entry is either held (in the sorted index) or in lock-delay (a free lock
@@ -112,15 +113,17 @@ function row(x: unknown, len: number, path: () => string): unknown[] {
 function importSessions(c: FsmCore, rows: unknown[]): void {
   let prev = '';
   for (let i = 0; i < rows.length; i++) {
-    const t = row(rows[i], 4, () => `sessions[${i}]`);
-    const [id, ttlMs, owner, delay] = t;
+    const r = rows[i];
+    const t = row(r, Array.isArray(r) && r.length === 5 ? 5 : 4, () => `sessions[${i}]`);
+    const [id, ttlMs, owner, delay, principal] = t;
     if (!isSessionId(id)) fail(`sessions[${i}][0]`, 'must be a session id');
     if (i > 0 && !(prev < id)) fail(`sessions[${i}][0]`, 'is out of order or duplicated (sessions must be sorted by id)');
     prev = id;
     if (!isIntIn(ttlMs, 1, MAX_DURATION_MS)) fail(`sessions[${i}][1]`, 'must be a ttl in ms');
     if (!isOwner(owner)) fail(`sessions[${i}][2]`, 'must be an owner');
     if (!isIntIn(delay, 0, MAX_DURATION_MS)) fail(`sessions[${i}][3]`, 'must be a lock-delay in ms');
-    c.sessions.set(id, new Session(id, ttlMs, owner, delay));
+    if (t.length === 5 && !isPrincipal(principal)) fail(`sessions[${i}][4]`, 'must be a principal');
+    c.addSession(new Session(id, ttlMs, owner, delay, t.length === 5 ? (principal as string) : ''));
   }
 }
 

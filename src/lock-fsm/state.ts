@@ -24,6 +24,8 @@ export class Session {
     readonly ttlMs: number,
     readonly owner: string,
     readonly lockDelayMs: number,
+    /** the API token that opened it ('' when auth was off); immutable for its lifetime */
+    readonly principal: string = '',
   ) {}
 }
 
@@ -61,6 +63,11 @@ export interface LockFsmOptions {
   maxSessions?: number;
   /** api.md limits.max_waiters_per_lock (default 1000) */
   maxWaitersPerLock?: number;
+  /** api.md limits.max_sessions_per_token: live sessions per principal (default: no limit) */
+  maxSessionsPerPrincipal?: number;
+  /** limits.max_locks: lock entries (held or in lock-delay) plus queued waits, the FSM's
+   *  memory bound next to max_sessions (default: no limit) */
+  maxLocks?: number;
   /** how long an Idempotency-Key is remembered, in log time; >= 600000 (default 600000) */
   idempotencyTtlMs?: number;
   /** bound on remembered keys; the oldest go first past it (default 500000) */
@@ -74,13 +81,19 @@ export function newCore(o: LockFsmOptions): FsmCore {
   const maxWaitersPerLock = o.maxWaitersPerLock ?? 1000;
   if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) throw new Error(`maxSessions must be a positive integer, got ${maxSessions}`);
   if (!Number.isSafeInteger(maxWaitersPerLock) || maxWaitersPerLock < 1) throw new Error(`maxWaitersPerLock must be a positive integer, got ${maxWaitersPerLock}`);
+  const maxSessionsPerPrincipal = o.maxSessionsPerPrincipal ?? Number.MAX_SAFE_INTEGER;
+  const maxLocks = o.maxLocks ?? Number.MAX_SAFE_INTEGER;
+  if (!Number.isSafeInteger(maxSessionsPerPrincipal) || maxSessionsPerPrincipal < 1) throw new Error(`maxSessionsPerPrincipal must be a positive integer, got ${maxSessionsPerPrincipal}`);
+  if (!Number.isSafeInteger(maxLocks) || maxLocks < 1) throw new Error(`maxLocks must be a positive integer, got ${maxLocks}`);
   const idem = new IdempotencyTable(o.idempotencyTtlMs ?? 600_000, o.idempotencyMaxKeys ?? 500_000);
-  return new FsmCore({ maxSessions, maxWaitersPerLock }, idem);
+  return new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem);
 }
 
 export interface FsmLimits {
   maxSessions: number;
   maxWaitersPerLock: number;
+  maxSessionsPerPrincipal: number;
+  maxLocks: number;
 }
 
 export class FsmCore {
@@ -89,6 +102,9 @@ export class FsmCore {
   /** names of locks with a holder, ordered */
   readonly held = new SortedStringSet();
   readonly delayed = new Set<LockState>();
+  /** live sessions per non-empty principal (for max_sessions_per_token); derived state,
+   *  rebuilt on snapshot import, never serialized */
+  readonly perPrincipal = new Map<string, number>();
   waiterTotal = 0;
   /** fencing-token counter: every grant takes max(index, lastToken + 1) */
   lastToken = 0;
@@ -112,6 +128,21 @@ export class FsmCore {
       this.locks.set(name, l);
     }
     return l;
+  }
+
+  /** registers a live session (apply and snapshot import alike) */
+  addSession(s: Session): void {
+    this.sessions.set(s.id, s);
+    if (s.principal !== '') this.perPrincipal.set(s.principal, (this.perPrincipal.get(s.principal) ?? 0) + 1);
+  }
+
+  removeSession(s: Session): void {
+    this.sessions.delete(s.id);
+    if (s.principal === '') return;
+    const n = (this.perPrincipal.get(s.principal) ?? 0) - 1;
+    assert(n >= 0, `principal ${s.principal} session count below zero`);
+    if (n === 0) this.perPrincipal.delete(s.principal);
+    else this.perPrincipal.set(s.principal, n);
   }
 
   /** drops a lock entry that no longer carries state */

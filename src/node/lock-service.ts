@@ -3,7 +3,7 @@
 // apply); keepalives, renews and linearizable reads go through a ReadIndex quorum round
 // that starts after the request arrived (spec "TTL semantics").
 import { randomBytes } from 'node:crypto';
-import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LockInfo } from '../lock-fsm/index.js';
+import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LimitName, LockInfo, NewSessionSpec } from '../lock-fsm/index.js';
 import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { ClusterView, GrantView, HolderView, LockService, LockView, MemberView, RequestContext, Routing, SessionView } from '../api/service.js';
@@ -31,6 +31,9 @@ export interface ServiceDeps {
   readTimeoutMs: number;
   /** longest election timeout, for waiting on a leadership transfer */
   electionTimeoutMaxMs: number;
+  /** issue 10: may this principal act on sessions other principals opened (its token
+   *  has `admin` on the lock name; with no name, on every name)? Absent: auth is off. */
+  mayActForOthers?: (principal: string, name: string | undefined) => boolean;
 }
 
 /** 128 random bits drawn by the leader: session ids are capabilities (issue 10). */
@@ -93,7 +96,9 @@ export class RaftLockService implements LockService {
   async openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }> {
     const ttlMs = p.ttlMs ?? this.d.session.defaultTtlMs;
     for (let attempt = 0; attempt < 3; attempt++) {
-      const r = await this.submit({ kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs }, ctx);
+      const cmd: Command = { kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs };
+      if (ctx.principal !== undefined) cmd.principal = ctx.principal;
+      const r = await this.submit(cmd, ctx);
       if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
       if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
       throw resultError(r);
@@ -105,6 +110,7 @@ export class RaftLockService implements LockService {
     const arrival = this.d.nowMs();
     await this.readBarrier(ctx);
     const s = this.liveSession(sessionId);
+    this.checkOwner(s.principal, ctx, undefined);
     if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
     return { session_id: s.sessionId, ttl_ms: s.ttlMs };
   }
@@ -117,7 +123,10 @@ export class RaftLockService implements LockService {
 
   async closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.submit({ kind: 'closeSession', sessionId }, ctx);
+    const cmd: Command = { kind: 'closeSession', sessionId };
+    const actor = this.actor(ctx, undefined);
+    if (actor !== undefined) cmd.actor = actor;
+    const r = await this.submit(cmd, ctx);
     if (r.ok && r.kind === 'session_closed') return { released: r.released };
     throw resultError(r);
   }
@@ -128,11 +137,14 @@ export class RaftLockService implements LockService {
     const arrival = this.d.nowMs();
     let cmd: Command;
     if (p.sessionId === undefined) {
-      const newSession = { ttlMs: p.ttlMs ?? this.d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: this.d.session.lockDelayMs };
+      const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? this.d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: this.d.session.lockDelayMs };
+      if (ctx.principal !== undefined) newSession.principal = ctx.principal;
       cmd = { kind: 'acquire', name, sessionId: newSessionId(), waitMs: p.waitMs, newSession };
     } else {
       if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
       cmd = { kind: 'acquire', name, sessionId: p.sessionId, waitMs: p.waitMs };
+      const actor = this.actor(ctx, name);
+      if (actor !== undefined) cmd.actor = actor;
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
     let r: ApplyResult;
@@ -155,6 +167,7 @@ export class RaftLockService implements LockService {
     const arrival = this.d.nowMs();
     await this.readBarrier(ctx);
     const s = this.liveSession(sessionId);
+    this.checkOwner(s.principal, ctx, name);
     const l = this.d.app.fsm.getLock(name);
     if (!l.holder || l.holder.sessionId !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
     if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
@@ -165,6 +178,8 @@ export class RaftLockService implements LockService {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
     const cmd: Command = { kind: 'release', name, sessionId };
     if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
+    const actor = this.actor(ctx, name);
+    if (actor !== undefined) cmd.actor = actor;
     const r = await this.submit(cmd, ctx);
     if (r.ok && r.kind === 'released') return { name, released: true };
     throw resultError(r);
@@ -235,6 +250,21 @@ export class RaftLockService implements LockService {
   }
 
   // ---- internals ---------------------------------------------------------------------
+
+  /** The principal the FSM must match against the session's opener, or undefined when
+   *  auth is off or the caller's token has `admin` over `name` (issue 10). */
+  private actor(ctx: RequestContext, name: string | undefined): string | undefined {
+    const p = ctx.principal;
+    if (p === undefined || !this.d.mayActForOthers || this.d.mayActForOthers(p, name)) return undefined;
+    return p;
+  }
+
+  /** keepalive/renew are not logged: the same ownership rule, checked on applied state
+   *  after the read barrier (so the session is as current as the barrier's index). */
+  private checkOwner(sessionPrincipal: string | undefined, ctx: RequestContext, name: string | undefined): void {
+    const actor = this.actor(ctx, name);
+    if (actor !== undefined && actor !== (sessionPrincipal ?? '')) throw permissionDenied();
+  }
 
   private requireLeader(): void {
     if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
@@ -381,9 +411,22 @@ function resultError(r: ApplyResult): ApiError {
       return new ApiError('session_not_found', 'unknown or expired session');
     case 'session_exists':
       return new ApiError('unavailable', 'session id collision; retry');
+    case 'permission_denied':
+      return permissionDenied();
     case 'too_many_requests':
-      return new ApiError('too_many_requests', r.limit === 'sessions' ? 'the cluster-wide session limit is reached' : 'the lock has too many waiters', { retryAfterS: 1 });
+      return new ApiError('too_many_requests', LIMIT_MESSAGES[r.limit], { retryAfterS: 1 });
   }
+}
+
+const LIMIT_MESSAGES: Record<LimitName, string> = {
+  sessions: 'the cluster-wide session limit (limits.max_sessions) is reached',
+  waiters: 'the lock has too many waiters (limits.max_waiters_per_lock)',
+  sessions_per_token: 'this token has too many open sessions (limits.max_sessions_per_token)',
+  locks: 'the cluster-wide lock limit (limits.max_locks) is reached',
+};
+
+function permissionDenied(): ApiError {
+  return new ApiError('permission_denied', 'the session was opened by another token; acting on it needs the admin right');
 }
 
 function bestFollower(progress: Record<string, { match: number; learner: boolean }>, voters: string[], self: string): string | null {
