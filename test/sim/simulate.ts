@@ -171,12 +171,15 @@ function dumpCluster(cluster: SimCluster): string {
   }).join('\n');
 }
 
-/** generous time to ship `entries` entries under the flow-control options: maxInflight
- *  messages of maxMsgBytes per round trip, with 3× slack for the exponential delay tail */
+/** generous time to ship `entries` entries under the flow-control options: a window of
+ *  maxInflight messages of maxMsgBytes per round trip, but no wider than half a link's
+ *  capacity (a burst beyond it overflows, the follower sees a gap and the leader falls back
+ *  to probing), with 3× slack for the exponential delay tail */
 function catchUpTicks(opts: SimOptions, entries: number): number {
   const perMsg = Math.max(1, Math.floor(opts.maxMsgBytes / (opts.workload.payloadBytesMax + 24)));
+  const window = Math.max(1, Math.min(opts.maxInflight, Math.floor(opts.network.linkCapacity / 2)));
   const roundTrip = 2 * opts.network.delayMeanTicks + opts.heartbeatTicks;
-  return Math.ceil((3 * Math.max(0, entries) * roundTrip) / (perMsg * opts.maxInflight));
+  return Math.ceil((3 * Math.max(0, entries) * roundTrip) / (perMsg * window));
 }
 
 /** '' when every member of the leader's configuration follows it and applied `index` */
