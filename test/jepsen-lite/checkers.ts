@@ -1,0 +1,242 @@
+// The checkers besides linearizability (lock-model.ts). Each returns a list of
+// violations, each a sentence with the ops that prove it, so a report can be acted on.
+import { describeOp, type Op } from './history.js';
+import type { ResourceLogEntry } from './resource-proc.js';
+
+export interface FaultRecord {
+  variant: string;
+  detail: string;
+  start: number;
+  /** when the heal finished */
+  end: number;
+}
+
+/** A grant we know of: an acquire that returned ok, or a read/renew that saw the holder. */
+interface Grant {
+  lock: string;
+  session: string;
+  token: number;
+  /** the earliest call that could have seen the grant happen */
+  invoke: number;
+  /** the earliest completion that proves the grant */
+  complete: number;
+  op: Op;
+}
+
+export function knownGrants(ops: readonly Op[]): Grant[] {
+  const m = new Map<string, Grant>();
+  const add = (lock: string, session: string, token: number, op: Op): void => {
+    const k = `${lock}#${token}`;
+    const g = m.get(k);
+    if (!g) m.set(k, { lock, session, token, invoke: op.invoke, complete: op.complete, op });
+    else {
+      if (g.session !== session) g.session = `${g.session}|${session}`; // reported below
+      if (op.complete < g.complete) {
+        g.complete = op.complete;
+        g.op = op;
+      }
+      g.invoke = Math.min(g.invoke, op.invoke);
+    }
+  };
+  for (const op of ops) {
+    if (op.type !== 'ok' || !op.input.lock) continue;
+    if ((op.f === 'acquire' || op.f === 'renew') && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op);
+    if (op.f === 'read' && op.output.holder && op.output.holder_token !== undefined) add(op.input.lock, op.output.holder, op.output.holder_token, op);
+  }
+  return [...m.values()];
+}
+
+// ---- 2. lease safety ------------------------------------------------------------------
+
+/**
+ * No lock is granted to another session while the holder's safe window is open: from the
+ * SEND time of any acknowledged acquire/renew/keepalive of the holder's session plus the
+ * TTL (the contract's "never early"), unless the holder released the lock (or closed its
+ * session) before. A grant to s2 is proven by the time its acquire returned, so the check
+ * is: s2's grant completed before s1's window closed, and s1 had not started to let go.
+ */
+export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
+  const violations: string[] = [];
+  const safeUntil = new Map<string, { t: number; op: Op }>();
+  for (const op of ops) {
+    if (op.type !== 'ok' || !op.input.session) continue;
+    if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive') continue;
+    const until = op.invoke + ttlMs;
+    const cur = safeUntil.get(op.input.session);
+    if (!cur || until > cur.t) safeUntil.set(op.input.session, { t: until, op });
+  }
+  // when each (session, lock, token) started to let go: release of that token, or session close
+  const letGo = new Map<string, number>();
+  const closeAt = new Map<string, number>();
+  for (const op of ops) {
+    if (!op.input.session) continue;
+    if (op.f === 'release' && op.input.lock && op.input.token !== undefined) {
+      const k = `${op.input.session}#${op.input.lock}#${op.input.token}`;
+      letGo.set(k, Math.min(letGo.get(k) ?? Infinity, op.invoke));
+    }
+    if (op.f === 'close') closeAt.set(op.input.session, Math.min(closeAt.get(op.input.session) ?? Infinity, op.invoke));
+  }
+  const grants = knownGrants(ops).filter((g) => g.op.f === 'acquire');
+  const byLock = new Map<string, Grant[]>();
+  for (const g of grants) byLock.set(g.lock, [...(byLock.get(g.lock) ?? []), g]);
+  for (const [lock, gs] of byLock) {
+    gs.sort((a, b) => a.token - b.token);
+    for (let i = 0; i < gs.length; i++) {
+      const g1 = gs[i]!;
+      const w = safeUntil.get(g1.session);
+      if (!w) continue;
+      const released = Math.min(letGo.get(`${g1.session}#${lock}#${g1.token}`) ?? Infinity, closeAt.get(g1.session) ?? Infinity);
+      for (let j = i + 1; j < gs.length; j++) {
+        const g2 = gs[j]!;
+        if (g2.session === g1.session) continue;
+        if (g2.complete < w.t && g2.complete < released) {
+          violations.push(
+            `lease: ${lock} granted to ${g2.session.slice(0, 8)} (token ${g2.token}) by t=${g2.complete.toFixed(1)} while ${g1.session.slice(0, 8)} (token ${g1.token}) was safe until ${w.t.toFixed(1)} ` +
+              `(acknowledged ${w.op.f} sent at ${w.op.invoke.toFixed(1)}) and had not released it\n    ${describeOp(g1.op)}\n    ${describeOp(w.op)}\n    ${describeOp(g2.op)}`,
+          );
+        }
+        break; // only the next grant after g1 matters; later ones follow from it
+      }
+    }
+  }
+  return violations;
+}
+
+// ---- 3. fencing ------------------------------------------------------------------------
+
+/** Tokens strictly increase in real-time grant order, across all locks. */
+export function checkTokenOrder(ops: readonly Op[]): string[] {
+  const violations: string[] = [];
+  const grants = knownGrants(ops);
+  for (const g of grants) if (g.session.includes('|')) violations.push(`fencing: token ${g.token} of ${g.lock} was granted to two sessions (${g.session})`);
+  const byInvoke = [...grants].sort((a, b) => a.invoke - b.invoke);
+  const byComplete = [...grants].sort((a, b) => a.complete - b.complete);
+  let k = 0;
+  let best: Grant | null = null;
+  for (const g of byInvoke) {
+    // every grant that completed before g was invoked came before it in real time
+    while (k < byComplete.length && byComplete[k]!.complete < g.invoke) {
+      const c = byComplete[k++]!;
+      if (!best || c.token > best.token) best = c;
+    }
+    if (best && g.token <= best.token && !(g.lock === best.lock && g.token === best.token)) {
+      violations.push(`fencing: token ${g.token} (${g.lock}) was granted after token ${best.token} (${best.lock}) had been granted\n    ${describeOp(best.op)}\n    ${describeOp(g.op)}`);
+    }
+  }
+  return violations;
+}
+
+export interface ResourceReport {
+  reads: number;
+  writes: number;
+  rejected: number;
+  lostUpdates: number;
+  staleAccepted: number;
+  violations: string[];
+}
+
+/** The fenced register: never accepts a token below one it has seen; lost updates counted. */
+export function checkResource(log: readonly ResourceLogEntry[], fencing: boolean): ResourceReport {
+  const r: ResourceReport = { reads: 0, writes: 0, rejected: 0, lostUpdates: 0, staleAccepted: 0, violations: [] };
+  const highest = new Map<string, number>();
+  for (const e of [...log].sort((a, b) => a.seq - b.seq)) {
+    if (e.op === 'read') r.reads++;
+    else r.writes++;
+    if (!e.accepted) {
+      r.rejected++;
+      continue;
+    }
+    const h = highest.get(e.lock) ?? 0;
+    if (e.token < h) {
+      r.staleAccepted++;
+      if (fencing) r.violations.push(`fencing: the resource accepted token ${e.token} on ${e.lock} after token ${h} (entry ${e.seq})`);
+    }
+    highest.set(e.lock, Math.max(h, e.token));
+    if (e.op === 'write' && e.lost) {
+      r.lostUpdates++;
+      if (fencing) r.violations.push(`lost update on ${e.lock}: write of ${e.value} with token ${e.token} was based on ${e.read}, but the register held ${e.before} (entry ${e.seq})`);
+    }
+  }
+  return r;
+}
+
+// ---- 4. durability ---------------------------------------------------------------------
+
+/**
+ * After a crash of every node (or of a majority that lost its unsynced writes), nothing
+ * acknowledged before the crash is gone: the first linearizable read of each lock after
+ * the restart shows no token below the highest grant acknowledged before the crash, and
+ * no lock whose release was acknowledged is back with that token; no grant after the
+ * crash reuses or goes below a token acknowledged before it.
+ */
+export function checkDurability(ops: readonly Op[], crashes: readonly FaultRecord[]): string[] {
+  const violations: string[] = [];
+  for (const c of crashes) {
+    const before = ops.filter((o) => o.type === 'ok' && o.complete < c.start);
+    const maxToken = new Map<string, number>();
+    let globalMax = 0;
+    const released = new Set<string>();
+    for (const o of before) {
+      if (o.f === 'acquire' && o.input.lock && o.output.token !== undefined) {
+        maxToken.set(o.input.lock, Math.max(maxToken.get(o.input.lock) ?? 0, o.output.token));
+        globalMax = Math.max(globalMax, o.output.token);
+      }
+      if (o.f === 'release' && o.input.lock && o.input.token !== undefined) released.add(`${o.input.lock}#${o.input.token}`);
+    }
+    const seen = new Set<string>();
+    for (const o of ops) {
+      if (o.type !== 'ok' || o.invoke < c.end || !o.input.lock) continue;
+      if (o.f === 'read' && !seen.has(o.input.lock)) {
+        seen.add(o.input.lock);
+        const want = maxToken.get(o.input.lock) ?? 0;
+        if (o.output.held && o.output.holder_token !== undefined && o.output.holder_token < want) {
+          violations.push(`durability (${c.variant} at ${c.start.toFixed(0)}): ${o.input.lock} is held with token ${o.output.holder_token} after the restart, below token ${want} acknowledged before the crash\n    ${describeOp(o)}`);
+        }
+        if (o.output.held && released.has(`${o.input.lock}#${o.output.holder_token}`)) {
+          violations.push(`durability (${c.variant} at ${c.start.toFixed(0)}): ${o.input.lock} is held again with token ${o.output.holder_token}, whose release was acknowledged before the crash\n    ${describeOp(o)}`);
+        }
+      }
+      if (o.f === 'acquire' && o.output.token !== undefined && o.output.token <= globalMax) {
+        const sameGrant = before.some((b) => b.f === 'acquire' && b.input.lock === o.input.lock && b.output.token === o.output.token && b.input.session === o.input.session);
+        if (!sameGrant) violations.push(`durability (${c.variant} at ${c.start.toFixed(0)}): new grant with token ${o.output.token} after the restart, not above ${globalMax} acknowledged before the crash\n    ${describeOp(o)}`);
+      }
+    }
+  }
+  return violations;
+}
+
+// ---- 5. liveness -----------------------------------------------------------------------
+
+export interface Recovery {
+  variant: string;
+  healedAt: number;
+  /** ms from the heal to the next successful acquire; null if none came */
+  recoveryMs: number | null;
+}
+
+export function recoveries(ops: readonly Op[], faults: readonly FaultRecord[], runEnd: number): Recovery[] {
+  const grants = ops.filter((o) => o.f === 'acquire' && o.type === 'ok').map((o) => o.complete).sort((a, b) => a - b);
+  return faults.map((f) => {
+    const next = grants.find((t) => t >= f.end);
+    return { variant: f.variant, healedAt: f.end, recoveryMs: next === undefined || next > runEnd ? null : next - f.end };
+  });
+}
+
+export function checkLiveness(rs: readonly Recovery[], boundMs: number): string[] {
+  return rs
+    .filter((r) => r.recoveryMs === null || r.recoveryMs > boundMs)
+    .map((r) => `liveness: after healing ${r.variant} at t=${r.healedAt.toFixed(0)} the next successful acquire took ${r.recoveryMs === null ? 'forever (none before the end)' : `${r.recoveryMs.toFixed(0)} ms`}, above the bound of ${boundMs} ms`);
+}
+
+// ---- 6. nodes ---------------------------------------------------------------------------
+
+export function checkMemory(rss: ReadonlyMap<string, [number, number][]>, limitBytes: number): { violations: string[]; maxMb: Record<string, number> } {
+  const violations: string[] = [];
+  const maxMb: Record<string, number> = {};
+  for (const [id, samples] of rss) {
+    const max = samples.reduce((m, [, b]) => Math.max(m, b), 0);
+    maxMb[id] = Math.round(max / 1048576);
+    if (max > limitBytes) violations.push(`memory: ${id} reached ${maxMb[id]} MB resident, above the bound of ${Math.round(limitBytes / 1048576)} MB`);
+  }
+  return { violations, maxMb };
+}

@@ -1,0 +1,239 @@
+// A lock client as its own OS process, so the nemesis can SIGSTOP it (Kleppmann's paused
+// client). Runs the workload with one session (TTL, keepalives in the background) and
+// writes every operation to stdout as history JSON lines. Started by the runner with one
+// JSON argument (ClientArgs); stops cleanly on a "stop" line on stdin.
+//
+// The workload, per iteration: acquire a random lock (waiting up to wait_ms) → in the
+// critical section read the fenced register, "work", write read+1, sometimes renew or
+// check the token → release. Otherwise a linearizable read or a token check.
+//
+// Probe mode (role "probe"): no workload; answers the runner's commands on stdin
+// (cluster views for leader discovery, reads of every lock after crashes), so that every
+// request to the nodes comes from the client network namespace.
+import { createInterface } from 'node:readline';
+import { seededRng, type Rng } from '../../src/raft/core/rng.js';
+import { clockFrom, errorCode, httpJson, Recorder, type HttpAnswer, type Outcome } from './recorder.js';
+import type { HistoryEvent, OpValue } from './history.js';
+
+export interface ClientArgs {
+  role: 'client' | 'probe';
+  id: string;
+  endpoints: string[];
+  resource: string;
+  locks: string[];
+  ttlMs: number;
+  seed: number;
+  /** process.hrtime.bigint() of the run's start, as a string */
+  t0: string;
+}
+
+const args = JSON.parse(process.argv[2] ?? '{}') as ClientArgs;
+const now = clockFrom(BigInt(args.t0));
+const write = (o: unknown): void => {
+  process.stdout.write(JSON.stringify(o) + '\n');
+};
+const rec = new Recorder(args.id, args.endpoints, now, (e: HistoryEvent) => write(e), args.seed);
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+let stopping = false;
+
+const enc = encodeURIComponent;
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+
+function holderOf(body: Record<string, unknown> | undefined): OpValue {
+  const h = (body?.holder ?? (body?.error as Record<string, unknown> | undefined)?.holder) as Record<string, unknown> | undefined;
+  if (!h) return {};
+  const out: OpValue = {};
+  const s = str(h.session_id);
+  const t = num(h.fencing_token);
+  if (s !== undefined) out.holder = s;
+  if (t !== undefined) out.holder_token = t;
+  return out;
+}
+
+/** 2xx → ok; 4xx → a definite failure naming the code */
+function definite(a: HttpAnswer, ok: (body: Record<string, unknown>) => OpValue): Outcome {
+  if (a.status >= 200 && a.status < 300) return { type: 'ok', value: ok(a.body ?? {}), body: a.body ?? {} };
+  return { type: 'fail', value: { code: errorCode(a), ...holderOf(a.body) }, body: a.body ?? {} };
+}
+
+const post = (path: string, body: unknown, timeoutMs: number) => (ep: string, key: string) => httpJson(ep + path, 'POST', body, timeoutMs, { 'idempotency-key': key });
+const get = (path: string, timeoutMs: number) => (ep: string) => httpJson(ep + path, 'GET', undefined, timeoutMs);
+
+// ---- session ---------------------------------------------------------------------
+
+let session: string | null = null;
+/** the session is in doubt (an indeterminate write): drop it and start a new one */
+let sessionSuspect = false;
+
+async function openSession(): Promise<void> {
+  while (!stopping) {
+    const r = await rec.run('open', { ttl_ms: args.ttlMs }, post('/v1/sessions', { ttl_ms: args.ttlMs, owner: args.id }, 2000), 4000, (a) =>
+      definite(a, (b) => ({ session: str(b.session_id) ?? '' })),
+    );
+    if (r.type === 'ok' && r.value.session) {
+      session = r.value.session;
+      sessionSuspect = false;
+      return;
+    }
+    await sleep(200);
+  }
+}
+
+async function closeSession(s: string): Promise<void> {
+  await rec.run('close', { session: s }, (ep, key) => httpJson(`${ep}/v1/sessions/${enc(s)}`, 'DELETE', undefined, 2000, { 'idempotency-key': key }), 3000, (a) =>
+    definite(a, (b) => ({ released: Array.isArray(b.released) ? (b.released as string[]) : [] })),
+  );
+}
+
+/** Was the session reported gone? Then forget it (the main loop opens a new one). */
+function noteSession(s: string, r: Outcome): void {
+  if (r.type === 'fail' && r.value.code === 'session_not_found' && session === s) session = null;
+  if (r.type === 'info' && session === s) sessionSuspect = true;
+}
+
+async function keepaliveLoop(): Promise<void> {
+  while (!stopping) {
+    const s = session;
+    if (s && !sessionSuspect) {
+      const r = await rec.run('keepalive', { session: s }, post(`/v1/sessions/${enc(s)}/keepalive`, undefined, 1000), 1200, (a) => definite(a, () => ({})));
+      if (r.type === 'fail' && r.value.code === 'session_not_found' && session === s) session = null;
+    }
+    await sleep(Math.floor(args.ttlMs / 4));
+  }
+}
+
+// ---- the workload ------------------------------------------------------------------
+
+async function criticalSection(rng: Rng, lock: string, s: string, token: number): Promise<void> {
+  const res = args.resource;
+  const rr = await rec.run('res-read', { lock, token }, () => httpJson(`${res}/read`, 'POST', { lock, token }, 2000), 2000, (a) =>
+    definite(a, (b) => ({ value: num(b.value) ?? -1 })),
+  );
+  if (rr.type === 'ok') {
+    await sleep(rng.int(50, 300)); // "work": the window a pause can land in
+    const v = rr.value.value! + 1;
+    await rec.run('res-write', { lock, token, value: v, read: rr.value.value! }, () => httpJson(`${res}/write`, 'POST', { lock, token, value: v, read: rr.value.value }, 2000), 2000, (a) =>
+      definite(a, () => ({})),
+    );
+  }
+  if (rng.next() < 0.2) {
+    const r = await rec.run('renew', { lock, session: s }, post(`/v1/locks/${enc(lock)}/renew`, { session_id: s }, 1500), 2000, (a) =>
+      definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+    );
+    noteSession(s, r);
+  }
+  if (rng.next() < 0.2) await checkToken(lock, token);
+  await sleep(rng.int(0, 150));
+}
+
+async function checkToken(lock: string, token: number): Promise<void> {
+  await rec.run('check', { lock, token }, get(`/v1/locks/${enc(lock)}/check?fencing_token=${token}`, 1500), 2000, (a) => definite(a, (b) => ({ current: b.current === true })));
+}
+
+async function readLock(lock: string): Promise<Outcome> {
+  return rec.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) =>
+    definite(a, (b) => ({ held: b.held === true, ...holderOf(b) })),
+  );
+}
+
+async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<void> {
+  if (!session || sessionSuspect) {
+    if (session && sessionSuspect) await closeSession(session);
+    session = null;
+    await openSession();
+    return;
+  }
+  const s = session;
+  const lock = args.locks[rng.int(0, args.locks.length)]!;
+  if (rng.next() < 0.25) {
+    if (rng.next() < 0.5 || !lastTokens.has(lock)) await readLock(lock);
+    else await checkToken(lock, lastTokens.get(lock)!);
+    await sleep(rng.int(0, 100));
+    return;
+  }
+  const waitMs = rng.next() < 0.3 ? 0 : rng.int(100, 1500);
+  const acq = await rec.run('acquire', { lock, session: s, wait_ms: waitMs }, post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs }, waitMs + 2000), waitMs + 4000, (a) =>
+    definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+  );
+  noteSession(s, acq);
+  if (acq.type !== 'ok') {
+    await sleep(rng.int(0, 100));
+    return;
+  }
+  const token = acq.value.token!;
+  lastTokens.set(lock, token);
+  await criticalSection(rng, lock, s, token);
+  const rel = await rec.run('release', { lock, session: s, token }, post(`/v1/locks/${enc(lock)}/release`, { session_id: s, fencing_token: token }, 1500), 3000, (a) =>
+    definite(a, () => ({})),
+  );
+  noteSession(s, rel);
+  await sleep(rng.int(0, 100));
+}
+
+async function runClient(): Promise<void> {
+  const rng = seededRng(args.seed);
+  const lastTokens = new Map<string, number>();
+  const ka = keepaliveLoop();
+  while (!stopping) await iteration(rng, lastTokens);
+  if (session) await closeSession(session);
+  await ka;
+}
+
+// ---- probe mode ----------------------------------------------------------------------
+
+async function clusterViews(): Promise<unknown[]> {
+  return Promise.all(
+    args.endpoints.map(async (ep) => {
+      try {
+        const a = await httpJson(`${ep}/v1/cluster`, 'GET', undefined, 700);
+        return { endpoint: ep, status: a.status, body: a.body };
+      } catch (err) {
+        return { endpoint: ep, error: (err as Error).name };
+      }
+    }),
+  );
+}
+
+/** read every lock until each read has a definite answer (or the deadline) */
+async function readAll(deadlineMs: number): Promise<boolean> {
+  const end = now() + deadlineMs;
+  const pending = new Set(args.locks);
+  while (pending.size > 0 && now() < end) {
+    for (const lock of [...pending]) {
+      const r = await readLock(lock);
+      if (r.type === 'ok') pending.delete(lock);
+    }
+  }
+  return pending.size === 0;
+}
+
+async function runProbe(): Promise<void> {
+  const rl = createInterface({ input: process.stdin });
+  for await (const line of rl) {
+    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'stop'; deadlineMs?: number };
+    try {
+      cmd = JSON.parse(line) as typeof cmd;
+    } catch {
+      if (line.trim() === 'stop') break;
+      continue;
+    }
+    if (cmd.cmd === 'stop') break;
+    let reply: unknown = null;
+    if (cmd.cmd === 'cluster') reply = await clusterViews();
+    else if (cmd.cmd === 'read-all') reply = await readAll(cmd.deadlineMs ?? 10_000);
+    write({ reply: cmd.id, value: reply });
+  }
+}
+
+if (args.role === 'probe') {
+  await runProbe();
+  process.exit(0);
+} else {
+  createInterface({ input: process.stdin }).on('line', (l) => {
+    if (l.trim() === 'stop') stopping = true;
+  });
+  await runClient();
+  write({ done: args.id });
+  process.exit(0);
+}

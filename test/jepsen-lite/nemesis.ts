@@ -1,0 +1,210 @@
+// The nemesis: a seeded schedule of fault episodes (fault → hold → heal → recover → quiet)
+// and the code that injects each fault for real: iptables partitions, kill -9 and restart
+// on the same data, SIGSTOP/SIGCONT of nodes and of lock clients, packet faults, and a
+// crash that drops every unsynced write. The seed fixes the order of the faults and every
+// random choice the nemesis makes; the targets that depend on the cluster (who leads)
+// are looked up when the fault starts.
+import type { Rng } from '../../src/raft/core/rng.js';
+
+export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'] as const;
+export type FaultCategory = (typeof FAULT_CATEGORIES)[number];
+
+export type Variant =
+  | 'partition-leader' // isolate the leader
+  | 'partition-halves' // a random minority | majority split
+  | 'partition-ring' // majorities ring: every node sees a majority, no two the same (5 nodes)
+  | 'partition-bridge' // two halves joined by one bridge node (5 nodes)
+  | 'partition-oneway' // one node receives nothing from the others, but still sends
+  | 'partition-partial' // Howard's partial partition: a and b cut, both still see the rest
+  | 'kill-one'
+  | 'kill-leader'
+  | 'kill-minority'
+  | 'kill-all' // once per run
+  | 'pause-leader' // SIGSTOP the leader for longer than the session TTL (zombie leader)
+  | 'pause-follower'
+  | 'pause-client' // SIGSTOP a lock holder longer than its TTL (Kleppmann)
+  | 'packet' // netem delay/loss/duplication/reordering
+  | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
+
+export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
+
+export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
+  switch (c) {
+    case 'partition':
+      return nodes >= 5
+        ? ['partition-leader', 'partition-halves', 'partition-ring', 'partition-bridge', 'partition-oneway', 'partition-partial']
+        : ['partition-leader', 'partition-halves', 'partition-oneway', 'partition-partial'];
+    case 'kill':
+      return ['kill-one', 'kill-leader', 'kill-minority', 'kill-all'];
+    case 'pause':
+      return ['pause-leader', 'pause-follower'];
+    case 'pause-client':
+      return ['pause-client'];
+    case 'packet':
+      return ['packet'];
+    case 'unsynced':
+      return ['unsynced'];
+  }
+}
+
+export function categoryOf(v: Variant): FaultCategory {
+  if (v.startsWith('partition')) return 'partition';
+  if (v.startsWith('kill')) return 'kill';
+  if (v === 'pause-client') return 'pause-client';
+  if (v.startsWith('pause')) return 'pause';
+  return v as FaultCategory;
+}
+
+function shuffle<T>(rng: Rng, xs: T[]): T[] {
+  const a = [...xs];
+  for (let i = a.length - 1; i > 0; i--) {
+    const j = rng.int(0, i + 1);
+    [a[i], a[j]] = [a[j]!, a[i]!];
+  }
+  return a;
+}
+
+/**
+ * The order of fault episodes. Round one has one variant of every enabled category (the
+ * once-per-run crashes among them), so even a short run sees every kind; later rounds
+ * cycle through the repeatable variants in a fresh shuffled order each.
+ */
+export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400): Variant[] {
+  const first: Variant[] = [];
+  for (const c of categories) {
+    const vs = variantsOf(c, nodes);
+    if (c === 'kill') first.push('kill-all');
+    else first.push(vs[rng.int(0, vs.length)]!);
+  }
+  const out = shuffle(rng, first);
+  const repeatable = categories.flatMap((c) => variantsOf(c, nodes)).filter((v) => !ONCE_PER_RUN.has(v));
+  while (out.length < length && repeatable.length > 0) out.push(...shuffle(rng, repeatable));
+  return out.slice(0, length);
+}
+
+/** How the nemesis reaches the system; the runner implements it. */
+export interface NemesisEnv {
+  nodes: string[];
+  ttlMs: number;
+  netns: boolean;
+  leader(): Promise<string | null>;
+  kill(ids: string[]): Promise<void>;
+  restart(ids: string[]): Promise<void>;
+  pauseNode(id: string): void;
+  resumeNode(id: string): void;
+  /** a client in its critical section if one shows up within waitMs, else any client */
+  pickHolder(waitMs: number): Promise<string>;
+  pauseClient(id: string): void;
+  resumeClient(id: string): void;
+  split(a: string[], b: string[]): Promise<void>;
+  cut(from: string, to: string): Promise<void>;
+  healPartitions(): Promise<void>;
+  startPacket(): Promise<string>;
+  stopPacket(): Promise<void>;
+  sleep(ms: number): Promise<void>;
+}
+
+export interface ActiveFault {
+  variant: Variant;
+  detail: string;
+  /** undo it (restart, resume, heal) */
+  heal(): Promise<void>;
+}
+
+const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(0, xs.length)]!;
+
+async function leaderOrAny(env: NemesisEnv, rng: Rng): Promise<string> {
+  return (await env.leader()) ?? pick(rng, env.nodes);
+}
+
+/** Start one fault. Returns how to heal it; the caller holds it for `holdMs` first. */
+export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<ActiveFault & { holdMs: number }> {
+  const n = env.nodes.length;
+  const minority = Math.floor((n - 1) / 2);
+  const pauseMs = env.ttlMs + rng.int(800, 1800); // longer than the session TTL
+  const hold = (): number => rng.int(2500, 4500);
+  const others = (x: string): string[] => env.nodes.filter((y) => y !== x);
+  switch (v) {
+    case 'partition-leader': {
+      const l = await leaderOrAny(env, rng);
+      await env.split([l], others(l));
+      return { variant: v, detail: `isolated ${l}`, holdMs: hold(), heal: () => env.healPartitions() };
+    }
+    case 'partition-halves': {
+      const sh = shuffle(rng, env.nodes);
+      const a = sh.slice(0, rng.int(1, minority + 1));
+      const b = sh.slice(a.length);
+      await env.split(a, b);
+      return { variant: v, detail: `${a.join(',')} | ${b.join(',')}`, holdMs: hold(), heal: () => env.healPartitions() };
+    }
+    case 'partition-ring': {
+      // node i keeps links to i±1 only (a majority of 3 out of 5 including itself)
+      const sh = shuffle(rng, env.nodes);
+      const cuts: string[] = [];
+      for (let i = 0; i < n; i++) {
+        for (let j = i + 1; j < n; j++) {
+          const d = Math.min(j - i, n - (j - i));
+          if (d > 1) {
+            await env.split([sh[i]!], [sh[j]!]);
+            cuts.push(`${sh[i]}-${sh[j]}`);
+          }
+        }
+      }
+      return { variant: v, detail: `ring ${sh.join('→')} (cut ${cuts.join(' ')})`, holdMs: hold(), heal: () => env.healPartitions() };
+    }
+    case 'partition-bridge': {
+      const sh = shuffle(rng, env.nodes);
+      const bridge = sh[0]!;
+      const half = Math.floor((n - 1) / 2);
+      const a = sh.slice(1, 1 + half);
+      const b = sh.slice(1 + half);
+      await env.split(a, b);
+      return { variant: v, detail: `${a.join(',')} | ${b.join(',')} bridged by ${bridge}`, holdMs: hold(), heal: () => env.healPartitions() };
+    }
+    case 'partition-oneway': {
+      const x = rng.next() < 0.5 ? await leaderOrAny(env, rng) : pick(rng, env.nodes);
+      for (const y of others(x)) await env.cut(y, x);
+      return { variant: v, detail: `${x} receives nothing from ${others(x).join(',')} (but sends)`, holdMs: hold(), heal: () => env.healPartitions() };
+    }
+    case 'partition-partial': {
+      const l = await leaderOrAny(env, rng);
+      const b = pick(rng, others(l));
+      await env.split([l], [b]);
+      return { variant: v, detail: `${l} x ${b}; both still see ${env.nodes.filter((y) => y !== l && y !== b).join(',')}`, holdMs: hold(), heal: () => env.healPartitions() };
+    }
+    case 'kill-one':
+    case 'kill-leader':
+    case 'kill-minority':
+    case 'kill-all':
+    case 'unsynced': {
+      let ids: string[];
+      if (v === 'kill-one') ids = [pick(rng, env.nodes)];
+      else if (v === 'kill-leader') ids = [await leaderOrAny(env, rng)];
+      else if (v === 'kill-minority') ids = shuffle(rng, env.nodes).slice(0, Math.max(1, minority));
+      else if (v === 'kill-all') ids = [...env.nodes];
+      else {
+        const l = await leaderOrAny(env, rng);
+        ids = [l, ...shuffle(rng, others(l)).slice(0, minority)];
+      }
+      await env.kill(ids);
+      const detail = v === 'unsynced' ? `kill -9 ${ids.join(',')} (a majority), dropping their unsynced writes` : `kill -9 ${ids.join(',')}`;
+      return { variant: v, detail, holdMs: rng.int(1000, 3000), heal: () => env.restart(ids) };
+    }
+    case 'pause-leader':
+    case 'pause-follower': {
+      const l = await env.leader();
+      const id = v === 'pause-leader' ? l ?? pick(rng, env.nodes) : pick(rng, env.nodes.filter((x) => x !== l));
+      env.pauseNode(id);
+      return { variant: v, detail: `SIGSTOP ${id}${id === l ? ' (leader)' : ''} for ${pauseMs} ms`, holdMs: pauseMs, heal: async () => env.resumeNode(id) };
+    }
+    case 'pause-client': {
+      const c = await env.pickHolder(3000);
+      env.pauseClient(c);
+      return { variant: v, detail: `SIGSTOP client ${c} for ${pauseMs} ms`, holdMs: pauseMs, heal: async () => env.resumeClient(c) };
+    }
+    case 'packet': {
+      const d = await env.startPacket();
+      return { variant: v, detail: d, holdMs: rng.int(3000, 5000), heal: () => env.stopPacket() };
+    }
+  }
+}
