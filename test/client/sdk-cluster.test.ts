@@ -1,0 +1,141 @@
+// The SDK against a real 3-node cluster (ClusterHarness: real `raftlock serve` processes on
+// ephemeral ports, removed in `after` even on failure): mutual exclusion under contention,
+// a leader killed inside withLock, and the lease proof when every node is stopped.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { performance } from 'node:perf_hooks';
+import { ClusterHarness, delay, eventually } from '../support/cluster-harness.js';
+import { LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '../../src/client/index.js';
+
+/** A resource that remembers the highest token it saw and refuses older ones (spec "Fencing tokens"). */
+class FencedCounter {
+  highest = 0;
+  value = 0;
+  write(token: number): void {
+    if (token < this.highest) throw new Error(`stale token ${token} < ${this.highest}`);
+    this.highest = token;
+    this.value++;
+  }
+}
+
+describe('SDK against a real 3-node cluster', () => {
+  let h: ClusterHarness;
+  const clients: RaftlockClient[] = [];
+  const warnings: string[] = [];
+  const client = (o: Partial<ClientOptions> = {}): RaftlockClient => {
+    const c = new RaftlockClient({ endpoints: h.endpoints, onWarning: (m, e) => warnings.push(`${m}: ${String(e)}`), ...o });
+    clients.push(c);
+    return c;
+  };
+
+  before(async () => {
+    h = await ClusterHarness.create();
+    h.startAll();
+    await h.waitForLeader();
+  });
+  after(async () => {
+    for (const n of h?.nodes ?? []) h.resume(n.id);
+    await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+    await h?.close();
+  });
+
+  it('withLock under contention from several clients keeps mutual exclusion; tokens increase', async () => {
+    const resource = new FencedCounter();
+    let inside = 0;
+    let maxInside = 0;
+    const tokens: number[] = [];
+    const N = 4;
+    const K = 5;
+    await Promise.all(
+      Array.from({ length: N }, async (_, i) => {
+        const c = client();
+        for (let k = 0; k < K; k++) {
+          await c.withLock(
+            'contended',
+            async ({ fencingToken, signal }) => {
+              inside++;
+              maxInside = Math.max(maxInside, inside);
+              tokens.push(fencingToken);
+              resource.write(fencingToken);
+              await delay(5 + ((i * 7 + k * 3) % 15)); // widen the critical section
+              assert.equal(signal.aborted, false);
+              inside--;
+            },
+            { ttlMs: 3000, waitMs: 60_000, owner: `client-${i}` },
+          );
+        }
+      }),
+    );
+    assert.equal(maxInside, 1, 'two callbacks ran at once');
+    assert.equal(resource.value, N * K);
+    for (let j = 1; j < tokens.length; j++) assert.ok(tokens[j]! > tokens[j - 1]!, `tokens not increasing: ${tokens.join(',')}`);
+    const after = await client().getLock('contended');
+    assert.equal(after.held, false, 'every withLock released');
+  });
+
+  it('killing the leader during withLock neither loses the lock nor runs the callback twice', async () => {
+    const c = client();
+    const ttlMs = 3000;
+    let calls = 0;
+    const leader = await h.waitForLeader();
+    const others = h.nodes.map((n) => n.id).filter((id) => id !== leader);
+    const token = await c.withLock(
+      'survivor',
+      async ({ fencingToken, signal, lock, sessionId }) => {
+        calls++;
+        await h.kill(leader);
+        await h.waitForLeader(15_000, others);
+        // Stay inside for two full ttls after the kill: the lease must have been renewed
+        // through the new leader, and the signal must never have fired.
+        const until = Date.now() + 2 * ttlMs;
+        while (Date.now() < until) {
+          assert.equal(signal.aborted, false, `lock lost: ${String(signal.reason)}`);
+          await delay(50);
+        }
+        assert.equal(await lock.check(), true, 'the token still holds the lock');
+        const info = await c.getLock('survivor');
+        assert.equal(info.holder?.sessionId, sessionId);
+        assert.equal(info.holder?.fencingToken, fencingToken);
+        return fencingToken;
+      },
+      { ttlMs },
+    );
+    assert.equal(calls, 1, 'the callback ran exactly once');
+    assert.ok(token > 0);
+    assert.equal((await c.getLock('survivor')).held, false, 'released after the callback');
+    h.start(leader);
+    await h.waitForLeader();
+  });
+
+  it('a session whose keepalives are blocked (cluster stopped) fires lost before its ttl passes', async () => {
+    const c = client({ timeoutMs: 5000 });
+    const ttlMs = 1500;
+    const s = await c.session({ ttlMs });
+    const lock = await s.lock('paused');
+    let acks = 0;
+    s.on('keepalive', () => acks++);
+    await eventually(async () => acks >= 1, 5000, 'a keepalive');
+    for (const n of h.nodes) h.pause(n.id);
+    const pausedAt = performance.now();
+    let lostAt: number;
+    let reason: SessionLostError;
+    try {
+      reason = await s.lost;
+      lostAt = performance.now();
+    } finally {
+      for (const n of h.nodes) h.resume(n.id);
+    }
+    const lastAck = s.lastAckSentAt;
+    assert.ok(reason instanceof SessionLostError);
+    assert.ok(lostAt < lastAck + ttlMs, `lost ${Math.round(lostAt - lastAck)} ms after the last acknowledged send; ttl ${ttlMs}`);
+    assert.ok(lostAt >= lastAck + ttlMs - s.safetyMarginMs - 2, `lost too early: ${Math.round(lostAt - lastAck)} ms`);
+    assert.ok(lostAt - pausedAt < ttlMs);
+    assert.ok(lock.signal.aborted);
+    assert.ok(lock.signal.reason instanceof LockLostError);
+    assert.equal(lock.held, false);
+    assert.throws(() => lock.assertHeld(), LockLostError);
+    // Once the cluster runs again the lock frees itself (best-effort close, or expiry).
+    await eventually(async () => !(await c.getLock('paused')).held, 15_000, 'the lost lock to be freed');
+    await s.close();
+  });
+});
