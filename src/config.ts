@@ -51,6 +51,16 @@ export interface LimitsConfig {
   maxWaitersPerLock: number;
   /** 0 = no rate limit */
   requestsPerSecondPerClient: number;
+  /** issue 10 (optional field): lock entries (held or in lock-delay) plus queued waits,
+   *  cluster-wide; with maxSessions, the FSM's memory bound */
+  maxLocks: number;
+}
+/** membership changes (docs/membership.md) */
+export interface MembershipConfig {
+  /** a learner is promoted to voter once its log is within this many entries of the leader's */
+  promoteMaxLagEntries: number;
+  /** how long one add/promote request waits for the learner to catch up (then 504; it stays a learner) */
+  catchUpTimeoutMs: number;
 }
 export interface Config {
   /** absolute path of the file this came from */
@@ -67,7 +77,11 @@ export interface Config {
   peerTls?: PeerTlsConfig;
   clusterSecretFile?: string;
   auth?: { tokensFile: string };
+  /** `"auth": { "disabled": true }` (issue 10, optional): run without API auth even though
+   *  an API listens beyond loopback (docs/security.md "When auth is on") */
+  authDisabled?: true;
   limits: LimitsConfig;
+  membership: MembershipConfig;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -184,15 +198,23 @@ const fileSchema = z.strictObject({
   tls: z.strictObject({ cert_file: path, key_file: path, ca_file: path.optional(), client_cert_auth: z.boolean().default(false) }).optional(),
   peer_tls: z.strictObject({ cert_file: path, key_file: path, ca_file: path }).optional(),
   cluster_secret_file: path.optional(),
-  auth: z.strictObject({ tokens_file: path }).optional(),
+  // exactly one of tokens_file / disabled (crossFieldProblems)
+  auth: z.strictObject({ tokens_file: path.optional(), disabled: z.literal(true).optional() }).optional(),
   limits: z
     .strictObject({
       max_sessions: count(1).default(1_000_000),
       max_sessions_per_token: count(1).default(10_000),
       max_waiters_per_lock: count(1).default(1000),
       requests_per_second_per_client: count(0).default(0),
+      max_locks: count(1).default(1_000_000),
     })
-    .default({ max_sessions: 1_000_000, max_sessions_per_token: 10_000, max_waiters_per_lock: 1000, requests_per_second_per_client: 0 }),
+    .default({ max_sessions: 1_000_000, max_sessions_per_token: 10_000, max_waiters_per_lock: 1000, requests_per_second_per_client: 0, max_locks: 1_000_000 }),
+  membership: z
+    .strictObject({
+      promote_max_lag_entries: count(0).default(1000),
+      catch_up_timeout_ms: duration.default(60_000),
+    })
+    .default({ promote_max_lag_entries: 1000, catch_up_timeout_ms: 60_000 }),
 });
 type RawConfig = z.output<typeof fileSchema>;
 
@@ -219,6 +241,8 @@ function crossFieldProblems(c: RawConfig): Problem | undefined {
       if (!wantHttps && isHttps) return [`nodes[${i}].${field}`, `is https:// but "${block}" is not set, got "${n[field]}"`];
     }
   }
+  if (c.auth && c.auth.tokens_file === undefined && c.auth.disabled === undefined) return ['auth.tokens_file', 'required field is missing (or "disabled": true to run without API auth)'];
+  if (c.auth && c.auth.tokens_file !== undefined && c.auth.disabled !== undefined) return ['auth.disabled', 'cannot be set together with auth.tokens_file'];
   const [eMin, eMax] = c.election_timeout_ms;
   if (eMin < 1) return ['election_timeout_ms[0]', `must be > 0, got ${eMin}`];
   if (eMin >= eMax) return ['election_timeout_ms', `expected [min, max] with min < max, got [${eMin}, ${eMax}]`];
@@ -343,12 +367,18 @@ function toConfig(c: RawConfig, file: string): Config {
       maxSessionsPerToken: c.limits.max_sessions_per_token,
       maxWaitersPerLock: c.limits.max_waiters_per_lock,
       requestsPerSecondPerClient: c.limits.requests_per_second_per_client,
+      maxLocks: c.limits.max_locks,
+    },
+    membership: {
+      promoteMaxLagEntries: c.membership.promote_max_lag_entries,
+      catchUpTimeoutMs: Math.max(1, c.membership.catch_up_timeout_ms),
     },
   };
   if (c.tls) cfg.tls = { certFile: rel(c.tls.cert_file), keyFile: rel(c.tls.key_file), clientCertAuth: c.tls.client_cert_auth, ...(c.tls.ca_file ? { caFile: rel(c.tls.ca_file) } : {}) };
   if (c.peer_tls) cfg.peerTls = { certFile: rel(c.peer_tls.cert_file), keyFile: rel(c.peer_tls.key_file), caFile: rel(c.peer_tls.ca_file) };
   if (c.cluster_secret_file) cfg.clusterSecretFile = rel(c.cluster_secret_file);
-  if (c.auth) cfg.auth = { tokensFile: rel(c.auth.tokens_file) };
+  if (c.auth?.tokens_file !== undefined) cfg.auth = { tokensFile: rel(c.auth.tokens_file) };
+  if (c.auth?.disabled) cfg.authDisabled = true;
   return cfg;
 }
 

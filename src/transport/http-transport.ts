@@ -57,7 +57,11 @@ export interface HttpTransportOptions {
   unreachableIntervalMs?: number;
   /** issue 10 hooks: inbound authentication, outbound headers, TLS both ways */
   authenticate?: (req: http.IncomingMessage) => boolean;
+  /** second authentication stage, once the body is read (an HMAC over the body); false → 401 */
+  authenticateBody?: (req: http.IncomingMessage, body: Uint8Array) => boolean;
   headers?: Record<string, string>;
+  /** per-request headers computed from the exact body bytes (the HMAC signature) */
+  signRequest?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   tls?: { server?: https.ServerOptions; client?: Pool.Options['connect'] };
 }
 
@@ -142,6 +146,7 @@ export class HttpTransport implements Transport {
       onMessages: (body) => this.receiveMessages(body),
       onSnapshotChunk: (body) => this.receiveChunk(body),
       ...(o.authenticate ? { authenticate: o.authenticate } : {}),
+      ...(o.authenticateBody ? { authenticateBody: o.authenticateBody } : {}),
       ...(o.tls?.server ? { tls: o.tls.server } : {}),
     });
     this.setPeers(o.peers);
@@ -150,6 +155,12 @@ export class HttpTransport implements Transport {
   async start(): Promise<void> {
     const a = await this.server.listen();
     this.o.logger.info({ self: this.o.self, host: a.address, port: a.port }, 'peer transport listening');
+  }
+
+  /** Replace the peer server's certificate/key/CA (SIGHUP reload). New connections use
+   *  them; open ones keep theirs. Throws when the transport was built without tls.server. */
+  setServerTls(opts: https.ServerOptions): void {
+    this.server.setSecureContext(opts);
   }
 
   /** the bound address, after start() */
@@ -248,6 +259,7 @@ export class HttpTransport implements Transport {
       maxInflightRequests: l.maxInflightRequests, requestTimeoutMs: l.requestTimeoutMs,
       backoffMinMs: l.backoffMinMs, backoffMaxMs: l.backoffMaxMs, unreachableIntervalMs: l.unreachableIntervalMs,
       ...(this.o.headers ? { headers: this.o.headers } : {}),
+      ...(this.o.signRequest ? { sign: this.o.signRequest } : {}),
       ...(this.o.tls?.client ? { connect: this.o.tls.client } : {}),
       logger: this.o.logger, metrics: this.metrics,
       reportUnreachable: (p) => {
@@ -278,6 +290,7 @@ export class HttpTransport implements Transport {
       self: this.o.self, cluster: this.o.cluster, peer, url: new URL(link.url),
       chunkBytes: l.snapshotChunkBytes, maxSnapshotBytes: l.maxSnapshotBytes, requestTimeoutMs: Math.max(l.requestTimeoutMs, 30_000),
       ...(this.o.headers ? { headers: this.o.headers } : {}),
+      ...(this.o.signRequest ? { sign: this.o.signRequest } : {}),
       ...(this.o.tls?.client ? { connect: this.o.tls.client } : {}),
       onChunkSent: (bytes: number) => this.metrics.chunkSent(peer, bytes),
     };

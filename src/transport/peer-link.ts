@@ -36,6 +36,8 @@ export interface PeerLinkOptions {
   unreachableIntervalMs: number;
   /** extra request headers (e.g. a cluster secret, issue 10) */
   headers?: Record<string, string>;
+  /** per-request headers from the exact body (HMAC signature, issue 10) */
+  sign?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   /** undici connect options (TLS: ca, cert, key, servername, …) */
   connect?: Pool.Options['connect'];
   logger: PeerLogger;
@@ -112,12 +114,13 @@ export class PeerLink {
       return;
     }
     this.inflight++;
+    const path = `${this.basePath}${MESSAGES_PATH}`;
     this.pool
       .request({
-        path: `${this.basePath}${MESSAGES_PATH}`,
+        path,
         method: 'POST',
         body,
-        headers: { 'content-type': CONTENT_TYPE, ...this.o.headers },
+        headers: { 'content-type': CONTENT_TYPE, ...this.o.headers, ...this.o.sign?.('POST', path, body) },
         // Raft messages may be duplicated or retried safely; this lets undici pipeline them
         idempotent: true,
         blocking: false,

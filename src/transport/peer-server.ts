@@ -38,6 +38,8 @@ export interface PeerServerOptions {
   /** whole-request deadline (headers + body) against slow senders */
   requestTimeoutMs: number;
   authenticate?: (req: http.IncomingMessage) => boolean;
+  /** checked on the complete body, before the handler (HMAC over the body, issue 10) */
+  authenticateBody?: (req: http.IncomingMessage, body: Uint8Array) => boolean;
   /** with this, the server is node:https (peer TLS, issue 10) */
   tls?: https.ServerOptions;
   logger: PeerLogger;
@@ -120,6 +122,12 @@ export class PeerServer {
     });
   }
 
+  /** new TLS context for new connections (certificate reload) */
+  setSecureContext(opts: https.ServerOptions): void {
+    if (!(this.server instanceof https.Server)) throw new Error('PeerServer.setSecureContext: this server was started without TLS');
+    this.server.setSecureContext(opts);
+  }
+
   address(): AddressInfo | null {
     const a = this.server.address();
     return a && typeof a === 'object' ? a : null;
@@ -150,6 +158,9 @@ export class PeerServer {
       (bytes) => {
         // the handler delivers to Raft; an exception there is a bug in the node, which must
         // crash loudly rather than vanish into this promise chain
+        if (this.opts.authenticateBody && !this.safeAuthenticateBody(req, bytes)) {
+          return this.reject(req, res, { status: 401, reason: 'unauthenticated', detail: 'peer request signature check failed' });
+        }
         let verdict: Verdict;
         try {
           verdict = path === MESSAGES_PATH ? this.opts.onMessages(bytes) : this.opts.onSnapshotChunk(bytes);
@@ -183,6 +194,15 @@ export class PeerServer {
       return this.opts.authenticate?.(req) === true;
     } catch (err) {
       this.opts.logger.error({ err }, 'peer authenticate hook threw; refusing the request');
+      return false;
+    }
+  }
+
+  private safeAuthenticateBody(req: http.IncomingMessage, body: Uint8Array): boolean {
+    try {
+      return this.opts.authenticateBody?.(req, body) === true;
+    } catch (err) {
+      this.opts.logger.error({ err }, 'peer authenticateBody hook threw; refusing the request');
       return false;
     }
   }

@@ -24,6 +24,8 @@ export interface SnapshotSendOptions {
   maxSnapshotBytes: number;
   requestTimeoutMs: number;
   headers?: Record<string, string>;
+  /** per-request headers from the exact body (HMAC signature, issue 10) */
+  sign?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   connect?: Pool.Options['connect'];
   onChunkSent(bytes: number): void;
 }
@@ -53,7 +55,7 @@ export async function sendSnapshot(o: SnapshotSendOptions, m: Extract<Message, {
       const body = encodeSnapshotChunk({
         cluster: o.cluster, from: o.self, to: o.peer, transfer, offset, total: data.length, term: m.term, meta: m.snapshot.meta, chunk,
       });
-      const res = await pool.request({ path, method: 'POST', body, signal, headers: { 'content-type': CONTENT_TYPE, ...o.headers } });
+      const res = await pool.request({ path, method: 'POST', body, signal, headers: { 'content-type': CONTENT_TYPE, ...o.headers, ...o.sign?.('POST', path, body) } });
       await res.body.dump().catch(() => undefined);
       if (res.statusCode !== 204) {
         log.warn({ peer: o.peer, transfer, offset, status: res.statusCode }, 'peer refused a snapshot chunk');

@@ -45,7 +45,7 @@ describe('config: good files', () => {
     assert.deepEqual(c.session, { defaultTtlMs: 10000, minTtlMs: 1000, maxTtlMs: 3600000, lockDelayMs: 0 });
     assert.equal(c.snapshotEveryEntries, 10000);
     assert.ok(c.dataDir.endsWith('/data') && c.dataDir.startsWith('/'));
-    assert.deepEqual(c.limits, { maxSessions: 1_000_000, maxSessionsPerToken: 10_000, maxWaitersPerLock: 1000, requestsPerSecondPerClient: 0 });
+    assert.deepEqual(c.limits, { maxSessions: 1_000_000, maxSessionsPerToken: 10_000, maxWaitersPerLock: 1000, requestsPerSecondPerClient: 0, maxLocks: 1_000_000 });
   });
 
   it('only nodes is required; the rest defaults to the documented values', () => {
@@ -144,7 +144,9 @@ const bad: Bad[] = [
   ['tls unknown field', (j) => { j.tls = { cert_file: 'a', key_file: 'b', verify: false }; }, 'tls.verify: unknown field'],
   ['auth missing tokens_file', (j) => { j.auth = {}; }, 'auth.tokens_file: required field is missing'],
   ['limits negative', (j) => { j.limits = { max_waiters_per_lock: -1 }; }, 'limits.max_waiters_per_lock: must be >= 1, got -1'],
-  ['limits unknown', (j) => { j.limits = { max_locks: 5 }; }, 'limits.max_locks: unknown field'],
+  ['limits unknown', (j) => { j.limits = { max_lock: 5 }; }, 'limits.max_lock: unknown field'],
+  ['auth both tokens_file and disabled', (j) => { j.auth = { tokens_file: 't.json', disabled: true }; }, 'auth.disabled: cannot be set together with auth.tokens_file'],
+  ['auth disabled false', (j) => { j.auth = { disabled: false }; }, 'auth.disabled: '],
   ['listen_api malformed', (j) => { j.nodes[0]!.listen_api = '7001'; }, 'nodes[0].listen_api: expected "host:port" (port 0-65535), got "7001"'],
   ['listen_peer port too big', (j) => { j.nodes[0]!.listen_peer = 'h:70000'; }, 'nodes[0].listen_peer: expected "host:port"'],
   ['not an object', (j) => { for (const k of Object.keys(j)) delete (j as Record<string, unknown>)[k]; Object.assign(j, { nodes: 'n1,n2' }); }, 'nodes: expected array, got "n1,n2"'],
