@@ -1,0 +1,125 @@
+// `npm run bench`: the lock-service load generator of issue 8 (BENCHMARKS.md has the
+// commands and the numbers). It starts (or attaches to) a raftlock cluster and, with
+// --compare etcd, a 3-member etcd; runs every (workload, clients) row --reps times,
+// alternating raftlock and etcd run by run (A B, B A, …) so slow drifts in the machine's
+// load hit both alike; and prints medians, ratios and the Raft cost per operation read
+// from each leader's /metrics.
+import { cpus, loadavg, totalmem } from 'node:os';
+import { CommanderError, InvalidArgumentError } from 'commander';
+import cliProgress from 'cli-progress';
+import { parseOptions, type BenchOptions } from './options.js';
+import { externalRaftlock, startLocalRaftlock } from './raftlock-target.js';
+import { etcdVersion, externalEtcd, startLocalEtcd } from './etcd-target.js';
+import { runWorkload, type RunResult, type RunSpec } from './workloads.js';
+import { compare, comparisonTable, resultsTable, summarize } from './report.js';
+import type { Deployment } from './target.js';
+
+const log = (line: string): void => {
+  process.stderr.write(`${line}\n`);
+};
+
+function machine(): Record<string, string | number> {
+  const c = cpus();
+  return {
+    cpu: c[0]?.model ?? 'unknown',
+    cores: c.length,
+    memGiB: Math.round(totalmem() / 2 ** 30),
+    node: process.version,
+    etcd: etcdVersion() ?? 'not on PATH',
+  };
+}
+
+async function deployments(o: BenchOptions): Promise<Deployment[]> {
+  const out: Deployment[] = [];
+  try {
+    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep }));
+    log(`raftlock: ${out[0]!.description}`);
+    if (o.compare === 'etcd') {
+      if (o.etcdEndpoints) out.push(externalEtcd(o.etcdEndpoints));
+      else if (!etcdVersion()) log('etcd: no `etcd` binary on the PATH, so the comparison is SKIPPED (Debian: apt-get install etcd-server)');
+      else out.push(await startLocalEtcd({ members: 3, log, keepDir: o.keep }));
+      if (out[1]) log(`etcd: ${out[1].description}`);
+    }
+    return out;
+  } catch (err) {
+    await Promise.all(out.map((d) => d.stop()));
+    throw err;
+  }
+}
+
+async function runOne(d: Deployment, spec: RunSpec, label: string, bar: cliProgress.SingleBar | null): Promise<RunResult> {
+  const leader = await d.leader();
+  const target = d.target(leader, spec.clients);
+  bar?.start(1000, 0, { label, ops: 0 });
+  try {
+    const load0 = loadavg()[0]!;
+    const r = await runWorkload(target, spec, (fraction, ops) => bar?.update(Math.round(fraction * 1000), { label, ops }));
+    bar?.stop();
+    const lat = r.latency.totalCount > 0 ? `p50 ${(r.latency.getValueAtPercentile(50) / 1000).toFixed(1)} ms, p99 ${(r.latency.getValueAtPercentile(99) / 1000).toFixed(1)} ms` : 'no samples';
+    const errs = Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ');
+    log(`${label}: ${Math.round(r.opsPerSec)} ops/s, ${lat}, entries/op ${r.entriesPerOp?.toFixed(2) ?? '-'}, fsyncs/op ${r.fsyncsPerOp?.toFixed(2) ?? '-'}, load ${load0.toFixed(1)}→${loadavg()[0]!.toFixed(1)}${errs ? `, errors: ${errs}` : ''}`);
+    return r;
+  } finally {
+    bar?.stop();
+    await target.close();
+  }
+}
+
+async function main(): Promise<number> {
+  let o: BenchOptions;
+  try {
+    o = parseOptions(process.argv.slice(2));
+  } catch (err) {
+    if (err instanceof CommanderError) return err.exitCode;
+    if (err instanceof InvalidArgumentError) {
+      log(`bench: ${err.message}`);
+      return 2;
+    }
+    throw err;
+  }
+  const m = machine();
+  log(`machine: ${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, node ${m.node}, ${m.etcd}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const ds = await deployments(o);
+  const runs: RunResult[] = [];
+  const bar = o.progress && process.stderr.isTTY
+    ? new cliProgress.SingleBar({ format: '{label} [{bar}] {percentage}% | {ops} ops', stream: process.stderr, clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic)
+    : null;
+  try {
+    let seq = 0;
+    for (const { workload, clients } of o.matrix) {
+      for (let rep = 0; rep < o.reps; rep++) {
+        // A/B, then B/A: neither system always runs first (after the other's load)
+        const order = rep % 2 === 0 ? ds : [...ds].reverse();
+        for (const d of order) {
+          const spec: RunSpec = { workload, clients, durationMs: o.durationMs, warmupMs: o.warmupMs, sessions: o.sessions, runId: `b${process.pid}-${++seq}` };
+          runs.push(await runOne(d, spec, `${d.system} ${workload} C=${clients} rep ${rep + 1}/${o.reps}`, bar));
+        }
+      }
+    }
+  } finally {
+    await Promise.all(ds.map((d) => d.stop()));
+  }
+  const rows = summarize(runs);
+  const comparisons = compare(rows);
+  const out = o.json ? log : (s: string) => process.stdout.write(`${s}\n`);
+  out('');
+  out(`Results (median of ${o.reps} run${o.reps > 1 ? 's' : ''} per row, ${o.durationMs / 1000} s measured after ${o.warmupMs / 1000} s warm-up; latencies in ms; entries and fsyncs per op from the leader's /metrics):`);
+  out(resultsTable(rows));
+  if (comparisons.length > 0) {
+    out('');
+    out('raftlock vs etcd (ratio of median throughputs; targets from issue 8):');
+    out(comparisonTable(comparisons));
+  }
+  if (o.json) {
+    process.stdout.write(`${JSON.stringify({ machine: m, options: { ...o, matrix: o.matrix }, rows, comparisons }, null, 2)}\n`);
+  }
+  return 0;
+}
+
+main().then(
+  (code) => process.exit(code),
+  (err: unknown) => {
+    log(`bench: ${err instanceof Error ? err.message : String(err)}`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,110 @@
+// Child processes for the benchmark's own clusters (raftlock and etcd): free loopback
+// ports, spawn with the output into a log file, poll an HTTP URL until it answers, and a
+// teardown that always runs (SIGTERM, then SIGKILL after a grace period, then the temp
+// dir). Every child also dies with this process (the 'exit' hook), so a crashed or
+// interrupted benchmark never leaves nodes holding ports or burning the shared CPU.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { createWriteStream, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+
+const live = new Set<ChildProcess>();
+process.once('exit', () => {
+  for (const p of live) {
+    try {
+      p.kill('SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+});
+for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(sig, () => {
+    // the 'exit' hook above kills the children
+    process.exit(130);
+  });
+}
+
+/** A free TCP port on 127.0.0.1 (never one of the project's fixed ports 7001-7003/7101-7103). */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const srv = createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const addr = srv.address();
+        const p = typeof addr === 'object' && addr ? addr.port : 0;
+        srv.close(() => resolve(p));
+      });
+    });
+    if (!((port >= 7001 && port <= 7003) || (port >= 7101 && port <= 7103))) return port;
+  }
+}
+
+export interface Child {
+  readonly name: string;
+  readonly proc: ChildProcess;
+  readonly logPath: string;
+  exited: boolean;
+}
+
+export function startChild(name: string, cmd: string, args: string[], logPath: string, env?: NodeJS.ProcessEnv): Child {
+  const log = createWriteStream(logPath, { flags: 'a' });
+  const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
+  proc.stdout!.pipe(log, { end: false });
+  proc.stderr!.pipe(log, { end: false });
+  const child: Child = { name, proc, logPath, exited: false };
+  live.add(proc);
+  proc.once('exit', () => {
+    child.exited = true;
+    live.delete(proc);
+    log.end();
+  });
+  proc.once('error', () => {
+    child.exited = true;
+    live.delete(proc);
+  });
+  return child;
+}
+
+/** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
+export async function stopChild(c: Child, graceMs = 10_000): Promise<void> {
+  if (c.exited) return;
+  await new Promise<void>((resolve) => {
+    c.proc.once('exit', () => resolve());
+    const t = setTimeout(() => c.proc.kill('SIGKILL'), graceMs);
+    t.unref();
+    c.proc.kill('SIGTERM');
+  });
+}
+
+export function removeDir(dir: string): void {
+  rmSync(dir, { recursive: true, force: true });
+}
+
+/** Poll until `check` returns a value (not undefined) or the deadline passes. */
+export async function pollUntil<T>(what: string, timeoutMs: number, check: () => Promise<T | undefined>, children: Child[] = []): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const dead = children.find((c) => c.exited);
+    if (dead) throw new Error(`${dead.name} exited while waiting for ${what}; see ${dead.logPath}`);
+    try {
+      const v = await check();
+      if (v !== undefined) return v;
+    } catch {
+      /* not up yet */
+    }
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/** GET a URL with a short timeout; the parsed JSON body, or undefined on any failure. */
+export async function getJson<T>(url: string, init?: RequestInit): Promise<{ status: number; body: T } | undefined> {
+  try {
+    const res = await fetch(url, { ...init, signal: AbortSignal.timeout(2000) });
+    const text = await res.text();
+    return { status: res.status, body: (text ? JSON.parse(text) : undefined) as T };
+  } catch {
+    return undefined;
+  }
+}

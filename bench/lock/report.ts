@@ -1,0 +1,148 @@
+// Turning runs into numbers people compare: one row per (workload, clients, system) with
+// the MEDIAN over repetitions of each statistic, a side-by-side table with ratios and the
+// issue-8 targets, and a JSON form for machines.
+import type { RunResult, WorkloadName } from './workloads.js';
+import type { SystemName } from './target.js';
+
+export interface Row {
+  workload: WorkloadName;
+  clients: number;
+  system: SystemName;
+  reps: number;
+  /** per repetition, in run order */
+  opsPerSecRuns: number[];
+  opsPerSec: number;
+  p50Ms: number;
+  p90Ms: number;
+  p99Ms: number;
+  maxMs: number;
+  entriesPerOp: number | null;
+  fsyncsPerOp: number | null;
+  errors: Record<string, number>;
+}
+
+/** issue 8: raftlock ÷ etcd throughput required per (workload, clients) */
+export const TARGET_RATIOS: Record<string, number> = {
+  'uncontended/1': 1.5,
+  'uncontended/16': 2,
+  'uncontended/64': 2.5,
+  'contended/16': 5,
+  'contended/64': 5,
+  'churn/16': 3,
+};
+
+export function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  const n = s.length;
+  if (n === 0) return NaN;
+  return n % 2 === 1 ? s[(n - 1) / 2]! : (s[n / 2 - 1]! + s[n / 2]!) / 2;
+}
+
+function medianOrNull(xs: (number | null)[]): number | null {
+  const v = xs.filter((x): x is number => x !== null);
+  return v.length === 0 ? null : median(v);
+}
+
+export function summarize(runs: RunResult[]): Row[] {
+  const groups = new Map<string, RunResult[]>();
+  for (const r of runs) {
+    const k = `${r.workload}/${r.clients}/${r.system}`;
+    const g = groups.get(k) ?? [];
+    g.push(r);
+    groups.set(k, g);
+  }
+  const rows: Row[] = [];
+  for (const g of groups.values()) {
+    const first = g[0]!;
+    const errors: Record<string, number> = {};
+    for (const r of g) for (const [k, v] of Object.entries(r.errors)) errors[k] = (errors[k] ?? 0) + v;
+    const pct = (p: number): number => median(g.map((r) => (r.latency.totalCount > 0 ? r.latency.getValueAtPercentile(p) / 1000 : NaN)));
+    rows.push({
+      workload: first.workload,
+      clients: first.clients,
+      system: first.system,
+      reps: g.length,
+      opsPerSecRuns: g.map((r) => r.opsPerSec),
+      opsPerSec: median(g.map((r) => r.opsPerSec)),
+      p50Ms: pct(50),
+      p90Ms: pct(90),
+      p99Ms: pct(99),
+      maxMs: median(g.map((r) => (r.latency.totalCount > 0 ? r.latency.maxValue / 1000 : NaN))),
+      entriesPerOp: medianOrNull(g.map((r) => r.entriesPerOp)),
+      fsyncsPerOp: medianOrNull(g.map((r) => r.fsyncsPerOp)),
+      errors,
+    });
+  }
+  return rows;
+}
+
+const UNIT: Record<WorkloadName, string> = { uncontended: 'cycles/s', contended: 'grants/s', churn: 'cycles/s', keepalive: 'keepalives/s', read: 'reads/s' };
+const LAT: Record<WorkloadName, string> = { uncontended: 'acquire', contended: 'acquire (wait)', churn: 'acquire', keepalive: 'keepalive', read: 'read' };
+
+const f0 = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-');
+const fms = (x: number): string => (!Number.isFinite(x) ? '-' : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toString());
+const f2 = (x: number | null): string => (x === null || !Number.isFinite(x) ? '-' : x.toFixed(2));
+
+function table(header: string[], body: string[][], rightAlign: boolean[]): string {
+  const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
+  const line = (cells: string[]): string => '| ' + cells.map((c, i) => (rightAlign[i] ? c.padStart(widths[i]!) : c.padEnd(widths[i]!))).join(' | ') + ' |';
+  const sep = '|' + widths.map((w, i) => (rightAlign[i] ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|';
+  return [line(header), sep, ...body.map(line)].join('\n');
+}
+
+export function resultsTable(rows: Row[]): string {
+  const body = rows.map((r) => [
+    r.workload, String(r.clients), r.system, `${f0(r.opsPerSec)} ${UNIT[r.workload]}`, r.reps > 1 ? r.opsPerSecRuns.map(f0).join(' / ') : '',
+    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp),
+    Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ') || '0',
+  ]);
+  return table(
+    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'errors'],
+    body,
+    [false, true, false, true, true, false, true, true, true, true, true, true, false],
+  );
+}
+
+export interface Comparison {
+  workload: WorkloadName;
+  clients: number;
+  raftlock: number;
+  etcd: number;
+  ratio: number;
+  target: number | null;
+  raftlockP99Ms: number;
+  etcdP99Ms: number;
+  throughputMet: boolean | null;
+  p99Met: boolean;
+}
+
+export function compare(rows: Row[]): Comparison[] {
+  const out: Comparison[] = [];
+  for (const a of rows) {
+    if (a.system !== 'raftlock') continue;
+    const b = rows.find((r) => r.system === 'etcd' && r.workload === a.workload && r.clients === a.clients);
+    if (!b) continue;
+    const target = TARGET_RATIOS[`${a.workload}/${a.clients}`] ?? null;
+    const ratio = a.opsPerSec / b.opsPerSec;
+    out.push({
+      workload: a.workload, clients: a.clients, raftlock: a.opsPerSec, etcd: b.opsPerSec, ratio, target,
+      raftlockP99Ms: a.p99Ms, etcdP99Ms: b.p99Ms,
+      throughputMet: target === null ? null : ratio >= target,
+      p99Met: a.p99Ms <= b.p99Ms,
+    });
+  }
+  return out;
+}
+
+export function comparisonTable(cs: Comparison[]): string {
+  const body = cs.map((c) => [
+    c.workload, String(c.clients), f0(c.raftlock), f0(c.etcd), `${c.ratio.toFixed(2)}×`,
+    c.target === null ? '-' : `≥ ${c.target}× ${c.throughputMet ? 'met' : 'NOT met'}`,
+    fms(c.raftlockP99Ms), fms(c.etcdP99Ms), c.p99Met ? 'met' : 'NOT met',
+  ]);
+  return table(['workload', 'C', 'raftlock ops/s', 'etcd ops/s', 'ratio', 'target', 'raftlock p99 ms', 'etcd p99 ms', 'p99 ≤ etcd'], body, [false, true, true, true, true, false, true, true, false]);
+}
+
+export function rowsJson(rows: Row[]): object[] {
+  return rows.map((r) => ({ ...r }));
+}

@@ -1,0 +1,58 @@
+// What a workload needs from a lock service, so the same client loops drive raftlock's
+// REST API and etcd's v3 JSON gateway. Every call is one HTTP request; a `handle` is
+// whatever the service needs to release what it granted (raftlock: the fencing token,
+// etcd: the lock's key).
+import type { JsonHttp } from './http.js';
+
+export type SystemName = 'raftlock' | 'etcd';
+
+/** Raft-level counters read from the leader's /metrics (and /v1/cluster) */
+export interface RaftCounters {
+  /** log entries committed (commit index, or etcd's proposals committed) */
+  entries: number;
+  /** synced writes on the leader (raftlock: LevelDB batches with sync; etcd: WAL fsyncs) */
+  fsyncs: number;
+}
+
+export interface LockTarget {
+  readonly system: SystemName;
+  /** the API URL the clients talk to */
+  readonly endpoint: string;
+  openSession(ttlMs: number): Promise<string>;
+  closeSession(sessionId: string): Promise<void>;
+  keepalive(sessionId: string): Promise<void>;
+  /** resolves once granted (waiting in the queue up to waitMs); returns the release handle */
+  acquire(name: string, sessionId: string, waitMs: number): Promise<string>;
+  release(name: string, sessionId: string, handle: string): Promise<void>;
+  /** one linearizable read of the lock */
+  read(name: string): Promise<void>;
+  counters(): Promise<RaftCounters | null>;
+  close(): Promise<void>;
+}
+
+/** A cluster under test: its API endpoints and how to find the current leader. */
+export interface Deployment {
+  readonly system: SystemName;
+  readonly endpoints: string[];
+  readonly description: string;
+  /** the leader's API URL (polls until one is known) */
+  leader(): Promise<string>;
+  /** a target whose HTTP pool has `connections` keep-alive connections to `endpoint` */
+  target(endpoint: string, connections: number): LockTarget;
+  stop(): Promise<void>;
+}
+
+/** Sum of every sample of metric `name` (all label sets) in Prometheus text format. */
+export function sumMetric(text: string, name: string): number {
+  let sum = 0;
+  for (const line of text.split('\n')) {
+    if (!line.startsWith(name)) continue;
+    const rest = line.slice(name.length);
+    if (rest[0] !== ' ' && rest[0] !== '{') continue;
+    const v = Number(line.slice(line.lastIndexOf(' ') + 1));
+    if (Number.isFinite(v)) sum += v;
+  }
+  return sum;
+}
+
+export type { JsonHttp };

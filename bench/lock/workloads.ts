@@ -1,0 +1,212 @@
+// The five workloads, as closed-loop clients with one request in flight each (issue 8):
+//   uncontended  each client its own session and lock: acquire → release
+//   contended    every client on ONE lock: blocking acquire (FIFO wait) → release
+//   churn        open session → acquire → release → close session
+//   keepalive    `sessions` sessions spread over the clients, renewed round-robin
+//   read         linearizable reads of a lock the client holds
+// A run warms up, then measures for `durationMs`: it counts operations that complete
+// inside the window, records the latency of the measured request (acquire, keepalive or
+// read) into an HDR histogram in microseconds, and reads the leader's Raft counters at
+// both ends of the window.
+import { build, type Histogram } from 'hdr-histogram-js';
+import { HttpStatusError } from './http.js';
+import type { LockTarget, RaftCounters, SystemName } from './target.js';
+
+export const WORKLOADS = ['uncontended', 'contended', 'churn', 'keepalive', 'read'] as const;
+export type WorkloadName = (typeof WORKLOADS)[number];
+
+export interface RunSpec {
+  workload: WorkloadName;
+  clients: number;
+  durationMs: number;
+  warmupMs: number;
+  /** keepalive: how many sessions the clients renew between them */
+  sessions: number;
+  /** unique per run, so runs never share lock names */
+  runId: string;
+}
+
+export interface RunResult {
+  system: SystemName;
+  workload: WorkloadName;
+  clients: number;
+  /** operations (cycles, grants, keepalives, reads) completed in the window */
+  ops: number;
+  seconds: number;
+  opsPerSec: number;
+  /** microseconds of the measured request */
+  latency: Histogram;
+  errors: Record<string, number>;
+  entriesPerOp: number | null;
+  fsyncsPerOp: number | null;
+}
+
+/** Long enough that no lease/session lapses during a run (both systems get the same). */
+export function sessionTtlMs(spec: RunSpec): number {
+  return Math.max(60_000, 3 * (spec.warmupMs + spec.durationMs));
+}
+
+const WAIT_MS = 120_000;
+
+interface Window {
+  start: number;
+  end: number;
+}
+
+interface ClientLoop {
+  /** one operation; returns the measured request's start and end (performance.now ms) */
+  cycle(): Promise<{ t0: number; t1: number }>;
+  teardown(): Promise<void>;
+}
+
+type SetupFn = (t: LockTarget, spec: RunSpec, i: number) => Promise<ClientLoop>;
+
+async function timed(f: () => Promise<unknown>): Promise<{ t0: number; t1: number }> {
+  const t0 = performance.now();
+  await f();
+  return { t0, t1: performance.now() };
+}
+
+const setups: Record<WorkloadName, SetupFn> = {
+  async uncontended(t, spec, i) {
+    const sid = await t.openSession(sessionTtlMs(spec));
+    const name = `${spec.runId}/u${i}`;
+    return {
+      async cycle() {
+        let handle = '';
+        const r = await timed(async () => (handle = await t.acquire(name, sid, 0)));
+        await t.release(name, sid, handle);
+        return r;
+      },
+      teardown: () => t.closeSession(sid),
+    };
+  },
+  async contended(t, spec) {
+    const sid = await t.openSession(sessionTtlMs(spec));
+    const name = `${spec.runId}/hot`;
+    return {
+      async cycle() {
+        let handle = '';
+        const r = await timed(async () => (handle = await t.acquire(name, sid, WAIT_MS)));
+        await t.release(name, sid, handle);
+        return r;
+      },
+      teardown: () => t.closeSession(sid),
+    };
+  },
+  async churn(t, spec, i) {
+    const name = `${spec.runId}/c${i}`;
+    return {
+      async cycle() {
+        const sid = await t.openSession(sessionTtlMs(spec));
+        let handle = '';
+        const r = await timed(async () => (handle = await t.acquire(name, sid, 0)));
+        await t.release(name, sid, handle);
+        await t.closeSession(sid);
+        return r;
+      },
+      teardown: async () => undefined,
+    };
+  },
+  async keepalive(t, spec, i) {
+    const mine = Math.floor(spec.sessions / spec.clients) + (i < spec.sessions % spec.clients ? 1 : 0);
+    const sids: string[] = [];
+    for (let k = 0; k < Math.max(1, mine); k++) sids.push(await t.openSession(sessionTtlMs(spec)));
+    let next = 0;
+    return {
+      cycle: () => timed(() => t.keepalive(sids[next++ % sids.length]!)),
+      async teardown() {
+        for (const s of sids) await t.closeSession(s);
+      },
+    };
+  },
+  async read(t, spec, i) {
+    const sid = await t.openSession(sessionTtlMs(spec));
+    const name = `${spec.runId}/r${i}`;
+    const handle = await t.acquire(name, sid, 0);
+    return {
+      cycle: () => timed(() => t.read(name)),
+      async teardown() {
+        await t.release(name, sid, handle);
+        await t.closeSession(sid);
+      },
+    };
+  },
+};
+
+function errorKey(err: unknown): string {
+  if (err instanceof HttpStatusError) return `${err.status} ${err.code}`;
+  const e = err as { code?: string; message?: string };
+  return (e.code ?? e.message ?? String(err)).slice(0, 80);
+}
+
+async function readCounters(t: LockTarget): Promise<RaftCounters | null> {
+  try {
+    return await t.counters();
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * Run one workload against one target. `onProgress(fraction, ops)` is called a few times a
+ * second. `counterTarget` talks to the leader (the same node the clients use).
+ */
+export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void): Promise<RunResult> {
+  const loops = await Promise.all(Array.from({ length: spec.clients }, (_, i) => setups[spec.workload](t, spec, i)));
+  const latency = build({ numberOfSignificantValueDigits: 3 });
+  const errors: Record<string, number> = {};
+  let ops = 0;
+  const now = performance.now();
+  const w: Window = { start: now + spec.warmupMs, end: now + spec.warmupMs + spec.durationMs };
+
+  let before: Promise<RaftCounters | null> | null = null;
+  let after: Promise<RaftCounters | null> | null = null;
+  const startTimer = setTimeout(() => (before = readCounters(t)), spec.warmupMs);
+  const endTimer = setTimeout(() => (after = readCounters(t)), spec.warmupMs + spec.durationMs);
+  const progress = setInterval(() => onProgress(Math.min(1, (performance.now() - now) / (spec.warmupMs + spec.durationMs)), ops), 250);
+
+  const client = async (loop: ClientLoop): Promise<void> => {
+    while (performance.now() < w.end) {
+      try {
+        const { t0, t1 } = await loop.cycle();
+        const done = performance.now();
+        if (done >= w.start && done <= w.end) {
+          ops++;
+          if (t0 >= w.start) latency.recordValue(Math.max(1, Math.round((t1 - t0) * 1000)));
+        }
+      } catch (err) {
+        const k = errorKey(err);
+        errors[k] = (errors[k] ?? 0) + 1;
+        // back off a little so a failing target does not turn into a busy loop
+        await new Promise((r) => setTimeout(r, 10));
+      }
+    }
+  };
+  try {
+    await Promise.all(loops.map(client));
+  } finally {
+    clearTimeout(startTimer);
+    clearTimeout(endTimer);
+    clearInterval(progress);
+  }
+  onProgress(1, ops);
+  const c0 = await (before as Promise<RaftCounters | null> | null);
+  const c1 = await (after as Promise<RaftCounters | null> | null);
+  await Promise.all(loops.map((l) => l.teardown().catch(() => undefined)));
+
+  const seconds = spec.durationMs / 1000;
+  const perOp = (f: (c: RaftCounters) => number): number | null => (c0 && c1 && ops > 0 ? (f(c1) - f(c0)) / ops : null);
+  return {
+    system: t.system,
+    workload: spec.workload,
+    clients: spec.clients,
+    ops,
+    seconds,
+    opsPerSec: ops / seconds,
+    latency,
+    errors,
+    entriesPerOp: perOp((c) => c.entries),
+    fsyncsPerOp: perOp((c) => c.fsyncs),
+  };
+}
