@@ -141,6 +141,8 @@ export class RaftDriver {
   private fatal = false;
   private idleWaiters: (() => void)[] = [];
   private compacting = false;
+  /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
+  private compactWaiters: ((ok: boolean) => void)[] = [];
 
   constructor(opts: RaftDriverOptions) {
     this.opts = opts;
@@ -218,6 +220,22 @@ export class RaftDriver {
     });
   }
 
+  /**
+   * Take a snapshot at the applied index now, whatever snapshotEveryEntries says. A leader
+   * does this before adding a node with an empty disk, so the newcomer's first state is a
+   * snapshot carrying the configuration, never conf entries replayed onto an empty base
+   * (docs/raft-core.md "Joining nodes"; docs/membership.md). Resolves true once the
+   * snapshot is durable (or one at the applied index already exists), false when the
+   * driver stopped or the applied entries are not all durable yet (retry later).
+   */
+  compactNow(): Promise<boolean> {
+    if (this.stopped) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      this.compactWaiters.push(resolve);
+      this.kick();
+    });
+  }
+
   status(): Status & { appliedConf: ConfState } {
     return { ...this.raw.status(), appliedConf: this.appliedConf };
   }
@@ -256,7 +274,11 @@ export class RaftDriver {
     try {
       while (!this.stopped) {
         this.feedInbox();
-        if (!this.raw.hasReady()) break;
+        if (!this.raw.hasReady()) {
+          // forced snapshots run between Readies, like the periodic one, never beside a save
+          if (this.compactWaiters.length > 0) await this.forceCompact();
+          break;
+        }
         await this.handleReady(this.raw.ready());
       }
     } catch (err) {
@@ -274,7 +296,8 @@ export class RaftDriver {
   private hasInbox(): boolean {
     return (
       this.inboxMessages.length > 0 || this.inboxTicks > 0 || this.inboxProposals.length > 0 || this.inboxReads.length > 0 ||
-      this.inboxUnreachable.length > 0 || this.inboxSnapshotStatus.length > 0 || this.inboxTransfers.length > 0
+      this.inboxUnreachable.length > 0 || this.inboxSnapshotStatus.length > 0 || this.inboxTransfers.length > 0 ||
+      this.compactWaiters.length > 0
     );
   }
 
@@ -410,14 +433,29 @@ export class RaftDriver {
 
   /** Take an application snapshot and compact the log every snapshotEveryEntries. */
   private async maybeCompact(): Promise<void> {
+    if (this.applied - this.opts.storage.snapshot().meta.index < this.opts.snapshotEveryEntries) return;
+    await this.compact();
+  }
+
+  private async forceCompact(): Promise<void> {
+    const waiters = this.compactWaiters;
+    this.compactWaiters = [];
+    let ok = this.applied <= this.opts.storage.snapshot().meta.index;
+    if (!ok) ok = await this.compact();
+    for (const w of waiters) w(ok);
+  }
+
+  /** snapshot the application at the applied index and drop the log up to it */
+  private async compact(): Promise<boolean> {
     const { storage } = this.opts;
-    if (this.compacting || this.applied - storage.snapshot().meta.index < this.opts.snapshotEveryEntries) return;
+    if (this.compacting) return false;
     const term = storage.term(this.applied);
-    if (term === undefined) return; // applied entries not all durable here yet
+    if (term === undefined) return false; // applied entries not all durable here yet
     this.compacting = true;
     try {
       const data = this.opts.app.snapshot();
       await storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data });
+      return true;
     } finally {
       this.compacting = false;
     }
@@ -466,6 +504,7 @@ export class RaftDriver {
     this.readRounds.clear();
     for (const w of this.readsAwaitingApply.splice(0)) for (const r of w.reads) r.resolve({ ok: false, reason: 'stopped' });
     for (const t of this.inboxTransfers.splice(0)) t.resolve(false);
+    for (const w of this.compactWaiters.splice(0)) w(false);
   }
 
   /** Stop taking input, let the Ready in flight finish, answer everything still waiting. */
