@@ -46,6 +46,8 @@ export interface MemberView {
   lag?: number;
 }
 export interface ClusterView {
+  /** the cluster's name (cluster.config.json "cluster"): a joining node checks it */
+  cluster?: string;
   node_id: string;
   role: 'leader' | 'follower' | 'candidate' | 'learner';
   term: number;
@@ -65,6 +67,8 @@ export interface LockService {
   routing(): Routing;
   /** /readyz: knows a leader and has applied up to the commit index it knows */
   ready(): boolean;
+  /** why /readyz answers 503 beyond ready() (e.g. the node was removed), or null */
+  notReadyReason?(): string | null;
 
   openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
   keepalive(sessionId: string, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
@@ -80,7 +84,10 @@ export interface LockService {
   checkToken(name: string, fencingToken: number, ctx: RequestContext): Promise<{ name: string; current: boolean }>;
 
   cluster(): ClusterView;
-  addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext): Promise<ClusterView>;
+  /** learner: add as a learner only (promote later); default: learner, then voter once caught up */
+  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView>;
   removeMember(id: string, ctx: RequestContext): Promise<ClusterView>;
+  /** promote a learner to voter once caught up (POST /v1/cluster/members/{id}/promote) */
+  promoteMember?(id: string, ctx: RequestContext): Promise<ClusterView>;
   transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }>;
 }

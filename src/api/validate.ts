@@ -103,7 +103,13 @@ export function bodySchemas(l: ApiLimits) {
     acquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), wait_ms: waitMs.optional(), owner: owner.optional() }),
     renew: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),
-    addMember: z.strictObject({ id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(i.input)}` }), api: httpUrl, peer: httpUrl }),
+    addMember: z.strictObject({
+      id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(i.input)}` }),
+      api: httpUrl,
+      peer: httpUrl,
+      /** add as a learner only; promote later (POST /v1/cluster/members/{id}/promote) */
+      learner: z.boolean().optional(),
+    }),
     transfer: z.strictObject({ to: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id, got ${show(i.input)}` }).optional() }),
   };
 }

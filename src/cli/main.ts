@@ -15,6 +15,8 @@ import { registerGet } from './commands/get.js';
 import { registerLs } from './commands/ls.js';
 import { registerCheck } from './commands/check.js';
 import { registerSession } from './commands/session.js';
+import { registerMember, registerTransferLeader } from './commands/member.js';
+import { serveOptions } from './serve-options.js';
 
 export { resolveEndpoints, UsageError } from './commands/common.js';
 
@@ -28,13 +30,16 @@ export function buildProgram(): Command {
   program
     .command('serve')
     .description('run one node of the cluster in the foreground (JSON logs on stdout)')
-    .requiredOption('--config <file>', 'cluster file')
-    .requiredOption('--node <id>', 'this node\'s id in the cluster file')
+    .option('--config <file>', 'cluster file (required unless --join)')
+    .requiredOption('--node <id>', 'this node\'s id (in the cluster file, or a new one with --join)')
     .option('--data-dir <dir>', 'data directory (default: <data_dir>/<id>)')
+    .option('--join <url>', 'join a running cluster through the API URL of any member (docs/membership.md)')
+    .option('--api <url>', 'with --join: this node\'s advertised API URL')
+    .option('--peer <url>', 'with --join: this node\'s advertised peer URL')
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'))
     .option('--endpoints <urls>', 'ignored by serve; accepted for uniformity')
-    .action(async (o: { config: string; node: string; dataDir?: string; logLevel: string }) => {
-      await serve({ config: o.config, node: o.node, logLevel: o.logLevel, ...(o.dataDir !== undefined ? { dataDir: o.dataDir } : {}) });
+    .action(async (o: { config?: string; node: string; dataDir?: string; logLevel: string; join?: string; api?: string; peer?: string }) => {
+      await serve(serveOptions(o));
     });
 
   program
@@ -64,6 +69,8 @@ export function buildProgram(): Command {
   registerLs(program);
   registerCheck(program);
   registerSession(program);
+  registerMember(program);
+  registerTransferLeader(program);
 
   return program;
 }

@@ -4,18 +4,24 @@ import pino from 'pino';
 import { ConfigError, loadConfig } from '../config.js';
 import { startNode } from '../node/raftlock-node.js';
 import { StorageError } from '../raft/level-storage.js';
+import { joinConfig } from './join-config.js';
 
 export interface ServeOptions {
-  config: string;
+  /** required unless join is given */
+  config?: string;
   node: string;
   dataDir?: string;
   logLevel: string;
+  /** `--join URL [--api URL --peer URL]`: join a running cluster (docs/membership.md) */
+  join?: { url: string; api?: string; peer?: string };
 }
 
 export async function serve(opts: ServeOptions): Promise<void> {
   let config;
   try {
-    config = loadConfig(opts.config);
+    if (opts.join) config = await joinConfig({ node: opts.node, join: opts.join, ...(opts.config !== undefined ? { config: opts.config } : {}) });
+    else if (opts.config !== undefined) config = loadConfig(opts.config);
+    else return failStart('serve: --config <file> is required (or --join <url>)');
   } catch (err) {
     if (err instanceof ConfigError) return failStart(err.message);
     throw err;
@@ -27,6 +33,7 @@ export async function serve(opts: ServeOptions): Promise<void> {
       config,
       nodeId: opts.node,
       ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
+      ...(opts.join ? { join: { url: opts.join.url, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) } } : {}),
       logger,
       onFatal: () => {
         // fail-stop: the disk state is unknown; never retry-and-continue

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LimitName, LockInfo, NewSessionSpec } from '../lock-fsm/index.js';
 import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
-import type { ClusterView, GrantView, HolderView, LockService, LockView, MemberView, RequestContext, Routing, SessionView } from '../api/service.js';
+import type { ClusterView, GrantView, HolderView, LockService, LockView, RequestContext, Routing, SessionView } from '../api/service.js';
 import type { RaftDriver, ProposalOutcome } from '../raft/node.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionConfig } from '../config.js';
@@ -14,6 +14,7 @@ import { encodeCommand } from './command-codec.js';
 import type { LockApp } from './lock-app.js';
 import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
 import type { Membership } from './membership.js';
+import type { ClusterOps } from './cluster-ops.js';
 
 export interface ServiceDeps {
   nodeId: string;
@@ -23,6 +24,8 @@ export interface ServiceDeps {
   metrics: Metrics;
   session: SessionConfig;
   membership: Membership;
+  /** GET /v1/cluster, member changes, leadership transfer (docs/membership.md) */
+  clusterOps: ClusterOps;
   /** monotonic ms (deadlines) */
   nowMs(): number;
   /** wall clock ms (only stamps commands, for idempotency-key ageing) */
@@ -49,13 +52,19 @@ export class RaftLockService implements LockService {
   // ---- routing and health ----------------------------------------------------------
 
   routing(): Routing {
+    // a removed node takes no part any more: it neither serves nor relays (clients fail over)
+    if (this.d.membership.selfState() === 'removed') throw new ApiError('unavailable', this.d.membership.notReadyReason() ?? 'removed');
     const leader = this.d.driver.currentLeader;
     return { isLeader: this.d.driver.currentRole === 'leader', leaderApi: leader ? this.d.membership.address(leader)?.api ?? null : null };
   }
 
   ready(): boolean {
     const st = this.d.driver.status();
-    return st.leader !== null && this.d.driver.appliedIndex >= st.commit;
+    return st.leader !== null && this.d.driver.appliedIndex >= st.commit && this.d.membership.notReadyReason() === null;
+  }
+
+  notReadyReason(): string | null {
+    return this.d.membership.notReadyReason();
   }
 
   // ---- events from the driver ------------------------------------------------------
@@ -203,50 +212,23 @@ export class RaftLockService implements LockService {
   // ---- cluster ---------------------------------------------------------------------
 
   cluster(): ClusterView {
-    const st = this.d.driver.status();
-    const learners = new Set(st.conf.learners);
-    const role = st.role === 'leader' ? 'leader' : learners.has(this.d.nodeId) ? 'learner' : st.role === 'follower' ? 'follower' : 'candidate';
-    const members: MemberView[] = [...st.conf.voters, ...st.conf.learners].map((id) => {
-      const addr = this.d.membership.address(id);
-      const m: MemberView = { id, api: addr?.api ?? '', peer: addr?.peer ?? '' };
-      m.role = id === st.leader ? 'leader' : learners.has(id) ? 'learner' : 'follower';
-      const pr = st.progress?.[id];
-      if (pr) {
-        m.match_index = pr.match;
-        m.lag = Math.max(0, st.lastIndex - pr.match);
-      }
-      return m;
-    });
-    return { node_id: this.d.nodeId, role, term: st.term, leader_id: st.leader, commit_index: st.commit, applied_index: this.d.driver.appliedIndex, members };
+    return this.d.clusterOps.view();
   }
 
-  async addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext): Promise<ClusterView> {
-    this.requireLeader();
-    await this.d.membership.add(m, ctx.signal);
-    return this.cluster();
+  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView> {
+    return this.d.clusterOps.add(m, ctx);
   }
 
-  async removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
-    this.requireLeader();
-    await this.d.membership.remove(id, ctx.signal);
-    return this.cluster();
+  promoteMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+    return this.d.clusterOps.promote(id, ctx);
   }
 
-  async transferLeadership(to: string | undefined, _ctx: RequestContext): Promise<{ leader_id: string }> {
-    this.requireLeader();
-    const st = this.d.driver.status();
-    const target = to ?? bestFollower(st.progress ?? {}, st.conf.voters, this.d.nodeId);
-    if (!target) throw new ApiError('unavailable', 'no follower to hand leadership to');
-    if (target === this.d.nodeId) return { leader_id: target };
-    if (!st.conf.voters.includes(target)) throw new ApiError('invalid_request', `to: ${target} is not a voting member`);
-    if (!(await this.d.driver.transferLeadership(target))) throw new ApiError('unavailable', `leadership transfer to ${target} was refused`);
-    const deadline = this.d.nowMs() + 2 * this.d.electionTimeoutMaxMs;
-    while (this.d.nowMs() < deadline) {
-      const leader = this.d.driver.currentLeader;
-      if (leader === target) return { leader_id: target };
-      await new Promise((r) => setTimeout(r, 20));
-    }
-    throw new ApiError('timeout', `leadership did not move to ${target} in time`);
+  removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+    return this.d.clusterOps.remove(id, ctx);
+  }
+
+  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }> {
+    return this.d.clusterOps.transfer(to, ctx);
   }
 
   // ---- internals ---------------------------------------------------------------------
@@ -427,20 +409,6 @@ const LIMIT_MESSAGES: Record<LimitName, string> = {
 
 function permissionDenied(): ApiError {
   return new ApiError('permission_denied', 'the session was opened by another token; acting on it needs the admin right');
-}
-
-function bestFollower(progress: Record<string, { match: number; learner: boolean }>, voters: string[], self: string): string | null {
-  let best: string | null = null;
-  let bestMatch = -1;
-  for (const id of voters) {
-    if (id === self) continue;
-    const m = progress[id]?.match ?? -1;
-    if (m > bestMatch) {
-      best = id;
-      bestMatch = m;
-    }
-  }
-  return best;
 }
 
 export type { FsmEvent };

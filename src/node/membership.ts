@@ -1,62 +1,89 @@
-// The member address book and membership changes (spec §3 Operations). Membership itself
-// lives in the Raft log (single-server changes, thesis ch. 4); the URLs of each member ride
-// in the conf change's context, are kept in the application state (and so in snapshots),
-// and are handed to the transport.
-import type { ConfChange, ConfState, NodeId } from '../raft/core/types.js';
+// The member address book and membership changes (spec §3 Operations, docs/membership.md).
+//
+// Membership itself lives in the Raft log: single-server changes (thesis ch. 4), one at a
+// time, in force on each server as soon as appended. The URLs of each member ride in the
+// conf change's context; applying the entry records them in LockApp.members, which is
+// replicated state (it is in every app snapshot), so a restarted or newly joined node
+// learns every address from its snapshot and log — the cluster file only seeds a new
+// cluster. Addresses this node knows but the log does not carry yet (a node being added,
+// the members a joiner was told about) live in `local`, which is never replicated.
+//
+// Adding a node follows etcd's learner flow: addLearner → wait until its log is within
+// `promoteLagEntries` of the leader's → addVoter. A learner counts for no quorum, so a
+// slow newcomer never stalls commits (thesis §4.2.1).
+import type { Logger } from 'pino';
+import type { ConfChange, Index, NodeId } from '../raft/core/types.js';
 import type { RaftDriver } from '../raft/node.js';
 import type { Transport } from '../transport/transport.js';
 import { ApiError } from '../api/errors.js';
 import type { LockApp, MemberAddress } from './lock-app.js';
+import { addressContext, decodeAddressContext } from './member-address.js';
+
+export { encodeAddressContext } from './member-address.js';
 
 export interface MembershipOptions {
   self: NodeId;
   app: LockApp;
   driver: () => RaftDriver;
   transport: Transport;
+  /** index of the newest snapshot in this node's storage (0: none yet) */
+  snapshotIndex: () => Index;
   /** a learner is promoted once its match index is within this many entries of the leader's log */
   promoteLagEntries: number;
-  /** how long to wait for a learner to catch up before giving up */
+  /** how long one add/promote request waits for a learner to catch up before answering 504 */
   catchUpTimeoutMs: number;
+  /** this node started with --join and an empty data dir: not a member until added */
+  joining: boolean;
   nowMs(): number;
+  logger: Logger;
 }
 
-const enc = new TextEncoder();
-const dec = new TextDecoder('utf-8', { fatal: true });
+/** Where this node stands in the configuration in force (its own log's latest conf). */
+export type SelfState = 'voter' | 'learner' | 'joining' | 'removed';
 
-export function encodeAddressContext(m: MemberAddress): Uint8Array {
-  return enc.encode(JSON.stringify({ api: m.api, peer: m.peer }));
-}
-
-function decodeAddressContext(id: string, ctx: Uint8Array | undefined): MemberAddress | null {
-  if (!ctx || ctx.length === 0) return null;
-  try {
-    const v = JSON.parse(dec.decode(ctx)) as { api?: unknown; peer?: unknown };
-    if (typeof v.api === 'string' && typeof v.peer === 'string') return { id, api: v.api, peer: v.peer };
-  } catch {
-    /* not an address context */
-  }
-  return null;
-}
+const POLL_MS = 50;
+/** marks a 409 that retrying cannot fix (a joining node gives up on it) */
+const ADDRESS_CONFLICT = { details: { conflict: 'addresses' } };
 
 export class Membership {
-  private changing = false;
+  /** one membership change at a time on this leader (the core also refuses a second
+   *  uncommitted conf entry; this also covers the learner catch-up wait) */
+  private changing: string | null = null;
+  /** addresses not (yet) in the replicated book: a node being added, a joiner's peers */
+  private readonly local = new Map<NodeId, MemberAddress>();
+  /** the conf in force ever listed this node (in this process, or in its storage at start) */
+  private wasMember: boolean;
+  private lastState: SelfState | null = null;
+  private snapshotForJoiner: Promise<boolean> | null = null;
 
-  constructor(private readonly o: MembershipOptions) {}
-
-  address(id: NodeId): MemberAddress | undefined {
-    return this.o.app.members.get(id);
+  constructor(private readonly o: MembershipOptions) {
+    this.wasMember = !o.joining;
   }
 
-  /** seed addresses (from the cluster file) that the log does not carry */
+  address(id: NodeId): MemberAddress | undefined {
+    return this.o.app.members.get(id) ?? this.local.get(id);
+  }
+
+  /** Seed addresses from the cluster file for members the replicated book does not know.
+   *  Every node of a new cluster seeds the same file, so the books stay identical. */
   seed(members: readonly MemberAddress[]): void {
     for (const m of members) if (!this.o.app.members.has(m.id)) this.o.app.members.set(m.id, m);
     this.pushPeers();
   }
 
-  /** driver hook: a conf change entry was applied */
-  onConfApplied(_conf: ConfState, cc: ConfChange): void {
+  /** Addresses learned outside the log (a joiner asking GET /v1/cluster): local only. */
+  learn(members: readonly MemberAddress[]): void {
+    for (const m of members) if (m.id !== this.o.self && m.peer) this.local.set(m.id, m);
+    this.pushPeers();
+  }
+
+  /** driver hook: a conf change entry was applied (on every node, in log order) */
+  onConfApplied(cc: ConfChange): void {
     const addr = decodeAddressContext(cc.nodeId, cc.context);
-    if (addr) this.o.app.members.set(cc.nodeId, addr);
+    if (addr) {
+      this.o.app.members.set(cc.nodeId, addr);
+      this.local.delete(cc.nodeId);
+    }
     this.pushPeers();
   }
 
@@ -65,60 +92,204 @@ export class Membership {
     this.pushPeers();
   }
 
+  /** The transport accepts messages only from peers it knows: every address we know. */
   pushPeers(): void {
-    this.o.transport.setPeers(new Map([...this.o.app.members.values()].map((m) => [m.id, m.peer])));
+    const peers = new Map<NodeId, string>();
+    for (const m of this.local.values()) peers.set(m.id, m.peer);
+    for (const m of this.o.app.members.values()) peers.set(m.id, m.peer);
+    this.o.transport.setPeers(peers);
   }
 
-  /** add a node: as a learner first, promoted to voter once caught up (etcd's learner flow) */
-  async add(m: MemberAddress, signal: AbortSignal): Promise<void> {
-    const driver = this.o.driver();
-    const st = driver.status();
-    if (st.conf.voters.includes(m.id)) throw new ApiError('conflict', `${m.id} is already a voting member`);
-    await this.exclusive(async () => {
-      // the leader must reach the new node as soon as the entry is appended
-      this.o.app.members.set(m.id, m);
-      this.pushPeers();
-      if (!st.conf.learners.includes(m.id)) await this.change({ type: 'addLearner', nodeId: m.id, context: encodeAddressContext(m) });
-      await this.waitCaughtUp(m.id, signal);
-      await this.change({ type: 'addVoter', nodeId: m.id, context: encodeAddressContext(m) });
+  // ---- this node's own standing --------------------------------------------------------
+
+  selfState(): SelfState {
+    const conf = this.o.driver().status().conf;
+    if (conf.voters.includes(this.o.self)) return 'voter';
+    if (conf.learners.includes(this.o.self)) return 'learner';
+    return this.wasMember ? 'removed' : 'joining';
+  }
+
+  /** why this node should not take traffic, or null */
+  notReadyReason(): string | null {
+    switch (this.selfState()) {
+      case 'removed':
+        return 'this node was removed from the cluster and no longer takes part (stop it; to bring it back, empty its data dir and join again)';
+      case 'joining':
+        return 'this node is joining the cluster and is not a member yet';
+      default:
+        return null;
+    }
+  }
+
+  /** driver tick: log changes of our own standing; on the leader, prepare snapshots for newcomers */
+  onTick(): void {
+    const state = this.selfState();
+    if (state === 'voter' || state === 'learner') this.wasMember = true;
+    if (state !== this.lastState) {
+      const prev = this.lastState;
+      this.lastState = state;
+      if (state === 'removed') this.o.logger.error({ previously: prev }, 'this node was removed from the cluster: it no longer votes, campaigns or serves requests; stop it (and empty its data dir before it ever joins again)');
+      else if (prev !== null) this.o.logger.info({ state, previously: prev }, `this node is now a ${state === 'joining' ? 'joining node' : state}`);
+    }
+    if (this.o.driver().currentRole === 'leader') this.ensureSnapshotForNewcomers();
+  }
+
+  /**
+   * A node with an empty disk must start from a snapshot: conf entries replayed onto an
+   * empty base would give it a wrong configuration (docs/raft-core.md "Joining nodes"), so
+   * a joiner ignores appends from index 1 until it has one. A leader whose log still starts
+   * at index 1 (never compacted) takes a snapshot as soon as a member has nothing, so its
+   * next probe ships the snapshot. Covers leaders elected in the middle of a join.
+   */
+  private ensureSnapshotForNewcomers(): void {
+    if (this.snapshotForJoiner || this.o.snapshotIndex() > 0) return;
+    const st = this.o.driver().status();
+    // a learner with nothing: a newcomer (voters at 0 are usually just not heard from yet)
+    const empty = Object.entries(st.progress ?? {}).some(([id, pr]) => id !== this.o.self && pr.learner && pr.match === 0);
+    if (!empty) return;
+    this.snapshotForJoiner = this.o.driver().compactNow();
+    void this.snapshotForJoiner.finally(() => {
+      this.snapshotForJoiner = null;
     });
   }
 
-  async remove(id: NodeId, _signal: AbortSignal): Promise<void> {
+  // ---- changes (leader only) -----------------------------------------------------------
+
+  /**
+   * Add a node: as a learner first, then (unless `learnerOnly`) promoted to voter once
+   * caught up. Idempotent: a retry after a 504, or a second join of the same node, finds
+   * the learner and continues; a voter with the same addresses is simply reported.
+   */
+  async add(m: MemberAddress, o: { learnerOnly: boolean; signal: AbortSignal }): Promise<void> {
+    this.checkAddresses(m);
+    const conf = this.o.driver().status().conf;
+    if (conf.voters.includes(m.id)) return; // already done (same addresses: checked above)
+    if (o.learnerOnly && conf.learners.includes(m.id)) return;
+    await this.exclusive(`add ${m.id}`, async () => {
+      // the leader must reach the newcomer as soon as the entry is appended
+      this.local.set(m.id, m);
+      this.pushPeers();
+      if (!this.o.driver().status().conf.learners.includes(m.id)) {
+        await this.prepareSnapshot();
+        await this.change({ type: 'addLearner', nodeId: m.id, context: addressContext(m) });
+        this.o.logger.info({ node: m.id, api: m.api, peer: m.peer }, 'added a learner');
+      }
+      if (o.learnerOnly) return;
+      await this.promoteWhenCaughtUp(m.id, o.signal);
+    });
+  }
+
+  /** Promote a learner to voter once its log is within promoteLagEntries of ours. */
+  async promote(id: NodeId, signal: AbortSignal): Promise<void> {
+    const conf = this.o.driver().status().conf;
+    if (conf.voters.includes(id)) return;
+    if (!conf.learners.includes(id)) throw new ApiError('not_found', `${id} is not a member`);
+    await this.exclusive(`promote ${id}`, () => this.promoteWhenCaughtUp(id, signal));
+  }
+
+  /** Remove a member (the caller handles the leader itself: it transfers leadership first). */
+  async remove(id: NodeId): Promise<void> {
     const st = this.o.driver().status();
     if (!st.conf.voters.includes(id) && !st.conf.learners.includes(id)) throw new ApiError('not_found', `${id} is not a member`);
     if (st.conf.voters.length === 1 && st.conf.voters[0] === id) throw new ApiError('invalid_request', 'id: cannot remove the last voting member');
-    await this.exclusive(() => this.change({ type: 'removeNode', nodeId: id }));
+    if (st.conf.voters.includes(id)) this.checkQuorumAfter(st.conf.voters.filter((v) => v !== id), `removing ${id}`);
+    await this.exclusive(`remove ${id}`, async () => {
+      await this.change({ type: 'removeNode', nodeId: id });
+      this.o.logger.info({ node: id }, 'removed a member');
+    });
   }
 
-  private async exclusive(fn: () => Promise<void>): Promise<void> {
-    if (this.changing) throw new ApiError('conflict', 'another membership change is in progress; one change at a time');
-    this.changing = true;
+  private async promoteWhenCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
+    await this.waitCaughtUp(id, signal);
+    const st = this.o.driver().status();
+    this.checkQuorumAfter([...st.conf.voters, id], `promoting ${id}`);
+    const addr = this.address(id);
+    await this.change({ type: 'addVoter', nodeId: id, ...(addr ? { context: addressContext(addr) } : {}) });
+    this.o.logger.info({ node: id }, 'promoted a learner to voter');
+  }
+
+  /** the same id with other URLs, or another member at these URLs, is a mistake: refuse */
+  private checkAddresses(m: MemberAddress): void {
+    const conf = this.o.driver().status().conf;
+    const members = new Set([...conf.voters, ...conf.learners]);
+    const known = this.o.app.members.get(m.id);
+    if (members.has(m.id) && known && (known.api !== m.api || known.peer !== m.peer)) {
+      throw new ApiError('conflict', `${m.id} is already a member with api ${known.api} and peer ${known.peer}; remove it first to change its addresses`, ADDRESS_CONFLICT);
+    }
+    for (const id of members) {
+      const a = this.o.app.members.get(id);
+      if (id !== m.id && a && (sameOrigin(a.peer, m.peer) || sameOrigin(a.api, m.api))) {
+        throw new ApiError('conflict', `member ${id} already uses ${sameOrigin(a.peer, m.peer) ? m.peer : m.api}`, ADDRESS_CONFLICT);
+      }
+    }
+  }
+
+  /**
+   * etcd's strict reconfiguration check: refuse a change after which the voters this
+   * leader heard from lately would not form a quorum of the new configuration (e.g.
+   * removing a healthy voter while another one is down).
+   */
+  private checkQuorumAfter(voters: readonly NodeId[], what: string): void {
+    const st = this.o.driver().status();
+    const active = voters.filter((v) => v === this.o.self || st.progress?.[v]?.recentActive === true);
+    const quorum = Math.floor(voters.length / 2) + 1;
+    if (active.length < quorum) {
+      throw new ApiError('conflict', `${what} would leave ${active.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum}; bring the unreachable members back (or remove them) first`);
+    }
+  }
+
+  /** the newcomer's first state must be a snapshot (see ensureSnapshotForNewcomers) */
+  private async prepareSnapshot(): Promise<void> {
+    if (this.o.snapshotIndex() > 0) return;
+    const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
+    while (!(await this.o.driver().compactNow())) {
+      if (this.o.nowMs() > deadline) throw new ApiError('unavailable', 'could not take the snapshot a new member starts from; retry');
+      await sleep(POLL_MS);
+    }
+  }
+
+  private async exclusive(what: string, fn: () => Promise<void>): Promise<void> {
+    if (this.changing !== null) throw new ApiError('conflict', `another membership change is in progress (${this.changing}); one change at a time — retry when it is done`);
+    this.changing = what;
     try {
       await fn();
     } finally {
-      this.changing = false;
+      this.changing = null;
     }
   }
 
   private async change(cc: ConfChange): Promise<void> {
     const out = await this.o.driver().proposeConfChange(cc);
     if (out.ok) return;
-    if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new ApiError('conflict', 'a membership change is still being committed; one change at a time');
-    if (out.kind === 'unknown') throw new ApiError('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster`);
-    throw new ApiError('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind})`);
+    if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new ApiError('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
+    if (out.kind === 'unknown') throw new ApiError('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`);
+    throw new ApiError('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind}); retry`);
   }
 
   private async waitCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
     const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
     while (this.o.nowMs() < deadline) {
-      if (signal.aborted) throw new ApiError('unavailable', 'the request was aborted');
+      if (signal.aborted) throw new ApiError('unavailable', `the request was aborted; ${id} stays a learner`);
       const st = this.o.driver().status();
-      if (st.role !== 'leader') throw new ApiError('unavailable', 'leadership moved during the membership change');
+      if (st.role !== 'leader') throw new ApiError('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
       const pr = st.progress?.[id];
-      if (pr && st.lastIndex - pr.match <= this.o.promoteLagEntries && pr.match > 0) return;
-      await new Promise((r) => setTimeout(r, 50));
+      // match > 0: it holds at least our snapshot; the lag bound keeps the promotion from
+      // adding a voter that would stall commits while it catches up (thesis §4.2.1)
+      if (pr && pr.match > 0 && st.lastIndex - pr.match <= this.o.promoteLagEntries) return;
+      await sleep(POLL_MS);
     }
-    throw new ApiError('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner`);
+    throw new ApiError('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner (retry, or check that the leader can reach its peer URL)`);
   }
+}
+
+function sameOrigin(a: string, b: string): boolean {
+  try {
+    return new URL(a).origin === new URL(b).origin;
+  } catch {
+    return a === b;
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, ms));
 }

@@ -17,7 +17,11 @@ import { resolveNode, type Config } from '../config.js';
 import { LockApp } from './lock-app.js';
 import { RaftLockService } from './lock-service.js';
 import { Membership } from './membership.js';
+import { ClusterOps } from './cluster-ops.js';
+import { guardEmptyLog } from './join-guard.js';
+import { joinCluster } from './join.js';
 import type { Role } from '../raft/core/types.js';
+import { setupSecurity } from '../security/node-security.js';
 
 export interface NodeOptions {
   config: Config;
@@ -26,6 +30,14 @@ export interface NodeOptions {
   logger: Logger;
   /** called when the node must stop on its own (disk failure): fail-stop */
   onFatal: (err: unknown) => void;
+  /**
+   * `serve --join URL` (docs/membership.md): this node is not in the cluster's seed
+   * configuration. With an empty data dir it starts with an empty conf, asks the member
+   * at `url` to add it, and takes its first state from the leader's snapshot; with data
+   * (a restart) it simply uses its persisted membership. `config.nodes` holds only this
+   * node; a cluster file, if any, gave the cluster's name and settings.
+   */
+  join?: { url: string; token?: string };
 }
 
 export interface RunningNode {
@@ -35,6 +47,8 @@ export interface RunningNode {
   readonly metrics: Metrics;
   /** graceful stop: hand leadership over if leading, answer waiting requests, close everything */
   close(): Promise<void>;
+  /** SIGHUP: re-read certificates, tokens.json and the cluster secret (issue 10) */
+  reloadSecurity(): { ok: string[]; failed: string[] };
 }
 
 /** Raft ticks at the heartbeat interval; election timeouts are whole ticks. */
@@ -52,9 +66,14 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const nowMs = (): number => performance.now();
   const metrics = new Metrics();
   const plan = tickPlan(config);
+  // issue 10: certificates, tokens, cluster secret, auth rule; fails before touching the disk
+  const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
+  const joining = o.join !== undefined;
   const levelStorage = await LevelStorage.open(resolved.dataDir, {
-    seedConf: { voters: config.nodes.map((n) => n.id), learners: [] },
+    // the cluster file seeds a NEW cluster only; a joiner starts with no conf at all (it
+    // never campaigns until a snapshot gives it one). An existing data dir keeps its own.
+    seedConf: { voters: joining ? [] : config.nodes.map((n) => n.id), learners: [] },
     logger: logger.child({ component: 'storage' }),
   });
   // TEST HOOK (jepsen-lite, issue 7): RAFTLOCK_TEST_UNSYNCED_LOSS=1 keeps every unsynced
@@ -64,7 +83,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   if (storage !== levelStorage) logger.warn('RAFTLOCK_TEST_UNSYNCED_LOSS=1: unsynced writes are lost on a crash (test hook)');
   const snap = storage.snapshot();
   const app = new LockApp(
-    { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock },
+    { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock, maxSessionsPerPrincipal: config.limits.maxSessionsPerToken, maxLocks: config.limits.maxLocks },
     (index, err) => logger.error({ index, err: err.message }, 'malformed log entry applied as a no-op'),
   );
   if (snap.meta.index > 0) app.restore(snap.data, snap.meta.index);
@@ -85,14 +104,22 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     storage,
   );
 
-  const transport = new HttpTransport({
+  const httpTransport = new HttpTransport({
     self: nodeId,
     cluster: config.cluster,
     listen: resolved.peerListen,
-    peers: new Map(config.nodes.map((n) => [n.id, n.peer])),
+    // every address this node knows (seeded or persisted) is pushed by Membership below
+    peers: new Map(),
     logger: logger.child({ component: 'transport' }),
     registry: metrics.registry,
+    ...security.transport,
   });
+
+  // seeded nodes, and joiners once they installed a snapshot, replay the log safely
+  const seeded = storage.initialState().conf.voters.length > 0;
+  const transport = guardEmptyLog(httpTransport, () => seeded || storage.snapshot().meta.index > 0, (m) =>
+    logger.debug({ from: m.from, type: m.type }, 'joining: waiting for a snapshot; appends from index 1 ignored'),
+  );
 
   const lessor = new Lessor({ tickMs: plan.tickMs });
   let lastLeader: string | null = null;
@@ -122,9 +149,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         service.onRoleChange(role === 'leader');
       },
       onApplied: (_entry, result) => service.onApplied(result as ApplyOutput | undefined),
-      onConfApplied: (conf, cc) => {
-        logger.info({ change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
-        membership.onConfApplied(conf, cc);
+      onConfApplied: (conf, cc, index) => {
+        logger.info({ index, change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
+        membership.onConfApplied(cc);
       },
       onSnapshotRestored: (index) => {
         logger.info({ index }, 'installed a snapshot from the leader');
@@ -142,12 +169,18 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     self: nodeId,
     app,
     driver: () => driver,
-    transport,
-    promoteLagEntries: 1000,
-    catchUpTimeoutMs: 60_000,
+    transport: httpTransport,
+    snapshotIndex: () => storage.snapshot().meta.index,
+    promoteLagEntries: config.membership.promoteMaxLagEntries,
+    catchUpTimeoutMs: config.membership.catchUpTimeoutMs,
+    joining: joining && !raw.status().conf.voters.includes(nodeId) && !raw.status().conf.learners.includes(nodeId) && storage.lastIndex() === 0,
     nowMs,
+    logger: logger.child({ component: 'membership' }),
   });
-  membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
+  // persisted addresses (snapshot, log) win; the file only fills in a new cluster's
+  if (!joining) membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
+  else membership.pushPeers();
+  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, nowMs });
 
   const service: RaftLockService = new RaftLockService({
     nodeId,
@@ -157,10 +190,12 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics,
     session: config.session,
     membership,
+    clusterOps,
     nowMs,
     wallMs: () => Date.now(),
     readTimeoutMs: Math.max(2000, 2 * config.electionTimeoutMs.max),
     electionTimeoutMaxMs: config.electionTimeoutMs.max,
+    ...(security.mayActForOthers ? { mayActForOthers: security.mayActForOthers } : {}),
   });
 
   const server = buildServer({
@@ -171,9 +206,13 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     requestLogging: logger.isLevelEnabled('debug'),
     limits: { minTtlMs: config.session.minTtlMs, maxTtlMs: config.session.maxTtlMs },
     forwardTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
+    ...(security.https ? { https: security.https } : {}),
+    ...(security.forwardTls ? { forwardTls: security.forwardTls } : {}),
+    ...(security.authorize ? { authorize: security.authorize } : {}),
   });
+  security.installApiGuards(server);
 
-  await transport.start();
+  await httpTransport.start();
   await server.listen({ host: resolved.apiListen.host, port: resolved.apiListen.port });
 
   const updateGauges = (): void => {
@@ -189,10 +228,26 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const ticker = setInterval(() => {
     driver.tick();
     service.onTick();
+    membership.onTick();
     updateGauges();
   }, plan.tickMs);
 
-  logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index }, 'node started');
+  logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index, join: o.join?.url }, 'node started');
+
+  // A node started with --join and no membership yet asks to be added, in the background:
+  // /healthz answers meanwhile, /readyz says "joining". A restarted member skips this.
+  const joinAbort = new AbortController();
+  if (o.join && membership.selfState() === 'joining') {
+    const self = { id: nodeId, api: resolved.node.api, peer: resolved.node.peer };
+    joinCluster({ url: o.join.url, self, ...(o.join.token ? { token: o.join.token } : {}), learn: (ms) => membership.learn(ms), logger, signal: joinAbort.signal }).then(
+      () => logger.info({ via: o.join!.url }, 'joined the cluster'),
+      (err: unknown) => {
+        if (joinAbort.signal.aborted) return;
+        logger.fatal({ err: (err as Error).message }, 'could not join the cluster');
+        o.onFatal(err);
+      },
+    );
+  }
 
   let closing: Promise<void> | null = null;
   const close = (): Promise<void> => {
@@ -207,16 +262,18 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
           logger.warn({ err: (err as Error).message }, 'leadership transfer before stopping failed');
         }
       }
+      joinAbort.abort();
       service.shutdown();
       clearInterval(ticker);
       await server.close();
       await driver.stop();
-      await transport.close();
+      await httpTransport.close();
       await storage.close();
       logger.info('node stopped');
     })();
     return closing;
   };
 
-  return { id: nodeId, server, driver, metrics, close };
+  const reloadSecurity = (): { ok: string[]; failed: string[] } => security.reload({ api: server, transport: httpTransport });
+  return { id: nodeId, server, driver, metrics, close, reloadSecurity };
 }

@@ -55,6 +55,8 @@ export interface HarnessNode {
   log: WriteStream | null;
   /** how the last process of this node ended (null while it runs or before it first ran) */
   lastExit: { code: number | null; signal: NodeJS.Signals | null } | null;
+  /** set for nodes made by addNode(): not in the cluster file; started with `serve --join <this API URL>` */
+  joinVia?: string;
 }
 
 /** A node's answer to GET /v1/cluster (spec §3 "Operations"). */
@@ -136,11 +138,25 @@ export class ClusterHarness {
     return this.nodes.map((n) => n.api);
   }
 
+  /**
+   * A new node that is NOT in the cluster file (fresh ports, empty data dir under this
+   * harness's dir). start(id) then runs `serve --join <via's API> --api … --peer …` with the
+   * cluster file for the cluster's name and timeouts (docs/membership.md). Its membership
+   * comes from the cluster; a restart uses its persisted state.
+   */
+  async addNode(id: string, via: string): Promise<HarnessNode> {
+    if (this.nodes.some((x) => x.id === id)) throw new Error(`node ${id} exists already`);
+    const n: HarnessNode = { id, api: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}`, proc: null, log: null, lastExit: null, joinVia: this.node(via).api };
+    this.nodes.push(n);
+    return n;
+  }
+
   start(id: string): void {
     const n = this.node(id);
     if (n.proc) throw new Error(`${id} already running`);
     n.log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
-    const proc = spawn(process.execPath, [binPath, 'serve', '--config', this.configPath, '--node', id, '--log-level', 'info'], {
+    const joinArgs = n.joinVia ? ['--join', n.joinVia, '--api', n.api, '--peer', n.peer, '--data-dir', join(this.dir, 'data', id)] : [];
+    const proc = spawn(process.execPath, [binPath, 'serve', '--config', this.configPath, '--node', id, '--log-level', 'info', ...joinArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
       env: { ...process.env, ...this.env },
     });

@@ -1,7 +1,10 @@
-// Cluster operations (spec §3 "Operations"). GET /v1/cluster is this node's own view and
-// is answered locally on any node (that is its point: see who this node thinks leads).
-// Membership changes and leadership transfer run on the leader.
-import type { FastifyInstance } from 'fastify';
+// Cluster operations (spec §3 "Operations", docs/membership.md). GET /v1/cluster is this
+// node's own view and is answered locally on any node (that is its point: see who this
+// node thinks leads). Membership changes and leadership transfer run on the leader.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError } from '../errors.js';
+import { Forwarder } from '../forward.js';
+import type { RequestContext } from '../service.js';
 import { assertMemberId, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RouteEnv } from './context.js';
 
@@ -17,14 +20,24 @@ export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
   app.post('/v1/cluster/members', async (req, reply) => {
     parseQuery(querySchemas.none, req.query);
     const b = parseBody(schemas.addMember, req.body, false);
-    return onLeader(env, req, reply, { right: 'admin' }, (ctx) => service.addMember({ id: b.id, api: b.api.replace(/\/$/, ''), peer: b.peer.replace(/\/$/, '') }, ctx));
+    const m = { id: b.id, api: b.api.replace(/\/$/, ''), peer: b.peer.replace(/\/$/, ''), ...(b.learner !== undefined ? { learner: b.learner } : {}) };
+    return onLeaderFollowing(env, req, reply, (ctx) => service.addMember(m, ctx));
+  });
+
+  app.post<{ Params: { id: string } }>('/v1/cluster/members/:id/promote', async (req, reply) => {
+    const id = assertMemberId(req.params.id);
+    parseQuery(querySchemas.none, req.query);
+    parseBody(schemas.empty, req.body, true);
+    const promote = service.promoteMember?.bind(service);
+    if (!promote) throw new ApiError('not_found', 'this server does not support promoting learners');
+    return onLeaderFollowing(env, req, reply, (ctx) => promote(id, ctx));
   });
 
   app.delete<{ Params: { id: string } }>('/v1/cluster/members/:id', async (req, reply) => {
     const id = assertMemberId(req.params.id);
     parseQuery(querySchemas.none, req.query);
     parseBody(schemas.empty, req.body, true);
-    return onLeader(env, req, reply, { right: 'admin' }, (ctx) => service.removeMember(id, ctx));
+    return onLeaderFollowing(env, req, reply, (ctx) => service.removeMember(id, ctx));
   });
 
   app.post('/v1/cluster/transfer-leadership', async (req, reply) => {
@@ -32,4 +45,28 @@ export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
     const b = parseBody(schemas.transfer, req.body, true);
     return onLeader(env, req, reply, { right: 'admin' }, (ctx) => service.transferLeadership(b.to, ctx));
   });
+}
+
+/**
+ * Run a membership change on the leader. If leadership moves while it runs — a leader
+ * asked to remove itself hands leadership over first; a leader can lose office while a
+ * learner catches up — the request follows the new leader once (the changes are
+ * idempotent: a learner already added is found and promoted, a removal that was never
+ * proposed is simply made there).
+ */
+async function onLeaderFollowing<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, fn: (ctx: RequestContext) => Promise<T>): Promise<T | FastifyReply> {
+  try {
+    return await onLeader(env, req, reply, { right: 'admin' }, fn);
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.code !== 'unavailable' || Forwarder.isForwarded(req) || reply.sent || req.abortController.signal.aborted) throw err;
+    let r;
+    try {
+      r = env.service.routing();
+    } catch {
+      throw err;
+    }
+    if (r.isLeader || !r.leaderApi) throw err;
+    await env.forwarder.forward(req, reply, r.leaderApi, req.abortController.signal);
+    return reply;
+  }
 }

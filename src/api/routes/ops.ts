@@ -9,6 +9,8 @@ export function opsRoutes(app: FastifyInstance, env: RouteEnv, metrics: Metrics)
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   app.get('/readyz', async () => {
+    const why = env.service.notReadyReason?.() ?? null;
+    if (why !== null) throw new ApiError('unavailable', `not ready: ${why}`);
     if (!env.service.ready()) throw new ApiError('unavailable', 'not ready: no leader known, or not caught up with the commit index');
     return { status: 'ready' };
   });
