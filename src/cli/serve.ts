@@ -63,6 +63,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // issue 10: new certificates / tokens.json / cluster secret without a restart
+  process.on('SIGHUP', () => node.reloadSecurity());
 }
 
 function failStart(line: string): void {
