@@ -1,0 +1,190 @@
+// The `raftlock` command (the real bin, compiled sources) against a real 3-node cluster:
+// `lock` runs a command with the token in its environment, releases, passes the exit code
+// through, and kills the command when the lock is lost; the one-shot commands, --json,
+// exit codes and one-line errors.
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { binPath, ClusterHarness, eventually, freePort } from '../support/cluster-harness.js';
+
+interface Run {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Runs `raftlock …`; a hung process is killed after `timeoutMs` (and fails the test). */
+function raftlock(args: string[], o: { timeoutMs?: number; onSpawn?: (p: ChildProcess) => void; env?: Record<string, string> } = {}): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RAFTLOCK_ENDPOINTS: '', ...o.env } });
+    running.add(p);
+    let stdout = '';
+    let stderr = '';
+    p.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`raftlock ${args.join(' ')} did not finish in ${o.timeoutMs ?? 30_000} ms; stderr: ${stderr}`));
+    }, o.timeoutMs ?? 30_000);
+    p.once('exit', (code, signal) => {
+      clearTimeout(timer);
+      running.delete(p);
+      resolve({ code, signal, stdout, stderr });
+    });
+    o.onSpawn?.(p);
+  });
+}
+
+/** A child for `raftlock lock`: records its env, then exits with CODE, or waits for SIGTERM. */
+const CHILD = `
+const fs = require('node:fs');
+const [out, mode] = process.argv.slice(1);
+fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK }));
+if (mode === 'wait') {
+  process.on('SIGTERM', () => { fs.writeFileSync(out + '.term', String(Date.now())); process.exit(0); });
+  setInterval(() => {}, 1000);
+} else if (mode === 'stubborn') {
+  process.on('SIGTERM', () => fs.writeFileSync(out + '.term', String(Date.now())));
+  setInterval(() => {}, 1000);
+} else {
+  process.exit(Number(mode));
+}`;
+
+describe('raftlock CLI against a real 3-node cluster', () => {
+  let h: ClusterHarness;
+  let dir: string;
+  let ep: string[];
+
+  before(async () => {
+    h = await ClusterHarness.create();
+    h.startAll();
+    await h.waitForLeader();
+    dir = mkdtempSync(join(tmpdir(), 'raftlock-cli-test-'));
+    ep = ['--endpoints', h.endpoints.join(',')];
+  });
+  after(async () => {
+    for (const p of running) p.kill('SIGKILL');
+    for (const n of h?.nodes ?? []) h.resume(n.id);
+    await h?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('lock runs the command with the token in its env, releases, and returns its exit code', async () => {
+    const out = join(dir, 'plain');
+    const r = await raftlock(['lock', 'jobs/nightly', ...ep, '--ttl', '5s', '--', process.execPath, '-e', CHILD, out, '7']);
+    assert.equal(r.code, 7, r.stderr);
+    const env = JSON.parse(readFileSync(`${out}.env`, 'utf8')) as { token: string; session: string; lock: string };
+    assert.match(env.token, /^[1-9]\d*$/);
+    assert.match(env.session, /^[A-Za-z0-9._~-]+$/);
+    assert.equal(env.lock, 'jobs/nightly');
+    const get = await raftlock(['get', 'jobs/nightly', ...ep, '--json']);
+    assert.equal(get.code, 0, get.stderr);
+    assert.equal(JSON.parse(get.stdout).held, false, 'released after the command exited');
+    const ok = await raftlock(['lock', 'jobs/nightly', ...ep, '--', process.execPath, '-e', CHILD, join(dir, 'second'), '0']);
+    assert.equal(ok.code, 0, ok.stderr);
+    assert.ok(Number(JSON.parse(readFileSync(join(dir, 'second.env'), 'utf8')).token) > Number(env.token), 'a later grant has a larger token');
+  });
+
+  it('lock exits 1 with one line on stderr when the lock stays held; 127 when the command is missing', async () => {
+    const a = await raftlock(['acquire', 'busy', ...ep, '--ttl', '30s', '--json']);
+    assert.equal(a.code, 0, a.stderr);
+    const grant = JSON.parse(a.stdout) as { sessionId: string; fencingToken: number };
+    const r = await raftlock(['lock', 'busy', ...ep, '--wait', '200ms', '--', process.execPath, '-e', CHILD, join(dir, 'never'), '0']);
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    assert.match(r.stderr, /^raftlock lock: http:\/\/127\.0\.0\.1:\d+: .*held.*--wait/);
+    assert.ok(r.stderr.includes(grant.sessionId));
+    assert.equal(existsSync(join(dir, 'never.env')), false, 'the command never ran');
+    const missing = await raftlock(['lock', 'free-one', ...ep, '--', join(dir, 'no-such-binary')]);
+    assert.equal(missing.code, 127);
+    assert.match(missing.stderr, /cannot run/);
+  });
+
+  it('lock kills the command (SIGTERM, then SIGKILL) when the lock is lost, before the ttl passes', async () => {
+    const out = join(dir, 'lost');
+    const ttlMs = 2000;
+    let child: ChildProcess | undefined;
+    const run = raftlock(['lock', 'fragile', ...ep, '--ttl', `${ttlMs}ms`, '--kill-grace', '300ms', '--', process.execPath, '-e', CHILD, out, 'stubborn'], { onSpawn: (p) => (child = p) });
+    await eventually(async () => existsSync(`${out}.env`), 10_000, 'the command to start');
+    assert.ok(child);
+    for (const n of h.nodes) h.pause(n.id);
+    const pausedAt = Date.now();
+    let r: Run;
+    try {
+      r = await run;
+    } finally {
+      for (const n of h.nodes) h.resume(n.id);
+    }
+    assert.equal(r.code, 4, r.stderr);
+    assert.match(r.stderr, /LOST fragile/);
+    const termAt = Number(readFileSync(`${out}.term`, 'utf8'));
+    assert.ok(termAt - pausedAt < ttlMs, `SIGTERM came ${termAt - pausedAt} ms after the cluster stopped (ttl ${ttlMs})`);
+    assert.match(r.stderr, /SIGKILL/, 'the stubborn command was killed');
+  });
+
+  it('forwards SIGTERM to the command and exits with its code', async () => {
+    const out = join(dir, 'fwd');
+    let proc: ChildProcess | undefined;
+    const run = raftlock(['lock', 'forwarded', ...ep, '--', process.execPath, '-e', CHILD, out, 'wait'], { onSpawn: (p) => (proc = p) });
+    await eventually(async () => existsSync(`${out}.env`), 10_000, 'the command to start');
+    proc!.kill('SIGTERM');
+    const r = await run;
+    assert.equal(r.code, 0, r.stderr);
+    assert.ok(existsSync(`${out}.term`), 'the command got SIGTERM');
+    const get = await raftlock(['get', 'forwarded', ...ep, '--json']);
+    assert.equal(JSON.parse(get.stdout).held, false);
+  });
+
+  it('one-shots: session open, acquire, get, ls, check, renew, release, session close (--json, exit codes)', async () => {
+    const open = await raftlock(['session', 'open', ...ep, '--ttl', '30s', '--owner', 'script', '--json']);
+    assert.equal(open.code, 0, open.stderr);
+    const { sessionId, ttlMs } = JSON.parse(open.stdout) as { sessionId: string; ttlMs: number };
+    assert.equal(ttlMs, 30_000);
+    const acq = await raftlock(['acquire', 'one/shot', ...ep, '--session', sessionId, '--json']);
+    assert.equal(acq.code, 0, acq.stderr);
+    const token = (JSON.parse(acq.stdout) as { fencingToken: number }).fencingToken;
+    const get = await raftlock(['get', 'one/shot', ...ep]);
+    assert.match(get.stdout, new RegExp(`held by session ${sessionId} \\(owner script\\), fencing token ${token}`));
+    const ls = await raftlock(['ls', ...ep, '--prefix', 'one/', '--json']);
+    assert.deepEqual((JSON.parse(ls.stdout) as { locks: { name: string }[] }).locks.map((l) => l.name), ['one/shot']);
+    assert.equal((await raftlock(['check', 'one/shot', ...ep, '--fencing-token', String(token)])).code, 0);
+    assert.equal((await raftlock(['renew', 'one/shot', ...ep, '--session', sessionId])).code, 0);
+    assert.equal((await raftlock(['session', 'keepalive', sessionId, ...ep])).code, 0);
+    const held = await raftlock(['acquire', 'one/shot', ...ep, '--json']);
+    assert.equal(held.code, 1);
+    assert.equal(JSON.parse(held.stdout).error.code, 'lock_held');
+    assert.equal((await raftlock(['release', 'one/shot', ...ep, '--session', sessionId, '--fencing-token', String(token)])).code, 0);
+    const check = await raftlock(['check', 'one/shot', ...ep, '--fencing-token', String(token)]);
+    assert.equal(check.code, 1, 'a released token is not current');
+    assert.equal((await raftlock(['release', 'one/shot', ...ep, '--session', sessionId])).code, 1, 'not holder');
+    const close = await raftlock(['session', 'close', sessionId, ...ep, '--json']);
+    assert.equal(close.code, 0, close.stderr);
+    const gone = await raftlock(['session', 'keepalive', sessionId, ...ep]);
+    assert.equal(gone.code, 4);
+    assert.match(gone.stderr, /open a new one/);
+  });
+
+  it('status prints every member; usage errors exit 2; no cluster exits 3 with one line', async () => {
+    const st = await raftlock(['status', ...ep, '--json']);
+    assert.equal(st.code, 0, st.stderr);
+    const s = JSON.parse(st.stdout) as { leaderId: string; members: { id: string; role: string }[] };
+    assert.deepEqual(s.members.map((m) => m.id).sort(), ['n1', 'n2', 'n3']);
+    assert.equal(s.members.filter((m) => m.role === 'leader').length, 1);
+    const table = await raftlock(['status', ...ep]);
+    assert.match(table.stdout, /^leader: n\d {2}term: \d+\nMEMBER +ROLE +TERM +COMMIT +APPLIED +LAG +API/);
+    assert.equal((await raftlock(['acquire', 'x', ...ep, '--wait', 'soon'])).code, 2);
+    assert.equal((await raftlock(['acquire', ...ep])).code, 2);
+    assert.equal((await raftlock(['acquire', 'bad name!', ...ep])).code, 2);
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const down = await raftlock(['get', 'x', '--endpoints', dead, '--retry-for', '300ms']);
+    assert.equal(down.code, 3);
+    assert.equal(down.stderr.trim().split('\n').length, 1);
+    assert.match(down.stderr, /ECONNREFUSED.*raftlock status/);
+  });
+});
