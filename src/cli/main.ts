@@ -16,6 +16,7 @@ import { registerLs } from './commands/ls.js';
 import { registerCheck } from './commands/check.js';
 import { registerSession } from './commands/session.js';
 import { registerMember, registerTransferLeader } from './commands/member.js';
+import { registerCerts } from './commands/certs.js';
 import { serveOptions } from './serve-options.js';
 
 export { resolveEndpoints, UsageError } from './commands/common.js';
@@ -71,6 +72,7 @@ export function buildProgram(): Command {
   registerSession(program);
   registerMember(program);
   registerTransferLeader(program);
+  registerCerts(program);
 
   return program;
 }
