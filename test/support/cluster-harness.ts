@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
+import { Agent, fetch as undiciFetch } from 'undici';
 
 /** the package root, whether this file runs from dist/test/support or test/support (tsx) */
 export const repoRoot = findRepoRoot(dirname(fileURLToPath(import.meta.url)));
@@ -85,9 +86,18 @@ export interface HarnessOptions {
   heartbeatMs?: number;
   session?: { default_ttl_ms?: number; min_ttl_ms?: number; max_ttl_ms?: number; lock_delay_ms?: number };
   snapshotEveryEntries?: number;
-  extraConfig?: Record<string, unknown>;
+  /** more top-level fields of the cluster file; a function gets the harness's temp dir
+   *  first (to create certificates or token files there, removed by close()) */
+  extraConfig?: Record<string, unknown> | ((dir: string) => Record<string, unknown>);
   /** extra environment for the node processes */
   env?: Record<string, string>;
+  /** issue 10: https:// API and/or peer URLs (the config's tls / peer_tls blocks come from extraConfig) */
+  apiScheme?: 'http' | 'https';
+  peerScheme?: 'http' | 'https';
+  /** TLS for the harness's own requests (https APIs): CA to trust, client certificate */
+  clientTls?: (dir: string) => { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  /** headers sent with every harness request (e.g. an Authorization bearer token) */
+  headers?: Record<string, string>;
 }
 
 export class ClusterHarness {
@@ -105,9 +115,12 @@ export class ClusterHarness {
     const n = opts.nodes ?? 3;
     const dir = mkdtempSync(join(tmpdir(), 'raftlock-test-'));
     const nodes: HarnessNode[] = [];
+    const apiScheme = opts.apiScheme ?? 'http';
+    const peerScheme = opts.peerScheme ?? 'http';
     for (let i = 1; i <= n; i++) {
-      nodes.push({ id: `n${i}`, api: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}`, proc: null, log: null, lastExit: null });
+      nodes.push({ id: `n${i}`, api: `${apiScheme}://127.0.0.1:${await freePort()}`, peer: `${peerScheme}://127.0.0.1:${await freePort()}`, proc: null, log: null, lastExit: null });
     }
+    const extra = typeof opts.extraConfig === 'function' ? opts.extraConfig(dir) : opts.extraConfig;
     const config = {
       cluster: 'test',
       nodes: nodes.map(({ id, api, peer }) => ({ id, api, peer })),
@@ -116,17 +129,22 @@ export class ClusterHarness {
       heartbeat_ms: opts.heartbeatMs ?? 50,
       session: { default_ttl_ms: 10000, min_ttl_ms: 100, max_ttl_ms: 3600000, lock_delay_ms: 0, ...opts.session },
       snapshot_every_entries: opts.snapshotEveryEntries ?? 10000,
-      ...opts.extraConfig,
+      ...extra,
     };
     const configPath = join(dir, 'cluster.config.json');
     writeFileSync(configPath, JSON.stringify(config, null, 2));
     const h = new ClusterHarness(dir, configPath);
     h.nodes.push(...nodes);
     h.env = opts.env ?? {};
+    h.defaultHeaders = opts.headers ?? {};
+    if (opts.clientTls) h.dispatcher = new Agent({ connect: opts.clientTls(dir) });
     return h;
   }
 
   private env: Record<string, string> = {};
+  private defaultHeaders: Record<string, string> = {};
+  /** undici dispatcher with the client TLS options, when given */
+  private dispatcher: Agent | null = null;
 
   node(id: string): HarnessNode {
     const n = this.nodes.find((x) => x.id === id);
@@ -233,6 +251,11 @@ export class ClusterHarness {
     }, timeoutMs, `${want.join(',')} to apply through index ${index}`);
   }
 
+  /** send a signal to a node's process (e.g. SIGHUP: reload certificates and tokens) */
+  signal(id: string, sig: NodeJS.Signals): void {
+    this.node(id).proc?.kill(sig);
+  }
+
   pause(id: string): void {
     this.node(id).proc?.kill('SIGSTOP');
   }
@@ -263,7 +286,10 @@ export class ClusterHarness {
   /** A request with exactly these bytes and headers (for malformed input). */
   async requestRaw(id: string, method: string, path: string, body: string | Uint8Array | undefined, headers: Record<string, string> = {}, timeoutMs = 30000): Promise<HarnessResponse> {
     const n = this.node(id);
-    const res = await fetch(n.api + path, { method, headers, body, signal: AbortSignal.timeout(timeoutMs) });
+    const all = { ...this.defaultHeaders, ...headers };
+    const res = this.dispatcher
+      ? await undiciFetch(n.api + path, { method, headers: all, body: body ?? null, signal: AbortSignal.timeout(timeoutMs), dispatcher: this.dispatcher })
+      : await fetch(n.api + path, { method, headers: all, body, signal: AbortSignal.timeout(timeoutMs) });
     const text = await res.text();
     let parsed: unknown = text;
     try {
@@ -295,6 +321,7 @@ export class ClusterHarness {
     this.closed = true;
     await Promise.all(this.nodes.map((n) => this.signalAndWait(n.id, 'SIGKILL')));
     for (const n of this.nodes) n.log?.end();
+    await this.dispatcher?.close().catch(() => undefined);
     if (!process.env.RAFTLOCK_KEEP_TEST_DIRS) rmSync(this.dir, { recursive: true, force: true });
   }
 }
