@@ -4,7 +4,10 @@
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { performance } from 'node:perf_hooks';
-import { ClusterHarness, delay, eventually } from '../support/cluster-harness.js';
+import { execFile } from 'node:child_process';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { ClusterHarness, delay, eventually, repoRoot } from '../support/cluster-harness.js';
 import { LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '../../src/client/index.js';
 
 /** A resource that remembers the highest token it saw and refuses older ones (spec "Fencing tokens"). */
@@ -137,5 +140,12 @@ describe('SDK against a real 3-node cluster', () => {
     // Once the cluster runs again the lock frees itself (best-effort close, or expiry).
     await eventually(async () => !(await c.getLock('paused')).held, 15_000, 'the lost lock to be freed');
     await s.close();
+  });
+
+  it('examples/fenced-inventory.ts runs: a stale holder write is refused, no sale is lost', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(repoRoot, 'examples', 'fenced-inventory.ts'), '--endpoints', h.endpoints.join(',')], { cwd: repoRoot, timeout: 60_000 });
+    assert.match(stdout, /stock 90 \(expected 90\)/);
+    assert.match(stdout, /the inventory refused it: stale fencing token/);
+    assert.match(stdout, /Final stock 89/);
   });
 });
