@@ -27,7 +27,11 @@ import type https from 'node:https';
 
 export const CLUSTER_SECRET_ENV = 'RAFTLOCK_CLUSTER_SECRET';
 /** routes a load balancer polls: never rate-limited, never behind auth (spec §2) */
-const UNLIMITED_ROUTES = new Set(['/healthz', '/readyz']);
+const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
+
+function pathOf(req: FastifyRequest): string {
+  return (req.raw.url ?? '').split('?', 1)[0] ?? '';
+}
 
 export interface SecurityOptions {
   config: Config;
@@ -210,11 +214,19 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
   const rate = config.limits.requestsPerSecondPerClient;
   const members = rate > 0 ? await memberAddresses(config) : new Set<string>();
   out.installApiGuards = (app) => {
-    if (rate <= 0) return;
+    if (rate > 0) installRateLimit(app);
+    // Authentication first, for every route (also unknown ones): an anonymous caller learns
+    // nothing, not even which bodies validate. Rights per name are checked by the routes.
+    if (tokens) {
+      app.addHook('onRequest', async (req: FastifyRequest) => {
+        if (!OPEN_ROUTES.has(pathOf(req))) tokens!.authenticate(req.headers.authorization);
+      });
+    }
+  };
+  const installRateLimit = (app: FastifyInstance): void => {
     const limiter = new ClientRateLimiter(rate, nowMs);
     app.addHook('onRequest', async (req: FastifyRequest) => {
-      const path = (req.raw.url ?? '').split('?', 1)[0] ?? '';
-      if (UNLIMITED_ROUTES.has(path)) return;
+      if (OPEN_ROUTES.has(pathOf(req))) return;
       const remote = req.socket.remoteAddress ?? 'unknown';
       // already counted by the node the client called (the header alone proves nothing:
       // it must come from a member's address)

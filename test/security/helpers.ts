@@ -1,0 +1,81 @@
+// Shared fixtures for the security tests: token files, certificates (via the real
+// `raftlock certs` code, so openssl must be installed), and a REST server wired with the
+// real security hooks (setupSecurity) around the FakeService, for inject() tests.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { FastifyInstance } from 'fastify';
+import pino from 'pino';
+import { buildServer } from '../../src/api/server.js';
+import { Metrics } from '../../src/metrics.js';
+import { parseConfig, resolveNode } from '../../src/config.js';
+import { setupSecurity, type NodeSecurity } from '../../src/security/node-security.js';
+import { sha256Hex } from '../../src/security/tokens.js';
+import { createCerts } from '../../src/cli/commands/certs.js';
+import { FakeService } from '../api/fake-service.js';
+import { LIMITS } from '../api/helpers.js';
+
+export function haveOpenssl(): boolean {
+  try {
+    execFileSync('openssl', ['version'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The test tokens: secret → rights. Names double as principals. */
+export const TOKENS = {
+  reader: { secret: 'tok-reader-0123456789', rights: [{ prefix: '', allow: ['read'] }] },
+  billing: { secret: 'tok-billing-0123456789', rights: [{ prefix: 'billing/', allow: ['lock'] }] },
+  billingAdmin: { secret: 'tok-billing-admin-0123', rights: [{ prefix: 'billing/', allow: ['admin'] }] },
+  ops: { secret: 'tok-ops-0123456789abcd', rights: [{ prefix: '', allow: ['admin'] }] },
+} as const;
+export type TokenName = keyof typeof TOKENS;
+
+export function bearer(t: TokenName): Record<string, string> {
+  return { authorization: `Bearer ${TOKENS[t].secret}` };
+}
+
+export function writeTokens(dir: string): string {
+  const file = join(dir, 'tokens.json');
+  const tokens = Object.entries(TOKENS).map(([name, t]) => ({ name, sha256: sha256Hex(t.secret), rights: t.rights }));
+  writeFileSync(file, JSON.stringify({ tokens }, null, 2));
+  return file;
+}
+
+export function tempDir(prefix: string): { dir: string; cleanup: () => void } {
+  const dir = mkdtempSync(join(tmpdir(), `raftlock-${prefix}-`));
+  return { dir, cleanup: () => rmSync(dir, { recursive: true, force: true }) };
+}
+
+/** CA, node and client certificates for node ids in `dir` (the `raftlock certs` code). */
+export function makeCerts(dir: string, nodes: string[], days = 2): void {
+  createCerts({ out: dir, nodes, hosts: ['localhost', '127.0.0.1', '::1'], days, force: true, cluster: 'test' });
+}
+
+export const silent = pino({ level: 'silent' });
+
+/** a minimal one-node cluster file (loopback) plus `extra` top-level fields */
+export function configFor(dir: string, extra: Record<string, unknown> = {}, scheme: { api?: string; peer?: string } = {}) {
+  return parseConfig({
+    cluster: 'test',
+    nodes: [{ id: 'n1', api: `${scheme.api ?? 'http'}://127.0.0.1:1`, peer: `${scheme.peer ?? 'http'}://127.0.0.1:2` }],
+    data_dir: join(dir, 'data'),
+    ...extra,
+  }, join(dir, 'cluster.config.json'));
+}
+
+/** A REST server around a FakeService with the real security hooks of `extra`'s config. */
+export async function securedApp(dir: string, extra: Record<string, unknown>, nowMs?: () => number): Promise<{ app: FastifyInstance; service: FakeService; security: NodeSecurity; metrics: Metrics }> {
+  const config = configFor(dir, extra);
+  const metrics = new Metrics({ defaultMetrics: false });
+  const security = await setupSecurity({ config, resolved: resolveNode(config, 'n1'), logger: silent, registry: metrics.registry, env: {}, ...(nowMs ? { nowMs } : {}) });
+  const service = new FakeService();
+  // the fake predates learner promotion; give it one so the route's rights are testable
+  Object.assign(service, { promoteMember: async () => service.cluster() });
+  const app = buildServer({ service, nodeId: 'n1', metrics, limits: LIMITS, logger: false, ...(security.authorize ? { authorize: security.authorize } : {}) });
+  security.installApiGuards(app);
+  return { app, service, security, metrics };
+}
