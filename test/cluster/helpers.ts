@@ -187,3 +187,18 @@ export function testSeed(): number {
   assert.ok(Number.isSafeInteger(seed) && seed >= 0, `RAFTLOCK_TEST_SEED must be a non-negative integer, got ${env}`);
   return seed;
 }
+
+/**
+ * A linearizable read that must succeed: 503 (no leader for a moment) and 504 (the quorum
+ * round timed out on an overloaded machine) say "try again" in the contract, so retry them
+ * until `timeoutMs`; any other non-200 answer fails at once.
+ */
+export async function readOk(h: ClusterHarness, id: string, path: string, timeoutMs = 15_000): Promise<HarnessResponse> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const r = await h.request(id, 'GET', path);
+    if (r.status === 200) return r;
+    assert.ok((r.status === 503 || r.status === 504) && Date.now() < deadline, `GET ${path} via ${id}: ${r.status} ${r.text.slice(0, 300)}`);
+    await new Promise((res) => setTimeout(res, 50));
+  }
+}
