@@ -195,6 +195,12 @@ async function clusterViews(): Promise<unknown[]> {
   );
 }
 
+/** which endpoints answer /healthz (the process is up and serving) */
+async function health(): Promise<string[]> {
+  const up = await Promise.all(args.endpoints.map((ep) => httpJson(`${ep}/healthz`, 'GET', undefined, 700).then((a) => (a.status === 200 ? ep : null), () => null)));
+  return up.filter((x): x is string => x !== null);
+}
+
 /** read every lock until each read has a definite answer (or the deadline) */
 async function readAll(deadlineMs: number): Promise<boolean> {
   const end = now() + deadlineMs;
@@ -211,7 +217,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
 async function runProbe(): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
-    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'stop'; deadlineMs?: number };
+    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'stop'; deadlineMs?: number };
     try {
       cmd = JSON.parse(line) as typeof cmd;
     } catch {
@@ -222,6 +228,7 @@ async function runProbe(): Promise<void> {
     let reply: unknown = null;
     if (cmd.cmd === 'cluster') reply = await clusterViews();
     else if (cmd.cmd === 'read-all') reply = await readAll(cmd.deadlineMs ?? 10_000);
+    else if (cmd.cmd === 'health') reply = await health();
     write({ reply: cmd.id, value: reply });
   }
 }

@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
 import { binPath } from '../support/cluster-harness.js';
 import type { NetLab } from './netns.js';
 
+/** the raftlock entry point the nodes run: the repo's bin, or JEPSEN_RAFTLOCK_BIN (a build of
+ *  another checkout, e.g. a frozen commit while others rebuild dist/) */
+const nodeBin = process.env.JEPSEN_RAFTLOCK_BIN ?? binPath;
 const here = fileURLToPath(new URL('.', import.meta.url));
 const ext = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 /** argv prefix that runs a sibling module of this file (tsx when running from sources) */
@@ -65,7 +68,7 @@ export class NodeProcs {
       log = createWriteStream(join(this.o.dir, `${id}.log`), { flags: 'a' });
       this.logs.set(id, log);
     }
-    const argv = [process.execPath, binPath, 'serve', '--config', this.o.configPath, '--node', id, '--log-level', 'info'];
+    const argv = [process.execPath, nodeBin, 'serve', '--config', this.o.configPath, '--node', id, '--log-level', 'info'];
     const full = this.o.lab ? this.o.lab.wrap(id, argv) : argv;
     const proc = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.o.env } });
     proc.stdout!.pipe(log, { end: false });

@@ -245,6 +245,15 @@ export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
       kill: (xs) => np.killMany(xs),
       restart: async (xs) => {
         for (const x of xs) if (!np.running(x)) np.start(x);
+        // the heal ends when the restarted processes serve again: process start-up is
+        // not the cluster's recovery, and on a loaded machine it alone can take seconds
+        const want = new Set(xs.map((x) => specs.find((s) => s.id === x)!.api));
+        const end = now() + 30_000;
+        while (now() < end) {
+          const up = ((await probe.ask({ cmd: 'health' }, 3000)) as string[] | null) ?? [];
+          if ([...want].every((w) => up.includes(w))) return;
+          await sleep(50);
+        }
       },
       pauseNode: (x) => np.pause(x),
       resumeNode: (x) => np.resume(x),

@@ -1,0 +1,125 @@
+// The non-linearizability checkers on small hand-written histories: each must accept a
+// correct history and name the violation in a broken one.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { pairOps, type HistoryEvent, type Op } from './history.js';
+import { checkDurability, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, recoveries } from './checkers.js';
+import type { ResourceLogEntry } from './resource-proc.js';
+import { schedule, FAULT_CATEGORIES, categoryOf, ONCE_PER_RUN } from './nemesis.js';
+import { seededRng } from '../../src/raft/core/rng.js';
+
+const SA = 'a'.repeat(32);
+const SB = 'b'.repeat(32);
+
+function ops(rows: [string, HistoryEvent['f'], HistoryEvent['value'], number, 'ok' | 'fail' | 'info', HistoryEvent['value'], number][]): Op[] {
+  const ev: HistoryEvent[] = [];
+  rows.forEach(([p, f, input, t0, type, output, t1], i) => {
+    ev.push({ process: p, id: `${p}:${i}`, type: 'invoke', f, value: input, t: t0 });
+    ev.push({ process: p, id: `${p}:${i}`, type, f, value: output, t: t1 });
+  });
+  return pairOps(ev.sort((a, b) => a.t - b.t));
+}
+
+test('lease safety: a grant after the holder stopped renewing for a TTL is fine; one inside the window is not', () => {
+  const ttl = 2000;
+  const fine = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c1', 'keepalive', { session: SA }, 500, 'ok', {}, 510],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 5000 }, 600, 'ok', { token: 6 }, 2600],
+  ]);
+  assert.deepEqual(checkLeaseSafety(fine, ttl), []);
+  const early = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c1', 'keepalive', { session: SA }, 500, 'ok', {}, 510],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 5000 }, 600, 'ok', { token: 6 }, 2400],
+  ]);
+  const v = checkLeaseSafety(early, ttl);
+  assert.equal(v.length, 1);
+  assert.match(v[0]!, /safe until 2500/);
+  // a release started before the second grant makes it fine again
+  const released = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c1', 'release', { lock: 'L', session: SA, token: 5 }, 100, 'info', { code: 'timeout' }, 3000],
+    ['c2', 'acquire', { lock: 'L', session: SB }, 200, 'ok', { token: 6 }, 210],
+  ]);
+  assert.deepEqual(checkLeaseSafety(released, ttl), []);
+});
+
+test('fencing: tokens grow in real-time order across locks; one token is never two grants', () => {
+  const good = ops([
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 5, 'ok', { token: 4 }, 12], // concurrent: either order
+    ['c2', 'acquire', { lock: 'L3', session: SB }, 20, 'ok', { token: 7 }, 30],
+  ]);
+  assert.deepEqual(checkTokenOrder(good), []);
+  const bad = ops([
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 20, 'ok', { token: 5 }, 30],
+  ]);
+  assert.equal(checkTokenOrder(bad).length, 1);
+  const dup = ops([
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'read', { lock: 'L1' }, 20, 'ok', { held: true, holder: SB, holder_token: 5 }, 30],
+  ]);
+  assert.match(checkTokenOrder(dup).join('\n'), /two sessions/);
+});
+
+test('resource: stale tokens accepted and lost updates are violations with fencing, counted without', () => {
+  const e = (seq: number, op: 'read' | 'write', token: number, accepted: boolean, before: number, extra: Partial<ResourceLogEntry> = {}): ResourceLogEntry => ({ seq, t: seq, op, lock: 'L', token, accepted, before, highest: 0, ...extra });
+  const clean = [e(0, 'read', 5, true, 0), e(1, 'write', 5, true, 0, { value: 1, read: 0, lost: false }), e(2, 'write', 4, false, 1, { value: 9, read: 0 })];
+  const r = checkResource(clean, true);
+  assert.equal(r.violations.length, 0);
+  assert.equal(r.rejected, 1);
+  const lost = [e(0, 'write', 6, true, 0, { value: 1, read: 0, lost: false }), e(1, 'write', 5, true, 1, { value: 1, read: 0, lost: true })];
+  assert.equal(checkResource(lost, true).violations.length, 2); // stale token accepted + lost update
+  const control = checkResource(lost, false);
+  assert.equal(control.violations.length, 0);
+  assert.equal(control.lostUpdates, 1);
+});
+
+test('durability: a lock back under an older token after the crash is caught', () => {
+  const crash = { variant: 'kill-all', detail: '', start: 100, end: 200 };
+  const ok = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['probe', 'read', { lock: 'L' }, 300, 'ok', { held: true, holder: SA, holder_token: 5 }, 310],
+    ['c2', 'acquire', { lock: 'M', session: SB }, 320, 'ok', { token: 9 }, 330],
+  ]);
+  assert.deepEqual(checkDurability(ok, [crash]), []);
+  const lost = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'ok', { token: 5 }, 10],
+    ['c1', 'release', { lock: 'L', session: SA, token: 5 }, 20, 'ok', {}, 30],
+    ['c2', 'acquire', { lock: 'L', session: SB }, 40, 'ok', { token: 7 }, 50],
+    ['probe', 'read', { lock: 'L' }, 300, 'ok', { held: true, holder: SA, holder_token: 5 }, 310],
+    ['c2', 'acquire', { lock: 'M', session: SB }, 320, 'ok', { token: 6 }, 330],
+  ]);
+  const v = checkDurability(lost, [crash]);
+  assert.equal(v.length, 3, v.join('\n')); // older token, released token back, token counter rolled back
+});
+
+test('liveness: recovery is the time from a heal to the next grant, against a bound', () => {
+  const h = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 900, 'ok', { token: 5 }, 1500],
+    ['c1', 'acquire', { lock: 'L', session: SA }, 9000, 'ok', { token: 6 }, 9100],
+  ]);
+  const rs = recoveries(h, [{ variant: 'kill-leader', detail: '', start: 0, end: 1000 }, { variant: 'pause-leader', detail: '', start: 2000, end: 3000 }], 20_000);
+  assert.deepEqual(rs.map((r) => r.recoveryMs), [500, 6100]);
+  assert.equal(checkLiveness(rs, 5000).length, 1);
+});
+
+test('memory: the bound is per node', () => {
+  const rss = new Map<string, [number, number][]>([['n1', [[0, 100 * 1048576]]], ['n2', [[0, 600 * 1048576]]]]);
+  const r = checkMemory(rss, 400 * 1048576);
+  assert.deepEqual(r.maxMb, { n1: 100, n2: 600 });
+  assert.equal(r.violations.length, 1);
+});
+
+test('nemesis schedule: seeded, every category in the first round, once-per-run faults once', () => {
+  for (const seed of [1, 2, 3, 99]) {
+    const a = schedule(seededRng(seed), FAULT_CATEGORIES, 3, 50);
+    assert.deepEqual(a, schedule(seededRng(seed), FAULT_CATEGORIES, 3, 50), `seed ${seed} replays`);
+    assert.deepEqual(new Set(a.slice(0, FAULT_CATEGORIES.length).map(categoryOf)), new Set(FAULT_CATEGORIES));
+    for (const once of ONCE_PER_RUN) assert.equal(a.filter((v) => v === once).length, 1);
+  }
+  assert.ok(schedule(seededRng(5), ['partition'], 5, 40).includes('partition-ring'));
+  assert.ok(!schedule(seededRng(5), ['partition'], 3, 40).includes('partition-ring'));
+});

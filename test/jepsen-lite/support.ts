@@ -1,0 +1,29 @@
+// Shared by the jepsen-lite run tests: a temp run folder removed afterwards (kept with
+// RAFTLOCK_KEEP_TEST_DIRS=1), a printed seed (JEPSEN_SEED replays one), and the summary
+// text in every assertion message.
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { TestContext } from 'node:test';
+import { defaultOptions, runJepsen, summaryText, type RunOptions, type RunSummary } from './run.js';
+
+export function testSeed(): number {
+  const s = process.env.JEPSEN_SEED;
+  return s !== undefined && /^\d+$/.test(s) ? Number(s) : Math.floor(Math.random() * 1_000_000);
+}
+
+export async function runForTest(t: TestContext, over: Partial<RunOptions>): Promise<{ summary: RunSummary; text: string }> {
+  const outDir = mkdtempSync(join(tmpdir(), 'raftlock-jepsen-'));
+  const lines: string[] = [];
+  try {
+    const opts = defaultOptions({ outDir, log: (l) => lines.push(l), ...over });
+    t.diagnostic(`SEED=${opts.seed} (replay: JEPSEN_SEED=${opts.seed}, or ${'npm run jepsen --'} --seed ${opts.seed})`);
+    const summary = await runJepsen(opts);
+    const text = summaryText(summary);
+    for (const l of lines.filter((x) => /SKIPPING/.test(x))) t.diagnostic(l);
+    for (const l of text.trim().split('\n')) t.diagnostic(l);
+    return { summary, text: `${lines.join('\n')}\n${text}` };
+  } finally {
+    if (!process.env.RAFTLOCK_KEEP_TEST_DIRS) rmSync(outDir, { recursive: true, force: true });
+  }
+}
