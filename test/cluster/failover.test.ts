@@ -231,4 +231,57 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
     assert.doesNotMatch(h.logText(old), /leadership transfer before stopping failed/);
     await assertHeldEverywhere(survivors, 'after the graceful stop');
   });
+
+  it('a waiting acquire outlives the leader: its retry with the same Idempotency-Key finds its place in the queue, then the grant', async (t) => {
+    for (const id of ids) if (!h.node(id).proc) h.start(id);
+    const old = await h.waitForLeader(20_000);
+    const [a, b] = ids.filter((x) => x !== old);
+    const holder = await post(a!, '/v1/locks/ha/wait/acquire', {});
+    assert.equal(holder.status, 200, holder.text);
+    held.set('ha/wait', { sid: holder.body.session_id, token: tokens.grant(holder.body.fencing_token, 'ha/wait holder') });
+    const s = await post(a!, '/v1/sessions', { ttl_ms: 60_000 });
+    assert.equal(s.status, 201, s.text);
+    const sid = s.body.session_id as string;
+    const key = uniqueKey('ha-wait');
+    const body = { session_id: sid, wait_ms: 30_000 };
+    const firstTry = post(a!, '/v1/locks/ha/wait/acquire', body, key);
+    await eventually(async () => (await get(b!, '/v1/locks/ha/wait')).body.waiters === 1, 10_000, 'the waiter to queue');
+    await h.waitForApplied((await h.view(old)).commit_index, ids.filter((x) => x !== old));
+
+    await h.kill(old);
+    // the follower that relayed the wait cannot know what became of it: not a grant, and
+    // if it says anything definite it is 503 (nothing applied) or 504 (retry with the key)
+    const lost = await firstTry;
+    t.diagnostic(`the waiting request, relayed by ${a} to the killed leader ${old}, answered ${lost.status} ${lost.body?.error?.code ?? ''}`);
+    assert.ok(lost.status === 504 || lost.status === 503, `first try: ${lost.status} ${lost.text}`);
+
+    const survivors = ids.filter((x) => x !== old);
+    await h.waitForLeader(10_000, survivors);
+    // the retry finds its place (still exactly one waiter: the same session, not a new one)
+    const retry = post(b!, '/v1/locks/ha/wait/acquire', body, key);
+    await eventually(async () => (await get(b!, '/v1/locks/ha/wait')).body.waiters === 1, 10_000, 'the retried waiter to be (still) queued');
+    const rel = await post(survivors[2]!, '/v1/locks/ha/wait/release', { session_id: holder.body.session_id });
+    assert.equal(rel.status, 200, rel.text);
+    const granted = await retry;
+    assert.equal(granted.status, 200, granted.text);
+    assert.equal(granted.body.session_id, sid);
+    held.set('ha/wait', { sid, token: tokens.grant(granted.body.fencing_token, 'ha/wait waiter') });
+    assert.equal((await get(b!, '/v1/locks/ha/wait')).body.waiters, 0);
+  });
+
+  it('kill -9 of EVERY node, then restart: every acknowledged grant is still there with its token; new tokens are greater', async () => {
+    for (const id of ids) if (!h.node(id).proc) h.start(id);
+    const l = await h.waitForLeader(20_000);
+    const last = await post(l, '/v1/locks/ha/last/acquire', {});
+    assert.equal(last.status, 200, last.text);
+    held.set('ha/last', { sid: last.body.session_id, token: tokens.grant(last.body.fencing_token, 'ha/last') });
+    // acknowledged means committed on a majority's disks: kill everything at once, no flush
+    await Promise.all(ids.map((id) => h.kill(id)));
+    h.startAll();
+    await h.waitForLeader(20_000);
+    await assertHeldEverywhere(ids, 'after kill -9 of every node and a restart');
+    const next = await post(ids[0]!, '/v1/locks/ha/after-restart/acquire', {});
+    assert.equal(next.status, 200, next.text);
+    tokens.grant(next.body.fencing_token, 'ha/after-restart');
+  });
 });
