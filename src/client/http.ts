@@ -173,8 +173,17 @@ export class HttpCaller {
       body = JSON.stringify(typeof spec.body === 'function' ? spec.body(elapsed) : spec.body);
       headers['content-type'] = 'application/json';
     }
-    const timeout = AbortSignal.timeout(attemptMs);
-    const signal = spec.signal ? AbortSignal.any([spec.signal, timeout]) : timeout;
+    // One controller per attempt, aborted by its own timer or by the caller's signal. (Not
+    // AbortSignal.any: a session's signal lives for hours and would collect dependents.)
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      ac.abort(new Error(`no answer within ${attemptMs} ms`));
+    }, attemptMs);
+    const onAbort = (): void => ac.abort(spec.signal?.reason);
+    spec.signal?.addEventListener('abort', onAbort, { once: true });
+    const signal = ac.signal;
     try {
       const res = await request(url + spec.path, {
         dispatcher: this.dispatcher,
@@ -198,11 +207,14 @@ export class HttpCaller {
       if (err instanceof RaftlockError) throw err;
       if (spec.signal?.aborted) throw spec.signal.reason;
       const code = errorCode(err);
-      if (timeout.aborted) return { kind: 'unknown', error: new UnavailableError(`${url}: no answer within ${attemptMs} ms`, { endpoint: url, cause: err }) };
+      if (timedOut) return { kind: 'unknown', error: new UnavailableError(`${url}: no answer within ${attemptMs} ms`, { endpoint: url, cause: err }) };
       const kind = code !== undefined && NOT_SENT_CODES.has(code) ? 'not_sent' : 'unknown';
       const m = (err as Error)?.message ?? String(err);
       const what = code === undefined || m.includes(code) ? m : `${code} ${m}`;
       return { kind, error: new UnavailableError(`${url}: ${what}`, { endpoint: url, cause: err }) };
+    } finally {
+      clearTimeout(timer);
+      spec.signal?.removeEventListener('abort', onAbort);
     }
   }
 }
