@@ -5,7 +5,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync, writeFileSync, type WriteStream } from 'node:fs';
 import { createInterface } from 'node:readline';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { binPath } from '../support/cluster-harness.js';
 import type { NetLab } from './netns.js';
@@ -225,7 +226,13 @@ export class Helper {
 }
 
 export function writeClusterFile(path: string, specs: NodeSpec[], dataDir: string, ttlMs: number, electionMs: [number, number], heartbeatMs: number): void {
+  // Off loopback the nodes want peer authentication and an explicit word on API auth
+  // (docs/security.md): peers share a secret; the API stays open for the test clients.
+  const secretFile = join(dirname(path), 'cluster.secret');
+  writeFileSync(secretFile, randomBytes(32).toString('hex') + '\n', { mode: 0o600 });
   const cfg = {
+    cluster_secret_file: secretFile,
+    auth: { disabled: true },
     cluster: 'jepsen-lite',
     nodes: specs.map((s) => ({ id: s.id, api: s.api, peer: s.peer, listen_api: s.listenApi, listen_peer: s.listenPeer })),
     data_dir: dataDir,
