@@ -46,13 +46,15 @@ export interface ServerDeps {
  * than the longest legitimate wait (300 s). Keep-alive 72 s outlives the forwarders'
  * 10 s pool idle time, so a follower never reuses a socket the leader is closing.
  */
-export function serverOptions(): FastifyServerOptions & { http: { headersTimeout: number } } {
+export function serverOptions(): FastifyServerOptions & { http: { headersTimeout: number; connectionsCheckingInterval: number } } {
   return {
     bodyLimit: BODY_LIMIT_BYTES,
     connectionTimeout: SOCKET_IDLE_TIMEOUT_MS,
     keepAliveTimeout: 72_000,
     requestTimeout: 30_000,
-    http: { headersTimeout: 10_000 },
+    // node checks both timeouts only every connectionsCheckingInterval (default 30 s), so
+    // without this a slowloris socket lived 30 s, not 10 (test/security/limits.test.ts)
+    http: { headersTimeout: 10_000, connectionsCheckingInterval: 1000 },
     // Idle sockets close at once; in-flight requests finish: preClose aborts their waits,
     // so a waiting acquire answers 503 instead of seeing its connection cut.
     forceCloseConnections: 'idle',
@@ -85,7 +87,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       sendError(reply, new ApiError('invalid_request', msg));
     },
   };
-  if (deps.https) (opts as { https?: HttpsServerOptions }).https = { ...deps.https, headersTimeout: base.http.headersTimeout } as HttpsServerOptions;
+  if (deps.https) (opts as { https?: HttpsServerOptions }).https = { ...deps.https, headersTimeout: base.http.headersTimeout, connectionsCheckingInterval: base.http.connectionsCheckingInterval } as HttpsServerOptions;
   if (isLoggerInstance(deps.logger)) opts.loggerInstance = deps.logger;
   else opts.logger = deps.logger ?? false;
   const app = Fastify(opts) as unknown as FastifyInstance;

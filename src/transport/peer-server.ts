@@ -98,7 +98,10 @@ export class PeerServer {
   constructor(private readonly opts: PeerServerOptions) {
     this.budget = { left: opts.maxBufferedBytes };
     const handler = (req: http.IncomingMessage, res: http.ServerResponse): void => this.handle(req, res);
-    this.server = opts.tls ? https.createServer(opts.tls, handler) : http.createServer(handler);
+    // node enforces the timeouts below only every connectionsCheckingInterval (default
+    // 30 s); checking every second makes the 10 s headers deadline a real 10 s (slowloris)
+    const checking = { connectionsCheckingInterval: 1000 };
+    this.server = opts.tls ? https.createServer({ ...opts.tls, ...checking }, handler) : http.createServer(checking, handler);
     this.server.requestTimeout = opts.requestTimeoutMs;
     this.server.headersTimeout = Math.min(opts.requestTimeoutMs, 10_000);
     this.server.keepAliveTimeout = 30_000;
