@@ -212,8 +212,18 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   });
   security.installApiGuards(server);
 
-  await httpTransport.start();
-  await server.listen({ host: resolved.apiListen.host, port: resolved.apiListen.port });
+  try {
+    await httpTransport.start();
+    await server.listen({ host: resolved.apiListen.host, port: resolved.apiListen.port });
+  } catch (err) {
+    // A start that fails half-way (a port in use) must not leave the peer server or the
+    // LevelDB handle keeping the process alive: `serve` prints one line and must then exit.
+    await server.close().catch(() => undefined);
+    await driver.stop().catch(() => undefined);
+    await httpTransport.close().catch(() => undefined);
+    await storage.close().catch(() => undefined);
+    throw err;
+  }
 
   const updateGauges = (): void => {
     const st = driver.status();
