@@ -206,4 +206,27 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
     const r = await h.request('n1', 'POST', '/v1/locks/after-lock-test/acquire', {});
     assert.equal(r.status, 200, r.text);
   });
+
+  it('an API or peer port already in use: `raftlock serve` exits 2 with a line naming the address, and does not hang', async () => {
+    const h = await ClusterHarness.create({ nodes: 3 });
+    cleanups.push(() => h.close());
+    for (const which of ['api', 'peer'] as const) {
+      const url = new URL(h.node('n1')[which]);
+      const squatter = createServer();
+      await new Promise<void>((r) => squatter.listen(Number(url.port), '127.0.0.1', () => r()));
+      try {
+        const r = await runCli(['serve', '--config', h.configPath, '--node', 'n1'], 20_000);
+        const ctx = `${which} port busy: exit ${r.code} ${r.signal ?? ''}, stderr ${JSON.stringify(r.stderr)}`;
+        assert.equal(r.signal, null, `${ctx} (hung until killed)`);
+        assert.equal(r.code, 2, ctx);
+        // node's own process warnings aside, one line that names the address
+        const lines = r.stderr.split('\n').filter((l) => l.trim() !== '' && !/^\(node:\d+\)|^\(Use `node/.test(l));
+        assert.equal(lines.length, 1, ctx);
+        assert.ok(lines[0]!.includes(`${url.hostname}:${url.port}`), ctx);
+        assert.doesNotMatch(r.stderr, /\n\s+at .+:\d+:\d+/, `${ctx}: stack trace`);
+      } finally {
+        await new Promise<void>((r) => squatter.close(() => r()));
+      }
+    }
+  });
 });
