@@ -30,6 +30,8 @@ export const TOKENS = {
   reader: { secret: 'tok-reader-0123456789', rights: [{ prefix: '', allow: ['read'] }] },
   billing: { secret: 'tok-billing-0123456789', rights: [{ prefix: 'billing/', allow: ['lock'] }] },
   billingAdmin: { secret: 'tok-billing-admin-0123', rights: [{ prefix: 'billing/', allow: ['admin'] }] },
+  /** a second service with the same rights as billing: must not touch billing's sessions */
+  billing2: { secret: 'tok-billing2-0123456789', rights: [{ prefix: 'billing/', allow: ['lock'] }] },
   ops: { secret: 'tok-ops-0123456789abcd', rights: [{ prefix: '', allow: ['admin'] }] },
 } as const;
 export type TokenName = keyof typeof TOKENS;
