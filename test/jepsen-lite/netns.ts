@@ -161,6 +161,14 @@ export class NetLab {
     }
   }
 
+  /** namespaces and links with this run's id that still exist (empty after destroy()) */
+  async leftovers(): Promise<string[]> {
+    const tag = `rlj${this.o.runId}`;
+    const ns = (await run('ip', ['netns', 'list'])).stdout.split('\n').map((l) => l.split(' ')[0]!).filter((n) => n.startsWith(tag));
+    const links = (await run('ip', ['-o', 'link', 'show'])).stdout.split('\n').map((l) => l.split(':')[1]?.trim().split('@')[0] ?? '').filter((n) => n.startsWith(tag));
+    return [...ns.map((n) => `netns ${n}`), ...links.map((l) => `link ${l}`)];
+  }
+
   /** remove every namespace and link this lab made (idempotent; never throws) */
   async destroy(): Promise<string[]> {
     if (this.destroyed) return [];

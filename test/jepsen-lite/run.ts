@@ -88,6 +88,8 @@ export interface RunSummary {
   worstRecoveryMs: number | null;
   livenessBoundMs: number;
   maxRssMb: Record<string, number>;
+  /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
+  rssTrendMb: Record<string, [number, number]>;
   unexpectedExits: number;
   violations: string[];
   valid: boolean;
@@ -331,10 +333,11 @@ export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
     await probe.stop(5000);
     const resourceLog = readFileSync(resourceFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
     await cleanup();
+    const leftovers = lab ? await lab.leftovers() : [];
 
     // ---- check ------------------------------------------------------------------------
     const ops: Op[] = pairOps(events, now());
-    const summary = check(opts, { dir, ops, faults, resourceLog, runEnd, nodes: np, netnsNote, packetMode: lab ? lab.packetMode : 'none', skipped, finalOk: finalOk === true });
+    const summary = check(opts, { dir, ops, faults, resourceLog, runEnd, nodes: np, netnsNote, packetMode: lab ? lab.packetMode : 'none', skipped, finalOk: finalOk === true, leftovers });
     writeFileSync(join(dir, 'summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(join(dir, 'summary.txt'), summaryText(summary));
     writeTimeline(join(dir, 'timeline.html'), ops, faults, summary);
@@ -348,7 +351,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
 
 function check(
   opts: RunOptions,
-  r: { dir: string; ops: Op[]; faults: FaultRecord[]; resourceLog: ResourceLogEntry[]; runEnd: number; nodes: NodeProcs; netnsNote: string; packetMode: string; skipped: string[]; finalOk: boolean },
+  r: { dir: string; ops: Op[]; faults: FaultRecord[]; resourceLog: ResourceLogEntry[]; runEnd: number; nodes: NodeProcs; netnsNote: string; packetMode: string; skipped: string[]; finalOk: boolean; leftovers: string[] },
 ): RunSummary {
   const violations: string[] = [];
   const lin = checkLinearizable(r.ops);
@@ -364,6 +367,7 @@ function check(
   for (const u of r.nodes.unexpected) violations.push(`node ${u.node} died on its own at t=${u.t.toFixed(0)} (code ${u.code}, signal ${u.signal}); log tail:\n${u.logTail}`);
   const mem = checkMemory(r.nodes.rss, opts.rssLimitMb * 1048576);
   violations.push(...mem.violations);
+  for (const l of r.leftovers) violations.push(`cleanup: ${l} still exists after the run`);
   const opsByType: Record<string, number> = {};
   for (const o of r.ops) opsByType[`${o.f}:${o.type}`] = (opsByType[`${o.f}:${o.type}`] ?? 0) + 1;
   const faultCounts: Record<string, number> = {};
@@ -393,6 +397,7 @@ function check(
     worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
     livenessBoundMs: opts.livenessBoundMs,
     maxRssMb: mem.maxMb,
+    rssTrendMb: mem.trendMb,
     unexpectedExits: r.nodes.unexpected.length,
     violations,
     valid,
@@ -409,7 +414,7 @@ export function summaryText(s: RunSummary): string {
     `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
     `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms)`,
-    `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')}; unexpected node exits: ${s.unexpectedExits}`,
+    `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')} (first minute → last minute: ${Object.entries(s.rssTrendMb).map(([k, [a, b]]) => `${k} ${a}→${b}`).join(', ')}); unexpected node exits: ${s.unexpectedExits}`,
     `violations: ${s.violations.length}`,
     ...s.violations.map((v) => `  - ${v}`),
     `reproduce: ${s.reproduce}`,
