@@ -166,6 +166,21 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assert.deepEqual(list.body, { locks: [] });
   });
 
+  it('a "/" in a lock name may be sent raw or as %2F: one lock either way', async () => {
+    const a = await post('n1', '/v1/locks/slash/a/b/acquire', {});
+    assert.equal(a.status, 200, a.text);
+    assert.equal(a.body.name, 'slash/a/b');
+    tokens.grant(a.body.fencing_token, 'slash/a/b');
+    for (const id of ids) {
+      const g = await get(id, '/v1/locks/slash%2Fa%2Fb');
+      assert.equal(g.body.holder?.fencing_token, a.body.fencing_token, `via ${id}`);
+    }
+    assertError(await post('n2', '/v1/locks/slash%2Fa/b/acquire', {}), 409, 'lock_held');
+    const rel = await post('n3', '/v1/locks/slash%2Fa%2Fb/release', { session_id: a.body.session_id });
+    assert.equal(rel.status, 200, rel.text);
+    assert.equal((await get('n1', '/v1/locks/slash/a/b')).body.held, false);
+  });
+
   it('Idempotency-Key: a retried acquire / open / release returns the first answer and changes nothing twice', async () => {
     const [f1, f2] = await followers();
     const l = await leader();

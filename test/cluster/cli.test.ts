@@ -212,7 +212,7 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
     cleanups.push(() => h.close());
     for (const which of ['api', 'peer'] as const) {
       const url = new URL(h.node('n1')[which]);
-      const squatter = createServer();
+      const squatter = createServer((sock) => sock.destroy()); // holds the port, serves nothing
       await new Promise<void>((r) => squatter.listen(Number(url.port), '127.0.0.1', () => r()));
       try {
         const r = await runCli(['serve', '--config', h.configPath, '--node', 'n1'], 20_000);
@@ -228,5 +228,24 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
         await new Promise<void>((r) => squatter.close(() => r()));
       }
     }
+  });
+
+  it('`raftlock cluster` with a node that cannot start: says which and why, stops the others, exits 1, frees the ports', async () => {
+    const h = await ClusterHarness.create({ nodes: 3 });
+    cleanups.push(() => h.close());
+    const busy = new URL(h.node('n2').api);
+    const squatter = createServer((sock) => sock.destroy()); // holds the port, serves nothing
+    await new Promise<void>((r) => squatter.listen(Number(busy.port), '127.0.0.1', () => r()));
+    cleanups.push(() => new Promise<void>((r) => squatter.close(() => r())));
+    const r = await runCli(['cluster', '--config', h.configPath, '--log-level', 'warn'], 40_000);
+    const out = r.stdout + r.stderr;
+    assert.equal(r.signal, null, `raftlock cluster hung: ${out}`);
+    assert.equal(r.code, 1, out);
+    assert.match(out, new RegExp(`\\[n2\\].*EADDRINUSE.*${busy.port}`), out);
+    assert.match(out, /node n2 exited/);
+    assert.match(out, /all nodes stopped/);
+    const ports = h.nodes.flatMap((n) => [n.api, n.peer]).filter((u) => u !== h.node('n2').api).map((u) => Number(new URL(u).port));
+    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} still in use`);
+    assert.deepEqual(processesMentioning(h.configPath), []);
   });
 });
