@@ -110,6 +110,63 @@ describe('SDK against a real 3-node cluster', () => {
     await h.waitForLeader();
   });
 
+  it('withLock from three clients across repeated leader kills: mutual exclusion, no stale token, progress', async () => {
+    let inside = 0;
+    let overlaps = 0;
+    let holderSignal: AbortSignal | undefined;
+    let runs = 0;
+    let highest = 0;
+    let stale = 0;
+    let stop = false;
+    const failures: string[] = [];
+    const workers = [0, 1, 2].map(async () => {
+      const c = client();
+      while (!stop) {
+        try {
+          await c.withLock(
+            'chaos',
+            async ({ fencingToken, signal }) => {
+              // Entering while another callback runs is a violation unless that holder was
+              // already told (its signal aborted) that it lost the lock.
+              if (inside > 0 && holderSignal && !holderSignal.aborted) overlaps++;
+              inside++;
+              holderSignal = signal;
+              runs++;
+              if (fencingToken <= highest) stale++;
+              highest = Math.max(highest, fencingToken);
+              await delay(10);
+              inside--;
+            },
+            { ttlMs: 3000, waitMs: 10_000 },
+          );
+        } catch (err) {
+          // Unavailability during an election is allowed, and so is a session lost when an
+          // election outlasts its lease (it is reported); safety violations are not.
+          failures.push(`${(err as Error).name}: ${(err as Error).message}`);
+        }
+      }
+    });
+    try {
+      for (let k = 0; k < 2; k++) {
+        await eventually(async () => runs >= 3 * (k + 1), 20_000, 'progress before the kill');
+        const running = h.nodes.filter((n) => n.proc).map((n) => n.id);
+        const leader = await h.waitForLeader(15_000, running);
+        await h.kill(leader);
+        await h.waitForLeader(15_000, running.filter((id) => id !== leader));
+        h.start(leader);
+      }
+      const before = runs;
+      await eventually(async () => runs >= before + 3, 20_000, 'progress after the last kill');
+    } finally {
+      stop = true;
+      await Promise.all(workers);
+    }
+    assert.equal(overlaps, 0, 'two callbacks ran at once while the first still held the lock');
+    assert.equal(stale, 0, 'a grant carried a token not above the previous one');
+    assert.ok(failures.every((f) => /Unavailable|OutcomeUnknown|LockHeld|SessionLost|LockLost/.test(f)), failures.join('\n'));
+    await h.waitForLeader();
+  });
+
   it('a session whose keepalives are blocked (cluster stopped) fires lost before its ttl passes', async () => {
     const c = client({ timeoutMs: 5000 });
     const ttlMs = 1500;
