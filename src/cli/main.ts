@@ -3,7 +3,6 @@
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
-import { serve } from './serve.js';
 import { runCluster } from './cluster.js';
 import { DEFAULT_CONFIG, UsageError } from './commands/common.js';
 import { registerStatus } from './commands/status.js';
@@ -40,6 +39,8 @@ export function buildProgram(): Command {
     .addOption(new Option('--log-level <level>', 'log level').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'))
     .option('--endpoints <urls>', 'ignored by serve; accepted for uniformity')
     .action(async (o: { config?: string; node: string; dataDir?: string; logLevel: string; join?: string; api?: string; peer?: string }) => {
+      // loaded on demand: the server stack (fastify, LevelDB, …) would slow every client command
+      const { serve } = await import('./serve.js');
       await serve(serveOptions(o));
     });
 
