@@ -48,6 +48,9 @@ export interface CrashOptions {
   /** probability that a crash hits the middle of a Ready (after early messages, or after
    *  persisting but before sending) instead of between ticks */
   midReadyProbability: number;
+  /** probability that the victim is the current leader rather than any node: leaders that
+   *  die young leave old-term entries half-replicated (the Figure 8 situation, §5.4.2) */
+  leaderBias: number;
 }
 
 export interface WorkloadOptions {
@@ -140,6 +143,7 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     downTicksMean: rng.int(5, 120),
     loseUnsynced: rng.next() < 0.6,
     midReadyProbability: rng.next() * 0.5,
+    leaderBias: 0, // drawn last, below, so older knobs keep their values per seed
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -150,7 +154,7 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     compactProbability: maybe(rng, 0.3, 0, 0.02),
     payloadBytesMax: pick(rng, [4, 16, 64, 300]),
   };
-  return {
+  const o: SimOptions = {
     seed, ticks, nodeCount, electionTicks, heartbeatTicks,
     livenessTicks: 40 * electionTicks,
     // Howard's scenario is about PreVote + CheckQuorum (thesis §9.6; Howard & Mortier,
@@ -162,6 +166,8 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     network, crash, workload,
     stableWindowTicks: 30 * electionTicks,
   };
+  o.crash.leaderBias = maybe(rng, 0.3, 0.2, 0.9);
+  return o;
 }
 
 /** every option, one per line, `SEED=` first (VOPR style) */

@@ -1,6 +1,6 @@
-// Worker-thread entry for sim.test.ts: runs a contiguous range of seeds and posts a summary.
-// The test runner executes test files one at a time on a 2-core machine, so the simulation
-// spreads its seeds over worker threads to use every core.
+// Worker-thread entry for the simulation sweep and the soak (pool.ts): runs a contiguous
+// range of seeds and posts one message when a seed starts (so the pool's watchdog can name
+// a seed that hangs) and one with its outcome.
 import { parentPort, workerData } from 'node:worker_threads';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
@@ -11,23 +11,24 @@ export interface WorkerJob {
   ticks: number;
 }
 
-export interface WorkerSummary {
-  schedules: number;
+export interface SeedOutcome {
+  seed: number;
   ticks: number;
   committed: number;
-  failures: { seed: number; report: string }[];
+  /** the failure report, when the seed failed */
+  report?: string;
 }
 
+export type WorkerMessage = { started: number } | { outcome: SeedOutcome } | { done: true };
+
 const job = workerData as WorkerJob;
-const out: WorkerSummary = { schedules: 0, ticks: 0, committed: 0, failures: [] };
+const post = (m: WorkerMessage): void => parentPort!.postMessage(m);
 for (let seed = job.from; seed < job.from + job.count; seed++) {
+  post({ started: seed });
   const r = runSchedule(seed, { ticks: job.ticks });
-  out.schedules++;
-  out.ticks += r.ticks;
-  out.committed += r.stats['committed'] ?? 0;
-  if (!r.ok) {
-    // replay the failing seed with a trace for the report: same seed, same schedule
-    out.failures.push({ seed, report: formatFailure(runSchedule(seed, { ticks: job.ticks, traceLines: 60 })) });
-  }
+  const outcome: SeedOutcome = { seed, ticks: r.ticks, committed: r.stats['committed'] ?? 0 };
+  // replay a failing seed with a trace for the report: same seed, same schedule
+  if (!r.ok) outcome.report = formatFailure(runSchedule(seed, { ticks: job.ticks, traceLines: 60 }));
+  post({ outcome });
 }
-parentPort!.postMessage(out);
+post({ done: true });

@@ -127,7 +127,8 @@ export class Workload {
   nemesis(): void {
     const c = this.opts.crash;
     if (c.crashProbability === 0 || this.nemesisRng.next() >= c.crashProbability) return;
-    const victim = pick(this.nemesisRng, this.cluster.runningNodes());
+    const leader = this.nemesisRng.next() < c.leaderBias ? this.cluster.leader() : null;
+    const victim = leader ?? pick(this.nemesisRng, this.cluster.runningNodes());
     if (!victim) return;
     const down = 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.downTicksMean);
     const mid = this.nemesisRng.next() < c.midReadyProbability;
