@@ -328,14 +328,29 @@ export class RaftLockService implements LockService {
     return { name, session_id: sessionId, fencing_token: token, ttl_ms: s.ttlMs };
   }
 
-  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<GrantView> {
+  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const held = fsm.getLock(name).holder;
     if (held && held.sessionId === sessionId) return this.confirmGrant(name, sessionId, held.fencingToken, arrival, 'acquired');
     const s = fsm.getSession(sessionId);
     if (!s) throw sessionNotFound(sessionId);
-    if (!s.waiting.includes(name)) throw lockHeldError(name, held);
+    if (!s.waiting.includes(name)) {
+      // Typically a retry (same Idempotency-Key) whose first attempt queued and whose wait
+      // then ended unheard: its connection died — e.g. the follower relaying it crashed —
+      // and 'aborted' below gave the place up. Answering the stored 'queued' with 409 would
+      // report a wait that never ran out (issue 9: seen when a member is killed under
+      // load). Ask again, once, as a new wait: the FSM's acquire is idempotent for a
+      // session that holds or waits for the lock, so this needs no key of its own.
+      if (asked) throw lockHeldError(name, held);
+      const again: Command = { kind: 'acquire', name, sessionId, waitMs };
+      const actor = this.actor(ctx, name);
+      if (actor !== undefined) again.actor = actor;
+      const r = await this.submit(again, { signal: ctx.signal, ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}) });
+      if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+      if (r.ok && r.kind === 'queued') return this.waitForGrant(name, sessionId, waitMs, arrival, ctx, true);
+      throw resultError(r);
+    }
 
     this.d.lessor.trackWait(name, sessionId, arrival + waitMs);
     const started = this.d.nowMs();
