@@ -42,6 +42,8 @@ export interface MembershipOptions {
 export type SelfState = 'voter' | 'learner' | 'joining' | 'removed';
 
 const POLL_MS = 50;
+/** how long a conf change waits out the core's "a conf change is pending" refusal */
+const PENDING_WAIT_MS = 2000;
 /** marks a 409 that retrying cannot fix (a joining node gives up on it) */
 const ADDRESS_CONFLICT = { details: { conflict: 'addresses' } };
 
@@ -259,7 +261,16 @@ export class Membership {
   }
 
   private async change(cc: ConfChange): Promise<void> {
-    const out = await this.o.driver().proposeConfChange(cc);
+    // A leader refuses a conf change until every conf entry it may not know committed is
+    // (one at a time, thesis §4.1). A brand-new leader assumes one may exist until the noop
+    // of its term commits — milliseconds — so that refusal is waited out briefly; only a
+    // change that stays pending (a previous leader's, still uncommitted) answers 409.
+    const deadline = this.o.nowMs() + PENDING_WAIT_MS;
+    let out = await this.o.driver().proposeConfChange(cc);
+    while (!out.ok && out.kind === 'rejected' && out.reason === 'conf_change_pending' && this.o.nowMs() < deadline) {
+      await sleep(POLL_MS / 2);
+      out = await this.o.driver().proposeConfChange(cc);
+    }
     if (out.ok) return;
     if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new ApiError('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
     if (out.kind === 'unknown') throw new ApiError('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`);
