@@ -1,0 +1,175 @@
+// Membership's rules against a scripted driver (issue 9): idempotent add/promote,
+// address conflicts, the strict quorum check, one change at a time, a snapshot before the
+// first learner of a never-compacted log, the address book (replicated vs local), and the
+// node's own standing (voter/learner/joining/removed).
+import { describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import pino from 'pino';
+import { ApiError } from '../../src/api/errors.js';
+import { applyConfChange } from '../../src/raft/core/conf.js';
+import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../src/raft/core/types.js';
+import type { ProposalOutcome, RaftDriver } from '../../src/raft/node.js';
+import type { Transport } from '../../src/transport/transport.js';
+import { LockApp } from '../../src/node/lock-app.js';
+import { Membership } from '../../src/node/membership.js';
+import { encodeAddressContext } from '../../src/node/member-address.js';
+
+/** Just what Membership reads from the driver; conf changes apply at once. */
+class ScriptedDriver {
+  conf: ConfState = { voters: ['n1', 'n2', 'n3'], learners: [] };
+  role: 'leader' | 'follower' = 'leader';
+  progress: Record<NodeId, ProgressStatus> = {};
+  lastIndex = 100;
+  proposals: ConfChange[] = [];
+  compactions = 0;
+  /** answers to the next proposals, then 'ok' */
+  script: ProposalOutcome[] = [];
+  constructor() {
+    for (const id of this.conf.voters) this.setProgress(id, 100, true);
+  }
+  setProgress(id: string, match: number, active: boolean, learner = false): void {
+    this.progress[id] = { match, next: match + 1, state: 'replicate', learner, recentActive: active };
+  }
+  get currentRole(): string {
+    return this.role;
+  }
+  status() {
+    return { role: this.role, conf: this.conf, progress: this.progress, lastIndex: this.lastIndex };
+  }
+  async proposeConfChange(cc: ConfChange): Promise<ProposalOutcome> {
+    this.proposals.push(cc);
+    const out = this.script.shift() ?? { ok: true, index: ++this.lastIndex, term: 2, result: undefined };
+    if (out.ok) {
+      this.conf = applyConfChange(this.conf, cc);
+      if (cc.type !== 'removeNode' && !this.progress[cc.nodeId]) this.setProgress(cc.nodeId, 0, true, cc.type === 'addLearner');
+      if (cc.type === 'addVoter') this.progress[cc.nodeId]!.learner = false;
+    }
+    return out;
+  }
+  async compactNow(): Promise<boolean> {
+    this.compactions++;
+    return true;
+  }
+}
+
+function setup(o: { joining?: boolean; snapshotIndex?: number; self?: string } = {}) {
+  const driver = new ScriptedDriver();
+  const app = new LockApp({ maxSessions: 100, maxWaitersPerLock: 10 }, () => undefined);
+  const peers: ReadonlyMap<string, string>[] = [];
+  const transport = { setPeers: (p: ReadonlyMap<string, string>) => peers.push(new Map(p)) } as unknown as Transport;
+  let snap = o.snapshotIndex ?? 0;
+  const m = new Membership({
+    self: o.self ?? 'n1', app, driver: () => driver as unknown as RaftDriver, transport,
+    snapshotIndex: () => snap, promoteLagEntries: 10, catchUpTimeoutMs: 300, joining: o.joining ?? false,
+    nowMs: () => performance.now(), logger: pino({ level: 'silent' }),
+  });
+  m.seed(['n1', 'n2', 'n3'].map((id) => ({ id, api: `http://127.0.0.1:1700${id[1]}`, peer: `http://127.0.0.1:1710${id[1]}` })));
+  return { driver, app, peers, m, setSnapshot: (i: number) => (snap = i) };
+}
+
+const n4 = { id: 'n4', api: 'http://127.0.0.1:17004', peer: 'http://127.0.0.1:17104' };
+const signal = new AbortController().signal;
+const code = (c: string) => (e: unknown) => e instanceof ApiError && e.code === c;
+
+describe('Membership', () => {
+  it('add: snapshot first on a never-compacted log, learner, promotion once within the lag', async () => {
+    const { driver, m, peers, app } = setup();
+    const done = m.add(n4, { learnerOnly: false, signal });
+    await new Promise((r) => setTimeout(r, 60));
+    assert.equal(driver.compactions, 1, 'a snapshot before the first learner');
+    assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner']);
+    assert.equal(peers.at(-1)?.get('n4'), n4.peer, 'the transport knows the newcomer before its entry is appended');
+    assert.equal(app.members.has('n4'), false, 'the replicated book changes only by applying the entry');
+    driver.setProgress('n4', 95, true, true); // lag 5 + the learner entry <= 10
+    await done;
+    assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addVoter']);
+    assert.deepEqual(driver.conf.voters, ['n1', 'n2', 'n3', 'n4']);
+    m.onConfApplied({ type: 'addVoter', nodeId: 'n4', context: encodeAddressContext(n4) });
+    assert.deepEqual(app.members.get('n4'), n4);
+    // repeated: nothing proposed again
+    await m.add(n4, { learnerOnly: false, signal });
+    assert.equal(driver.proposals.length, 2);
+  });
+
+  it('add: a learner that does not catch up stays one (504); a retry continues from it', async () => {
+    const { driver, m } = setup({ snapshotIndex: 50 });
+    await assert.rejects(m.add(n4, { learnerOnly: false, signal }), code('timeout'));
+    assert.deepEqual(driver.conf.learners, ['n4']);
+    assert.equal(driver.compactions, 0, 'a snapshot already existed');
+    driver.setProgress('n4', 100, true, true);
+    await m.add(n4, { learnerOnly: false, signal });
+    assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addVoter'], 'no second addLearner');
+  });
+
+  it('add: refuses an id with other URLs, or URLs of another member (409, marked permanent)', async () => {
+    const { m } = setup({ snapshotIndex: 1 });
+    await assert.rejects(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true, signal }), (e) => code('conflict')(e) && (e as ApiError).details?.['conflict'] === 'addresses');
+    await assert.rejects(m.add({ id: 'n7', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:17102/' }, { learnerOnly: true, signal }), code('conflict'));
+  });
+
+  it('one change at a time: a second one gets 409 while the first waits', async () => {
+    const { m } = setup({ snapshotIndex: 1 });
+    const first = m.add(n4, { learnerOnly: false, signal });
+    await new Promise((r) => setTimeout(r, 20));
+    await assert.rejects(m.remove('n3'), code('conflict'));
+    await assert.rejects(first, code('timeout'));
+  });
+
+  it('a new leader\'s brief "conf change pending" is waited out; a lasting one is 409', async () => {
+    const { driver, m } = setup({ snapshotIndex: 1 });
+    driver.script = [{ ok: false, kind: 'rejected', reason: 'conf_change_pending' }, { ok: false, kind: 'rejected', reason: 'conf_change_pending' }];
+    await m.remove('n3');
+    assert.deepEqual(driver.conf.voters, ['n1', 'n2']);
+    driver.script = Array.from({ length: 200 }, () => ({ ok: false, kind: 'rejected', reason: 'conf_change_pending' }) as ProposalOutcome);
+    await assert.rejects(m.remove('n2'), code('conflict'));
+  });
+
+  it('strict quorum check: no removal of a healthy voter while another is down', async () => {
+    const { driver, m } = setup({ snapshotIndex: 1 });
+    driver.setProgress('n3', 40, false); // n3 is down
+    await assert.rejects(m.remove('n2'), (e) => code('conflict')(e) && /below the quorum/.test((e as Error).message));
+    await m.remove('n3'); // removing the dead one is fine: 2 of 2 reachable
+    assert.deepEqual(driver.conf.voters, ['n1', 'n2']);
+    await assert.rejects(m.remove('nope'), code('not_found'));
+    await m.remove('n2');
+    await assert.rejects(m.remove('n1'), code('invalid_request'), 'never the last voter');
+  });
+
+  it('promote: unknown id 404; a voter is already done', async () => {
+    const { m, driver } = setup({ snapshotIndex: 1 });
+    await assert.rejects(m.promote('n9', signal), code('not_found'));
+    await m.promote('n2', signal);
+    assert.equal(driver.proposals.length, 0);
+  });
+
+  it('own standing: joining until listed, then learner/voter, removed once dropped', () => {
+    const { driver, m } = setup({ joining: true, self: 'n4' });
+    driver.conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
+    assert.equal(m.selfState(), 'joining');
+    assert.match(m.notReadyReason() ?? '', /joining/);
+    driver.conf = { voters: ['n1', 'n2', 'n3'], learners: ['n4'] };
+    m.onTick();
+    assert.equal(m.selfState(), 'learner');
+    assert.equal(m.notReadyReason(), null);
+    driver.conf = { voters: ['n1', 'n2', 'n3', 'n4'], learners: [] };
+    m.onTick();
+    assert.equal(m.selfState(), 'voter');
+    driver.conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
+    m.onTick();
+    assert.equal(m.selfState(), 'removed');
+    assert.match(m.notReadyReason() ?? '', /removed/);
+  });
+
+  it('a leader compacts for a learner with nothing when its log was never compacted', async () => {
+    const { driver, m, setSnapshot } = setup();
+    driver.setProgress('n4', 0, true, true);
+    driver.setProgress('n3', 0, true); // a voter at 0: just not heard from yet
+    m.onTick();
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(driver.compactions, 1);
+    setSnapshot(120);
+    m.onTick();
+    await new Promise((r) => setTimeout(r, 10));
+    assert.equal(driver.compactions, 1, 'not again once a snapshot exists');
+  });
+});
