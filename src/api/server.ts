@@ -3,7 +3,7 @@
 // touches the wire contract lives here or in routes/: body parsing and its limits, the
 // error shape, 404s, request ids, the HTTP metric, abort on disconnect and on shutdown.
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
-import Fastify, { type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import type { Metrics } from '../metrics.js';
 import { ApiError, ERROR_CATALOG, isApiError } from './errors.js';
@@ -76,7 +76,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   const base = serverOptions();
   const opts: FastifyServerOptions = {
     ...base,
-    disableRequestLogging: !deps.requestLogging,
+    logController: new LogController({ disableRequestLogging: !deps.requestLogging }),
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
       return typeof h === 'string' && REQUEST_ID_RE.test(h) ? h : `${deps.nodeId}-${(++seq).toString(36)}`;
