@@ -19,6 +19,8 @@ import { RaftLockService } from './lock-service.js';
 import { Membership } from './membership.js';
 import { ClusterOps } from './cluster-ops.js';
 import { guardEmptyLog } from './join-guard.js';
+import { OpsProvider } from './ops-provider.js';
+import { OpsTracker } from './ops-tracker.js';
 import { joinCluster } from './join.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
@@ -122,6 +124,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   );
 
   const lessor = new Lessor({ tickMs: plan.tickMs });
+  // issue 11: leader history and grant times for the status page
+  const opsTracker = new OpsTracker(() => Date.now());
   let lastLeader: string | null = null;
   const driver: RaftDriver = new RaftDriver({
     id: nodeId,
@@ -144,17 +148,22 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
           if (leader !== null) metrics.raftLeaderChanges.inc();
           lastLeader = leader;
         }
+        opsTracker.onLeader(leader, term);
         logger.info({ role, leader, term }, 'role changed');
         metrics.raftIsLeader.set(role === 'leader' ? 1 : 0);
         service.onRoleChange(role === 'leader');
       },
-      onApplied: (_entry, result) => service.onApplied(result as ApplyOutput | undefined),
+      onApplied: (_entry, result) => {
+        service.onApplied(result as ApplyOutput | undefined);
+        opsTracker.onApplied(result as ApplyOutput | undefined);
+      },
       onConfApplied: (conf, cc, index) => {
         logger.info({ index, change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
         membership.onConfApplied(cc);
       },
       onSnapshotRestored: (index) => {
         logger.info({ index }, 'installed a snapshot from the leader');
+        opsTracker.onSnapshotRestored();
         membership.onRestored();
       },
       onCommitLatency: (s) => metrics.raftCommitLatency.observe(s),
@@ -198,8 +207,22 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     ...(security.mayActForOthers ? { mayActForOthers: security.mayActForOthers } : {}),
   });
 
+  const ops = new OpsProvider({
+    nodeId,
+    clusterName: config.cluster,
+    driver,
+    app,
+    tracker: opsTracker,
+    termAt: (index) => storage.term(index),
+    readTimeoutMs: Math.max(2000, 2 * config.electionTimeoutMs.max),
+    wallMs: () => Date.now(),
+    registry: metrics.registry,
+    maxSessions: config.limits.maxSessions,
+  });
+
   const server = buildServer({
     service,
+    ops,
     nodeId,
     metrics,
     logger: logger.child({ component: 'api' }),
@@ -268,6 +291,12 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         try {
           const res = await service.transferLeadership(undefined, { signal: AbortSignal.timeout(2000) });
           logger.info({ to: res.leader_id }, 'handed leadership over before stopping');
+          // Followers keep relaying requests here until they hear from the new leader (its
+          // first append, a heartbeat or so later). Closing the API at once races those
+          // relays on reused keep-alive sockets, which then answer 504 (outcome unknown).
+          // Serve a little longer — as a follower now: relay onwards or answer 503 — so
+          // nobody is routing to us when the sockets close.
+          await new Promise((r) => setTimeout(r, Math.max(250, 4 * config.heartbeatMs)));
         } catch (err) {
           logger.warn({ err: (err as Error).message }, 'leadership transfer before stopping failed');
         }
