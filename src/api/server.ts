@@ -13,6 +13,11 @@ import type { Authorizer, RouteEnv } from './routes/context.js';
 import { lockRoutes } from './routes/locks.js';
 import { opsRoutes } from './routes/ops.js';
 import { sessionRoutes } from './routes/sessions.js';
+import { snapshotRoutes } from './routes/snapshot.js';
+import { statusRoutes } from './routes/status.js';
+import { uiRoutes } from './routes/ui.js';
+import { MemberProbe } from './member-probe.js';
+import type { OpsService } from './ops-service.js';
 import type { LockService } from './service.js';
 import { bodySchemas, type ApiLimits } from './validate.js';
 
@@ -37,6 +42,8 @@ export interface ServerDeps {
   /** log every request and response (fastify's request logging); off by default: on a busy
    *  lock service it costs more than the request itself. Errors are always logged. */
   requestLogging?: boolean;
+  /** status page data and backups (issue 11); without it /v1/status and /v1/snapshot answer 404 */
+  ops?: OpsService;
 }
 
 /**
@@ -106,6 +113,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   lockRoutes(app, env);
   clusterRoutes(app, env);
   opsRoutes(app, env, deps.metrics);
+  // issue 11: status page, API docs, backups
+  const probe = new MemberProbe(deps.nodeId, deps.forwardTls);
+  app.addHook('onClose', async () => probe.close());
+  uiRoutes(app, deps.limits);
+  statusRoutes(app, env, deps.ops, probe);
+  snapshotRoutes(app, env, deps.ops);
   return app;
 }
 

@@ -16,6 +16,7 @@ import { registerCheck } from './commands/check.js';
 import { registerSession } from './commands/session.js';
 import { registerMember, registerTransferLeader } from './commands/member.js';
 import { registerCerts } from './commands/certs.js';
+import { registerSnapshot } from './commands/snapshot.js';
 import { serveOptions } from './serve-options.js';
 
 export { resolveEndpoints, UsageError } from './commands/common.js';
@@ -74,6 +75,7 @@ export function buildProgram(): Command {
   registerMember(program);
   registerTransferLeader(program);
   registerCerts(program);
+  registerSnapshot(program);
 
   return program;
 }

@@ -13,12 +13,12 @@
 //
 // Writes are serialised in call order, so a compact() issued while a save() is in flight
 // plans its deletions against the state that save produced.
-import { mkdir } from 'node:fs/promises';
+import { mkdir, readdir } from 'node:fs/promises';
 import { Level } from 'level';
 import { MemoryStorage, StorageAssertionError } from './core/storage.js';
 import type { DurableStorage, PersistBatch } from './core/storage.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
-import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, encodeEntry, encodeHardState, encodeSnapshot, entryKey } from './storage-codec.js';
+import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, STORAGE_FORMAT_VERSION, encodeEntry, encodeHardState, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
 import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
 import { loadState, type Db } from './storage-load.js';
 
@@ -100,6 +100,54 @@ export class LevelStorage implements DurableStorage {
       if (err instanceof StorageError) throw err;
       if (isLevelCorruption(err)) throw new StorageCorruptionError(dir, `LevelDB reports ${describe(err)}`, undefined, { cause: err });
       throw new StorageFailure(dir, 'loading', err);
+    }
+  }
+
+  /**
+   * Seed a NEW node's data directory with `snapshot` (backup restore, docs/operations.md):
+   * the node then starts exactly as if it had compacted its log at snapshot.meta.index —
+   * empty log, commit = snapshot index, membership = snapshot.meta.conf. Refuses a
+   * directory that holds anything at all: seeding over a live log would fork it. The
+   * hard state starts at the snapshot's term with no vote, so the first election of the
+   * restored cluster is in a later term and every new entry gets an index above the
+   * snapshot's (the FSM's fencing tokens, max(index, lastToken + 1), stay above it too).
+   * Written as one synced batch, version record included: a crash leaves all or nothing.
+   */
+  static async seed(dir: string, snapshot: Snapshot): Promise<void> {
+    const { index, term, conf } = snapshot.meta;
+    if (!Number.isSafeInteger(index) || index < 1) throw new StorageFailure(dir, 'seeding', new Error(`snapshot index must be >= 1, got ${index}`));
+    if (!Number.isSafeInteger(term) || term < 1) throw new StorageFailure(dir, 'seeding', new Error(`snapshot term must be >= 1, got ${term}`));
+    if (conf.voters.length === 0) throw new StorageFailure(dir, 'seeding', new Error('snapshot membership has no voters'));
+    try {
+      await mkdir(dir, { recursive: true, mode: 0o700 });
+    } catch (err) {
+      throw new StorageFailure(dir, 'creating the data directory', err);
+    }
+    let present: string[];
+    try {
+      present = await readdir(dir);
+    } catch (err) {
+      throw new StorageFailure(dir, 'reading the data directory', err);
+    }
+    if (present.length > 0) {
+      throw new StorageFailure(dir, 'seeding', new Error(`the directory is not empty (${present.slice(0, 3).join(', ')}${present.length > 3 ? ', …' : ''}): a restore only seeds a new node; move the old data away first`));
+    }
+    const db = new Level<Buffer, Buffer>(dir, { keyEncoding: 'buffer', valueEncoding: 'buffer', createIfMissing: true, errorIfExists: true }) as Db;
+    try {
+      await db.open();
+    } catch (err) {
+      throw openError(dir, err);
+    }
+    try {
+      await db.batch([
+        { type: 'put', key: KEY_HARD_STATE, value: encodeHardState({ term, vote: null, commit: index }) },
+        { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(snapshot) },
+        { type: 'put', key: KEY_VERSION, value: encodeVersion(STORAGE_FORMAT_VERSION) },
+      ], { sync: true });
+    } catch (err) {
+      throw new StorageFailure(dir, 'seeding', err);
+    } finally {
+      await db.close().catch(() => undefined);
     }
   }
 

@@ -16,6 +16,7 @@ import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
 import { ApiError } from '../api/errors.js';
 import { FORWARDED_HEADER, type ForwarderOptions } from '../api/forward.js';
+import { PUBLIC_UI_PATHS } from '../api/routes/ui.js';
 import type { Authorizer } from '../api/routes/context.js';
 import { ConfigError, pathForNode, type Config, type ResolvedNode } from '../config.js';
 import type { HttpTransport, HttpTransportOptions } from '../transport/http-transport.js';
@@ -219,7 +220,10 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
     // nothing, not even which bodies validate. Rights per name are checked by the routes.
     if (tokens) {
       app.addHook('onRequest', async (req: FastifyRequest) => {
-        if (!OPEN_ROUTES.has(pathOf(req))) tokens!.authenticate(req.headers.authorization);
+        // the status page's shell and the API docs hold no cluster data (issue 11): a
+        // browser cannot send a bearer token when it navigates; their data routes need one
+        const path = pathOf(req);
+        if (!OPEN_ROUTES.has(path) && !(req.method === 'GET' && PUBLIC_UI_PATHS.has(path))) tokens!.authenticate(req.headers.authorization);
       });
     }
   };

@@ -1,0 +1,175 @@
+// The OpenAPI 3.1 document of the REST API (GET /openapi.json), generated from the SAME
+// zod schemas the routes validate with (validate.ts: bodies, queries) plus the answer
+// schemas of response-schemas.ts, through zod 4's z.toJSONSchema (JSON Schema 2020-12,
+// which OpenAPI 3.1 uses as is). A request that validates against this document is one the
+// routes accept, bar what JSON Schema cannot say (UTF-8 byte limits, URL shape, "." path
+// segments): those are in the descriptions and the server still answers 400 for them.
+import { z } from 'zod';
+import { ERROR_CATALOG, type ErrorCode } from './errors.js';
+import { responseSchemas, viewSchemas } from './response-schemas.js';
+import { bodySchemas, MAX_IDEMPOTENCY_KEY_BYTES, MAX_NAME_BYTES, querySchemas, type ApiLimits } from './validate.js';
+
+type Json = Record<string, unknown>;
+
+function schemaOf(s: z.ZodType): Json {
+  // io 'input': what a client sends (query integers are strings before the transform)
+  const out = z.toJSONSchema(s, { io: 'input', unrepresentable: 'any', target: 'draft-2020-12' }) as Json;
+  delete out['$schema'];
+  return out;
+}
+
+const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
+const jsonContent = (schema: Json, example?: unknown): Json => ({ 'application/json': { schema, ...(example !== undefined ? { example } : {}) } });
+
+const LOCK_NAME_PARAM: Json = {
+  name: 'name', in: 'path', required: true,
+  description: `lock name: 1-${MAX_NAME_BYTES} bytes of [A-Za-z0-9._:/-], no "." or ".." segments. A "/" inside the name may be sent raw or as %2F; when the last segment is itself acquire|renew|release|check, encode the slash before it.`,
+  schema: { type: 'string', minLength: 1, maxLength: MAX_NAME_BYTES, pattern: '^[A-Za-z0-9._:/-]+$' },
+};
+const SESSION_ID_PARAM: Json = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' } };
+const MEMBER_ID_PARAM: Json = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$' } };
+const IDEMPOTENCY_PARAM: Json = {
+  name: 'Idempotency-Key', in: 'header', required: false,
+  description: 'a retry with the same key returns the first answer and changes nothing twice (at least 10 minutes)',
+  schema: { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_BYTES },
+};
+
+/** query parameters from a strict zod object, one per field */
+function queryParams(s: z.ZodObject): Json[] {
+  return Object.entries(s.shape).map(([name, field]) => {
+    const f = field as z.ZodType;
+    return { name, in: 'query', required: !f.safeParse(undefined).success, schema: schemaOf(f) };
+  });
+}
+
+function errors(...codes: ErrorCode[]): Json {
+  const out: Json = {};
+  for (const code of ['invalid_request', 'unauthenticated', ...codes] as ErrorCode[]) {
+    const status = String(ERROR_CATALOG[code].status);
+    const prev = out[status] as { description: string } | undefined;
+    out[status] = { description: prev ? `${prev.description}, ${code}` : code, content: jsonContent(ref('Error')) };
+  }
+  return out;
+}
+
+interface Op {
+  summary: string;
+  description?: string;
+  tags: string[];
+  params?: Json[];
+  body?: { schema: string; required: boolean; example?: unknown };
+  ok: { status: number; schema?: string; example?: unknown; contentType?: string; description?: string };
+  errors: Json;
+  open?: boolean;
+}
+
+function operation(id: string, o: Op): Json {
+  const okContent = o.ok.contentType
+    ? { [o.ok.contentType]: { schema: { type: 'string', ...(o.ok.contentType === 'application/octet-stream' ? { format: 'binary' } : {}) } } }
+    : jsonContent(ref(o.ok.schema ?? 'Health'), o.ok.example);
+  return {
+    operationId: id,
+    summary: o.summary,
+    ...(o.description ? { description: o.description } : {}),
+    tags: o.tags,
+    ...(o.params ? { parameters: o.params } : {}),
+    ...(o.body ? { requestBody: { required: o.body.required, content: jsonContent(ref(o.body.schema), o.body.example) } } : {}),
+    responses: { [String(o.ok.status)]: { description: o.ok.description ?? 'success', content: okContent }, ...o.errors },
+    ...(o.open ? { security: [] } : {}),
+  };
+}
+
+/** The whole document for a server with these TTL limits. */
+export function openApiDocument(limits: ApiLimits, version: string): Json {
+  const b = bodySchemas(limits);
+  const schemas: Json = {
+    OpenSessionRequest: schemaOf(b.openSession),
+    AcquireRequest: schemaOf(b.acquire),
+    RenewRequest: schemaOf(b.renew),
+    ReleaseRequest: schemaOf(b.release),
+    EmptyRequest: schemaOf(b.empty),
+    AddMemberRequest: schemaOf(b.addMember),
+    TransferRequest: schemaOf(b.transfer),
+  };
+  for (const [k, s] of Object.entries({ ...responseSchemas, ...viewSchemas })) schemas[k] = schemaOf(s);
+
+  const grantExample = { name: 'billing/invoice-42', session_id: 's-4fzq9c2k', fencing_token: 1042, ttl_ms: 10000 };
+  const paths: Json = {
+    '/v1/sessions': {
+      post: operation('openSession', { summary: 'open a session (a TTL lease)', tags: ['sessions'], params: [IDEMPOTENCY_PARAM], body: { schema: 'OpenSessionRequest', required: false, example: { ttl_ms: 10000, owner: 'worker-7' } }, ok: { status: 201, schema: 'SessionGrant', example: { session_id: 's-4fzq9c2k', ttl_ms: 10000 } }, errors: errors('permission_denied', 'unsupported_media_type', 'payload_too_large', 'too_many_requests', 'unavailable', 'timeout') }),
+    },
+    '/v1/sessions/{id}/keepalive': {
+      post: operation('keepalive', { summary: 'renew a session and every lock it holds', tags: ['sessions'], params: [SESSION_ID_PARAM], body: { schema: 'EmptyRequest', required: false }, ok: { status: 200, schema: 'SessionGrant' }, errors: errors('permission_denied', 'session_not_found', 'unavailable', 'timeout') }),
+    },
+    '/v1/sessions/{id}': {
+      get: operation('getSession', { summary: 'inspect a session', tags: ['sessions'], params: [SESSION_ID_PARAM], ok: { status: 200, schema: 'Session', example: { session_id: 's-4fzq9c2k', owner: 'worker-7', ttl_ms: 10000, locks: ['billing/invoice-42'] } }, errors: errors('permission_denied', 'session_not_found', 'unavailable', 'timeout') }),
+      delete: operation('closeSession', { summary: 'end a session: its locks are released at once', tags: ['sessions'], params: [SESSION_ID_PARAM, IDEMPOTENCY_PARAM], ok: { status: 200, schema: 'SessionClosed', example: { released: ['billing/invoice-42'] } }, errors: errors('permission_denied', 'session_not_found', 'unavailable', 'timeout') }),
+    },
+    '/v1/locks': {
+      get: operation('listLocks', { summary: 'list held locks', tags: ['locks'], params: queryParams(querySchemas.list), ok: { status: 200, schema: 'LockList' }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/locks/{name}': {
+      get: operation('getLock', { summary: 'read a lock (linearizable; ?consistency=stale answers locally)', tags: ['locks'], params: [LOCK_NAME_PARAM, ...queryParams(querySchemas.read)], ok: { status: 200, schema: 'Lock', example: { name: 'billing/invoice-42', held: true, holder: { session_id: 's-4fzq9c2k', owner: 'worker-7', fencing_token: 1042 }, waiters: 0 } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/locks/{name}/acquire': {
+      post: operation('acquire', { summary: 'take a lock (FIFO wait up to wait_ms)', description: 'Without session_id a new session is opened with ttl_ms and returned. Acquiring a lock the session already holds returns the same token.', tags: ['locks'], params: [LOCK_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'AcquireRequest', required: false, example: { ttl_ms: 10000, wait_ms: 30000, owner: 'worker-7' } }, ok: { status: 200, schema: 'Grant', example: grantExample }, errors: errors('permission_denied', 'session_not_found', 'lock_held', 'unsupported_media_type', 'payload_too_large', 'too_many_requests', 'unavailable', 'timeout') }),
+    },
+    '/v1/locks/{name}/renew': {
+      post: operation('renew', { summary: "renew the holder's session", tags: ['locks'], params: [LOCK_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'RenewRequest', required: true, example: { session_id: 's-4fzq9c2k' } }, ok: { status: 200, schema: 'Grant', example: grantExample }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
+    },
+    '/v1/locks/{name}/release': {
+      post: operation('release', { summary: 'give a lock up; the next waiter gets it', tags: ['locks'], params: [LOCK_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'ReleaseRequest', required: true, example: { session_id: 's-4fzq9c2k', fencing_token: 1042 } }, ok: { status: 200, schema: 'Released', example: { name: 'billing/invoice-42', released: true } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
+    },
+    '/v1/locks/{name}/check': {
+      get: operation('checkToken', { summary: 'does this fencing token still hold the lock? (Chubby CheckSequencer)', tags: ['locks'], params: [LOCK_NAME_PARAM, ...queryParams(querySchemas.check)], ok: { status: 200, schema: 'Check', example: { name: 'billing/invoice-42', current: true } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/cluster': {
+      get: operation('cluster', { summary: "this node's view of the cluster", tags: ['cluster'], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied') }),
+    },
+    '/v1/cluster/members': {
+      post: operation('addMember', { summary: 'add a node (learner first, promoted once caught up)', tags: ['cluster'], body: { schema: 'AddMemberRequest', required: true, example: { id: 'n4', api: 'http://10.0.0.4:7001', peer: 'http://10.0.0.4:7101' } }, ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied', 'conflict', 'unavailable', 'timeout') }),
+    },
+    '/v1/cluster/members/{id}': {
+      delete: operation('removeMember', { summary: 'remove a node', tags: ['cluster'], params: [MEMBER_ID_PARAM], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied', 'not_found', 'conflict', 'unavailable', 'timeout') }),
+    },
+    '/v1/cluster/members/{id}/promote': {
+      post: operation('promoteMember', { summary: 'promote a caught-up learner to voter', tags: ['cluster'], params: [MEMBER_ID_PARAM], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied', 'not_found', 'conflict', 'unavailable', 'timeout') }),
+    },
+    '/v1/cluster/transfer-leadership': {
+      post: operation('transferLeadership', { summary: 'hand leadership over', tags: ['cluster'], body: { schema: 'TransferRequest', required: false, example: { to: 'n2' } }, ok: { status: 200, schema: 'TransferResult', example: { leader_id: 'n2' } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/status': {
+      get: operation('status', { summary: 'what the status page shows: members, leader history, held locks (stale read from this node)', tags: ['operations'], ok: { status: 200, schema: 'Status' }, errors: errors('permission_denied') }),
+    },
+    '/v1/snapshot': {
+      get: operation('snapshot', { summary: 'a backup file: the leader\'s application snapshot after a read barrier (admin)', description: 'Format: docs/operations.md "Backup file". `raftlock snapshot save FILE` calls this.', tags: ['operations'], ok: { status: 200, contentType: 'application/octet-stream', description: 'the backup file' }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/healthz': { get: operation('healthz', { summary: '200 while the process serves', tags: ['operations'], ok: { status: 200, schema: 'Health' }, errors: {}, open: true }) },
+    '/readyz': { get: operation('readyz', { summary: '200 when the node knows a leader and has applied what it knows committed', tags: ['operations'], ok: { status: 200, schema: 'Health' }, errors: errors('unavailable'), open: true }) },
+    '/metrics': { get: operation('metrics', { summary: 'Prometheus text format', tags: ['operations'], ok: { status: 200, contentType: 'text/plain' }, errors: errors('permission_denied') }) },
+  };
+
+  return {
+    openapi: '3.1.0',
+    jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    info: {
+      title: 'raftlock',
+      version,
+      description: 'A distributed lock service on Raft: TTL sessions, fencing tokens, FIFO waiters. Any node accepts any request; followers relay to the leader. Errors are `{ "error": { "code", "message" } }`; 429 and 503 carry Retry-After.',
+      license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
+    },
+    servers: [{ url: '/', description: 'the node that served this document (any node serves every request)' }],
+    tags: [
+      { name: 'sessions', description: 'TTL leases; a session holds locks' },
+      { name: 'locks', description: 'acquire, renew, release, read, check a fencing token' },
+      { name: 'cluster', description: 'membership and leadership' },
+      { name: 'operations', description: 'health, metrics, status, backups' },
+    ],
+    security: [{ bearer: [] }, {}],
+    components: {
+      schemas,
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'needed when the cluster has auth on (tokens.json)' } },
+    },
+    paths,
+  };
+}

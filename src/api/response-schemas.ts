@@ -1,0 +1,84 @@
+// The answers of the REST contract (spec §3) as zod schemas, for the OpenAPI document
+// (src/api/openapi.ts). Requests are validated by validate.ts's schemas, which the
+// document reuses as they are; answers are built by the service, so these describe them
+// (and test/ops/openapi.test.ts checks real answers against them). Objects are open
+// (extra fields may be added later without breaking clients); required fields are the
+// contract's.
+import { z } from 'zod';
+
+const token = z.number().int().min(1).describe('fencing token: strictly greater than every earlier grant of any lock');
+const sessionId = z.string().describe('session id');
+const lockName = z.string().describe('lock name: 1-256 bytes of [A-Za-z0-9._:/-]');
+
+export const responseSchemas = {
+  SessionGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int() }),
+  Session: z.object({ session_id: sessionId, owner: z.string(), ttl_ms: z.number().int(), locks: z.array(lockName) }),
+  SessionClosed: z.object({ released: z.array(lockName).describe('locks the session held, released at once') }),
+  Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int() }),
+  Holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }),
+  Released: z.object({ name: lockName, released: z.literal(true) }),
+  Check: z.object({ name: lockName, current: z.boolean() }),
+  TransferResult: z.object({ leader_id: z.string() }),
+  Health: z.object({ status: z.string() }),
+  Error: z.object({
+    error: z.object({
+      code: z.string().regex(/^[a-z_]+$/).describe('stable snake_case code (spec §3 "Errors")'),
+      message: z.string().describe('what went wrong, naming the field for invalid_request'),
+      holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }).optional().describe('lock_held: the current holder'),
+    }),
+  }),
+};
+
+const holder = responseSchemas.Holder;
+const lockView = z.object({ name: lockName, held: z.boolean(), holder: holder.optional(), waiters: z.number().int().min(0) });
+const member = z.object({
+  id: z.string(),
+  api: z.string(),
+  peer: z.string(),
+  role: z.enum(['leader', 'follower', 'learner', 'candidate']).optional(),
+  match_index: z.number().int().optional().describe('leader view only'),
+  lag: z.number().int().optional().describe('leader view only: entries behind the leader'),
+});
+const clusterView = z.object({
+  cluster: z.string().optional(),
+  node_id: z.string(),
+  role: z.enum(['leader', 'follower', 'candidate', 'learner']),
+  term: z.number().int(),
+  leader_id: z.string().nullable(),
+  commit_index: z.number().int(),
+  applied_index: z.number().int(),
+  members: z.array(member),
+});
+
+export const viewSchemas = {
+  Lock: lockView,
+  LockList: z.object({ locks: z.array(lockView) }),
+  ClusterView: clusterView,
+  Status: z.object({
+    generated_at_ms: z.number(),
+    node: clusterView.describe("the answering node's own view"),
+    leader_id: z.string().nullable(),
+    members: z.array(z.object({
+      id: z.string(),
+      api: z.string(),
+      role: z.string().describe('as the member reports itself, or "unreachable"'),
+      term: z.number().int().nullable(),
+      commit_index: z.number().int().nullable(),
+      applied_index: z.number().int().nullable(),
+      lag: z.number().int().nullable(),
+      error: z.string().optional(),
+    })),
+    observations: z.object({
+      node_id: z.string(),
+      node_started_at_ms: z.number(),
+      leader_changes: z.array(z.object({ at_ms: z.number(), leader_id: z.string().nullable(), term: z.number().int() })),
+      sessions: z.number().int(),
+      locks_held: z.number().int(),
+      waiters: z.number().int(),
+      locks_in_delay: z.number().int(),
+      last_token: z.number().int(),
+    }),
+    locks: z.array(z.object({ name: lockName, session_id: z.string(), owner: z.string(), fencing_token: token, waiters: z.number().int(), held_since_ms: z.number(), held_since_exact: z.boolean() })),
+    locks_truncated: z.boolean(),
+  }),
+};

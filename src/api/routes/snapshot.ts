@@ -1,0 +1,26 @@
+// GET /v1/snapshot (admin): a consistent backup taken through the leader (issue 11,
+// `raftlock snapshot save`). A follower relays the request to the leader like any
+// linearizable read; the leader confirms it still leads (ReadIndex) and answers with the
+// backup file of its application state at the applied index.
+import type { FastifyInstance } from 'fastify';
+import { ApiError } from '../errors.js';
+import type { OpsService } from '../ops-service.js';
+import { parseQuery, querySchemas } from '../validate.js';
+import { onLeader, type RouteEnv } from './context.js';
+
+export function snapshotRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsService | undefined): void {
+  app.get('/v1/snapshot', async (req, reply) => {
+    parseQuery(querySchemas.none, req.query);
+    return onLeader(env, req, reply, { right: 'admin' }, async (ctx) => {
+      if (!ops) throw new ApiError('not_found', 'this server cannot take backups');
+      const b = await ops.backup(ctx);
+      reply
+        .type('application/octet-stream')
+        .header('content-disposition', `attachment; filename="raftlock-${b.index}.backup"`)
+        .header('x-raftlock-snapshot-index', String(b.index))
+        .header('x-raftlock-snapshot-term', String(b.term))
+        .header('cache-control', 'no-store');
+      return b.file;
+    });
+  });
+}

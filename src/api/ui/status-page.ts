@@ -1,0 +1,51 @@
+// HTML shell of the status page (GET /). It holds no cluster data: the script fetches
+// /v1/status from the node that served the page, so the shell is public even when auth is
+// on (the data needs a token with `read`). Everything the page loads comes from this node.
+export const STATUS_HTML = String.raw`<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta http-equiv="Content-Security-Policy" content="default-src 'self'; img-src 'self' data:; style-src 'self'; script-src 'self'; connect-src 'self'">
+<title>raftlock status</title>
+<link rel="stylesheet" href="/ui/status.css">
+<link rel="icon" href="data:,">
+</head>
+<body>
+<header>
+  <h1>raftlock <span id="cluster-name"></span></h1>
+  <span class="live" id="live"><span class="dot"></span><span id="live-text">connecting…</span></span>
+  <nav><a href="/docs">API docs</a><a href="/openapi.json">OpenAPI</a><a href="/metrics">Metrics</a></nav>
+</header>
+<main>
+  <div class="banner" id="banner"></div>
+  <form class="auth" id="auth"><span>This cluster needs a token with the <b>read</b> right.</span><input id="token" type="password" placeholder="bearer token" autocomplete="off"><button type="submit">Show</button></form>
+  <div class="cards">
+    <div class="card" id="card-leader"><div class="label">Leader</div><div class="value" id="leader-id">–</div><div class="sub" id="leader-term"></div></div>
+    <div class="card"><div class="label">Leader changes</div><div class="value" id="changes-count">–</div><div class="sub">last hour</div></div>
+    <div class="card"><div class="label">Sessions</div><div class="value" id="sessions-count">–</div><div class="sub">open</div></div>
+    <div class="card"><div class="label">Locks held</div><div class="value" id="locks-count">–</div><div class="sub" id="delay-count"></div></div>
+    <div class="card"><div class="label">Waiters</div><div class="value" id="waiters-count">–</div><div class="sub">queued acquires</div></div>
+    <div class="card"><div class="label">Last token</div><div class="value" id="last-token">–</div><div class="sub">fencing</div></div>
+  </div>
+  <section>
+    <h2>Members <span class="hint" id="members-hint"></span></h2>
+    <table id="members"><thead><tr><th>Node</th><th>Role</th><th class="num">Term</th><th class="num">Commit</th><th class="num">Applied</th><th class="num">Lag</th><th>API</th></tr></thead><tbody></tbody></table>
+  </section>
+  <div class="cols">
+    <section>
+      <h2>Locks <span class="hint" id="locks-hint"></span><input id="lock-filter" type="search" placeholder="filter by name or owner"></h2>
+      <table id="locks"><thead><tr><th>Name</th><th>Holder</th><th class="num">Token</th><th class="num">Held for</th><th class="num">Waiters</th></tr></thead><tbody></tbody></table>
+      <div class="empty" id="locks-empty">No lock is held.</div>
+    </section>
+    <section>
+      <h2>Leader changes <span class="hint" id="changes-hint"></span></h2>
+      <ol class="changes" id="changes"></ol>
+    </section>
+  </div>
+  <footer id="footer"></footer>
+</main>
+<script src="/ui/status.js" defer></script>
+</body>
+</html>
+`;

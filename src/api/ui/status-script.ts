@@ -1,0 +1,201 @@
+// Browser script of the status page (GET /ui/status.js): polls /v1/status on the node
+// that served the page every second (no reload, paused while the tab is hidden) and
+// renders with textContent only — lock names and owners are client-supplied strings and
+// must never become markup. Plain ES2017, no framework, no outside request.
+// (Embedded as a string for the build; it is written without template literals.)
+export const STATUS_JS = String.raw`(function () {
+  'use strict';
+  var POLL_MS = 1000;
+  var TIMEOUT_MS = 3000;
+  var $ = function (id) { return document.getElementById(id); };
+  var token = sessionStorage.getItem('raftlock-token') || '';
+  var last = null;
+  var lastOk = 0;
+  var timer = null;
+  var inflight = false;
+
+  function el(tag, cls, text) {
+    var e = document.createElement(tag);
+    if (cls) e.className = cls;
+    if (text !== undefined && text !== null) e.textContent = String(text);
+    return e;
+  }
+  function num(n) { return n === null || n === undefined ? '–' : Number(n).toLocaleString('en-US'); }
+  function dur(ms) {
+    if (ms < 0) ms = 0;
+    var s = Math.floor(ms / 1000);
+    if (s < 60) return s + 's';
+    var m = Math.floor(s / 60);
+    if (m < 60) return m + 'm ' + (s % 60) + 's';
+    var h = Math.floor(m / 60);
+    if (h < 48) return h + 'h ' + (m % 60) + 'm';
+    return Math.floor(h / 24) + 'd ' + (h % 24) + 'h';
+  }
+  function clock(ms) { return new Date(ms).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' }); }
+  function setText(id, v) { var e = $(id); if (e.textContent !== String(v)) e.textContent = String(v); }
+
+  function live(ok, text) {
+    $('live').className = 'live ' + (ok ? 'ok' : 'bad');
+    setText('live-text', text);
+  }
+
+  function renderMembers(s) {
+    var body = $('members').tBodies[0];
+    body.textContent = '';
+    s.members.forEach(function (m) {
+      var tr = el('tr');
+      tr.setAttribute('data-member', m.id);
+      tr.setAttribute('data-role', m.role);
+      var idCell = el('td', 'mono', m.id + (m.id === s.node.node_id ? ' (this node)' : ''));
+      tr.appendChild(idCell);
+      var roleCell = el('td');
+      roleCell.appendChild(el('span', 'badge ' + m.role, m.role));
+      tr.appendChild(roleCell);
+      tr.appendChild(el('td', 'num', num(m.term)));
+      tr.appendChild(el('td', 'num', num(m.commit_index)));
+      tr.appendChild(el('td', 'num', num(m.applied_index)));
+      var lag = el('td', 'num' + (m.lag !== null && m.lag > 100 ? ' lag-high' : ''), num(m.lag));
+      tr.appendChild(lag);
+      var api = el('td', 'mono muted', m.api);
+      if (m.error) api.title = m.error;
+      tr.appendChild(api);
+      body.appendChild(tr);
+    });
+    setText('members-hint', s.members.length + ' members · answered by ' + s.node.node_id);
+  }
+
+  function renderLocks(s) {
+    var body = $('locks').tBodies[0];
+    var f = ($('lock-filter').value || '').toLowerCase();
+    body.textContent = '';
+    var shown = 0;
+    s.locks.forEach(function (l) {
+      if (f && l.name.toLowerCase().indexOf(f) < 0 && l.owner.toLowerCase().indexOf(f) < 0) return;
+      shown++;
+      var tr = el('tr');
+      tr.setAttribute('data-lock', l.name);
+      var name = el('td', 'mono name', l.name);
+      name.title = l.name;
+      tr.appendChild(name);
+      var holder = el('td');
+      holder.appendChild(el('span', null, l.owner || '(no owner)'));
+      var sid = el('span', 'mono muted', ' ' + l.session_id);
+      holder.appendChild(sid);
+      tr.appendChild(holder);
+      var tok = el('td', 'num mono', l.fencing_token);
+      tok.setAttribute('data-token', String(l.fencing_token));
+      tr.appendChild(tok);
+      var held = el('td', 'num', (l.held_since_exact ? '' : '≥ ') + dur(s.generated_at_ms - l.held_since_ms));
+      if (!l.held_since_exact) held.title = 'held since before this node started watching';
+      tr.appendChild(held);
+      tr.appendChild(el('td', 'num', num(l.waiters)));
+      body.appendChild(tr);
+    });
+    $('locks-empty').style.display = shown === 0 ? 'block' : 'none';
+    $('locks-empty').textContent = s.locks.length === 0 ? 'No lock is held.' : 'No lock matches the filter.';
+    setText('locks-hint', s.locks_truncated ? 'first ' + s.locks.length + ' of ' + num(s.observations.locks_held) : num(s.locks.length) + ' held');
+  }
+
+  function renderChanges(s) {
+    var list = $('changes');
+    list.textContent = '';
+    var ch = s.observations.leader_changes.slice().reverse();
+    if (ch.length === 0) list.appendChild(el('li', 'when', 'none seen'));
+    ch.slice(0, 100).forEach(function (c) {
+      var li = el('li');
+      li.appendChild(el('span', 'when', clock(c.at_ms)));
+      li.appendChild(c.leader_id === null ? el('span', 'none', 'no leader') : el('span', 'mono', c.leader_id));
+      li.appendChild(el('span', 'muted', 'term ' + c.term));
+      list.appendChild(li);
+    });
+    setText('changes-hint', 'seen by ' + s.observations.node_id + ' since ' + clock(Math.max(s.observations.node_started_at_ms, s.generated_at_ms - 3600000)));
+  }
+
+  function render(s) {
+    last = s;
+    setText('cluster-name', s.node.cluster ? '· ' + s.node.cluster : '');
+    var leader = s.leader_id;
+    setText('leader-id', leader || 'none');
+    $('card-leader').className = 'card' + (leader ? '' : ' leaderless');
+    setText('leader-term', 'term ' + s.node.term);
+    var changes = s.observations.leader_changes.filter(function (c) { return c.leader_id !== null; }).length;
+    setText('changes-count', num(changes));
+    setText('sessions-count', num(s.observations.sessions));
+    setText('locks-count', num(s.observations.locks_held));
+    setText('delay-count', s.observations.locks_in_delay ? num(s.observations.locks_in_delay) + ' in lock-delay' : 'currently');
+    setText('waiters-count', num(s.observations.waiters));
+    setText('last-token', num(s.observations.last_token));
+    renderMembers(s);
+    renderLocks(s);
+    renderChanges(s);
+    setText('footer', 'Locks, sessions and history as applied by ' + s.node.node_id + ' (applied index ' + num(s.node.applied_index) + '); members as each reports itself.');
+  }
+
+  function showError(msg, others) {
+    var b = $('banner');
+    b.textContent = msg;
+    if (others && others.length) {
+      b.appendChild(document.createTextNode(' Other members: '));
+      others.forEach(function (m, i) {
+        if (i) b.appendChild(document.createTextNode(', '));
+        var a = el('a', null, m.id);
+        a.href = m.api + '/';
+        b.appendChild(a);
+      });
+    }
+    b.className = 'banner show';
+  }
+
+  function poll() {
+    timer = null;
+    if (inflight) return;
+    inflight = true;
+    var ctl = new AbortController();
+    var t = setTimeout(function () { ctl.abort(); }, TIMEOUT_MS);
+    var headers = { accept: 'application/json' };
+    if (token) headers.authorization = 'Bearer ' + token;
+    fetch('/v1/status', { headers: headers, signal: ctl.signal, cache: 'no-store' })
+      .then(function (r) {
+        if (r.status === 401 || r.status === 403) {
+          $('auth').className = 'auth show';
+          throw new Error(r.status === 401 ? 'a token is needed' : 'the token may not read the cluster');
+        }
+        if (!r.ok) return r.json().then(function (j) { throw new Error((j && j.error && j.error.message) || ('HTTP ' + r.status)); });
+        return r.json();
+      })
+      .then(function (s) {
+        lastOk = Date.now();
+        $('auth').className = 'auth';
+        $('banner').className = 'banner';
+        render(s);
+        live(true, 'live · ' + clock(s.generated_at_ms));
+      })
+      .catch(function (e) {
+        var why = e && e.name === 'AbortError' ? 'no answer in ' + (TIMEOUT_MS / 1000) + 's' : (e && e.message) || 'error';
+        live(false, lastOk ? 'stale · last update ' + clock(lastOk) : 'unreachable');
+        var others = last ? last.members.filter(function (m) { return m.id !== last.node.node_id && m.api; }) : [];
+        showError('This node does not answer (' + why + ').', others);
+      })
+      .then(function () {
+        clearTimeout(t);
+        inflight = false;
+        schedule();
+      });
+  }
+
+  function schedule() {
+    if (timer === null && !document.hidden) timer = setTimeout(poll, POLL_MS);
+  }
+
+  document.addEventListener('visibilitychange', function () { if (!document.hidden && timer === null) poll(); });
+  $('lock-filter').addEventListener('input', function () { if (last) renderLocks(last); });
+  $('auth').addEventListener('submit', function (ev) {
+    ev.preventDefault();
+    token = $('token').value.trim();
+    sessionStorage.setItem('raftlock-token', token);
+    if (timer !== null) { clearTimeout(timer); timer = null; }
+    poll();
+  });
+  poll();
+})();
+`;
