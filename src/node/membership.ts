@@ -34,6 +34,10 @@ export interface MembershipOptions {
   catchUpTimeoutMs: number;
   /** this node started with --join and an empty data dir: not a member until added */
   joining: boolean;
+  /** a voter heard from within this long counts as reachable for the strict quorum check
+   *  (the core's recentActive flags are cleared every election timeout, so alone they can
+   *  say "nobody" right after a check-quorum round) */
+  activeWindowMs?: number;
   nowMs(): number;
   logger: Logger;
 }
@@ -57,6 +61,8 @@ export class Membership {
   private wasMember: boolean;
   private lastState: SelfState | null = null;
   private snapshotForJoiner: Promise<boolean> | null = null;
+  /** leader: when each peer was last seen active (sampled every tick) */
+  private readonly lastActive = new Map<NodeId, number>();
 
   constructor(private readonly o: MembershipOptions) {
     this.wasMember = !o.joining;
@@ -87,11 +93,13 @@ export class Membership {
       this.local.delete(cc.nodeId);
     }
     this.pushPeers();
+    this.refreshState();
   }
 
   /** after a snapshot replaced the application state (and its address book) */
   onRestored(): void {
     this.pushPeers();
+    this.refreshState();
   }
 
   /** The transport accepts messages only from peers it knows: every address we know. */
@@ -104,7 +112,12 @@ export class Membership {
 
   // ---- this node's own standing --------------------------------------------------------
 
+  /** as of the last tick or conf change (routing asks on every request: keep it cheap) */
   selfState(): SelfState {
+    return this.lastState ?? this.computeState();
+  }
+
+  private computeState(): SelfState {
     const conf = this.o.driver().status().conf;
     if (conf.voters.includes(this.o.self)) return 'voter';
     if (conf.learners.includes(this.o.self)) return 'learner';
@@ -125,7 +138,18 @@ export class Membership {
 
   /** driver tick: log changes of our own standing; on the leader, prepare snapshots for newcomers */
   onTick(): void {
-    const state = this.selfState();
+    this.refreshState();
+    if (this.o.driver().currentRole !== 'leader') {
+      this.lastActive.clear();
+      return;
+    }
+    const now = this.o.nowMs();
+    for (const [id, pr] of Object.entries(this.o.driver().status().progress ?? {})) if (pr.recentActive) this.lastActive.set(id, now);
+    this.ensureSnapshotForNewcomers();
+  }
+
+  private refreshState(): void {
+    const state = this.computeState();
     if (state === 'voter' || state === 'learner') this.wasMember = true;
     if (state !== this.lastState) {
       const prev = this.lastState;
@@ -133,7 +157,6 @@ export class Membership {
       if (state === 'removed') this.o.logger.error({ previously: prev }, 'this node was removed from the cluster: it no longer votes, campaigns or serves requests; stop it (and empty its data dir before it ever joins again)');
       else if (prev !== null) this.o.logger.info({ state, previously: prev }, `this node is now a ${state === 'joining' ? 'joining node' : state}`);
     }
-    if (this.o.driver().currentRole === 'leader') this.ensureSnapshotForNewcomers();
   }
 
   /**
@@ -233,7 +256,10 @@ export class Membership {
    */
   private checkQuorumAfter(voters: readonly NodeId[], what: string): void {
     const st = this.o.driver().status();
-    const active = voters.filter((v) => v === this.o.self || st.progress?.[v]?.recentActive === true);
+    const now = this.o.nowMs();
+    const window = this.o.activeWindowMs ?? 5000;
+    const seen = (v: NodeId): boolean => st.progress?.[v]?.recentActive === true || now - (this.lastActive.get(v) ?? -Infinity) <= window;
+    const active = voters.filter((v) => v === this.o.self || seen(v));
     const quorum = Math.floor(voters.length / 2) + 1;
     if (active.length < quorum) {
       throw new ApiError('conflict', `${what} would leave ${active.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum}; bring the unreachable members back (or remove them) first`);

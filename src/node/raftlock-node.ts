@@ -182,6 +182,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     snapshotIndex: () => storage.snapshot().meta.index,
     promoteLagEntries: config.membership.promoteMaxLagEntries,
     catchUpTimeoutMs: config.membership.catchUpTimeoutMs,
+    activeWindowMs: 2 * config.electionTimeoutMs.max,
     joining: joining && !raw.status().conf.voters.includes(nodeId) && !raw.status().conf.learners.includes(nodeId) && storage.lastIndex() === 0,
     nowMs,
     logger: logger.child({ component: 'membership' }),
