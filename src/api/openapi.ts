@@ -155,7 +155,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     info: {
       title: 'raftlock',
       version,
-      description: 'A distributed lock service on Raft: TTL sessions, fencing tokens, FIFO waiters. Any node accepts any request; followers relay to the leader. Errors are `{ "error": { "code", "message" } }`; 429 and 503 carry Retry-After.',
+      description: 'A distributed lock service on Raft: TTL sessions, fencing tokens, FIFO waiters. Any node accepts any request; followers relay to the leader. Every error is the Error schema; 429 and 503 carry Retry-After.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
     servers: [{ url: '/', description: 'the node that served this document (any node serves every request)' }],

@@ -10,12 +10,21 @@
 // - membership and the address book come from the NEW cluster file: the old cluster's
 //   nodes and addresses are gone (a restored node that kept them would try to reach dead
 //   peers, and "persisted addresses win over the file" would never let the new ones in).
+import { existsSync, readdirSync } from 'node:fs';
 import { LevelStorage } from '../raft/level-storage.js';
 import type { Snapshot } from '../raft/core/types.js';
 import { resolveNode, type Config } from '../config.js';
 import { LockApp } from '../node/lock-app.js';
 import { LockFsm, exportState, type LockFsmOptions } from '../lock-fsm/index.js';
 import { BackupFormatError, decodeBackup, type BackupMeta } from './backup-file.js';
+
+/** The restore cannot go ahead as asked (the target is not a new node); nothing was written. */
+export class RestoreError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'RestoreError';
+  }
+}
 
 export interface RestoreSummary {
   nodeId: string;
@@ -75,6 +84,10 @@ export function prepareRestore(file: Uint8Array, config: Config, o: { tokenFloor
 export async function restoreNode(file: Uint8Array, config: Config, nodeId: string, o: { dataDir?: string; tokenFloor?: number } = {}): Promise<RestoreSummary> {
   const resolved = resolveNode(config, nodeId, o.dataDir !== undefined ? { dataDir: o.dataDir } : {});
   const { snapshot, app, meta } = prepareRestore(file, config, o.tokenFloor !== undefined ? { tokenFloor: o.tokenFloor } : {});
+  // LevelStorage.seed refuses too; this says it in the operator's terms first
+  if (existsSync(resolved.dataDir) && readdirSync(resolved.dataDir).length > 0) {
+    throw new RestoreError(`${resolved.dataDir} is not empty: a restore seeds a NEW node only. Stop the node and move that directory away (keep it until the restored cluster serves), then run the restore again`);
+  }
   await LevelStorage.seed(resolved.dataDir, snapshot);
   const c = app.fsm.counts();
   return {

@@ -79,7 +79,8 @@ export const STATUS_JS = String.raw`(function () {
       tr.appendChild(name);
       var holder = el('td');
       holder.appendChild(el('span', null, l.owner || '(no owner)'));
-      var sid = el('span', 'mono muted', ' ' + l.session_id);
+      var sid = el('span', 'mono muted sid', l.session_id.length > 12 ? l.session_id.slice(0, 8) + '…' : l.session_id);
+      sid.title = 'session ' + l.session_id;
       holder.appendChild(sid);
       tr.appendChild(holder);
       var tok = el('td', 'num mono', l.fencing_token);

@@ -35,7 +35,8 @@ main { max-width: 1180px; margin: 0 auto; padding: 22px 28px 40px; }
 .card .value { font-size: 22px; font-weight: 600; margin-top: 2px; font-variant-numeric: tabular-nums; white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 .card .sub { color: var(--muted); font-size: 12px; }
 .card.leaderless .value { color: var(--bad); }
-section { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; margin-bottom: 18px; overflow: hidden; }
+section { background: var(--panel); border: 1px solid var(--line); border-radius: 10px; margin-bottom: 18px; overflow-x: auto; min-width: 0; }
+.sid { margin-left: 8px; font-size: 12px; }
 section > h2 { display: flex; align-items: baseline; gap: 10px; margin: 0; padding: 12px 16px; font-size: 15px; border-bottom: 1px solid var(--line); }
 section > h2 .hint { color: var(--muted); font-weight: 400; font-size: 12px; }
 section > h2 input { margin-left: auto; font: inherit; font-size: 13px; padding: 4px 8px; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--text); width: 220px; }
@@ -45,7 +46,7 @@ th { color: var(--muted); font-weight: 500; font-size: 12px; text-transform: upp
 tr:last-child td { border-bottom: 0; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.mono { font-family: var(--mono); font-size: 12.5px; }
-td.name { max-width: 380px; overflow: hidden; text-overflow: ellipsis; }
+td.name { max-width: 320px; overflow: hidden; text-overflow: ellipsis; }
 td.muted { color: var(--muted); }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; background: var(--idle-bg); color: var(--muted); }
 .badge.leader { background: var(--ok-bg); color: var(--ok); }

@@ -35,9 +35,10 @@ async function runLocal(name: string, json: boolean, fn: () => Promise<number>):
   try {
     process.exitCode = await fn();
   } catch (err) {
-    if (err instanceof BackupFormatError) {
-      process.stderr.write(`raftlock snapshot ${name}: the backup cannot be used: ${err.message}\n`);
-      if (json) printJson({ error: { code: 'bad_backup', message: err.message } });
+    if (err instanceof BackupFormatError || (err instanceof Error && err.name === 'RestoreError')) {
+      const line = err instanceof BackupFormatError ? `the backup cannot be used: ${err.message}` : err.message;
+      process.stderr.write(`raftlock snapshot ${name}: ${line}\n`);
+      if (json) printJson({ error: { code: err instanceof BackupFormatError ? 'bad_backup' : 'restore_refused', message: line } });
       process.exitCode = EXIT.usage;
       return;
     }
