@@ -1,22 +1,30 @@
 #!/usr/bin/env bash
-# Installs what test/jepsen-lite needs for real network faults: iproute2 (ip netns, veth,
-# bridge, tc) and iptables (partitions). Called by .ci/run before the tests. Without root
-# or apt-get it only says so: the jepsen-lite tests then skip partitions and packet faults
-# with a clear line, and kills and pauses still run.
+# Installs what the tests need from the system, when missing:
+# - iproute2 (ip netns, veth, bridge, tc) and iptables: test/jepsen-lite's real network
+#   faults (partitions, packet loss);
+# - chromium (Debian's package, /usr/bin/chromium): test/ops/status-page.test.ts drives the
+#   status page in headless Chromium through playwright-core.
+# Called by `npm test` (pretest) and .ci/run. Without root or apt-get it only says so: the
+# jepsen-lite tests then skip partitions and packet faults with a clear line (kills and
+# pauses still run), and the browser test is skipped with a clear line.
 set -euo pipefail
 need=()
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v tc >/dev/null 2>&1 || need+=(iproute2)
 command -v iptables >/dev/null 2>&1 || need+=(iptables)
+[ -x /usr/bin/chromium ] || need+=(chromium)
 if [ ${#need[@]} -eq 0 ]; then
-  echo "install-test-deps: iproute2 and iptables are present"
+  echo "install-test-deps: iproute2, iptables and chromium are present"
   exit 0
 fi
+pkgs=$(printf '%s\n' "${need[@]}" | sort -u | tr '\n' ' ')
 if [ "$(id -u)" != "0" ] || ! command -v apt-get >/dev/null 2>&1; then
-  echo "install-test-deps: missing ${need[*]} and cannot install (needs root and apt-get); jepsen-lite will skip network faults"
+  echo "install-test-deps: missing ${pkgs}and cannot install (needs root and apt-get); jepsen-lite will skip network faults if iproute2/iptables are missing, and the status page browser test is skipped without chromium"
   exit 0
 fi
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends $(printf '%s\n' "${need[@]}" | sort -u) >/dev/null
-echo "install-test-deps: installed $(printf '%s ' "${need[@]}" | tr ' ' '\n' | sort -u | tr '\n' ' ')"
+if ! { apt-get update -qq && apt-get install -y -qq --no-install-recommends $pkgs >/dev/null; }; then
+  echo "install-test-deps: apt-get could not install ${pkgs}; the tests that need them skip with a clear line"
+  exit 0
+fi
+echo "install-test-deps: installed ${pkgs}"

@@ -1,0 +1,100 @@
+// The status page in a real browser (issue 11): headless Chromium (Debian's `chromium`,
+// installed by scripts/install-test-deps.sh) driven by playwright-core. The page is loaded
+// from a follower of a running cluster; it must show the members and a held lock, follow
+// a leader kill to the new leader without a reload, and load nothing from outside the
+// node. A screenshot goes to test-output/ (gitignored) for a human to look at.
+import assert from 'node:assert/strict';
+import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import type { BrowserContext, Page } from 'playwright-core';
+import { ClusterHarness, repoRoot } from '../support/cluster-harness.js';
+
+const CHROMIUM = '/usr/bin/chromium';
+const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (scripts/install-test-deps.sh installs Debian's chromium when it can): skipping the browser test`;
+if (skip) console.log(`# ${skip}`);
+
+describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
+  let h: ClusterHarness;
+  let ctx: BrowserContext | undefined;
+  let profile: string | undefined;
+
+  before(async () => {
+    h = await ClusterHarness.create({ nodes: 3 });
+  });
+  after(async () => {
+    await ctx?.close().catch(() => undefined);
+    if (profile) rmSync(profile, { recursive: true, force: true });
+    await h?.close();
+  });
+
+  it('shows members and locks, follows a leader change live, loads nothing from outside', async () => {
+    h.startAll();
+    const leader = await h.waitForLeader();
+    const grant = await h.request(leader, 'POST', '/v1/locks/billing%2Finvoice-42/acquire', { ttl_ms: 60_000, owner: 'worker-7' });
+    assert.equal(grant.status, 200, grant.text);
+    for (let i = 0; i < 3; i++) assert.equal((await h.request(leader, 'POST', `/v1/locks/jobs/nightly-${i}/acquire`, { ttl_ms: 60_000, owner: `cron@host-${i}` })).status, 200);
+    const follower = h.nodes.find((n) => n.id !== leader)!;
+
+    const { chromium } = await import('playwright-core');
+    profile = mkdtempSync(join(tmpdir(), 'raftlock-chromium-'));
+    ctx = await chromium.launchPersistentContext(profile, {
+      executablePath: CHROMIUM,
+      headless: true,
+      viewport: { width: 1280, height: 860 },
+      args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'],
+    });
+    const page: Page = ctx.pages()[0] ?? (await ctx.newPage());
+    const origin = new URL(follower.api).origin;
+    const foreign: string[] = [];
+    page.on('request', (r) => {
+      const u = r.url();
+      if (!u.startsWith(origin) && !u.startsWith('data:')) foreign.push(u);
+    });
+    const pageErrors: string[] = [];
+    page.on('pageerror', (e) => pageErrors.push(e.message));
+
+    await page.goto(`${follower.api}/`);
+    // members: all three, the leader marked, this node named
+    await page.waitForSelector(`tr[data-member="${leader}"][data-role="leader"]`, { timeout: 10_000 });
+    assert.equal(await page.locator('#members tbody tr').count(), 3);
+    assert.equal((await page.textContent('#leader-id'))?.trim(), leader);
+    // the held lock with its holder and token (no reload: polling)
+    const row = page.locator('tr[data-lock="billing/invoice-42"]');
+    await row.waitFor({ timeout: 10_000 });
+    assert.match((await row.textContent()) ?? '', /worker-7/);
+    assert.equal(await row.locator('td[data-token]').getAttribute('data-token'), String(grant.body.fencing_token));
+    assert.equal((await page.textContent('#locks-count'))?.trim(), '4');
+    const loads = await page.evaluate(() => performance.getEntriesByType('navigation').length);
+
+    // kill the leader: the page (served by a follower) shows the new one on its own
+    await h.kill(leader);
+    await page.waitForFunction((old) => {
+      const t = document.getElementById('leader-id')?.textContent?.trim();
+      return !!t && t !== old && t !== 'none' && t !== '–';
+    }, leader, { timeout: 20_000 });
+    const newLeader = (await page.textContent('#leader-id'))!.trim();
+    assert.notEqual(newLeader, leader);
+    await page.waitForSelector(`tr[data-member="${newLeader}"][data-role="leader"]`, { timeout: 10_000 });
+    await page.waitForSelector(`tr[data-member="${leader}"][data-role="unreachable"]`, { timeout: 10_000 });
+    // the leader change is in the history list, and the page was never reloaded
+    assert.match((await page.textContent('#changes')) ?? '', new RegExp(newLeader));
+    assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length), loads);
+    assert.equal(await page.locator('tr[data-lock="billing/invoice-42"]').count(), 1, 'the lock is still shown');
+
+    const outDir = join(repoRoot, 'test-output');
+    mkdirSync(outDir, { recursive: true });
+    const shot = join(outDir, 'status-page.png');
+    await page.screenshot({ path: shot, fullPage: true });
+    console.log(`# screenshot: ${shot}`);
+
+    // the docs page renders from the same node, self-contained
+    await page.goto(`${follower.api}/docs`);
+    assert.match((await page.textContent('h1')) ?? '', /raftlock API/);
+    assert.ok((await page.locator('details.op').count()) >= 18);
+
+    assert.deepEqual(foreign, [], 'the page loaded something from outside the node');
+    assert.deepEqual(pageErrors, [], 'script errors on the page');
+  });
+});
