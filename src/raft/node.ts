@@ -2,8 +2,9 @@
 // (architecture §1 rule 2). It runs the Ready loop one iteration at a time:
 //
 //   inbox (messages, ticks, proposals, reads)  →  core.step/tick/propose/readIndex
-//   Ready: send earlyMessages → persist (one batch, fsync if mustSync) → send messages
-//          → restore snapshot → apply committed → serve read states → advance
+//   Ready: send earlyMessages → apply committed entries already durable here → persist
+//          (one batch, fsync if mustSync) → send messages → restore snapshot → apply the
+//          rest of committed → serve read states → advance
 //
 // Nothing touches the core while a Ready is in flight: everything that arrives during
 // `await storage.save(...)` waits in the inbox and enters the core after advance(). That is
@@ -141,6 +142,8 @@ export class RaftDriver {
   private fatal = false;
   private idleWaiters: (() => void)[] = [];
   private compacting = false;
+  /** the latest write-behind (storage runs writes in order, so it settles last) */
+  private lastWriteBehind: Promise<void> = Promise.resolve();
   /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
   private compactWaiters: ((ok: boolean) => void)[] = [];
 
@@ -341,20 +344,57 @@ export class RaftDriver {
     // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term)
     if (rd.earlyMessages.length > 0) transport.send(rd.earlyMessages);
 
-    // 2. persist as one atomic batch
+    // 2. committed entries that are already durable HERE are applied before this Ready's
+    //    write, as etcd's server applies concurrently with its WAL save: they are
+    //    committed (durable on a quorum, and a leader counts itself only once its own copy
+    //    is stable), and they lie below every entry this Ready writes, so no crash can
+    //    take them back. Under load this matters: otherwise an entry committed while the
+    //    leader's previous fsync ran waits for the NEXT fsync before its client hears.
+    //    Read states do not depend on this Ready's write either. With a snapshot in the
+    //    Ready, everything waits for the write (the snapshot is restored after it).
+    const firstNew = rd.entries.length > 0 ? rd.entries[0]!.index : Infinity;
+    let k = 0;
+    if (!rd.snapshot) {
+      while (k < rd.committed.length && rd.committed[k]!.index < firstNew) this.applyEntry(rd.committed[k++]!);
+      this.takeReadStates(rd);
+    }
+
+    // 3. persist as one atomic batch
     if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
-      const t0 = this.opts.clock.nowMs();
-      await storage.save({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries }, { sync: rd.mustSync });
-      this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, rd.mustSync, rd.entries.length);
+      const batch = { hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries };
+      if (rd.mustSync) {
+        const t0 = this.opts.clock.nowMs();
+        await storage.save(batch, { sync: true });
+        this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
+      } else {
+        // Only the commit index changed (mustSync is false: no entries, snapshot, term or
+        // vote). The commit index is volatile state (§5, Figure 2): nothing below depends
+        // on it being on disk, and every committed entry to apply is already durable here
+        // (no entries are unstable once the previous Ready was advanced). So the write
+        // goes behind, and the apply (the client's answer) does not wait for a threadpool
+        // round trip per commit. The storage serialises writes, so later synced batches
+        // still land after it, and a failure still stops the node.
+        this.writeBehind(storage.save(batch, { sync: false }));
+      }
     }
     if (this.stopped) return;
 
-    // 3. messages that rely on what was just persisted (votes, append responses, …)
+    // 4. messages that rely on what was just persisted (votes, append responses, …)
     if (rd.messages.length > 0) transport.send(rd.messages);
 
-    // 4. snapshot, committed entries, read states
+    // 5. snapshot, the remaining committed entries (those written by this Ready), read states
     if (rd.snapshot) this.restoreSnapshot(rd.snapshot.meta.index, rd.snapshot.meta.conf, rd.snapshot.data);
-    for (const e of rd.committed) this.applyEntry(e);
+    for (; k < rd.committed.length; k++) this.applyEntry(rd.committed[k]!);
+    if (rd.snapshot) this.takeReadStates(rd);
+    this.serveReads();
+
+    // 6. acknowledge
+    this.raw.advance(rd);
+    await this.maybeCompact();
+  }
+
+  /** Reads confirmed by a quorum wait for the apply of their index (serveReads). */
+  private takeReadStates(rd: Ready): void {
     for (const rs of rd.readStates) {
       const reads = this.readRounds.get(rs.ctx);
       if (!reads) continue;
@@ -362,10 +402,15 @@ export class RaftDriver {
       this.readsAwaitingApply.push({ index: rs.index, reads });
     }
     this.serveReads();
+  }
 
-    // 5. acknowledge
-    this.raw.advance(rd);
-    await this.maybeCompact();
+  /** an unsynced write the loop does not wait for; a failure is fatal all the same */
+  private writeBehind(p: Promise<void>): void {
+    const tracked = p.then(
+      () => undefined,
+      (err: unknown) => this.fail(err),
+    );
+    this.lastWriteBehind = tracked;
   }
 
   private onSoftState(role: Role, leader: NodeId | null): void {
@@ -512,6 +557,7 @@ export class RaftDriver {
     if (this.stopped && !this.running) return;
     this.stopped = true;
     if (this.running) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
+    await this.lastWriteBehind;
     this.rejectAll('stopped');
   }
 }
