@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonHttp } from './http.js';
 import { freePort, getJson, pollUntil, removeDir, startChild, stopChild, type Child } from './procs.js';
-import { sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
+import { clusterCpuSeconds, sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
@@ -57,7 +57,7 @@ class EtcdTarget implements LockTarget {
   async counters(): Promise<RaftCounters | null> {
     const text = await this.http.text('/metrics');
     if (sumMetric(text, 'etcd_server_is_leader') !== 1) return null;
-    return { entries: sumMetric(text, 'etcd_server_proposals_committed_total'), fsyncs: sumMetric(text, 'etcd_disk_wal_fsync_duration_seconds_count') };
+    return { entries: sumMetric(text, 'etcd_server_proposals_committed_total'), fsyncs: sumMetric(text, 'etcd_disk_wal_fsync_duration_seconds_count'), fsyncSeconds: sumMetric(text, 'etcd_disk_wal_fsync_duration_seconds_sum') };
   }
 
   async close(): Promise<void> {
@@ -96,6 +96,7 @@ export function externalEtcd(endpoints: string[]): Deployment {
     endpoints,
     description: `existing etcd ${endpoints.join(',')}`,
     leader: () => etcdLeader(endpoints),
+    cpuSeconds: () => clusterCpuSeconds(endpoints),
     target: (endpoint, connections) => new EtcdTarget(endpoint, connections),
     stop: async () => undefined,
   };
@@ -137,6 +138,7 @@ export async function startLocalEtcd(o: { members: number; log: (line: string) =
       endpoints,
       description: `local ${o.members}-member ${version} (logs in ${dir})`,
       leader: () => etcdLeader(endpoints),
+      cpuSeconds: () => clusterCpuSeconds(endpoints),
       target: (endpoint, connections) => new EtcdTarget(endpoint, connections),
       stop,
     };

@@ -13,6 +13,7 @@ import { etcdVersion, externalEtcd, startLocalEtcd } from './etcd-target.js';
 import { runWorkload, type RunResult, type RunSpec } from './workloads.js';
 import { compare, comparisonTable, resultsTable, summarize } from './report.js';
 import type { Deployment } from './target.js';
+import { runScale, scaleTable } from './scale.js';
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -53,11 +54,11 @@ async function runOne(d: Deployment, spec: RunSpec, label: string, bar: cliProgr
   bar?.start(1000, 0, { label, ops: 0 });
   try {
     const load0 = loadavg()[0]!;
-    const r = await runWorkload(target, spec, (fraction, ops) => bar?.update(Math.round(fraction * 1000), { label, ops }));
+    const r = await runWorkload(target, spec, (fraction, ops) => bar?.update(Math.round(fraction * 1000), { label, ops }), () => d.cpuSeconds());
     bar?.stop();
     const lat = r.latency.totalCount > 0 ? `p50 ${(r.latency.getValueAtPercentile(50) / 1000).toFixed(1)} ms, p99 ${(r.latency.getValueAtPercentile(99) / 1000).toFixed(1)} ms` : 'no samples';
     const errs = Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ');
-    log(`${label}: ${Math.round(r.opsPerSec)} ops/s, ${lat}, entries/op ${r.entriesPerOp?.toFixed(2) ?? '-'}, fsyncs/op ${r.fsyncsPerOp?.toFixed(2) ?? '-'}, load ${load0.toFixed(1)}→${loadavg()[0]!.toFixed(1)}${errs ? `, errors: ${errs}` : ''}`);
+    log(`${label}: ${Math.round(r.opsPerSec)} ops/s, ${lat}, entries/op ${r.entriesPerOp?.toFixed(2) ?? '-'}, fsyncs/op ${r.fsyncsPerOp?.toFixed(2) ?? '-'}, sync ${r.syncMs?.toFixed(2) ?? '-'} ms, peer msgs/op ${r.peerMsgsPerOp?.toFixed(2) ?? '-'}, cluster CPU ${r.cpuMsPerOp?.toFixed(2) ?? '-'} ms/op, load ${load0.toFixed(1)}→${loadavg()[0]!.toFixed(1)}${errs ? `, errors: ${errs}` : ''}`);
     return r;
   } finally {
     bar?.stop();
@@ -79,6 +80,7 @@ async function main(): Promise<number> {
   }
   const m = machine();
   log(`machine: ${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, node ${m.node}, ${m.etcd}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  if (o.scale !== null) return scaleMain(o, o.scale);
   const ds = await deployments(o);
   const runs: RunResult[] = [];
   const bar = o.progress && process.stderr.isTTY
@@ -114,6 +116,20 @@ async function main(): Promise<number> {
     process.stdout.write(`${JSON.stringify({ machine: m, options: { ...o, matrix: o.matrix }, rows, comparisons }, null, 2)}\n`);
   }
   return 0;
+}
+
+async function scaleMain(o: BenchOptions, n: number): Promise<number> {
+  const d = await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep });
+  log(`raftlock: ${d.description}`);
+  try {
+    const r = await runScale(d, n, o.matrix[0]?.clients ?? 64, log);
+    const out = o.json ? log : (s: string) => process.stdout.write(`${s}\n`);
+    out(scaleTable(r));
+    if (o.json) process.stdout.write(`${JSON.stringify({ machine: machine(), scale: r }, null, 2)}\n`);
+    return 0;
+  } finally {
+    await d.stop();
+  }
 }
 
 main().then(

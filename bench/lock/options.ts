@@ -17,6 +17,8 @@ export interface BenchOptions {
   nodeArgs: string[];
   keep: boolean;
   progress: boolean;
+  /** measure N sessions each holding a lock instead of running workloads */
+  scale: number | null;
 }
 
 /** issue 8's measurement matrix */
@@ -84,12 +86,13 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('--node-args <flags>', 'extra node flags for the local raftlock nodes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"', '')
     .option('--keep', 'keep the local clusters\' data dirs and logs', false)
     .option('--no-progress', 'no progress bar')
+    .option('--scale <n>', 'instead of workloads: N sessions each holding a lock, then RSS, snapshot size and restart time per node (local cluster only)', intArg('--scale', 1, 10_000_000))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts<{
     workload: string; clients: string; suite?: string; duration: number; warmup: number; reps: number; sessions: number;
-    endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean;
+    endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean; scale?: number;
   }>();
 
   let matrix: BenchOptions['matrix'];
@@ -105,6 +108,7 @@ export function parseOptions(argv: string[]): BenchOptions {
   }
   if (o.compare !== undefined && o.compare !== 'etcd') throw new InvalidArgumentError(`--compare: only "etcd" is supported, got ${JSON.stringify(o.compare)}`);
   if (o.etcdEndpoints && o.compare !== 'etcd') throw new InvalidArgumentError('--etcd-endpoints needs --compare etcd');
+  if (o.scale !== undefined && (o.endpoints || o.compare)) throw new InvalidArgumentError('--scale needs the local cluster: no --endpoints or --compare');
   if (o.duration === 0) throw new InvalidArgumentError('--duration must be positive');
   return {
     matrix,
@@ -119,5 +123,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     nodeArgs: o.nodeArgs.split(/\s+/).filter(Boolean),
     keep: o.keep,
     progress: o.progress,
+    scale: o.scale ?? null,
   };
 }

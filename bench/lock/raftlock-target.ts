@@ -2,12 +2,13 @@
 // `raftlock serve` processes from dist/, fsync on, free loopback ports, a temp data dir
 // removed afterwards), or an existing cluster given by --endpoints.
 import { existsSync, mkdtempSync, statSync, writeFileSync, readdirSync } from 'node:fs';
+import { performance } from 'node:perf_hooks';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JsonHttp } from './http.js';
 import { freePort, getJson, pollUntil, removeDir, startChild, stopChild, type Child } from './procs.js';
-import { sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
+import { clusterCpuSeconds, sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const binPath = join(repoRoot, 'bin', 'raftlock.js');
@@ -52,7 +53,7 @@ class RaftlockTarget implements LockTarget {
       this.http.text('/metrics'),
     ]);
     if (cluster.role !== 'leader') return null;
-    return { entries: cluster.commit_index, fsyncs: sumMetric(metrics, 'raftlock_storage_sync_seconds_count') };
+    return { entries: cluster.commit_index, fsyncs: sumMetric(metrics, 'raftlock_storage_sync_seconds_count'), fsyncSeconds: sumMetric(metrics, 'raftlock_storage_sync_seconds_sum'), peerMessages: sumMetric(metrics, 'raftlock_transport_messages_sent_total') };
   }
 
   async close(): Promise<void> {
@@ -82,6 +83,7 @@ export function externalRaftlock(endpoints: string[]): Deployment {
     endpoints,
     description: `existing cluster ${endpoints.join(',')}`,
     leader: () => raftlockLeader(endpoints),
+    cpuSeconds: () => clusterCpuSeconds(endpoints),
     target: (endpoint, connections) => new RaftlockTarget(endpoint, connections),
     stop: async () => undefined,
   };
@@ -95,8 +97,19 @@ export interface LocalRaftlockOptions {
   keepDir: boolean;
 }
 
+/** A local cluster: a Deployment plus verbs the scale measurement needs. */
+export interface LocalRaftlock extends Deployment {
+  readonly nodeIds: string[];
+  api(id: string): string;
+  /** bytes under the node's data directory (LevelDB files: snapshot + log tail + WAL) */
+  dataDirBytes(id: string): number;
+  /** SIGTERM the node, run `whileDown(dataDir)`, start it again, and return ms from the
+   *  start until /readyz is 200 */
+  restart(id: string, whileDown?: (dataDir: string) => Promise<void>): Promise<number>;
+}
+
 /** Start a local cluster from dist/ (fails with a clear line if it was not built). */
-export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Deployment> {
+export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<LocalRaftlock> {
   checkBuilt();
   const dir = mkdtempSync(join(tmpdir(), 'raftlock-bench-'));
   const nodes: { id: string; api: string; peer: string }[] = [];
@@ -119,10 +132,9 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Deplo
     if (!o.keepDir) removeDir(dir);
     else o.log(`raftlock data and logs kept in ${dir}`);
   };
+  const spawnNode = (id: string): Child => startChild(`raftlock ${id}`, process.execPath, [...o.nodeArgs, binPath, 'serve', '--config', configPath, '--node', id, '--log-level', 'warn'], join(dir, `${id}.log`));
   try {
-    for (const n of nodes) {
-      children.push(startChild(`raftlock ${n.id}`, process.execPath, [...o.nodeArgs, binPath, 'serve', '--config', configPath, '--node', n.id, '--log-level', 'warn'], join(dir, `${n.id}.log`)));
-    }
+    for (const n of nodes) children.push(spawnNode(n.id));
     const endpoints = nodes.map((n) => n.api);
     await pollUntil('every raftlock node ready', 60_000, async () => {
       for (const e of endpoints) if ((await getJson(`${e}/readyz`))?.status !== 200) return undefined;
@@ -133,8 +145,21 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Deplo
       endpoints,
       description: `local ${o.nodes}-node cluster (dist/, fsync on, logs in ${dir})`,
       leader: () => raftlockLeader(endpoints),
+      cpuSeconds: () => clusterCpuSeconds(endpoints),
       target: (endpoint, connections) => new RaftlockTarget(endpoint, connections),
       stop,
+      nodeIds: nodes.map((n) => n.id),
+      api: (id) => nodes.find((n) => n.id === id)!.api,
+      dataDirBytes: (id) => dirBytes(join(dir, 'data', id)),
+      async restart(id, whileDown) {
+        const k = nodes.findIndex((n) => n.id === id);
+        await stopChild(children[k]!);
+        await whileDown?.(join(dir, 'data', id));
+        const t0 = performance.now();
+        children[k] = spawnNode(id);
+        await pollUntil(`${id} ready after restart`, 120_000, async () => ((await getJson(`${nodes[k]!.api}/readyz`))?.status === 200 ? true : undefined), [children[k]!]);
+        return performance.now() - t0;
+      },
     };
   } catch (err) {
     await stop();
@@ -149,6 +174,15 @@ function checkBuilt(): void {
   const builtAt = statSync(main).mtimeMs;
   const newest = newestMtime(join(repoRoot, 'src'));
   if (newest > builtAt + 1000) process.stderr.write('warning: src/ changed after dist/ was built; run `npm run build` to benchmark the current sources\n');
+}
+
+function dirBytes(dir: string): number {
+  let n = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    n += e.isDirectory() ? dirBytes(p) : statSync(p).size;
+  }
+  return n;
 }
 
 function newestMtime(dir: string): number {

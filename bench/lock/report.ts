@@ -18,6 +18,9 @@ export interface Row {
   maxMs: number;
   entriesPerOp: number | null;
   fsyncsPerOp: number | null;
+  syncMs: number | null;
+  peerMsgsPerOp: number | null;
+  cpuMsPerOp: number | null;
   errors: Record<string, number>;
 }
 
@@ -70,6 +73,9 @@ export function summarize(runs: RunResult[]): Row[] {
       maxMs: median(g.map((r) => (r.latency.totalCount > 0 ? r.latency.maxValue / 1000 : NaN))),
       entriesPerOp: medianOrNull(g.map((r) => r.entriesPerOp)),
       fsyncsPerOp: medianOrNull(g.map((r) => r.fsyncsPerOp)),
+      syncMs: medianOrNull(g.map((r) => r.syncMs)),
+      peerMsgsPerOp: medianOrNull(g.map((r) => r.peerMsgsPerOp)),
+      cpuMsPerOp: medianOrNull(g.map((r) => r.cpuMsPerOp)),
       errors,
     });
   }
@@ -93,13 +99,13 @@ function table(header: string[], body: string[][], rightAlign: boolean[]): strin
 export function resultsTable(rows: Row[]): string {
   const body = rows.map((r) => [
     r.workload, String(r.clients), r.system, `${f0(r.opsPerSec)} ${UNIT[r.workload]}`, r.reps > 1 ? r.opsPerSecRuns.map(f0).join(' / ') : '',
-    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp),
+    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp), f2(r.syncMs), f2(r.peerMsgsPerOp), f2(r.cpuMsPerOp),
     Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ') || '0',
   ]);
   return table(
-    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'errors'],
+    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'errors'],
     body,
-    [false, true, false, true, true, false, true, true, true, true, true, true, false],
+    [false, true, false, true, true, false, true, true, true, true, true, true, true, true, true, false],
   );
 }
 

@@ -12,6 +12,12 @@ export interface RaftCounters {
   entries: number;
   /** synced writes on the leader (raftlock: LevelDB batches with sync; etcd: WAL fsyncs) */
   fsyncs: number;
+  /** total seconds those synced writes took (mean sync latency = fsyncSeconds / fsyncs) */
+  fsyncSeconds: number;
+  /** Raft messages the leader sent to peers (raftlock only) */
+  peerMessages?: number;
+  /** CPU seconds used by every member of the cluster (process_cpu_seconds_total, summed) */
+  clusterCpuSeconds?: number;
 }
 
 export interface LockTarget {
@@ -37,6 +43,8 @@ export interface Deployment {
   readonly description: string;
   /** the leader's API URL (polls until one is known) */
   leader(): Promise<string>;
+  /** process_cpu_seconds_total summed over every member (null if one cannot be read) */
+  cpuSeconds(): Promise<number | null>;
   /** a target whose HTTP pool has `connections` keep-alive connections to `endpoint` */
   target(endpoint: string, connections: number): LockTarget;
   stop(): Promise<void>;
@@ -56,3 +64,17 @@ export function sumMetric(text: string, name: string): number {
 }
 
 export type { JsonHttp };
+
+/** Sum of process_cpu_seconds_total over every endpoint's /metrics, or null. */
+export async function clusterCpuSeconds(endpoints: string[]): Promise<number | null> {
+  try {
+    const texts = await Promise.all(endpoints.map(async (e) => {
+      const res = await fetch(`${e}/metrics`, { signal: AbortSignal.timeout(2000) });
+      if (!res.ok) throw new Error(`${e}/metrics: ${res.status}`);
+      return res.text();
+    }));
+    return texts.reduce((sum, t) => sum + sumMetric(t, 'process_cpu_seconds_total'), 0);
+  } catch {
+    return null;
+  }
+}

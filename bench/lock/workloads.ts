@@ -39,6 +39,12 @@ export interface RunResult {
   errors: Record<string, number>;
   entriesPerOp: number | null;
   fsyncsPerOp: number | null;
+  /** mean duration of the leader's synced writes in the window, ms */
+  syncMs: number | null;
+  /** Raft messages the leader sent per op (raftlock) */
+  peerMsgsPerOp: number | null;
+  /** CPU milliseconds per op, all cluster members together */
+  cpuMsPerOp: number | null;
 }
 
 /** Long enough that no lease/session lapses during a run (both systems get the same). */
@@ -140,9 +146,11 @@ function errorKey(err: unknown): string {
   return (e.code ?? e.message ?? String(err)).slice(0, 80);
 }
 
-async function readCounters(t: LockTarget): Promise<RaftCounters | null> {
+async function readCounters(t: LockTarget, cpu: () => Promise<number | null>): Promise<RaftCounters | null> {
   try {
-    return await t.counters();
+    const [c, cpuS] = await Promise.all([t.counters(), cpu()]);
+    if (c && cpuS !== null) c.clusterCpuSeconds = cpuS;
+    return c;
   } catch {
     return null;
   }
@@ -152,7 +160,7 @@ async function readCounters(t: LockTarget): Promise<RaftCounters | null> {
  * Run one workload against one target. `onProgress(fraction, ops)` is called a few times a
  * second. `counterTarget` talks to the leader (the same node the clients use).
  */
-export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void): Promise<RunResult> {
+export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void, cpu: () => Promise<number | null>): Promise<RunResult> {
   const loops = await Promise.all(Array.from({ length: spec.clients }, (_, i) => setups[spec.workload](t, spec, i)));
   const latency = build({ numberOfSignificantValueDigits: 3 });
   const errors: Record<string, number> = {};
@@ -162,8 +170,8 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
 
   let before: Promise<RaftCounters | null> | null = null;
   let after: Promise<RaftCounters | null> | null = null;
-  const startTimer = setTimeout(() => (before = readCounters(t)), spec.warmupMs);
-  const endTimer = setTimeout(() => (after = readCounters(t)), spec.warmupMs + spec.durationMs);
+  const startTimer = setTimeout(() => (before = readCounters(t, cpu)), spec.warmupMs);
+  const endTimer = setTimeout(() => (after = readCounters(t, cpu)), spec.warmupMs + spec.durationMs);
   const progress = setInterval(() => onProgress(Math.min(1, (performance.now() - now) / (spec.warmupMs + spec.durationMs)), ops), 250);
 
   const client = async (loop: ClientLoop): Promise<void> => {
@@ -196,7 +204,13 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
   await Promise.all(loops.map((l) => l.teardown().catch(() => undefined)));
 
   const seconds = spec.durationMs / 1000;
-  const perOp = (f: (c: RaftCounters) => number): number | null => (c0 && c1 && ops > 0 ? (f(c1) - f(c0)) / ops : null);
+  const perOp = (f: (c: RaftCounters) => number | undefined): number | null => {
+    if (!c0 || !c1 || ops === 0) return null;
+    const a = f(c0);
+    const b = f(c1);
+    return a === undefined || b === undefined ? null : (b - a) / ops;
+  };
+  const cpuPerOp = perOp((c) => c.clusterCpuSeconds);
   return {
     system: t.system,
     workload: spec.workload,
@@ -208,5 +222,8 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
     errors,
     entriesPerOp: perOp((c) => c.entries),
     fsyncsPerOp: perOp((c) => c.fsyncs),
+    peerMsgsPerOp: perOp((c) => c.peerMessages),
+    cpuMsPerOp: cpuPerOp === null ? null : cpuPerOp * 1000,
+    syncMs: c0 && c1 && c1.fsyncs > c0.fsyncs ? (1000 * (c1.fsyncSeconds - c0.fsyncSeconds)) / (c1.fsyncs - c0.fsyncs) : null,
   };
 }
