@@ -111,6 +111,12 @@ export class SimCluster {
     this.stats.crashes++;
   }
 
+  /** the liveness phase: every node runs, no crash stays armed */
+  reviveAll(): void {
+    for (const n of this.running.values()) n.crashPoint = null;
+    this.restartDue(true);
+  }
+
   restartDue(all = false): void {
     for (const [id, until] of this.downUntil) {
       if (this.decommissioned.has(id) || this.running.has(id)) continue;

@@ -51,6 +51,8 @@ export interface CrashOptions {
   /** probability that the victim is the current leader rather than any node: leaders that
    *  die young leave old-term entries half-replicated (the Figure 8 situation, §5.4.2) */
   leaderBias: number;
+  /** probability that a newly elected leader is crashed within a few round trips */
+  youngLeaderProbability: number;
 }
 
 export interface WorkloadOptions {
@@ -143,7 +145,9 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     downTicksMean: rng.int(5, 120),
     loseUnsynced: rng.next() < 0.6,
     midReadyProbability: rng.next() * 0.5,
-    leaderBias: 0, // drawn last, below, so older knobs keep their values per seed
+    // drawn last, below, so the older knobs keep their values per seed
+    leaderBias: 0,
+    youngLeaderProbability: 0,
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -167,6 +171,7 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     stableWindowTicks: 30 * electionTicks,
   };
   o.crash.leaderBias = maybe(rng, 0.3, 0.2, 0.9);
+  o.crash.youngLeaderProbability = maybe(rng, 0.5, 0.2, 0.8);
   return o;
 }
 

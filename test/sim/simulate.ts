@@ -88,7 +88,7 @@ export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
     phase = 'liveness';
     traceFn?.(`[${cluster.now}] heal: restart all, lift every fault`);
     cluster.network.heal(cluster.now);
-    cluster.restartDue(true);
+    cluster.reviveAll();
     livenessPhase(opts, cluster, workload);
     if (opts.network.partitionMode === 'howard' && opts.preVote && opts.checkQuorum) {
       phase = 'stability';

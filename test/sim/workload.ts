@@ -123,15 +123,49 @@ export class Workload {
     }
   }
 
-  /** the environment: crash a node, now or in the middle of its next Ready */
+  /** the environment: crash a node, now or in the middle of its next Ready; and, for some
+   *  seeds, kill new leaders young, while their first appends are half-delivered */
   nemesis(): void {
     const c = this.opts.crash;
+    this.youngLeaders();
     if (c.crashProbability === 0 || this.nemesisRng.next() >= c.crashProbability) return;
     const leader = this.nemesisRng.next() < c.leaderBias ? this.cluster.leader() : null;
     const victim = leader ?? pick(this.nemesisRng, this.cluster.runningNodes());
-    if (!victim) return;
+    if (victim) this.crash(victim.id);
+  }
+
+  private crash(id: string): void {
+    const c = this.opts.crash;
     const down = 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.downTicksMean);
     const mid = this.nemesisRng.next() < c.midReadyProbability;
-    this.cluster.crash(victim.id, down, mid ? (this.nemesisRng.next() < 0.5 ? 'afterEarlyMessages' : 'afterPersist') : null);
+    this.cluster.crash(id, down, mid ? (this.nemesisRng.next() < 0.5 ? 'afterEarlyMessages' : 'afterPersist') : null);
+  }
+
+  private lastLeader = '';
+  private youngCrash: { id: string; term: number; at: number } | null = null;
+
+  /** Figure 8 (§5.4.2) needs a leader that replicates an old-term entry to a majority and
+   *  dies before its own term's entry gets there: this makes that common enough to see */
+  private youngLeaders(): void {
+    const c = this.opts.crash;
+    if (c.youngLeaderProbability === 0) return;
+    const leader = this.cluster.leader();
+    const now = this.cluster.now;
+    if (leader) {
+      const term = leader.raw.status().term;
+      const key = `${leader.id}@${term}`;
+      if (key !== this.lastLeader) {
+        this.lastLeader = key;
+        if (this.nemesisRng.next() < c.youngLeaderProbability) {
+          this.youngCrash = { id: leader.id, term, at: now + this.nemesisRng.int(1, 4 * this.opts.heartbeatTicks + 2 * Math.ceil(this.opts.network.delayMeanTicks)) };
+        }
+      }
+    }
+    const y = this.youngCrash;
+    if (y && now >= y.at) {
+      this.youngCrash = null;
+      const n = this.cluster.node(y.id);
+      if (n && n.raw.status().term === y.term) this.crash(y.id);
+    }
   }
 }
