@@ -92,7 +92,7 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
         if (g2.complete < w.t && g2.complete < released) {
           violations.push(
             `lease: ${lock} granted to ${g2.session.slice(0, 8)} (token ${g2.token}) by t=${g2.complete.toFixed(1)} while ${g1.session.slice(0, 8)} (token ${g1.token}) was safe until ${w.t.toFixed(1)} ` +
-              `(acknowledged ${w.op.f} sent at ${w.op.invoke.toFixed(1)}) and had not released it\n    ${describeOp(g1.op)}\n    ${describeOp(w.op)}\n    ${describeOp(g2.op)}`,
+              `(acknowledged ${w.op.f} sent at ${w.op.invoke.toFixed(1)}) and had not released it\n    ${describeOp(g1.op)}${w.op === g1.op ? '' : `\n    ${describeOp(w.op)}`}\n    ${describeOp(g2.op)}`,
           );
         }
         break; // only the next grant after g1 matters; later ones follow from it

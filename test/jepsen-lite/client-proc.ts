@@ -171,13 +171,31 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
   await sleep(rng.int(0, 100));
 }
 
+/** Linearizable reads and token checks at a steady pace, as their own logical process
+ *  (`c3r`), so stale reads have many chances to show up in the history. */
+async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<void> {
+  const reader = new Recorder(`${args.id}r`, args.endpoints, now, (e: HistoryEvent) => write(e), args.seed + 1);
+  while (!stopping) {
+    await sleep(rng.int(100, 300));
+    const lock = args.locks[rng.int(0, args.locks.length)]!;
+    const token = lastTokens.get(lock);
+    if (token !== undefined && rng.next() < 0.3) {
+      await reader.run('check', { lock, token }, get(`/v1/locks/${enc(lock)}/check?fencing_token=${token}`, 1500), 2000, (a) => definite(a, (b) => ({ current: b.current === true })));
+    } else {
+      const r = await reader.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) => definite(a, (b) => ({ held: b.held === true, ...holderOf(b) })));
+      if (r.type === 'ok' && r.value.holder_token !== undefined) lastTokens.set(lock, r.value.holder_token);
+    }
+  }
+}
+
 async function runClient(): Promise<void> {
   const rng = seededRng(args.seed);
   const lastTokens = new Map<string, number>();
   const ka = keepaliveLoop();
+  const rd = readerLoop(rng.fork(), new Map());
   while (!stopping) await iteration(rng, lastTokens);
   if (session) await closeSession(session);
-  await ka;
+  await Promise.all([ka, rd]);
 }
 
 // ---- probe mode ----------------------------------------------------------------------

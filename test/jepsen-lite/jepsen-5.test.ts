@@ -8,6 +8,6 @@ test('jepsen-lite: 5 nodes, 30 s, partitions (ring, bridge, …), kills, pauses:
   const { summary, text } = await runForTest(t, { nodes: 5, durationMs: 30_000, seed: testSeed(), faults: ['partition', 'kill', 'pause'] });
   assert.deepEqual(summary.violations, [], text);
   assert.equal(summary.linearizable, true, text);
-  assert.ok(summary.grants > 20, `too few grants to mean anything\n${text}`);
+  assert.ok(summary.grants > 10, `too few grants to mean anything\n${text}`);
   assert.ok(summary.faults.length >= 3, text);
 });

@@ -235,7 +235,7 @@ export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
       const last = new Map<string, HistoryEvent>();
       for (let i = events.length - 1; i >= 0 && last.size < clients.length; i--) {
         const e = events[i]!;
-        if (e.process.startsWith('c') && !last.has(e.process) && e.type !== 'invoke') last.set(e.process, e);
+        if (/^c\d+$/.test(e.process) && !last.has(e.process) && e.type !== 'invoke') last.set(e.process, e);
       }
       return [...last.entries()].filter(([, e]) => e.f === 'res-read' && e.type === 'ok').map(([p]) => p);
     };

@@ -17,7 +17,7 @@ function faultColor(v: string): string {
 }
 
 export function timelineSvg(ops: readonly Op[], faults: readonly FaultRecord[]): string {
-  const procs = [...new Set(ops.map((o) => o.process))].sort((a, b) => (a === 'probe' ? 1 : b === 'probe' ? -1 : Number(a.slice(1)) - Number(b.slice(1))));
+  const procs = [...new Set(ops.map((o) => o.process))].sort((a, b) => (a === 'probe' ? 1 : b === 'probe' ? -1 : a.localeCompare(b, 'en', { numeric: true })));
   const end = Math.max(1, ...ops.map((o) => o.completedAt), ...faults.map((f) => f.end));
   const pxPerS = Math.max(12, Math.min(60, 2400 / (end / 1000)));
   const left = 60;
