@@ -43,8 +43,12 @@ function queryParams(s: z.ZodObject): Json[] {
 }
 
 function errors(...codes: ErrorCode[]): Json {
+  return errorResponses(['invalid_request', 'unauthenticated', ...codes]);
+}
+
+function errorResponses(codes: ErrorCode[]): Json {
   const out: Json = {};
-  for (const code of ['invalid_request', 'unauthenticated', ...codes] as ErrorCode[]) {
+  for (const code of codes) {
     const status = String(ERROR_CATALOG[code].status);
     const prev = out[status] as { description: string } | undefined;
     out[status] = { description: prev ? `${prev.description}, ${code}` : code, content: jsonContent(ref('Error')) };
@@ -145,7 +149,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
       get: operation('snapshot', { summary: 'a backup file: the leader\'s application snapshot after a read barrier (admin)', description: 'Format: docs/operations.md "Backup file". `raftlock snapshot save FILE` calls this.', tags: ['operations'], ok: { status: 200, contentType: 'application/octet-stream', description: 'the backup file' }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
     },
     '/healthz': { get: operation('healthz', { summary: '200 while the process serves', tags: ['operations'], ok: { status: 200, schema: 'Health' }, errors: {}, open: true }) },
-    '/readyz': { get: operation('readyz', { summary: '200 when the node knows a leader and has applied what it knows committed', tags: ['operations'], ok: { status: 200, schema: 'Health' }, errors: errors('unavailable'), open: true }) },
+    '/readyz': { get: operation('readyz', { summary: '200 when the node knows a leader and has applied what it knows committed', tags: ['operations'], ok: { status: 200, schema: 'Health' }, errors: errorResponses(['unavailable']), open: true }) },
     '/metrics': { get: operation('metrics', { summary: 'Prometheus text format', tags: ['operations'], ok: { status: 200, contentType: 'text/plain' }, errors: errors('permission_denied') }) },
   };
 
