@@ -12,6 +12,11 @@ import type { BrowserContext, Page } from 'playwright-core';
 import { ClusterHarness, repoRoot } from '../support/cluster-harness.js';
 
 const CHROMIUM = '/usr/bin/chromium';
+/** the little of the browser's globals the page functions use */
+interface PageGlobals {
+  document: { getElementById(id: string): { textContent: string | null } | null };
+  performance: { getEntriesByType(type: string): unknown[] };
+}
 const skip = existsSync(CHROMIUM) ? false : `${CHROMIUM} is missing (scripts/install-test-deps.sh installs Debian's chromium when it can): skipping the browser test`;
 if (skip) console.log(`# ${skip}`);
 
@@ -66,12 +71,15 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.match((await row.textContent()) ?? '', /worker-7/);
     assert.equal(await row.locator('td[data-token]').getAttribute('data-token'), String(grant.body.fencing_token));
     assert.equal((await page.textContent('#locks-count'))?.trim(), '4');
-    const loads = await page.evaluate(() => performance.getEntriesByType('navigation').length);
+    // page-side functions reach the DOM through globalThis: this project compiles without
+    // the DOM library (and the page's CSP forbids evaluating strings)
+    const navigations = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).performance.getEntriesByType('navigation').length);
+    const loads = await navigations();
 
     // kill the leader: the page (served by a follower) shows the new one on its own
     await h.kill(leader);
     await page.waitForFunction((old) => {
-      const t = document.getElementById('leader-id')?.textContent?.trim();
+      const t = (globalThis as unknown as PageGlobals).document.getElementById('leader-id')?.textContent?.trim();
       return !!t && t !== old && t !== 'none' && t !== '–';
     }, leader, { timeout: 20_000 });
     const newLeader = (await page.textContent('#leader-id'))!.trim();
@@ -80,7 +88,7 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.waitForSelector(`tr[data-member="${leader}"][data-role="unreachable"]`, { timeout: 10_000 });
     // the leader change is in the history list, and the page was never reloaded
     assert.match((await page.textContent('#changes')) ?? '', new RegExp(newLeader));
-    assert.equal(await page.evaluate(() => performance.getEntriesByType('navigation').length), loads);
+    assert.equal(await navigations(), loads);
     assert.equal(await page.locator('tr[data-lock="billing/invoice-42"]').count(), 1, 'the lock is still shown');
 
     const outDir = join(repoRoot, 'test-output');
