@@ -128,8 +128,13 @@ export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
   if (opts.netns) {
     const sup = await netnsSupport();
     if (sup.ok) {
-      lab = await NetLab.create({ runId, nodes: ids, trace: (l) => faultLog({ cmd: l }) });
-      netnsNote = `network namespaces rlj${runId}-*, bridge ${lab.bridge}`;
+      try {
+        lab = await NetLab.create({ runId, nodes: ids, trace: (l) => faultLog({ cmd: l }) });
+        netnsNote = `network namespaces rlj${runId}-*, bridge ${lab.bridge}`;
+      } catch (err) {
+        // root without CAP_NET_ADMIN (a default container), or no netns support in the kernel
+        netnsNote = `cannot build network namespaces (${(err as Error).message.split('\n')[0]})`;
+      }
     } else netnsNote = sup.reason;
   }
   if (!lab) {
