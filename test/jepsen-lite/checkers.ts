@@ -76,7 +76,8 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
     }
     if (op.f === 'close') closeAt.set(op.input.session, Math.min(closeAt.get(op.input.session) ?? Infinity, op.invoke));
   }
-  const grants = knownGrants(ops).filter((g) => g.op.f === 'acquire');
+  // a grant is proven by its acquire's answer or by an earlier read or renew that saw it
+  const grants = knownGrants(ops);
   const byLock = new Map<string, Grant[]>();
   for (const g of grants) byLock.set(g.lock, [...(byLock.get(g.lock) ?? []), g]);
   for (const [lock, gs] of byLock) {

@@ -5,6 +5,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { parseDurationMs } from '../../src/config.js';
 import { FAULT_CATEGORIES, type FaultCategory } from './nemesis.js';
 import { defaultOptions, runJepsen, summaryText } from './run.js';
+import { recheck } from './recheck.js';
 
 function duration(v: string): number {
   const ms = parseDurationMs(/^\d+$/.test(v) ? `${v}s` : v);
@@ -43,7 +44,14 @@ const program = new Command()
   .option('--no-fencing', 'control run: the resource accepts stale tokens (must show lost updates under client pauses)')
   .option('--no-netns', 'run on loopback without network namespaces (partitions and packet faults are skipped)')
   .option('--rss-limit-mb <n>', 'resident memory bound per node', int, 400)
-  .action(async (o: { nodes: number; duration: number; seed?: number; faults: FaultCategory[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; rssLimitMb: number }) => {
+  .option('--recheck <dir>', 'run the history checkers again on an existing run folder, and nothing else')
+  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults: FaultCategory[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; rssLimitMb: number }) => {
+    if (o.recheck !== undefined) {
+      const r = recheck(o.recheck);
+      process.stdout.write(`recheck ${o.recheck}: ${r.ops} operations, linearizable: ${r.linearizable}, violations: ${r.violations.length}\n${r.violations.map((v) => `  - ${v}\n`).join('')}`);
+      process.exitCode = r.violations.length === 0 && r.linearizable === true ? 0 : 1;
+      return;
+    }
     if (o.nodes !== 3 && o.nodes !== 5) throw new InvalidArgumentError('--nodes must be 3 or 5');
     if (o.duration < 10_000) throw new InvalidArgumentError('--duration must be at least 10s');
     if (o.locks < 1) throw new InvalidArgumentError('--locks must be at least 1');

@@ -1,0 +1,48 @@
+// Re-run the history checkers on an existing run folder (`npm run jepsen -- --recheck DIR`),
+// as Jepsen's `analyze`: useful after changing a checker, or to look again at a failure.
+// Node-level checks (exits, memory) need the live processes and are not repeated.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pairOps, parseHistory } from './history.js';
+import { checkDurability, checkLeaseSafety, checkLiveness, checkResource, checkTokenOrder, recoveries, type FaultRecord } from './checkers.js';
+import { checkLinearizable } from './lock-model.js';
+import type { ResourceLogEntry } from './resource-proc.js';
+
+export interface RecheckResult {
+  ops: number;
+  linearizable: boolean | 'unknown';
+  violations: string[];
+}
+
+function faultsFrom(text: string): FaultRecord[] {
+  const out: FaultRecord[] = [];
+  let open: FaultRecord | null = null;
+  for (const line of text.split('\n')) {
+    if (!line.trim()) continue;
+    const o = JSON.parse(line) as { t: number; fault?: string; start?: boolean; heal?: boolean; detail?: string };
+    if (o.fault && o.start) open = { variant: o.fault, detail: o.detail ?? '', start: o.t, end: o.t };
+    else if (o.fault && o.heal && open) {
+      open.end = o.t;
+      out.push(open);
+      open = null;
+    }
+  }
+  return out;
+}
+
+export function recheck(dir: string): RecheckResult {
+  const ops = pairOps(parseHistory(readFileSync(join(dir, 'history.jsonl'), 'utf8')));
+  const cfg = JSON.parse(readFileSync(join(dir, 'cluster.config.json'), 'utf8')) as { session: { default_ttl_ms: number }; election_timeout_ms: [number, number] };
+  const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { fencing: boolean; livenessBoundMs: number };
+  const ttl = cfg.session.default_ttl_ms;
+  const faults = faultsFrom(readFileSync(join(dir, 'faults.jsonl'), 'utf8'));
+  const resource = readFileSync(join(dir, 'resource.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
+  const violations: string[] = [];
+  const lin = checkLinearizable(ops);
+  for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
+  violations.push(...checkLeaseSafety(ops, ttl), ...checkTokenOrder(ops), ...checkResource(resource, summary.fencing).violations);
+  violations.push(...checkDurability(ops, faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
+  const end = Math.max(...ops.map((o) => o.completedAt));
+  violations.push(...checkLiveness(recoveries(ops, faults, end), summary.livenessBoundMs));
+  return { ops: ops.length, linearizable: lin.valid, violations };
+}
