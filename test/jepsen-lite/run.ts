@@ -4,21 +4,24 @@
 // run folder (history.jsonl, faults.jsonl, resource.jsonl, node logs, summary.json,
 // summary.txt, timeline.html). Everything it started or created is removed in `finally`,
 // also when a step throws or the process gets SIGINT/SIGTERM.
-import { appendFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { randomBytes } from 'node:crypto';
-import { seededRng } from '../../src/raft/core/rng.js';
+import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { freePort } from '../support/cluster-harness.js';
-import { pairOps, type HistoryEvent, type Op } from './history.js';
+import { pairOps, type HistoryEvent } from './history.js';
 import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
-import { categoryOf, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
+import { inject, schedule, type FaultCategory, type NemesisEnv } from './nemesis.js';
 import { clockFrom } from './recorder.js';
-import { checkDurability, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord } from './checkers.js';
-import { checkLinearizable } from './lock-model.js';
+import type { FaultRecord } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
+import { check, summaryText, type RunSummary } from './summary.js';
+
+export type { RunSummary } from './summary.js';
+export { summaryText } from './summary.js';
 
 export interface RunOptions {
   nodes: number;
@@ -65,372 +68,343 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
   };
 }
 
-export interface RunSummary {
-  seed: number;
-  nodes: number;
-  clients: number;
-  durationMs: number;
-  dir: string;
-  netns: boolean;
-  netnsNote: string;
-  packetMode: string;
-  fencing: boolean;
-  ops: number;
-  opsByType: Record<string, number>;
-  grants: number;
-  faults: { variant: string; detail: string; start: number; end: number }[];
-  faultCounts: Record<string, number>;
-  skippedCategories: string[];
-  linearizable: boolean | 'unknown';
-  perLock: { lock: string; ops: number; result: string; steps: number }[];
-  resource: { reads: number; writes: number; rejected: number; lostUpdates: number; staleAccepted: number };
-  recoveries: { variant: string; recoveryMs: number | null }[];
-  worstRecoveryMs: number | null;
-  livenessBoundMs: number;
-  maxRssMb: Record<string, number>;
-  /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
-  rssTrendMb: Record<string, [number, number]>;
-  unexpectedExits: number;
-  violations: string[];
-  valid: boolean;
-  reproduce: string;
-}
-
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
-  const log = opts.log ?? ((l: string) => process.stdout.write(l + '\n'));
-  const runId = randomBytes(3).toString('hex').slice(0, 5);
-  const dir = join(opts.outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-n${opts.nodes}-seed${opts.seed}-${runId}`);
-  mkdirSync(dir, { recursive: true });
-  const t0 = process.hrtime.bigint();
-  const now = clockFrom(t0);
-  const rng = seededRng(opts.seed);
-  const nemesisRng = rng.fork();
-  const clientSeeds = rng.fork();
-  log(`jepsen-lite: SEED=${opts.seed} nodes=${opts.nodes} clients=${opts.clients} duration=${opts.durationMs}ms faults=${opts.faults.join(',')} fencing=${opts.fencing} dir=${dir}`);
-
-  const historyFile = join(dir, 'history.jsonl');
-  const faultFile = join(dir, 'faults.jsonl');
-  const resourceFile = join(dir, 'resource.jsonl');
-  writeFileSync(historyFile, '');
-  writeFileSync(faultFile, '');
-  writeFileSync(resourceFile, '');
-  const events: HistoryEvent[] = [];
-  const faultLog = (o: Record<string, unknown>): void => appendFileSync(faultFile, JSON.stringify({ t: Number(now().toFixed(1)), ...o }) + '\n');
-
-  // ---- network ------------------------------------------------------------------------
-  const ids = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
-  let lab: NetLab | null = null;
-  let netnsNote = 'disabled by --no-netns';
-  let categories = [...opts.faults];
-  const skipped: string[] = [];
-  if (opts.netns) {
-    const sup = await netnsSupport();
-    if (sup.ok) {
-      try {
-        lab = await NetLab.create({ runId, nodes: ids, trace: (l) => faultLog({ cmd: l }) });
-        netnsNote = `network namespaces rlj${runId}-*, bridge ${lab.bridge}`;
-      } catch (err) {
-        // root without CAP_NET_ADMIN (a default container), or no netns support in the kernel
-        netnsNote = `cannot build network namespaces (${(err as Error).message.split('\n')[0]})`;
-      }
-    } else netnsNote = sup.reason;
-  }
-  if (!lab) {
-    for (const c of ['partition', 'packet'] as const) {
-      if (categories.includes(c)) {
-        skipped.push(c);
-        categories = categories.filter((x) => x !== c);
-      }
-    }
-    if (skipped.length) log(`jepsen-lite: SKIPPING ${skipped.join(' and ')} faults: no network namespaces (${netnsNote}); kills and pauses still run`);
-  }
-
-  const procsToClean: Helper[] = [];
-  let nodes: NodeProcs | null = null;
-  const cleanup = async (): Promise<void> => {
-    await Promise.all(procsToClean.map((h) => h.kill()));
-    await nodes?.killAll();
-    const problems = lab ? await lab.destroy() : [];
-    for (const p of problems) log(`jepsen-lite: cleanup problem: ${p}`);
-  };
+  const run = new Run(opts);
   const onSignal = (sig: NodeJS.Signals): void => {
-    log(`jepsen-lite: ${sig}: cleaning up`);
-    void cleanup().finally(() => process.exit(130));
+    run.log(`jepsen-lite: ${sig}: cleaning up`);
+    void run.cleanup().finally(() => process.exit(130));
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-
   try {
-    // ---- nodes ------------------------------------------------------------------------
-    const specs: NodeSpec[] = [];
-    for (const id of ids) {
-      if (lab) {
-        const ip = lab.ip(id);
-        specs.push({ id, api: `http://${ip}:17001`, peer: `http://${ip}:17101`, listenApi: `${ip}:17001`, listenPeer: `${ip}:17101` });
-      } else {
-        const a = await freePort();
-        const p = await freePort();
-        specs.push({ id, api: `http://127.0.0.1:${a}`, peer: `http://127.0.0.1:${p}`, listenApi: `127.0.0.1:${a}`, listenPeer: `127.0.0.1:${p}` });
-      }
-    }
-    const configPath = join(dir, 'cluster.config.json');
-    writeClusterFile(configPath, specs, join(dir, 'data'), opts.ttlMs, opts.electionMs, opts.heartbeatMs);
-    const env: Record<string, string> = categories.includes('unsynced') ? { RAFTLOCK_TEST_UNSYNCED_LOSS: '1' } : {};
-    nodes = new NodeProcs({ dir, configPath, specs, lab, env, now });
-    const np = nodes;
-    for (const id of ids) np.start(id);
-
-    // ---- resource, probe, clients -----------------------------------------------------
-    const portP = new Promise<number>((resolve) => {
-      const h = new Helper(siblingArgv('resource-proc'), { logFile: resourceFile, fencing: opts.fencing, t0: t0.toString(), host: '127.0.0.1' }, lab, (o) => {
-        if (typeof o.port === 'number') resolve(o.port);
-      }, join(dir, 'resource.err'));
-      procsToClean.push(h);
-    });
-    const resourcePort = await Promise.race([portP, sleep(15_000).then(() => 0)]);
-    if (!resourcePort) throw new Error('the fenced resource did not start');
-    const locks = Array.from({ length: opts.locks }, (_, i) => `jl-${i}`);
-    const endpoints = specs.map((s) => s.api);
-    const onEvent = (o: Record<string, unknown>): void => {
-      if (typeof o.id !== 'string' || typeof o.type !== 'string') return;
-      const e = o as unknown as HistoryEvent;
-      events.push(e);
-      appendFileSync(historyFile, JSON.stringify(e) + '\n');
-    };
-    const base = { endpoints, resource: `http://127.0.0.1:${resourcePort}`, locks, ttlMs: opts.ttlMs, t0: t0.toString() };
-    const probe = new Helper(siblingArgv('client-proc'), { ...base, role: 'probe', id: 'probe', seed: 0 } satisfies ClientArgs, lab, onEvent, join(dir, 'probe.err'));
-    procsToClean.push(probe);
-
-    const leader = async (): Promise<string | null> => {
-      const views = (await probe.ask({ cmd: 'cluster' }, 3000)) as { status?: number; body?: { role?: string; node_id?: string; term?: number } }[] | null;
-      let best: { id: string; term: number } | null = null;
-      for (const v of views ?? []) {
-        if (v.status === 200 && v.body?.role === 'leader' && v.body.node_id && (!best || (v.body.term ?? 0) > best.term)) best = { id: v.body.node_id, term: v.body.term ?? 0 };
-      }
-      return best?.id ?? null;
-    };
-    const waitLeader = async (ms: number): Promise<string | null> => {
-      const end = now() + ms;
-      while (now() < end) {
-        const l = await leader();
-        if (l) return l;
-        await sleep(100);
-      }
-      return null;
-    };
-    const first = await waitLeader(30_000);
-    if (!first) throw new Error(`no leader within 30 s (${netnsNote}); node logs in ${dir}`);
-    log(`jepsen-lite: leader ${first}; network: ${netnsNote}${lab ? `; packet faults: ${lab.packetMode}` : ''}`);
-
-    const clients: Helper[] = [];
-    for (let i = 0; i < opts.clients; i++) {
-      const c = new Helper(siblingArgv('client-proc'), { ...base, role: 'client', id: `c${i + 1}`, seed: clientSeeds.int(1, 2 ** 31) } satisfies ClientArgs, lab, onEvent, join(dir, `c${i + 1}.err`));
-      clients.push(c);
-      procsToClean.push(c);
-    }
-    const rssTimer = setInterval(() => np.sampleRss(), 1000);
-
-    // ---- nemesis ----------------------------------------------------------------------
-    const faults: FaultRecord[] = [];
-    const pausedClients = new Set<string>();
-    const holding = (): string[] => {
-      // clients whose latest completed event is a successful res-read: inside the critical section
-      const last = new Map<string, HistoryEvent>();
-      for (let i = events.length - 1; i >= 0 && last.size < clients.length; i--) {
-        const e = events[i]!;
-        if (/^c\d+$/.test(e.process) && !last.has(e.process) && e.type !== 'invoke') last.set(e.process, e);
-      }
-      return [...last.entries()].filter(([, e]) => e.f === 'res-read' && e.type === 'ok').map(([p]) => p);
-    };
-    const nemEnv: NemesisEnv = {
-      nodes: ids,
-      ttlMs: opts.ttlMs,
-      netns: lab !== null,
-      leader,
-      kill: (xs) => np.killMany(xs),
-      restart: async (xs) => {
-        for (const x of xs) if (!np.running(x)) np.start(x);
-        // the heal ends when the restarted processes serve again: process start-up is
-        // not the cluster's recovery, and on a loaded machine it alone can take seconds
-        const want = new Set(xs.map((x) => specs.find((s) => s.id === x)!.api));
-        const end = now() + 30_000;
-        while (now() < end) {
-          const up = ((await probe.ask({ cmd: 'health' }, 3000)) as string[] | null) ?? [];
-          if ([...want].every((w) => up.includes(w))) return;
-          await sleep(50);
-        }
-      },
-      pauseNode: (x) => np.pause(x),
-      resumeNode: (x) => np.resume(x),
-      pickHolder: async (waitMs) => {
-        const end = now() + waitMs;
-        while (now() < end) {
-          const h = holding().filter((c) => !pausedClients.has(c));
-          if (h.length) return h[0]!;
-          await sleep(5);
-        }
-        return `c${nemesisRng.int(1, clients.length + 1)}`;
-      },
-      pauseClient: (c) => {
-        pausedClients.add(c);
-        clients[Number(c.slice(1)) - 1]!.pause();
-      },
-      resumeClient: (c) => {
-        pausedClients.delete(c);
-        clients[Number(c.slice(1)) - 1]!.resume();
-      },
-      split: (a, b) => lab!.split(a, b),
-      cut: (a, b) => lab!.cut(a, b),
-      healPartitions: () => lab!.healPartitions(),
-      startPacket: () => lab!.startPacketFaults({ delayMs: 20, jitterMs: 15, loss: 10, duplicate: 5, reorder: 15 }),
-      stopPacket: () => lab!.stopPacketFaults(),
-      sleep,
-    };
-    const plan = schedule(nemesisRng, categories, opts.nodes);
-    const lastGrantAfter = (t: number): boolean => events.some((e) => e.f === 'acquire' && e.type === 'ok' && e.t >= t);
-    const warmupEnd = now() + 3000;
-    await sleep(Math.max(0, warmupEnd - now()));
-    const endAt = now() + opts.durationMs - 3000;
-    for (const v of plan) {
-      if (now() >= endAt) break;
-      const start = now();
-      let fault: Awaited<ReturnType<typeof inject>>;
-      try {
-        fault = await inject(v as Variant, nemEnv, nemesisRng);
-      } catch (err) {
-        faultLog({ fault: v, error: (err as Error).message });
-        log(`jepsen-lite: could not inject ${v}: ${(err as Error).message}`);
-        await nemEnv.healPartitions?.().catch(() => undefined);
-        continue;
-      }
-      faultLog({ fault: v, start: true, detail: fault.detail });
-      log(`jepsen-lite: t=${(start / 1000).toFixed(1)}s ${v}: ${fault.detail}`);
-      await sleep(fault.holdMs);
-      await fault.heal();
-      const end = now();
-      faultLog({ fault: v, heal: true });
-      faults.push({ variant: v, detail: fault.detail, start, end });
-      // settle: wait for the next grant (bounded), then a quiet spell
-      const settleEnd = end + opts.livenessBoundMs + 4000;
-      while (now() < settleEnd && !lastGrantAfter(end)) await sleep(50);
-      await sleep(nemesisRng.int(800, 2000));
-    }
-    while (now() < endAt + 3000) await sleep(50);
-
-    // ---- heal everything, stop the workload, final reads -----------------------------
-    for (const c of [...pausedClients]) nemEnv.resumeClient(c);
-    if (lab) {
-      await lab.healPartitions();
-      await lab.stopPacketFaults();
-    }
-    for (const id of ids) {
-      if (!np.running(id)) np.start(id);
-      np.resume(id);
-    }
-    const runEnd = now();
-    faultLog({ final: 'stopping clients' });
-    await Promise.all(clients.map((c) => c.stop(15_000)));
-    await waitLeader(20_000);
-    const finalOk = await probe.ask({ cmd: 'read-all', deadlineMs: 15_000 }, 20_000);
-    clearInterval(rssTimer);
-    await probe.stop(5000);
-    const resourceLog = readFileSync(resourceFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
-    await cleanup();
-    const leftovers = lab ? await lab.leftovers() : [];
-
-    // ---- check ------------------------------------------------------------------------
-    const ops: Op[] = pairOps(events, now());
-    const summary = check(opts, { dir, ops, faults, resourceLog, runEnd, nodes: np, netnsNote, packetMode: lab ? lab.packetMode : 'none', skipped, finalOk: finalOk === true, leftovers });
-    writeFileSync(join(dir, 'summary.json'), JSON.stringify(summary, null, 2));
-    writeFileSync(join(dir, 'summary.txt'), summaryText(summary));
-    writeTimeline(join(dir, 'timeline.html'), ops, faults, summary);
-    return summary;
+    return await run.execute();
   } finally {
-    await cleanup();
+    await run.cleanup();
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   }
 }
 
-function check(
-  opts: RunOptions,
-  r: { dir: string; ops: Op[]; faults: FaultRecord[]; resourceLog: ResourceLogEntry[]; runEnd: number; nodes: NodeProcs; netnsNote: string; packetMode: string; skipped: string[]; finalOk: boolean; leftovers: string[] },
-): RunSummary {
-  const violations: string[] = [];
-  const lin = checkLinearizable(r.ops);
-  for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(r.ops, opts.ttlMs));
-  violations.push(...checkTokenOrder(r.ops));
-  const res = checkResource(r.resourceLog, opts.fencing);
-  violations.push(...res.violations);
-  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
-  const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
-  violations.push(...checkLiveness(recs, opts.livenessBoundMs));
-  if (!r.finalOk) violations.push('liveness: after the final heal, not every lock could be read linearizably within 15 s');
-  for (const u of r.nodes.unexpected) violations.push(`node ${u.node} died on its own at t=${u.t.toFixed(0)} (code ${u.code}, signal ${u.signal}); log tail:\n${u.logTail}`);
-  const mem = checkMemory(r.nodes.rss, opts.rssLimitMb * 1048576);
-  violations.push(...mem.violations);
-  for (const l of r.leftovers) violations.push(`cleanup: ${l} still exists after the run`);
-  const opsByType: Record<string, number> = {};
-  for (const o of r.ops) opsByType[`${o.f}:${o.type}`] = (opsByType[`${o.f}:${o.type}`] ?? 0) + 1;
-  const faultCounts: Record<string, number> = {};
-  for (const f of r.faults) faultCounts[f.variant] = (faultCounts[f.variant] ?? 0) + 1;
-  const finite = recs.map((x) => x.recoveryMs).filter((x): x is number => x !== null);
-  const valid = violations.length === 0 && lin.valid === true;
-  return {
-    seed: opts.seed,
-    nodes: opts.nodes,
-    clients: opts.clients,
-    durationMs: opts.durationMs,
-    dir: r.dir,
-    netns: r.packetMode !== 'none',
-    netnsNote: r.netnsNote,
-    packetMode: r.packetMode,
-    fencing: opts.fencing,
-    ops: r.ops.length,
-    opsByType,
-    grants: r.ops.filter((o) => o.f === 'acquire' && o.type === 'ok').length,
-    faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end) })),
-    faultCounts,
-    skippedCategories: r.skipped,
-    linearizable: lin.valid,
-    perLock: lin.perLock.map(({ lock, ops, result, steps }) => ({ lock, ops, result, steps })),
-    resource: { reads: res.reads, writes: res.writes, rejected: res.rejected, lostUpdates: res.lostUpdates, staleAccepted: res.staleAccepted },
-    recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
-    worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
-    livenessBoundMs: opts.livenessBoundMs,
-    maxRssMb: mem.maxMb,
-    rssTrendMb: mem.trendMb,
-    unexpectedExits: r.nodes.unexpected.length,
-    violations,
-    valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.fencing ? '' : ' --no-fencing'}`,
-  };
-}
+class Run {
+  readonly log: (line: string) => void;
+  readonly runId = randomBytes(3).toString('hex').slice(0, 5);
+  readonly dir: string;
+  private readonly t0 = process.hrtime.bigint();
+  readonly now = clockFrom(this.t0);
+  private readonly nemesisRng: Rng;
+  private readonly clientSeeds: Rng;
+  private readonly ids: string[];
+  private readonly events: HistoryEvent[] = [];
+  private readonly faults: FaultRecord[] = [];
+  private readonly helpers: Helper[] = [];
+  private readonly clients: Helper[] = [];
+  private readonly pausedClients = new Set<string>();
+  private lab: NetLab | null = null;
+  private netnsNote = 'disabled by --no-netns';
+  private categories: FaultCategory[];
+  private readonly skipped: FaultCategory[] = [];
+  private nodes: NodeProcs | null = null;
+  private probe: Helper | null = null;
+  private specs: NodeSpec[] = [];
 
-export function summaryText(s: RunSummary): string {
-  const lines = [
-    `jepsen-lite run: ${s.valid ? 'VALID' : 'INVALID'}  (seed ${s.seed}, ${s.nodes} nodes, ${s.clients} clients, ${Math.round(s.durationMs / 1000)} s, fencing ${s.fencing ? 'on' : 'OFF (control run)'})`,
-    `network: ${s.netnsNote}; packet faults: ${s.packetMode}${s.skippedCategories.length ? `; SKIPPED: ${s.skippedCategories.join(', ')}` : ''}`,
-    `operations: ${s.ops} (${Object.entries(s.opsByType).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
-    `grants: ${s.grants}; resource: ${s.resource.writes} writes, ${s.resource.reads} reads, ${s.resource.rejected} rejected stale, ${s.resource.lostUpdates} lost updates`,
-    `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
-    `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
-    `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms)`,
-    `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')} (first minute → last minute: ${Object.entries(s.rssTrendMb).map(([k, [a, b]]) => `${k} ${a}→${b}`).join(', ')}); unexpected node exits: ${s.unexpectedExits}`,
-    `violations: ${s.violations.length}`,
-    ...s.violations.map((v) => `  - ${v}`),
-    `reproduce: ${s.reproduce}`,
-    `run folder: ${s.dir} (timeline.html, history.jsonl, faults.jsonl, resource.jsonl, n*.log)`,
-  ];
-  return lines.join('\n') + '\n';
-}
+  constructor(private readonly opts: RunOptions) {
+    this.log = opts.log ?? ((l: string) => process.stdout.write(l + '\n'));
+    this.dir = join(opts.outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-n${opts.nodes}-seed${opts.seed}-${this.runId}`);
+    const rng = seededRng(opts.seed);
+    this.nemesisRng = rng.fork();
+    this.clientSeeds = rng.fork();
+    this.ids = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
+    this.categories = [...opts.faults];
+  }
 
-/** remove a run folder (tests) */
-export function removeRunDir(dir: string): void {
-  rmSync(dir, { recursive: true, force: true });
-}
+  private file(name: string): string {
+    return join(this.dir, name);
+  }
 
-export { categoryOf };
+  private faultLog(o: Record<string, unknown>): void {
+    appendFileSync(this.file('faults.jsonl'), JSON.stringify({ t: Number(this.now().toFixed(1)), ...o }) + '\n');
+  }
+
+  async execute(): Promise<RunSummary> {
+    const o = this.opts;
+    mkdirSync(this.dir, { recursive: true });
+    for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl']) writeFileSync(this.file(f), '');
+    this.log(`jepsen-lite: SEED=${o.seed} nodes=${o.nodes} clients=${o.clients} duration=${o.durationMs}ms faults=${o.faults.join(',')} fencing=${o.fencing} dir=${this.dir}`);
+    await this.buildNetwork();
+    await this.startNodes();
+    const base = await this.startHelpers();
+    const first = await this.waitLeader(30_000);
+    if (!first) throw new Error(`no leader within 30 s (${this.netnsNote}); node logs in ${this.dir}`);
+    this.log(`jepsen-lite: leader ${first}; network: ${this.netnsNote}${this.lab ? `; packet faults: ${this.lab.packetMode}` : ''}`);
+    for (let i = 0; i < o.clients; i++) {
+      const id = `c${i + 1}`;
+      const c = new Helper(siblingArgv('client-proc'), { ...base, role: 'client', id, seed: this.clientSeeds.int(1, 2 ** 31) } satisfies ClientArgs, this.lab, (e) => this.onEvent(e), this.file(`${id}.err`));
+      this.clients.push(c);
+      this.helpers.push(c);
+    }
+    const np = this.nodes!;
+    const rssTimer = setInterval(() => np.sampleRss(), 1000);
+    try {
+      await this.driveNemesis();
+      return await this.finish();
+    } finally {
+      clearInterval(rssTimer);
+    }
+  }
+
+  // ---- setup ---------------------------------------------------------------------------
+
+  private async buildNetwork(): Promise<void> {
+    if (this.opts.netns) {
+      const sup = await netnsSupport();
+      if (sup.ok) {
+        try {
+          this.lab = await NetLab.create({ runId: this.runId, nodes: this.ids, trace: (l) => this.faultLog({ cmd: l }) });
+          this.netnsNote = `network namespaces rlj${this.runId}-*, bridge ${this.lab.bridge}`;
+        } catch (err) {
+          // root without CAP_NET_ADMIN (a default container), or no netns support in the kernel
+          this.netnsNote = `cannot build network namespaces (${(err as Error).message.split('\n')[0]})`;
+        }
+      } else this.netnsNote = sup.reason;
+    }
+    if (this.lab) return;
+    for (const c of ['partition', 'packet'] as const) {
+      if (this.categories.includes(c)) this.skipped.push(c);
+    }
+    this.categories = this.categories.filter((c) => !this.skipped.includes(c));
+    if (this.skipped.length) this.log(`jepsen-lite: SKIPPING ${this.skipped.join(' and ')} faults: no network namespaces (${this.netnsNote}); kills and pauses still run`);
+  }
+
+  private async startNodes(): Promise<void> {
+    for (const id of this.ids) {
+      if (this.lab) {
+        const ip = this.lab.ip(id);
+        this.specs.push({ id, api: `http://${ip}:17001`, peer: `http://${ip}:17101`, listenApi: `${ip}:17001`, listenPeer: `${ip}:17101` });
+      } else {
+        const a = await freePort();
+        const p = await freePort();
+        this.specs.push({ id, api: `http://127.0.0.1:${a}`, peer: `http://127.0.0.1:${p}`, listenApi: `127.0.0.1:${a}`, listenPeer: `127.0.0.1:${p}` });
+      }
+    }
+    const configPath = this.file('cluster.config.json');
+    writeClusterFile(configPath, this.specs, this.file('data'), this.opts.ttlMs, this.opts.electionMs, this.opts.heartbeatMs);
+    const env: Record<string, string> = this.categories.includes('unsynced') ? { RAFTLOCK_TEST_UNSYNCED_LOSS: '1' } : {};
+    this.nodes = new NodeProcs({ dir: this.dir, configPath, specs: this.specs, lab: this.lab, env, now: this.now });
+    for (const id of this.ids) this.nodes.start(id);
+  }
+
+  /** the fenced resource and the probe; returns what every client needs to know */
+  private async startHelpers(): Promise<Omit<ClientArgs, 'role' | 'id' | 'seed'>> {
+    const portP = new Promise<number>((resolve) => {
+      const args = { logFile: this.file('resource.jsonl'), fencing: this.opts.fencing, t0: this.t0.toString(), host: '127.0.0.1' };
+      const h = new Helper(siblingArgv('resource-proc'), args, this.lab, (o) => {
+        if (typeof o.port === 'number') resolve(o.port);
+      }, this.file('resource.err'));
+      this.helpers.push(h);
+    });
+    const port = await Promise.race([portP, sleep(15_000).then(() => 0)]);
+    if (!port) throw new Error('the fenced resource did not start');
+    const base = {
+      endpoints: this.specs.map((s) => s.api),
+      resource: `http://127.0.0.1:${port}`,
+      locks: Array.from({ length: this.opts.locks }, (_, i) => `jl-${i}`),
+      ttlMs: this.opts.ttlMs,
+      t0: this.t0.toString(),
+    };
+    this.probe = new Helper(siblingArgv('client-proc'), { ...base, role: 'probe', id: 'probe', seed: 0 } satisfies ClientArgs, this.lab, (e) => this.onEvent(e), this.file('probe.err'));
+    this.helpers.push(this.probe);
+    return base;
+  }
+
+  private onEvent(o: Record<string, unknown>): void {
+    if (typeof o.id !== 'string' || typeof o.type !== 'string') return;
+    const e = o as unknown as HistoryEvent;
+    this.events.push(e);
+    appendFileSync(this.file('history.jsonl'), JSON.stringify(e) + '\n');
+  }
+
+  // ---- cluster views -------------------------------------------------------------------
+
+  private async leader(): Promise<string | null> {
+    const views = (await this.probe!.ask({ cmd: 'cluster' }, 3000)) as { status?: number; body?: { role?: string; node_id?: string; term?: number } }[] | null;
+    let best: { id: string; term: number } | null = null;
+    for (const v of views ?? []) {
+      if (v.status === 200 && v.body?.role === 'leader' && v.body.node_id && (!best || (v.body.term ?? 0) > best.term)) best = { id: v.body.node_id, term: v.body.term ?? 0 };
+    }
+    return best?.id ?? null;
+  }
+
+  private async waitLeader(ms: number): Promise<string | null> {
+    const end = this.now() + ms;
+    while (this.now() < end) {
+      const l = await this.leader();
+      if (l) return l;
+      await sleep(100);
+    }
+    return null;
+  }
+
+  /** restart killed nodes; the heal ends when they serve again (process start-up is not
+   *  the cluster's recovery, and on a loaded machine it alone can take seconds) */
+  private async restart(xs: string[]): Promise<void> {
+    const np = this.nodes!;
+    for (const x of xs) if (!np.running(x)) np.start(x);
+    const want = xs.map((x) => this.specs.find((s) => s.id === x)!.api);
+    const end = this.now() + 30_000;
+    while (this.now() < end) {
+      const up = ((await this.probe!.ask({ cmd: 'health' }, 3000)) as string[] | null) ?? [];
+      if (want.every((w) => up.includes(w))) return;
+      await sleep(50);
+    }
+  }
+
+  /** clients whose latest completed event is a successful res-read: inside the critical section */
+  private holding(): string[] {
+    const last = new Map<string, HistoryEvent>();
+    for (let i = this.events.length - 1; i >= 0 && last.size < this.clients.length; i--) {
+      const e = this.events[i]!;
+      if (/^c\d+$/.test(e.process) && !last.has(e.process) && e.type !== 'invoke') last.set(e.process, e);
+    }
+    return [...last.entries()].filter(([, e]) => e.f === 'res-read' && e.type === 'ok').map(([p]) => p);
+  }
+
+  private client(c: string): Helper {
+    return this.clients[Number(c.slice(1)) - 1]!;
+  }
+
+  // ---- nemesis -------------------------------------------------------------------------
+
+  private nemesisEnv(): NemesisEnv {
+    const np = this.nodes!;
+    const lab = (): NetLab => {
+      if (!this.lab) throw new Error('network faults need network namespaces');
+      return this.lab;
+    };
+    return {
+      nodes: this.ids,
+      ttlMs: this.opts.ttlMs,
+      netns: this.lab !== null,
+      leader: () => this.leader(),
+      kill: (xs) => np.killMany(xs),
+      restart: (xs) => this.restart(xs),
+      pauseNode: (x) => np.pause(x),
+      resumeNode: (x) => np.resume(x),
+      pickHolder: async (waitMs) => {
+        const end = this.now() + waitMs;
+        while (this.now() < end) {
+          const h = this.holding().filter((c) => !this.pausedClients.has(c));
+          if (h.length) return h[0]!;
+          await sleep(5);
+        }
+        return `c${this.nemesisRng.int(1, this.clients.length + 1)}`;
+      },
+      pauseClient: (c) => {
+        this.pausedClients.add(c);
+        this.client(c).pause();
+      },
+      resumeClient: (c) => {
+        this.pausedClients.delete(c);
+        this.client(c).resume();
+      },
+      split: (a, b) => lab().split(a, b),
+      cut: (a, b) => lab().cut(a, b),
+      healPartitions: async () => this.lab?.healPartitions(),
+      startPacket: () => lab().startPacketFaults({ delayMs: 20, jitterMs: 15, loss: 10, duplicate: 5, reorder: 15 }),
+      stopPacket: async () => this.lab?.stopPacketFaults(),
+      sleep,
+    };
+  }
+
+  private grantAfter(t: number): boolean {
+    for (let i = this.events.length - 1; i >= 0 && this.events[i]!.t >= t - 60_000; i--) {
+      const e = this.events[i]!;
+      if (e.f === 'acquire' && e.type === 'ok' && e.t >= t) return true;
+    }
+    return false;
+  }
+
+  /** fault episodes until the duration is over: inject, hold, heal, settle, quiet */
+  private async driveNemesis(): Promise<void> {
+    const env = this.nemesisEnv();
+    const rng = this.nemesisRng;
+    await sleep(3000); // warm-up
+    const endAt = this.now() + this.opts.durationMs - 3000;
+    for (const v of schedule(rng, this.categories, this.opts.nodes)) {
+      if (this.now() >= endAt) break;
+      const start = this.now();
+      let fault: Awaited<ReturnType<typeof inject>>;
+      try {
+        fault = await inject(v, env, rng);
+      } catch (err) {
+        this.faultLog({ fault: v, error: (err as Error).message });
+        this.log(`jepsen-lite: could not inject ${v}: ${(err as Error).message}`);
+        await env.healPartitions().catch(() => undefined);
+        continue;
+      }
+      this.faultLog({ fault: v, start: true, detail: fault.detail });
+      this.log(`jepsen-lite: t=${(start / 1000).toFixed(1)}s ${v}: ${fault.detail}`);
+      await sleep(fault.holdMs);
+      await fault.heal();
+      const end = this.now();
+      this.faultLog({ fault: v, heal: true });
+      this.faults.push({ variant: v, detail: fault.detail, start, end });
+      // settle: wait for the next grant (bounded), then a quiet spell
+      const settleEnd = end + this.opts.livenessBoundMs + 4000;
+      while (this.now() < settleEnd && !this.grantAfter(end)) await sleep(50);
+      await sleep(rng.int(800, 2000));
+    }
+    while (this.now() < endAt + 3000) await sleep(50);
+  }
+
+  // ---- the end -------------------------------------------------------------------------
+
+  /** heal everything, stop the workload, read every lock, clean up, check, write the folder */
+  private async finish(): Promise<RunSummary> {
+    const np = this.nodes!;
+    for (const c of [...this.pausedClients]) this.client(c).resume();
+    this.pausedClients.clear();
+    await this.lab?.healPartitions();
+    await this.lab?.stopPacketFaults();
+    for (const id of this.ids) {
+      if (!np.running(id)) np.start(id);
+      np.resume(id);
+    }
+    const runEnd = this.now();
+    this.faultLog({ final: 'stopping clients' });
+    await Promise.all(this.clients.map((c) => c.stop(15_000)));
+    await this.waitLeader(20_000);
+    const finalOk = await this.probe!.ask({ cmd: 'read-all', deadlineMs: 15_000 }, 20_000);
+    await this.probe!.stop(5000);
+    const resourceLog = readFileSync(this.file('resource.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
+    await this.cleanup();
+    const leftovers = this.lab ? await this.lab.leftovers() : [];
+    const ops = pairOps(this.events, this.now());
+    const summary = check(this.opts, {
+      dir: this.dir,
+      ops,
+      faults: this.faults,
+      resourceLog,
+      runEnd,
+      nodes: np,
+      netnsNote: this.netnsNote,
+      packetMode: this.lab ? this.lab.packetMode : 'none',
+      skipped: this.skipped,
+      finalOk: finalOk === true,
+      leftovers,
+    });
+    writeFileSync(this.file('summary.json'), JSON.stringify(summary, null, 2));
+    writeFileSync(this.file('summary.txt'), summaryText(summary));
+    writeTimeline(this.file('timeline.html'), ops, this.faults, summary);
+    return summary;
+  }
+
+  /** kill every process the run started and remove its network (idempotent) */
+  async cleanup(): Promise<void> {
+    await Promise.all(this.helpers.map((h) => h.kill()));
+    await this.nodes?.killAll();
+    const problems = this.lab ? await this.lab.destroy() : [];
+    for (const p of problems) this.log(`jepsen-lite: cleanup problem: ${p}`);
+  }
+}

@@ -1,0 +1,128 @@
+// The verdict of a run: every checker over the recorded facts, and the summary a person
+// reads (summary.txt) and a program reads (summary.json).
+import type { Op } from './history.js';
+import { checkDurability, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord } from './checkers.js';
+import { checkLinearizable } from './lock-model.js';
+import type { NodeProcs } from './procs.js';
+import type { ResourceLogEntry } from './resource-proc.js';
+import type { RunOptions } from './run.js';
+
+export interface RunSummary {
+  seed: number;
+  nodes: number;
+  clients: number;
+  durationMs: number;
+  dir: string;
+  netns: boolean;
+  netnsNote: string;
+  packetMode: string;
+  fencing: boolean;
+  ops: number;
+  opsByType: Record<string, number>;
+  grants: number;
+  faults: { variant: string; detail: string; start: number; end: number }[];
+  faultCounts: Record<string, number>;
+  skippedCategories: string[];
+  linearizable: boolean | 'unknown';
+  perLock: { lock: string; ops: number; result: string; steps: number }[];
+  resource: { reads: number; writes: number; rejected: number; lostUpdates: number; staleAccepted: number };
+  recoveries: { variant: string; recoveryMs: number | null }[];
+  worstRecoveryMs: number | null;
+  livenessBoundMs: number;
+  maxRssMb: Record<string, number>;
+  /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
+  rssTrendMb: Record<string, [number, number]>;
+  unexpectedExits: number;
+  violations: string[];
+  valid: boolean;
+  reproduce: string;
+}
+
+export interface RunFacts {
+  dir: string;
+  ops: Op[];
+  faults: FaultRecord[];
+  resourceLog: ResourceLogEntry[];
+  /** when the last fault was healed and the workload began to stop */
+  runEnd: number;
+  nodes: Pick<NodeProcs, 'unexpected' | 'rss'>;
+  netnsNote: string;
+  packetMode: string;
+  skipped: string[];
+  /** every lock could be read linearizably after the final heal */
+  finalOk: boolean;
+  /** namespaces or links of the run that survived cleanup */
+  leftovers: string[];
+}
+
+/** Run every checker over what a run recorded and build its summary. */
+export function check(opts: RunOptions, r: RunFacts): RunSummary {
+  const violations: string[] = [];
+  const lin = checkLinearizable(r.ops);
+  for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
+  violations.push(...checkLeaseSafety(r.ops, opts.ttlMs));
+  violations.push(...checkTokenOrder(r.ops));
+  const res = checkResource(r.resourceLog, opts.fencing);
+  violations.push(...res.violations);
+  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
+  const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
+  violations.push(...checkLiveness(recs, opts.livenessBoundMs));
+  if (!r.finalOk) violations.push('liveness: after the final heal, not every lock could be read linearizably within 15 s');
+  for (const u of r.nodes.unexpected) violations.push(`node ${u.node} died on its own at t=${u.t.toFixed(0)} (code ${u.code}, signal ${u.signal}); log tail:\n${u.logTail}`);
+  const mem = checkMemory(r.nodes.rss, opts.rssLimitMb * 1048576);
+  violations.push(...mem.violations);
+  for (const l of r.leftovers) violations.push(`cleanup: ${l} still exists after the run`);
+  const opsByType: Record<string, number> = {};
+  for (const o of r.ops) opsByType[`${o.f}:${o.type}`] = (opsByType[`${o.f}:${o.type}`] ?? 0) + 1;
+  const faultCounts: Record<string, number> = {};
+  for (const f of r.faults) faultCounts[f.variant] = (faultCounts[f.variant] ?? 0) + 1;
+  const finite = recs.map((x) => x.recoveryMs).filter((x): x is number => x !== null);
+  const valid = violations.length === 0 && lin.valid === true;
+  return {
+    seed: opts.seed,
+    nodes: opts.nodes,
+    clients: opts.clients,
+    durationMs: opts.durationMs,
+    dir: r.dir,
+    netns: r.packetMode !== 'none',
+    netnsNote: r.netnsNote,
+    packetMode: r.packetMode,
+    fencing: opts.fencing,
+    ops: r.ops.length,
+    opsByType,
+    grants: r.ops.filter((o) => o.f === 'acquire' && o.type === 'ok').length,
+    faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end) })),
+    faultCounts,
+    skippedCategories: r.skipped,
+    linearizable: lin.valid,
+    perLock: lin.perLock.map(({ lock, ops, result, steps }) => ({ lock, ops, result, steps })),
+    resource: { reads: res.reads, writes: res.writes, rejected: res.rejected, lostUpdates: res.lostUpdates, staleAccepted: res.staleAccepted },
+    recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
+    worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
+    livenessBoundMs: opts.livenessBoundMs,
+    maxRssMb: mem.maxMb,
+    rssTrendMb: mem.trendMb,
+    unexpectedExits: r.nodes.unexpected.length,
+    violations,
+    valid,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.fencing ? '' : ' --no-fencing'}`,
+  };
+}
+
+export function summaryText(s: RunSummary): string {
+  const lines = [
+    `jepsen-lite run: ${s.valid ? 'VALID' : 'INVALID'}  (seed ${s.seed}, ${s.nodes} nodes, ${s.clients} clients, ${Math.round(s.durationMs / 1000)} s, fencing ${s.fencing ? 'on' : 'OFF (control run)'})`,
+    `network: ${s.netnsNote}; packet faults: ${s.packetMode}${s.skippedCategories.length ? `; SKIPPED: ${s.skippedCategories.join(', ')}` : ''}`,
+    `operations: ${s.ops} (${Object.entries(s.opsByType).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
+    `grants: ${s.grants}; resource: ${s.resource.writes} writes, ${s.resource.reads} reads, ${s.resource.rejected} rejected stale, ${s.resource.lostUpdates} lost updates`,
+    `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
+    `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
+    `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms)`,
+    `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')} (first minute → last minute: ${Object.entries(s.rssTrendMb).map(([k, [a, b]]) => `${k} ${a}→${b}`).join(', ')}); unexpected node exits: ${s.unexpectedExits}`,
+    `violations: ${s.violations.length}`,
+    ...s.violations.map((v) => `  - ${v}`),
+    `reproduce: ${s.reproduce}`,
+    `run folder: ${s.dir} (timeline.html, history.jsonl, faults.jsonl, resource.jsonl, n*.log)`,
+  ];
+  return lines.join('\n') + '\n';
+}
