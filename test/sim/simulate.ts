@@ -116,6 +116,8 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
   // the new leader may first have to bring a majority through its whole uncommitted tail
   const backlog = Math.max(...nodes.map((n) => n.disk.lastIndex())) - Math.min(...nodes.map((n) => n.app.state.applied));
   const commitBound = opts.livenessTicks + catchUpTicks(opts, backlog);
+  // the flow-control bound can be long; a cluster that applies nothing for K ticks is stuck
+  const progress = new ProgressWatch(cluster, opts.livenessTicks);
   const retryTicks = 3 * opts.electionTicks;
   let write: { index: number; term: number } | null = null;
   let writeAt = -Infinity, readAt = -Infinity;
@@ -123,8 +125,9 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
   let readDone = false;
   let why = 'no leader';
   for (;;) {
-    if (cluster.now - healedAt >= commitBound) {
-      throw new PhaseFailure('Liveness', `${commitBound} ticks after healing (backlog ${backlog}): ${why}\n${dumpCluster(cluster)}`);
+    if (cluster.now - healedAt >= commitBound || progress.stalled()) {
+      throw new PhaseFailure('Liveness', `${cluster.now - healedAt} ticks after healing (bound ${commitBound}, backlog ${backlog}` +
+        `${progress.stalled() ? `, no progress for ${opts.livenessTicks} ticks` : ''}): ${why}\n${dumpCluster(cluster)}`);
     }
     cluster.beginTick();
     workload.clients(false, false);
@@ -139,6 +142,7 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
       readAt = cluster.now;
     }
     cluster.endTick();
+    progress.observe();
     if (readCtx !== null && cluster.checkers.wasServed(readCtx)) readDone = true;
     why = !leader ? 'no leader' : !won ? 'the fresh write did not commit' : !readDone ? 'the read was not served' : '';
     if (why === '') break;
@@ -148,12 +152,34 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
   const bound = opts.livenessTicks + catchUpTicks(opts, lag);
   const started = cluster.now;
   while ((why = converged(cluster, target)) !== '') {
-    if (cluster.now - started >= bound) {
-      throw new PhaseFailure('Liveness', `members did not converge within ${bound} ticks of the write committing (lag was ${lag}): ${why}\n${dumpCluster(cluster)}`);
+    if (cluster.now - started >= bound || progress.stalled()) {
+      throw new PhaseFailure('Liveness', `members did not converge in ${cluster.now - started} ticks after the write committed (bound ${bound}, lag ${lag}` +
+        `${progress.stalled() ? `, no progress for ${opts.livenessTicks} ticks` : ''}): ${why}\n${dumpCluster(cluster)}`);
     }
     cluster.beginTick();
     workload.clients(false, false);
     cluster.endTick();
+    progress.observe();
+  }
+}
+
+/** notices when no running node has applied anything new for `ticks` ticks */
+class ProgressWatch {
+  private last = -1;
+  private since: number;
+  constructor(private readonly cluster: SimCluster, private readonly ticks: number) {
+    this.since = cluster.now;
+  }
+  observe(): void {
+    let sum = 0;
+    for (const n of this.cluster.runningNodes()) sum += n.app.state.applied;
+    if (sum !== this.last) {
+      this.last = sum;
+      this.since = this.cluster.now;
+    }
+  }
+  stalled(): boolean {
+    return this.cluster.now - this.since >= this.ticks;
   }
 }
 
