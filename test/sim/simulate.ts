@@ -163,7 +163,8 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
   }
 }
 
-/** notices when no running node has applied anything new for `ticks` ticks */
+/** notices when no running node has applied or stored anything new for `ticks` ticks
+ *  (stored counts: a new leader's old-term tail commits only once all of it is replicated) */
 class ProgressWatch {
   private last = -1;
   private since: number;
@@ -172,7 +173,7 @@ class ProgressWatch {
   }
   observe(): void {
     let sum = 0;
-    for (const n of this.cluster.runningNodes()) sum += n.app.state.applied;
+    for (const n of this.cluster.runningNodes()) sum += n.app.state.applied + n.disk.lastIndex();
     if (sum !== this.last) {
       this.last = sum;
       this.since = this.cluster.now;
