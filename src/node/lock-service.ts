@@ -120,7 +120,7 @@ export class RaftLockService implements LockService {
     await this.readBarrier(ctx);
     const s = this.liveSession(sessionId);
     this.checkOwner(s.principal, ctx, undefined);
-    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+    this.renewLease(sessionId, arrival, 'unavailable');
     return { session_id: s.sessionId, ttl_ms: s.ttlMs };
   }
 
@@ -179,7 +179,7 @@ export class RaftLockService implements LockService {
     this.checkOwner(s.principal, ctx, name);
     const l = this.d.app.fsm.getLock(name);
     if (!l.holder || l.holder.sessionId !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
-    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+    this.renewLease(sessionId, arrival, 'unavailable');
     return { name, session_id: sessionId, fencing_token: l.holder.fencingToken, ttl_ms: s.ttlMs };
   }
 
@@ -307,6 +307,26 @@ export class RaftLockService implements LockService {
   }
 
   /**
+   * Renew the session's lease from the request's arrival. Only the leader's lessor can; a
+   * node that lost leadership since the request arrived (its proposal was committed by the
+   * next leader, or leadership went during the read barrier) must not answer
+   * session_not_found — the session may be alive and well — but: for a keepalive or renew,
+   * 503 (nothing was renewed; retry); for a grant, 504 (it was applied; retry with the same
+   * Idempotency-Key and the leader answers it with the lease renewed). Found by jepsen-lite.
+   */
+  private renewLease(sessionId: string, arrival: number, onLostLeadership: 'unavailable' | 'timeout'): void {
+    if (!this.d.lessor.isLeader) {
+      throw new ApiError(
+        onLostLeadership,
+        onLostLeadership === 'timeout'
+          ? 'leadership changed before the lease could be renewed; the command was applied: retry with the same Idempotency-Key'
+          : 'this node stopped leading before the lease could be renewed; nothing was renewed, retry',
+      );
+    }
+    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+  }
+
+  /**
    * The FSM said `sessionId` was granted `name` with `token` (now, or as the stored answer
    * of an idempotent retry). Answer with the grant only if it still stands and the
    * session's lease could be renewed from this request's arrival; otherwise say what is
@@ -323,7 +343,12 @@ export class RaftLockService implements LockService {
       this.d.metrics.lockAcquire.inc({ result: 'lock_held' });
       throw lockHeldError(name, l.holder);
     }
-    if (!this.d.lessor.renew(sessionId, arrival)) throw sessionNotFound(sessionId);
+    try {
+      this.renewLease(sessionId, arrival, 'timeout');
+    } catch (err) {
+      this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'session_not_found' });
+      throw err;
+    }
     this.d.metrics.lockAcquire.inc({ result });
     return { name, session_id: sessionId, fencing_token: token, ttl_ms: s.ttlMs };
   }
@@ -333,6 +358,12 @@ export class RaftLockService implements LockService {
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const held = fsm.getLock(name).holder;
     if (held && held.sessionId === sessionId) return this.confirmGrant(name, sessionId, held.fencingToken, arrival, 'acquired');
+    // The 'queued' answer can reach a node that has lost leadership since it proposed (the
+    // next leader committed the entry): only the leader may wait, renew and cancel.
+    if (!this.d.lessor.isLeader) {
+      this.d.metrics.lockAcquire.inc({ result: 'timeout' });
+      throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+    }
     const s = fsm.getSession(sessionId);
     if (!s) throw sessionNotFound(sessionId);
     if (!s.waiting.includes(name)) {
