@@ -249,14 +249,14 @@ export function checkLinearizable(ops: readonly Op[], opts: { maxSteps?: number 
       row.detail = explain(p, r);
     } else if (r.result === 'unknown') {
       if (valid === true) valid = 'unknown';
-      row.detail = r.reason;
+      row.detail = `${r.reason}\n${explain(p, r)}`;
     }
     perLock.push(row);
   }
   return { valid, perLock };
 }
 
-function explain(p: LockPartition, r: Extract<CheckResult<LockState>, { result: 'illegal' }>): string {
+function explain(p: LockPartition, r: Extract<CheckResult<LockState>, { result: 'illegal' | 'unknown' }>): string {
   const name = (i: number): string => (i < 0 ? 'nobody' : (p.sessions[i] ?? '?').slice(0, 8));
   const describe = (i: number): string => {
     const o = p.ops[i]!;

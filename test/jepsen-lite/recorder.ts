@@ -103,6 +103,8 @@ export class Recorder {
         } else {
           const out = classify(a);
           out.value.attempts = attempts;
+          // endpoints are in node order (n1, n2, …): which node gave the final answer
+          if (!f.startsWith('res-')) out.value.node = `n${this.endpoints.indexOf(node) + 1}`;
           this.event(id, out.type, f, out.value);
           return out;
         }

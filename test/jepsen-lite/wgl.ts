@@ -33,7 +33,7 @@ export interface Operation<I, O> {
 export type CheckResult<S> =
   | { result: 'ok'; steps: number }
   | { result: 'illegal'; steps: number; /** index (into the input array) of the op that could not be linearized */ stuckOp: number; /** ops linearized on the deepest path, in order */ deepest: number[]; /** model state at the deepest point */ state: S }
-  | { result: 'unknown'; steps: number; reason: string };
+  | { result: 'unknown'; steps: number; reason: string; stuckOp: number; deepest: number[]; state: S };
 
 interface Entry {
   kind: 0 | 1; // 0 call, 1 return (calls sort first at equal times)
@@ -68,7 +68,7 @@ function zobrist(n: number): Uint32Array {
 }
 
 export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Operation<I, O>[], opts: { maxSteps?: number } = {}): CheckResult<S> {
-  const maxSteps = opts.maxSteps ?? 20_000_000;
+  const maxSteps = opts.maxSteps ?? 5_000_000;
   const n = ops.length;
   if (n === 0) return { result: 'ok', steps: 0 };
   // entries[0] is the head sentinel
@@ -121,7 +121,7 @@ export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Op
   let stuckOp = -1;
 
   while (entries[0]!.next !== -1) {
-    if (++steps > maxSteps) return { result: 'unknown', steps, reason: `gave up after ${maxSteps} search steps` };
+    if (++steps > maxSteps) return { result: 'unknown', steps, reason: `gave up after ${maxSteps} search steps`, stuckOp: stuckOp === -1 ? entries[entry]!.op : stuckOp, deepest, state: deepestState };
     const e = entries[entry]!;
     if (e.kind === 0) {
       const op = ops[e.op]!;
