@@ -4,7 +4,7 @@
 //   Ready loop → [the workload acts, then drains again] → checkers.
 // It owns node lifecycles: bootstrap, crash (optionally in the middle of a Ready), restart
 // from the node's own disk, join (a fresh learner), and decommission after removal.
-import type { Entry, Message, NodeId, Status } from '../../src/raft/core/types.js';
+import type { Entry, Message, NodeId } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 import { decodeConfChange } from '../../src/raft/core/conf.js';
 import { Checkers, type NodeSnapshot } from './checkers.js';
@@ -187,9 +187,5 @@ export class SimCluster {
 
   compact(id: NodeId): void {
     if (this.running.get(id)?.compact()) this.stats.compactions++;
-  }
-
-  statuses(): Status[] {
-    return this.runningNodes().map((n) => n.raw.status());
   }
 }

@@ -6,7 +6,7 @@
 //   5. advance
 // Every message passes the DurableBeforeSend checker as it leaves.
 import { RawNode } from '../../src/raft/core/raw-node.js';
-import type { Entry, Message, NodeId, Ready, ReadState, Role, Term, TraceEvent } from '../../src/raft/core/types.js';
+import type { Entry, Message, NodeId, Ready, ReadState, TraceEvent } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 import { ToyApp } from './app.js';
 import type { Checkers } from './checkers.js';
@@ -27,8 +27,6 @@ export interface DriverEnv {
 export class SimNode {
   readonly raw: RawNode;
   readonly app: ToyApp;
-  role: Role = 'follower';
-  term: Term = 0;
   private readonly reads: ReadState[] = [];
   /** set by the nemesis: the next Ready stops at this point and the node dies */
   crashPoint: CrashPoint | null = null;
@@ -54,10 +52,12 @@ export class SimNode {
 
   private onTrace(e: TraceEvent): void {
     this.env.checkers.onTrace(e, this.incarnation);
-    if (e.type === 'becomeLeader') { this.role = 'leader'; this.term = e.term; }
-    else if (e.type === 'becomeFollower') { this.role = 'follower'; this.term = e.term; }
-    else if (e.type === 'becomeCandidate') { this.role = e.preVote ? 'preCandidate' : 'candidate'; this.term = e.term; }
-    this.env.trace?.(`${this.id} ${e.type} term=${'term' in e ? e.term : ''}`);
+    // commits are too frequent to be worth a trace line; role changes and votes are what a
+    // failing seed's story is made of
+    if (this.env.trace && e.type !== 'commit') {
+      const extra = e.type === 'voteGranted' ? ` to ${e.to}` : e.type === 'becomeFollower' ? ` leader ${e.leader}` : e.type === 'becomeCandidate' && e.preVote ? ' (pre-vote)' : '';
+      this.env.trace(`${this.id} ${e.type} term ${e.term}${extra}`);
+    }
   }
 
   /** run Ready iterations until the core is idle; false if an armed crash struck */

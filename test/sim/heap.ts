@@ -47,7 +47,4 @@ export class MinHeap<T extends Keyed> {
     }
     return top;
   }
-  clear(): void {
-    this.items = [];
-  }
 }

@@ -7,6 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { runPool } from './pool.js';
+import { runSchedule } from './simulate.js';
 
 function envInt(name: string, fallback: number): number {
   const v = process.env[name];
@@ -33,4 +34,15 @@ test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEE
   for (const f of total.failures) console.log(`\n${f.report}\n`);
   assert.equal(total.schedules, schedules);
   assert.deepEqual(total.failures.map((f) => f.seed), [], 'failing seeds (reports above)');
+});
+
+test('a seed replays exactly: same trace, same statistics', () => {
+  for (const seed of [base, base + 1, base + 2]) {
+    const a = runSchedule(seed, { ticks: 500, traceLines: 100_000 });
+    const b = runSchedule(seed, { ticks: 500, traceLines: 100_000 });
+    assert.ok(a.trace.length > 0);
+    assert.deepEqual(b.trace, a.trace, `SEED=${seed}`);
+    assert.deepEqual(b.stats, a.stats, `SEED=${seed}`);
+    assert.equal(b.ticks, a.ticks);
+  }
 });

@@ -5,7 +5,7 @@
 // workload's or the nemesis' own Rng.
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { ConfChange, NodeId } from '../../src/raft/core/types.js';
-import type { SimCluster } from './cluster.js';
+import { MAX_NODE_IDS, type SimCluster } from './cluster.js';
 import type { SimNode } from './driver.js';
 import type { SimOptions } from './options.js';
 
@@ -99,7 +99,7 @@ export class Workload {
     if (!leader) return;
     const { voters, learners } = leader.raw.status().conf;
     const options: (() => ConfChange | null)[] = [];
-    if (this.cluster.ids.length < 8) {
+    if (this.cluster.ids.length < MAX_NODE_IDS) {
       options.push(() => ({ type: 'addLearner', nodeId: `n${this.cluster.ids.length + 1}` }));
     }
     if (learners.length > 0 && voters.length < MAX_VOTERS) {
