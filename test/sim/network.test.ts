@@ -67,6 +67,18 @@ test('cut, isolate and recover', () => {
   assert.ok(!s.isCut('n3', 'n1') && !s.isCut('n1', 'n2'));
 });
 
+test('drop loses that share of one link only', () => {
+  const s = net();
+  s.drop('n1', 'n2', 1);
+  for (let k = 0; k < 20; k++) {
+    s.send(hb('n1', 'n2', k), 0, 1);
+    s.send(hb('n2', 'n1', k), 0, 1);
+  }
+  const got = drain(s, 1, 100);
+  assert.equal(got.filter((l) => l.includes('n1>n2')).length, 0);
+  assert.equal(got.filter((l) => l.includes('n2>n1')).length, 20);
+});
+
 test("Howard's partial partition: n1-n3 fully connected, n4 only to n2, n5 only to n3", () => {
   const s = net();
   s.howardPartition(0);

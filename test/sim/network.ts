@@ -43,6 +43,8 @@ export class SimNetwork {
   /** blocked[f * MAX_NODES + t]: the partition cuts f → t */
   private readonly blocked = new Uint8Array(MAX_NODES * MAX_NODES);
   private readonly clogUntil = new Float64Array(MAX_NODES * MAX_NODES);
+  /** extra loss on one directed link, on top of the global dropProbability */
+  private readonly linkDrop = new Float64Array(MAX_NODES * MAX_NODES);
   private notes: { at: number; seq: number; ev: NetEvent }[] = [];
   private seq = 0;
   private partitioned = false;
@@ -65,8 +67,13 @@ export class SimNetwork {
     return this.ids.indexOf(id);
   }
 
-  // ---- verbs (etcd raft_test.go `network`: cut / isolate / recover) ----
+  // ---- verbs (etcd raft_test.go `network`: drop / cut / isolate / recover) ----
 
+  /** lose this share of the packets on from → to (etcd's network.drop) */
+  drop(from: NodeId, to: NodeId, probability: number): void {
+    const f = this.slot(from), t = this.slot(to);
+    if (f >= 0 && t >= 0) this.linkDrop[f * MAX_NODES + t] = probability;
+  }
   /** cut the one-way link from → to */
   cut(from: NodeId, to: NodeId): void {
     const f = this.slot(from), t = this.slot(to);
@@ -84,10 +91,11 @@ export class SimNetwork {
     const f = this.slot(from), t = this.slot(to);
     if (f >= 0 && t >= 0) this.clogUntil[f * MAX_NODES + t] = until;
   }
-  /** lift every partition and clog */
+  /** lift every partition, clog and per-link loss */
   recover(now: number): void {
     this.blocked.fill(0);
     this.clogUntil.fill(0);
+    this.linkDrop.fill(0);
     this.partitioned = false;
     this.partitionChangedAt = now;
     this.partitionLabel = 'none';
@@ -129,7 +137,7 @@ export class SimNetwork {
       this.lost(m, now, inc, true);
       return;
     }
-    if (this.rng.next() < this.opts.dropProbability) {
+    if (this.rng.next() < Math.max(this.opts.dropProbability, this.linkDrop[f * MAX_NODES + t]!)) {
       this.lost(m, now, inc, false);
       return;
     }
