@@ -167,7 +167,7 @@ export class Checkers {
       if (m.term > hs.term + 1) violated('DurableBeforeSend', `${m.from} sent preVote for term ${m.term} with durable term ${hs.term}`);
       return;
     }
-    if (m.type === 'preVoteResp') return; // carries the asker's term, adopts nothing
+    if (m.type === 'preVoteResp' && !m.reject) return; // a grant carries the asker's future term, adopts nothing
     if (m.term > hs.term) violated('DurableBeforeSend', `${m.from} sent ${m.type} in term ${m.term} but its durable term is ${hs.term}`);
     // A message of an older term than the durable one is superseded: the node can never act
     // in that term again, even after a crash, so what the message promised (a vote, an ack)
