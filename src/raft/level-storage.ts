@@ -15,7 +15,7 @@
 // plans its deletions against the state that save produced.
 import { mkdir, readdir } from 'node:fs/promises';
 import { Level } from 'level';
-import { MemoryStorage, StorageAssertionError } from './core/storage.js';
+import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from './core/storage.js';
 import type { DurableStorage, PersistBatch } from './core/storage.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
 import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, STORAGE_FORMAT_VERSION, encodeEntry, encodeHardState, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
@@ -43,8 +43,7 @@ export interface LevelStorageOptions {
 
 type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
 
-export class LevelStorage implements DurableStorage {
-  private readonly mem: MemoryStorage;
+export class LevelStorage extends MemoryBackedStorage implements DurableStorage {
   /** tail of the write queue: every write waits for the previous one */
   private queue: Promise<void> = Promise.resolve();
   private background: Promise<void> = Promise.resolve();
@@ -61,10 +60,8 @@ export class LevelStorage implements DurableStorage {
     loaded: { hardState: HardState; snapshot: Snapshot; entries: Entry[] },
     private readonly opts: LevelStorageOptions,
   ) {
-    this.mem = new MemoryStorage(loaded.snapshot.meta.conf);
-    if (loaded.snapshot.meta.index > 0) this.mem.applySnapshot(loaded.snapshot);
-    this.mem.setHardState(loaded.hardState);
-    this.mem.append(loaded.entries);
+    // reads are served from memory (MemoryBackedStorage): the core never awaits
+    super(MemoryStorage.from(loaded));
   }
 
   /** Open (creating with mode 0700 if needed), load and verify. Rejects with
@@ -151,28 +148,6 @@ export class LevelStorage implements DurableStorage {
     }
   }
 
-  // ---- Storage (reads, from memory) ----
-  initialState(): { hardState: HardState; conf: ConfState } {
-    return this.mem.initialState();
-  }
-  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
-    return this.mem.entries(lo, hi, maxBytes);
-  }
-  term(i: Index): Term | undefined {
-    return this.mem.term(i);
-  }
-  firstIndex(): Index {
-    return this.mem.firstIndex();
-  }
-  lastIndex(): Index {
-    return this.mem.lastIndex();
-  }
-  snapshot(): Snapshot {
-    return this.mem.snapshot();
-  }
-  hardState(): HardState {
-    return this.mem.hardState();
-  }
 
   // ---- DurableStorage (writes) ----
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {

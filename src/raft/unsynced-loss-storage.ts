@@ -8,26 +8,20 @@
 // that were never synced, as a power cut would (worst case), and a test can check that
 // everything Raft acknowledged survives. Test-only in spirit; it lives in src so real
 // processes can use it behind a flag (jepsen-lite).
-import { MemoryStorage, StorageAssertionError } from './core/storage.js';
+import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from './core/storage.js';
 import type { DurableStorage, PersistBatch } from './core/storage.js';
-import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
+import type { Snapshot } from './core/types.js';
 
 type Pending = { kind: 'save'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
 
-export class UnsyncedLossStorage implements DurableStorage {
-  /** inner's state plus every pending write: what reads see */
-  private readonly view: MemoryStorage;
+/** Reads (MemoryBackedStorage.mem) see the inner storage's state plus every pending write. */
+export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableStorage {
   /** writes the inner storage has not seen yet, in order */
   private pending: Pending[] = [];
   private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly inner: DurableStorage) {
-    const { hardState, conf } = inner.initialState();
-    const snap = inner.snapshot();
-    this.view = new MemoryStorage(conf);
-    if (snap.meta.index > 0) this.view.applySnapshot(snap);
-    this.view.setHardState(hardState);
-    this.view.append(inner.entries(inner.firstIndex(), inner.lastIndex() + 1));
+    super(MemoryStorage.from({ hardState: inner.initialState().hardState, snapshot: inner.snapshot(), entries: inner.entries(inner.firstIndex(), inner.lastIndex() + 1) }));
   }
 
   /** how many writes would be lost if the process died now */
@@ -35,45 +29,24 @@ export class UnsyncedLossStorage implements DurableStorage {
     return this.pending.length;
   }
 
-  initialState(): { hardState: HardState; conf: ConfState } {
-    return this.view.initialState();
-  }
-  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
-    return this.view.entries(lo, hi, maxBytes);
-  }
-  term(i: Index): Term | undefined {
-    return this.view.term(i);
-  }
-  firstIndex(): Index {
-    return this.view.firstIndex();
-  }
-  lastIndex(): Index {
-    return this.view.lastIndex();
-  }
-  snapshot(): Snapshot {
-    return this.view.snapshot();
-  }
-  hardState(): HardState {
-    return this.view.hardState();
-  }
 
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
     return this.enqueue(async () => {
       if (!opts.sync) {
-        this.view.applyBatch(batch);
+        this.mem.applyBatch(batch);
         this.pending.push({ kind: 'save', batch });
         return;
       }
       await this.flush();
       await this.inner.save(batch, { sync: true });
-      this.view.applyBatch(batch);
+      this.mem.applyBatch(batch);
       this.assertInSync();
     });
   }
 
   compact(snapshot: Snapshot): Promise<void> {
     return this.enqueue(async () => {
-      this.view.compact(snapshot);
+      this.mem.compact(snapshot);
       this.pending.push({ kind: 'compact', snapshot });
     });
   }
@@ -105,7 +78,7 @@ export class UnsyncedLossStorage implements DurableStorage {
   }
 
   private assertInSync(): void {
-    const a = this.view;
+    const a = this.mem;
     const b = this.inner;
     const same = a.firstIndex() === b.firstIndex() && a.lastIndex() === b.lastIndex() && a.term(a.lastIndex()) === b.term(b.lastIndex());
     if (!same) {

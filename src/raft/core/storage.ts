@@ -135,6 +135,15 @@ export class MemoryStorage implements Storage {
     this.snap = s;
   }
 
+  /** A MemoryStorage holding exactly this state (what a durable adapter loaded at open). */
+  static from(state: { hardState: HardState; snapshot: Snapshot; entries: readonly Entry[] }): MemoryStorage {
+    const m = new MemoryStorage(state.snapshot.meta.conf);
+    if (state.snapshot.meta.index > 0) m.applySnapshot(state.snapshot);
+    m.setHardState(state.hardState);
+    m.append(state.entries);
+    return m;
+  }
+
   /** apply one persisted batch in Ready order (hard state, snapshot, entries) */
   applyBatch(b: PersistBatch): void {
     if (b.hardState) this.setHardState(b.hardState);
@@ -145,4 +154,34 @@ export class MemoryStorage implements Storage {
 
 export function cloneConf(c: ConfState): ConfState {
   return { voters: [...c.voters], learners: [...c.learners] };
+}
+
+/**
+ * The read side every durable adapter shares: reads are served by an in-memory
+ * MemoryStorage that the adapter keeps equal to what it has written.
+ */
+export abstract class MemoryBackedStorage implements Storage {
+  constructor(readonly mem: MemoryStorage) {}
+
+  initialState(): { hardState: HardState; conf: ConfState } {
+    return this.mem.initialState();
+  }
+  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
+    return this.mem.entries(lo, hi, maxBytes);
+  }
+  term(i: Index): Term | undefined {
+    return this.mem.term(i);
+  }
+  firstIndex(): Index {
+    return this.mem.firstIndex();
+  }
+  lastIndex(): Index {
+    return this.mem.lastIndex();
+  }
+  snapshot(): Snapshot {
+    return this.mem.snapshot();
+  }
+  hardState(): HardState {
+    return this.mem.hardState();
+  }
 }
