@@ -27,9 +27,9 @@ export class JsonHttp {
   }
 
   /** Send one request; resolves with the parsed body on 2xx, throws HttpStatusError otherwise. */
-  async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<unknown> {
+  async call(method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown, headers?: Record<string, string>): Promise<unknown> {
     const res = await this.pool.request(
-      body === undefined ? { method, path } : { method, path, headers: JSON_HEADERS, body: JSON.stringify(body) },
+      body === undefined ? { method, path, ...(headers ? { headers } : {}) } : { method, path, headers: headers ? { ...JSON_HEADERS, ...headers } : JSON_HEADERS, body: JSON.stringify(body) },
     );
     const text = await res.body.text();
     if (res.statusCode >= 200 && res.statusCode < 300) return text ? JSON.parse(text) : undefined;

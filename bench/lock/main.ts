@@ -33,7 +33,7 @@ function machine(): Record<string, string | number> {
 async function deployments(o: BenchOptions): Promise<Deployment[]> {
   const out: Deployment[] = [];
   try {
-    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep }));
+    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep, snapshotEvery: o.snapshotEvery }));
     log(`raftlock: ${out[0]!.description}`);
     if (o.compare === 'etcd') {
       if (o.etcdEndpoints) out.push(externalEtcd(o.etcdEndpoints));
@@ -119,7 +119,7 @@ async function main(): Promise<number> {
 }
 
 async function scaleMain(o: BenchOptions, n: number): Promise<number> {
-  const d = await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep });
+  const d = await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep, snapshotEvery: o.snapshotEvery });
   log(`raftlock: ${d.description}`);
   try {
     const r = await runScale(d, n, o.matrix[0]?.clients ?? 64, log);

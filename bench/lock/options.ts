@@ -19,6 +19,8 @@ export interface BenchOptions {
   progress: boolean;
   /** measure N sessions each holding a lock instead of running workloads */
   scale: number | null;
+  /** the local cluster's snapshot_every_entries */
+  snapshotEvery: number;
 }
 
 /** issue 8's measurement matrix */
@@ -86,13 +88,14 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('--node-args <flags>', 'extra node flags for the local raftlock nodes, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof"', '')
     .option('--keep', 'keep the local clusters\' data dirs and logs', false)
     .option('--no-progress', 'no progress bar')
+    .option('--snapshot-every <n>', 'local cluster: snapshot_every_entries (the cluster file default is 10000)', intArg('--snapshot-every', 1, 1_000_000_000), 10_000)
     .option('--scale <n>', 'instead of workloads: N sessions each holding a lock, then RSS, snapshot size and restart time per node (local cluster only)', intArg('--scale', 1, 10_000_000))
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts<{
     workload: string; clients: string; suite?: string; duration: number; warmup: number; reps: number; sessions: number;
-    endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean; scale?: number;
+    endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean; scale?: number; snapshotEvery: number;
   }>();
 
   let matrix: BenchOptions['matrix'];
@@ -124,5 +127,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     keep: o.keep,
     progress: o.progress,
     scale: o.scale ?? null,
+    snapshotEvery: o.snapshotEvery,
   };
 }

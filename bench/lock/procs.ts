@@ -4,7 +4,7 @@
 // dir). Every child also dies with this process (the 'exit' hook), so a crashed or
 // interrupted benchmark never leaves nodes holding ports or burning the shared CPU.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, rmSync } from 'node:fs';
+import { createWriteStream, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 
 const live = new Set<ChildProcess>();
@@ -45,6 +45,8 @@ export interface Child {
   readonly proc: ChildProcess;
   readonly logPath: string;
   exited: boolean;
+  /** set by stopChild: an exit after this is expected */
+  stopping: boolean;
 }
 
 export function startChild(name: string, cmd: string, args: string[], logPath: string, env?: NodeJS.ProcessEnv): Child {
@@ -52,10 +54,23 @@ export function startChild(name: string, cmd: string, args: string[], logPath: s
   const proc = spawn(cmd, args, { stdio: ['ignore', 'pipe', 'pipe'], env: env ?? process.env });
   proc.stdout!.pipe(log, { end: false });
   proc.stderr!.pipe(log, { end: false });
-  const child: Child = { name, proc, logPath, exited: false };
+  const child: Child = { name, proc, logPath, exited: false, stopping: false };
   live.add(proc);
-  proc.once('exit', () => {
+  proc.once('exit', (code, signal) => {
     child.exited = true;
+    // a node that dies under load is a finding, not noise: say so with how it ended and
+    // the end of its log (the log may be removed with its temp dir at teardown)
+    if (!child.stopping) {
+      log.once('finish', () => {
+        let tail = '';
+        try {
+          tail = readFileSync(logPath, 'utf8').slice(-1500);
+        } catch {
+          /* gone */
+        }
+        process.stderr.write(`\nwarning: ${name} exited unexpectedly (${signal ?? `code ${code}`}); end of ${logPath}:\n${tail}\n`);
+      });
+    }
     live.delete(proc);
     log.end();
   });
@@ -68,6 +83,7 @@ export function startChild(name: string, cmd: string, args: string[], logPath: s
 
 /** SIGTERM, then SIGKILL after `graceMs`; resolves once the process is gone. */
 export async function stopChild(c: Child, graceMs = 10_000): Promise<void> {
+  c.stopping = true;
   if (c.exited) return;
   await new Promise<void>((resolve) => {
     c.proc.once('exit', () => resolve());

@@ -95,6 +95,8 @@ export interface LocalRaftlockOptions {
   nodeArgs: string[];
   log: (line: string) => void;
   keepDir: boolean;
+  /** snapshot_every_entries (default 10000, the cluster file's default) */
+  snapshotEvery?: number;
 }
 
 /** A local cluster: a Deployment plus verbs the scale measurement needs. */
@@ -121,7 +123,7 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Local
     election_timeout_ms: [1000, 2000],
     heartbeat_ms: 100,
     session: { default_ttl_ms: 10000, min_ttl_ms: 1000, max_ttl_ms: 3600000, lock_delay_ms: 0 },
-    snapshot_every_entries: 10000,
+    snapshot_every_entries: o.snapshotEvery ?? 10000,
     limits: { max_sessions: 1_000_000, max_sessions_per_token: 1_000_000, max_waiters_per_lock: 10_000, requests_per_second_per_client: 0 },
   };
   const configPath = join(dir, 'cluster.config.json');
