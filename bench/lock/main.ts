@@ -5,9 +5,9 @@
 // load hit both alike; and prints medians, ratios and the Raft cost per operation read
 // from each leader's /metrics.
 import { cpus, loadavg, totalmem } from 'node:os';
-import { CommanderError, InvalidArgumentError } from 'commander';
+import { CommanderError } from 'commander';
 import cliProgress from 'cli-progress';
-import { parseOptions, type BenchOptions } from './options.js';
+import { parseOptions, UsageError, type BenchOptions } from './options.js';
 import { externalRaftlock, startLocalRaftlock } from './raftlock-target.js';
 import { etcdVersion, externalEtcd, startLocalEtcd } from './etcd-target.js';
 import { runWorkload, type RunResult, type RunSpec } from './workloads.js';
@@ -71,11 +71,12 @@ async function main(): Promise<number> {
   try {
     o = parseOptions(process.argv.slice(2));
   } catch (err) {
-    if (err instanceof CommanderError) return err.exitCode;
-    if (err instanceof InvalidArgumentError) {
+    if (err instanceof UsageError) {
       log(`bench: ${err.message}`);
       return 2;
     }
+    // commander has printed its own message (or the help)
+    if (err instanceof CommanderError) return err.exitCode;
     throw err;
   }
   const m = machine();

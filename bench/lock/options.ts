@@ -23,6 +23,9 @@ export interface BenchOptions {
   snapshotEvery: number;
 }
 
+/** bad input found after commander parsed the line (commander prints its own errors) */
+export class UsageError extends Error {}
+
 /** issue 8's measurement matrix */
 export const SUITE_ISSUE8: { workload: WorkloadName; clients: number }[] = [
   { workload: 'uncontended', clients: 1 },
@@ -100,19 +103,25 @@ export function parseOptions(argv: string[]): BenchOptions {
 
   let matrix: BenchOptions['matrix'];
   if (o.suite !== undefined) {
-    if (o.suite !== 'issue8') throw new InvalidArgumentError(`--suite: only "issue8" is defined, got ${JSON.stringify(o.suite)}`);
+    if (o.suite !== 'issue8') throw new UsageError(`--suite: only "issue8" is defined, got ${JSON.stringify(o.suite)}`);
     matrix = SUITE_ISSUE8;
   } else {
     const ws = o.workload === 'all' ? [...WORKLOADS] : list(o.workload);
-    for (const w of ws) if (!(WORKLOADS as readonly string[]).includes(w)) throw new InvalidArgumentError(`--workload: unknown workload ${JSON.stringify(w)} (one of ${WORKLOADS.join(', ')}, all)`);
-    const cs = list(o.clients).map(intArg('--clients', 1, 4096));
-    if (cs.length === 0) throw new InvalidArgumentError('--clients: expected at least one count');
+    for (const w of ws) if (!(WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`--workload: unknown workload ${JSON.stringify(w)} (one of ${WORKLOADS.join(', ')}, all)`);
+    const cs = list(o.clients).map((c) => {
+      try {
+        return intArg('--clients', 1, 4096)(c);
+      } catch (e) {
+        throw new UsageError((e as Error).message);
+      }
+    });
+    if (cs.length === 0) throw new UsageError('--clients: expected at least one count');
     matrix = ws.flatMap((workload) => cs.map((clients) => ({ workload: workload as WorkloadName, clients })));
   }
-  if (o.compare !== undefined && o.compare !== 'etcd') throw new InvalidArgumentError(`--compare: only "etcd" is supported, got ${JSON.stringify(o.compare)}`);
-  if (o.etcdEndpoints && o.compare !== 'etcd') throw new InvalidArgumentError('--etcd-endpoints needs --compare etcd');
-  if (o.scale !== undefined && (o.endpoints || o.compare)) throw new InvalidArgumentError('--scale needs the local cluster: no --endpoints or --compare');
-  if (o.duration === 0) throw new InvalidArgumentError('--duration must be positive');
+  if (o.compare !== undefined && o.compare !== 'etcd') throw new UsageError(`--compare: only "etcd" is supported, got ${JSON.stringify(o.compare)}`);
+  if (o.etcdEndpoints && o.compare !== 'etcd') throw new UsageError('--etcd-endpoints needs --compare etcd');
+  if (o.scale !== undefined && (o.endpoints || o.compare)) throw new UsageError('--scale needs the local cluster: no --endpoints or --compare');
+  if (o.duration === 0) throw new UsageError('--duration must be positive');
   return {
     matrix,
     durationMs: o.duration,
