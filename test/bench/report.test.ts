@@ -1,0 +1,72 @@
+// The benchmark's arithmetic and command line (bench/lock): metric scraping, medians over
+// repetitions, ratios against issue 8's targets, and usage errors. No cluster is started.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { build } from 'hdr-histogram-js';
+import { sumMetric } from '../../bench/lock/target.js';
+import { compare, median, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
+import { parseOptions, SUITE_ISSUE8, UsageError } from '../../bench/lock/options.js';
+import type { RunResult } from '../../bench/lock/workloads.js';
+
+test('sumMetric adds every label set of one metric and ignores metrics that share a prefix', () => {
+  const text = [
+    '# HELP raftlock_storage_sync_seconds durable storage write latency',
+    'raftlock_storage_sync_seconds_bucket{le="0.001"} 3',
+    'raftlock_storage_sync_seconds_sum 0.25',
+    'raftlock_storage_sync_seconds_count 7',
+    'raftlock_transport_messages_sent_total{peer="n2"} 10',
+    'raftlock_transport_messages_sent_total{peer="n3"} 12',
+    'raftlock_transport_messages_sent_totalx 99',
+  ].join('\n');
+  assert.equal(sumMetric(text, 'raftlock_storage_sync_seconds_count'), 7);
+  assert.equal(sumMetric(text, 'raftlock_storage_sync_seconds_sum'), 0.25);
+  assert.equal(sumMetric(text, 'raftlock_transport_messages_sent_total'), 22);
+  assert.equal(sumMetric(text, 'absent_metric'), 0);
+});
+
+test('median of odd and even counts', () => {
+  assert.equal(median([3, 1, 2]), 2);
+  assert.equal(median([4, 1, 3, 2]), 2.5);
+  assert.ok(Number.isNaN(median([])));
+});
+
+function run(system: 'raftlock' | 'etcd', clients: number, opsPerSec: number, latMs: number[]): RunResult {
+  const latency = build({ numberOfSignificantValueDigits: 3 });
+  for (const ms of latMs) latency.recordValue(ms * 1000);
+  return { system, workload: 'uncontended', clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5 };
+}
+
+test('summarize takes medians per row; compare applies the issue-8 target of that row', () => {
+  const rows = summarize([
+    run('raftlock', 64, 3000, [1, 2, 3]), run('etcd', 64, 1000, [5, 6, 7]),
+    run('raftlock', 64, 2000, [1, 2, 3]), run('etcd', 64, 1200, [5, 6, 7]),
+    run('raftlock', 64, 4000, [1, 2, 3]), run('etcd', 64, 900, [5, 6, 7]),
+  ]);
+  const r = rows.find((x) => x.system === 'raftlock')!;
+  assert.equal(r.reps, 3);
+  assert.deepEqual(r.opsPerSecRuns, [3000, 2000, 4000]);
+  assert.equal(r.opsPerSec, 3000);
+  const [c] = compare(rows);
+  assert.ok(c);
+  assert.equal(c.etcd, 1000);
+  assert.equal(c.ratio, 3);
+  assert.equal(c.target, TARGET_RATIOS['uncontended/64']);
+  assert.equal(c.throughputMet, true);
+  assert.equal(c.p99Met, true);
+});
+
+test('command line: defaults, the issue-8 suite, and usage errors', () => {
+  const d = parseOptions([]);
+  assert.deepEqual(d.matrix, [{ workload: 'uncontended', clients: 16 }]);
+  assert.equal(d.durationMs, 10_000);
+  assert.equal(d.compare, null);
+  assert.deepEqual(parseOptions(['--suite', 'issue8']).matrix, SUITE_ISSUE8);
+  const m = parseOptions(['-w', 'churn,read', '-c', '1,8', '-d', '1.5s', '--compare', 'etcd']);
+  assert.equal(m.matrix.length, 4);
+  assert.equal(m.durationMs, 1500);
+  assert.equal(m.compare, 'etcd');
+  assert.throws(() => parseOptions(['-w', 'bogus']), UsageError);
+  assert.throws(() => parseOptions(['-c', '0']), UsageError);
+  assert.throws(() => parseOptions(['--compare', 'consul']), UsageError);
+  assert.throws(() => parseOptions(['--scale', '10', '--compare', 'etcd']), UsageError);
+});
