@@ -27,6 +27,15 @@ export async function serve(opts: ServeOptions): Promise<void> {
     throw err;
   }
   const logger = pino({ level: opts.logLevel, base: { node: opts.node } });
+  // A broken invariant or a bug stops the node (fail-stop), but never silently: the reason
+  // goes to the node's JSON log, where operators look, not only to stderr.
+  const die = (what: string) => (err: unknown): void => {
+    logger.fatal({ err: err instanceof Error ? { message: err.message, stack: err.stack } : String(err) }, `${what}: stopping the node`);
+    logger.flush();
+    process.exit(70);
+  };
+  process.on('uncaughtException', die('uncaught exception'));
+  process.on('unhandledRejection', die('unhandled rejection'));
   let node;
   try {
     node = await startNode({
