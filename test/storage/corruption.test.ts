@@ -274,12 +274,13 @@ describe('LevelStorage invariants', () => {
 
 test('an empty synced save after unsynced ones still syncs them', async () => {
   const s = await LevelStorage.open(newDir('flush'), { seedConf: SEED_CONF });
-  const db = (s as unknown as { db: { batch(ops: unknown[], o: { sync: boolean }): Promise<void> } }).db;
+  // spy on the one place where LevelStorage writes to LevelDB
+  const seam = s as unknown as { writeBatch(ops: readonly unknown[], sync: boolean): Promise<void> };
   const syncs: number[] = [];
-  const batch = db.batch.bind(db);
-  db.batch = (ops, o) => {
-    if (o.sync) syncs.push(ops.length);
-    return batch(ops, o);
+  const writeBatch = seam.writeBatch.bind(s);
+  seam.writeBatch = (ops, sync) => {
+    if (sync) syncs.push(ops.length);
+    return writeBatch(ops, sync);
   };
   try {
     await s.save({ entries: [] }, { sync: true });
