@@ -1,0 +1,203 @@
+// Lock-level safety checkers for the lock simulation (issue 5). The simulator sees every
+// node, so it checks what no single node can:
+//  - State Machine Safety on the lock app: every node applies, at each index, the same
+//    entry with the same result and events (a digest per index, first applier wins);
+//  - at most one holder per lock: assertFsmInvariants after every apply on every node,
+//    plus a shadow of the holders over the applied stream in which a grant of a lock that
+//    someone else still holds fails at once;
+//  - fencing tokens strictly increase in every node's apply order, and one token names
+//    one (lock, session) grant everywhere;
+//  - replicas agree: equal applied index → identical application snapshot bytes;
+//  - no acknowledged grant lost: an acknowledged (lock, session, token) is a grant of the
+//    applied stream, and every node that applies that index later applies the same;
+//  - never-early expiry: a session expires no earlier than ttl after the send time of its
+//    last acknowledged keepalive/acquire, and nothing is acknowledged for an expired one;
+//  - client-side mutual exclusion: when a grant is acknowledged, no other client may still
+//    believe it holds the lock (its lease = last acknowledged send + ttl, unreleased).
+import { assertFsmInvariants, type ApplyOutput } from '../../src/lock-fsm/index.js';
+import type { LockNode } from './node.js';
+
+export class LockViolation extends Error {
+  constructor(readonly checker: string, message: string) {
+    super(`${checker}: ${message}`);
+    this.name = 'LockViolation';
+  }
+}
+
+function violation(checker: string, msg: string): never {
+  throw new LockViolation(checker, msg);
+}
+
+/** FNV-1a over bytes, then over a string */
+function fnv(bytes: Uint8Array, s = ''): number {
+  let h = 0x811c9dc5;
+  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193);
+  for (let k = 0; k < s.length; k++) h = Math.imul(h ^ s.charCodeAt(k), 0x01000193);
+  return h >>> 0;
+}
+
+/** JSON with sorted keys: a result read back from a snapshot's idempotency table may have
+ *  another key order than the one built by apply, and must still compare equal */
+function stable(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(stable).join(',')}]`;
+  if (v !== null && typeof v === 'object') {
+    const o = v as Record<string, unknown>;
+    return `{${Object.keys(o).filter((k) => o[k] !== undefined).sort().map((k) => `${JSON.stringify(k)}:${stable(o[k])}`).join(',')}}`;
+  }
+  return JSON.stringify(v);
+}
+
+interface Canonical { term: number; digest: number; first: string }
+interface Grant { name: string; sessionId: string; index: number }
+
+export class LockCheckers {
+  private readonly canonical = new Map<number, Canonical>();
+  private maxCanonical = 0;
+  private readonly grants = new Map<number, Grant>();
+  private readonly shadowHolder = new Map<string, string>();
+  private readonly stateAt = new Map<number, { hash: number; node: string }>();
+  private readonly lastToken = new Map<string, number>();
+  private readonly lastChecked = new Map<string, number>();
+  /** session → send time of its last acknowledged keepalive/acquire/open, and its ttl */
+  private readonly leases = new Map<string, { sentMs: number; ttlMs: number }>();
+  private readonly expiredAt = new Map<string, number>();
+  /** lock → the client session that believes it holds it (acknowledged grant, unreleased) */
+  private readonly beliefs = new Map<string, { sessionId: string; token: number }>();
+  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0 };
+  maxAckedIndex = 0;
+
+  constructor(private readonly nowMs: () => number) {}
+
+  get maxApplied(): number {
+    return this.maxCanonical;
+  }
+
+  /** a node (re)started or installed a snapshot: its token watermark is the FSM's */
+  onRestored(node: LockNode): void {
+    this.lastToken.set(node.id, node.app.fsm.lastToken);
+    this.lastChecked.delete(node.id);
+  }
+
+  onApplied(node: LockNode, index: number, term: number, kind: string, data: Uint8Array, out: ApplyOutput | undefined): void {
+    this.counts.applied++;
+    const digest = fnv(data, `${kind}|${out ? stable(out) : ''}`);
+    const c = this.canonical.get(index);
+    if (c === undefined) {
+      if (index !== this.maxCanonical + 1) violation('AppliedPrefix', `${node.id} applied ${index} first, but the highest index applied anywhere is ${this.maxCanonical}`);
+      this.canonical.set(index, { term, digest, first: node.id });
+      this.maxCanonical = index;
+      if (out) this.shadow(index, out);
+    } else if (c.term !== term || c.digest !== digest) {
+      violation('StateMachineSafety', `${node.id} applied at ${index} term ${term} digest ${digest}, ${c.first} applied term ${c.term} digest ${c.digest}` +
+        (out ? ` (${node.id}'s output ${stable(out)})` : ''));
+    }
+    if (out) {
+      for (const e of out.events) {
+        if (e.type === 'sessionEnded' && e.reason === 'expired') this.onExpired(e.sessionId);
+        if (e.type !== 'granted') continue;
+        const last = this.lastToken.get(node.id) ?? 0;
+        if (!(e.fencingToken > last)) violation('FencingTokens', `${node.id} granted ${e.name} to ${e.sessionId} with token ${e.fencingToken} at ${index}, not above ${last}`);
+        this.lastToken.set(node.id, e.fencingToken);
+        const g = this.grants.get(e.fencingToken);
+        if (g === undefined) this.grants.set(e.fencingToken, { name: e.name, sessionId: e.sessionId, index });
+        else if (g.name !== e.name || g.sessionId !== e.sessionId || g.index !== index) {
+          violation('FencingTokens', `token ${e.fencingToken}: ${node.id} granted ${e.name}/${e.sessionId} at ${index}, before ${g.name}/${g.sessionId} at ${g.index}`);
+        }
+      }
+    }
+    try {
+      assertFsmInvariants(node.app.fsm);
+    } catch (err) {
+      violation('FsmInvariants', `${node.id} after applying ${index}: ${(err as Error).message}`);
+    }
+  }
+
+  /** the holders as the applied stream says, checked independently of the FSM's structure */
+  private shadow(index: number, out: ApplyOutput): void {
+    const r = out.result;
+    const freed: string[] = r.ok && r.kind === 'released' ? [r.name] : r.ok && r.kind === 'session_closed' ? r.released : [];
+    for (const name of freed) this.shadowHolder.delete(name);
+    for (const e of out.events) {
+      if (e.type === 'sessionEnded') for (const name of e.released) this.shadowHolder.delete(name);
+    }
+    for (const e of out.events) {
+      if (e.type !== 'granted') continue;
+      this.counts.grants++;
+      const h = this.shadowHolder.get(e.name);
+      if (h !== undefined) violation('MutualExclusion', `${e.name} granted to ${e.sessionId} at ${index} while ${h} holds it`);
+      this.shadowHolder.set(e.name, e.sessionId);
+    }
+  }
+
+  private onExpired(sessionId: string): void {
+    if (this.expiredAt.has(sessionId)) return;
+    const now = this.nowMs();
+    this.expiredAt.set(sessionId, now);
+    this.counts.expiries++;
+    const l = this.leases.get(sessionId);
+    if (l && now < l.sentMs + l.ttlMs) {
+      violation('EarlyExpiry', `session ${sessionId} expired at ${now} ms, before ${l.sentMs + l.ttlMs} (last acknowledged request sent at ${l.sentMs}, ttl ${l.ttlMs})`);
+    }
+  }
+
+  /** a keepalive/acquire/open sent at sentMs was acknowledged now */
+  onLeaseAck(sessionId: string, sentMs: number, ttlMs: number, what: string): void {
+    const e = this.expiredAt.get(sessionId);
+    if (e !== undefined) violation('EarlyExpiry', `${what} for session ${sessionId} (sent at ${sentMs}) acknowledged at ${this.nowMs()} after it expired at ${e}`);
+    const l = this.leases.get(sessionId);
+    if (!l || sentMs > l.sentMs) this.leases.set(sessionId, { sentMs, ttlMs });
+    if (what === 'keepalive') this.counts.ackedKeepalives++;
+  }
+
+  private leaseEnd(sessionId: string): number {
+    const l = this.leases.get(sessionId);
+    return l ? l.sentMs + l.ttlMs : -Infinity;
+  }
+
+  /** the client was told it holds `name` with `token` (proposal at `index`) */
+  onGrantAck(name: string, sessionId: string, token: number, index: number): void {
+    this.counts.ackedGrants++;
+    this.maxAckedIndex = Math.max(this.maxAckedIndex, index);
+    const g = this.grants.get(token);
+    if (!g || g.name !== name || g.sessionId !== sessionId) {
+      violation('LostGrant', `acknowledged ${name}/${sessionId} token ${token} (answered at index ${index}) is not a grant of the applied stream` +
+        (g ? ` (token ${token} is ${g.name}/${g.sessionId} at ${g.index})` : ''));
+    }
+    const b = this.beliefs.get(name);
+    const now = this.nowMs();
+    if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
+      violation('MutualExclusion', `${name} acknowledged to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it until ${this.leaseEnd(b.sessionId)}`);
+    }
+    this.beliefs.set(name, { sessionId, token });
+  }
+
+  /** the client stops believing it holds name (release sent) or anything (close sent) */
+  onLetGo(sessionId: string, name?: string): void {
+    for (const [n, b] of this.beliefs) if (b.sessionId === sessionId && (name === undefined || n === name)) this.beliefs.delete(n);
+  }
+
+  /** after a tick: replicas at the same applied index hold identical application state */
+  compareStates(nodes: readonly LockNode[]): void {
+    for (const n of nodes) {
+      const idx = n.driver.appliedIndex;
+      if (this.lastChecked.get(n.id) === idx) continue;
+      this.lastChecked.set(n.id, idx);
+      const hash = fnv(n.app.snapshot());
+      this.counts.stateCompares++;
+      const s = this.stateAt.get(idx);
+      if (s === undefined) this.stateAt.set(idx, { hash, node: n.id });
+      else if (s.hash !== hash) violation('ReplicaState', `${n.id} at applied index ${idx} has state ${hash}, ${s.node} had ${s.hash}`);
+    }
+  }
+
+  /** every acknowledged grant survives: each node applied through it, and its FSM's token
+   *  counter covers every grant at or below its applied index */
+  assertConverged(nodes: readonly LockNode[]): void {
+    for (const n of nodes) {
+      if (n.driver.appliedIndex < this.maxAckedIndex) violation('LostGrant', `${n.id} applied ${n.driver.appliedIndex} < acknowledged index ${this.maxAckedIndex}`);
+      for (const [token, g] of this.grants) {
+        if (g.index <= n.driver.appliedIndex && token > n.app.fsm.lastToken) violation('LostGrant', `${n.id}'s last token ${n.app.fsm.lastToken} is below granted token ${token} (${g.name} at ${g.index})`);
+      }
+    }
+  }
+}

@@ -1,0 +1,143 @@
+// One simulated raftlock node: the REAL RawNode + RaftDriver + LockApp (real LockFsm) +
+// Lessor, wired as src/node/raftlock-node.ts and src/node/lock-service.ts wire them, over
+// a SimDisk (written vs synced, crash drops the unsynced) and a SimTransport. The driver
+// runs with autoRun: false; the cluster calls drain() and awaits it, and every await in
+// the driver resolves on a sim promise, so a seed replays exactly.
+import { RawNode } from '../../src/raft/core/raw-node.js';
+import type { NodeId, Role, Snapshot } from '../../src/raft/core/types.js';
+import type { Rng } from '../../src/raft/core/rng.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
+import { RaftDriver, type ProposalOutcome } from '../../src/raft/node.js';
+import { LockApp } from '../../src/node/lock-app.js';
+import { encodeCommand } from '../../src/node/command-codec.js';
+import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
+import type { SimDisk } from '../sim/disk.js';
+import { SimTransport } from './transport.js';
+
+export interface NodeParams {
+  electionTicks: number;
+  heartbeatTicks: number;
+  preVote: boolean;
+  checkQuorum: boolean;
+  maxInflight: number;
+  maxMsgBytes: number;
+  tickMs: number;
+  snapshotEveryEntries: number;
+  proposalTimeoutMs: number;
+}
+
+export interface NodeEnv {
+  nowMs(): number;
+  /** every entry this node applies, with the app's output (checkers) */
+  onApplied(node: LockNode, index: number, term: number, kind: string, data: Uint8Array, out: ApplyOutput | undefined): void;
+  onRestored(node: LockNode, index: number): void;
+  onRoleChange(node: LockNode, role: Role, term: number): void;
+  /** the driver stopped on a storage failure (an armed crash): the cluster kills the node */
+  onFatal(node: LockNode): void;
+}
+
+/** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
+ *  and then fail, so the driver dies after persisting and before sending (a crash in the
+ *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). */
+class CrashableDisk implements DurableStorage {
+  armed = false;
+  constructor(readonly disk: SimDisk) {}
+  initialState() { return this.disk.initialState(); }
+  entries(lo: number, hi: number, maxBytes?: number) { return this.disk.entries(lo, hi, maxBytes); }
+  term(i: number) { return this.disk.term(i); }
+  firstIndex() { return this.disk.firstIndex(); }
+  lastIndex() { return this.disk.lastIndex(); }
+  snapshot() { return this.disk.snapshot(); }
+  save(b: PersistBatch, o: { sync: boolean }): Promise<void> {
+    const p = this.disk.save(b, o);
+    if (this.armed && o.sync) return p.then(() => Promise.reject(new Error('simulated crash after persist')));
+    return p;
+  }
+  compact(s: Snapshot): Promise<void> { return this.disk.compact(s); }
+  close(): Promise<void> { return Promise.resolve(); }
+}
+
+export class LockNode {
+  readonly raw: RawNode;
+  readonly driver: RaftDriver;
+  readonly app: LockApp;
+  readonly lessor: Lessor;
+  readonly transport: SimTransport;
+  private readonly storage: CrashableDisk;
+  /** sessions with a waiting acquire on this leader: kept alive while they wait
+   *  (lock-service onTick does the same through its WaitRegistry) */
+  readonly waitingSessions = new Set<string>();
+  dead = false;
+
+  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv) {
+    this.transport = transport;
+    this.storage = new CrashableDisk(disk);
+    const snap = disk.snapshot();
+    this.app = new LockApp({}, (index, err) => {
+      throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
+    });
+    if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);
+    this.lessor = new Lessor({ tickMs: p.tickMs });
+    this.raw = new RawNode({
+      id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
+      maxInflight: p.maxInflight, maxMsgBytes: p.maxMsgBytes, applied: snap.meta.index,
+    }, this.storage);
+    this.driver = new RaftDriver({
+      id, raw: this.raw, storage: this.storage, transport, app: this.app,
+      snapshotConf: snap.meta.conf, applied: snap.meta.index,
+      snapshotEveryEntries: p.snapshotEveryEntries, proposalTimeoutMs: p.proposalTimeoutMs,
+      clock: { nowMs: env.nowMs }, autoRun: false,
+      hooks: {
+        onRoleChange: (role, _leader, term) => {
+          // as lock-service onRoleChange: promote with the FSM on taking office, demote on leaving
+          if (role === 'leader') this.lessor.promote(env.nowMs(), this.app.fsm);
+          else {
+            this.lessor.demote();
+            this.waitingSessions.clear();
+          }
+          env.onRoleChange(this, role, term);
+        },
+        onApplied: (entry, result) => {
+          const out = result as ApplyOutput | undefined;
+          if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
+          if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded') this.waitingSessions.delete(e.sessionId);
+          env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
+        },
+        onSnapshotRestored: (index) => env.onRestored(this, index),
+        onFatal: () => {
+          this.dead = true;
+          env.onFatal(this);
+        },
+      },
+    });
+    if (snap.meta.index > 0) env.onRestored(this, snap.meta.index);
+  }
+
+  get isLeader(): boolean {
+    return !this.dead && this.driver.currentRole === 'leader';
+  }
+
+  /** the production ticker: driver.tick(), then the service's onTick (lessor → proposals) */
+  tick(): void {
+    this.driver.tick();
+    if (this.driver.currentRole !== 'leader') return;
+    const now = this.env.nowMs();
+    for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
+    for (const cmd of this.lessor.due(now)) void this.propose(cmd);
+  }
+
+  propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
+    const env: Envelope = { atMs: this.env.nowMs(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
+    return this.driver.propose(encodeCommand(env));
+  }
+
+  armCrash(): void {
+    this.storage.armed = true;
+  }
+
+  async stop(): Promise<void> {
+    this.dead = true;
+    await this.transport.close();
+    await this.driver.stop();
+  }
+}

@@ -1,0 +1,309 @@
+// One lock-level schedule (issue 5): N × {RawNode + RaftDriver + LockApp + Lessor} over
+// SimNetwork/SimDisk and a simulated clock (nowMs = tick × tickMs), in the VOPR's phases:
+//   1. faults: drops, duplicates, delays, partitions, clogs, crashes (between ticks or in
+//      the middle of a Ready) with loss of unsynced writes, restarts — with lock clients
+//      running; the lock checkers run on every apply and after every tick;
+//   2. liveness: heal everything, restart every node; within K ticks a fresh client must
+//      be granted a free lock, and every node must apply every acknowledged grant.
+// Each tick: deliver due packets in (from, to) order → tick nodes in id order (driver
+// tick + lessor proposals) → clients act → drain every driver (twice: continuations of
+// resolved proposals may propose again) → nemesis → checkers.
+import { seededRng, type Rng } from '../../src/raft/core/rng.js';
+import type { NodeId } from '../../src/raft/core/types.js';
+import { drawOptions, subsystemRngs, type SimOptions } from '../sim/options.js';
+import { SimNetwork, type NetEvent } from '../sim/network.js';
+import { SimDisk } from '../sim/disk.js';
+import { LockNode, type NodeParams } from './node.js';
+import { SimTransport } from './transport.js';
+import { LockCheckers, LockViolation } from './checkers.js';
+import { LockWorkload, type WorkloadParams } from './workload.js';
+
+export interface LockSimOptions {
+  seed: number;
+  ticks: number;
+  raft: SimOptions;
+  node: NodeParams;
+  workload: WorkloadParams;
+  livenessTicks: number;
+}
+
+/** the Raft and fault knobs come from test/sim's swarm (same seed → same mix); the lock
+ *  knobs from a stream of their own */
+export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
+  const raft = drawOptions(seed, ticks);
+  const rng = lockRng(seed);
+  const tickMs = 10;
+  const electionMs = raft.electionTicks * tickMs;
+  const ttlMs = Math.round(electionMs * (4 + rng.next() * 8));
+  const node: NodeParams = {
+    electionTicks: raft.electionTicks, heartbeatTicks: raft.heartbeatTicks, preVote: raft.preVote, checkQuorum: raft.checkQuorum,
+    maxInflight: raft.maxInflight, maxMsgBytes: raft.maxMsgBytes, tickMs,
+    snapshotEveryEntries: [8, 32, 128, 100_000][rng.int(0, 4)]!,
+    proposalTimeoutMs: 3 * 2 * electionMs,
+  };
+  const workload: WorkloadParams = {
+    clients: rng.int(2, 9), locks: rng.int(1, 6), actProbability: 0.02 + rng.next() * 0.2,
+    ttlMs, lockDelayMs: Math.round(ttlMs * rng.next()), lockDelayShare: rng.next() < 0.3 ? 0 : rng.next(),
+    abandonShare: rng.next() * 0.5, waitMs: Math.round(ttlMs * (0.2 + rng.next())), tickMs,
+    readTimeoutMs: 2 * 2 * electionMs,
+  };
+  return { seed, ticks, raft, node, workload, livenessTicks: 40 * raft.electionTicks };
+}
+
+function lockRng(seed: number): Rng {
+  // past the six streams test/sim's subsystemRngs forks from the same root
+  const root = seededRng(seed);
+  for (let k = 0; k < 6; k++) root.fork();
+  return root.fork();
+}
+
+export interface LockScheduleResult {
+  seed: number;
+  ok: boolean;
+  ticks: number;
+  phase: 'faults' | 'liveness';
+  failure?: { kind: string; message: string; stack?: string };
+  stats: Record<string, number>;
+  trace: string[];
+}
+
+export class LockCluster {
+  tick = 0;
+  readonly network: SimNetwork;
+  readonly checkers: LockCheckers;
+  readonly ids: NodeId[];
+  readonly nodes = new Map<NodeId, LockNode>();
+  private readonly disks = new Map<NodeId, SimDisk>();
+  private readonly incarnations = new Map<NodeId, number>();
+  readonly downUntil = new Map<NodeId, number>();
+  private readonly fatal = new Set<NodeId>();
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0 };
+
+  constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void) {
+    this.network = new SimNetwork(o.raft.network, net);
+    this.checkers = new LockCheckers(() => this.nowMs());
+    this.ids = Array.from({ length: o.raft.nodeCount }, (_, k) => `n${k + 1}`);
+    for (const id of this.ids) {
+      this.network.addNode(id);
+      this.disks.set(id, new SimDisk({ voters: [...this.ids], learners: [] }, disk.fork()));
+      this.incarnations.set(id, 0);
+      this.start(id);
+    }
+  }
+
+  nowMs(): number {
+    return this.tick * this.o.node.tickMs;
+  }
+
+  private start(id: NodeId): void {
+    const inc = this.incarnations.get(id)! + 1;
+    this.incarnations.set(id, inc);
+    const t = new SimTransport(this.network, inc, () => this.tick);
+    const node = new LockNode(id, inc, this.disks.get(id)!, t, this.o.node, this.core.fork(), {
+      nowMs: () => this.nowMs(),
+      onApplied: (n, index, term, kind, data, out) => this.checkers.onApplied(n, index, term, kind, data, out),
+      onRestored: (n) => {
+        this.stats.snapshotsRestored++;
+        this.checkers.onRestored(n);
+      },
+      onRoleChange: (n, role, term) => {
+        if (role === 'leader') {
+          this.stats.leaderChanges++;
+          this.trace(`[${this.tick}] ${n.id} leads term ${term}`);
+        }
+      },
+      onFatal: (n) => this.fatal.add(n.id),
+    });
+    this.checkers.onRestored(node);
+    this.nodes.set(id, node);
+    this.downUntil.delete(id);
+  }
+
+  running(): LockNode[] {
+    return this.ids.flatMap((id) => this.nodes.get(id) ?? []);
+  }
+
+  incarnation(id: NodeId): number | null {
+    return this.nodes.get(id)?.incarnation ?? null;
+  }
+
+  /** the running leader with the highest term (what a client's leader discovery finds) */
+  leader(): LockNode | null {
+    let best: LockNode | null = null;
+    for (const n of this.running()) if (n.isLeader && (!best || n.driver.currentTerm > best.driver.currentTerm)) best = n;
+    return best;
+  }
+
+  async crash(id: NodeId, downTicks: number, midReady: boolean): Promise<void> {
+    const n = this.nodes.get(id);
+    if (!n) return;
+    if (midReady) {
+      n.armCrash();
+      this.downUntil.set(id, this.tick + downTicks);
+      return;
+    }
+    await this.kill(n, this.tick + downTicks);
+  }
+
+  private async kill(n: LockNode, until: number): Promise<void> {
+    this.nodes.delete(n.id);
+    await n.stop();
+    this.disks.get(n.id)!.crash(this.o.raft.crash.loseUnsynced);
+    this.downUntil.set(n.id, until);
+    this.stats.crashes++;
+    this.trace(`[${this.tick}] crash ${n.id}`);
+  }
+
+  restartDue(all = false): void {
+    for (const [id, until] of [...this.downUntil]) {
+      if (this.nodes.has(id)) continue;
+      if (all || until <= this.tick) {
+        this.start(id);
+        this.stats.restarts++;
+        this.trace(`[${this.tick}] restart ${id}`);
+      }
+    }
+  }
+
+  private deliver(ev: NetEvent): void {
+    if (ev.kind === 'message') {
+      this.nodes.get(ev.msg.to)?.transport.deliver(ev.msg);
+      return;
+    }
+    const n = this.nodes.get(ev.node);
+    if (!n || n.incarnation !== ev.inc) return;
+    if (ev.kind === 'unreachable') n.transport.unreachable(ev.peer);
+    else n.transport.snapshotStatus(ev.peer, ev.ok);
+  }
+
+  beginTick(): void {
+    this.tick++;
+    this.restartDue();
+    this.network.deliverDue(this.tick, this, (ev) => this.deliver(ev));
+    for (const n of this.running()) n.tick();
+  }
+
+  /** run every driver until idle; resolved proposals' continuations run in between */
+  async drainAll(): Promise<void> {
+    for (let pass = 0; pass < 3; pass++) {
+      for (const n of this.running()) await n.driver.drain();
+      await settle();
+    }
+    for (const id of [...this.fatal]) {
+      this.fatal.delete(id);
+      const n = this.nodes.get(id);
+      if (n) {
+        this.stats.midReadyCrashes++;
+        await this.kill(n, this.downUntil.get(id) ?? this.tick + 1);
+      }
+    }
+  }
+
+  endTick(): void {
+    this.checkers.compareStates(this.running());
+  }
+}
+
+/** let every queued microtask (promise continuation) run */
+async function settle(): Promise<void> {
+  for (let k = 0; k < 20; k++) await Promise.resolve();
+}
+
+export async function runLockSchedule(seed: number, cfg: { ticks?: number; traceLines?: number; onTrace?: (l: string) => void } = {}): Promise<LockScheduleResult> {
+  const o = drawLockOptions(seed, cfg.ticks ?? 1500);
+  const rngs = subsystemRngs(seed);
+  const trace: string[] = [];
+  const keep = cfg.traceLines ?? 200;
+  const traceFn = (l: string): void => {
+    cfg.onTrace?.(l);
+    trace.push(l);
+    if (trace.length > keep) trace.shift();
+  };
+  const cluster = new LockCluster(o, rngs.core, rngs.disk, rngs.network, traceFn);
+  const workload = new LockWorkload(o.workload, { now: () => cluster.tick, nowMs: () => cluster.nowMs(), leader: () => cluster.leader() }, cluster.checkers, rngs.workload);
+  const nemesis = rngs.nemesis;
+  let phase: 'faults' | 'liveness' = 'faults';
+  const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
+    seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+  });
+  try {
+    for (let t = 0; t < o.ticks; t++) {
+      cluster.beginTick();
+      cluster.network.tickFaults(cluster.tick, () => cluster.leader()?.id ?? null);
+      workload.wake();
+      workload.act();
+      await cluster.drainAll();
+      await nemesisStep(o, cluster, nemesis);
+      cluster.endTick();
+    }
+    phase = 'liveness';
+    traceFn(`[${cluster.tick}] heal: restart all, lift every fault`);
+    cluster.network.heal(cluster.tick);
+    cluster.restartDue(true);
+    await liveness(o, cluster, workload);
+    return done();
+  } catch (e) {
+    const err = e as Error;
+    const kind = e instanceof LockViolation ? e.checker : e instanceof LivenessFailure ? 'Liveness' : 'Exception';
+    return done({ kind, message: err.message, ...(kind === 'Exception' ? { stack: err.stack ?? '' } : {}) });
+  }
+}
+
+class LivenessFailure extends Error {}
+
+async function nemesisStep(o: LockSimOptions, cluster: LockCluster, rng: Rng): Promise<void> {
+  const c = o.raft.crash;
+  if (c.crashProbability === 0 || rng.next() >= c.crashProbability) return;
+  const up = cluster.running();
+  if (up.length === 0) return;
+  const leader = cluster.leader();
+  const victim = leader && rng.next() < c.leaderBias ? leader : up[rng.int(0, up.length)]!;
+  const down = 1 + Math.round(-Math.log(1 - rng.next()) * c.downTicksMean);
+  await cluster.crash(victim.id, down, rng.next() < c.midReadyProbability);
+}
+
+/** after healing: a fresh acquire on a free lock is granted within K ticks, then every
+ *  node applies through every acknowledged grant */
+async function liveness(o: LockSimOptions, cluster: LockCluster, workload: LockWorkload): Promise<void> {
+  const healed = cluster.tick;
+  const K = o.livenessTicks;
+  let granted: number | null = null;
+  let attempt: Promise<void> | null = null;
+  const name = `fresh-${o.seed}`;
+  while (granted === null) {
+    if (cluster.tick - healed >= K) throw new LivenessFailure(`no grant of a free lock within ${K} ticks of healing\n${dump(cluster)}`);
+    cluster.beginTick();
+    workload.wake();
+    workload.act();
+    const leader = cluster.leader();
+    if (attempt === null && leader) {
+      attempt = workload.freshAcquire(leader, name).then((t) => {
+        granted = t;
+        attempt = null;
+      });
+    }
+    await cluster.drainAll();
+    cluster.endTick();
+  }
+  const started = cluster.tick;
+  for (;;) {
+    const lagging = cluster.running().filter((n) => n.driver.appliedIndex < cluster.checkers.maxAckedIndex);
+    if (lagging.length === 0 && cluster.running().length === cluster.ids.length) break;
+    if (cluster.tick - started >= K) throw new LivenessFailure(`nodes ${lagging.map((n) => n.id).join(',')} did not apply through ${cluster.checkers.maxAckedIndex} within ${K} ticks\n${dump(cluster)}`);
+    cluster.beginTick();
+    workload.wake();
+    await cluster.drainAll();
+    cluster.endTick();
+  }
+  cluster.checkers.assertConverged(cluster.running());
+}
+
+function dump(cluster: LockCluster): string {
+  return cluster.ids.map((id) => {
+    const n = cluster.nodes.get(id);
+    if (!n) return `  ${id}: down`;
+    const s = n.raw.status();
+    return `  ${id}: ${s.role} term ${s.term} leader ${s.leader} commit ${s.commit} applied ${n.driver.appliedIndex} last ${s.lastIndex}`;
+  }).join('\n');
+}

@@ -1,0 +1,292 @@
+// Lock clients for the simulation. Each client does one thing at a time against the node
+// it believes leads, exactly as src/node/lock-service.ts serves it:
+//  - writes (open, acquire with and without wait, release, close) are proposals through
+//    driver.propose; an acquire counts as acknowledged only if, once applied, the grant
+//    still stands and the leader's lessor renewed the session from the request's send
+//    time (lock-service confirmGrant);
+//  - keepalives are driver.readIndex (a quorum round after the request) then lessor.renew;
+//  - a waiting acquire is tracked by the lessor (trackWait) and polled with read barriers;
+//  - some clients stop their keepalives so their sessions expire through the lessor, and
+//    some sessions carry a lock-delay.
+// Outcomes that are not known (timeout, leader change) leave the client unsure: it may
+// retry once with the same Idempotency-Key, or abandon the session to expiry.
+import type { Rng } from '../../src/raft/core/rng.js';
+import type { ApplyOutput, ApplyResult } from '../../src/lock-fsm/index.js';
+import type { ProposalOutcome } from '../../src/raft/node.js';
+import type { LockCheckers } from './checkers.js';
+import type { LockNode } from './node.js';
+
+export interface WorkloadParams {
+  clients: number;
+  locks: number;
+  /** per idle client per tick */
+  actProbability: number;
+  ttlMs: number;
+  lockDelayMs: number;
+  /** share of sessions opened with lock-delay */
+  lockDelayShare: number;
+  /** share of sessions whose client stops keepalives at some point */
+  abandonShare: number;
+  waitMs: number;
+  tickMs: number;
+  readTimeoutMs: number;
+}
+
+export interface ClusterView {
+  now(): number;
+  nowMs(): number;
+  leader(): LockNode | null;
+}
+
+interface Held { token: number }
+
+class Client {
+  sessionId: string | null = null;
+  lockDelay = false;
+  keepalives = true;
+  lastKeepaliveMs = -Infinity;
+  readonly held = new Map<string, Held>();
+  busy = false;
+  seq = 0;
+  constructor(readonly id: number) {}
+}
+
+export interface WorkloadStats {
+  ops: number;
+  acquired: number;
+  queued: number;
+  lockHeld: number;
+  released: number;
+  closed: number;
+  keepalives: number;
+  unknown: number;
+  abandoned: number;
+  waitsGranted: number;
+}
+
+export class LockWorkload {
+  private readonly clients: Client[] = [];
+  private sessionSeq = 0;
+  readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0 };
+
+  constructor(private readonly p: WorkloadParams, private readonly cluster: ClusterView, private readonly checkers: LockCheckers, private readonly rng: Rng) {
+    for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
+  }
+
+  /** every idle client may start one operation */
+  act(): void {
+    for (const c of this.clients) {
+      if (c.busy) continue;
+      const due = c.sessionId !== null && c.keepalives && this.cluster.nowMs() - c.lastKeepaliveMs >= this.p.ttlMs / 3;
+      if (!due && this.rng.next() >= this.p.actProbability) continue;
+      const leader = this.cluster.leader();
+      if (!leader) continue;
+      c.busy = true;
+      this.stats.ops++;
+      void this.step(c, leader, due).finally(() => {
+        c.busy = false;
+      });
+    }
+  }
+
+  private async step(c: Client, n: LockNode, keepaliveDue: boolean): Promise<void> {
+    if (c.sessionId === null) return this.open(c, n);
+    if (keepaliveDue) {
+      await this.keepalive(c, n);
+      return;
+    }
+    const r = this.rng.next();
+    const name = `lock-${this.rng.int(0, this.p.locks)}`;
+    if (r < 0.45) return this.acquire(c, n, name, this.rng.next() < 0.4 ? this.p.waitMs : 0);
+    if (r < 0.75) {
+      const mine = [...c.held.keys()];
+      if (mine.length > 0) return this.release(c, n, mine[this.rng.int(0, mine.length)]!);
+      return this.acquire(c, n, name, 0);
+    }
+    if (r < 0.85) return this.close(c, n);
+    if (r < 0.85 + 0.15 * this.p.abandonShare) return this.abandon(c);
+    await this.keepalive(c, n);
+  }
+
+  private newSessionId(c: Client): string {
+    return `s${c.id}-${++this.sessionSeq}`;
+  }
+
+  private async open(c: Client, n: LockNode): Promise<void> {
+    const sent = this.cluster.nowMs();
+    const sid = this.newSessionId(c);
+    const delay = this.rng.next() < this.p.lockDelayShare;
+    const out = await n.propose({ kind: 'openSession', sessionId: sid, ttlMs: this.p.ttlMs, owner: `c${c.id}`, lockDelayMs: delay ? this.p.lockDelayMs : 0 });
+    const r = result(out);
+    if (r?.ok && r.kind === 'session_opened') {
+      // the lessor tracked it at apply (>= send): the client's lease starts at send
+      this.checkers.onLeaseAck(sid, sent, this.p.ttlMs, 'open');
+      c.sessionId = sid;
+      c.lockDelay = delay;
+      c.keepalives = true;
+      c.lastKeepaliveMs = sent;
+      c.held.clear();
+    }
+  }
+
+  /** lock-service keepalive: read barrier, session still live, lessor.renew from arrival */
+  private async keepalive(c: Client, n: LockNode): Promise<boolean> {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    c.lastKeepaliveMs = sent; // a failed one is retried after the same interval
+    if (!n.isLeader) return false;
+    const rd = await n.driver.readIndex(this.p.readTimeoutMs);
+    if (!rd.ok || n.dead) return false;
+    const s = n.app.fsm.getSession(sid);
+    if (!s) {
+      this.forget(c); // session_not_found: the session is gone
+      return false;
+    }
+    if (!n.lessor.isLeader || !n.lessor.renew(sid, sent)) return false;
+    this.stats.keepalives++;
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'keepalive');
+    return true;
+  }
+
+  private async acquire(c: Client, n: LockNode, name: string, waitMs: number): Promise<void> {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    const key = `k${c.id}-${++c.seq}`;
+    let out = await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs }, key);
+    if (!out.ok && out.kind === 'unknown' && this.rng.next() < 0.5) {
+      // retry once with the same Idempotency-Key, at whoever leads now
+      const again = this.cluster.leader();
+      if (again && !again.dead) {
+        n = again;
+        out = await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs }, key);
+      }
+    }
+    const r = result(out);
+    if (r === null) {
+      this.stats.unknown++;
+      // unsure whether it holds the lock: give the session up to expiry (its grant, if
+      // any, ends with it), as a careful client would
+      this.abandon(c);
+      return;
+    }
+    if (r.ok && r.kind === 'acquired') {
+      this.confirmGrant(c, n, name, r.sessionId, r.fencingToken, sent, out.ok ? out.index : 0);
+      return;
+    }
+    if (r.ok && r.kind === 'queued') {
+      this.stats.queued++;
+      await this.waitForGrant(c, n, name, sent, waitMs);
+      return;
+    }
+    if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
+    if (!r.ok && r.code === 'session_not_found') this.forget(c);
+  }
+
+  /** lock-service confirmGrant: the grant stands and the leader renewed the session */
+  private confirmGrant(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, index: number): boolean {
+    const s = n.app.fsm.getSession(sid);
+    const l = n.app.fsm.getLock(name);
+    if (!s || !l.holder || l.holder.sessionId !== sid || l.holder.fencingToken !== token) return false;
+    if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'acquire');
+    this.checkers.onGrantAck(name, sid, token, index);
+    if (c.sessionId === sid) c.held.set(name, { token });
+    this.stats.acquired++;
+    return true;
+  }
+
+  /** the leader tracks the wait; the client polls with read barriers until it holds the
+   *  lock or the wait ran out (the lessor's cancelWait ends it) */
+  private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number): Promise<void> {
+    const sid = c.sessionId!;
+    if (!n.lessor.isLeader) return;
+    n.lessor.trackWait(name, sid, sent + waitMs);
+    n.waitingSessions.add(sid);
+    const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
+    while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
+      await this.ticks(2);
+      if (n.dead || !n.isLeader) return;
+      const asked = this.cluster.nowMs();
+      const rd = await n.driver.readIndex(this.p.readTimeoutMs);
+      if (!rd.ok || n.dead) return;
+      const l = n.app.fsm.getLock(name);
+      const s = n.app.fsm.getSession(sid);
+      if (!s) {
+        this.forget(c);
+        return;
+      }
+      if (l.holder?.sessionId === sid) {
+        if (this.confirmGrant(c, n, name, sid, l.holder.fencingToken, asked, rd.index)) this.stats.waitsGranted++;
+        return;
+      }
+      if (!s.waiting.includes(name)) return; // cancelled: lock_held
+    }
+  }
+
+  private async release(c: Client, n: LockNode, name: string): Promise<void> {
+    const sid = c.sessionId!;
+    const h = c.held.get(name)!;
+    c.held.delete(name);
+    this.checkers.onLetGo(sid, name);
+    const r = result(await n.propose({ kind: 'release', name, sessionId: sid, fencingToken: h.token }));
+    if (r?.ok && r.kind === 'released') this.stats.released++;
+    if (r === null) this.stats.unknown++;
+  }
+
+  private async close(c: Client, n: LockNode): Promise<void> {
+    const sid = c.sessionId!;
+    this.forget(c);
+    const r = result(await n.propose({ kind: 'closeSession', sessionId: sid }, `close-${sid}`));
+    if (r?.ok && r.kind === 'session_closed') this.stats.closed++;
+  }
+
+  /** stop keepalives and walk away: the session must expire through the lessor */
+  private abandon(c: Client): Promise<void> {
+    if (c.sessionId !== null) this.stats.abandoned++;
+    this.forget(c);
+    return Promise.resolve();
+  }
+
+  private forget(c: Client): void {
+    if (c.sessionId !== null) this.checkers.onLetGo(c.sessionId);
+    c.sessionId = null;
+    c.held.clear();
+  }
+
+  private waiters: { at: number; resolve: () => void }[] = [];
+  /** resolves after `k` simulated ticks (the simulation calls wake() every tick) */
+  ticks(k: number): Promise<void> {
+    return new Promise((resolve) => this.waiters.push({ at: this.cluster.now() + k, resolve }));
+  }
+  wake(): void {
+    const now = this.cluster.now();
+    const due = this.waiters.filter((w) => w.at <= now);
+    this.waiters = this.waiters.filter((w) => w.at > now);
+    for (const w of due) w.resolve();
+  }
+
+  // ---- the liveness phase: a fresh client, a fresh lock ----
+
+  /** open a session and acquire `name` without waiting; resolves with the acknowledged
+   *  token, or null (retry later) */
+  async freshAcquire(n: LockNode, name: string): Promise<number | null> {
+    const c = new Client(this.clients.length + 1000);
+    await this.open(c, n);
+    if (c.sessionId === null) return null;
+    const sent = this.cluster.nowMs();
+    const out = await n.propose({ kind: 'acquire', name, sessionId: c.sessionId, waitMs: 0 });
+    const r = result(out);
+    if (r?.ok && r.kind === 'acquired' && out.ok && this.confirmGrant(c, n, name, r.sessionId, r.fencingToken, sent, out.index)) return r.fencingToken;
+    return null;
+  }
+}
+
+/** the FSM's answer, or null when the outcome is not known (it may still apply) */
+function result(out: ProposalOutcome): ApplyResult | null {
+  if (out.ok) return (out.result as ApplyOutput).result;
+  if (out.kind === 'rejected' || out.kind === 'lost') return NOT_APPLIED;
+  return null;
+}
+
+/** refused or lost: provably not applied, nothing to learn */
+const NOT_APPLIED: ApplyResult = { ok: true, kind: 'noop' };
