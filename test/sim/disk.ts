@@ -28,15 +28,6 @@ function applyOp(s: MemoryStorage, op: Op): void {
   else s.compact(op.snapshot);
 }
 
-function cloneStorage(s: MemoryStorage): MemoryStorage {
-  const snap = s.snapshot();
-  const out = new MemoryStorage(snap.meta.conf);
-  if (snap.meta.index > 0) out.applySnapshot(snap);
-  out.append(s.entries(s.firstIndex(), s.lastIndex() + 1));
-  out.setHardState(s.hardState());
-  return out;
-}
-
 export class SimDisk implements DurableStorage {
   private written: MemoryStorage;
   private synced: MemoryStorage;
@@ -111,7 +102,10 @@ export class SimDisk implements DurableStorage {
     for (let k = 0; k < keep; k++) applyOp(this.synced, this.pending[k]!);
     this.stats.lostBatches += this.pending.length - keep;
     this.pending = [];
-    this.written = cloneStorage(this.synced);
+    const synced = this.synced;
+    this.written = MemoryStorage.from({
+      hardState: synced.hardState(), snapshot: synced.snapshot(), entries: synced.entries(synced.firstIndex(), synced.lastIndex() + 1),
+    });
   }
 
   // ---- DurableStorage (the async face the production driver uses) ----
