@@ -34,6 +34,8 @@ export interface NodeEnv {
   onRoleChange(node: LockNode, role: Role, term: number): void;
   /** the driver stopped on a storage failure (an armed crash): the cluster kills the node */
   onFatal(node: LockNode): void;
+  /** the lessor asked for this command (statistics: retries show as repeats) */
+  onLessorProposal(cmd: Command): void;
 }
 
 /** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
@@ -123,7 +125,10 @@ export class LockNode {
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
-    for (const cmd of this.lessor.due(now)) void this.propose(cmd);
+    for (const cmd of this.lessor.due(now)) {
+      this.env.onLessorProposal(cmd);
+      void this.propose(cmd);
+    }
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {

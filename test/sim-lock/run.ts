@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     const r = await runLockSchedule(s, { ticks, ...(verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
     const st = r.stats;
     console.log(`SEED=${s} ${r.ok ? 'ok' : 'FAILED'} ticks=${r.ticks} committed=${st['committed']} grants=${st['grants']} ackedGrants=${st['ackedGrants']} ` +
-      `expiries=${st['expiries']} keepalives=${st['ackedKeepalives']} crashes=${st['crashes']} restarts=${st['restarts']} snapshots=${st['snapshotsRestored']} ` +
+      `expiries=${st['expiries']} lessorExpire=${st['lessorExpire']} keepalives=${st['ackedKeepalives']} crashes=${st['crashes']} restarts=${st['restarts']} snapshots=${st['snapshotsRestored']} ` +
       `${((performance.now() - t0) / 1000).toFixed(2)}s`);
     if (!r.ok) {
       failed++;

@@ -1,4 +1,4 @@
-// The lock-level simulation for `npm test` (issue 5): SIM_LOCK_SCHEDULES (default 150)
+// The lock-level simulation for `npm test` (issue 5): SIM_LOCK_SCHEDULES (default 120)
 // seeded schedules of the REAL driver + LockApp + Lessor under faults, from a fixed base
 // seed (SIM_LOCK_SEED=N moves the window, SIM_LOCK_SEED=random draws one). Run more with
 //   npm run sim:lock -- --seed N --seeds K
@@ -16,7 +16,7 @@ function envInt(name: string, fallback: number): number {
   return n;
 }
 
-const schedules = envInt('SIM_LOCK_SCHEDULES', 150);
+const schedules = envInt('SIM_LOCK_SCHEDULES', 120);
 const ticks = envInt('SIM_LOCK_TICKS', 1500);
 const base = process.env['SIM_LOCK_SEED'] === 'random' ? Math.floor(Math.random() * 1e9) : envInt('SIM_LOCK_SEED', 1);
 

@@ -77,7 +77,7 @@ export class LockCluster {
   private readonly incarnations = new Map<NodeId, number>();
   readonly downUntil = new Map<NodeId, number>();
   private readonly fatal = new Set<NodeId>();
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0 };
 
   constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void) {
     this.network = new SimNetwork(o.raft.network, net);
@@ -113,6 +113,11 @@ export class LockCluster {
         }
       },
       onFatal: (n) => this.fatal.add(n.id),
+      onLessorProposal: (cmd) => {
+        if (cmd.kind === 'expireSession') this.stats.lessorExpire++;
+        else if (cmd.kind === 'endLockDelay') this.stats.lessorEndDelay++;
+        else this.stats.lessorCancelWait++;
+      },
     });
     this.checkers.onRestored(node);
     this.nodes.set(id, node);
@@ -267,15 +272,19 @@ async function nemesisStep(o: LockSimOptions, cluster: LockCluster, rng: Rng): P
  *  node applies through every acknowledged grant */
 async function liveness(o: LockSimOptions, cluster: LockCluster, workload: LockWorkload): Promise<void> {
   const healed = cluster.tick;
-  const K = o.livenessTicks;
+  // a slow seed (a 1-message window, one entry per message) may first have to replicate a
+  // long backlog: allow for it as test/sim does (catchUpTicks), on top of K
+  const nodes = cluster.running();
+  const backlog = Math.max(...nodes.map((n) => n.disk.lastIndex())) - Math.min(...nodes.map((n) => n.driver.appliedIndex));
+  const K = o.livenessTicks + catchUpTicks(o, backlog);
   let granted: number | null = null;
   let attempt: Promise<void> | null = null;
   const name = `fresh-${o.seed}`;
   while (granted === null) {
-    if (cluster.tick - healed >= K) throw new LivenessFailure(`no grant of a free lock within ${K} ticks of healing\n${dump(cluster)}`);
+    if (cluster.tick - healed >= K) throw new LivenessFailure(`no grant of a free lock within ${K} ticks of healing (backlog ${backlog})\n${dump(cluster)}`);
     cluster.beginTick();
     workload.wake();
-    workload.act();
+    workload.act(true); // keepalives only: no new writes, so catching up is possible at all
     const leader = cluster.leader();
     if (attempt === null && leader) {
       attempt = workload.freshAcquire(leader, name).then((t) => {
@@ -293,10 +302,21 @@ async function liveness(o: LockSimOptions, cluster: LockCluster, workload: LockW
     if (cluster.tick - started >= K) throw new LivenessFailure(`nodes ${lagging.map((n) => n.id).join(',')} did not apply through ${cluster.checkers.maxAckedIndex} within ${K} ticks\n${dump(cluster)}`);
     cluster.beginTick();
     workload.wake();
+    workload.act(true);
     await cluster.drainAll();
     cluster.endTick();
   }
   cluster.checkers.assertConverged(cluster.running());
+}
+
+/** generous time to ship `entries` entries under the flow-control options: maxInflight
+ *  messages of maxMsgBytes per round trip (a lock command is ~100 bytes), 3× slack */
+function catchUpTicks(o: LockSimOptions, entries: number): number {
+  const r = o.raft;
+  const perMsg = Math.max(1, Math.floor(r.maxMsgBytes / 130));
+  const window = Math.max(1, Math.min(r.maxInflight, Math.floor(r.network.linkCapacity / 2)));
+  const roundTrip = 2 * r.network.delayMeanTicks + r.heartbeatTicks;
+  return Math.ceil((3 * Math.max(0, entries) * roundTrip) / (perMsg * window));
 }
 
 function dump(cluster: LockCluster): string {

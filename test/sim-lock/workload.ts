@@ -73,12 +73,13 @@ export class LockWorkload {
     for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
   }
 
-  /** every idle client may start one operation */
-  act(): void {
+  /** every idle client may start one operation (keepalivesOnly: only due keepalives,
+   *  which are read barriers, never log entries) */
+  act(keepalivesOnly = false): void {
     for (const c of this.clients) {
       if (c.busy) continue;
       const due = c.sessionId !== null && c.keepalives && this.cluster.nowMs() - c.lastKeepaliveMs >= this.p.ttlMs / 3;
-      if (!due && this.rng.next() >= this.p.actProbability) continue;
+      if (!due && (keepalivesOnly || this.rng.next() >= this.p.actProbability)) continue;
       const leader = this.cluster.leader();
       if (!leader) continue;
       c.busy = true;
