@@ -68,7 +68,9 @@ export function withClientOptions(cmd: Command): Command {
     .option('--json', 'print results (and errors, on stdout) as JSON');
 }
 
-export function makeClient(f: ClientFlags): RaftlockClient {
+/** Where and how a client command connects: endpoints, bearer token and CA (flags, then
+ *  RAFTLOCK_TOKEN / RAFTLOCK_CA_FILE, then cluster.config.json's API URLs). */
+export function connection(f: ClientFlags): { endpoints: string[]; token?: string; ca?: Buffer } {
   const endpoints = resolveEndpoints(f.endpoints, f.config ?? DEFAULT_CONFIG);
   const token = f.token ?? process.env.RAFTLOCK_TOKEN;
   const caFile = f.caFile ?? process.env.RAFTLOCK_CA_FILE;
@@ -80,6 +82,11 @@ export function makeClient(f: ClientFlags): RaftlockClient {
       throw new UsageError(`--ca-file ${caFile}: ${(err as Error).message}`);
     }
   }
+  return { endpoints, ...(token ? { token } : {}), ...(ca ? { ca } : {}) };
+}
+
+export function makeClient(f: ClientFlags): RaftlockClient {
+  const { endpoints, token, ca } = connection(f);
   try {
     return new RaftlockClient({
       endpoints,

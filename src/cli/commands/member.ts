@@ -4,13 +4,12 @@
 // budget: each change is idempotent on the server (a learner already added is found and
 // promoted; a leader removing itself hands over first), so repeating one is safe.
 import type { Command } from 'commander';
-import { readFileSync } from 'node:fs';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import { HttpCaller } from '../../client/http.js';
 import { decodeCluster, type ClusterInfo } from '../../client/wire.js';
 import { RaftlockError } from '../../client/index.js';
-import { EXIT, DEFAULT_CONFIG, durationFlag, printJson, reportError, resolveEndpoints, UsageError, withClientOptions, type ClientFlags } from './common.js';
+import { EXIT, connection, durationFlag, printJson, reportError, UsageError, withClientOptions, type ClientFlags } from './common.js';
 import { formatTable } from './table.js';
 
 /** add/promote wait while the learner catches up (the server's catch_up_timeout_ms) */
@@ -138,17 +137,7 @@ async function run(name: string, f: ClientFlags, fn: (http: HttpCaller) => Promi
 }
 
 function caller(f: ClientFlags): HttpCaller {
-  const endpoints = resolveEndpoints(f.endpoints, f.config ?? DEFAULT_CONFIG);
-  const token = f.token ?? process.env.RAFTLOCK_TOKEN;
-  const caFile = f.caFile ?? process.env.RAFTLOCK_CA_FILE;
-  let ca: Buffer | undefined;
-  if (caFile) {
-    try {
-      ca = readFileSync(caFile);
-    } catch (err) {
-      throw new UsageError(`--ca-file ${caFile}: ${(err as Error).message}`);
-    }
-  }
+  const { endpoints, token, ca } = connection(f);
   const timeoutMs = durationFlag(f.timeout, '--timeout', 1);
   return new HttpCaller({
     endpoints: endpoints.map((e) => e.replace(/\/$/, '')),
