@@ -32,10 +32,17 @@ export interface NodeEnv {
   onApplied(node: LockNode, index: number, term: number, kind: string, data: Uint8Array, out: ApplyOutput | undefined): void;
   onRestored(node: LockNode, index: number): void;
   onRoleChange(node: LockNode, role: Role, term: number): void;
-  /** the driver stopped on a storage failure (an armed crash): the cluster kills the node */
-  onFatal(node: LockNode): void;
+  /** the driver stopped (fail-stop): an armed crash, or a real error — a checker or an
+   *  assertion thrown inside the driver's loop lands here too */
+  onFatal(node: LockNode, err: unknown): void;
   /** the lessor asked for this command (statistics: retries show as repeats) */
   onLessorProposal(cmd: Command): void;
+}
+
+export class SimulatedCrash extends Error {
+  constructor() {
+    super('simulated crash after persist');
+  }
 }
 
 /** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
@@ -52,7 +59,7 @@ class CrashableDisk implements DurableStorage {
   snapshot() { return this.disk.snapshot(); }
   save(b: PersistBatch, o: { sync: boolean }): Promise<void> {
     const p = this.disk.save(b, o);
-    if (this.armed && o.sync) return p.then(() => Promise.reject(new Error('simulated crash after persist')));
+    if (this.armed && o.sync) return p.then(() => Promise.reject(new SimulatedCrash()));
     return p;
   }
   compact(s: Snapshot): Promise<void> { return this.disk.compact(s); }
@@ -106,9 +113,9 @@ export class LockNode {
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
         },
         onSnapshotRestored: (index) => env.onRestored(this, index),
-        onFatal: () => {
+        onFatal: (err) => {
           this.dead = true;
-          env.onFatal(this);
+          env.onFatal(this, err);
         },
       },
     });

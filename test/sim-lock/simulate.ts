@@ -13,7 +13,7 @@ import type { NodeId } from '../../src/raft/core/types.js';
 import { drawOptions, subsystemRngs, type SimOptions } from '../sim/options.js';
 import { SimNetwork, type NetEvent } from '../sim/network.js';
 import { SimDisk } from '../sim/disk.js';
-import { LockNode, type NodeParams } from './node.js';
+import { LockNode, SimulatedCrash, type NodeParams } from './node.js';
 import { SimTransport } from './transport.js';
 import { LockCheckers, LockViolation } from './checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
@@ -77,6 +77,9 @@ export class LockCluster {
   private readonly incarnations = new Map<NodeId, number>();
   readonly downUntil = new Map<NodeId, number>();
   private readonly fatal = new Set<NodeId>();
+  /** the first error thrown where the driver or a promise would swallow it (hooks run
+   *  inside the driver's loop, whose catch turns any throw into a fail-stop) */
+  failure: unknown = null;
   readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0 };
 
   constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void) {
@@ -101,10 +104,10 @@ export class LockCluster {
     const t = new SimTransport(this.network, inc, () => this.tick);
     const node = new LockNode(id, inc, this.disks.get(id)!, t, this.o.node, this.core.fork(), {
       nowMs: () => this.nowMs(),
-      onApplied: (n, index, term, kind, data, out) => this.checkers.onApplied(n, index, term, kind, data, out),
+      onApplied: (n, index, term, kind, data, out) => this.guard(() => this.checkers.onApplied(n, index, term, kind, data, out)),
       onRestored: (n) => {
         this.stats.snapshotsRestored++;
-        this.checkers.onRestored(n);
+        this.guard(() => this.checkers.onRestored(n));
       },
       onRoleChange: (n, role, term) => {
         if (role === 'leader') {
@@ -112,7 +115,10 @@ export class LockCluster {
           this.trace(`[${this.tick}] ${n.id} leads term ${term}`);
         }
       },
-      onFatal: (n) => this.fatal.add(n.id),
+      onFatal: (n, err) => {
+        if (err instanceof SimulatedCrash) this.fatal.add(n.id);
+        else this.failure ??= err;
+      },
       onLessorProposal: (cmd) => {
         if (cmd.kind === 'expireSession') this.stats.lessorExpire++;
         else if (cmd.kind === 'endLockDelay') this.stats.lessorEndDelay++;
@@ -122,6 +128,20 @@ export class LockCluster {
     this.checkers.onRestored(node);
     this.nodes.set(id, node);
     this.downUntil.delete(id);
+  }
+
+  guard(f: () => void): void {
+    try {
+      f();
+    } catch (err) {
+      this.failure ??= err;
+      throw err;
+    }
+  }
+
+  /** rethrow what a hook or a client continuation recorded */
+  assertNoFailure(): void {
+    if (this.failure !== null) throw this.failure;
   }
 
   running(): LockNode[] {
@@ -193,6 +213,7 @@ export class LockCluster {
     for (let pass = 0; pass < 3; pass++) {
       for (const n of this.running()) await n.driver.drain();
       await settle();
+      this.assertNoFailure();
     }
     for (const id of [...this.fatal]) {
       this.fatal.delete(id);
@@ -205,6 +226,7 @@ export class LockCluster {
   }
 
   endTick(): void {
+    this.assertNoFailure();
     this.checkers.compareStates(this.running());
   }
 }
@@ -225,7 +247,12 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     if (trace.length > keep) trace.shift();
   };
   const cluster = new LockCluster(o, rngs.core, rngs.disk, rngs.network, traceFn);
-  const workload = new LockWorkload(o.workload, { now: () => cluster.tick, nowMs: () => cluster.nowMs(), leader: () => cluster.leader() }, cluster.checkers, rngs.workload);
+  const workload = new LockWorkload(o.workload, {
+    now: () => cluster.tick, nowMs: () => cluster.nowMs(), leader: () => cluster.leader(),
+    fail: (err) => {
+      cluster.failure ??= err;
+    },
+  }, cluster.checkers, rngs.workload);
   const nemesis = rngs.nemesis;
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
@@ -248,7 +275,9 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     cluster.restartDue(true);
     await liveness(o, cluster, workload);
     return done();
-  } catch (e) {
+  } catch (caught) {
+    // the first failure wins: a later throw may only be its consequence
+    const e = cluster.failure ?? caught;
     const err = e as Error;
     const kind = e instanceof LockViolation ? e.checker : e instanceof LivenessFailure ? 'Liveness' : 'Exception';
     return done({ kind, message: err.message, ...(kind === 'Exception' ? { stack: err.stack ?? '' } : {}) });
@@ -287,10 +316,15 @@ async function liveness(o: LockSimOptions, cluster: LockCluster, workload: LockW
     workload.act(true); // keepalives only: no new writes, so catching up is possible at all
     const leader = cluster.leader();
     if (attempt === null && leader) {
-      attempt = workload.freshAcquire(leader, name).then((t) => {
-        granted = t;
-        attempt = null;
-      });
+      attempt = workload.freshAcquire(leader, name).then(
+        (t) => {
+          granted = t;
+          attempt = null;
+        },
+        (err: unknown) => {
+          cluster.failure ??= err;
+        },
+      );
     }
     await cluster.drainAll();
     cluster.endTick();

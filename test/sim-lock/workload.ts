@@ -36,6 +36,8 @@ export interface ClusterView {
   now(): number;
   nowMs(): number;
   leader(): LockNode | null;
+  /** a checker threw inside a client's continuation: the schedule fails with it */
+  fail(err: unknown): void;
 }
 
 interface Held { token: number }
@@ -84,9 +86,12 @@ export class LockWorkload {
       if (!leader) continue;
       c.busy = true;
       this.stats.ops++;
-      void this.step(c, leader, due).finally(() => {
-        c.busy = false;
-      });
+      this.step(c, leader, due).then(
+        () => {
+          c.busy = false;
+        },
+        (err: unknown) => this.cluster.fail(err),
+      );
     }
   }
 
