@@ -13,6 +13,7 @@ import type { SessionConfig } from '../config.js';
 import { encodeCommand } from './command-codec.js';
 import type { LockApp } from './lock-app.js';
 import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
+import { LessorProposer } from './lessor-proposer.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
 
@@ -46,6 +47,7 @@ export function newSessionId(): string {
 
 export class RaftLockService implements LockService {
   private readonly waits = new WaitRegistry();
+  private readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd })));
 
   constructor(private readonly d: ServiceDeps) {}
 
@@ -92,7 +94,7 @@ export class RaftLockService implements LockService {
     if (this.d.driver.currentRole !== 'leader') return;
     const now = this.d.nowMs();
     for (const sid of this.waits.sessionsWaiting()) this.d.lessor.renew(sid, now);
-    for (const cmd of this.d.lessor.due(now)) void this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd }));
+    this.lessorProposer.proposeDue(this.d.lessor.due(now));
   }
 
   /** graceful shutdown: every waiting request is answered */

@@ -10,6 +10,7 @@ import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.j
 import { RaftDriver, type ProposalOutcome } from '../../src/raft/node.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { encodeCommand } from '../../src/node/command-codec.js';
+import { LessorProposer } from '../../src/node/lessor-proposer.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
 import type { SimDisk } from '../sim/disk.js';
 import { SimTransport } from './transport.js';
@@ -76,6 +77,11 @@ export class LockNode {
   /** sessions with a waiting acquire on this leader: kept alive while they wait
    *  (lock-service onTick does the same through its WaitRegistry) */
   readonly waitingSessions = new Set<string>();
+  /** the production gate: one lessor proposal in flight per item */
+  private readonly lessorProposer = new LessorProposer((cmd) => {
+    this.env.onLessorProposal(cmd);
+    return this.propose(cmd);
+  });
   dead = false;
 
   constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv) {
@@ -132,10 +138,7 @@ export class LockNode {
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
-    for (const cmd of this.lessor.due(now)) {
-      this.env.onLessorProposal(cmd);
-      void this.propose(cmd);
-    }
+    this.lessorProposer.proposeDue(this.lessor.due(now));
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
