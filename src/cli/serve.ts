@@ -26,7 +26,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
     if (err instanceof ConfigError) return failStart(err.message);
     throw err;
   }
-  const logger = pino({ level: opts.logLevel, base: { node: opts.node } });
+  // every line carries the node id and, once Raft runs, the current term (spec: logs with
+  // node id, term and request id; fastify adds reqId to request-bound lines)
+  let currentTerm: () => number | undefined = () => undefined;
+  const logger = pino({ level: opts.logLevel, base: { node: opts.node }, mixin: () => ({ term: currentTerm() }) });
   // A broken invariant or a bug stops the node (fail-stop), but never silently: the reason
   // goes to the node's JSON log, where operators look, not only to stderr.
   const die = (what: string) => (err: unknown): void => {
@@ -55,6 +58,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
     if (err instanceof Error && 'code' in err && err.code === 'EADDRINUSE') return failStart(`raftlock: ${err.message} (is another node running?)`);
     throw err;
   }
+  const running = node;
+  currentTerm = () => running.driver.currentTerm;
   let stopping = false;
   const stop = (signal: string): void => {
     if (stopping) return;
