@@ -3,7 +3,7 @@
 // 2: bad arguments.
 import { Command, InvalidArgumentError } from 'commander';
 import { parseDurationMs } from '../../src/config.js';
-import { FAULT_CATEGORIES, type FaultCategory } from './nemesis.js';
+import { DEFAULT_FAULTS, FAULT_CATEGORIES, type FaultCategory } from './nemesis.js';
 import { defaultOptions, runJepsen, summaryText } from './run.js';
 import { recheck } from './recheck.js';
 
@@ -36,7 +36,7 @@ const program = new Command()
   .option('--nodes <n>', 'cluster size (3 or 5)', int, 3)
   .option('--duration <d>', 'how long the workload runs (60s, 10m, …)', duration, 60_000)
   .option('--seed <n>', 'seed of the fault schedule and the workload (default: random, printed)', int)
-  .option('--faults <list>', `comma-separated: ${FAULT_CATEGORIES.join(', ')}, or all / none`, faults, [...FAULT_CATEGORIES])
+  .option('--faults <list>', `comma-separated: ${FAULT_CATEGORIES.join(', ')}, or all / none (default: all but membership)`, faults, [...DEFAULT_FAULTS])
   .option('--clients <n>', 'client processes (default: nodes + 2)', int)
   .option('--locks <n>', 'lock names the clients compete for', int, 3)
   .option('--ttl <d>', 'session TTL', duration, 2000)

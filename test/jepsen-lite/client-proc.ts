@@ -219,6 +219,23 @@ async function health(): Promise<string[]> {
   return up.filter((x): x is string => x !== null);
 }
 
+/** One operator request (the membership fault's DELETE), sent from the client namespace:
+ *  the first endpoint that answers with something other than 503 (a removed or leaderless
+ *  node) wins; null when none answered at all. */
+async function anyEndpoint(method: string, path: string): Promise<{ endpoint: string; status: number; body: unknown } | null> {
+  let last: { endpoint: string; status: number; body: unknown } | null = null;
+  for (const ep of args.endpoints) {
+    try {
+      const a = await httpJson(ep + path, method, undefined, 5000);
+      last = { endpoint: ep, status: a.status, body: a.body };
+      if (a.status !== 503) return last;
+    } catch {
+      /* down or partitioned: try the next */
+    }
+  }
+  return last;
+}
+
 /** read every lock until each read has a definite answer (or the deadline) */
 async function readAll(deadlineMs: number): Promise<boolean> {
   const end = now() + deadlineMs;
@@ -235,7 +252,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
 async function runProbe(): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
-    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'stop'; deadlineMs?: number };
+    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'stop'; deadlineMs?: number; method?: string; path?: string };
     try {
       cmd = JSON.parse(line) as typeof cmd;
     } catch {
@@ -247,6 +264,7 @@ async function runProbe(): Promise<void> {
     if (cmd.cmd === 'cluster') reply = await clusterViews();
     else if (cmd.cmd === 'read-all') reply = await readAll(cmd.deadlineMs ?? 10_000);
     else if (cmd.cmd === 'health') reply = await health();
+    else if (cmd.cmd === 'http') reply = await anyEndpoint(cmd.method ?? 'GET', cmd.path ?? '/');
     write({ reply: cmd.id, value: reply });
   }
 }

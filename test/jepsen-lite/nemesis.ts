@@ -4,10 +4,17 @@
 // crash that drops every unsynced write. The seed fixes the order of the faults and every
 // random choice the nemesis makes; the targets that depend on the cluster (who leads)
 // are looked up when the fault starts.
+//
+// `membership` (issue 9) replaces a voter: remove it through the API, stop its process, and
+// when the fault heals start a fresh node with a NEW id and an empty data dir in the same
+// network slot (namespace and address), joining with `serve --join` until it is a voter.
+// It is not in DEFAULT_FAULTS (the set `npm test` and a plain `npm run jepsen` use).
 import type { Rng } from '../../src/raft/core/rng.js';
 
-export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'] as const;
+export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership'] as const;
 export type FaultCategory = (typeof FAULT_CATEGORIES)[number];
+/** what runs when no --faults is given, and what the 3-node `npm test` run uses */
+export const DEFAULT_FAULTS: readonly FaultCategory[] = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'];
 
 export type Variant =
   | 'partition-leader' // isolate the leader
@@ -24,6 +31,8 @@ export type Variant =
   | 'pause-follower'
   | 'pause-client' // SIGSTOP a lock holder longer than its TTL (Kleppmann)
   | 'packet' // netem delay/loss/duplication/reordering
+  | 'member-replace-leader' // remove the leader through the API, stop it, later join a new node
+  | 'member-replace-follower' // the same for a follower
   | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
 
 export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
@@ -44,6 +53,8 @@ export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
       return ['packet'];
     case 'unsynced':
       return ['unsynced'];
+    case 'membership':
+      return ['member-replace-leader', 'member-replace-follower'];
   }
 }
 
@@ -52,6 +63,7 @@ export function categoryOf(v: Variant): FaultCategory {
   if (v.startsWith('kill')) return 'kill';
   if (v === 'pause-client') return 'pause-client';
   if (v.startsWith('pause')) return 'pause';
+  if (v.startsWith('member')) return 'membership';
   return v as FaultCategory;
 }
 
@@ -102,6 +114,12 @@ export interface NemesisEnv {
   startPacket(): Promise<string>;
   stopPacket(): Promise<void>;
   sleep(ms: number): Promise<void>;
+  /** DELETE the member through the API until it is out of the configuration, then stop its
+   *  process (and forget it: it leaves `nodes`); throws when the removal cannot be done */
+  removeMember(id: string): Promise<void>;
+  /** start a node with a new id in `slotOf`'s place with --join; resolves with its id once it
+   *  is a voter (it joins `nodes` when it starts) */
+  addMember(slotOf: string): Promise<string>;
 }
 
 export interface ActiveFault {
@@ -201,6 +219,18 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Act
       const c = await env.pickHolder(3000);
       env.pauseClient(c);
       return { variant: v, detail: `SIGSTOP client ${c} for ${pauseMs} ms`, holdMs: pauseMs, heal: async () => env.resumeClient(c) };
+    }
+    case 'member-replace-leader':
+    case 'member-replace-follower': {
+      const l = await env.leader();
+      const id = v === 'member-replace-leader' ? l ?? pick(rng, env.nodes) : pick(rng, env.nodes.filter((x) => x !== l));
+      await env.removeMember(id);
+      return {
+        variant: v,
+        detail: `removed ${id}${id === l ? ' (leader)' : ''} from the cluster and stopped it; a new node joins in its place`,
+        holdMs: rng.int(1000, 3000),
+        heal: async () => void (await env.addMember(id)),
+      };
     }
     case 'packet': {
       const d = await env.startPacket();

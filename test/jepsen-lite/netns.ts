@@ -40,19 +40,31 @@ export class NetLab {
   private readonly created: { netns: string[]; links: string[] } = { netns: [], links: [] };
   packetMode: PacketMode = 'netem';
   private destroyed = false;
+  /** node id → the slot (original node id) whose namespace and address it lives in: a node
+   *  that joins in a removed node's place (the membership fault) takes over its slot */
+  private readonly slots = new Map<string, string>();
 
   private constructor(private readonly o: NetLabOptions) {
     this.bridge = `rlj${o.runId}b`;
   }
 
+  /** let node `id` live in the slot of `slotOf` (which may itself be an alias) */
+  alias(id: string, slotOf: string): void {
+    this.slots.set(id, this.slots.get(slotOf) ?? slotOf);
+  }
+
+  private slot(id: string): string {
+    return this.slots.get(id) ?? id;
+  }
+
   /** the namespace a node (or 'client') lives in */
   ns(id: string): string {
-    return `rlj${this.o.runId}-${id}`;
+    return `rlj${this.o.runId}-${this.slot(id)}`;
   }
 
   ip(id: string): string {
     if (id === 'client') return '10.77.0.200';
-    const i = this.o.nodes.indexOf(id);
+    const i = this.o.nodes.indexOf(this.slot(id));
     if (i < 0) throw new Error(`netlab: unknown node ${id}`);
     return `10.77.0.${11 + i}`;
   }

@@ -43,6 +43,8 @@ export class NodeProcs {
   private readonly paused = new Set<string>();
   private readonly logs = new Map<string, WriteStream>();
   readonly unexpected: UnexpectedExit[] = [];
+  /** node → extra `serve` flags: `--join URL --api … --peer …` for a node that joined later */
+  private readonly joinArgs = new Map<string, string[]>();
   /** node → [t, rss bytes] samples */
   readonly rss = new Map<string, [number, number][]>();
 
@@ -69,7 +71,7 @@ export class NodeProcs {
       log = createWriteStream(join(this.o.dir, `${id}.log`), { flags: 'a' });
       this.logs.set(id, log);
     }
-    const argv = [process.execPath, nodeBin, 'serve', '--config', this.o.configPath, '--node', id, '--log-level', 'info'];
+    const argv = [process.execPath, nodeBin, 'serve', '--config', this.o.configPath, '--node', id, ...(this.joinArgs.get(id) ?? []), '--log-level', 'info'];
     const full = this.o.lab ? this.o.lab.wrap(id, argv) : argv;
     const proc = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.o.env } });
     proc.stdout!.pipe(log, { end: false });
@@ -81,6 +83,19 @@ export class NodeProcs {
       if (this.expecting.delete(id)) return;
       this.unexpected.push({ node: id, t: this.o.now(), code, signal, logTail: tail(join(this.o.dir, `${id}.log`)) });
     });
+  }
+
+  /** a node that joins a running cluster: it is not in the cluster file, so every start
+   *  (also restarts after kills) names its URLs; --join is ignored once it has state */
+  setJoin(id: string, joinUrl: string, api: string, peer: string): void {
+    this.joinArgs.set(id, ['--join', joinUrl, '--api', api, '--peer', peer]);
+  }
+
+  /** the next exit of `id` is the nemesis's doing (a removed member), not a crash;
+   *  `false` withdraws that when the removal did not happen */
+  expectExit(id: string, yes = true): void {
+    if (yes) this.expecting.add(id);
+    else this.expecting.delete(id);
   }
 
   /** kill -9 and wait for the exit */

@@ -108,6 +108,10 @@ class Run {
   private nodes: NodeProcs | null = null;
   private probe: Helper | null = null;
   private specs: NodeSpec[] = [];
+  /** ids for nodes that join later (membership fault): n<nodes+1>, n<nodes+2>, … */
+  private nextNode: number;
+  /** membership faults that could not put the cluster back to its size (checked as violations) */
+  private readonly memberProblems: string[] = [];
 
   constructor(private readonly opts: RunOptions) {
     this.log = opts.log ?? ((l: string) => process.stdout.write(l + '\n'));
@@ -117,6 +121,7 @@ class Run {
     this.clientSeeds = rng.fork();
     this.ids = Array.from({ length: opts.nodes }, (_, i) => `n${i + 1}`);
     this.categories = [...opts.faults];
+    this.nextNode = opts.nodes + 1;
   }
 
   private file(name: string): string {
@@ -314,7 +319,87 @@ class Run {
       startPacket: () => lab().startPacketFaults({ delayMs: 20, jitterMs: 15, loss: 10, duplicate: 5, reorder: 15 }),
       stopPacket: async () => this.lab?.stopPacketFaults(),
       sleep,
+      removeMember: (x) => this.removeMember(x),
+      addMember: (slotOf) => this.addMember(slotOf),
     };
+  }
+
+  // ---- membership (the `membership` fault) ---------------------------------------------
+
+  /** the members as the current leader sees them (id → role), or null when no leader answers */
+  private async members(): Promise<Map<string, string> | null> {
+    const views = (await this.probe!.ask({ cmd: 'cluster' }, 3000)) as { status?: number; body?: { role?: string; term?: number; members?: { id: string; role?: string }[] } }[] | null;
+    let best: { term: number; m: Map<string, string> } | null = null;
+    for (const v of views ?? []) {
+      const b = v.body;
+      if (v.status !== 200 || b?.role !== 'leader' || !Array.isArray(b.members)) continue;
+      if (!best || (b.term ?? 0) > best.term) best = { term: b.term ?? 0, m: new Map(b.members.map((x) => [x.id, x.role ?? '?'])) };
+    }
+    return best?.m ?? null;
+  }
+
+  /** DELETE /v1/cluster/members/{id} (retrying 409/503/504 and silence) until the leader's
+   *  configuration no longer has it, then stop the process; it leaves this.ids */
+  private async removeMember(id: string): Promise<void> {
+    const np = this.nodes!;
+    np.expectExit(id); // a removed node's exit is ours, not a crash
+    const end = this.now() + 30_000;
+    let last = '';
+    try {
+      while (this.now() < end) {
+        const a = (await this.probe!.ask({ cmd: 'http', method: 'DELETE', path: `/v1/cluster/members/${encodeURIComponent(id)}` }, 20_000)) as { status: number; body: unknown } | null;
+        last = a ? `${a.status} ${JSON.stringify(a.body).slice(0, 200)}` : 'no answer';
+        this.faultLog({ membership: `DELETE ${id}`, answer: last });
+        if (a && a.status >= 400 && a.status < 500 && a.status !== 404 && a.status !== 409) throw new Error(`DELETE ${id}: ${last}`);
+        // 200, or 404/504/silence after which the configuration may already be without it
+        const m = await this.members();
+        if (m && !m.has(id)) break;
+        if (a?.status === 200 && m === null) {
+          // committed (200), leader not visible right now: trust the answer
+          break;
+        }
+        await sleep(300);
+      }
+      if (this.now() >= end) throw new Error(`DELETE ${id} did not take effect within 30 s (last answer: ${last})`);
+    } catch (err) {
+      np.expectExit(id, false);
+      throw err;
+    }
+    await np.kill(id);
+    const i = this.ids.indexOf(id);
+    if (i >= 0) this.ids.splice(i, 1);
+    this.faultLog({ membership: `removed ${id}`, members: [...this.ids] });
+  }
+
+  /** start a node with a new id and an empty data dir in `slotOf`'s place (same namespace
+   *  and URLs: the clients and the probe know the cluster by those), joining through a
+   *  current member; resolves once the leader lists it as a voter (bounded: 60 s) */
+  private async addMember(slotOf: string): Promise<string> {
+    const np = this.nodes!;
+    const old = this.specs.find((s) => s.id === slotOf)!;
+    const id = `n${this.nextNode++}`;
+    const spec: NodeSpec = { ...old, id };
+    this.specs.splice(this.specs.indexOf(old), 1, spec);
+    this.lab?.alias(id, slotOf);
+    const via = this.specs.find((s) => this.ids.includes(s.id))!;
+    np.setJoin(id, via.api, spec.api, spec.peer);
+    this.ids.push(id);
+    np.start(id);
+    this.faultLog({ membership: `started ${id} --join ${via.api} in ${slotOf}'s slot`, members: [...this.ids] });
+    const end = this.now() + 60_000;
+    while (this.now() < end) {
+      const m = await this.members();
+      const role = m?.get(id);
+      if (role === 'follower' || role === 'leader') {
+        this.faultLog({ membership: `${id} is a voter`, members: [...this.ids] });
+        return id;
+      }
+      await sleep(100);
+    }
+    const problem = `membership: ${id} (joining in place of ${slotOf}) was not a voter 60 s after it started; the cluster stayed below ${this.opts.nodes} voters`;
+    this.memberProblems.push(problem);
+    this.faultLog({ membership: problem });
+    return id;
   }
 
   private grantAfter(t: number): boolean {
@@ -393,6 +478,8 @@ class Run {
       skipped: this.skipped,
       finalOk: finalOk === true,
       leftovers,
+      memberProblems: this.memberProblems,
+      members: [...this.ids],
     });
     writeFileSync(this.file('summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(this.file('summary.txt'), summaryText(summary));

@@ -33,6 +33,8 @@ export interface RunSummary {
   /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
   rssTrendMb: Record<string, [number, number]>;
   unexpectedExits: number;
+  /** the node ids at the end of the run */
+  members: string[];
   violations: string[];
   valid: boolean;
   reproduce: string;
@@ -53,6 +55,10 @@ export interface RunFacts {
   finalOk: boolean;
   /** namespaces or links of the run that survived cleanup */
   leftovers: string[];
+  /** membership faults that did not restore the cluster's size */
+  memberProblems?: string[];
+  /** the node ids at the end (differ from n1…nN after membership faults) */
+  members?: string[];
 }
 
 /** Run every checker over what a run recorded and build its summary. */
@@ -64,7 +70,9 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   violations.push(...checkTokenOrder(r.ops));
   const res = checkResource(r.resourceLog, opts.fencing);
   violations.push(...res.violations);
-  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
+  // a member replaced by a node with an empty disk must not lose anything acknowledged either
+  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-'))));
+  violations.push(...(r.memberProblems ?? []));
   const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
   violations.push(...checkLiveness(recs, opts.livenessBoundMs));
   if (!r.finalOk) violations.push('liveness: after the final heal, not every lock could be read linearizably within 15 s');
@@ -103,6 +111,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     maxRssMb: mem.maxMb,
     rssTrendMb: mem.trendMb,
     unexpectedExits: r.nodes.unexpected.length,
+    members: r.members ?? [],
     violations,
     valid,
     reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.fencing ? '' : ' --no-fencing'}`,
@@ -119,6 +128,7 @@ export function summaryText(s: RunSummary): string {
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
     `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms)`,
     `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')} (first minute → last minute: ${Object.entries(s.rssTrendMb).map(([k, [a, b]]) => `${k} ${a}→${b}`).join(', ')}); unexpected node exits: ${s.unexpectedExits}`,
+    ...(s.members.length && s.members.join(',') !== Array.from({ length: s.nodes }, (_, i) => `n${i + 1}`).join(',') ? [`members at the end (after membership changes): ${s.members.join(', ')}`] : []),
     `violations: ${s.violations.length}`,
     ...s.violations.map((v) => `  - ${v}`),
     `reproduce: ${s.reproduce}`,
