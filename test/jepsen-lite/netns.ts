@@ -44,7 +44,11 @@ export class NetLab {
    *  that joins in a removed node's place (the membership fault) takes over its slot */
   private readonly slots = new Map<string, string>();
 
-  private constructor(private readonly o: NetLabOptions) {
+  private readonly o: NetLabOptions;
+
+  private constructor(o: NetLabOptions) {
+    // a copy: the runner's node list changes under membership faults, the slots do not
+    this.o = { ...o, nodes: [...o.nodes] };
     this.bridge = `rlj${o.runId}b`;
   }
 
