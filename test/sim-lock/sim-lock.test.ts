@@ -7,18 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runLockSchedule } from './simulate.js';
 import { formatLockFailure } from './report.js';
-
-function envInt(name: string, fallback: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${v}`);
-  return n;
-}
+import { envInt, envSeed } from '../support/env.js';
 
 const schedules = envInt('SIM_LOCK_SCHEDULES', 120);
 const ticks = envInt('SIM_LOCK_TICKS', 1500);
-const base = process.env['SIM_LOCK_SEED'] === 'random' ? Math.floor(Math.random() * 1e9) : envInt('SIM_LOCK_SEED', 1);
+const base = envSeed('SIM_LOCK_SEED', 1);
 
 test(`lock simulation: ${schedules} schedules of ${ticks} fault ticks from SEED=${base}`, { timeout: 10 * 60_000 }, async () => {
   const t0 = performance.now();

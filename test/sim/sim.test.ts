@@ -8,18 +8,11 @@ import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { runPool } from './pool.js';
 import { runSchedule } from './simulate.js';
-
-function envInt(name: string, fallback: number): number {
-  const v = process.env[name];
-  if (v === undefined || v === '') return fallback;
-  const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a non-negative integer, got ${v}`);
-  return n;
-}
+import { envInt, envSeed } from '../support/env.js';
 
 const schedules = envInt('SIM_SCHEDULES', 2000);
 const ticks = envInt('SIM_TICKS', 2000);
-const base = process.env['SIM_SEED'] === 'random' ? Math.floor(Math.random() * 1e9) : envInt('SIM_SEED', 1);
+const base = envSeed('SIM_SEED', 1);
 
 test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEED=${base}`, { timeout: 20 * 60_000 }, async () => {
   const workers = Math.max(1, Math.min(availableParallelism(), 8));
