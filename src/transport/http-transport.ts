@@ -10,7 +10,7 @@ import type https from 'node:https';
 import type { Registry } from 'prom-client';
 import type { Pool } from 'undici';
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { Transport } from './transport.js';
+import { TransportEvents, type Transport } from './transport.js';
 import { decodeEnvelope, decodeSnapshotChunk, type DecodeFailure } from './codec.js';
 import { PeerServer, type PeerLogger, type Verdict } from './peer-server.js';
 import { PeerLink } from './peer-link.js';
@@ -103,7 +103,7 @@ function parsePeerUrl(raw: string): URL | null {
   }
 }
 
-export class HttpTransport implements Transport {
+export class HttpTransport extends TransportEvents implements Transport {
   readonly metrics: TransportMetrics;
   private readonly limits: Limits;
   private readonly server: PeerServer;
@@ -112,13 +112,11 @@ export class HttpTransport implements Transport {
   private readonly snapshots = new Map<NodeId, { abort: AbortController; done: Promise<void> }>();
   private readonly dirty = new Set<PeerLink>();
   private readonly limiter = new LogLimiter(60_000);
-  private messageHandlers: ((m: Message) => void)[] = [];
-  private unreachableHandlers: ((peer: NodeId) => void)[] = [];
-  private snapshotHandlers: ((peer: NodeId, ok: boolean) => void)[] = [];
   private flushScheduled: NodeJS.Immediate | null = null;
   private closed = false;
 
   constructor(private readonly o: HttpTransportOptions) {
+    super();
     this.limits = { ...DEFAULTS };
     for (const k of Object.keys(DEFAULTS) as (keyof Limits)[]) {
       const v = o[k];
@@ -177,18 +175,6 @@ export class HttpTransport implements Transport {
   /** outbound messages waiting for `peer` (0 for an unknown peer) */
   queueLength(peer: NodeId): number {
     return this.links.get(peer)?.queued ?? 0;
-  }
-
-  onMessage(handler: (m: Message) => void): void {
-    this.messageHandlers.push(handler);
-  }
-
-  onUnreachable(handler: (peer: NodeId) => void): void {
-    this.unreachableHandlers.push(handler);
-  }
-
-  onSnapshotStatus(handler: (peer: NodeId, ok: boolean) => void): void {
-    this.snapshotHandlers.push(handler);
   }
 
   send(msgs: readonly Message[]): void {
@@ -263,7 +249,7 @@ export class HttpTransport implements Transport {
       ...(this.o.tls?.client ? { connect: this.o.tls.client } : {}),
       logger: this.o.logger, metrics: this.metrics,
       reportUnreachable: (p) => {
-        if (!this.closed) for (const h of this.unreachableHandlers) h(p);
+        if (!this.closed) this.emitUnreachable(p);
       },
     });
   }
@@ -299,13 +285,13 @@ export class HttpTransport implements Transport {
       this.metrics.snapshotSent(peer, ok);
       if (ok) this.metrics.sent(peer, 1, 0);
       else this.metrics.dropped(peer, 'send_failed', 1);
-      if (!this.closed) for (const h of this.snapshotHandlers) h(peer, ok);
+      if (!this.closed) this.emitSnapshotStatus(peer, ok);
     });
     this.snapshots.set(peer, { abort, done });
   }
 
   private deliver(m: Message): void {
-    for (const h of this.messageHandlers) h(m);
+    this.emitMessage(m);
   }
 
   private receiveMessages(body: Uint8Array): Verdict {

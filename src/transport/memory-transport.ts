@@ -4,7 +4,7 @@
 // cloned (no aliasing between nodes, as over a real wire), a cut link loses messages and
 // reports the peer unreachable, a snapshot's outcome is reported to the sender.
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { Transport } from './transport.js';
+import { TransportEvents, type Transport } from './transport.js';
 
 export class MemoryNetwork {
   private readonly nodes = new Map<NodeId, MemoryTransport>();
@@ -67,17 +67,16 @@ function linkKey(a: NodeId, b: NodeId): string {
   return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`;
 }
 
-export class MemoryTransport implements Transport {
-  private messageHandlers: ((m: Message) => void)[] = [];
-  private unreachableHandlers: ((peer: NodeId) => void)[] = [];
-  private snapshotHandlers: ((peer: NodeId, ok: boolean) => void)[] = [];
+export class MemoryTransport extends TransportEvents implements Transport {
   private peers: ReadonlyMap<NodeId, string> | null = null;
   private closed = false;
 
   constructor(
     readonly id: NodeId,
     private readonly network: MemoryNetwork,
-  ) {}
+  ) {
+    super();
+  }
 
   send(msgs: readonly Message[]): void {
     if (this.closed) return;
@@ -87,21 +86,9 @@ export class MemoryTransport implements Transport {
       const known = this.peers === null || this.peers.has(m.to);
       const ok = known && m.from === this.id && this.network.route(m);
       if (!ok) unreachable.add(m.to);
-      if (m.type === 'snapshot') this.later(() => this.snapshotHandlers.forEach((h) => h(m.to, ok)));
+      if (m.type === 'snapshot') this.later(() => this.emitSnapshotStatus(m.to, ok));
     }
-    for (const p of unreachable) this.later(() => this.unreachableHandlers.forEach((h) => h(p)));
-  }
-
-  onMessage(handler: (m: Message) => void): void {
-    this.messageHandlers.push(handler);
-  }
-
-  onUnreachable(handler: (peer: NodeId) => void): void {
-    this.unreachableHandlers.push(handler);
-  }
-
-  onSnapshotStatus(handler: (peer: NodeId, ok: boolean) => void): void {
-    this.snapshotHandlers.push(handler);
+    for (const p of unreachable) this.later(() => this.emitUnreachable(p));
   }
 
   setPeers(peers: ReadonlyMap<NodeId, string>): void {
@@ -117,7 +104,7 @@ export class MemoryTransport implements Transport {
   /** @internal called by the network */
   deliver(m: Message): void {
     if (this.closed) return;
-    for (const h of this.messageHandlers) h(m);
+    this.emitMessage(m);
   }
 
   private later(fn: () => void): void {
