@@ -14,14 +14,18 @@ import { LevelStorage } from '../src/raft/level-storage.js';
 import type { Entry } from '../src/raft/core/types.js';
 
 const { values } = parseArgs({
-  options: { dir: { type: 'string' }, seconds: { type: 'string', default: '3' }, 'entry-bytes': { type: 'string', default: '200' } },
+  options: { dir: { type: 'string' }, seconds: { type: 'string', default: '3' }, 'entry-bytes': { type: 'string', default: '200' }, 'write-buffer-mib': { type: 'string' } },
   strict: true,
 });
 const seconds = Number(values.seconds);
 const entryBytes = Number(values['entry-bytes']);
+const writeBufferMiB = values['write-buffer-mib'] === undefined ? undefined : Number(values['write-buffer-mib']);
 if (!(seconds > 0) || !(entryBytes >= 0)) throw new Error('--seconds must be > 0 and --entry-bytes >= 0');
+if (writeBufferMiB !== undefined && !(writeBufferMiB > 0)) throw new Error('--write-buffer-mib must be > 0');
 const parent = values.dir ?? tmpdir();
 const dir = mkdtempSync(join(parent, 'raftlock-bench-storage-'));
+
+const SNAPSHOT_EVERY = 10_000;
 
 interface Result { name: string; ops: number; entries: number; elapsedS: number; latMs: number[] }
 
@@ -49,10 +53,14 @@ function rawFdatasync(bytes: number): Result {
 }
 
 async function levelSaves(batchSize: number, sync = true): Promise<Result> {
-  const s = await LevelStorage.open(join(dir, `level-${batchSize}-${sync}`), { seedConf: { voters: ['n1'], learners: [] } });
+  const s = await LevelStorage.open(join(dir, `level-${batchSize}-${sync}`), {
+    seedConf: { voters: ['n1'], learners: [] },
+    ...(writeBufferMiB !== undefined ? { writeBufferSize: writeBufferMiB * 1024 * 1024 } : {}),
+  });
   const payload = Buffer.alloc(entryBytes, 0x61);
   const latMs: number[] = [];
   let next = 1;
+  let compacted = 0;
   const start = performance.now();
   const end = start + seconds * 1000;
   try {
@@ -64,6 +72,12 @@ async function levelSaves(batchSize: number, sync = true): Promise<Result> {
       // what a follower persists per Ready: hard state (commit moved) + the new entries
       await s.save({ hardState: { term: 1, vote: 'n1', commit: next - 1 }, entries }, { sync });
       latMs.push(performance.now() - t0);
+      // as a node does (snapshot_every_entries, default 10,000), untimed: without it the
+      // in-memory log grows by a million entries and the GC, not the disk, sets the tail
+      if (next - 1 - compacted >= SNAPSHOT_EVERY) {
+        compacted = next - 1;
+        await s.compact({ meta: { index: compacted, term: 1, conf: { voters: ['n1'], learners: [] } }, data: payload });
+      }
     }
   } finally {
     await s.close();
@@ -95,8 +109,10 @@ async function main(): Promise<void> {
     // the same 256-entry batch without fsync: what the batch costs in CPU alone
     console.log(row(await levelSaves(256, false), base));
     const ratio = mean(results[2]!) / base;
+    const median = (r: Result): number => percentile([...r.latMs].sort((a, b) => a - b), 50);
+    const medianRatio = median(results[2]!) / median(results[0]!);
     console.log('');
-    console.log(`target: a synced 256-entry batch costs <= 2x a synced 1-entry batch: ${ratio.toFixed(2)}x -> ${ratio <= 2 ? 'MET' : 'NOT MET'}`);
+    console.log(`target: a synced 256-entry batch costs <= 2x a synced 1-entry batch: ${ratio.toFixed(2)}x by mean (${medianRatio.toFixed(2)}x by median) -> ${ratio <= 2 ? 'MET' : 'NOT MET'}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

@@ -3,7 +3,9 @@
 // The core reads synchronously, LevelDB in Node is async, so open() loads the hard state,
 // the latest snapshot and the whole log tail into a MemoryStorage and every read is
 // served from memory. Each write is ONE atomic db.batch (Ready step 2: hard state,
-// snapshot, entries together), fsynced when asked.
+// snapshot, entries together), fsynced when asked. The entries of one write are stored as
+// one log segment (storage-codec.ts), so a write costs one LevelDB put however many
+// entries it carries; this class tracks where every segment starts.
 //
 // Memory is updated AFTER the batch resolves, never before: until then reads keep showing
 // the durable state, which is what the Storage contract promises (the core keeps the
@@ -18,7 +20,7 @@ import { Level } from 'level';
 import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from './core/storage.js';
 import type { DurableStorage, PersistBatch } from './core/storage.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
-import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, STORAGE_FORMAT_VERSION, encodeEntry, encodeHardState, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
+import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
 import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
 import { loadState, type Db } from './storage-load.js';
 
@@ -53,15 +55,21 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
   private closing: Promise<void> | undefined;
   /** an unsynced write happened since the last synced one */
   private unsynced = false;
+  /** first index of every stored log segment, ascending; each runs up to the next one's
+   *  start, the last one up to lastIndex(). Like memory, updated after a write lands. */
+  private segments: number[];
+  /** what `segments` becomes when the write being planned lands */
+  private plannedSegments: number[] | undefined;
 
   private constructor(
     private readonly db: Db,
     readonly dir: string,
-    loaded: { hardState: HardState; snapshot: Snapshot; entries: Entry[] },
+    loaded: { hardState: HardState; snapshot: Snapshot; entries: Entry[]; segments: number[] },
     private readonly opts: LevelStorageOptions,
   ) {
     // reads are served from memory (MemoryBackedStorage): the core never awaits
     super(MemoryStorage.from(loaded));
+    this.segments = loaded.segments;
   }
 
   /** Open (creating with mode 0700 if needed), load and verify. Rejects with
@@ -151,12 +159,16 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
 
   // ---- DurableStorage (writes) ----
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
-    return this.enqueue('save', () => this.planSave(batch), opts.sync, () => this.mem.applyBatch(batch));
+    return this.enqueue('save', () => this.planSave(batch), opts.sync, () => {
+      this.mem.applyBatch(batch);
+      this.landSegments();
+    });
   }
 
   compact(snapshot: Snapshot): Promise<void> {
     return this.enqueue('compact', () => this.planCompact(snapshot), true, () => {
       this.mem.compact(snapshot);
+      this.landSegments();
       if (this.opts.compactRange !== false) this.compactInBackground(snapshot.meta.index);
     }, () => this.background); // back-pressure: at most one LevelDB compaction behind
   }
@@ -228,16 +240,21 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     if (b.hardState) assertHardStateStep(cur, hs);
     let snapIndex = this.mem.snapshot().meta.index;
     let last = this.lastIndex();
+    let segs = [...this.segments];
     if (b.snapshot && b.snapshot.meta.index > snapIndex) {
       const s = b.snapshot;
       const idx = s.meta.index;
       // keep the suffix only if it provably agrees with the snapshot (same term at its
       // index: Log Matching, §5.3); otherwise the whole log goes (§7)
       const agrees = this.term(idx) === s.meta.term;
-      const delTo = agrees ? idx : last;
-      for (let i = snapIndex + 1; i <= delTo; i++) ops.push({ type: 'del', key: entryKey(i) });
+      if (agrees) {
+        segs = this.planDropThrough(idx, segs, last, ops);
+      } else {
+        for (const first of segs) ops.push({ type: 'del', key: entryKey(first) });
+        segs = [];
+        last = idx;
+      }
       ops.push({ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(s) });
-      if (!agrees) last = idx;
       snapIndex = idx;
       // a snapshot is of committed state: memory raises commit to it, so must the disk
       if (hs.commit < idx) hs = { ...hs, commit: idx };
@@ -247,21 +264,29 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       check(first > snapIndex, `save: entries start at ${first}, at or below the snapshot index ${snapIndex}`);
       check(first <= last + 1, `save: entries start at ${first}, leaving a gap after ${last}`);
       let prevTerm = this.termAfterPlan(first - 1, snapIndex, b.snapshot);
-      b.entries.forEach((e, k) => {
-        check(e.index === first + k, `save: entries not contiguous at ${first + k} (got ${e.index})`);
-        check(prevTerm === undefined || e.term >= prevTerm, `save: entry ${e.index} term ${e.term} lower than the previous entry's ${prevTerm}`);
+      // per entry: messages are built only on failure (a template per entry costs as much
+      // as encoding it)
+      for (let k = 0; k < b.entries.length; k++) {
+        const e = b.entries[k]!;
+        if (e.index !== first + k) fail(`save: entries not contiguous at ${first + k} (got ${e.index})`);
+        if (prevTerm !== undefined && e.term < prevTerm) fail(`save: entry ${e.index} term ${e.term} lower than the previous entry's ${prevTerm}`);
         prevTerm = e.term;
-        ops.push({ type: 'put', key: entryKey(e.index), value: encodeEntry(e) });
-      });
-      const newLast = first + b.entries.length - 1;
-      // entries beyond the new ones were written by an older leader and conflict (§5.3)
-      for (let i = newLast + 1; i <= last; i++) ops.push({ type: 'del', key: entryKey(i) });
-      last = newLast;
+      }
+      // stored entries from `first` on are replaced; those beyond the new ones were
+      // written by an older leader and conflict (§5.3)
+      segs = this.planTruncateFrom(first, segs, last, ops);
+      for (let from = 0; from < b.entries.length; from += SEGMENT_MAX_ENTRIES) {
+        const start = first + from;
+        ops.push({ type: 'put', key: entryKey(start), value: encodeSegment(b.entries, from, Math.min(b.entries.length, from + SEGMENT_MAX_ENTRIES)) });
+        segs.push(start);
+      }
+      last = first + b.entries.length - 1;
     }
     if (b.hardState || hs.commit !== cur.commit) {
       check(hs.commit <= last, `save: commit ${hs.commit} beyond the last index ${last}`);
       ops.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hs) });
     }
+    this.plannedSegments = segs;
     return ops;
   }
 
@@ -280,8 +305,53 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     check(idx <= this.mem.hardState().commit, `compact(${idx}) beyond the commit index ${this.mem.hardState().commit}`);
     // explicit dels in the same batch as the snapshot (never clear(): it is not atomic)
     const ops: BatchOp[] = [{ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(s) }];
-    for (let i = first; i <= idx; i++) ops.push({ type: 'del', key: entryKey(i) });
+    this.plannedSegments = this.planDropThrough(idx, [...this.segments], this.lastIndex(), ops);
     return ops;
+  }
+
+  /** Ops that remove every stored entry <= idx from the log `segs` (ending at `last`):
+   *  whole segments are deleted, one that straddles idx is rewritten to start at idx + 1
+   *  (so no entry at or below the snapshot stays on disk). Returns the segments after. */
+  private planDropThrough(idx: Index, segs: number[], last: Index, ops: BatchOp[]): number[] {
+    let k = 0;
+    while (k < segs.length && segmentEnd(segs, k, last) <= idx) ops.push({ type: 'del', key: entryKey(segs[k++]!) });
+    const rest = segs.slice(k);
+    if (rest.length > 0 && rest[0]! <= idx) {
+      const end = segmentEnd(rest, 0, last);
+      ops.push({ type: 'del', key: entryKey(rest[0]!) });
+      ops.push({ type: 'put', key: entryKey(idx + 1), value: encodeSegment(this.storedEntries(idx + 1, end)) });
+      rest[0] = idx + 1;
+    }
+    return rest;
+  }
+
+  /** Ops that remove every stored entry >= first from `segs` (ending at `last`): segments
+   *  starting there or later are deleted, one that straddles `first` is rewritten to end
+   *  at first - 1. Returns the segments after. */
+  private planTruncateFrom(first: Index, segs: number[], last: Index, ops: BatchOp[]): number[] {
+    let end = last;
+    while (segs.length > 0 && segs.at(-1)! >= first) {
+      const start = segs.pop()!;
+      ops.push({ type: 'del', key: entryKey(start) });
+      end = start - 1;
+    }
+    const straddler = segs.at(-1);
+    if (straddler !== undefined && end >= first) {
+      ops.push({ type: 'put', key: entryKey(straddler), value: encodeSegment(this.storedEntries(straddler, first - 1)) });
+    }
+    return segs;
+  }
+
+  /** entries lo..hi (inclusive) as stored now, for rewriting part of a segment */
+  private storedEntries(lo: Index, hi: Index): Entry[] {
+    const out = this.mem.entries(lo, hi + 1);
+    check(out.length === hi - lo + 1 && out[0]?.index === lo, `segment rewrite: entries ${lo}..${hi} not all in memory`);
+    return out;
+  }
+
+  private landSegments(): void {
+    if (this.plannedSegments !== undefined) this.segments = this.plannedSegments;
+    this.plannedSegments = undefined;
   }
 
   /** Deleted keys linger in LevelDB's files until compaction reaches them; ask for it now
@@ -311,8 +381,17 @@ function assertHardStateStep(cur: HardState, next: HardState): void {
   check(next.commit >= cur.commit, `hard state commit went backwards (${cur.commit} -> ${next.commit})`);
 }
 
+/** last index of segment k of `segs` in a log ending at `last` */
+function segmentEnd(segs: readonly number[], k: number, last: Index): Index {
+  return k + 1 < segs.length ? segs[k + 1]! - 1 : last;
+}
+
 function check(cond: boolean, msg: string): asserts cond {
-  if (!cond) throw new StorageAssertionError(`storage invariant broken: ${msg}`);
+  if (!cond) fail(msg);
+}
+
+function fail(msg: string): never {
+  throw new StorageAssertionError(`storage invariant broken: ${msg}`);
 }
 
 function openError(dir: string, err: unknown): StorageError {

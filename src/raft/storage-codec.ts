@@ -1,16 +1,22 @@
 // On-disk encoding of LevelStorage records (docs/storage.md, "Layout").
 //
 // Keys iterate in log order because LevelDB sorts bytewise:
-//   'e' + 8-byte big-endian index → Entry      'h' → HardState
-//   's' → Snapshot (meta + FSM bytes)           'v' → storage format version
-// Every value is framed as [CRC32C of payload: 4 bytes BE][msgpack payload], so a flipped
-// bit anywhere in a record is caught on open instead of being applied (LevelDB's own
-// block checksums only cover what LevelDB itself wrote, and are off on reads by default).
+//   'e' + 8-byte big-endian index → a log segment: the entries of ONE write, from that index
+//   'h' → HardState     's' → Snapshot (meta + FSM bytes)     'v' → storage format version
+// h, s and v are framed as [CRC32C of payload: 4 bytes BE][msgpack payload]. A segment is a
+// fixed binary layout (below) in which every entry carries its own CRC32C. Either way a
+// flipped bit anywhere is caught on open instead of being applied (LevelDB's own block
+// checksums only cover what LevelDB itself wrote, and are off on reads by default).
+//
+// Why segments and not one key per entry (format 1): a LevelDB put and a msgpack frame per
+// entry cost ~2.4 µs of CPU each, so on a disk whose fsync takes 0.2–0.3 ms a 256-entry
+// batch cost 3–4× a single-entry one. One put per write and a hand-laid record per entry
+// (~0.35 µs) make batching nearly free, which is the point of group commit.
 import { crc32c } from '@node-rs/crc32';
 import { Packr } from 'msgpackr';
 import type { ConfState, Entry, EntryKind, HardState, Snapshot } from './core/types.js';
 
-export const STORAGE_FORMAT_VERSION = 1;
+export const STORAGE_FORMAT_VERSION = 2;
 
 export const KEY_HARD_STATE = Buffer.from('h');
 export const KEY_SNAPSHOT = Buffer.from('s');
@@ -50,8 +56,13 @@ export function entryKeyIndex(key: Uint8Array): number | undefined {
   return b.readUInt32BE(1) * 2 ** 32 + b.readUInt32BE(5);
 }
 
-/** Why a record failed to decode; the caller adds where (which key, which directory). */
-export class RecordError extends Error {}
+/** Why a record failed to decode; the caller adds where (which directory). `index` names
+ *  the log entry concerned, when the record is a segment. */
+export class RecordError extends Error {
+  constructor(message: string, readonly index?: number) {
+    super(message);
+  }
+}
 
 function frame(payload: unknown): Buffer {
   const body = packr.pack(payload);
@@ -76,19 +87,78 @@ function unframe(value: Uint8Array): unknown {
 const KIND_CODES: Record<EntryKind, number> = { normal: 0, noop: 1, conf: 2 };
 const KINDS: readonly EntryKind[] = ['normal', 'noop', 'conf'];
 
-export function encodeEntry(e: Entry): Buffer {
-  return frame([e.index, e.term, KIND_CODES[e.kind], e.data]);
+// Segment layout (all integers big-endian):
+//   [count: u32] then `count` entry records, each
+//   [crc: u32][index: u64][term: u64][kind: u8][length: u32][data: length bytes]
+// where crc is the CRC32C of everything in the record after it. Indexes are consecutive
+// from the segment's key; the loader checks that, the count, and that nothing trails.
+const SEGMENT_HEADER = 4;
+const RECORD_HEADER = 25;
+/** a write with more entries is split into several segments, so that rewriting one (after
+ *  a conflict or a compaction inside it) stays cheap */
+export const SEGMENT_MAX_ENTRIES = 1024;
+
+function writeU64(buf: Buffer, value: number, at: number): void {
+  // value is a safe integer (Entry's contract): `>>> 0` is exactly value mod 2^32
+  const lo = value >>> 0;
+  buf.writeUInt32BE((value - lo) / 2 ** 32, at);
+  buf.writeUInt32BE(lo, at + 4);
 }
 
-export function decodeEntry(value: Uint8Array): Entry {
-  const v = unframe(value);
-  if (!Array.isArray(v) || v.length !== 4) throw new RecordError('entry is not a 4-tuple');
-  const [index, term, kind, data] = v as unknown[];
-  if (!isIndex(index) || !isIndex(term)) throw new RecordError('entry index/term not non-negative integers');
-  const k = typeof kind === 'number' ? KINDS[kind] : undefined;
-  if (k === undefined) throw new RecordError(`unknown entry kind ${String(kind)}`);
-  if (!(data instanceof Uint8Array)) throw new RecordError('entry data is not bytes');
-  return { index, term, kind: k, data: plainBytes(data) };
+function readU64(buf: Buffer, at: number): number {
+  return buf.readUInt32BE(at) * 2 ** 32 + buf.readUInt32BE(at + 4);
+}
+
+/** entries[from, to) as one segment; they must be consecutive (the caller checked) */
+export function encodeSegment(entries: readonly Entry[], from = 0, to = entries.length): Buffer {
+  let size = SEGMENT_HEADER;
+  for (let k = from; k < to; k++) size += RECORD_HEADER + entries[k]!.data.length;
+  const out = Buffer.allocUnsafe(size);
+  out.writeUInt32BE(to - from, 0);
+  let at = SEGMENT_HEADER;
+  for (let k = from; k < to; k++) {
+    const e = entries[k]!;
+    const start = at;
+    writeU64(out, e.index, at + 4);
+    writeU64(out, e.term, at + 12);
+    out[at + 20] = KIND_CODES[e.kind];
+    out.writeUInt32BE(e.data.length, at + 21);
+    out.set(e.data, at + RECORD_HEADER);
+    at += RECORD_HEADER + e.data.length;
+    out.writeUInt32BE(crc32c(out.subarray(start + 4, at)), start);
+  }
+  return out;
+}
+
+/** the entries of the segment stored under `firstIndex`; throws RecordError naming the
+ *  first entry that is damaged. Entry data are views into `value`, not copies. */
+export function decodeSegment(firstIndex: number, value: Uint8Array): Entry[] {
+  const buf = Buffer.from(value.buffer, value.byteOffset, value.length);
+  if (buf.length < SEGMENT_HEADER + RECORD_HEADER) throw new RecordError(`entry ${firstIndex} record of ${buf.length} bytes is too short`, firstIndex);
+  const count = buf.readUInt32BE(0);
+  const out: Entry[] = [];
+  let at = SEGMENT_HEADER;
+  for (let k = 0; k < count; k++) {
+    const expected = firstIndex + k;
+    const fail = (what: string): never => {
+      throw new RecordError(`entry ${expected} ${what}`, expected);
+    };
+    if (at + RECORD_HEADER > buf.length) fail(`is cut short (its write holds ${k} of ${count} entries, ${buf.length} bytes)`);
+    const length = buf.readUInt32BE(at + 21);
+    const end = at + RECORD_HEADER + length;
+    if (end > buf.length) fail(`is cut short (${length} data bytes announced, ${buf.length - at - RECORD_HEADER} present)`);
+    if (buf.readUInt32BE(at) !== crc32c(buf.subarray(at + 4, end))) fail('checksum mismatch');
+    const index = readU64(buf, at + 4);
+    const term = readU64(buf, at + 12);
+    const kind = KINDS[buf[at + 20]!];
+    if (!Number.isSafeInteger(index) || !Number.isSafeInteger(term)) fail('index/term not safe integers');
+    if (kind === undefined) fail(`has unknown kind ${buf[at + 20]}`);
+    if (index !== expected) fail(`is stored under the wrong key (it says index ${index})`);
+    out.push({ index, term, kind: kind!, data: new Uint8Array(buf.buffer, buf.byteOffset + at + RECORD_HEADER, length) });
+    at = end;
+  }
+  if (at !== buf.length) throw new RecordError(`entry ${firstIndex}'s write has ${buf.length - at} bytes of garbage after its ${count} entries`, firstIndex);
+  return out;
 }
 
 export function encodeHardState(hs: HardState): Buffer {

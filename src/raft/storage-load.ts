@@ -6,7 +6,7 @@ import type { Level } from 'level';
 import type { ConfState, Entry, HardState, Snapshot } from './core/types.js';
 import {
   ENTRY_KEY_END, ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, RecordError, STORAGE_FORMAT_VERSION,
-  decodeEntry, decodeHardState, decodeSnapshot, decodeVersion, encodeHardState, encodeSnapshot, encodeVersion, entryKeyIndex,
+  decodeHardState, decodeSegment, decodeSnapshot, decodeVersion, encodeHardState, encodeSnapshot, encodeVersion, entryKeyIndex,
 } from './storage-codec.js';
 import { StorageCorruptionError, StorageVersionError } from './storage-errors.js';
 
@@ -18,6 +18,8 @@ export interface LoadedState {
   snapshot: Snapshot;
   /** the log after the snapshot: entries[k].index === snapshot.meta.index + 1 + k */
   entries: Entry[];
+  /** first index of every stored log segment, ascending (each runs to the next one's start) */
+  segments: number[];
   fresh: boolean;
 }
 
@@ -26,8 +28,8 @@ export interface LoadedState {
  *  only ever seeds a NEW cluster, afterwards membership comes from the log. */
 export async function loadState(db: Db, dir: string, seedConf: ConfState): Promise<LoadedState> {
   const [v, h, s] = await db.getMany([KEY_VERSION, KEY_HARD_STATE, KEY_SNAPSHOT]);
-  const rawEntries = await readEntries(db, dir);
-  if (v === undefined && h === undefined && s === undefined && rawEntries.length === 0) {
+  const rawSegments = await readSegments(db, dir);
+  if (v === undefined && h === undefined && s === undefined && rawSegments.length === 0) {
     return initialise(db, seedConf);
   }
   const corrupt = (what: string, index?: number) => new StorageCorruptionError(dir, what, index);
@@ -38,9 +40,9 @@ export async function loadState(db: Db, dir: string, seedConf: ConfState): Promi
   if (s === undefined) throw corrupt('snapshot record is missing');
   const hardState = decodeOr(() => decodeHardState(h), (m) => corrupt(`hard state ${m}`));
   const snapshot = decodeOr(() => decodeSnapshot(s), (m) => corrupt(`snapshot ${m}`));
-  const entries = verifyLog(dir, snapshot, rawEntries);
+  const entries = verifyLog(dir, snapshot, rawSegments);
   verifyHardState(dir, hardState, snapshot, entries);
-  return { hardState, snapshot, entries, fresh: false };
+  return { hardState, snapshot, entries, segments: rawSegments.map((r) => r.index), fresh: false };
 }
 
 async function initialise(db: Db, seedConf: ConfState): Promise<LoadedState> {
@@ -52,13 +54,14 @@ async function initialise(db: Db, seedConf: ConfState): Promise<LoadedState> {
     { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(snapshot) },
     { type: 'put', key: KEY_VERSION, value: encodeVersion(STORAGE_FORMAT_VERSION) },
   ], { sync: true });
-  return { hardState, snapshot, entries: [], fresh: true };
+  return { hardState, snapshot, entries: [], segments: [], fresh: true };
 }
 
-interface RawEntry { index: number; value: Buffer }
+/** a stored segment: the entries of one write, starting at `index` */
+interface RawSegment { index: number; value: Buffer }
 
-async function readEntries(db: Db, dir: string): Promise<RawEntry[]> {
-  const out: RawEntry[] = [];
+async function readSegments(db: Db, dir: string): Promise<RawSegment[]> {
+  const out: RawSegment[] = [];
   const it = db.iterator({ gte: ENTRY_KEY_START, lt: ENTRY_KEY_END, highWaterMarkBytes: 1 << 20 });
   try {
     while (true) {
@@ -78,25 +81,31 @@ async function readEntries(db: Db, dir: string): Promise<RawEntry[]> {
 
 /** checksums, index contiguity from the snapshot, term monotonicity (Log Matching, §5.3,
  *  implies terms never decrease along a log) */
-function verifyLog(dir: string, snap: Snapshot, raw: RawEntry[]): Entry[] {
+function verifyLog(dir: string, snap: Snapshot, raw: RawSegment[]): Entry[] {
   const entries: Entry[] = [];
   let prevIndex = snap.meta.index;
   let prevTerm = snap.meta.term;
   let prevName = `snapshot (index ${prevIndex})`;
   for (const { index, value } of raw) {
-    const corrupt = (what: string) => new StorageCorruptionError(dir, what, index);
-    if (index <= snap.meta.index) throw corrupt(`entry ${index} is at or below the snapshot index ${snap.meta.index} (compaction left it behind)`);
+    if (index <= snap.meta.index) throw new StorageCorruptionError(dir, `entry ${index} is at or below the snapshot index ${snap.meta.index} (compaction left it behind)`, index);
     if (index !== prevIndex + 1) {
       const missing = prevIndex + 1;
       throw new StorageCorruptionError(dir, `entry ${missing} is missing (log jumps from ${prevName} to entry ${index})`, missing);
     }
-    const e = decodeOr(() => decodeEntry(value), (m) => corrupt(`entry ${index} ${m}`));
-    if (e.index !== index) throw corrupt(`entry ${index} is stored under the wrong key (it says index ${e.index})`);
-    if (e.term < prevTerm) throw corrupt(`entry ${index} has term ${e.term}, lower than ${prevName}'s term ${prevTerm}`);
-    entries.push(e);
-    prevIndex = index;
-    prevTerm = e.term;
-    prevName = `entry ${index}`;
+    let segment: Entry[];
+    try {
+      segment = decodeSegment(index, value);
+    } catch (err) {
+      if (err instanceof RecordError) throw new StorageCorruptionError(dir, err.message, err.index);
+      throw err;
+    }
+    for (const e of segment) {
+      if (e.term < prevTerm) throw new StorageCorruptionError(dir, `entry ${e.index} has term ${e.term}, lower than ${prevName}'s term ${prevTerm}`, e.index);
+      entries.push(e);
+      prevIndex = e.index;
+      prevTerm = e.term;
+      prevName = `entry ${e.index}`;
+    }
   }
   return entries;
 }

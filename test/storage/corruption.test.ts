@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
 import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../src/raft/level-storage.js';
-import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeEntry, encodeVersion, entryKey } from '../../src/raft/storage-codec.js';
+import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeSegment, encodeVersion, entryKey } from '../../src/raft/storage-codec.js';
 import { SEED_CONF, entry, snapshotAt, tempDir } from './helpers.js';
 
 const cleanups: (() => void)[] = [];
@@ -22,14 +22,27 @@ function newDir(prefix: string): string {
   return dir;
 }
 
-/** a closed directory holding a snapshot at 2 and entries 3..10, commit 8 */
+const term = (i: number): number => (i <= 5 ? 2 : 3);
+const entries = (...indexes: number[]) => indexes.map((i) => entry(i, term(i)));
+
+/** a closed directory holding a snapshot at 2 and entries 3..10 (terms 2,2,2,3,3,3,3,3),
+ *  commit 8, stored as the segments [3 4] [5] [6] [7 8 9 10]: written as [1 2 3 4] [5] [6]
+ *  [7 8 9 10], then compaction rewrote the first to start after the snapshot */
 async function populated(prefix: string): Promise<string> {
   const dir = newDir(prefix);
   const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
-  await s.save({ hardState: { term: 3, vote: 'n1', commit: 8 }, entries: [1, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((i) => entry(i, i <= 5 ? 2 : 3)) }, { sync: true });
+  for (const write of [[1, 2, 3, 4], [5], [6], [7, 8, 9, 10]]) await s.save({ entries: entries(...write) }, { sync: true });
+  await s.save({ hardState: { term: 3, vote: 'n1', commit: 8 }, entries: [] }, { sync: true });
   await s.compact(snapshotAt(2, 2));
   await s.close();
   return dir;
+}
+
+/** byte offset of entry `k` (0-based) in a segment of entries whose data is `e<index>` */
+function recordOffset(first: number, k: number): number {
+  let at = 4;
+  for (let i = first; i < first + k; i++) at += 25 + `e${i}`.length;
+  return at;
 }
 
 /** edit the raw LevelDB behind LevelStorage's back */
@@ -66,16 +79,31 @@ async function assertRefused(dir: string, cls: new (...args: never[]) => Error, 
 const WIPE = /\(wipe this node's data directory and let it rejoin: it receives a snapshot from the leader\)$/;
 
 describe('open refuses a damaged log', () => {
-  test('a flipped byte in an entry', async () => {
+  test('a flipped byte in an entry: the last of its write, and one in the middle', async () => {
     const dir = await populated('flip-entry');
     await tamper(dir, (db) => flipByte(db, entryKey(7), -1));
-    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: entry 7 checksum mismatch ${WIPE.source}`), 7);
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: entry 10 checksum mismatch ${WIPE.source}`), 10);
+    const dir2 = await populated('flip-mid');
+    // the first data byte of entry 8, the second record of the segment starting at 7
+    await tamper(dir2, (db) => flipByte(db, entryKey(7), recordOffset(7, 1) + 25));
+    await assertRefused(dir2, StorageCorruptionError, /: entry 8 checksum mismatch \(/, 8);
+    const dir3 = await populated('flip-term');
+    // the low byte of entry 9's term
+    await tamper(dir3, (db) => flipByte(db, entryKey(7), recordOffset(7, 2) + 19));
+    await assertRefused(dir3, StorageCorruptionError, /: entry 9 checksum mismatch \(/, 9);
   });
 
   test('a flipped byte in the checksum itself', async () => {
     const dir = await populated('flip-crc');
-    await tamper(dir, (db) => flipByte(db, entryKey(3), 0));
+    await tamper(dir, (db) => flipByte(db, entryKey(3), recordOffset(3, 0)));
     await assertRefused(dir, StorageCorruptionError, /: entry 3 checksum mismatch \(/, 3);
+  });
+
+  test('a flipped byte in the entry count of a write', async () => {
+    const dir = await populated('flip-count');
+    await tamper(dir, (db) => flipByte(db, entryKey(7), 3));
+    // 4 entries stored, the count now says 0x44 = 68: the fifth record is not there
+    await assertRefused(dir, StorageCorruptionError, /: entry 11 is cut short \(its write holds 4 of 68 entries, \d+ bytes\) \(/, 11);
   });
 
   test('a flipped byte in the hard state', async () => {
@@ -92,14 +120,20 @@ describe('open refuses a damaged log', () => {
 
   test('a truncated record', async () => {
     const dir = await populated('short');
-    await tamper(dir, (db) => db.put(entryKey(4), Buffer.from([1, 2])));
-    await assertRefused(dir, StorageCorruptionError, /: entry 4 record of 2 bytes is too short \(/, 4);
+    await tamper(dir, (db) => db.put(entryKey(5), Buffer.from([1, 2])));
+    await assertRefused(dir, StorageCorruptionError, /: entry 5 record of 2 bytes is too short \(/, 5);
+    const dir2 = await populated('cut');
+    await tamper(dir2, async (db) => db.put(entryKey(7), (await db.get(entryKey(7)))!.subarray(0, -1)));
+    await assertRefused(dir2, StorageCorruptionError, /: entry 10 is cut short \(3 data bytes announced, 2 present\) \(/, 10);
+    const dir3 = await populated('trail');
+    await tamper(dir3, async (db) => db.put(entryKey(5), Buffer.concat([(await db.get(entryKey(5)))!, Buffer.from([0, 0, 0])])));
+    await assertRefused(dir3, StorageCorruptionError, /: entry 5's write has 3 bytes of garbage after its 1 entries \(/, 5);
   });
 
   test('a lost log tail that commit still points into', async () => {
     const dir = await populated('tail');
-    await tamper(dir, (db) => db.batch([8, 9, 10].map((i) => ({ type: 'del' as const, key: entryKey(i) }))));
-    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 7 \(the log tail is lost\) \(wipe/, 8);
+    await tamper(dir, (db) => db.del(entryKey(7)));
+    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 6 \(the log tail is lost\) \(wipe/, 8);
   });
 
   test('a gap in the log', async () => {
@@ -111,25 +145,28 @@ describe('open refuses a damaged log', () => {
   test('the first entries after the snapshot missing', async () => {
     const dir = await populated('head');
     await tamper(dir, (db) => db.del(entryKey(3)));
-    await assertRefused(dir, StorageCorruptionError, /: entry 3 is missing \(log jumps from snapshot \(index 2\) to entry 4\)/, 3);
+    await assertRefused(dir, StorageCorruptionError, /: entry 3 is missing \(log jumps from snapshot \(index 2\) to entry 5\)/, 3);
   });
 
   test('an entry left at or below the snapshot', async () => {
     const dir = await populated('below');
-    await tamper(dir, (db) => db.put(entryKey(2), encodeEntry(entry(2, 2))));
+    await tamper(dir, (db) => db.put(entryKey(2), encodeSegment(entries(2))));
     await assertRefused(dir, StorageCorruptionError, /: entry 2 is at or below the snapshot index 2/, 2);
   });
 
-  test('a term that goes backwards (valid checksum)', async () => {
+  test('a term that goes backwards (valid checksum): across writes and inside one', async () => {
     const dir = await populated('term');
-    await tamper(dir, (db) => db.put(entryKey(7), encodeEntry(entry(7, 1))));
-    await assertRefused(dir, StorageCorruptionError, /: entry 7 has term 1, lower than entry 6's term 3/, 7);
+    await tamper(dir, (db) => db.put(entryKey(6), encodeSegment([entry(6, 1)])));
+    await assertRefused(dir, StorageCorruptionError, /: entry 6 has term 1, lower than entry 5's term 2/, 6);
+    const dir2 = await populated('term-in');
+    await tamper(dir2, (db) => db.put(entryKey(7), encodeSegment([entry(7, 3), entry(8, 1), entry(9, 3), entry(10, 3)])));
+    await assertRefused(dir2, StorageCorruptionError, /: entry 8 has term 1, lower than entry 7's term 3/, 8);
   });
 
   test('an entry stored under another index', async () => {
     const dir = await populated('wrongkey');
-    await tamper(dir, (db) => db.put(entryKey(5), encodeEntry(entry(6, 3))));
-    await assertRefused(dir, StorageCorruptionError, /: entry 5 is stored under the wrong key \(it says index 6\)/, 5);
+    await tamper(dir, (db) => db.put(entryKey(6), encodeSegment(entries(7))));
+    await assertRefused(dir, StorageCorruptionError, /: entry 6 is stored under the wrong key \(it says index 7\)/, 6);
   });
 
   test('missing hard state or version record', async () => {
@@ -144,7 +181,7 @@ describe('open refuses a damaged log', () => {
   test('an unknown storage format version', async () => {
     const dir = await populated('version');
     await tamper(dir, (db) => db.put(KEY_VERSION, encodeVersion(99)));
-    await assertRefused(dir, StorageVersionError, new RegExp(`^unsupported storage format version 99 in ${dir}: this raftlock reads version 1 only`));
+    await assertRefused(dir, StorageVersionError, new RegExp(`^unsupported storage format version 99 in ${dir}: this raftlock reads version 2 only`));
   });
 
   test("damaged LevelDB files: a table block, or a write-ahead-log record LevelDB skips", async () => {
