@@ -42,8 +42,8 @@ function area(url: string, fn: string): string {
   return url;
 }
 
-/** total time (self + callees) of every node named `name`, grouped by its caller chain (3 up) */
-function printCallers(p: Profile, byId: Map<number, ProfileNode>, selfUs: Map<number, number>, name: string, busy: number): void {
+/** total time (self + callees) of every node named `name`, grouped by its caller chain (`depth` up) */
+function printCallers(p: Profile, byId: Map<number, ProfileNode>, selfUs: Map<number, number>, name: string, busy: number, depth: number): void {
   const parent = new Map<number, number>();
   for (const n of p.nodes) for (const c of n.children ?? []) parent.set(c, n.id);
   const totalOf = (id: number): number => (selfUs.get(id) ?? 0) + (byId.get(id)!.children ?? []).reduce((s, c) => s + totalOf(c), 0);
@@ -51,7 +51,7 @@ function printCallers(p: Profile, byId: Map<number, ProfileNode>, selfUs: Map<nu
   for (const n of p.nodes) {
     if (n.callFrame.functionName !== name) continue;
     const chain: string[] = [];
-    for (let id = parent.get(n.id), k = 0; id !== undefined && k < 4; id = parent.get(id), k++) chain.push(byId.get(id)!.callFrame.functionName || '(anon)');
+    for (let id = parent.get(n.id), k = 0; id !== undefined && k < depth; id = parent.get(id), k++) chain.push(byId.get(id)!.callFrame.functionName || '(anon)');
     const key = chain.join(' < ');
     byChain.set(key, (byChain.get(key) ?? 0) + totalOf(n.id));
   }
@@ -65,10 +65,12 @@ function main(): void {
   const top = ti >= 0 ? Number(args[ti + 1]) : 30;
   const ci = args.indexOf('--callers');
   const callersOf = ci >= 0 ? args[ci + 1] : undefined;
-  const skip = new Set([ti, ti + 1, ci, ci + 1].filter((i) => i >= 0 && (i === ti || i === ti + 1 ? ti >= 0 : ci >= 0)));
+  const di = args.indexOf('--depth');
+  const depth = di >= 0 ? Number(args[di + 1]) : 4;
+  const skip = new Set([ti, ci, di].filter((i) => i >= 0).flatMap((i) => [i, i + 1]));
   const files = args.filter((_, i) => !skip.has(i));
   if (files.length === 0) {
-    console.error('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile… [--top N]');
+    console.error('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile… [--top N] [--callers NAME [--depth N]]');
     process.exit(2);
   }
   for (const f of files) {
@@ -93,7 +95,7 @@ function main(): void {
     console.log(`\n== ${f}: ${(total / 1e6).toFixed(1)} s profiled, busy ${(busy / 1e6).toFixed(1)} s (${((100 * busy) / total).toFixed(0)}%)`);
     console.log('-- self time by area (% of busy)');
     for (const [k, v] of [...byArea].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, 25)) console.log(`${((100 * v) / busy).toFixed(1).padStart(6)}%  ${k}`);
-    if (callersOf !== undefined) printCallers(p, byId, selfUs, callersOf, busy);
+    if (callersOf !== undefined) printCallers(p, byId, selfUs, callersOf, busy, depth);
     console.log(`-- top ${top} functions by self time (% of busy)`);
     for (const [k, v] of [...byFn].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top)) console.log(`${((100 * v) / busy).toFixed(1).padStart(6)}%  ${k}`);
   }

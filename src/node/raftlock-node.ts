@@ -101,6 +101,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       checkQuorum: true,
       maxInflight: 256,
       maxMsgBytes: 1 << 20,
+      // followers learn commits with the next append or heartbeat (RaftConfig.lazyCommit)
+      lazyCommit: true,
       applied: snap.meta.index,
     },
     storage,

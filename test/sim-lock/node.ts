@@ -22,6 +22,7 @@ export interface NodeParams {
   checkQuorum: boolean;
   maxInflight: number;
   maxMsgBytes: number;
+  lazyCommit: boolean;
   tickMs: number;
   snapshotEveryEntries: number;
   proposalTimeoutMs: number;
@@ -95,7 +96,7 @@ export class LockNode {
     this.lessor = new Lessor({ tickMs: p.tickMs });
     this.raw = new RawNode({
       id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
-      maxInflight: p.maxInflight, maxMsgBytes: p.maxMsgBytes, applied: snap.meta.index,
+      maxInflight: p.maxInflight, maxMsgBytes: p.maxMsgBytes, lazyCommit: p.lazyCommit, applied: snap.meta.index,
     }, this.storage);
     this.driver = new RaftDriver({
       id, raw: this.raw, storage: this.storage, transport, app: this.app,

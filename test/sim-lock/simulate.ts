@@ -37,7 +37,7 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
   const ttlMs = Math.round(electionMs * (4 + rng.next() * 8));
   const node: NodeParams = {
     electionTicks: raft.electionTicks, heartbeatTicks: raft.heartbeatTicks, preVote: raft.preVote, checkQuorum: raft.checkQuorum,
-    maxInflight: raft.maxInflight, maxMsgBytes: raft.maxMsgBytes, tickMs,
+    maxInflight: raft.maxInflight, maxMsgBytes: raft.maxMsgBytes, lazyCommit: raft.lazyCommit, tickMs,
     snapshotEveryEntries: [8, 32, 128, 100_000][rng.int(0, 4)]!,
     proposalTimeoutMs: 3 * 2 * electionMs,
   };

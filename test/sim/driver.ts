@@ -44,7 +44,7 @@ export class SimNode {
       id, rng,
       electionTicks: opts.electionTicks, heartbeatTicks: opts.heartbeatTicks,
       preVote: opts.preVote, checkQuorum: opts.checkQuorum,
-      maxInflight: opts.maxInflight, maxMsgBytes: opts.maxMsgBytes,
+      maxInflight: opts.maxInflight, maxMsgBytes: opts.maxMsgBytes, lazyCommit: opts.lazyCommit,
       applied: this.app.state.applied,
       trace: (e) => this.onTrace(e),
     }, disk);
