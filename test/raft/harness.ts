@@ -63,6 +63,7 @@ export class Network {
       maxInflight: o.maxInflight ?? 256,
       maxMsgBytes: o.maxMsgBytes ?? 1 << 20,
       ...(applied !== undefined ? { applied } : {}),
+      ...(o.lazyCommit !== undefined ? { lazyCommit: o.lazyCommit } : {}),
       ...(o.trace ? { trace: o.trace } : {}),
     };
   }

@@ -246,3 +246,36 @@ test('a follower rejects an append whose prevIndex is far beyond its log, and th
   net.propose('n1', 'ok');
   assert.deepEqual(net.appliedData('n2'), ['ok']);
 });
+
+test('lazyCommit: followers learn a commit with the next append or heartbeat, never by a commit-only append', () => {
+  for (const lazy of [false, true]) {
+    const net = Network.create(3, { lazyCommit: lazy });
+    net.campaign('n1');
+    net.stabilize();
+    const before = net.sent.length;
+    const x = net.propose('n1', 'x');
+    assert.ok(x.ok);
+    net.stabilize();
+    assert.equal(net.node('n1').raw.status().commit, x.index, 'the leader commits either way');
+    const commitOnly = net.sent.slice(before).filter((m) => m.type === 'append' && m.entries.length === 0);
+    const followerCommit = net.node('n2').raw.status().commit;
+    if (!lazy) {
+      assert.equal(commitOnly.length, 2, 'eager: one commit-only append per follower');
+      assert.equal(followerCommit, x.index);
+      continue;
+    }
+    assert.equal(commitOnly.length, 0, 'lazy: no commit-only appends');
+    assert.equal(followerCommit, x.index - 1, 'the follower has not heard of the commit yet');
+    // the next proposal's append carries it
+    const y = net.propose('n1', 'y');
+    assert.ok(y.ok);
+    net.deliver((m) => m.type === 'append');
+    assert.equal(net.node('n2').raw.status().commit, x.index);
+    net.stabilize();
+    // and a heartbeat carries the rest
+    net.tick('n1');
+    net.stabilize();
+    for (const id of ['n2', 'n3']) assert.equal(net.node(id).raw.status().commit, y.index, `${id} learns the last commit from the heartbeat`);
+    assert.deepEqual(net.appliedData('n3'), net.appliedData('n1'));
+  }
+});
