@@ -3,7 +3,8 @@
 // This class only wires the parts together and owns the peer table:
 //   peer-server.ts       inbound HTTP: routes, limits, auth hook, ordered hand-over
 //   codec.ts             wire format + validation of everything inbound
-//   peer-link.ts         outbound per peer: bounded queue, batches, pipeline, backoff
+//   peer-link.ts         outbound per peer: bounded queue, batches, stream or pipeline, backoff
+//   peer-stream.ts       one outbound message stream; stream-frames.ts its framing
 //   snapshot-transfer.ts chunked snapshots, both directions
 import type http from 'node:http';
 import type https from 'node:https';
@@ -15,6 +16,7 @@ import { decodeEnvelope, decodeSnapshotChunk, type DecodeFailure } from './codec
 import { PeerServer, type PeerLogger, type Verdict } from './peer-server.js';
 import { PeerLink } from './peer-link.js';
 import { SnapshotAssembler, sendSnapshot } from './snapshot-transfer.js';
+import type { StreamAuth } from './stream-frames.js';
 import { TransportMetrics, type TransportStats } from './transport-metrics.js';
 import { LogLimiter } from './log-limiter.js';
 
@@ -55,6 +57,15 @@ export interface HttpTransportOptions {
   backoffMaxMs?: number;
   /** at most one onUnreachable per peer per interval (default 1 s) */
   unreachableIntervalMs?: number;
+  /** send messages over one long-lived stream per peer (default true); false: one POST
+   *  per batch (the receiving side always serves both) */
+  streaming?: boolean;
+  /** a stream is ended and a new one opened after this long (default 10 s; must stay
+   *  below the receiver's 30 s whole-request deadline) or this many bytes (default 256 MiB) */
+  streamRotateMs?: number;
+  streamRotateBytes?: number;
+  /** a stream with nothing to send for this long is closed, reopened on demand (default 10 s) */
+  streamIdleMs?: number;
   /** issue 10 hooks: inbound authentication, outbound headers, TLS both ways */
   authenticate?: (req: http.IncomingMessage) => boolean;
   /** second authentication stage, once the body is read (an HMAC over the body); false → 401 */
@@ -63,11 +74,14 @@ export interface HttpTransportOptions {
   /** per-request headers computed from the exact body bytes (the HMAC signature) */
   signRequest?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   tls?: { server?: https.ServerOptions; client?: Pool.Options['connect'] };
+  /** per-frame tags on streams (HMAC under the cluster secret, issue 10), both directions */
+  streamAuth?: StreamAuth;
 }
 
 type Limits = Required<Pick<HttpTransportOptions,
   'maxQueueMessages' | 'maxQueueBytes' | 'maxBodyBytes' | 'maxBufferedBytes' | 'maxEntriesPerRequest' | 'maxBatchMessages' | 'maxInflightRequests' |
-  'maxSnapshotBytes' | 'snapshotChunkBytes' | 'snapshotAssemblyTimeoutMs' | 'requestTimeoutMs' | 'backoffMinMs' | 'backoffMaxMs' | 'unreachableIntervalMs'>>;
+  'maxSnapshotBytes' | 'snapshotChunkBytes' | 'snapshotAssemblyTimeoutMs' | 'requestTimeoutMs' | 'backoffMinMs' | 'backoffMaxMs' | 'unreachableIntervalMs' |
+  'streamRotateMs' | 'streamRotateBytes' | 'streamIdleMs'>>;
 
 const DEFAULTS: Limits = {
   maxQueueMessages: 4096,
@@ -84,7 +98,13 @@ const DEFAULTS: Limits = {
   backoffMinMs: 50,
   backoffMaxMs: 2_000,
   unreachableIntervalMs: 1_000,
+  streamRotateMs: 10_000,
+  streamRotateBytes: 256 * 2 ** 20,
+  streamIdleMs: 10_000,
 };
+
+/** the peer server's whole-request deadline at its smallest: a stream must end before it */
+const MIN_SERVER_REQUEST_TIMEOUT_MS = 30_000;
 
 /** room for the chunk's header (ids, meta with up to 1024 members) next to its bytes */
 const CHUNK_OVERHEAD_BYTES = 256 * 1024;
@@ -125,6 +145,9 @@ export class HttpTransport extends TransportEvents implements Transport {
         this.limits[k] = v;
       }
     }
+    if (this.limits.streamRotateMs > MIN_SERVER_REQUEST_TIMEOUT_MS - 5_000) {
+      throw new Error(`HttpTransport: streamRotateMs (${this.limits.streamRotateMs}) must stay well below the receivers' ${MIN_SERVER_REQUEST_TIMEOUT_MS} ms request deadline (at most ${MIN_SERVER_REQUEST_TIMEOUT_MS - 5_000})`);
+    }
     const largestBody = Math.max(this.limits.maxBodyBytes, this.limits.snapshotChunkBytes + CHUNK_OVERHEAD_BYTES);
     if (this.limits.maxBufferedBytes < largestBody) {
       throw new Error(`HttpTransport: maxBufferedBytes (${this.limits.maxBufferedBytes}) must hold at least one whole request body (${largestBody})`);
@@ -138,13 +161,14 @@ export class HttpTransport extends TransportEvents implements Transport {
       maxSnapshotBodyBytes: this.limits.snapshotChunkBytes + CHUNK_OVERHEAD_BYTES,
       maxBufferedBytes: this.limits.maxBufferedBytes,
       // a chunk of 1 MiB on a slow link needs longer than a batch of heartbeats
-      requestTimeoutMs: Math.max(this.limits.requestTimeoutMs, 30_000),
+      requestTimeoutMs: Math.max(this.limits.requestTimeoutMs, MIN_SERVER_REQUEST_TIMEOUT_MS),
       logger: o.logger,
       metrics: this.metrics,
       onMessages: (body) => this.receiveMessages(body),
       onSnapshotChunk: (body) => this.receiveChunk(body),
       ...(o.authenticate ? { authenticate: o.authenticate } : {}),
       ...(o.authenticateBody ? { authenticateBody: o.authenticateBody } : {}),
+      ...(o.streamAuth ? { streamAuth: o.streamAuth } : {}),
       ...(o.tls?.server ? { tls: o.tls.server } : {}),
     });
     this.setPeers(o.peers);
@@ -247,6 +271,9 @@ export class HttpTransport extends TransportEvents implements Transport {
       ...(this.o.headers ? { headers: this.o.headers } : {}),
       ...(this.o.signRequest ? { sign: this.o.signRequest } : {}),
       ...(this.o.tls?.client ? { connect: this.o.tls.client } : {}),
+      streaming: this.o.streaming ?? true,
+      streamRotateMs: l.streamRotateMs, streamRotateBytes: l.streamRotateBytes, streamIdleMs: l.streamIdleMs,
+      ...(this.o.streamAuth ? { streamAuth: this.o.streamAuth } : {}),
       logger: this.o.logger, metrics: this.metrics,
       reportUnreachable: (p) => {
         if (!this.closed) this.emitUnreachable(p);

@@ -1,18 +1,30 @@
-// The sending half for ONE peer: a bounded queue (peer-queue.ts), batching, a keep-alive
-// undici Pool, a small pipeline of requests in flight, backoff after failures and
-// rate-limited unreachable reports. Snapshots do not pass through here (snapshot-sender.ts):
-// a multi-MiB transfer must not hold up heartbeats behind it.
+// The sending half for ONE peer: a bounded queue (peer-queue.ts), batching, backoff after
+// failures and rate-limited unreachable reports, and one of two ways to the peer:
 //
-// Ordering: one connection (Pool connections: 1) with HTTP/1.1 pipelining keeps per-peer
-// order on the wire, and the server delivers requests of one connection in order
-// (peer-server.ts). Whatever accumulates while requests are in flight goes into the next
-// request. Raft stays safe under loss, reordering and duplication; order only matters
-// for efficiency (an out-of-order append is rejected and costs a probe round).
+//   streaming (default)  one long-lived stream (peer-stream.ts): each flush writes the
+//                        batch as ONE frame, one write; no per-batch answer. Rotated every
+//                        streamRotateMs / streamRotateBytes and closed when idle.
+//   POST per batch       a keep-alive undici Pool and a small pipeline of requests in
+//                        flight, each answered with 204 (the fallback: streaming: false,
+//                        or a peer that has no stream route).
+//
+// Snapshots do not pass through here (snapshot-transfer.ts): a multi-MiB transfer must not
+// hold up heartbeats behind it.
+//
+// Ordering: a stream is ordered by TCP and delivered frame by frame in order; a rotation
+// ends the old stream and waits for its 204 (= all its frames were delivered) before the
+// next stream starts, while the queue keeps what comes meanwhile. With POST, one
+// connection (Pool connections: 1) with HTTP/1.1 pipelining keeps per-peer order on the
+// wire, and the server delivers requests of one connection in order (peer-server.ts).
+// Raft stays safe under loss, reordering and duplication; order only matters for
+// efficiency (an out-of-order append is rejected and costs a probe round).
 import { Pool } from 'undici';
 import type { Message, NodeId } from '../raft/core/types.js';
 import { encodeEnvelope } from './codec.js';
 import { PeerQueue, estimateSize } from './peer-queue.js';
 import { CONTENT_TYPE, MESSAGES_PATH, type PeerLogger } from './peer-server.js';
+import { STREAM_CONTENT_TYPE, STREAM_PATH, type StreamAuth } from './stream-frames.js';
+import { PeerStream, connectorFor, type Connector, type StreamEnd } from './peer-stream.js';
 import type { TransportMetrics } from './transport-metrics.js';
 import { LogLimiter } from './log-limiter.js';
 
@@ -40,10 +52,20 @@ export interface PeerLinkOptions {
   sign?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   /** undici connect options (TLS: ca, cert, key, servername, …) */
   connect?: Pool.Options['connect'];
+  /** send over a stream (default) rather than one POST per batch */
+  streaming: boolean;
+  /** stream rotation and idle close */
+  streamRotateMs: number;
+  streamRotateBytes: number;
+  streamIdleMs: number;
+  /** per-frame tags of streams (HMAC, issue 10) */
+  streamAuth?: StreamAuth;
   logger: PeerLogger;
   metrics: TransportMetrics;
   reportUnreachable(peer: NodeId): void;
 }
+
+const EMPTY = new Uint8Array(0);
 
 export class PeerLink {
   private readonly queue: PeerQueue;
@@ -55,8 +77,13 @@ export class PeerLink {
   private backoffTimer: NodeJS.Timeout | null = null;
   private lastUnreachableAt = -Infinity;
   private closed = false;
+  /** streaming mode; switched off for good if the peer has no stream route (older node) */
+  private streaming: boolean;
+  private stream: PeerStream | null = null;
+  private connector: Connector | null = null;
 
   constructor(private readonly o: PeerLinkOptions) {
+    this.streaming = o.streaming;
     this.queue = new PeerQueue(o.maxQueueMessages, o.maxQueueBytes);
     this.basePath = o.url.pathname.replace(/\/+$/, '');
     this.pool = new Pool(o.url.origin, {
@@ -89,8 +116,10 @@ export class PeerLink {
     this.o.metrics.dropped(this.o.peer, 'queue_full', this.queue.push(m, size));
   }
 
-  /** start as many requests as the pipeline allows (called once per send() burst) */
+  /** start as many requests as the pipeline allows, or write the queue to the stream
+   *  (called once per send() burst) */
   flush(): void {
+    if (this.streaming) return this.flushStream();
     while (!this.closed && this.backoffTimer === null && this.inflight < this.o.maxInflightRequests && this.queue.length > 0) {
       const batch = this.queue.take(this.o.maxBatchMessages, this.o.maxBatchBytes);
       this.post(batch);
@@ -101,18 +130,106 @@ export class PeerLink {
   async close(): Promise<void> {
     this.closed = true;
     if (this.backoffTimer) clearTimeout(this.backoffTimer);
+    this.stream?.abort('transport closing');
     this.o.metrics.dropped(this.o.peer, 'closed', this.queue.clear());
     await this.pool.destroy().catch(() => undefined);
   }
 
-  private post(batch: Message[]): void {
+  /** the encoded batch, or null when over the body limit (then dropped and counted) */
+  private encode(batch: Message[]): Uint8Array | null {
     const body = encodeEnvelope({ cluster: this.o.cluster, from: this.o.self, to: this.o.peer, messages: batch });
     if (body.length > this.o.maxBodyBytes) {
       // cannot happen while estimateSize() rounds up; if it does, losing the batch is safe
       this.warn({ bytes: body.length, limit: this.o.maxBodyBytes }, 'encoded batch over the body limit, dropped');
       this.o.metrics.dropped(this.o.peer, 'too_large', batch.length);
+      return null;
+    }
+    return body;
+  }
+
+  // ---- streaming ----
+
+  /** write what is queued as frames while the stream takes them; open one if needed */
+  private flushStream(): void {
+    while (!this.closed && this.backoffTimer === null && this.queue.length > 0) {
+      // a stream that is ending (rotation) is not replaced before its 204: the queue waits
+      if (this.stream === null) this.openStream();
+      const s = this.stream!;
+      if (!s.writable) break;
+      const batch = this.queue.take(this.o.maxBatchMessages, this.o.maxBatchBytes);
+      const body = this.encode(batch);
+      if (body === null) continue;
+      s.write(body, batch.length);
+      if (s.bytesWritten >= this.o.streamRotateBytes) s.end();
+    }
+    this.o.metrics.queueLength(this.o.peer, this.queue.length);
+  }
+
+  private openStream(): void {
+    const path = `${this.basePath}${STREAM_PATH}`;
+    // the opening request is signed like a POST with an EMPTY body: its time and nonce keep
+    // a captured stream from being replayed; the frames carry their own tags (stream auth)
+    const signed = this.o.sign?.('POST', path, EMPTY) ?? {};
+    const tagger = this.o.streamAuth?.sender(signed);
+    this.connector ??= connectorFor(this.o.connect, this.o.requestTimeoutMs);
+    const s: PeerStream = new PeerStream({
+      url: this.o.url,
+      path,
+      headers: { 'content-type': STREAM_CONTENT_TYPE, ...this.o.headers, ...signed },
+      connector: this.connector,
+      ...(tagger ? { tagger } : {}),
+      rotateMs: this.o.streamRotateMs,
+      idleMs: this.o.streamIdleMs,
+      stallTimeoutMs: this.o.requestTimeoutMs,
+      onSent: (n, bytes) => this.o.metrics.sent(this.o.peer, n, bytes),
+      onDrain: () => this.flushStream(),
+      onEnd: (end) => this.streamEnded(s, end),
+    });
+    this.stream = s;
+  }
+
+  private streamEnded(s: PeerStream, end: StreamEnd): void {
+    if (this.stream === s) this.stream = null;
+    const peer = this.o.peer;
+    // backoff grows over consecutive failures: a stream that worked for a while before it
+    // broke starts the count afresh (a refused one, e.g. 401 at every open, does not)
+    if (end.ok || s.ageMs >= this.o.backoffMaxMs) this.failures = 0;
+    if (end.ok) {
+      // the 204: everything written was delivered (normally all counted already)
+      this.o.metrics.sent(peer, end.unconfirmed, 0);
+      this.o.metrics.stream(peer, 'ok');
+      // the next stream, if anything waits (rotation keeps the queue)
+      if (!this.closed) this.flushStream();
       return;
     }
+    if (this.closed) {
+      this.o.metrics.dropped(peer, 'closed', end.unconfirmed);
+      return;
+    }
+    if (end.kind === 'status') {
+      this.o.metrics.stream(peer, 'rejected');
+      this.o.metrics.dropped(peer, 'rejected_by_peer', end.unconfirmed);
+      if (end.status === 404 || end.status === 405) {
+        // a node from before streams: POST per batch to it from now on
+        this.streaming = false;
+        this.o.logger.warn({ peer, url: this.o.url.href, status: end.status }, 'peer has no stream route; falling back to one POST per batch');
+        return this.flush();
+      }
+      this.warn({ status: end.status, unconfirmed: end.unconfirmed }, 'peer refused our message stream');
+      this.fail(false);
+    } else {
+      this.o.metrics.stream(peer, 'failed');
+      this.o.metrics.dropped(peer, 'send_failed', end.unconfirmed);
+      this.o.logger.debug({ peer, err: end.error, unconfirmed: end.unconfirmed }, 'stream to peer failed');
+      this.fail(true);
+    }
+  }
+
+  // ---- POST per batch ----
+
+  private post(batch: Message[]): void {
+    const body = this.encode(batch);
+    if (body === null) return;
     this.inflight++;
     const path = `${this.basePath}${MESSAGES_PATH}`;
     this.pool

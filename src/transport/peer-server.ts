@@ -2,6 +2,9 @@
 //
 //   POST /raft/v1/messages   body: a message envelope (codec.ts)   → 204 | 400 | 401 | 403 | 413
 //   POST /raft/v1/snapshot   body: one snapshot chunk             → 204 | 400 | 401 | 403 | 409 | 413
+//   POST /raft/v1/stream     body: frames, each one envelope      → 204 | 400 | 401 | 403 | 413 | 503
+//                            (long-lived; stream-frames.ts; the verdict comes when the
+//                            sender ends the body, or at the first bad frame)
 //
 // It knows nothing about Raft: it enforces HTTP-level limits (route, auth hook, body size,
 // timeouts), reads bodies, hands them to a synchronous handler and answers with the
@@ -12,6 +15,7 @@ import https from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { RequestRejectReason, TransportMetrics } from './transport-metrics.js';
 import { LogLimiter } from './log-limiter.js';
+import { FrameParser, STREAM_PATH, type StreamAuth, type StreamFailure } from './stream-frames.js';
 
 export const MESSAGES_PATH = '/raft/v1/messages';
 export const SNAPSHOT_PATH = '/raft/v1/snapshot';
@@ -40,14 +44,19 @@ export interface PeerServerOptions {
   authenticate?: (req: http.IncomingMessage) => boolean;
   /** checked on the complete body, before the handler (HMAC over the body, issue 10) */
   authenticateBody?: (req: http.IncomingMessage, body: Uint8Array) => boolean;
+  /** per-frame authentication on the stream route (HMAC, issue 10); without it frames carry no tag */
+  streamAuth?: StreamAuth;
   /** with this, the server is node:https (peer TLS, issue 10) */
   tls?: https.ServerOptions;
   logger: PeerLogger;
   metrics: TransportMetrics;
-  /** the handlers run synchronously on a complete body; they decide the verdict */
+  /** the handlers run synchronously on a complete body; they decide the verdict.
+   *  onMessages also gets every frame of a stream (each frame is one envelope). */
   onMessages(body: Uint8Array): Verdict;
   onSnapshotChunk(body: Uint8Array): Verdict;
 }
+
+const EMPTY = new Uint8Array(0);
 
 class TooLarge extends Error {}
 class Busy extends Error {}
@@ -146,10 +155,12 @@ export class PeerServer {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = (req.url ?? '').split('?')[0];
-    const limit = path === MESSAGES_PATH ? this.opts.maxMessagesBodyBytes : path === SNAPSHOT_PATH ? this.opts.maxSnapshotBodyBytes : -1;
+    const limit = path === MESSAGES_PATH || path === STREAM_PATH ? this.opts.maxMessagesBodyBytes : path === SNAPSHOT_PATH ? this.opts.maxSnapshotBodyBytes : -1;
     if (limit < 0) return this.reject(req, res, { status: 404, reason: 'route', detail: `no route ${path?.slice(0, 64)}` });
     if (req.method !== 'POST') return this.reject(req, res, { status: 405, reason: 'route', detail: `method ${req.method} on ${path}` });
     if (this.opts.authenticate && !this.safeAuthenticate(req)) return this.reject(req, res, { status: 401, reason: 'unauthenticated', detail: 'peer authentication failed' });
+    // a stream's limit is per frame, not per body (a declared length says nothing)
+    if (path === STREAM_PATH) return this.handleStream(req, res, limit);
     const declared = Number(req.headers['content-length'] ?? 0);
     if (declared > limit) return this.reject(req, res, { status: 413, reason: 'too_large', detail: `content-length ${declared}, limit ${limit}` });
 
@@ -190,6 +201,113 @@ export class PeerServer {
       socket,
       next.catch((err: unknown) => this.opts.logger.error({ err }, 'peer request handling failed')),
     );
+  }
+
+  /**
+   * One stream: frames are parsed as chunks arrive and each is handed to onMessages in
+   * order, synchronously, so by the time the sender's end of body is seen every frame was
+   * delivered; only then the 204 goes out (the sender opens its next stream after it, which
+   * keeps order across rotations). The first bad frame ends the stream with the status the
+   * POST route would give and closes the connection (the rest of the body is unread).
+   */
+  private handleStream(req: http.IncomingMessage, res: http.ServerResponse, maxFrameBytes: number): void {
+    const socket = req.socket;
+    const prev = this.chains.get(socket) ?? Promise.resolve();
+    // behind anything pipelined before it on this connection; until then the body waits
+    // unread in the socket (no 'data' listener yet), which is TCP backpressure
+    const done = prev.then(
+      () =>
+        new Promise<void>((resolve) => {
+          // stage 2 of the opening request: its signature covers an EMPTY body (the frames
+          // are authenticated one by one below), and its nonce enters the replay cache
+          if (this.opts.authenticateBody && !this.safeAuthenticateBody(req, EMPTY)) {
+            this.rejectStream(req, res, { status: 401, reason: 'unauthenticated', detail: 'peer stream signature check failed' });
+            return resolve();
+          }
+          let verify: ((frame: Uint8Array, tag: Uint8Array) => boolean) | null = null;
+          if (this.opts.streamAuth) {
+            verify = this.safeStreamReceiver(req);
+            if (!verify) {
+              this.rejectStream(req, res, { status: 401, reason: 'unauthenticated', detail: 'peer stream authentication failed' });
+              return resolve();
+            }
+          }
+          const parser = new FrameParser({ maxFrameBytes, tagBytes: this.opts.streamAuth?.tagBytes ?? 0, budget: this.budget });
+          const onFrame = (frame: Uint8Array, tag: Uint8Array): StreamFailure | null => {
+            if (verify && !verify(frame, tag)) return { status: 401, reason: 'unauthenticated', detail: 'stream frame tag check failed (tampered, reordered, replayed or spliced)' };
+            // an exception here is a bug in the node: crash loudly (as on the POST route)
+            let verdict: Verdict;
+            try {
+              verdict = this.opts.onMessages(frame);
+            } catch (err) {
+              finish();
+              res.destroy();
+              process.nextTick(() => {
+                throw err;
+              });
+              return { status: 400, reason: 'malformed', detail: 'handler failed' }; // stops the parser; finish() already ran
+            }
+            return verdict.status === 204 ? null : verdict;
+          };
+          let finished = false;
+          const finish = (): void => {
+            if (finished) return;
+            finished = true;
+            parser.release();
+            req.removeListener('data', onData);
+            resolve();
+          };
+          const failWith = (f: StreamFailure): void => {
+            finish();
+            this.rejectStream(req, res, f);
+          };
+          const onData = (chunk: Buffer): void => {
+            if (finished) return;
+            const f = parser.push(chunk, onFrame);
+            if (f && !finished) failWith(f);
+          };
+          req.on('data', onData);
+          req.on('end', () => {
+            if (finished) return;
+            const f = parser.end();
+            if (f) return failWith(f);
+            finish();
+            res.writeHead(204).end();
+          });
+          req.on('error', () => {
+            finish();
+            res.destroy();
+          });
+          req.on('close', () => {
+            if (finished) return;
+            // the sender went away mid-stream (closed, restarted, reset): nobody to answer
+            finish();
+            res.destroy();
+          });
+        }),
+    );
+    this.chains.set(
+      socket,
+      done.catch((err: unknown) => this.opts.logger.error({ err }, 'peer stream handling failed')),
+    );
+  }
+
+  /** refuse a stream and close its connection: the unread rest of the body is garbage to us */
+  private rejectStream(req: http.IncomingMessage, res: http.ServerResponse, f: StreamFailure): void {
+    this.reject(req, res, f);
+    req.pause();
+    const s = req.socket;
+    if (res.writableFinished || res.destroyed) s.destroy();
+    else res.once('close', () => s.destroy());
+  }
+
+  private safeStreamReceiver(req: http.IncomingMessage): ((frame: Uint8Array, tag: Uint8Array) => boolean) | null {
+    try {
+      return this.opts.streamAuth?.receiver(req.headers) ?? null;
+    } catch (err) {
+      this.opts.logger.error({ err }, 'peer streamAuth.receiver hook threw; refusing the stream');
+      return null;
+    }
   }
 
   private safeAuthenticate(req: http.IncomingMessage): boolean {

@@ -20,7 +20,11 @@ export interface TransportStats {
   unreachable: number;
   snapshotsSent: { ok: number; failed: number };
   snapshotsReceived: number;
+  /** outbound streams by how they ended: ok (204), failed (connection), rejected (status) */
+  streams: Record<StreamResult, number>;
 }
+
+export type StreamResult = 'ok' | 'failed' | 'rejected';
 
 function bump<K extends string>(rec: Partial<Record<K, number>>, k: K, n: number): void {
   rec[k] = (rec[k] ?? 0) + n;
@@ -29,12 +33,12 @@ function bump<K extends string>(rec: Partial<Record<K, number>>, k: K, n: number
 export class TransportMetrics {
   readonly stats: TransportStats = {
     sent: 0, received: 0, bytesSent: 0, bytesReceived: 0, dropped: {}, rejected: {}, unreachable: 0,
-    snapshotsSent: { ok: 0, failed: 0 }, snapshotsReceived: 0,
+    snapshotsSent: { ok: 0, failed: 0 }, snapshotsReceived: 0, streams: { ok: 0, failed: 0, rejected: 0 },
   };
   private readonly prom?: {
     sent: Counter<'peer'>; received: Counter<'peer'>; bytesSent: Counter<'peer'>; bytesReceived: Counter<'peer'>;
     dropped: Counter<'peer' | 'reason'>; rejected: Counter<'reason'>; unreachable: Counter<'peer'>;
-    snapshots: Counter<'peer' | 'direction' | 'result'>; queue: Gauge<'peer'>;
+    snapshots: Counter<'peer' | 'direction' | 'result'>; queue: Gauge<'peer'>; streams: Counter<'peer' | 'result'>;
   };
 
   constructor(registry?: Registry) {
@@ -49,6 +53,7 @@ export class TransportMetrics {
       rejected: new Counter({ name: 'raftlock_transport_requests_rejected_total', help: 'inbound peer requests refused', labelNames: ['reason'], registers }),
       unreachable: new Counter({ name: 'raftlock_transport_unreachable_total', help: 'peer unreachable reports given to Raft (rate-limited)', labelNames: ['peer'], registers }),
       snapshots: new Counter({ name: 'raftlock_transport_snapshots_total', help: 'snapshot transfers', labelNames: ['peer', 'direction', 'result'], registers }),
+      streams: new Counter({ name: 'raftlock_transport_streams_total', help: 'outbound message streams ended, by result: ok (peer answered 204), failed (connection error, stall), rejected (peer refused)', labelNames: ['peer', 'result'], registers }),
       queue: new Gauge({ name: 'raftlock_transport_queue_messages', help: 'outbound messages waiting per peer', labelNames: ['peer'], registers }),
     };
   }
@@ -97,6 +102,11 @@ export class TransportMetrics {
   snapshotReceived(peer: NodeId): void {
     this.stats.snapshotsReceived++;
     this.prom?.snapshots.inc({ peer, direction: 'in', result: 'ok' });
+  }
+
+  stream(peer: NodeId, result: StreamResult): void {
+    this.stats.streams[result]++;
+    this.prom?.streams.inc({ peer, result });
   }
 
   queueLength(peer: NodeId, n: number): void {
