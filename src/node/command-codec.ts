@@ -7,7 +7,8 @@ import { parseEnvelope, type Envelope } from '../lock-fsm/index.js';
 // Explicit options: plain maps (no record extension, so the bytes do not depend on what
 // this process encoded before: canonical for equal values), no structured clone, and
 // Uint8Array round-trips as binary.
-const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true, int64AsType: 'number' });
+const PACKR_OPTIONS = { useRecords: false, structuredClone: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true, int64AsType: 'number' } as const;
+const packr = new Packr(PACKR_OPTIONS);
 
 /** leading byte of every encoded log command, so a future format can coexist */
 export const COMMAND_FORMAT_V1 = 1;
@@ -33,8 +34,15 @@ export function decodeCommand(bytes: Uint8Array): Envelope {
   return parseEnvelope(value);
 }
 
+/**
+ * Encode a large value (snapshots) into exactly-sized bytes of its own. Not with the shared
+ * packr: msgpackr grows its working buffer to fit the value, keeps it for every later
+ * pack, and hands out views into it, so one 9 MiB snapshot pinned ~20 MiB twice over on
+ * every node (measured with 100,000 sessions: 39 MiB of the leader's 149 MiB live heap).
+ * A Packr per call and a copy of the result leave nothing behind but the bytes.
+ */
 export function encodeValue(v: unknown): Uint8Array {
-  return packr.pack(v);
+  return new Uint8Array(new Packr(PACKR_OPTIONS).pack(v));
 }
 
 export function decodeValue(bytes: Uint8Array): unknown {
