@@ -9,6 +9,7 @@ import { fileURLToPath } from 'node:url';
 import { JsonHttp } from './http.js';
 import { freePort, getJson, pollUntil, removeDir, startChild, stopChild, type Child } from './procs.js';
 import { clusterCpuSeconds, sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
+import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const binPath = join(repoRoot, 'bin', 'raftlock.js');
@@ -134,7 +135,8 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Local
     if (!o.keepDir) removeDir(dir);
     else o.log(`raftlock data and logs kept in ${dir}`);
   };
-  const spawnNode = (id: string): Child => startChild(`raftlock ${id}`, process.execPath, [...o.nodeArgs, binPath, 'serve', '--config', configPath, '--node', id, '--log-level', 'warn'], join(dir, `${id}.log`));
+  // the memory settings every launcher applies (src/cli/serve-runtime.ts)
+  const spawnNode = (id: string): Child => startChild(`raftlock ${id}`, process.execPath, [...SERVE_NODE_FLAGS, ...o.nodeArgs, binPath, 'serve', '--config', configPath, '--node', id, '--log-level', 'warn'], join(dir, `${id}.log`), serveEnv());
   try {
     for (const n of nodes) children.push(spawnNode(n.id));
     const endpoints = nodes.map((n) => n.api);

@@ -6,6 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { SERVE_NODE_FLAGS, serveEnv } from './serve-runtime.js';
 
 export interface ClusterLaunchNode {
   id: string;
@@ -31,8 +32,9 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
 
   for (const n of opts.nodes) {
     const log = createWriteStream(join(opts.logDir, `${n.id}.log`), { flags: 'a' });
-    const child = spawn(process.execPath, [binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
+    const child = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
       stdio: ['ignore', 'pipe', 'pipe'],
+      env: serveEnv(),
     });
     child.stdout!.pipe(log);
     child.stderr!.on('data', (chunk: Buffer) => {

@@ -5,6 +5,7 @@ import { ConfigError, loadConfig } from '../config.js';
 import { startNode } from '../node/raftlock-node.js';
 import { StorageError } from '../raft/level-storage.js';
 import { joinConfig } from './join-config.js';
+import { memoryTuning } from './serve-runtime.js';
 
 export interface ServeOptions {
   /** required unless join is given */
@@ -37,6 +38,10 @@ export async function serve(opts: ServeOptions): Promise<void> {
     logger.flush();
     process.exit(70);
   };
+  const tuning = memoryTuning();
+  if (!tuning.malloc || !tuning.semiSpace) {
+    logger.warn({ memoryTuning: tuning }, 'memory settings for serve are not applied (MALLOC_ARENA_MAX, MALLOC_MMAP_THRESHOLD_, --max-semi-space-size): resident memory may be ~1.5-2x higher; see docs/operations.md "Memory"');
+  }
   process.on('uncaughtException', die('uncaught exception'));
   process.on('unhandledRejection', die('unhandled rejection'));
   let node;

@@ -7,8 +7,7 @@ import { parseEnvelope, type Envelope } from '../lock-fsm/index.js';
 // Explicit options: plain maps (no record extension, so the bytes do not depend on what
 // this process encoded before: canonical for equal values), no structured clone, and
 // Uint8Array round-trips as binary.
-const PACKR_OPTIONS = { useRecords: false, structuredClone: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true, int64AsType: 'number' } as const;
-const packr = new Packr(PACKR_OPTIONS);
+const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, mapsAsObjects: true, variableMapSize: true, int64AsType: 'number' });
 
 /** leading byte of every encoded log command, so a future format can coexist */
 export const COMMAND_FORMAT_V1 = 1;
@@ -31,18 +30,39 @@ export function decodeCommand(bytes: Uint8Array): Envelope {
   } catch (err) {
     throw new Error(`log command is not valid msgpack: ${(err as Error).message}`);
   }
-  return parseEnvelope(value);
+  const env = parseEnvelope(value);
+  ownStrings(env, 3);
+  return env;
 }
 
 /**
- * Encode a large value (snapshots) into exactly-sized bytes of its own. Not with the shared
- * packr: msgpackr grows its working buffer to fit the value, keeps it for every later
- * pack, and hands out views into it, so one 9 MiB snapshot pinned ~20 MiB twice over on
- * every node (measured with 100,000 sessions: 39 MiB of the leader's 149 MiB live heap).
- * A Packr per call and a copy of the result leave nothing behind but the bytes.
+ * msgpackr's native string extraction decodes all strings of a message as one string and
+ * hands out slices of it; V8 keeps a slice's whole parent alive. The state machine keeps
+ * the session ids, lock names and owners of commands for as long as the session or lock
+ * lives, so each would pin the decoded text of its whole command: 15 MiB of parents per
+ * 100,000 sessions (heap snapshot). Commands are small; copying their strings is cheap.
+ */
+function ownStrings(o: object, depth: number): void {
+  const rec = o as Record<string, unknown>;
+  for (const k of Object.keys(rec)) {
+    const x = rec[k];
+    // V8 makes sliced strings of 13 characters and more only
+    if (typeof x === 'string' && x.length >= 13) rec[k] = Buffer.from(x, 'utf8').toString('utf8');
+    else if (depth > 1 && typeof x === 'object' && x !== null && !(x instanceof Uint8Array)) ownStrings(x, depth - 1);
+  }
+}
+
+/**
+ * Encode a large value (snapshots) into exactly-sized bytes of its own. msgpackr packs
+ * into ONE module-level working buffer shared by every Packr, grows it to fit the largest
+ * value it ever packed, keeps it, and hands out views into it: after one 9 MiB snapshot,
+ * ~19 MiB stayed pinned on every node for good (heap snapshot, 100,000 sessions). So the
+ * result is copied out and msgpackr is handed a fresh small buffer.
  */
 export function encodeValue(v: unknown): Uint8Array {
-  return new Uint8Array(new Packr(PACKR_OPTIONS).pack(v));
+  const out = new Uint8Array(packr.pack(v));
+  packr.useBuffer(Buffer.allocUnsafeSlow(8192));
+  return out;
 }
 
 export function decodeValue(bytes: Uint8Array): unknown {

@@ -176,7 +176,12 @@ export function decodeHardState(value: Uint8Array): HardState {
 
 export function encodeSnapshot(s: Snapshot): Buffer {
   const { index, term, conf } = s.meta;
-  return frame([index, term, conf.voters, conf.learners, s.data]);
+  const out = frame([index, term, conf.voters, conf.learners, s.data]);
+  // msgpackr keeps ONE module-level working buffer at the largest size it ever needed;
+  // frame() copied the bytes out, so hand it a small one again (else a 9 MiB snapshot pins
+  // ~19-30 MiB for the life of the process: heap snapshots, 100,000 sessions)
+  packr.useBuffer(Buffer.allocUnsafeSlow(8192));
+  return out;
 }
 
 export function decodeSnapshot(value: Uint8Array): Snapshot {

@@ -6,11 +6,12 @@
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterHarness, binPath, eventually, freePort } from '../support/cluster-harness.js';
+import { SERVE_MALLOC_ENV, SERVE_NODE_FLAGS } from '../../src/cli/serve-runtime.js';
 
 interface CliRun {
   code: number | null;
@@ -128,6 +129,18 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
     assert.equal(st.code, 0, st.stderr);
     assert.match(st.stdout, new RegExp(`leader: ${leader}`));
     for (const n of h.nodes) assert.match(st.stdout, new RegExp(`^${n.id}\\s+(leader|follower)`, 'm'));
+
+    // the nodes run with the memory settings of src/cli/serve-runtime.ts (docs/operations.md "Memory")
+    const nodePids = processesMentioning(h.configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+    if (existsSync('/proc/self/environ')) {
+      assert.equal(nodePids.length, 3, 'three serve processes');
+      for (const pid of nodePids) {
+        const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
+        for (const f of SERVE_NODE_FLAGS) assert.ok(argv.includes(f), `node flag ${f} in ${argv.join(' ')}`);
+        for (const [k, v] of Object.entries(SERVE_MALLOC_ENV)) assert.ok(env.includes(`${k}=${v}`), `${k}=${v} in the environment of pid ${pid}`);
+      }
+    }
 
     // Ctrl-C
     const stopT0 = Date.now();

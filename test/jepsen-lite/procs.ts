@@ -10,6 +10,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { binPath } from '../support/cluster-harness.js';
 import type { NetLab } from './netns.js';
+import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
 
 /** the raftlock entry point the nodes run: the repo's bin, or JEPSEN_RAFTLOCK_BIN (a build of
  *  another checkout, e.g. a frozen commit while others rebuild dist/) */
@@ -71,9 +72,9 @@ export class NodeProcs {
       log = createWriteStream(join(this.o.dir, `${id}.log`), { flags: 'a' });
       this.logs.set(id, log);
     }
-    const argv = [process.execPath, nodeBin, 'serve', '--config', this.o.configPath, '--node', id, ...(this.joinArgs.get(id) ?? []), '--log-level', 'info'];
+    const argv = [process.execPath, ...SERVE_NODE_FLAGS, nodeBin, 'serve', '--config', this.o.configPath, '--node', id, ...(this.joinArgs.get(id) ?? []), '--log-level', 'info'];
     const full = this.o.lab ? this.o.lab.wrap(id, argv) : argv;
-    const proc = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...this.o.env } });
+    const proc = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: serveEnv({ ...process.env, ...this.o.env }) });
     proc.stdout!.pipe(log, { end: false });
     proc.stderr!.pipe(log, { end: false });
     this.procs.set(id, proc);

@@ -9,6 +9,7 @@ import { dirname, join } from 'node:path';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch as undiciFetch } from 'undici';
+import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
 
 /** the package root, whether this file runs from dist/test/support or test/support (tsx) */
 export const repoRoot = findRepoRoot(dirname(fileURLToPath(import.meta.url)));
@@ -174,9 +175,9 @@ export class ClusterHarness {
     if (n.proc) throw new Error(`${id} already running`);
     n.log = createWriteStream(join(this.dir, `${id}.log`), { flags: 'a' });
     const joinArgs = n.joinVia ? ['--join', n.joinVia, '--api', n.api, '--peer', n.peer, '--data-dir', join(this.dir, 'data', id)] : [];
-    const proc = spawn(process.execPath, [binPath, 'serve', '--config', this.configPath, '--node', id, '--log-level', 'info', ...joinArgs], {
+    const proc = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', this.configPath, '--node', id, '--log-level', 'info', ...joinArgs], {
       stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, ...this.env },
+      env: serveEnv({ ...process.env, ...this.env }),
     });
     proc.stdout!.pipe(n.log, { end: false });
     proc.stderr!.pipe(n.log, { end: false });
