@@ -20,7 +20,7 @@ import { PUBLIC_UI_PATHS } from '../api/routes/ui.js';
 import type { Authorizer } from '../api/routes/context.js';
 import { ConfigError, pathForNode, type Config, type ResolvedNode } from '../config.js';
 import type { HttpTransport, HttpTransportOptions } from '../transport/http-transport.js';
-import { PeerAuthenticator, MIN_SECRET_BYTES } from './peer-auth.js';
+import { PeerAuthenticator, MIN_SECRET_BYTES, STREAM_TAG_BYTES } from './peer-auth.js';
 import { ClientRateLimiter } from './rate-limit.js';
 import { TokenStore, TokensFileError } from './tokens.js';
 import { apiServerOptions, clientTlsOptions, loadTlsMaterial, peerCertificateProblem, peerServerOptions, ReloadableConnector, TlsFileError, type TlsMaterial } from './tls.js';
@@ -51,7 +51,7 @@ export interface NodeSecurity {
   /** lock-service dep: may this principal act on other principals' sessions? */
   mayActForOthers?: (principal: string, name: string | undefined) => boolean;
   /** HttpTransport options */
-  transport: Pick<HttpTransportOptions, 'authenticate' | 'authenticateBody' | 'signRequest' | 'tls'>;
+  transport: Pick<HttpTransportOptions, 'authenticate' | 'authenticateBody' | 'signRequest' | 'streamAuth' | 'tls'>;
   /** adds the rate limiter to the API server (call before listen) */
   installApiGuards(app: FastifyInstance): void;
   /** SIGHUP: re-read certificates, tokens and the cluster secret; keeps what fails */
@@ -192,6 +192,17 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
   if (hmac) {
     transport.authenticateBody = authenticateBody;
     transport.signRequest = (method, path, body) => hmac.sign(method, path, body);
+    // streams: the opening request passed authenticateBody (empty body); every frame is
+    // then tagged under a key derived from its nonce (peer-auth.ts)
+    transport.streamAuth = {
+      tagBytes: STREAM_TAG_BYTES,
+      sender: (openHeaders) => hmac.streamSender(openHeaders),
+      receiver: (headers) => {
+        const verify = hmac.streamReceiver(headers);
+        if (!verify) return refusePeer('secret_malformed') || null;
+        return (frame, tag) => verify(frame, tag) || refusePeer('secret_bad_frame_tag');
+      },
+    };
   }
   if (peerTls && peerConnector) transport.tls = { server: peerServerOptions(peerTls), client: peerConnector.connect };
 

@@ -93,6 +93,11 @@ export class FrameParser {
         }
         if (this.want > this.o.maxFrameBytes) return this.fail({ status: 413, reason: 'too_large', detail: `frame of ${this.want} bytes, limit ${this.o.maxFrameBytes}` });
         this.want += this.o.tagBytes;
+        if (this.want === 0) {
+          // an empty frame without a tag: nothing more to wait for (decoding will refuse it)
+          const r = this.emit(chunk.subarray(off, off), onFrame);
+          if (r) return r;
+        }
         continue;
       }
       const avail = chunk.length - off;
