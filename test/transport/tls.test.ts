@@ -1,5 +1,5 @@
 // The TLS passthrough (issue 10 hook): two transports with mutual TLS exchange messages
-// and a snapshot; a client without a certificate is refused at the handshake.
+// (over a stream) and a snapshot; a client without a certificate is refused at the handshake.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
@@ -34,7 +34,7 @@ describe('HttpTransport over mutual TLS', { skip: haveOpenssl() ? false : 'opens
       const inbox: Message[] = [];
       const status: boolean[] = [];
       for (const id of ['n1', 'n2']) {
-        const t = new HttpTransport({ self: id, cluster: 'test', listen: { host: '127.0.0.1', port: 0 }, peers: new Map(), logger: captureLogger(), tls, snapshotChunkBytes: 1000 });
+        const t = new HttpTransport({ self: id, cluster: 'test', listen: { host: '127.0.0.1', port: 0 }, peers: new Map(), logger: captureLogger(), tls, snapshotChunkBytes: 1000, streamIdleMs: 100 });
         nodes.push(t);
         await t.start();
       }
@@ -48,6 +48,9 @@ describe('HttpTransport over mutual TLS', { skip: haveOpenssl() ? false : 'opens
       a.send([hb('n1', 'n2', 1), { from: 'n1', to: 'n2', term: 1, type: 'snapshot', snapshot: { meta, data: new Uint8Array(3500).fill(3) } }]);
       await waitFor(() => inbox.length === 2 && status.length === 1, 'delivery over TLS');
       assert.deepEqual(status, [true]);
+      // the heartbeat went over a TLS stream, which ended with a 204 once idle
+      await waitFor(() => a.stats().streams.ok === 1, 'the idle TLS stream ended cleanly');
+      assert.deepEqual(a.stats().dropped, {});
 
       const noCert = new Agent({ connect: { ca: [cert] } });
       await assert.rejects(request(`https://127.0.0.1:${b.address().port}${MESSAGES_PATH}`, { method: 'POST', body: 'x', dispatcher: noCert }));
