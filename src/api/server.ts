@@ -159,8 +159,17 @@ function installLifecycle(app: FastifyInstance, deps: ServerDeps, forwarder: For
   app.decorateRequest('routeLabel', '');
   app.decorateRequest('abortController', null as unknown as AbortController);
 
+  // route template → metrics label, computed once per route rather than once per request
+  const labels = new Map<string, string>();
+  const routeLabel = (url: string | undefined): string => {
+    if (!url) return 'unmatched';
+    let label = labels.get(url);
+    if (label === undefined) labels.set(url, (label = url.replace(/:([A-Za-z_]+)/g, '{$1}')));
+    return label;
+  };
+
   app.addHook('onRequest', async (req, reply) => {
-    req.routeLabel = req.routeOptions.url ? req.routeOptions.url.replace(/:([A-Za-z_]+)/g, '{$1}') : 'unmatched';
+    req.routeLabel = routeLabel(req.routeOptions.url);
     const ac = new AbortController();
     req.abortController = ac;
     inflight.add(ac);

@@ -298,7 +298,9 @@ export class RaftDriver {
 
   private hasInbox(): boolean {
     return (
-      this.inboxMessages.length > 0 || this.inboxTicks > 0 || this.inboxProposals.length > 0 || this.inboxReads.length > 0 ||
+      this.inboxMessages.length > 0 || this.inboxTicks > 0 || this.inboxProposals.length > 0 ||
+      // reads waiting for the round that is out are not work until it completes (feedInbox)
+      (this.inboxReads.length > 0 && this.readRounds.size === 0) ||
       this.inboxUnreachable.length > 0 || this.inboxSnapshotStatus.length > 0 || this.inboxTransfers.length > 0 ||
       this.compactWaiters.length > 0
     );
@@ -327,7 +329,12 @@ export class RaftDriver {
       this.pending.set(r.index, { term: r.term, resolve: p.resolve, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
     }
 
-    if (this.inboxReads.length > 0) {
+    // One ReadIndex round at a time, as etcd's linearizableReadLoop: reads that arrive
+    // while a round is out wait for the next one, so under load one heartbeat round per
+    // round trip serves every read and keepalive, instead of one round per event-loop turn
+    // (each a heartbeat and a response per follower). A round whose acks were lost is
+    // confirmed by the next tick's heartbeat (it carries the latest round).
+    if (this.inboxReads.length > 0 && this.readRounds.size === 0) {
       const reads = this.inboxReads;
       this.inboxReads = [];
       const ctx = this.nextReadCtx++;
@@ -523,6 +530,11 @@ export class RaftDriver {
       if (live.length === 0) this.readRounds.delete(ctx);
       else this.readRounds.set(ctx, live);
     }
+    this.inboxReads = this.inboxReads.filter((r) => {
+      if (r.deadlineMs > now) return true;
+      r.resolve({ ok: false, reason: 'timeout' });
+      return false;
+    });
     for (const w of this.readsAwaitingApply) {
       w.reads = w.reads.filter((r) => {
         if (r.deadlineMs > now) return true;
