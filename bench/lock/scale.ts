@@ -14,7 +14,10 @@ import { sumMetric } from './target.js';
 export interface ScaleNode {
   id: string;
   role: string;
+  /** right after the fill (the fill's garbage included) */
   rssMiB: number;
+  /** after SETTLE_MS with no load: the steady state of a node holding that much */
+  rssSettledMiB: number | null;
   /** V8 heap in use at the scrape (garbage not yet collected included) */
   heapUsedMiB: number;
   /** V8 heap reserved, and memory outside it (Buffers/ArrayBuffers) */
@@ -35,6 +38,9 @@ export interface ScaleResult {
 }
 
 const MiB = 2 ** 20;
+/** how long the cluster idles before the second RSS reading (V8's memory reducer and the
+ *  allocator give back what the fill's garbage took, within a few seconds) */
+const SETTLE_MS = 10_000;
 
 async function fill(api: string, n: number, clients: number, onProgress: (done: number) => void): Promise<{ seconds: number; errors: number }> {
   const http = new JsonHttp(api, clients);
@@ -93,8 +99,11 @@ export async function runScale(d: LocalRaftlock, n: number, clients: number, log
   for (const id of d.nodeIds) {
     const view = (await getJson<ClusterView>(`${d.api(id)}/v1/cluster`))!.body;
     const metrics = await (await fetch(`${d.api(id)}/metrics`)).text();
-    nodes.push({ id, role: view.role, rssMiB: sumMetric(metrics, 'process_resident_memory_bytes') / MiB, heapUsedMiB: sumMetric(metrics, 'nodejs_heap_size_used_bytes') / MiB, heapTotalMiB: sumMetric(metrics, 'nodejs_heap_size_total_bytes') / MiB, externalMiB: sumMetric(metrics, 'nodejs_external_memory_bytes') / MiB, dataDirMiB: d.dataDirBytes(id) / MiB, snapshotMiB: null, snapshotIndex: null, restartToReadyMs: null });
+    nodes.push({ id, role: view.role, rssMiB: sumMetric(metrics, 'process_resident_memory_bytes') / MiB, rssSettledMiB: null, heapUsedMiB: sumMetric(metrics, 'nodejs_heap_size_used_bytes') / MiB, heapTotalMiB: sumMetric(metrics, 'nodejs_heap_size_total_bytes') / MiB, externalMiB: sumMetric(metrics, 'nodejs_external_memory_bytes') / MiB, dataDirMiB: d.dataDirBytes(id) / MiB, snapshotMiB: null, snapshotIndex: null, restartToReadyMs: null });
   }
+  log(`scale: idling ${SETTLE_MS / 1000} s for the settled RSS…`);
+  await new Promise((r) => setTimeout(r, SETTLE_MS));
+  for (const x of nodes) x.rssSettledMiB = sumMetric(await (await fetch(`${d.api(x.id)}/metrics`)).text(), 'process_resident_memory_bytes') / MiB;
   // restart one follower: read its stored snapshot while it is down, then time it to ready
   const follower = nodes.find((x) => x.role !== 'leader')!;
   follower.restartToReadyMs = await d.restart(follower.id, async (dataDir) => {
@@ -113,11 +122,11 @@ export async function runScale(d: LocalRaftlock, n: number, clients: number, log
 export function scaleTable(r: ScaleResult): string {
   const lines = [
     `${r.locks.toLocaleString('en-US')} sessions each holding a lock (filled at ${Math.round(r.fillPerSecond)} locks/s):`,
-    '| node | role | RSS MiB (≤ 300) | V8 heap used / total MiB | external MiB | data dir MiB | snapshot MiB (≤ 30) | snapshot index | restart → ready ms (≤ 5000) |',
-    '|---|---|--:|--:|--:|--:|--:|--:|--:|',
+    `| node | role | RSS MiB after fill | RSS MiB after ${SETTLE_MS / 1000} s idle (≤ 300) | V8 heap used / total MiB | external MiB | data dir MiB | snapshot MiB (≤ 30) | snapshot index | restart → ready ms (≤ 5000) |`,
+    '|---|---|--:|--:|--:|--:|--:|--:|--:|--:|',
   ];
   for (const x of r.nodes) {
-    lines.push(`| ${x.id} | ${x.role} | ${x.rssMiB.toFixed(0)} | ${x.heapUsedMiB.toFixed(0)} / ${x.heapTotalMiB.toFixed(0)} | ${x.externalMiB.toFixed(0)} | ${x.dataDirMiB.toFixed(1)} | ${x.snapshotMiB?.toFixed(1) ?? '-'} | ${x.snapshotIndex ?? '-'} | ${x.restartToReadyMs?.toFixed(0) ?? '-'} |`);
+    lines.push(`| ${x.id} | ${x.role} | ${x.rssMiB.toFixed(0)} | ${x.rssSettledMiB?.toFixed(0) ?? '-'} | ${x.heapUsedMiB.toFixed(0)} / ${x.heapTotalMiB.toFixed(0)} | ${x.externalMiB.toFixed(0)} | ${x.dataDirMiB.toFixed(1)} | ${x.snapshotMiB?.toFixed(1) ?? '-'} | ${x.snapshotIndex ?? '-'} | ${x.restartToReadyMs?.toFixed(0) ?? '-'} |`);
   }
   return lines.join('\n');
 }
