@@ -11,6 +11,9 @@ import { buildServer } from '../../src/api/server.js';
 import { Metrics } from '../../src/metrics.js';
 import { parseConfig, resolveNode } from '../../src/config.js';
 import { setupSecurity, type NodeSecurity } from '../../src/security/node-security.js';
+import type { Message } from '../../src/raft/core/types.js';
+import { HttpTransport, type HttpTransportOptions } from '../../src/transport/http-transport.js';
+import { captureLogger } from '../transport/helpers.js';
 import { sha256Hex } from '../../src/security/tokens.js';
 import { createCerts } from '../../src/cli/commands/certs.js';
 import { FakeService } from '../api/fake-service.js';
@@ -80,4 +83,53 @@ export async function securedApp(dir: string, extra: Record<string, unknown>, no
   const app = buildServer({ service, nodeId: 'n1', metrics, limits: LIMITS, logger: false, ...(security.authorize ? { authorize: security.authorize } : {}) });
   security.installApiGuards(app);
   return { app, service, security, metrics };
+}
+
+// ---- real transports wired by setupSecurity ----
+
+export interface Peer {
+  id: string;
+  t: HttpTransport;
+  inbox: Message[];
+  metrics: Metrics;
+  security: NodeSecurity;
+}
+
+/** raftlock_peer_auth_rejected_total{reason} on a peer's registry */
+export async function rejected(m: Metrics, reason: string): Promise<number> {
+  const c = m.registry.getSingleMetric('raftlock_peer_auth_rejected_total');
+  const v = (await c?.get())?.values.find((x) => x.labels.reason === reason);
+  return v?.value ?? 0;
+}
+
+/** transports for ids, each wired by setupSecurity from a cluster file built from `extra`,
+ *  started and told about each other */
+export async function startPeers(
+  dir: string,
+  ids: string[],
+  scheme: 'http' | 'https',
+  extra: (id: string) => Record<string, unknown>,
+  env: (id: string) => NodeJS.ProcessEnv = () => ({}),
+  transport: Partial<HttpTransportOptions> = {},
+): Promise<Peer[]> {
+  const peers: Peer[] = [];
+  for (const id of ids) {
+    const json = {
+      cluster: 'test',
+      nodes: ids.map((x, i) => ({ id: x, api: `http://127.0.0.1:${7600 + i}`, peer: `${scheme}://127.0.0.1:${7700 + i}` })),
+      data_dir: join(dir, 'data'),
+      ...extra(id),
+    };
+    const config = parseConfig(json, join(dir, `${id}.config.json`));
+    const metrics = new Metrics({ defaultMetrics: false });
+    const security = await setupSecurity({ config, resolved: resolveNode(config, id), logger: silent, registry: metrics.registry, env: env(id) });
+    const t = new HttpTransport({ self: id, cluster: 'test', listen: { host: '127.0.0.1', port: 0 }, peers: new Map(), logger: captureLogger(), registry: metrics.registry, ...transport, ...security.transport });
+    const p: Peer = { id, t, inbox: [], metrics, security };
+    peers.push(p);
+    await t.start();
+    t.onMessage((m) => p.inbox.push(m));
+  }
+  const map = new Map(peers.map((p) => [p.id, `${scheme}://127.0.0.1:${p.t.address().port}`]));
+  for (const p of peers) p.t.setPeers(map);
+  return peers;
 }

@@ -7,16 +7,11 @@ import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { Metrics } from '../../src/metrics.js';
-import { parseConfig, resolveNode } from '../../src/config.js';
-import type { Message } from '../../src/raft/core/types.js';
-import { HttpTransport } from '../../src/transport/http-transport.js';
 import { MESSAGES_PATH } from '../../src/transport/peer-server.js';
 import { encodeEnvelope } from '../../src/transport/codec.js';
 import { PeerAuthenticator, PEER_NONCE_HEADER, PEER_SIGNATURE_HEADER, PEER_TIME_HEADER } from '../../src/security/peer-auth.js';
-import { setupSecurity } from '../../src/security/node-security.js';
-import { captureLogger, hb, waitFor } from '../transport/helpers.js';
-import { haveOpenssl, makeCerts, silent, tempDir } from './helpers.js';
+import { hb, waitFor } from '../transport/helpers.js';
+import { haveOpenssl, makeCerts, rejected, startPeers, tempDir, type Peer } from './helpers.js';
 
 const SECRET = Buffer.from('0123456789abcdef0123456789abcdef');
 
@@ -77,43 +72,6 @@ describe('PeerAuthenticator', () => {
 });
 
 // ---- real transports ----
-
-interface Peer {
-  id: string;
-  t: HttpTransport;
-  inbox: Message[];
-  metrics: Metrics;
-}
-
-async function rejected(m: Metrics, reason: string): Promise<number> {
-  const c = m.registry.getSingleMetric('raftlock_peer_auth_rejected_total');
-  const v = (await c?.get())?.values.find((x) => x.labels.reason === reason);
-  return v?.value ?? 0;
-}
-
-/** transports for ids, each wired by setupSecurity from a cluster file built from `extra` */
-async function startPeers(dir: string, ids: string[], scheme: 'http' | 'https', extra: (id: string) => Record<string, unknown>, env: (id: string) => NodeJS.ProcessEnv = () => ({})): Promise<Peer[]> {
-  const peers: Peer[] = [];
-  for (const id of ids) {
-    const json = {
-      cluster: 'test',
-      nodes: ids.map((x, i) => ({ id: x, api: `http://127.0.0.1:${7600 + i}`, peer: `${scheme}://127.0.0.1:${7700 + i}` })),
-      data_dir: join(dir, 'data'),
-      ...extra(id),
-    };
-    const config = parseConfig(json, join(dir, `${id}.config.json`));
-    const metrics = new Metrics({ defaultMetrics: false });
-    const sec = await setupSecurity({ config, resolved: resolveNode(config, id), logger: silent, registry: metrics.registry, env: env(id) });
-    const t = new HttpTransport({ self: id, cluster: 'test', listen: { host: '127.0.0.1', port: 0 }, peers: new Map(), logger: captureLogger(), registry: metrics.registry, ...sec.transport });
-    const p: Peer = { id, t, inbox: [], metrics };
-    peers.push(p);
-    await t.start();
-    t.onMessage((m) => p.inbox.push(m));
-  }
-  const map = new Map(peers.map((p) => [p.id, `${scheme}://127.0.0.1:${p.t.address().port}`]));
-  for (const p of peers) p.t.setPeers(map);
-  return peers;
-}
 
 describe('cluster secret between real transports', () => {
   const tmp = tempDir('peer-secret');

@@ -6,17 +6,12 @@ import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Metrics } from '../../src/metrics.js';
-import { parseConfig, resolveNode } from '../../src/config.js';
-import type { Message } from '../../src/raft/core/types.js';
-import { HttpTransport } from '../../src/transport/http-transport.js';
 import { STREAM_PATH, encodeStreamFrame } from '../../src/transport/stream-frames.js';
 import { PeerAuthenticator, STREAM_TAG_BYTES } from '../../src/security/peer-auth.js';
-import { setupSecurity } from '../../src/security/node-security.js';
-import { hb, waitFor, captureLogger } from '../transport/helpers.js';
+import { hb, waitFor } from '../transport/helpers.js';
 import { rawStream } from '../transport/stream-helpers.js';
 import { encodeEnvelope } from '../../src/transport/codec.js';
-import { silent, tempDir } from './helpers.js';
+import { rejected, startPeers, tempDir, type Peer } from './helpers.js';
 
 const SECRET = Buffer.from('0123456789abcdef0123456789abcdef');
 const EMPTY = new Uint8Array(0);
@@ -80,19 +75,6 @@ describe('PeerAuthenticator stream tags', () => {
   });
 });
 
-interface Peer {
-  id: string;
-  t: HttpTransport;
-  inbox: Message[];
-  metrics: Metrics;
-}
-
-async function rejected(m: Metrics, reason: string): Promise<number> {
-  const c = m.registry.getSingleMetric('raftlock_peer_auth_rejected_total');
-  const v = (await c?.get())?.values.find((x) => x.labels.reason === reason);
-  return v?.value ?? 0;
-}
-
 describe('streams between real transports with a cluster secret', () => {
   const tmp = tempDir('stream-secret');
   const peers: Peer[] = [];
@@ -103,25 +85,9 @@ describe('streams between real transports with a cluster secret', () => {
 
   it('deliver over an authenticated stream; refuse tampered, replayed, reordered, dropped and spliced frames', async () => {
     writeFileSync(join(tmp.dir, 'cluster.secret'), `${SECRET.toString('hex')}\n`, { mode: 0o600 });
-    const ids = ['n1', 'n2'];
-    for (const id of ids) {
-      const config = parseConfig({
-        cluster: 'test',
-        nodes: ids.map((x, i) => ({ id: x, api: `http://127.0.0.1:${7600 + i}`, peer: `http://127.0.0.1:${7700 + i}` })),
-        data_dir: join(tmp.dir, 'data'),
-        cluster_secret_file: 'cluster.secret',
-      }, join(tmp.dir, `${id}.config.json`));
-      const metrics = new Metrics({ defaultMetrics: false });
-      const sec = await setupSecurity({ config, resolved: resolveNode(config, id), logger: silent, registry: metrics.registry, env: {} });
-      assert.ok(sec.transport.streamAuth, 'a cluster secret turns stream auth on');
-      const t = new HttpTransport({ self: id, cluster: 'test', listen: { host: '127.0.0.1', port: 0 }, peers: new Map(), logger: captureLogger(), registry: metrics.registry, streamIdleMs: 100, ...sec.transport });
-      const p: Peer = { id, t, inbox: [], metrics };
-      peers.push(p);
-      await t.start();
-      t.onMessage((m) => p.inbox.push(m));
-    }
+    peers.push(...(await startPeers(tmp.dir, ['n1', 'n2'], 'http', () => ({ cluster_secret_file: 'cluster.secret' }), undefined, { streamIdleMs: 100 })));
+    for (const p of peers) assert.ok(p.security.transport.streamAuth, 'a cluster secret turns stream auth on');
     const urls = new Map(peers.map((p) => [p.id, `http://127.0.0.1:${p.t.address().port}`]));
-    for (const p of peers) p.t.setPeers(urls);
     const [n1, n2] = peers as [Peer, Peer];
 
     // the transports themselves: a tagged stream, closed when idle with a 204
