@@ -58,8 +58,9 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
   /** first index of every stored log segment, ascending; each runs up to the next one's
    *  start, the last one up to lastIndex(). Like memory, updated after a write lands. */
   private segments: number[];
-  /** what `segments` becomes when the write being planned lands */
-  private plannedSegments: number[] | undefined;
+  /** what `segments` becomes when the write being planned lands: a new list, or (the
+   *  common case, appending after the last entry) starts to add without copying it */
+  private plannedSegments: { replace: number[] } | { append: number[] } | undefined;
 
   private constructor(
     private readonly db: Db,
@@ -240,7 +241,9 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     if (b.hardState) assertHardStateStep(cur, hs);
     let snapIndex = this.mem.snapshot().meta.index;
     let last = this.lastIndex();
-    let segs = [...this.segments];
+    // copied only when the write changes existing segments (a snapshot, a conflict)
+    let segs: number[] | null = null;
+    const added: number[] = [];
     if (b.snapshot && b.snapshot.meta.index > snapIndex) {
       const s = b.snapshot;
       const idx = s.meta.index;
@@ -248,9 +251,9 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       // index: Log Matching, §5.3); otherwise the whole log goes (§7)
       const agrees = this.term(idx) === s.meta.term;
       if (agrees) {
-        segs = this.planDropThrough(idx, segs, last, ops);
+        segs = this.planDropThrough(idx, [...this.segments], last, ops);
       } else {
-        for (const first of segs) ops.push({ type: 'del', key: entryKey(first) });
+        for (const first of this.segments) ops.push({ type: 'del', key: entryKey(first) });
         segs = [];
         last = idx;
       }
@@ -274,11 +277,11 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       }
       // stored entries from `first` on are replaced; those beyond the new ones were
       // written by an older leader and conflict (§5.3)
-      segs = this.planTruncateFrom(first, segs, last, ops);
+      if (first <= last) segs = this.planTruncateFrom(first, segs ?? [...this.segments], last, ops);
       for (let from = 0; from < b.entries.length; from += SEGMENT_MAX_ENTRIES) {
         const start = first + from;
         ops.push({ type: 'put', key: entryKey(start), value: encodeSegment(b.entries, from, Math.min(b.entries.length, from + SEGMENT_MAX_ENTRIES)) });
-        segs.push(start);
+        added.push(start);
       }
       last = first + b.entries.length - 1;
     }
@@ -286,7 +289,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       check(hs.commit <= last, `save: commit ${hs.commit} beyond the last index ${last}`);
       ops.push({ type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hs) });
     }
-    this.plannedSegments = segs;
+    this.plannedSegments = segs === null ? { append: added } : { replace: [...segs, ...added] };
     return ops;
   }
 
@@ -305,7 +308,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     check(idx <= this.mem.hardState().commit, `compact(${idx}) beyond the commit index ${this.mem.hardState().commit}`);
     // explicit dels in the same batch as the snapshot (never clear(): it is not atomic)
     const ops: BatchOp[] = [{ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(s) }];
-    this.plannedSegments = this.planDropThrough(idx, [...this.segments], this.lastIndex(), ops);
+    this.plannedSegments = { replace: this.planDropThrough(idx, [...this.segments], this.lastIndex(), ops) };
     return ops;
   }
 
@@ -350,8 +353,19 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
   }
 
   private landSegments(): void {
-    if (this.plannedSegments !== undefined) this.segments = this.plannedSegments;
+    const p = this.plannedSegments;
+    if (p !== undefined) {
+      if ('replace' in p) this.segments = p.replace;
+      else for (const start of p.append) this.segments.push(start);
+    }
     this.plannedSegments = undefined;
+    // the segments cover exactly the log in memory: first starts at firstIndex(), the last
+    // starts within the log (a wrong list would make a later write delete the wrong keys)
+    const segs = this.segments;
+    const empty = this.lastIndex() < this.firstIndex();
+    if (empty ? segs.length !== 0 : segs[0] !== this.firstIndex() || segs.at(-1)! > this.lastIndex()) {
+      fail(`segment list out of step with the log (${segs.length} segments from ${segs[0]} to ${segs.at(-1)}, log ${this.firstIndex()}..${this.lastIndex()})`);
+    }
   }
 
   /** Deleted keys linger in LevelDB's files until compaction reaches them; ask for it now
