@@ -325,7 +325,18 @@ export class RaftDriver {
         p.resolve({ ok: false, kind: 'rejected', reason: r.reason });
         continue;
       }
-      assert(!this.pending.has(r.index), `two proposals for index ${r.index}`);
+      const older = this.pending.get(r.index);
+      if (older !== undefined) {
+        // This node proposed at r.index in an earlier term, lost leadership, had that entry
+        // truncated and leads again before applying r.index (followers apply late, e.g.
+        // with lazy commit). The old entry may still commit through another leader that
+        // holds it, so its outcome can no longer be told from here: 'unknown' (the client
+        // retries with its Idempotency-Key). Two proposals in one term for one index
+        // would be a bug.
+        assert(older.term < r.term, `two proposals for index ${r.index} in term ${r.term}`);
+        this.pending.delete(r.index);
+        older.resolve({ ok: false, kind: 'unknown' });
+      }
       this.pending.set(r.index, { term: r.term, resolve: p.resolve, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
     }
 
