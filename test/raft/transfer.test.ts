@@ -47,3 +47,24 @@ test('transferLeadership refuses non-leaders, self, strangers and learners', () 
   net.stabilize();
   assert.equal(net.leader(), 'n2');
 });
+
+test('§3.10 TimeoutNow waits until the leader log is committed: clients of the old leader hear from it', () => {
+  // 5 nodes: the target alone catching up does not make a quorum with the leader
+  const net = Network.create(5);
+  net.campaign('n1');
+  for (const id of ['n3', 'n4', 'n5']) net.cutLink('n1', id);
+  const x = net.propose('n1', 'x');
+  assert.ok(x.ok);
+  assert.equal(net.node('n2').raw.status().lastIndex, x.index, 'the target holds the whole log');
+  assert.ok(net.node('n1').raw.status().commit < x.index, 'but it is not committed');
+  assert.equal(net.node('n1').raw.transferLeadership('n2'), true);
+  net.stabilize();
+  assert.ok(!net.sent.some((m) => m.type === 'timeoutNow'), 'no hand-over while the last entry is uncommitted');
+  assert.equal(net.leader(), 'n1');
+  net.recover();
+  net.tick('n1'); // the heartbeat brings the others back; their acks commit x
+  net.stabilize();
+  assert.ok(net.sent.some((m) => m.type === 'timeoutNow' && m.to === 'n2'));
+  assert.equal(net.leader(), 'n2');
+  assert.ok(net.node('n1').applied.some((e) => e.index === x.index), 'x was committed and applied while n1 still led');
+});

@@ -538,8 +538,21 @@ export class Raft {
         this.maybeSendAppend(from, true);
       }
       while (this.maybeSendAppend(from, false));
-      if (from === this.leadTransferee && pr.match === this.log.lastIndex()) this.sendTimeoutNow(from);
+      this.maybeFinishTransfer();
     }
+  }
+
+  /** Thesis §3.10: hand over (TimeoutNow) once the target holds our whole log — and, here,
+   *  once that log is committed. Proposals stop while transferring, so this waits at most
+   *  a round trip; without it, entries this leader's clients are waiting for commit under
+   *  the next leader, after this one stepped down, and their answer can no longer be
+   *  completed here (the lease renewal of a grant needs the leader's lessor). */
+  private maybeFinishTransfer(): void {
+    const to = this.leadTransferee;
+    if (to === null || this.role !== 'leader') return;
+    const pr = this.prs.get(to);
+    const last = this.log.lastIndex();
+    if (pr && pr.match === last && this.log.committed === last) this.sendTimeoutNow(to);
   }
 
   private handleHeartbeatResp(from: NodeId, pr: Progress, ctx: number): void {
@@ -580,7 +593,7 @@ export class Raft {
     const self = this.prs.get(this.id);
     if (self && self.maybeUpdate(i) && this.maybeCommit()) {
       this.commitAdvanced();
-      this.stepDownIfRemoved();
+      if (!this.stepDownIfRemoved()) this.maybeFinishTransfer();
     }
   }
 
@@ -721,7 +734,7 @@ export class Raft {
     if (this.leadTransferee === to) return true;
     this.leadTransferee = to;
     this.electionElapsed = 0; // the transfer must finish within one election timeout
-    if (pr.match === this.log.lastIndex()) this.sendTimeoutNow(to);
+    if (pr.match === this.log.lastIndex()) this.maybeFinishTransfer();
     else this.maybeSendAppend(to, true);
     return true;
   }
