@@ -62,6 +62,21 @@ test('fencing: tokens grow in real-time order across locks; one token is never t
     ['c2', 'read', { lock: 'L1' }, 20, 'ok', { held: true, holder: SB, holder_token: 5 }, 30],
   ]);
   assert.match(checkTokenOrder(dup).join('\n'), /two sessions/);
+  // a grant seen only by a read (its acquire was answered 504 earlier) has no lower bound:
+  // seeing token 4 after token 5 was granted is not an order violation (found by CI, seed 756054)
+  const seenLate = ops([
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 0, 'fail', {}, 8],
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 10, 'ok', { token: 5 }, 20],
+    ['c3', 'read', { lock: 'L2' }, 30, 'ok', { held: true, holder: SB, holder_token: 4 }, 40],
+  ]);
+  assert.deepEqual(checkTokenOrder(seenLate), []);
+  // but an acquire that STARTED after token 5 was granted and got 4 still is one
+  const acquiredLate = ops([
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 10, 'ok', { token: 5 }, 20],
+    ['c3', 'read', { lock: 'L2' }, 30, 'ok', { held: true, holder: SB, holder_token: 4 }, 40],
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 25, 'ok', { token: 4 }, 45],
+  ]);
+  assert.equal(checkTokenOrder(acquiredLate).length, 1);
 });
 
 test('resource: stale tokens accepted and lost updates are violations with fencing, counted without', () => {

@@ -25,23 +25,28 @@ interface Grant {
 
 export function knownGrants(ops: readonly Op[]): Grant[] {
   const m = new Map<string, Grant>();
-  const add = (lock: string, session: string, token: number, op: Op): void => {
+  // `invoke` is a lower bound of the grant's time: only the acquire/renew that got the
+  // token gives one. A read proves the grant had happened by the time the read completed,
+  // nothing about when it started (the acquire may have been answered 504 long before),
+  // so a grant seen by reads only has no lower bound (-Infinity).
+  const add = (lock: string, session: string, token: number, op: Op, fromRead: boolean): void => {
     const k = `${lock}#${token}`;
+    const start = fromRead ? -Infinity : op.invoke;
     const g = m.get(k);
-    if (!g) m.set(k, { lock, session, token, invoke: op.invoke, complete: op.complete, op });
+    if (!g) m.set(k, { lock, session, token, invoke: start, complete: op.complete, op });
     else {
       if (g.session !== session) g.session = `${g.session}|${session}`; // reported below
       if (op.complete < g.complete) {
         g.complete = op.complete;
         g.op = op;
       }
-      g.invoke = Math.min(g.invoke, op.invoke);
+      if (!fromRead) g.invoke = g.invoke === -Infinity ? start : Math.min(g.invoke, start);
     }
   };
   for (const op of ops) {
     if (op.type !== 'ok' || !op.input.lock) continue;
-    if ((op.f === 'acquire' || op.f === 'renew') && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op);
-    if (op.f === 'read' && op.output.holder && op.output.holder_token !== undefined) add(op.input.lock, op.output.holder, op.output.holder_token, op);
+    if ((op.f === 'acquire' || op.f === 'renew') && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op, false);
+    if (op.f === 'read' && op.output.holder && op.output.holder_token !== undefined) add(op.input.lock, op.output.holder, op.output.holder_token, op, true);
   }
   return [...m.values()];
 }
