@@ -184,6 +184,11 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
   it('Idempotency-Key: a retried acquire / open / release returns the first answer and changes nothing twice', async () => {
     const [f1, f2] = await followers();
     const l = await leader();
+    // gauges refresh every tick: read `before` only once they show everything the earlier
+    // tests applied (the applied-index gauge is set in the same refresh), or a session
+    // closed just before this test is still counted and the +2 below never matches
+    const applied = (await h.view(l)).applied_index;
+    await eventually(async () => (await gauge(h, l, 'raftlock_raft_applied_index')) >= applied, 5_000, `the gauges of ${l} to reach applied index ${applied}`);
     const before = await gauge(h, l, 'raftlock_sessions_active');
 
     // acquire without a session: opens one; retries through other nodes get the same answer

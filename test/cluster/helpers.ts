@@ -72,8 +72,11 @@ export function parsePrometheus(text: string): { types: Map<string, string>; sam
     const labels: Record<string, string> = {};
     if (m[3]) for (const l of m[3].matchAll(labelRe)) labels[l[1]!] = l[2]!;
     const raw = m[4]!;
-    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : raw === 'NaN' ? NaN : Number(raw);
-    assert.ok(!Number.isNaN(value) || raw === 'NaN', `bad sample value in: ${line}`);
+    // prom-client writes NaN as "Nan" (e.g. the event-loop lag mean of a scrape that
+    // follows another within the sampling interval); Prometheus parses it case-blind too
+    const nan = /^nan$/i.test(raw);
+    const value = raw === '+Inf' ? Infinity : raw === '-Inf' ? -Infinity : nan ? NaN : Number(raw);
+    assert.ok(!Number.isNaN(value) || nan, `bad sample value in: ${line}`);
     samples.push({ name: m[1]!, labels, value });
   }
   return { types, samples };
