@@ -13,16 +13,13 @@ import { encodeCommand } from '../../src/node/command-codec.js';
 import { LessorProposer } from '../../src/node/lessor-proposer.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
 import type { SimDisk } from '../sim/disk.js';
+import type { SimOptions } from '../sim/options.js';
 import { SimTransport } from './transport.js';
 
-export interface NodeParams {
-  electionTicks: number;
-  heartbeatTicks: number;
-  preVote: boolean;
-  checkQuorum: boolean;
-  maxInflight: number;
-  maxMsgBytes: number;
-  lazyCommit: boolean;
+/** the Raft knobs the lock simulation shares with test/sim's swarm (same seed → same mix) */
+export const RAFT_KNOBS = ['electionTicks', 'heartbeatTicks', 'preVote', 'checkQuorum', 'maxInflight', 'maxMsgBytes', 'lazyCommit'] as const;
+
+export interface NodeParams extends Pick<SimOptions, (typeof RAFT_KNOBS)[number]> {
   tickMs: number;
   snapshotEveryEntries: number;
   proposalTimeoutMs: number;

@@ -13,7 +13,7 @@ import type { NodeId } from '../../src/raft/core/types.js';
 import { drawOptions, subsystemRngs, type SimOptions } from '../sim/options.js';
 import { SimNetwork, type NetEvent } from '../sim/network.js';
 import { SimDisk } from '../sim/disk.js';
-import { LockNode, SimulatedCrash, type NodeParams } from './node.js';
+import { LockNode, RAFT_KNOBS, SimulatedCrash, type NodeParams } from './node.js';
 import { SimTransport } from './transport.js';
 import { LockCheckers, LockViolation } from './checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
@@ -36,8 +36,7 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
   const electionMs = raft.electionTicks * tickMs;
   const ttlMs = Math.round(electionMs * (4 + rng.next() * 8));
   const node: NodeParams = {
-    electionTicks: raft.electionTicks, heartbeatTicks: raft.heartbeatTicks, preVote: raft.preVote, checkQuorum: raft.checkQuorum,
-    maxInflight: raft.maxInflight, maxMsgBytes: raft.maxMsgBytes, lazyCommit: raft.lazyCommit, tickMs,
+    ...pickKnobs(raft), tickMs,
     snapshotEveryEntries: [8, 32, 128, 100_000][rng.int(0, 4)]!,
     proposalTimeoutMs: 3 * 2 * electionMs,
   };
@@ -360,4 +359,8 @@ function dump(cluster: LockCluster): string {
     const s = n.raw.status();
     return `  ${id}: ${s.role} term ${s.term} leader ${s.leader} commit ${s.commit} applied ${n.driver.appliedIndex} last ${s.lastIndex}`;
   }).join('\n');
+}
+
+function pickKnobs(o: SimOptions): Pick<SimOptions, (typeof RAFT_KNOBS)[number]> {
+  return Object.fromEntries(RAFT_KNOBS.map((k) => [k, o[k]])) as Pick<SimOptions, (typeof RAFT_KNOBS)[number]>;
 }
