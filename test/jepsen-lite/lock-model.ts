@@ -36,6 +36,8 @@ export interface LockOutput {
   holder?: number;
   holderToken?: number;
   current?: boolean;
+  /** close ok: whether this lock was among the locks the session's end released */
+  releasedThis?: boolean;
 }
 
 const isDead = (st: LockState, s: number): boolean => st.dead.includes(s);
@@ -101,6 +103,17 @@ function stepCheck(st: LockState, token: number, out: LockOutput): LockState[] {
 export const lockModel: Model<LockState, LockInput, LockOutput> = {
   init: () => ({ holder: -1, token: 0, exact: true, dead: [] }),
   key: (st) => `${st.holder},${st.token},${st.exact ? 1 : 0},${st.dead.join('.')}`,
+  // Search hints (see wgl.ts). An indeterminate acquire, release or close may never have
+  // been applied: that no-op can wait for the end of its window. An expiry of a session
+  // that does not hold the lock only marks it dead, which nothing needs before the first
+  // answer that proved it dead, and that answer's return is where the window ends; so it
+  // is tried early only while the session holds the lock (the expiry frees it).
+  deferrable: (input, out) => out === undefined,
+  defer(st, input, out) {
+    if (input.f === 'expire') return { late: kill(st, input.s), early: st.holder === input.s ? [kill(st, input.s)] : [] };
+    const k = lockModel.key(st);
+    return { late: st, early: lockModel.step(st, input, out).filter((x) => lockModel.key(x) !== k) };
+  },
   step(st, input, out) {
     switch (input.f) {
       case 'acquire':
@@ -115,7 +128,9 @@ export const lockModel: Model<LockState, LockInput, LockOutput> = {
         return out === undefined || out.type === 'fail' ? [st] : stepCheck(st, input.token, out);
       case 'close':
         if (out === undefined) return [st, kill(st, input.s)];
-        if (out.type === 'ok') return [kill(st, input.s)];
+        // a close answered ok ended a live session (an expired one answers
+        // session_not_found), and its `released` names exactly the locks it held then
+        if (out.type === 'ok') return !isDead(st, input.s) && (st.holder === input.s) === (out.releasedThis ?? st.holder === input.s) ? [kill(st, input.s)] : [];
         if (out.code === 'session_not_found') return isDead(st, input.s) ? [st] : [];
         return [st];
       case 'expire':
@@ -138,7 +153,7 @@ export interface LockPartition {
 
 const LOCK_FNS = new Set(['acquire', 'release', 'renew', 'read', 'check']);
 /** answers that prove the session is alive at the op's linearization point */
-const aliveProof = (op: Op): boolean => op.type === 'ok' && ['acquire', 'release', 'renew', 'keepalive'].includes(op.f);
+const aliveProof = (op: Op): boolean => op.type === 'ok' && ['acquire', 'release', 'renew', 'keepalive', 'close'].includes(op.f);
 const deathProof = (op: Op): boolean => (op.type === 'fail' && op.output.code === 'session_not_found') || (op.type === 'ok' && op.f === 'close');
 
 /** The window in which each session may have ended: [last call proving it alive, first answer proving it dead]. */
@@ -219,7 +234,9 @@ export function partitionByLock(ops: readonly Op[]): LockPartition[] {
     const members = new Set(p.sessions);
     for (const op of ops) {
       if (op.f !== 'close' || !op.input.session || !members.has(op.input.session)) continue;
-      p.ops.push({ input: { f: 'close', s: idx(op.input.session) }, output: toOutput(op, idx), call: op.invoke, ret: op.complete });
+      const out = toOutput(op, idx);
+      if (out?.type === 'ok' && Array.isArray(op.output.released)) out.releasedThis = op.output.released.includes(p.lock);
+      p.ops.push({ input: { f: 'close', s: idx(op.input.session) }, output: out, call: op.invoke, ret: op.complete });
       p.source.push(op);
     }
     for (const s of members) {
@@ -230,7 +247,34 @@ export function partitionByLock(ops: readonly Op[]): LockPartition[] {
       p.source.push(undefined);
     }
   }
+  for (const p of byLock.values()) dropUngrantedAcquires(p);
   return [...byLock.values()].sort((a, b) => a.lock.localeCompare(b.lock));
+}
+
+/**
+ * Drop the indeterminate acquires that a later close of the same session proves were never
+ * granted. A close answered ok ended a live session and lists the locks it held; if it does
+ * not list this lock, a grant by the acquire would have had to end before the close, and
+ * only the session's own release ends a hold while the session lives. So when the close
+ * leaves the lock out and no release by the session could come after the acquire, the
+ * acquire did nothing. The model would find the same by search, but only after trying the
+ * grant at every point of a window that runs to the close, once per combination of the
+ * other pending operations: the typical history after a crash (every client's acquire
+ * indeterminate, every client closing its suspect session) made that exponential.
+ * A server that did grant would still be caught: whatever observed the grant (a read, a
+ * lock_held answer) has nothing left to explain it.
+ */
+function dropUngrantedAcquires(p: LockPartition): void {
+  const keep = p.ops.map((o, i) => {
+    const a = o.input;
+    if (a.f !== 'acquire' || o.output !== undefined) return true;
+    const closedWithout = p.ops.some((c) => c.input.f === 'close' && c.input.s === a.s && c.output?.type === 'ok' && c.output.releasedThis === false);
+    if (!closedWithout) return true;
+    const releaseAfter = p.ops.some((r, j) => j !== i && r.input.f === 'release' && r.input.s === a.s && r.ret >= o.call);
+    return releaseAfter;
+  });
+  p.ops = p.ops.filter((_, i) => keep[i]);
+  p.source = p.source.filter((_, i) => keep[i]);
 }
 
 export interface LinearizabilityReport {

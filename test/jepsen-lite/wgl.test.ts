@@ -166,3 +166,62 @@ test('lock model: locks are checked independently', () => {
   assert.equal(r.valid, true);
   assert.deepEqual(r.perLock.map((p) => p.lock), ['L1', 'L2']);
 });
+
+test('lock model: many indeterminate ops over a long outage are decided quickly, both ways', () => {
+  // n sessions each send an acquire that times out (info) while SA holds the lock; then SA
+  // releases and one of them turns out to hold it. Trying each info op as a no-op at every
+  // point of its window made this 2^n per point: before the checker deferred those no-ops
+  // to the end of their windows, 12 sessions gave up after 5,000,000 steps (and 8, in the
+  // illegal case); now they take a few ten thousand.
+  const build = (n: number, holderAtEnd: (ss: string[]) => string, tokenAtEnd: number): Op[] => {
+    const sessions = Array.from({ length: n }, (_, i) => String(i).padStart(2, '0').repeat(16));
+    let h = base().add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'ok', { token: 5 }, 12);
+    sessions.forEach((s, i) => {
+      h = h.add(`o${i}`, 'open', {}, 1, 'ok', { session: s }, 2).add(`o${i}`, 'acquire', { lock: 'L', session: s, wait_ms: 100 }, 20 + i, 'info', { code: 'timeout' }, 5000 + i);
+    });
+    for (let t = 30; t < 4000; t += 100) h = h.add('r', 'read', { lock: 'L' }, t, 'ok', { held: true, holder: SA, holder_token: 5 }, t + 5);
+    return h
+      .add('c1', 'release', { lock: 'L', session: SA, token: 5 }, 4100, 'ok', {}, 4110)
+      .add('r', 'read', { lock: 'L' }, 6000, 'ok', { held: true, holder: holderAtEnd(sessions), holder_token: tokenAtEnd }, 6001)
+      .ops();
+  };
+  const good = checkLinearizable(build(12, (ss) => ss[7]!, 9), { maxSteps: 200_000 });
+  assert.equal(good.valid, true, JSON.stringify(good));
+  // the released holder cannot come back without a new acquire
+  const bad = checkLinearizable(build(8, () => SA, 5), { maxSteps: 200_000 });
+  assert.equal(bad.valid, false, JSON.stringify(bad));
+});
+
+test('lock model: a close answered ok ended a live session and names the locks it held', () => {
+  const held = base().add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'ok', { token: 5 }, 12);
+  assert.equal(checkLinearizable(base().add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'ok', { token: 5 }, 12).add('c1', 'close', { session: SA }, 20, 'ok', { released: ['L'] }, 21).ops()).valid, true);
+  // it held L, so the close must list it
+  assert.equal(checkLinearizable(held.add('c1', 'close', { session: SA }, 20, 'ok', { released: [] }, 21).ops()).valid, false);
+  // a session already known dead cannot be closed with ok
+  const expired = base()
+    .add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'ok', { token: 5 }, 12)
+    .add('c1', 'keepalive', { session: SA }, 100, 'fail', { code: 'session_not_found' }, 101)
+    .add('c1', 'close', { session: SA }, 200, 'ok', { released: [] }, 201);
+  assert.equal(checkLinearizable(expired.ops()).valid, false);
+});
+
+test('lock model: an indeterminate acquire, then a close that does not list the lock', () => {
+  // the acquire never granted: consistent with a read that sees the lock free
+  const free = base()
+    .add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'info', { code: 'timeout' }, 3000)
+    .add('c3', 'read', { lock: 'L' }, 3100, 'ok', { held: false }, 3101)
+    .add('c1', 'close', { session: SA }, 3200, 'ok', { released: [] }, 3201);
+  assert.equal(checkLinearizable(free.ops()).valid, true);
+  // …but a read that saw it granted has no explanation left
+  const seen = base()
+    .add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'info', { code: 'timeout' }, 3000)
+    .add('c3', 'read', { lock: 'L' }, 3100, 'ok', { held: true, holder: SA, holder_token: 7 }, 3101)
+    .add('c1', 'close', { session: SA }, 3200, 'ok', { released: [] }, 3201);
+  assert.equal(checkLinearizable(seen.ops()).valid, false);
+  // and when the close does list the lock, the grant happened
+  const granted = base()
+    .add('c1', 'acquire', { lock: 'L', session: SA }, 10, 'info', { code: 'timeout' }, 3000)
+    .add('c3', 'read', { lock: 'L' }, 3100, 'ok', { held: true, holder: SA, holder_token: 7 }, 3101)
+    .add('c1', 'close', { session: SA }, 3200, 'ok', { released: ['L'] }, 3201);
+  assert.equal(checkLinearizable(granted.ops()).valid, true);
+});

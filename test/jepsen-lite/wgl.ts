@@ -4,10 +4,17 @@
 // out of the list when it fits, backtrack at a return whose call could not be placed, and
 // memoize (linearized set, model state) pairs already explored (Lowe's cache).
 //
-// Two additions over Porcupine's core loop:
+// Three additions over Porcupine's core loop:
 // - the model may be nondeterministic (step returns every possible next state), which is
 //   how indeterminate (`info`) operations are modelled: "it happened" and "it did not";
-// - a step budget, so a pathological history yields `unknown` instead of a hang.
+// - a step budget, so a pathological history yields `unknown` instead of a hang;
+// - a hint for ops whose effect can wait for the end of their window (an indeterminate
+//   acquire that may never have been applied: a no-op; the expiry of a session that holds
+//   nothing). WGL tries every op at every point of its window, so k such ops pending at
+//   once multiply the search by the 2^k ways of having taken some of them already, and a
+//   long outage with a few dozen of them exhausts any budget. With the hint the checker
+//   takes that outcome only when the walk reaches the op's return, where it is forced,
+//   and tries the op earlier only with the outcomes that matter earlier.
 //
 // Operations with return time Infinity (Jepsen's info ops) sort after everything; they
 // may be linearized at any point after their call.
@@ -19,6 +26,13 @@ export interface Model<S, I, O> {
   step(s: S, input: I, output: O | undefined): S[];
   /** canonical text of a state, for the memo table */
   key(s: S): string;
+  /** Search hint (optional): ops with an outcome that is never worse taken at the end of
+   *  the op's window than earlier. */
+  deferrable?(input: I, output: O | undefined): boolean;
+  /** For a deferrable op in state `s`: `late`, the outcome to take when the walk reaches
+   *  the op's return, and `early`, the outcomes of step() still worth trying before. Both
+   *  must be among step()'s outcomes (asserted). */
+  defer?(s: S, input: I, output: O | undefined): { late: S; early: S[] };
 }
 
 export interface Operation<I, O> {
@@ -49,6 +63,8 @@ interface Frame<S> {
   state: S;
   candidates: S[];
   tried: number;
+  /** the op took its late outcome at its return entry: nothing else to try there */
+  late: boolean;
 }
 
 /** 32-bit random words per op for incremental (Zobrist) hashing of the linearized set. */
@@ -78,16 +94,24 @@ export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Op
     if (!(o.ret >= o.call)) throw new Error(`wgl: operation ${i} returns (${o.ret}) before its call (${o.call})`);
     raw.push({ kind: 0, time: o.call, op: i }, { kind: 1, time: o.ret, op: i });
   }
-  raw.sort((a, b) => a.time - b.time || a.kind - b.kind || a.op - b.op);
+  const deferrable = ops.map((o) => model.deferrable?.(o.input, o.output) === true && model.defer !== undefined);
+  // at equal times: calls, then the returns of deferrable ops (so a deferred outcome is
+  // taken before an op that returns at the same moment and may need it), then the rest
+  const rank = (e: { kind: 0 | 1; op: number }): number => (e.kind === 0 ? 0 : deferrable[e.op] ? 1 : 2);
+  raw.sort((a, b) => a.time - b.time || rank(a) - rank(b) || a.op - b.op);
   const entries: Entry[] = [{ kind: 0, time: -Infinity, op: -1, match: -1, prev: -1, next: 1 }];
   const retIndex = new Int32Array(n);
   raw.forEach((e, i) => {
     entries.push({ ...e, match: -1, prev: i, next: i + 2 <= raw.length ? i + 2 : -1 });
     if (e.kind === 1) retIndex[e.op] = i + 1;
   });
+  const callIndex = new Int32Array(n);
   for (let i = 1; i < entries.length; i++) {
     const e = entries[i]!;
-    if (e.kind === 0) e.match = retIndex[e.op]!;
+    if (e.kind === 0) {
+      e.match = retIndex[e.op]!;
+      callIndex[e.op] = i;
+    }
   }
   const z = zobrist(n);
 
@@ -120,12 +144,38 @@ export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Op
   let deepestState = state;
   let stuckOp = -1;
 
+  /** the outcomes of op i in state s, split for a deferrable op (checked against step) */
+  const split = (i: number, s: S): { late: S | undefined; early: S[] } => {
+    const o = ops[i]!;
+    const all = model.step(s, o.input, o.output);
+    if (!deferrable[i]) return { late: undefined, early: all };
+    const d = model.defer!(s, o.input, o.output);
+    const legal = new Set(all.map((x) => model.key(x)));
+    for (const x of [d.late, ...d.early]) {
+      if (!legal.has(model.key(x))) throw new Error(`wgl: the model's defer() for operation ${i} gives state ${model.key(x)}, which step() does not allow from ${model.key(s)}`);
+    }
+    return d;
+  };
+  /** mark (linearized set, state) as explored; false when it already was */
+  const remember = (hi: number, lo: number, s: S): boolean => {
+    const key = `${hi.toString(36)}.${lo.toString(36)}|${model.key(s)}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  };
+  const noteDepth = (): void => {
+    if (stack.length > deepest.length) {
+      deepest = stack.map((f) => entries[f.entry]!.op);
+      deepestState = state;
+      stuckOp = -1;
+    }
+  };
+
   while (entries[0]!.next !== -1) {
     if (++steps > maxSteps) return { result: 'unknown', steps, reason: `gave up after ${maxSteps} search steps`, stuckOp: stuckOp === -1 ? entries[entry]!.op : stuckOp, deepest, state: deepestState };
     const e = entries[entry]!;
     if (e.kind === 0) {
-      const op = ops[e.op]!;
-      const candidates = resumeFrom ? resumeFrom.candidates : model.step(state, op.input, op.output);
+      const candidates = resumeFrom ? resumeFrom.candidates : split(e.op, state).early;
       let k = resumeFrom ? resumeFrom.tried + 1 : 0;
       resumeFrom = null;
       const hi = (hashHi ^ z[2 * e.op]!) >>> 0;
@@ -133,10 +183,8 @@ export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Op
       let placed = false;
       for (; k < candidates.length; k++) {
         const next = candidates[k]!;
-        const key = `${hi.toString(36)}.${lo.toString(36)}|${model.key(next)}`;
-        if (seen.has(key)) continue;
-        seen.add(key);
-        stack.push({ entry, state, candidates, tried: k });
+        if (!remember(hi, lo, next)) continue;
+        stack.push({ entry, state, candidates, tried: k, late: false });
         state = next;
         hashHi = hi;
         hashLo = lo;
@@ -145,26 +193,43 @@ export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Op
         break;
       }
       if (placed) {
-        if (stack.length > deepest.length) {
-          deepest = stack.map((f) => entries[f.entry]!.op);
-          deepestState = state;
-          stuckOp = -1;
-        }
+        noteDepth();
         entry = entries[0]!.next;
       } else {
         entry = e.next;
       }
       continue;
     }
-    // a return entry: its call could not be placed before it on this path
+    // A return entry: its call was not placed before it on this path. A deferrable op
+    // takes its late outcome here, at the last point of its window.
+    const late = deferrable[e.op] ? split(e.op, state).late : undefined;
+    if (late !== undefined) {
+      const call = callIndex[e.op]!;
+      const hi = (hashHi ^ z[2 * e.op]!) >>> 0;
+      const lo = (hashLo ^ z[2 * e.op + 1]!) >>> 0;
+      if (remember(hi, lo, late)) {
+        stack.push({ entry: call, state, candidates: [], tried: 0, late: true });
+        state = late;
+        hashHi = hi;
+        hashLo = lo;
+        lift(call);
+        noteDepth();
+        entry = entries[0]!.next;
+        continue;
+      }
+    }
     if (stack.length === deepest.length && stuckOp === -1) stuckOp = e.op;
-    const top = stack.pop();
-    if (!top) return { result: 'illegal', steps, stuckOp: stuckOp === -1 ? e.op : stuckOp, deepest, state: deepestState };
-    const op = entries[top.entry]!.op;
-    state = top.state;
-    hashHi = (hashHi ^ z[2 * op]!) >>> 0;
-    hashLo = (hashLo ^ z[2 * op + 1]!) >>> 0;
-    unlift(top.entry);
+    // backtrack to the last placement that has outcomes left to try
+    let top: Frame<S> | undefined;
+    do {
+      top = stack.pop();
+      if (!top) return { result: 'illegal', steps, stuckOp: stuckOp === -1 ? e.op : stuckOp, deepest, state: deepestState };
+      const op = entries[top.entry]!.op;
+      state = top.state;
+      hashHi = (hashHi ^ z[2 * op]!) >>> 0;
+      hashLo = (hashLo ^ z[2 * op + 1]!) >>> 0;
+      unlift(top.entry);
+    } while (top.late);
     entry = top.entry;
     resumeFrom = top; // try its remaining candidates, then move past it
   }
