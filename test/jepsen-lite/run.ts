@@ -5,7 +5,7 @@
 // summary.txt, timeline.html). Everything it started or created is removed in `finally`,
 // also when a step throws or the process gets SIGINT/SIGTERM.
 import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { freePort } from '../support/cluster-harness.js';
@@ -115,7 +115,9 @@ class Run {
 
   constructor(private readonly opts: RunOptions) {
     this.log = opts.log ?? ((l: string) => process.stdout.write(l + '\n'));
-    this.dir = join(opts.outDir, `${new Date().toISOString().replace(/[:.]/g, '-')}-n${opts.nodes}-seed${opts.seed}-${this.runId}`);
+    // absolute: the nodes resolve paths in their config (the secret file) against the
+    // config's own folder, so a relative run folder would be doubled
+    this.dir = join(resolve(opts.outDir), `${new Date().toISOString().replace(/[:.]/g, '-')}-n${opts.nodes}-seed${opts.seed}-${this.runId}`);
     const rng = seededRng(opts.seed);
     this.nemesisRng = rng.fork();
     this.clientSeeds = rng.fork();
