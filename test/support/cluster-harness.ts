@@ -6,7 +6,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync, createWriteStream, type WriteStream } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { createServer } from 'node:net';
+import { freePort } from './ports.js';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
@@ -37,17 +37,7 @@ process.once('exit', () => {
   }
 });
 
-export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const srv = createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const addr = srv.address();
-      const port = typeof addr === 'object' && addr ? addr.port : 0;
-      srv.close(() => resolve(port));
-    });
-  });
-}
+export { freePort } from './ports.js';
 
 export interface HarnessNode {
   id: string;
@@ -312,9 +302,24 @@ export class ClusterHarness {
       const self = views.find((v) => v && v.status === 200 && v.body.role === 'leader');
       if (self && leaders.length === ids.length && leaders.every((l) => l === self.body.node_id)) return self.body.node_id as string;
       last = JSON.stringify(leaders);
+      const exited = (among ?? this.nodes.map((n) => n.id)).filter((id) => !this.node(id).proc && this.node(id).lastExit);
+      if (ids.length === 0 && exited.length > 0) throw new Error(`no node is running: ${this.exitReport(exited)}`);
       await delay(50);
     }
-    throw new Error(`no agreed leader within ${timeoutMs} ms (last seen: ${last}); logs in ${this.dir}`);
+    throw new Error(`no agreed leader within ${timeoutMs} ms (last seen: ${last}); ${this.exitReport(this.nodes.map((n) => n.id))}`);
+  }
+
+  /** how each node ended (or that it runs) and the tail of its log, for failure messages
+   *  (the test directory, logs included, is removed by close()) */
+  private exitReport(ids: string[]): string {
+    return ids
+      .map((id) => {
+        const n = this.node(id);
+        const state = n.proc ? 'running' : n.lastExit ? `exited (${n.lastExit.code ?? n.lastExit.signal})` : 'not started';
+        const tail = this.logText(id).trimEnd().split('\n').slice(-4).map((l) => `    ${l.slice(0, 400)}`).join('\n');
+        return `\n  ${id} ${state}; last log lines:\n${tail}`;
+      })
+      .join('');
   }
 
   async close(): Promise<void> {
