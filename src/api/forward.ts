@@ -8,7 +8,7 @@
 //   reached (connect refused/timed out), nothing was applied: 503 `unavailable`. Once the
 //   request may have been sent, a write's outcome is unknown: 504 `timeout` (retry with
 //   the same Idempotency-Key). A read that fails is always just 503.
-import { Pool } from 'undici';
+import { Pool, type buildConnector } from 'undici';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from './errors.js';
 
@@ -30,8 +30,9 @@ export interface ForwarderOptions {
   nodeId: string;
   /** budget for the leader to answer, on top of any wait_ms the request asks for */
   timeoutMs: number;
-  /** TLS options for https leader URLs (CA, client cert for mutual TLS) */
-  tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
+  /** connector for https leader URLs (our CA, our certificate for mutual TLS); one that
+   *  follows SIGHUP reloads (security/tls.ts ReloadableConnector) */
+  connect?: buildConnector.connector;
 }
 
 export interface ForwardOptions {
@@ -110,9 +111,9 @@ export class Forwarder {
       // Waiting acquires hold a connection for up to wait_ms: allow many, but not unbounded.
       connections: 512,
       keepAliveTimeout: 10_000,
-      connectTimeout: Math.min(this.opts.timeoutMs, 5000),
+      connectTimeout: Math.min(this.opts.timeoutMs, 5000), // plain http (a connector has its own)
       maxResponseSize: MAX_RESPONSE_BYTES,
-      ...(this.opts.tls ? { connect: { ...this.opts.tls } } : {}),
+      ...(this.opts.connect ? { connect: this.opts.connect } : {}),
     });
     this.pools.set(origin, p);
     return p;

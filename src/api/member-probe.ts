@@ -2,7 +2,7 @@
 // the page shows each member's role, term and indexes through whichever node served it —
 // also when the browser cannot reach the other nodes. Short timeouts: a dead member
 // shows as unreachable within a second instead of stalling the page.
-import { Agent, request } from 'undici';
+import { Agent, request, type buildConnector } from 'undici';
 import type { ClusterView } from './service.js';
 import { FORWARDED_HEADER } from './forward.js';
 
@@ -24,8 +24,9 @@ export interface MemberStatus {
 export class MemberProbe {
   private readonly agent: Agent;
 
-  constructor(private readonly nodeId: string, tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer }) {
-    this.agent = new Agent({ connections: 4, keepAliveTimeout: 10_000, connectTimeout: PROBE_TIMEOUT_MS, ...(tls ? { connect: { ...tls } } : {}) });
+  /** `connect`: for https members (as the forwarder's; follows SIGHUP reloads) */
+  constructor(private readonly nodeId: string, connect?: buildConnector.connector) {
+    this.agent = new Agent({ connections: 4, keepAliveTimeout: 10_000, connectTimeout: PROBE_TIMEOUT_MS, ...(connect ? { connect } : {}) });
   }
 
   /** Every member's own view (this node's from `local`), with lag worked out. */

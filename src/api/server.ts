@@ -5,9 +5,10 @@
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { LoggerOptions } from 'pino';
+import type { buildConnector } from 'undici';
 import type { Metrics } from '../metrics.js';
 import { ApiError, ERROR_CATALOG, isApiError } from './errors.js';
-import { Forwarder, type ForwarderOptions } from './forward.js';
+import { Forwarder } from './forward.js';
 import { clusterRoutes } from './routes/cluster.js';
 import type { Authorizer, RouteEnv } from './routes/context.js';
 import { lockRoutes } from './routes/locks.js';
@@ -16,7 +17,7 @@ import { sessionRoutes } from './routes/sessions.js';
 import { snapshotRoutes } from './routes/snapshot.js';
 import { statusRoutes } from './routes/status.js';
 import { uiRoutes } from './routes/ui.js';
-import { MemberProbe } from './member-probe.js';
+import { MemberProbe, PROBE_TIMEOUT_MS } from './member-probe.js';
 import type { OpsService } from './ops-service.js';
 import type { LockService } from './service.js';
 import { bodySchemas, type ApiLimits } from './validate.js';
@@ -35,7 +36,9 @@ export interface ServerDeps {
   limits: ApiLimits;
   /** how long a follower waits for the leader's answer, on top of the request's wait_ms */
   forwardTimeoutMs?: number;
-  forwardTls?: ForwarderOptions['tls'];
+  /** connectors to other members' https APIs (forwarding, the status page's probes),
+   *  presenting this node's API certificate; built per connect timeout */
+  apiClientConnect?: (timeoutMs: number) => buildConnector.connector;
   /** TLS for this API (spec §2 `tls`); main reads the files */
   https?: HttpsServerOptions;
   authorize?: Authorizer;
@@ -99,7 +102,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   else opts.logger = deps.logger ?? false;
   const app = Fastify(opts) as unknown as FastifyInstance;
 
-  const forwarder = new Forwarder({ nodeId: deps.nodeId, timeoutMs: deps.forwardTimeoutMs ?? 5000, ...(deps.forwardTls ? { tls: deps.forwardTls } : {}) });
+  const forwarder = new Forwarder({ nodeId: deps.nodeId, timeoutMs: deps.forwardTimeoutMs ?? 5000, ...(deps.apiClientConnect ? { connect: deps.apiClientConnect(5000) } : {}) });
   const env: RouteEnv = { service: deps.service, forwarder, schemas: bodySchemas(deps.limits), ...(deps.authorize ? { authorize: deps.authorize } : {}) };
 
   installBodyParser(app);
@@ -114,7 +117,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   clusterRoutes(app, env);
   opsRoutes(app, env, deps.metrics);
   // issue 11: status page, API docs, backups
-  const probe = new MemberProbe(deps.nodeId, deps.forwardTls);
+  const probe = new MemberProbe(deps.nodeId, deps.apiClientConnect?.(PROBE_TIMEOUT_MS));
   app.addHook('onClose', async () => probe.close());
   uiRoutes(app, deps.limits);
   statusRoutes(app, env, deps.ops, probe);

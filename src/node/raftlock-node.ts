@@ -233,7 +233,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     limits: { minTtlMs: config.session.minTtlMs, maxTtlMs: config.session.maxTtlMs },
     forwardTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
     ...(security.https ? { https: security.https } : {}),
-    ...(security.forwardTls ? { forwardTls: security.forwardTls } : {}),
+    ...(security.apiClientConnect ? { apiClientConnect: security.apiClientConnect } : {}),
     ...(security.authorize ? { authorize: security.authorize } : {}),
   });
   security.installApiGuards(server);

@@ -14,8 +14,9 @@ import { isIP } from 'node:net';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
 import { Counter, type Registry } from 'prom-client';
+import type { buildConnector } from 'undici';
 import { ApiError } from '../api/errors.js';
-import { FORWARDED_HEADER, type ForwarderOptions } from '../api/forward.js';
+import { FORWARDED_HEADER } from '../api/forward.js';
 import { PUBLIC_UI_PATHS } from '../api/routes/ui.js';
 import type { Authorizer } from '../api/routes/context.js';
 import { ConfigError, pathForNode, type Config, type ResolvedNode } from '../config.js';
@@ -23,7 +24,7 @@ import type { HttpTransport, HttpTransportOptions } from '../transport/http-tran
 import { PeerAuthenticator, MIN_SECRET_BYTES, STREAM_TAG_BYTES } from './peer-auth.js';
 import { ClientRateLimiter } from './rate-limit.js';
 import { TokenStore, TokensFileError } from './tokens.js';
-import { apiServerOptions, clientTlsOptions, loadTlsMaterial, peerCertificateProblem, peerServerOptions, ReloadableConnector, TlsFileError, type TlsMaterial } from './tls.js';
+import { apiServerOptions, loadTlsMaterial, peerCertificateProblem, peerServerOptions, ReloadableConnector, TlsFileError, type TlsMaterial } from './tls.js';
 import type https from 'node:https';
 
 export const CLUSTER_SECRET_ENV = 'RAFTLOCK_CLUSTER_SECRET';
@@ -46,7 +47,9 @@ export interface SecurityOptions {
 export interface NodeSecurity {
   /** buildServer deps */
   https?: https.ServerOptions;
-  forwardTls?: ForwarderOptions['tls'];
+  /** connectors to other members' https APIs with this node's API certificate (a follower
+   *  relaying to the leader, the status page's probes); SIGHUP reloads them with the server */
+  apiClientConnect?: (timeoutMs: number) => buildConnector.connector;
   authorize?: Authorizer;
   /** lock-service dep: may this principal act on other principals' sessions? */
   mayActForOthers?: (principal: string, name: string | undefined) => boolean;
@@ -156,6 +159,8 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
   const secret = readClusterSecret(config, id, env, (m) => log.warn(m));
   const hmac = secret ? new PeerAuthenticator({ secret, nowMs }) : null;
   const peerConnector = peerTls ? new ReloadableConnector(peerTls) : null;
+  /** every connector handed out by apiClientConnect, for reloads */
+  const apiConnectors: ReloadableConnector[] = [];
   for (const [what, m] of [['tls', apiTls], ['peer_tls', peerTls]] as const) if (m) warnExpiry(log, what, m, nowMs());
 
   // ---- loud warnings (issue 10: "warn loudly at start") ----
@@ -216,7 +221,11 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
     out.https = apiServerOptions(apiTls, config.tls!.clientCertAuth);
     // a follower relaying to the leader presents the node's own API certificate, which
     // `raftlock certs` issues for both server and client use (client_cert_auth)
-    out.forwardTls = clientTlsOptions(apiTls);
+    out.apiClientConnect = (timeoutMs) => {
+      const c = new ReloadableConnector(apiTls!, timeoutMs);
+      apiConnectors.push(c);
+      return c.connect;
+    };
   }
   if (tokens) {
     out.authorize = (a) => tokens!.authorizer()(a);
@@ -270,6 +279,7 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
       attempt('tls', () => {
         const m = loadTlsMaterial(config.tls!, id, 'tls');
         (api.server as unknown as https.Server).setSecureContext(apiServerOptions(m, config.tls!.clientCertAuth));
+        for (const c of apiConnectors) c.set(m);
         apiTls = m;
         warnExpiry(log, 'tls', m, nowMs());
       });

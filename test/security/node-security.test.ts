@@ -5,7 +5,14 @@
 // odd one is refused and counted, and never joins in.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { X509Certificate } from 'node:crypto';
+import { createServer as createHttpsServer } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import type { FastifyInstance } from 'fastify';
+import { Pool } from 'undici';
+import type { HttpTransport } from '../../src/transport/http-transport.js';
 import { join } from 'node:path';
 import pino from 'pino';
 import { Metrics } from '../../src/metrics.js';
@@ -91,6 +98,36 @@ describe('setupSecurity start-up checks', () => {
     ];
     for (const [extra, re] of cases) {
       await assert.rejects(setup(extra, silent, api), (e: Error) => e instanceof ConfigError && re.test(e.message) && !e.message.includes('\n'), String(re));
+    }
+  });
+
+  it('SIGHUP reload: connections to other members (forwarding, probes) present the new API certificate', { skip: haveOpenssl() ? false : 'openssl not installed' }, async () => {
+    const certs = join(tmp.dir, 'reload-certs');
+    makeCerts(certs, ['n1']);
+    const pem = (f: string): Buffer => readFileSync(join(certs, f));
+    const serialOf = (f: string): string => new X509Certificate(pem(f)).serialNumber;
+    const security = await setup({ tls: { cert_file: 'reload-certs/{node}.crt', key_file: 'reload-certs/{node}.key', ca_file: 'reload-certs/ca.crt', client_cert_auth: true } }, silent, { api: 'https' });
+    // a stand-in leader that asks for a client certificate and answers with its serial;
+    // one request per connection, so every request shows the certificate of a new connection
+    const leader = createHttpsServer({ cert: pem('n1.crt'), key: pem('n1.key'), ca: pem('ca.crt'), requestCert: true, rejectUnauthorized: true }, (req, res) => {
+      res.setHeader('connection', 'close');
+      res.end((req.socket as TLSSocket).getPeerCertificate().serialNumber);
+    });
+    await new Promise<void>((r) => leader.listen(0, '127.0.0.1', r));
+    const pool = new Pool(`https://127.0.0.1:${(leader.address() as AddressInfo).port}`, { connect: security.apiClientConnect!(5000) });
+    const presented = async (): Promise<string> => (await (await pool.request({ path: '/', method: 'GET' })).body.text()).toUpperCase();
+    try {
+      const first = serialOf('n1.crt');
+      assert.equal(await presented(), first.toUpperCase());
+      makeCerts(certs, ['n1']); // same CA key, a new leaf with a new serial
+      const r = security.reload({ api: { server: { setSecureContext: () => undefined } } as unknown as FastifyInstance, transport: {} as HttpTransport });
+      assert.deepEqual(r, { ok: ['tls'], failed: [] });
+      const second = serialOf('n1.crt');
+      assert.notEqual(second, first);
+      assert.equal(await presented(), second.toUpperCase(), 'the pool made before the reload presents the new certificate on its next connection');
+    } finally {
+      await pool.close();
+      await new Promise((r) => leader.close(r));
     }
   });
 });
