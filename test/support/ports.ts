@@ -21,6 +21,9 @@ function ephemeralStart(): number {
 }
 
 const HIGH = ephemeralStart();
+/** ports this process has handed out: a cluster asks for several before any node binds
+ *  one, so a port that is still free must not be given twice */
+const given = new Set<number>();
 
 function bindable(port: number, host: string): Promise<boolean> {
   return new Promise((resolve) => {
@@ -30,11 +33,16 @@ function bindable(port: number, host: string): Promise<boolean> {
   });
 }
 
-/** A loopback port nothing listens on, outside the ephemeral range. */
+/** A loopback port nothing listens on, outside the ephemeral range, never the same twice
+ *  in one process. */
 export async function freePort(host = '127.0.0.1'): Promise<number> {
   for (let i = 0; i < 200; i++) {
     const port = LOW + Math.floor(Math.random() * (HIGH - LOW));
-    if (await bindable(port, host)) return port;
+    if (given.has(port)) continue;
+    if (await bindable(port, host)) {
+      given.add(port);
+      return port;
+    }
   }
   throw new Error(`no free port found in ${LOW}–${HIGH - 1} after 200 tries`);
 }
