@@ -4,34 +4,15 @@
 // failing one prints the failure, the trace tail and `reproduce: npm run sim:lock -- --seed N`.
 import { runLockSchedule, drawLockOptions } from './simulate.js';
 import { formatLockFailure } from './report.js';
+import { parseSeedArgs } from '../support/seed-args.js';
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose]`);
   process.exit(2);
 }
 
-function int(name: string, v: string | undefined, min: number): number {
-  const n = Number(v);
-  if (v === undefined || v === '' || !Number.isSafeInteger(n) || n < min) usage(`--${name} needs an integer >= ${min}, got ${v ?? 'nothing'}`);
-  return n;
-}
-
 async function main(): Promise<void> {
-  let seed: number | null = null, seeds = 1, ticks = 1500, verbose = false;
-  const argv = process.argv.slice(2);
-  for (let k = 0; k < argv.length; k++) {
-    const arg = argv[k]!;
-    const eq = arg.indexOf('=');
-    const flag = eq < 0 ? arg : arg.slice(0, eq);
-    const value = (): string | undefined => (eq < 0 ? argv[++k] : arg.slice(eq + 1));
-    switch (flag) {
-      case '--seed': seed = int('seed', value(), 0); break;
-      case '--seeds': seeds = int('seeds', value(), 1); break;
-      case '--ticks': ticks = int('ticks', value(), 1); break;
-      case '--verbose': case '-v': verbose = true; break;
-      default: usage(`unknown argument ${arg}`);
-    }
-  }
+  const { seed, seeds, ticks, verbose } = parseSeedArgs(process.argv.slice(2), { ticks: 1500 }, usage);
   const base = seed ?? Math.floor(Math.random() * 1e9);
   let failed = 0;
   for (let s = base; s < base + seeds; s++) {

@@ -11,6 +11,7 @@ import { describeOptions, drawOptions } from './options.js';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
 import { runPool } from './pool.js';
+import { intArg, parseSeedArgs } from '../support/seed-args.js';
 
 interface Args {
   seed: number | null;
@@ -26,31 +27,9 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
-function parseArgs(argv: readonly string[]): Args {
-  const out: Args = { seed: null, seeds: 1, ticks: 2000, verbose: false, soak: false, jobs: availableParallelism() };
-  const int = (name: string, v: string | undefined, min: number): number => {
-    const n = Number(v);
-    if (v === undefined || v === '' || !Number.isSafeInteger(n) || n < min) usage(`--${name} needs an integer >= ${min}, got ${v ?? 'nothing'}`);
-    return n;
-  };
-  for (let k = 0; k < argv.length; k++) {
-    const arg = argv[k]!;
-    const eq = arg.indexOf('=');
-    const flag = eq < 0 ? arg : arg.slice(0, eq);
-    const value = (): string | undefined => (eq < 0 ? argv[++k] : arg.slice(eq + 1));
-    switch (flag) {
-      case '--seed': out.seed = int('seed', value(), 0); break;
-      case '--seeds': out.seeds = int('seeds', value(), 1); break;
-      case '--ticks': out.ticks = int('ticks', value(), 1); break;
-      case '--jobs': out.jobs = int('jobs', value(), 1); break;
-      case '--verbose': case '-v': out.verbose = true; break;
-      case '--soak': out.soak = true; break;
-      case '--help': case '-h': usage('');
-      // falls through: usage() exits
-      default: usage(`unknown argument ${arg}`);
-    }
-  }
-  return out;
+function parseArgs(argv: string[]): Args {
+  const a = parseSeedArgs(argv, { ticks: 2000 }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' } });
+  return { seed: a.seed, seeds: a.seeds, ticks: a.ticks, verbose: a.verbose, soak: a.extra.soak === true, jobs: a.extra.jobs === undefined ? availableParallelism() : intArg('jobs', a.extra.jobs, 1, usage) };
 }
 
 function runOne(seed: number, args: Args): boolean {
