@@ -6,6 +6,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { Agent, fetch } from 'undici';
+import type { Config } from '../config.js';
+import { loadTlsMaterial } from '../security/tls.js';
 import { SERVE_NODE_FLAGS, serveEnv } from './serve-runtime.js';
 
 export interface ClusterLaunchNode {
@@ -19,6 +22,28 @@ export interface ClusterLaunchOptions {
   logDir: string;
   logLevel: string;
   out?: (line: string) => void;
+  /** how the leader watch reaches a secured API: the cluster's CA (https), a node's
+   *  certificate for client_cert_auth, a bearer token (RAFTLOCK_TOKEN) when auth is on */
+  watch?: { ca?: Buffer; cert?: Buffer; key?: Buffer; token?: string; authOn?: boolean };
+}
+
+/** What the leader watch needs to reach the cluster's API as a client: the CA, and a
+ *  node's own certificate (issued for client use too) when the API asks for one. A bad
+ *  file is left to the nodes, which refuse to start naming it. */
+export function clusterWatchAccess(config: Config, env: NodeJS.ProcessEnv = process.env): NonNullable<ClusterLaunchOptions['watch']> {
+  const w: NonNullable<ClusterLaunchOptions['watch']> = { authOn: config.auth !== undefined };
+  if (env.RAFTLOCK_TOKEN) w.token = env.RAFTLOCK_TOKEN;
+  const first = config.nodes[0];
+  if (config.tls && first) {
+    try {
+      const m = loadTlsMaterial(config.tls, first.id, 'tls');
+      if (m.ca) w.ca = m.ca;
+      if (config.tls.clientCertAuth) Object.assign(w, { cert: m.cert, key: m.key });
+    } catch {
+      // the nodes say what is wrong with the files
+    }
+  }
+  return w;
 }
 
 const binPath = fileURLToPath(new URL('../../../bin/raftlock.js', import.meta.url));
@@ -73,10 +98,25 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   process.once('SIGINT', () => void stopAll());
   process.once('SIGTERM', () => void stopAll());
 
-  // Report the leader whenever it changes.
+  // Report the leader whenever it changes, through the API as any client would (with the
+  // cluster's CA, a node's certificate and the token when the API is secured).
+  const w = opts.watch ?? {};
+  const dispatcher = new Agent({ connect: { ...(w.ca ? { ca: w.ca } : {}), ...(w.cert && w.key ? { cert: w.cert, key: w.key } : {}) } });
+  const headers: Record<string, string> = w.token ? { authorization: `Bearer ${w.token}` } : {};
+  if (w.authOn && !w.token) out('auth is on: set RAFTLOCK_TOKEN (a token with the read right) to see who leads');
+  const view = async (api: string): Promise<{ leader_id: string | null; term: number } | null> => {
+    try {
+      const r = await fetch(`${api}/v1/cluster`, { headers, dispatcher, signal: AbortSignal.timeout(1000) });
+      if (r.ok) return (await r.json()) as { leader_id: string | null; term: number };
+      await r.body?.cancel();
+      return null;
+    } catch {
+      return null;
+    }
+  };
   let lastLeader: string | null | undefined;
   const watch = setInterval(async () => {
-    const views = await Promise.all(opts.nodes.map((n) => fetch(`${n.api}/v1/cluster`, { signal: AbortSignal.timeout(1000) }).then((r) => r.json() as Promise<{ leader_id: string | null; term: number }>).catch(() => null)));
+    const views = await Promise.all(opts.nodes.map((n) => view(n.api)));
     const v = views.find((x) => x && x.leader_id);
     const leader = v?.leader_id ?? null;
     if (leader !== lastLeader && (leader !== null || lastLeader !== undefined)) {
@@ -86,6 +126,7 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   }, 250);
 
   await done;
+  await dispatcher.close();
   out('all nodes stopped');
   return failed ? 1 : 0;
 }

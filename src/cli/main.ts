@@ -3,7 +3,7 @@
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
-import { runCluster } from './cluster.js';
+import { clusterWatchAccess, runCluster } from './cluster.js';
 import { DEFAULT_CONFIG, UsageError } from './commands/common.js';
 import { registerStatus } from './commands/status.js';
 import { registerLock } from './commands/lock.js';
@@ -58,6 +58,7 @@ export function buildProgram(): Command {
         nodes: config.nodes.map((n) => ({ id: n.id, api: n.api })),
         logDir: config.dataDir,
         logLevel: o.logLevel,
+        watch: clusterWatchAccess(config),
       });
       process.exitCode = code;
     });
