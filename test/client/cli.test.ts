@@ -45,16 +45,16 @@ function raftlock(args: string[], o: { timeoutMs?: number; onSpawn?: (p: ChildPr
 const CHILD = `
 const fs = require('node:fs');
 const [out, mode] = process.argv.slice(1);
-fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK }));
+// signal handlers first: the test signals as soon as the .env file exists
 if (mode === 'wait') {
   process.on('SIGTERM', () => { fs.writeFileSync(out + '.term', String(Date.now())); process.exit(0); });
   setInterval(() => {}, 1000);
 } else if (mode === 'stubborn') {
   process.on('SIGTERM', () => fs.writeFileSync(out + '.term', String(Date.now())));
   setInterval(() => {}, 1000);
-} else {
-  process.exit(Number(mode));
-}`;
+}
+fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK }));
+if (mode !== 'wait' && mode !== 'stubborn') process.exit(Number(mode));`;
 
 describe('raftlock CLI against a real 3-node cluster', () => {
   let h: ClusterHarness;
