@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch } from 'undici';
 import type { Config } from '../config.js';
-import { loadTlsMaterial } from '../security/tls.js';
+import { clientTlsOptions, loadTlsMaterial } from '../security/tls.js';
 import { SERVE_NODE_FLAGS, serveEnv } from './serve-runtime.js';
 
 export interface ClusterLaunchNode {
@@ -22,23 +22,21 @@ export interface ClusterLaunchOptions {
   logDir: string;
   logLevel: string;
   out?: (line: string) => void;
-  /** how the leader watch reaches a secured API: the cluster's CA (https), a node's
-   *  certificate for client_cert_auth, a bearer token (RAFTLOCK_TOKEN) when auth is on */
-  watch?: { ca?: Buffer; cert?: Buffer; key?: Buffer; token?: string; authOn?: boolean };
+  /** how the leader watch reaches a secured API: a member's client TLS options (the
+   *  cluster's CA, a node's certificate), a bearer token (RAFTLOCK_TOKEN) when auth is on */
+  watch?: { tls?: ReturnType<typeof clientTlsOptions>; token?: string; authOn?: boolean };
 }
 
-/** What the leader watch needs to reach the cluster's API as a client: the CA, and a
- *  node's own certificate (issued for client use too) when the API asks for one. A bad
- *  file is left to the nodes, which refuse to start naming it. */
+/** What the leader watch needs to reach the cluster's API as a client: what a member
+ *  relaying to the leader presents (the CA, the node's certificate, issued for client use
+ *  too). A bad file is left to the nodes, which refuse to start naming it. */
 export function clusterWatchAccess(config: Config, env: NodeJS.ProcessEnv = process.env): NonNullable<ClusterLaunchOptions['watch']> {
   const w: NonNullable<ClusterLaunchOptions['watch']> = { authOn: config.auth !== undefined };
   if (env.RAFTLOCK_TOKEN) w.token = env.RAFTLOCK_TOKEN;
   const first = config.nodes[0];
   if (config.tls && first) {
     try {
-      const m = loadTlsMaterial(config.tls, first.id, 'tls');
-      if (m.ca) w.ca = m.ca;
-      if (config.tls.clientCertAuth) Object.assign(w, { cert: m.cert, key: m.key });
+      w.tls = clientTlsOptions(loadTlsMaterial(config.tls, first.id, 'tls'));
     } catch {
       // the nodes say what is wrong with the files
     }
@@ -101,7 +99,7 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   // Report the leader whenever it changes, through the API as any client would (with the
   // cluster's CA, a node's certificate and the token when the API is secured).
   const w = opts.watch ?? {};
-  const dispatcher = new Agent({ connect: { ...(w.ca ? { ca: w.ca } : {}), ...(w.cert && w.key ? { cert: w.cert, key: w.key } : {}) } });
+  const dispatcher = new Agent(w.tls ? { connect: w.tls } : {});
   const headers: Record<string, string> = w.token ? { authorization: `Bearer ${w.token}` } : {};
   if (w.authOn && !w.token) out('auth is on: set RAFTLOCK_TOKEN (a token with the read right) to see who leads');
   const view = async (api: string): Promise<{ leader_id: string | null; term: number } | null> => {
