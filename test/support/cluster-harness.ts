@@ -37,7 +37,7 @@ process.once('exit', () => {
   }
 });
 
-export { freePort } from './ports.js';
+export { freePort };
 
 export interface HarnessNode {
   id: string;
