@@ -199,6 +199,10 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
     clearInterval(progress);
   }
   onProgress(1, ops);
+  // the loops stop at the first completion after w.end, which at low latency can come
+  // before the end timer fires (it was set a moment after w.end was computed): read the
+  // counters now then, or the row would have no entries/fsyncs/CPU figures
+  after ??= readCounters(t, cpu);
   const c0 = await (before as Promise<RaftCounters | null> | null);
   const c1 = await (after as Promise<RaftCounters | null> | null);
   await Promise.all(loops.map((l) => l.teardown().catch(() => undefined)));
