@@ -5,7 +5,6 @@
 // interrupted benchmark never leaves nodes holding ports or burning the shared CPU.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 
 const live = new Set<ChildProcess>();
 process.once('exit', () => {
@@ -24,21 +23,10 @@ for (const sig of ['SIGINT', 'SIGTERM'] as const) {
   });
 }
 
-/** A free TCP port on 127.0.0.1 (never one of the project's fixed ports 7001-7003/7101-7103). */
-export async function freePort(): Promise<number> {
-  for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const srv = createServer();
-      srv.once('error', reject);
-      srv.listen(0, '127.0.0.1', () => {
-        const addr = srv.address();
-        const p = typeof addr === 'object' && addr ? addr.port : 0;
-        srv.close(() => resolve(p));
-      });
-    });
-    if (!((port >= 7001 && port <= 7003) || (port >= 7101 && port <= 7103))) return port;
-  }
-}
+// Ports the benchmark's clusters listen on: random, below the kernel's ephemeral range and
+// never handed out twice (the tests' picker; a port found by binding port 0 could be taken
+// by an outgoing connection before the node binds it)
+export { freePort } from '../../test/support/ports.js';
 
 export interface Child {
   readonly name: string;
