@@ -10,7 +10,7 @@ import cliProgress from 'cli-progress';
 import { parseOptions, UsageError, type BenchOptions } from './options.js';
 import { externalRaftlock, startLocalRaftlock } from './raftlock-target.js';
 import { etcdVersion, externalEtcd, startLocalEtcd } from './etcd-target.js';
-import { runWorkload, type RunResult, type RunSpec } from './workloads.js';
+import { runWorkload, type Busy, type RunResult, type RunSpec } from './workloads.js';
 import { compare, comparisonTable, resultsTable, summarize } from './report.js';
 import type { Deployment } from './target.js';
 import { runScale, scaleTable } from './scale.js';
@@ -48,6 +48,13 @@ async function deployments(o: BenchOptions): Promise<Deployment[]> {
   }
 }
 
+/** "busy: leader 77%, followers 28% 28%, generator 27%" (% of one core over the window) */
+function busyText(b: Busy | null): string {
+  if (!b) return 'busy -';
+  const p = (x: number): string => `${Math.round(x * 100)}%`;
+  return `busy: leader ${p(b.leader)}, followers ${b.followers.map(p).join(' ')}, generator ${p(b.generator)}`;
+}
+
 async function runOne(d: Deployment, spec: RunSpec, label: string, bar: cliProgress.SingleBar | null): Promise<RunResult> {
   const leader = await d.leader();
   const target = d.target(leader, spec.clients);
@@ -58,7 +65,7 @@ async function runOne(d: Deployment, spec: RunSpec, label: string, bar: cliProgr
     bar?.stop();
     const lat = r.latency.totalCount > 0 ? `p50 ${(r.latency.getValueAtPercentile(50) / 1000).toFixed(1)} ms, p99 ${(r.latency.getValueAtPercentile(99) / 1000).toFixed(1)} ms` : 'no samples';
     const errs = Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ');
-    log(`${label}: ${Math.round(r.opsPerSec)} ops/s, ${lat}, entries/op ${r.entriesPerOp?.toFixed(2) ?? '-'}, fsyncs/op ${r.fsyncsPerOp?.toFixed(2) ?? '-'}, sync ${r.syncMs?.toFixed(2) ?? '-'} ms, peer msgs/op ${r.peerMsgsPerOp?.toFixed(2) ?? '-'}, cluster CPU ${r.cpuMsPerOp?.toFixed(2) ?? '-'} ms/op, load ${load0.toFixed(1)}→${loadavg()[0]!.toFixed(1)}${errs ? `, errors: ${errs}` : ''}`);
+    log(`${label}: ${Math.round(r.opsPerSec)} ops/s, ${lat}, entries/op ${r.entriesPerOp?.toFixed(2) ?? '-'}, fsyncs/op ${r.fsyncsPerOp?.toFixed(2) ?? '-'}, sync ${r.syncMs?.toFixed(2) ?? '-'} ms, peer msgs/op ${r.peerMsgsPerOp?.toFixed(2) ?? '-'}, cluster CPU ${r.cpuMsPerOp?.toFixed(2) ?? '-'} ms/op, ${busyText(r.busy)}, load ${load0.toFixed(1)}→${loadavg()[0]!.toFixed(1)}${errs ? `, errors: ${errs}` : ''}`);
     return r;
   } finally {
     bar?.stop();

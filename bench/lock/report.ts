@@ -21,6 +21,11 @@ export interface Row {
   syncMs: number | null;
   peerMsgsPerOp: number | null;
   cpuMsPerOp: number | null;
+  /** cores busy over the window (medians): the leader, the mean of the other members, the
+   *  load generator; null where the counters could not be read */
+  leaderBusy: number | null;
+  followerBusy: number | null;
+  generatorBusy: number | null;
   errors: Record<string, number>;
 }
 
@@ -76,6 +81,9 @@ export function summarize(runs: RunResult[]): Row[] {
       syncMs: medianOrNull(g.map((r) => r.syncMs)),
       peerMsgsPerOp: medianOrNull(g.map((r) => r.peerMsgsPerOp)),
       cpuMsPerOp: medianOrNull(g.map((r) => r.cpuMsPerOp)),
+      leaderBusy: medianOrNull(g.map((r) => r.busy?.leader ?? null)),
+      followerBusy: medianOrNull(g.map((r) => (r.busy && r.busy.followers.length > 0 ? r.busy.followers.reduce((a, b) => a + b, 0) / r.busy.followers.length : null))),
+      generatorBusy: medianOrNull(g.map((r) => r.busy?.generator ?? null)),
       errors,
     });
   }
@@ -88,6 +96,10 @@ const LAT: Record<WorkloadName, string> = { uncontended: 'acquire', contended: '
 const f0 = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-');
 const fms = (x: number): string => (!Number.isFinite(x) ? '-' : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toString());
 const f2 = (x: number | null): string => (x === null || !Number.isFinite(x) ? '-' : x.toFixed(2));
+const pct = (x: number | null): string => (x === null || !Number.isFinite(x) ? '-' : `${Math.round(x * 100)}%`);
+/** leader / follower / generator busy, as % of one core */
+export const busyCell = (r: Pick<Row, 'leaderBusy' | 'followerBusy' | 'generatorBusy'>): string =>
+  r.leaderBusy === null && r.followerBusy === null && r.generatorBusy === null ? '-' : `${pct(r.leaderBusy)} / ${pct(r.followerBusy)} / ${pct(r.generatorBusy)}`;
 
 function table(header: string[], body: string[][], rightAlign: boolean[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...body.map((r) => (r[i] ?? '').length)));
@@ -99,13 +111,13 @@ function table(header: string[], body: string[][], rightAlign: boolean[]): strin
 export function resultsTable(rows: Row[]): string {
   const body = rows.map((r) => [
     r.workload, String(r.clients), r.system, `${f0(r.opsPerSec)} ${UNIT[r.workload]}`, r.reps > 1 ? r.opsPerSecRuns.map(f0).join(' / ') : '',
-    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp), f2(r.syncMs), f2(r.peerMsgsPerOp), f2(r.cpuMsPerOp),
+    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp), f2(r.syncMs), f2(r.peerMsgsPerOp), f2(r.cpuMsPerOp), busyCell(r),
     Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ') || '0',
   ]);
   return table(
-    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'errors'],
+    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'busy: leader / follower / generator', 'errors'],
     body,
-    [false, true, false, true, true, false, true, true, true, true, true, true, true, true, true, false],
+    [false, true, false, true, true, false, true, true, true, true, true, true, true, true, true, true, false],
   );
 }
 

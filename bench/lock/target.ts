@@ -16,8 +16,12 @@ export interface RaftCounters {
   fsyncSeconds: number;
   /** Raft messages the leader sent to peers (raftlock only) */
   peerMessages?: number;
-  /** CPU seconds used by every member of the cluster (process_cpu_seconds_total, summed) */
-  clusterCpuSeconds?: number;
+  /** CPU seconds used so far by each member (process_cpu_seconds_total), by API endpoint */
+  memberCpuSeconds?: Record<string, number>;
+  /** CPU seconds used so far by this load generator */
+  generatorCpuSeconds?: number;
+  /** when these were read (performance.now(), ms) */
+  atMs?: number;
 }
 
 export interface LockTarget {
@@ -43,8 +47,8 @@ export interface Deployment {
   readonly description: string;
   /** the leader's API URL (polls until one is known) */
   leader(): Promise<string>;
-  /** process_cpu_seconds_total summed over every member (null if one cannot be read) */
-  cpuSeconds(): Promise<number | null>;
+  /** process_cpu_seconds_total of every member, by API endpoint (null if one cannot be read) */
+  cpuSeconds(): Promise<Record<string, number> | null>;
   /** a target whose HTTP pool has `connections` keep-alive connections to `endpoint` */
   target(endpoint: string, connections: number): LockTarget;
   stop(): Promise<void>;
@@ -65,15 +69,15 @@ export function sumMetric(text: string, name: string): number {
 
 export type { JsonHttp };
 
-/** Sum of process_cpu_seconds_total over every endpoint's /metrics, or null. */
-export async function clusterCpuSeconds(endpoints: string[]): Promise<number | null> {
+/** process_cpu_seconds_total of every endpoint's /metrics, by endpoint, or null. */
+export async function memberCpuSeconds(endpoints: string[]): Promise<Record<string, number> | null> {
   try {
     const texts = await Promise.all(endpoints.map(async (e) => {
       const res = await fetch(`${e}/metrics`, { signal: AbortSignal.timeout(2000) });
       if (!res.ok) throw new Error(`${e}/metrics: ${res.status}`);
       return res.text();
     }));
-    return texts.reduce((sum, t) => sum + sumMetric(t, 'process_cpu_seconds_total'), 0);
+    return Object.fromEntries(endpoints.map((e, i) => [e, sumMetric(texts[i]!, 'process_cpu_seconds_total')]));
   } catch {
     return null;
   }

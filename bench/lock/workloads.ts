@@ -45,6 +45,15 @@ export interface RunResult {
   peerMsgsPerOp: number | null;
   /** CPU milliseconds per op, all cluster members together */
   cpuMsPerOp: number | null;
+  /** how busy each process was over the window, in cores (1 = one core all the time):
+   *  the leader the clients talk to, each other member, and this load generator */
+  busy: Busy | null;
+}
+
+export interface Busy {
+  leader: number;
+  followers: number[];
+  generator: number;
 }
 
 /** Long enough that no lease/session lapses during a run (both systems get the same). */
@@ -146,10 +155,15 @@ function errorKey(err: unknown): string {
   return (e.code ?? e.message ?? String(err)).slice(0, 80);
 }
 
-async function readCounters(t: LockTarget, cpu: () => Promise<number | null>): Promise<RaftCounters | null> {
+async function readCounters(t: LockTarget, cpu: () => Promise<Record<string, number> | null>): Promise<RaftCounters | null> {
   try {
     const [c, cpuS] = await Promise.all([t.counters(), cpu()]);
-    if (c && cpuS !== null) c.clusterCpuSeconds = cpuS;
+    if (c && cpuS !== null) c.memberCpuSeconds = cpuS;
+    if (c) {
+      const own = process.cpuUsage();
+      c.generatorCpuSeconds = (own.user + own.system) / 1e6;
+      c.atMs = performance.now();
+    }
     return c;
   } catch {
     return null;
@@ -160,7 +174,7 @@ async function readCounters(t: LockTarget, cpu: () => Promise<number | null>): P
  * Run one workload against one target. `onProgress(fraction, ops)` is called a few times a
  * second. `counterTarget` talks to the leader (the same node the clients use).
  */
-export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void, cpu: () => Promise<number | null>): Promise<RunResult> {
+export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void, cpu: () => Promise<Record<string, number> | null>): Promise<RunResult> {
   const loops = await Promise.all(Array.from({ length: spec.clients }, (_, i) => setups[spec.workload](t, spec, i)));
   const latency = build({ numberOfSignificantValueDigits: 3 });
   const errors: Record<string, number> = {};
@@ -214,7 +228,7 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
     const b = f(c1);
     return a === undefined || b === undefined ? null : (b - a) / ops;
   };
-  const cpuPerOp = perOp((c) => c.clusterCpuSeconds);
+  const cpuPerOp = perOp((c) => (c.memberCpuSeconds ? Object.values(c.memberCpuSeconds).reduce((a, b) => a + b, 0) : undefined));
   return {
     system: t.system,
     workload: spec.workload,
@@ -229,5 +243,22 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
     peerMsgsPerOp: perOp((c) => c.peerMessages),
     cpuMsPerOp: cpuPerOp === null ? null : cpuPerOp * 1000,
     syncMs: c0 && c1 && c1.fsyncs > c0.fsyncs ? (1000 * (c1.fsyncSeconds - c0.fsyncSeconds)) / (c1.fsyncs - c0.fsyncs) : null,
+    busy: busyOver(t.endpoint, c0, c1),
+  };
+}
+
+/** CPU used between two counter readings, in cores, split into the leader (the endpoint
+ *  the clients use), the other members, and the generator */
+function busyOver(leader: string, c0: RaftCounters | null, c1: RaftCounters | null): Busy | null {
+  const m0 = c0?.memberCpuSeconds;
+  const m1 = c1?.memberCpuSeconds;
+  if (!c0 || !c1 || !m0 || !m1 || c0.atMs === undefined || c1.atMs === undefined || c1.atMs <= c0.atMs) return null;
+  if (c0.generatorCpuSeconds === undefined || c1.generatorCpuSeconds === undefined || !(leader in m1) || !(leader in m0)) return null;
+  const seconds = (c1.atMs - c0.atMs) / 1000;
+  const cores = (e: string): number => (m1[e]! - (m0[e] ?? 0)) / seconds;
+  return {
+    leader: cores(leader),
+    followers: Object.keys(m1).filter((e) => e !== leader).map(cores),
+    generator: (c1.generatorCpuSeconds - c0.generatorCpuSeconds) / seconds,
   };
 }

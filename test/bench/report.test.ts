@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'hdr-histogram-js';
 import { sumMetric } from '../../bench/lock/target.js';
-import { compare, median, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
+import { busyCell, compare, median, resultsTable, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
 import { parseOptions, SUITE_ISSUE8, UsageError } from '../../bench/lock/options.js';
 import type { RunResult } from '../../bench/lock/workloads.js';
 
@@ -33,7 +33,7 @@ test('median of odd and even counts', () => {
 function run(system: 'raftlock' | 'etcd', clients: number, opsPerSec: number, latMs: number[]): RunResult {
   const latency = build({ numberOfSignificantValueDigits: 3 });
   for (const ms of latMs) latency.recordValue(ms * 1000);
-  return { system, workload: 'uncontended', clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5 };
+  return { system, workload: 'uncontended', clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5, busy: { leader: 0.75, followers: [0.2, 0.3], generator: 0.1 } };
 }
 
 test('summarize takes medians per row; compare applies the issue-8 target of that row', () => {
@@ -46,6 +46,13 @@ test('summarize takes medians per row; compare applies the issue-8 target of tha
   assert.equal(r.reps, 3);
   assert.deepEqual(r.opsPerSecRuns, [3000, 2000, 4000]);
   assert.equal(r.opsPerSec, 3000);
+  // busy: the leader, the mean of the other members, the generator, as % of one core
+  assert.equal(r.leaderBusy, 0.75);
+  assert.equal(r.followerBusy, 0.25);
+  assert.equal(r.generatorBusy, 0.1);
+  assert.equal(busyCell(r), '75% / 25% / 10%');
+  assert.equal(busyCell({ leaderBusy: null, followerBusy: null, generatorBusy: null }), '-');
+  assert.match(resultsTable(rows), /busy: leader \/ follower \/ generator[\s\S]*75% \/ 25% \/ 10%/);
   const [c] = compare(rows);
   assert.ok(c);
   assert.equal(c.etcd, 1000);
