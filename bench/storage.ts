@@ -2,7 +2,9 @@
 //   npm run bench:storage [-- --dir /path/on/the/disk/to/test] [--seconds 3]
 // Prints, measured in one run in the same directory:
 //   - the raw rate of 4 KiB append + fdatasync (the ceiling any durable log can reach),
-//   - synced LevelStorage.save rates for batches of 1, 16 and 256 entries of ~200 bytes.
+//   - synced LevelStorage.save rates for batches of 1, 16 and 256 entries of ~200 bytes,
+//   - the same writes through LevelDB alone with their bytes prepared in advance: the floor
+//     that LevelDB and the disk set, and by difference raftlock's own cost per save.
 // The claim to check: batching is nearly free, i.e. a synced batch of 256 entries costs no
 // more than 2x a synced single-entry batch (one fsync dominates either way), which is why
 // the driver persists a whole Ready per save.
