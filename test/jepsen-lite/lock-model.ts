@@ -109,10 +109,10 @@ export const lockModel: Model<LockState, LockInput, LockOutput> = {
   // answer that proved it dead, and that answer's return is where the window ends; so it
   // is tried early only while the session holds the lock (the expiry frees it).
   deferrable: (input, out) => out === undefined,
-  defer(st, input, out) {
+  defer(st, input, _out, outcomes) {
     if (input.f === 'expire') return { late: kill(st, input.s), early: st.holder === input.s ? [kill(st, input.s)] : [] };
     const k = lockModel.key(st);
-    return { late: st, early: lockModel.step(st, input, out).filter((x) => lockModel.key(x) !== k) };
+    return { late: st, early: outcomes.filter((x) => lockModel.key(x) !== k) };
   },
   step(st, input, out) {
     switch (input.f) {

@@ -29,10 +29,10 @@ export interface Model<S, I, O> {
   /** Search hint (optional): ops with an outcome that is never worse taken at the end of
    *  the op's window than earlier. */
   deferrable?(input: I, output: O | undefined): boolean;
-  /** For a deferrable op in state `s`: `late`, the outcome to take when the walk reaches
-   *  the op's return, and `early`, the outcomes of step() still worth trying before. Both
-   *  must be among step()'s outcomes (asserted). */
-  defer?(s: S, input: I, output: O | undefined): { late: S; early: S[] };
+  /** For a deferrable op in state `s`, whose step() outcomes are `outcomes`: `late`, the
+   *  outcome to take when the walk reaches the op's return, and `early`, the outcomes still
+   *  worth trying before. Both must be among `outcomes` (asserted). */
+  defer?(s: S, input: I, output: O | undefined, outcomes: readonly S[]): { late: S; early: S[] };
 }
 
 export interface Operation<I, O> {
@@ -149,7 +149,7 @@ export function checkOperations<S, I, O>(model: Model<S, I, O>, ops: readonly Op
     const o = ops[i]!;
     const all = model.step(s, o.input, o.output);
     if (!deferrable[i]) return { late: undefined, early: all };
-    const d = model.defer!(s, o.input, o.output);
+    const d = model.defer!(s, o.input, o.output, all);
     const legal = new Set(all.map((x) => model.key(x)));
     for (const x of [d.late, ...d.early]) {
       if (!legal.has(model.key(x))) throw new Error(`wgl: the model's defer() for operation ${i} gives state ${model.key(x)}, which step() does not allow from ${model.key(s)}`);
