@@ -56,37 +56,55 @@ function rawFdatasync(bytes: number): Result {
   return { name: `${bytes >= 1024 ? `${(bytes / 1024).toFixed(0)} KiB` : `${bytes} B`} append + fdatasync (raw)`, ops: latMs.length, entries: latMs.length, elapsedS: (performance.now() - start) / 1000, latMs };
 }
 
+/** Call `write` back to back for the benchmark's duration, timing each call; `untimed`
+ *  runs after each (preparing the next write, compacting as a node would). */
+async function timedWrites(name: string, entriesPerWrite: number, write: () => Promise<void>, untimed: () => Promise<void>): Promise<Result> {
+  const latMs: number[] = [];
+  const start = performance.now();
+  const end = start + seconds * 1000;
+  while (performance.now() < end) {
+    const t0 = performance.now();
+    await write();
+    latMs.push(performance.now() - t0);
+    await untimed();
+  }
+  return { name, ops: latMs.length, entries: latMs.length * entriesPerWrite, elapsedS: (performance.now() - start) / 1000, latMs };
+}
+
 async function levelSaves(batchSize: number, sync = true): Promise<Result> {
   const s = await LevelStorage.open(join(dir, `level-${batchSize}-${sync}`), {
     seedConf: { voters: ['n1'], learners: [] },
     ...(writeBufferMiB !== undefined ? { writeBufferSize: writeBufferMiB * 1024 * 1024 } : {}),
   });
   const payload = Buffer.alloc(entryBytes, 0x61);
-  const latMs: number[] = [];
   let next = 1;
   let compacted = 0;
-  const start = performance.now();
-  const end = start + seconds * 1000;
+  let entries: Entry[] = [];
+  const prepare = (): void => {
+    entries = [];
+    for (let k = 0; k < batchSize; k++) entries.push({ index: next + k, term: 1, kind: 'normal', data: payload });
+    next += batchSize;
+  };
+  prepare();
   try {
-    while (performance.now() < end) {
-      const entries: Entry[] = [];
-      for (let k = 0; k < batchSize; k++) entries.push({ index: next + k, term: 1, kind: 'normal', data: payload });
-      next += batchSize;
-      const t0 = performance.now();
+    return await timedWrites(
+      `LevelStorage.save, ${batchSize} × ${entryBytes} B, ${sync ? 'sync' : 'no sync (CPU + page cache)'}`,
+      batchSize,
       // what a follower persists per Ready: hard state (commit moved) + the new entries
-      await s.save({ hardState: { term: 1, vote: 'n1', commit: next - 1 }, entries }, { sync });
-      latMs.push(performance.now() - t0);
-      // as a node does (snapshot_every_entries, default 10,000), untimed: without it the
-      // in-memory log grows by a million entries and the GC, not the disk, sets the tail
-      if (next - 1 - compacted >= SNAPSHOT_EVERY) {
-        compacted = next - 1;
-        await s.compact({ meta: { index: compacted, term: 1, conf: { voters: ['n1'], learners: [] } }, data: payload });
-      }
-    }
+      () => s.save({ hardState: { term: 1, vote: 'n1', commit: next - 1 }, entries }, { sync }),
+      async () => {
+        // as a node does (snapshot_every_entries, default 10,000): without it the
+        // in-memory log grows by a million entries and the GC, not the disk, sets the tail
+        if (next - 1 - compacted >= SNAPSHOT_EVERY) {
+          compacted = next - 1;
+          await s.compact({ meta: { index: compacted, term: 1, conf: { voters: ['n1'], learners: [] } }, data: payload });
+        }
+        prepare();
+      },
+    );
   } finally {
     await s.close();
   }
-  return { name: `LevelStorage.save, ${batchSize} × ${entryBytes} B, ${sync ? 'sync' : 'no sync (CPU + page cache)'}`, ops: latMs.length, entries: latMs.length * batchSize, elapsedS: (performance.now() - start) / 1000, latMs };
 }
 
 /**
@@ -112,29 +130,28 @@ async function levelOnly(batchSize: number): Promise<Result> {
   // bytes and their size are the same as LevelStorage's
   const value = encodeSegment(entries);
   const hardState = encodeHardState({ term: 1, vote: 'n1', commit: 1 });
-  const latMs: number[] = [];
   let next = 1;
   let compacted = 1;
-  const start = performance.now();
-  const end = start + seconds * 1000;
+  let key = entryKey(next);
   try {
-    while (performance.now() < end) {
-      const key = entryKey(next);
-      next += batchSize;
-      const t0 = performance.now();
-      await db.batch().put(key, value).put(KEY_HARD_STATE, hardState).write({ sync: true });
-      latMs.push(performance.now() - t0);
-      if (next - compacted >= SNAPSHOT_EVERY) {
-        const dels = db.batch();
-        for (let i = compacted; i < next; i += batchSize) dels.del(entryKey(i));
-        await dels.write({ sync: true });
-        compacted = next;
-      }
-    }
+    return await timedWrites(
+      `LevelDB alone (prepared value), ${batchSize} × ${entryBytes} B, sync`,
+      batchSize,
+      () => db.batch().put(key, value).put(KEY_HARD_STATE, hardState).write({ sync: true }),
+      async () => {
+        next += batchSize;
+        if (next - compacted >= SNAPSHOT_EVERY) {
+          const dels = db.batch();
+          for (let i = compacted; i < next; i += batchSize) dels.del(entryKey(i));
+          await dels.write({ sync: true });
+          compacted = next;
+        }
+        key = entryKey(next);
+      },
+    );
   } finally {
     await db.close();
   }
-  return { name: `LevelDB alone (prepared value), ${batchSize} × ${entryBytes} B, sync`, ops: latMs.length, entries: latMs.length * batchSize, elapsedS: (performance.now() - start) / 1000, latMs };
 }
 
 function row(r: Result, baseMeanMs?: number): string {
