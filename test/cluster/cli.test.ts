@@ -5,12 +5,13 @@
 // second node on it exit with a clear line.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterHarness, binPath, eventually, freePort } from '../support/cluster-harness.js';
+import { startClusterCommand } from '../support/cluster-command.js';
 import { SERVE_MALLOC_ENV, SERVE_NODE_FLAGS } from '../../src/cli/serve-runtime.js';
 
 interface CliRun {
@@ -90,33 +91,18 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
     const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
 
     const t0 = Date.now();
-    // its own process group, so cleanup after a failure reaches the nodes it spawned too
-    const proc: ChildProcess = spawn(process.execPath, [binPath, 'cluster', '--config', h.configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let exited = false;
-    const exit = new Promise<number | null>((resolve) => proc.once('exit', (code) => {
-      exited = true;
-      resolve(code);
-    }));
-    cleanups.push(() => {
-      if (!exited && proc.pid) {
-        try {
-          process.kill(-proc.pid, 'SIGKILL');
-        } catch {
-          /* gone */
-        }
-      }
+    const cmd = startClusterCommand(h.configPath, { killAfterMs: 30_000 });
+    cleanups.push(async () => {
+      await cmd.stop();
     });
-    let out = '';
-    proc.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-    proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
 
     // what a person sees: every node's URL, then who leads
-    await eventually(async () => /leader: n\d \(term \d+\)/.test(out), 10_000, `a leader line from raftlock cluster (output so far: ${JSON.stringify(out)})`);
+    await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 10_000, `a leader line from raftlock cluster (output so far: ${JSON.stringify(cmd.output())})`);
     const leaderMs = Date.now() - t0;
     t.diagnostic(`raftlock cluster: leader announced ${leaderMs} ms after the command started`);
-    for (const n of h.nodes) assert.ok(out.includes(`node ${n.id}: ${n.api}`), `the URL of ${n.id} is printed: ${out}`);
+    for (const n of h.nodes) assert.ok(cmd.output().includes(`node ${n.id}: ${n.api}`), `the URL of ${n.id} is printed: ${cmd.output()}`);
     // and the nodes agree
-    const leader = /leader: (n\d)/.exec(out)![1];
+    const leader = /leader: (n\d)/.exec(cmd.output())![1];
     for (const n of h.nodes) {
       const v = await h.view(n.id);
       assert.equal(v.leader_id, leader);
@@ -144,11 +130,10 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
 
     // Ctrl-C
     const stopT0 = Date.now();
-    process.kill(proc.pid!, 'SIGINT');
-    const code = await Promise.race([exit, new Promise<'hung'>((r) => setTimeout(() => r('hung'), 30_000).unref())]);
+    const code = await cmd.stop(); // null: it hung and was killed after 30 s
     t.diagnostic(`SIGINT: raftlock cluster exited ${String(code)} after ${Date.now() - stopT0} ms`);
-    assert.equal(code, 0, `exit code; output: ${out}`);
-    assert.match(out, /all nodes stopped/);
+    assert.equal(code, 0, `exit code; output: ${cmd.output()}`);
+    assert.match(cmd.output(), /all nodes stopped/);
     for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after SIGINT`);
     assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived raftlock cluster');
   });

@@ -4,41 +4,12 @@
 // token it says what to set instead of showing nothing.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { join } from 'node:path';
-import { ClusterHarness, binPath, eventually } from '../support/cluster-harness.js';
+import { ClusterHarness, eventually } from '../support/cluster-harness.js';
+import { startClusterCommand } from '../support/cluster-command.js';
 import { haveOpenssl, makeCerts, TOKENS, writeTokens } from './helpers.js';
 
 const CERTS = 'certs';
-
-/** `raftlock cluster` in its own process group; returns its output so far and a stop() */
-function startClusterCommand(configPath: string, env: NodeJS.ProcessEnv): { output: () => string; stop: () => Promise<number | null> } {
-  const proc = spawn(process.execPath, [binPath, 'cluster', '--config', configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env });
-  let out = '';
-  proc.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
-  let code: number | null | undefined;
-  const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r((code = c))));
-  return {
-    output: () => out,
-    stop: async () => {
-      if (code !== undefined) return code;
-      process.kill(proc.pid!, 'SIGINT');
-      const hung = setTimeout(() => {
-        try {
-          process.kill(-proc.pid!, 'SIGKILL'); // the whole group: the nodes too
-        } catch {
-          /* gone */
-        }
-      }, 20_000);
-      try {
-        return await exited;
-      } finally {
-        clearTimeout(hung);
-      }
-    },
-  };
-}
 
 describe('raftlock cluster on a secured cluster file', { skip: haveOpenssl() ? false : 'openssl not installed' }, () => {
   const stops: (() => Promise<unknown>)[] = [];
@@ -61,12 +32,12 @@ describe('raftlock cluster on a secured cluster file', { skip: haveOpenssl() ? f
       },
     });
     const { RAFTLOCK_TOKEN: _drop, ...base } = process.env;
-    const without = startClusterCommand(h.configPath, base);
+    const without = startClusterCommand(h.configPath, { env: base });
     stops.push(without.stop);
     await eventually(async () => /auth is on: set RAFTLOCK_TOKEN/.test(without.output()), 10_000, `the hint (output: ${JSON.stringify(without.output())})`);
     assert.equal(await without.stop(), 0, without.output());
 
-    const withToken = startClusterCommand(h.configPath, { ...base, RAFTLOCK_TOKEN: TOKENS.reader.secret });
+    const withToken = startClusterCommand(h.configPath, { env: { ...base, RAFTLOCK_TOKEN: TOKENS.reader.secret } });
     stops.push(withToken.stop);
     await eventually(async () => /leader: n\d \(term \d+\)/.test(withToken.output()), 15_000, `a leader line (output: ${JSON.stringify(withToken.output())})`);
     assert.doesNotMatch(withToken.output(), /auth is on/);

@@ -1,0 +1,40 @@
+// `raftlock cluster --config FILE` (what `npm start` runs) as a child process for tests: in
+// its own process group, so that a stop after a failure reaches the nodes it spawned too.
+import { spawn } from 'node:child_process';
+import { binPath } from './cluster-harness.js';
+
+export interface ClusterCommand {
+  /** stdout and stderr so far */
+  output(): string;
+  /** SIGINT (Ctrl-C), then the exit code; the whole group is SIGKILLed if it has not exited
+   *  within `killAfterMs` (the code is then null). Idempotent. */
+  stop(): Promise<number | null>;
+}
+
+export function startClusterCommand(configPath: string, o: { env?: NodeJS.ProcessEnv; killAfterMs?: number } = {}): ClusterCommand {
+  const proc = spawn(process.execPath, [binPath, 'cluster', '--config', configPath, '--log-level', 'warn'], { stdio: ['ignore', 'pipe', 'pipe'], detached: true, env: o.env ?? process.env });
+  let out = '';
+  proc.stdout!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  proc.stderr!.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  let code: number | null | undefined;
+  const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r((code = c))));
+  return {
+    output: () => out,
+    stop: async () => {
+      if (code !== undefined) return code;
+      process.kill(proc.pid!, 'SIGINT');
+      const hung = setTimeout(() => {
+        try {
+          process.kill(-proc.pid!, 'SIGKILL'); // the whole group: the nodes too
+        } catch {
+          /* gone */
+        }
+      }, o.killAfterMs ?? 20_000);
+      try {
+        return await exited;
+      } finally {
+        clearTimeout(hung);
+      }
+    },
+  };
+}
