@@ -1,13 +1,34 @@
 #!/usr/bin/env node
-// Runs every compiled test file (dist/test/**/*.test.js) with node's own test runner, so
-// that node's summary is the last thing `npm test` prints. Arguments filter by path
-// substring: `npm test -- raft/ lock-fsm` runs only the files whose path contains one.
-import { readdirSync, statSync } from 'node:fs';
+// Runs every compiled test file (dist/test/**/*.test.js) with node's own test runner, in two
+// lanes side by side, so that `npm test` fits its budget on a 2-core machine:
+//
+// - the compute lane: pure, CPU-bound suites (the simulators, the Raft core's scenarios,
+//   the lock state machine's properties) — one file at a time;
+// - the process lane: everything that starts servers, node processes, clusters or network
+//   namespaces. These spend most of their time waiting (elections, TTLs, fault windows),
+//   so they overlap well with the compute lane. One file at a time too: their timing
+//   bounds (recovery, expiry) are written for a machine with one busy core beside them.
+//
+// The process lane streams its output; the compute lane's is printed, whole, once it is
+// done (so the two never interleave mid-test). The last line is the sum of both lanes'
+// counts: "tests: N passed, N failed, N skipped". The exit code is non-zero when either
+// lane failed.
+//
+// Arguments filter by path substring: `npm test -- raft/ lock-fsm` runs only the files whose
+// path contains one. RAFTLOCK_TEST_LANES=1 runs every file in one lane, one at a time (the
+// old behaviour), for a machine with one core or to bisect an interaction.
+// Ports: test/support/ports.ts claims each port across processes, so the lanes never hand
+// out one port twice; network namespaces carry a per-run id (test/jepsen-lite/netns.ts).
+import { readdirSync, statSync, createWriteStream, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
-import { spawnSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { spawn } from 'node:child_process';
 
 const root = new URL('..', import.meta.url).pathname;
 const testDir = join(root, 'dist', 'test');
+
+/** directories (under dist/test) whose suites are pure computation */
+const COMPUTE = ['sim/', 'sim-lock/', 'raft/', 'lock-fsm/', 'config/', 'bench/'];
 
 function walk(dir) {
   const out = [];
@@ -25,5 +46,74 @@ if (files.length === 0) {
   console.error(`no test files matched ${filters.join(' ') || '(all)'} under ${testDir}`);
   process.exit(1);
 }
-const res = spawnSync(process.execPath, ['--test', '--test-reporter=spec', ...files], { stdio: 'inherit' });
-process.exit(res.status ?? 1);
+
+const oneLane = process.env.RAFTLOCK_TEST_LANES === '1';
+const isCompute = (f) => COMPUTE.some((d) => relative(testDir, f).startsWith(d));
+const lanes = oneLane
+  ? [{ name: 'all', files, live: true }]
+  : [
+      { name: 'process', files: files.filter((f) => !isCompute(f)), live: true },
+      { name: 'compute', files: files.filter(isCompute), live: false },
+    ].filter((l) => l.files.length > 0);
+if (lanes.length === 1) lanes[0].live = true;
+
+const scratch = mkdtempSync(join(tmpdir(), 'raftlock-test-run-'));
+
+/** run one lane; resolves with its exit code and the text of its output */
+function runLane(lane) {
+  return new Promise((resolve) => {
+    const logFile = join(scratch, `${lane.name}.log`);
+    const log = createWriteStream(logFile);
+    const child = spawn(process.execPath, ['--test', '--test-concurrency=1', '--test-reporter=spec', ...lane.files], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      // the simulators size their worker pools from this: two lanes share the cores
+      env: { ...process.env, ...(lanes.length > 1 ? { RAFTLOCK_TEST_SHARED_CORES: '1' } : {}) },
+    });
+    for (const s of [child.stdout, child.stderr]) {
+      s.on('data', (chunk) => {
+        log.write(chunk);
+        if (lane.live) (s === child.stdout ? process.stdout : process.stderr).write(chunk);
+      });
+    }
+    child.on('close', (code, signal) => {
+      log.end(() => resolve({ lane, code: code ?? (signal ? 1 : 0), text: readFileSync(logFile, 'utf8') }));
+    });
+  });
+}
+
+function count(text, word) {
+  // node's summary: "ℹ pass 812" (the last one in a lane's output is its total)
+  const all = [...text.matchAll(new RegExp(`^ℹ ${word} (\\d+)$`, 'gm'))];
+  return all.length ? Number(all[all.length - 1][1]) : 0;
+}
+
+const started = Date.now();
+const results = await Promise.all(
+  lanes.map((lane) =>
+    runLane(lane).then((r) => {
+      if (!lane.live) {
+        process.stdout.write(`\n── ${lane.name} lane (${lane.files.length} files), printed when done ──\n`);
+        process.stdout.write(r.text);
+      }
+      return r;
+    }),
+  ),
+);
+rmSync(scratch, { recursive: true, force: true });
+
+let passed = 0;
+let failed = 0;
+let skipped = 0;
+for (const r of results) {
+  const p = count(r.text, 'pass');
+  const f = count(r.text, 'fail') + count(r.text, 'cancelled');
+  passed += p;
+  failed += f;
+  skipped += count(r.text, 'skipped') + count(r.text, 'todo');
+  // a lane that died without a summary still fails the run
+  if (r.code !== 0 && f === 0) failed += 1;
+  console.log(`lane ${r.lane.name}: ${p} passed, ${f} failed (exit ${r.code})`);
+}
+console.log(`wall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
+console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);
+process.exit(results.some((r) => r.code !== 0) ? 1 : 0);

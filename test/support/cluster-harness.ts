@@ -234,7 +234,7 @@ export class ClusterHarness {
   }
 
   /** Poll until every node in `ids` (default: the running ones) has applied through `index`. */
-  async waitForApplied(index: number, ids?: string[], timeoutMs = 15000): Promise<void> {
+  async waitForApplied(index: number, ids?: string[], timeoutMs = 30000): Promise<void> {
     const want = ids ?? this.running;
     await eventually(async () => {
       const views = await Promise.all(want.map((id) => this.view(id)));
@@ -292,7 +292,7 @@ export class ClusterHarness {
   }
 
   /** The leader's id as the running nodes agree on it, polling until `timeoutMs`. */
-  async waitForLeader(timeoutMs = 15000, among?: string[]): Promise<string> {
+  async waitForLeader(timeoutMs = 30000, among?: string[]): Promise<string> {
     const deadline = Date.now() + timeoutMs;
     let last = '';
     while (Date.now() < deadline) {
