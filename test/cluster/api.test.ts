@@ -58,8 +58,14 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
   });
 
   it('GET /v1/cluster has the contract shape on every node, and they agree', async () => {
-    const l = await leader();
-    const views = await Promise.all(ids.map((id) => h.view(id)));
+    // Right after an election a follower may not have heard the leader's commit index yet
+    // (commit_index 0 on a loaded machine): wait until every node has, then check the shape.
+    const { l, views } = await eventually(async () => {
+      const l = await leader();
+      const views = await Promise.all(ids.map((id) => h.view(id)));
+      const settled = views.every((v) => v.leader_id === l && v.commit_index >= 1 && v.term === views[0]!.term);
+      return settled ? { l, views } : null;
+    }, 15_000, 'every node to know the leader and a commit index >= 1 in one term');
     for (const [i, v] of views.entries()) {
       assert.equal(v.node_id, ids[i]);
       assert.equal(v.role, v.node_id === l ? 'leader' : 'follower');
