@@ -103,9 +103,13 @@ export function peerServerOptions(m: TlsMaterial): https.ServerOptions {
 export function peerCertificateProblem(socket: unknown): 'tls_no_certificate' | 'tls_untrusted_certificate' | 'tls_not_tls' | null {
   const s = socket as Partial<TLSSocket>;
   if (typeof s.getPeerCertificate !== 'function') return 'tls_not_tls';
-  if (s.authorized === true) return null;
   const peer = s.getPeerCertificate();
-  return peer && Object.keys(peer).length > 0 ? 'tls_untrusted_certificate' : 'tls_no_certificate';
+  const hasCert = peer !== null && typeof peer === 'object' && Object.keys(peer).length > 0;
+  // `authorized` alone is not enough: on a RESUMED session (a TLS session ticket from an
+  // earlier connection) Node reports authorized=true even when that earlier handshake
+  // carried no certificate at all. A member always has its certificate in the session.
+  if (s.authorized === true && hasCert) return null;
+  return hasCert ? 'tls_untrusted_certificate' : 'tls_no_certificate';
 }
 
 /** connect options for undici (peer links, snapshot sends, forwarding): our certificate

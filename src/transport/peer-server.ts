@@ -155,10 +155,13 @@ export class PeerServer {
 
   private handle(req: http.IncomingMessage, res: http.ServerResponse): void {
     const path = (req.url ?? '').split('?')[0];
+    // Authentication before routing, on every path and method: a caller that is not a
+    // cluster member (a certificate from another CA, none, no valid secret) learns nothing
+    // about this port, not even which paths exist (docs/security.md "Peer transport").
+    if (this.opts.authenticate && !this.safeAuthenticate(req)) return this.reject(req, res, { status: 401, reason: 'unauthenticated', detail: `peer authentication failed (${req.method} ${path?.slice(0, 64)})` });
     const limit = path === MESSAGES_PATH || path === STREAM_PATH ? this.opts.maxMessagesBodyBytes : path === SNAPSHOT_PATH ? this.opts.maxSnapshotBodyBytes : -1;
     if (limit < 0) return this.reject(req, res, { status: 404, reason: 'route', detail: `no route ${path?.slice(0, 64)}` });
     if (req.method !== 'POST') return this.reject(req, res, { status: 405, reason: 'route', detail: `method ${req.method} on ${path}` });
-    if (this.opts.authenticate && !this.safeAuthenticate(req)) return this.reject(req, res, { status: 401, reason: 'unauthenticated', detail: 'peer authentication failed' });
     // a stream's limit is per frame, not per body (a declared length says nothing)
     if (path === STREAM_PATH) return this.handleStream(req, res, limit);
     const declared = Number(req.headers['content-length'] ?? 0);
