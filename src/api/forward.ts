@@ -38,6 +38,10 @@ export interface ForwarderOptions {
 export interface ForwardOptions {
   /** the request's own wait_ms: the leader may legitimately hold the answer that long */
   waitMs?: number;
+  /** the longest the leader itself may take for this operation (its own timeouts, e.g. a
+   *  membership change or a queued acquire): the relay waits that plus timeoutMs, so it
+   *  never gives up — and reports "outcome unknown" — while the leader is still working */
+  leaderMs?: number;
 }
 
 export class Forwarder {
@@ -68,7 +72,7 @@ export class Forwarder {
       headers['content-type'] = 'application/json';
     }
     const isRead = req.method === 'GET' || req.method === 'HEAD';
-    const budgetMs = this.opts.timeoutMs + (o.waitMs ?? 0);
+    const budgetMs = Math.max(this.opts.timeoutMs + (o.waitMs ?? 0), (o.leaderMs ?? 0) + this.opts.timeoutMs);
     let res;
     try {
       res = await this.pool(leaderApi).request({

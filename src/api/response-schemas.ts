@@ -38,6 +38,7 @@ const member = z.object({
   role: z.enum(['leader', 'follower', 'learner', 'candidate']).optional(),
   match_index: z.number().int().optional().describe('leader view only'),
   lag: z.number().int().optional().describe('leader view only: entries behind the leader'),
+  promotion_pending: z.boolean().optional().describe('learners only: true when the leader promotes it to voter by itself once it has caught up, false when it stays a learner'),
 });
 const clusterView = z.object({
   cluster: z.string().optional(),

@@ -44,6 +44,9 @@ export interface MemberView {
   role?: 'leader' | 'follower' | 'learner' | 'candidate';
   match_index?: number;
   lag?: number;
+  /** on learners: true when the leader will promote it to voter by itself once it has
+   *  caught up (added without `learner: true`), false when it stays a learner */
+  promotion_pending?: boolean;
 }
 export interface ClusterView {
   /** the cluster's name (cluster.config.json "cluster"): a joining node checks it */
@@ -90,4 +93,11 @@ export interface LockService {
   /** promote a learner to voter once caught up (POST /v1/cluster/members/{id}/promote) */
   promoteMember?(id: string, ctx: RequestContext): Promise<ClusterView>;
   transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }>;
+  /** The longest `op` may take on the leader before it answers (its own timeouts), or
+   *  undefined for the default. A follower relaying `op` waits this long plus the
+   *  forwarding timeout, so it never gives up while the leader is still working. */
+  leaderBudgetMs?(op: LeaderOp, waitMs: number): number | undefined;
 }
+
+/** Operations whose leader-side duration differs from a plain proposal's. */
+export type LeaderOp = 'acquire' | 'addMember' | 'promoteMember' | 'removeMember' | 'transferLeadership';

@@ -39,6 +39,8 @@ export interface MemberInfo {
   role?: string;
   matchIndex?: number;
   lag?: number;
+  /** learners: the leader promotes it to voter by itself once caught up */
+  promotionPending?: boolean;
 }
 
 export interface ClusterInfo {
@@ -114,6 +116,7 @@ export function decodeCluster(v: unknown, what: string): ClusterInfo {
     if (typeof mo.role === 'string') out.role = mo.role;
     if (typeof mo.match_index === 'number') out.matchIndex = mo.match_index;
     if (typeof mo.lag === 'number') out.lag = mo.lag;
+    if (typeof mo.promotion_pending === 'boolean') out.promotionPending = mo.promotion_pending;
     return out;
   });
   return {

@@ -14,6 +14,8 @@ export interface ClusterOpsDeps {
   membership: Membership;
   /** longest election timeout: a transfer must finish within about one (thesis §3.10) */
   electionTimeoutMaxMs: number;
+  /** budget of a follower's relay to the leader, beyond the leader's own time (forwarding) */
+  relayMarginMs?: number;
   nowMs(): number;
 }
 
@@ -38,6 +40,8 @@ export class ClusterOps {
       const addr = this.d.membership.address(id);
       const m: MemberView = { id, api: addr?.api ?? '', peer: addr?.peer ?? '' };
       m.role = learners.has(id) ? 'learner' : id === st.leader ? 'leader' : 'follower';
+      // replicated, so every node can say it: will the leader promote this learner by itself?
+      if (learners.has(id)) m.promotion_pending = this.d.membership.promotionPending(id);
       const pr = st.progress?.[id];
       if (pr) {
         m.match_index = pr.match;
@@ -59,7 +63,8 @@ export class ClusterOps {
 
   async add(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView> {
     this.requireLeader();
-    await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true, signal: ctx.signal });
+    if (ctx.signal.aborted) throw new ApiError('unavailable', 'the request was aborted');
+    await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true });
     return this.view();
   }
 
@@ -103,6 +108,26 @@ export class ClusterOps {
     }
     const now = this.d.driver.currentLeader;
     throw new ApiError('timeout', `leadership did not move to ${target} in time (leader now: ${now ?? 'unknown'}); check GET /v1/cluster`);
+  }
+
+  /**
+   * The longest each operation may take on the leader before it answers. A follower's
+   * relay waits this long plus a margin (routes/cluster.ts), so a change the leader
+   * completes is never reported as "outcome unknown" by the follower that relayed it.
+   */
+  leaderBudgetMs(op: 'addMember' | 'promoteMember' | 'removeMember' | 'transferLeadership'): number {
+    const transfer = 2 * this.d.electionTimeoutMaxMs + 1000;
+    switch (op) {
+      case 'addMember':
+        return this.d.membership.addBudgetMs();
+      case 'promoteMember':
+        return this.d.membership.promoteBudgetMs();
+      case 'transferLeadership':
+        return transfer;
+      case 'removeMember':
+        // a leader removing itself hands over, then relays the removal to the new leader
+        return transfer + (this.d.relayMarginMs ?? 5000) + this.d.membership.changeBudgetMs();
+    }
   }
 
   private requireLeader(): void {

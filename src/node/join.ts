@@ -2,9 +2,11 @@
 // learns the members' peer URLs (GET URL/v1/cluster) — its transport accepts messages
 // only from peers it knows, so it must know the leader before the leader's appends and
 // snapshot arrive — then asks to be added (POST URL/v1/cluster/members, relayed to the
-// leader), which adds it as a learner, waits until it caught up and promotes it. Every
-// step is idempotent, so transient failures (no leader, 503/504, another change in
-// progress: 409) are retried with backoff until the node is a voter or stops.
+// leader), which adds it as a learner marked for promotion and answers once that entry
+// commits; the leader promotes it to voter by itself once it has caught up. Every step is
+// idempotent, so transient failures (no leader, 503/504, another change in progress: 409)
+// are retried with backoff until the node is a member or stops. A node that was already
+// added (`raftlock member add` first, etcd's order) gets the same answer at once.
 import type { Logger } from 'pino';
 import type { ClusterView } from '../api/service.js';
 import type { MemberAddress } from './lock-app.js';
@@ -18,7 +20,7 @@ export interface JoinOptions {
   learn(members: readonly MemberAddress[]): void;
   logger: Logger;
   signal: AbortSignal;
-  /** per request; the leader may hold the POST while the learner catches up */
+  /** per request (the leader answers once the learner entry commits) */
   requestTimeoutMs?: number;
 }
 
@@ -42,7 +44,8 @@ export async function fetchClusterView(url: string, o: { token?: string; timeout
 /** Statuses that retrying cannot fix: bad request, auth, unknown route, body problems. */
 const PERMANENT = new Set([400, 401, 403, 404, 413, 415]);
 
-/** Resolves once this node is a voting member; rejects with JoinError on a permanent refusal. */
+/** Resolves once this node is a member (a learner the leader will promote, or already a
+ *  voter); rejects with JoinError on a permanent refusal. */
 export async function joinCluster(o: JoinOptions): Promise<ClusterView> {
   let backoffMs = 200;
   let attempt = 0;

@@ -19,6 +19,8 @@ interface AppSnapshotV1 {
   v: 1;
   fsm: Uint8Array;
   members: [string, string, string][];
+  /** learners to promote to voter once caught up (absent in snapshots of older nodes) */
+  promote?: string[];
 }
 
 export const NOOP_OUTPUT: ApplyOutput = { result: { ok: true, kind: 'noop' }, events: [] };
@@ -27,6 +29,9 @@ export class LockApp implements Application {
   fsm: LockFsm;
   /** every member this node has heard of, current or past, by id */
   readonly members = new Map<string, MemberAddress>();
+  /** learners added to become voters: the leader promotes them once caught up (set from
+   *  the addLearner entries' context by Membership, docs/membership.md) */
+  readonly promotionPending = new Set<string>();
 
   constructor(
     private readonly fsmOptions: LockFsmOptions,
@@ -52,6 +57,7 @@ export class LockApp implements Application {
       v: 1,
       fsm: this.fsm.snapshot(encodeValue),
       members: [...this.members.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map((m) => [m.id, m.api, m.peer]),
+      ...(this.promotionPending.size > 0 ? { promote: [...this.promotionPending].sort() } : {}),
     };
     return encodeValue(snap);
   }
@@ -59,6 +65,7 @@ export class LockApp implements Application {
   restore(data: Uint8Array, _index: Index): void {
     if (data.length === 0) {
       this.fsm = new LockFsm(this.fsmOptions);
+      this.promotionPending.clear();
       return;
     }
     const snap = decodeValue(data) as Partial<AppSnapshotV1> | null;
@@ -69,7 +76,10 @@ export class LockApp implements Application {
     for (const m of snap.members) {
       if (!Array.isArray(m) || m.length !== 3 || !m.every((x) => typeof x === 'string')) throw new Error('snapshot member entry is malformed');
     }
+    if (snap.promote !== undefined && (!Array.isArray(snap.promote) || !snap.promote.every((x) => typeof x === 'string'))) throw new Error('snapshot promotion list is malformed');
     this.fsm = fsm;
     for (const [id, api, peer] of snap.members) this.members.set(id, { id, api, peer });
+    this.promotionPending.clear();
+    for (const id of snap.promote ?? []) this.promotionPending.add(id);
   }
 }

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LimitName, LockInfo, NewSessionSpec } from '../lock-fsm/index.js';
 import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
-import type { ClusterView, GrantView, HolderView, LockService, LockView, RequestContext, Routing, SessionView } from '../api/service.js';
+import type { ClusterView, GrantView, HolderView, LeaderOp, LockService, LockView, RequestContext, Routing, SessionView } from '../api/service.js';
 import type { RaftDriver, ProposalOutcome } from '../raft/node.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionConfig } from '../config.js';
@@ -35,6 +35,8 @@ export interface ServiceDeps {
   readTimeoutMs: number;
   /** longest election timeout, for waiting on a leadership transfer */
   electionTimeoutMaxMs: number;
+  /** the driver's proposal timeout (default 5000), for the leader-side budgets */
+  proposalTimeoutMs?: number;
   /** issue 10: may this principal act on sessions other principals opened (its token
    *  has `admin` on the lock name; with no name, on every name)? Absent: auth is off. */
   mayActForOthers?: (principal: string, name: string | undefined) => boolean;
@@ -233,6 +235,18 @@ export class RaftLockService implements LockService {
     return this.d.clusterOps.transfer(to, ctx);
   }
 
+  /** The longest `op` takes here as the leader (a follower's relay waits that long). */
+  leaderBudgetMs(op: LeaderOp, waitMs: number): number {
+    if (op !== 'acquire') return this.d.clusterOps.leaderBudgetMs(op);
+    // propose; wait up to the backstop past wait_ms; possibly ask again once (waitForGrant)
+    return 2 * (this.d.proposalTimeoutMs ?? 5000) + this.d.readTimeoutMs + waitMs + this.waitBackstopMs();
+  }
+
+  /** the registry's own end of a wait, past wait_ms: the lessor's cancelWait normally ends it first */
+  private waitBackstopMs(): number {
+    return Math.max(5000, this.d.electionTimeoutMaxMs);
+  }
+
   // ---- internals ---------------------------------------------------------------------
 
   /** The principal the FSM must match against the session's opener, or undefined when
@@ -388,7 +402,7 @@ export class RaftLockService implements LockService {
     this.d.lessor.trackWait(name, sessionId, arrival + waitMs);
     const started = this.d.nowMs();
     // Backstop: the lessor's cancelWait normally ends the wait at arrival + waitMs.
-    const outcome: WaitOutcome = await this.waits.wait(name, sessionId, waitMs + Math.max(5000, this.d.electionTimeoutMaxMs), ctx.signal);
+    const outcome: WaitOutcome = await this.waits.wait(name, sessionId, waitMs + this.waitBackstopMs(), ctx.signal);
     this.d.metrics.lockWait.observe((this.d.nowMs() - started) / 1000);
     switch (outcome.kind) {
       case 'granted':

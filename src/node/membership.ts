@@ -10,14 +10,18 @@
 //
 // Adding a node follows etcd's learner flow: addLearner → wait until its log is within
 // `promoteLagEntries` of the leader's → addVoter. A learner counts for no quorum, so a
-// slow newcomer never stalls commits (thesis §4.2.1).
+// slow newcomer never stalls commits (thesis §4.2.1). The add answers once the addLearner
+// entry commits — the node need not run yet (etcd's order: `member add`, then start it).
+// The entry marks the learner for promotion (replicated: LockApp.promotionPending), and
+// whichever node leads promotes it from its tick once it has caught up, so a promotion
+// survives leader changes and nobody has to hold a request open for it.
 import type { Logger } from 'pino';
 import type { ConfChange, Index, NodeId } from '../raft/core/types.js';
 import type { RaftDriver } from '../raft/node.js';
 import type { Transport } from '../transport/transport.js';
 import { ApiError } from '../api/errors.js';
 import type { LockApp, MemberAddress } from './lock-app.js';
-import { addressContext, decodeAddressContext } from './member-address.js';
+import { addressContext, decodeMemberContext } from './member-address.js';
 
 export { encodeAddressContext } from './member-address.js';
 
@@ -30,8 +34,11 @@ export interface MembershipOptions {
   snapshotIndex: () => Index;
   /** a learner is promoted once its match index is within this many entries of the leader's log */
   promoteLagEntries: number;
-  /** how long one add/promote request waits for a learner to catch up before answering 504 */
+  /** how long a promote request waits for a learner to catch up before answering 504 (and
+   *  the bound on taking the snapshot a newcomer starts from) */
   catchUpTimeoutMs: number;
+  /** the driver's proposal timeout: a conf change is known committed or not within it */
+  proposalTimeoutMs?: number;
   /** this node started with --join and an empty data dir: not a member until added */
   joining: boolean;
   /** a voter heard from within this long counts as reachable for the strict quorum check
@@ -48,6 +55,9 @@ export type SelfState = 'voter' | 'learner' | 'joining' | 'removed';
 const POLL_MS = 50;
 /** how long a conf change waits out the core's "a conf change is pending" refusal */
 const PENDING_WAIT_MS = 2000;
+/** after an automatic promotion could not be made (quorum check, a change in flight,
+ *  leadership moving), the leader tries again this much later */
+const PROMOTE_RETRY_MS = 1000;
 /** marks a 409 that retrying cannot fix (a joining node gives up on it) */
 const ADDRESS_CONFLICT = { details: { conflict: 'addresses' } };
 
@@ -63,6 +73,8 @@ export class Membership {
   private snapshotForJoiner: Promise<boolean> | null = null;
   /** leader: when each peer was last seen active (sampled every tick) */
   private readonly lastActive = new Map<NodeId, number>();
+  /** leader: no automatic promotion attempt before this time */
+  private promoteNotBeforeMs = 0;
 
   constructor(private readonly o: MembershipOptions) {
     this.wasMember = !o.joining;
@@ -87,11 +99,15 @@ export class Membership {
 
   /** driver hook: a conf change entry was applied (on every node, in log order) */
   onConfApplied(cc: ConfChange): void {
-    const addr = decodeAddressContext(cc.nodeId, cc.context);
-    if (addr) {
-      this.o.app.members.set(cc.nodeId, addr);
+    const mc = decodeMemberContext(cc.nodeId, cc.context);
+    if (mc) {
+      this.o.app.members.set(cc.nodeId, mc.address);
       this.local.delete(cc.nodeId);
     }
+    // replicated like the URLs: set by an addLearner that asks for it, cleared by any other
+    // change of that node (promoted, removed, or re-added as a learner only)
+    if (cc.type === 'addLearner' && mc?.promote) this.o.app.promotionPending.add(cc.nodeId);
+    else this.o.app.promotionPending.delete(cc.nodeId);
     this.pushPeers();
     this.refreshState();
   }
@@ -136,7 +152,13 @@ export class Membership {
     }
   }
 
-  /** driver tick: log changes of our own standing; on the leader, prepare snapshots for newcomers */
+  /** a learner the leader will promote to voter by itself once it has caught up */
+  promotionPending(id: NodeId): boolean {
+    return this.o.app.promotionPending.has(id) && this.o.driver().status().conf.learners.includes(id);
+  }
+
+  /** driver tick: log changes of our own standing; on the leader, prepare snapshots for
+   *  newcomers and promote learners that have caught up */
   onTick(): void {
     this.refreshState();
     if (this.o.driver().currentRole !== 'leader') {
@@ -146,6 +168,42 @@ export class Membership {
     const now = this.o.nowMs();
     for (const [id, pr] of Object.entries(this.o.driver().status().progress ?? {})) if (pr.recentActive) this.lastActive.set(id, now);
     this.ensureSnapshotForNewcomers();
+    this.autoPromote(now);
+  }
+
+  /**
+   * Promote one marked learner that has caught up, when no other change is in flight.
+   * Runs on whichever node leads (the mark is replicated), so a leader change while the
+   * learner catches up delays the promotion by a tick, never loses it.
+   */
+  private autoPromote(now: number): void {
+    if (this.changing !== null || now < this.promoteNotBeforeMs || this.o.app.promotionPending.size === 0) return;
+    const st = this.o.driver().status();
+    const id = st.conf.learners.find((l) => this.o.app.promotionPending.has(l) && this.caughtUp(l));
+    if (id === undefined) return;
+    this.promoteNotBeforeMs = now + PROMOTE_RETRY_MS;
+    try {
+      this.checkQuorumAfter([...st.conf.voters, id], `promoting ${id}`);
+    } catch (err) {
+      this.o.logger.debug({ node: id, reason: (err as Error).message }, 'automatic promotion postponed');
+      return;
+    }
+    void this.exclusive(`promote ${id}`, () => this.addVoter(id)).then(
+      () => this.o.logger.info({ node: id }, 'promoted a learner to voter: it had caught up'),
+      (err: unknown) => {
+        const level = err instanceof ApiError && (err.code === 'conflict' || err.code === 'unavailable') ? 'debug' : 'warn';
+        this.o.logger[level]({ node: id, reason: (err as Error).message }, 'automatic promotion not made yet; trying again');
+      },
+    );
+  }
+
+  /** its log holds at least our snapshot and is within promoteLagEntries of ours */
+  private caughtUp(id: NodeId): boolean {
+    const st = this.o.driver().status();
+    const pr = st.progress?.[id];
+    // match > 0: it holds at least our snapshot; the lag bound keeps the promotion from
+    // adding a voter that would stall commits while it catches up (thesis §4.2.1)
+    return pr !== undefined && pr.match > 0 && st.lastIndex - pr.match <= this.o.promoteLagEntries;
   }
 
   private refreshState(): void {
@@ -181,27 +239,49 @@ export class Membership {
   // ---- changes (leader only) -----------------------------------------------------------
 
   /**
-   * Add a node: as a learner first, then (unless `learnerOnly`) promoted to voter once
-   * caught up. Idempotent: a retry after a 504, or a second join of the same node, finds
-   * the learner and continues; a voter with the same addresses is simply reported.
+   * Add a node as a learner; unless `learnerOnly`, marked for automatic promotion to voter
+   * once caught up (autoPromote). Resolves once the addLearner entry is committed — the
+   * node need not be running. Idempotent: a retry, or a second join of the same node,
+   * finds the learner; a voter with the same addresses is simply reported. A learner added
+   * with `learnerOnly` that is now added without it gets the mark (a new addLearner entry).
    */
-  async add(m: MemberAddress, o: { learnerOnly: boolean; signal: AbortSignal }): Promise<void> {
+  async add(m: MemberAddress, o: { learnerOnly: boolean }): Promise<void> {
     this.checkAddresses(m);
     const conf = this.o.driver().status().conf;
     if (conf.voters.includes(m.id)) return; // already done (same addresses: checked above)
-    if (o.learnerOnly && conf.learners.includes(m.id)) return;
+    if (conf.learners.includes(m.id) && (o.learnerOnly || this.o.app.promotionPending.has(m.id))) return;
+    if (!o.learnerOnly) {
+      // one new voter at a time, as etcd allows one learner: a marked learner that never
+      // catches up (never started, wrong peer URL) must be dealt with before the next
+      const waiting = conf.learners.find((id) => id !== m.id && this.o.app.promotionPending.has(id));
+      if (waiting !== undefined) {
+        throw new ApiError('conflict', `${waiting} was added and waits to be promoted to voter once it has caught up; one new voter at a time — start ${waiting} (or remove it), then retry`);
+      }
+    }
     await this.exclusive(`add ${m.id}`, async () => {
       // the leader must reach the newcomer as soon as the entry is appended
       this.local.set(m.id, m);
       this.pushPeers();
-      if (!this.o.driver().status().conf.learners.includes(m.id)) {
-        await this.prepareSnapshot();
-        await this.change({ type: 'addLearner', nodeId: m.id, context: addressContext(m) });
-        this.o.logger.info({ node: m.id, api: m.api, peer: m.peer }, 'added a learner');
-      }
-      if (o.learnerOnly) return;
-      await this.promoteWhenCaughtUp(m.id, o.signal);
+      await this.prepareSnapshot();
+      await this.change({ type: 'addLearner', nodeId: m.id, context: addressContext(m, { promote: !o.learnerOnly }) });
+      this.o.logger.info({ node: m.id, api: m.api, peer: m.peer, promotion: o.learnerOnly ? 'none (learner only)' : 'automatic, once caught up' }, 'added a learner');
     });
+  }
+
+  /** The longest add() takes on the leader before it answers (for the relay from a
+   *  follower, which must not give up first): the snapshot, then one conf change. */
+  addBudgetMs(): number {
+    return this.o.catchUpTimeoutMs + this.changeBudgetMs();
+  }
+
+  /** The longest promote() takes on the leader: the catch-up wait, then one conf change. */
+  promoteBudgetMs(): number {
+    return this.o.catchUpTimeoutMs + this.changeBudgetMs();
+  }
+
+  /** One conf change: the "pending" refusal waited out, then the proposal's own timeout. */
+  changeBudgetMs(): number {
+    return PENDING_WAIT_MS + (this.o.proposalTimeoutMs ?? 5000);
   }
 
   /** Promote a learner to voter once its log is within promoteLagEntries of ours. */
@@ -226,11 +306,17 @@ export class Membership {
 
   private async promoteWhenCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
     await this.waitCaughtUp(id, signal);
+    await this.addVoter(id);
+    this.o.logger.info({ node: id }, 'promoted a learner to voter');
+  }
+
+  private async addVoter(id: NodeId): Promise<void> {
     const st = this.o.driver().status();
+    if (st.conf.voters.includes(id)) return;
+    if (!st.conf.learners.includes(id)) throw new ApiError('not_found', `${id} is not a member`);
     this.checkQuorumAfter([...st.conf.voters, id], `promoting ${id}`);
     const addr = this.address(id);
     await this.change({ type: 'addVoter', nodeId: id, ...(addr ? { context: addressContext(addr) } : {}) });
-    this.o.logger.info({ node: id }, 'promoted a learner to voter');
   }
 
   /** the same id with other URLs, or another member at these URLs, is a mistake: refuse */
@@ -309,10 +395,7 @@ export class Membership {
       if (signal.aborted) throw new ApiError('unavailable', `the request was aborted; ${id} stays a learner`);
       const st = this.o.driver().status();
       if (st.role !== 'leader') throw new ApiError('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
-      const pr = st.progress?.[id];
-      // match > 0: it holds at least our snapshot; the lag bound keeps the promotion from
-      // adding a voter that would stall commits while it catches up (thesis §4.2.1)
-      if (pr && pr.match > 0 && st.lastIndex - pr.match <= this.o.promoteLagEntries) return;
+      if (this.caughtUp(id)) return;
       await sleep(POLL_MS);
     }
     throw new ApiError('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner (retry, or check that the leader can reach its peer URL)`);

@@ -126,6 +126,13 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   );
 
   const lessor = new Lessor({ tickMs: plan.tickMs });
+  // The leader-side timeouts, and the relay budget derived from them: a follower relaying
+  // a request waits for the leader's own longest answer time plus forwardTimeoutMs, so it
+  // never reports "outcome unknown" for something the leader completes (api/forward.ts).
+  const proposalTimeoutMs = Math.max(5000, 3 * config.electionTimeoutMs.max);
+  const readTimeoutMs = Math.max(2000, 2 * config.electionTimeoutMs.max);
+  // a plain request: at most a read barrier and a proposal on the leader, plus a margin
+  const forwardTimeoutMs = proposalTimeoutMs + readTimeoutMs + 1000;
   // issue 11: leader history and grant times for the status page
   const opsTracker = new OpsTracker(() => Date.now());
   let lastLeader: string | null = null;
@@ -138,7 +145,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     snapshotConf: snap.meta.conf,
     applied: snap.meta.index,
     snapshotEveryEntries: config.snapshotEveryEntries,
-    proposalTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
+    proposalTimeoutMs,
     clock: { nowMs },
     autoRun: true,
     hooks: {
@@ -184,6 +191,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     snapshotIndex: () => storage.snapshot().meta.index,
     promoteLagEntries: config.membership.promoteMaxLagEntries,
     catchUpTimeoutMs: config.membership.catchUpTimeoutMs,
+    proposalTimeoutMs,
     activeWindowMs: 2 * config.electionTimeoutMs.max,
     joining: joining && !raw.status().conf.voters.includes(nodeId) && !raw.status().conf.learners.includes(nodeId) && storage.lastIndex() === 0,
     nowMs,
@@ -192,7 +200,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   // persisted addresses (snapshot, log) win; the file only fills in a new cluster's
   if (!joining) membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
   else membership.pushPeers();
-  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, nowMs });
+  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, relayMarginMs: forwardTimeoutMs, nowMs });
 
   const service: RaftLockService = new RaftLockService({
     nodeId,
@@ -205,8 +213,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     clusterOps,
     nowMs,
     wallMs: () => Date.now(),
-    readTimeoutMs: Math.max(2000, 2 * config.electionTimeoutMs.max),
+    readTimeoutMs,
     electionTimeoutMaxMs: config.electionTimeoutMs.max,
+    proposalTimeoutMs,
     ...(security.mayActForOthers ? { mayActForOthers: security.mayActForOthers } : {}),
   });
 
@@ -217,7 +226,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     app,
     tracker: opsTracker,
     termAt: (index) => storage.term(index),
-    readTimeoutMs: Math.max(2000, 2 * config.electionTimeoutMs.max),
+    readTimeoutMs,
     wallMs: () => Date.now(),
     registry: metrics.registry,
     maxSessions: config.limits.maxSessions,
@@ -231,7 +240,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     logger: logger.child({ component: 'api' }),
     requestLogging: logger.isLevelEnabled('debug'),
     limits: { minTtlMs: config.session.minTtlMs, maxTtlMs: config.session.maxTtlMs },
-    forwardTimeoutMs: Math.max(5000, 3 * config.electionTimeoutMs.max),
+    forwardTimeoutMs,
     ...(security.https ? { https: security.https } : {}),
     ...(security.apiClientConnect ? { apiClientConnect: security.apiClientConnect } : {}),
     ...(security.authorize ? { authorize: security.authorize } : {}),
@@ -276,7 +285,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   if (o.join && membership.selfState() === 'joining') {
     const self = { id: nodeId, api: resolved.node.api, peer: resolved.node.peer };
     joinCluster({ url: o.join.url, self, ...(o.join.token ? { token: o.join.token } : {}), learn: (ms) => membership.learn(ms), logger, signal: joinAbort.signal }).then(
-      () => logger.info({ via: o.join!.url }, 'joined the cluster'),
+      () => logger.info({ via: o.join!.url, state: membership.selfState() }, membership.selfState() === 'voter' ? 'joined the cluster as a voter' : 'joined the cluster: the leader promotes this node to voter once it has caught up'),
       (err: unknown) => {
         if (joinAbort.signal.aborted) return;
         logger.fatal({ err: (err as Error).message }, 'could not join the cluster');

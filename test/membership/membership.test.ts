@@ -1,4 +1,5 @@
-// Membership's rules against a scripted driver (issue 9): idempotent add/promote,
+// Membership's rules against a scripted driver: idempotent add/promote, automatic
+// promotion of a marked learner once caught up (docs/membership.md),
 // address conflicts, the strict quorum check, one change at a time, a snapshot before the
 // first learner of a never-compacted log, the address book (replicated vs local), and the
 // node's own standing (voter/learner/joining/removed).
@@ -12,7 +13,7 @@ import type { ProposalOutcome, RaftDriver } from '../../src/raft/node.js';
 import type { Transport } from '../../src/transport/transport.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { Membership } from '../../src/node/membership.js';
-import { encodeAddressContext } from '../../src/node/member-address.js';
+import { decodeMemberContext, encodeAddressContext } from '../../src/node/member-address.js';
 
 /** Just what Membership reads from the driver; conf changes apply at once. */
 class ScriptedDriver {
@@ -70,49 +71,135 @@ function setup(o: { joining?: boolean; snapshotIndex?: number; self?: string } =
 const n4 = { id: 'n4', api: 'http://127.0.0.1:17004', peer: 'http://127.0.0.1:17104' };
 const signal = new AbortController().signal;
 const code = (c: string) => (e: unknown) => e instanceof ApiError && e.code === c;
+const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 10));
+async function eventuallyTrue(fn: () => boolean, timeoutMs = 3000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!fn()) {
+    if (performance.now() > deadline) throw new Error('condition not met in time');
+    await tick();
+  }
+}
 
 describe('Membership', () => {
-  it('add: snapshot first on a never-compacted log, learner, promotion once within the lag', async () => {
+  it('add: snapshot first on a never-compacted log, then the learner entry marked for promotion; answered without waiting for the node', async () => {
     const { driver, m, peers, app } = setup();
-    const done = m.add(n4, { learnerOnly: false, signal });
-    await new Promise((r) => setTimeout(r, 60));
+    await m.add(n4, { learnerOnly: false }); // n4 is not running: match 0 throughout
     assert.equal(driver.compactions, 1, 'a snapshot before the first learner');
     assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner']);
+    assert.deepEqual(decodeMemberContext('n4', driver.proposals[0]!.context), { address: n4, promote: true });
     assert.equal(peers.at(-1)?.get('n4'), n4.peer, 'the transport knows the newcomer before its entry is appended');
     assert.equal(app.members.has('n4'), false, 'the replicated book changes only by applying the entry');
-    driver.setProgress('n4', 95, true, true); // lag 5 + the learner entry <= 10
-    await done;
-    assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addVoter']);
-    assert.deepEqual(driver.conf.voters, ['n1', 'n2', 'n3', 'n4']);
-    m.onConfApplied({ type: 'addVoter', nodeId: 'n4', context: encodeAddressContext(n4) });
+    m.onConfApplied(driver.proposals[0]!);
     assert.deepEqual(app.members.get('n4'), n4);
-    // repeated: nothing proposed again
-    await m.add(n4, { learnerOnly: false, signal });
-    assert.equal(driver.proposals.length, 2);
+    assert.equal(m.promotionPending('n4'), true);
+    // repeated (a retry, or the node's own --join): nothing proposed again
+    await m.add(n4, { learnerOnly: false });
+    assert.equal(driver.proposals.length, 1);
   });
 
-  it('add: a learner that does not catch up stays one (504); a retry continues from it', async () => {
-    const { driver, m } = setup({ snapshotIndex: 50 });
-    await assert.rejects(m.add(n4, { learnerOnly: false, signal }), code('timeout'));
-    assert.deepEqual(driver.conf.learners, ['n4']);
-    assert.equal(driver.compactions, 0, 'a snapshot already existed');
+  it('automatic promotion: the leader promotes a marked learner from its tick once it is within the lag, not before', async () => {
+    const { driver, m, app } = setup({ snapshotIndex: 50 });
+    await m.add(n4, { learnerOnly: false });
+    m.onConfApplied(driver.proposals[0]!);
+    m.onTick();
+    await tick();
+    assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner'], 'not caught up (match 0): no promotion');
+    driver.setProgress('n4', 80, true, true); // lag 21 > 10
+    m.onTick();
+    await tick();
+    assert.equal(driver.proposals.length, 1, 'still too far behind');
+    driver.setProgress('n4', 95, true, true); // lag 6 <= 10
+    await eventuallyTrue(() => {
+      m.onTick();
+      return driver.proposals.length === 2;
+    });
+    assert.equal(driver.proposals[1]!.type, 'addVoter');
+    assert.deepEqual(driver.conf.voters, ['n1', 'n2', 'n3', 'n4']);
+    m.onConfApplied(driver.proposals[1]!);
+    assert.equal(app.promotionPending.has('n4'), false, 'the mark goes with the promotion');
+    assert.equal(m.promotionPending('n4'), false);
+  });
+
+  it('a follower never promotes; a new leader does (the mark is replicated)', async () => {
+    const { driver, m, app } = setup({ snapshotIndex: 50 });
+    driver.conf = { voters: ['n1', 'n2', 'n3'], learners: ['n4'] };
+    m.onConfApplied({ type: 'addLearner', nodeId: 'n4', context: encodeAddressContext(n4, { promote: true }) });
+    assert.equal(app.promotionPending.has('n4'), true);
     driver.setProgress('n4', 100, true, true);
-    await m.add(n4, { learnerOnly: false, signal });
+    driver.role = 'follower';
+    m.onTick();
+    await tick();
+    assert.equal(driver.proposals.length, 0);
+    driver.role = 'leader';
+    await eventuallyTrue(() => {
+      m.onTick();
+      return driver.proposals.some((p) => p.type === 'addVoter' && p.nodeId === 'n4');
+    });
+  });
+
+  it('one new voter at a time: a second add waits (409) while a marked learner is not promoted; learner-only adds and removals are not blocked', async () => {
+    const { driver, m } = setup({ snapshotIndex: 50 });
+    await m.add(n4, { learnerOnly: false });
+    m.onConfApplied(driver.proposals[0]!);
+    const n5 = { id: 'n5', api: 'http://127.0.0.1:17005', peer: 'http://127.0.0.1:17105' };
+    await assert.rejects(m.add(n5, { learnerOnly: false }), (e) => code('conflict')(e) && /n4 was added and waits to be promoted/.test((e as Error).message) && (e as ApiError).details?.['conflict'] !== 'addresses');
+    const n9 = { id: 'n9', api: 'http://127.0.0.1:17009', peer: 'http://127.0.0.1:17109' };
+    await m.add(n9, { learnerOnly: true });
+    assert.deepEqual(decodeMemberContext('n9', driver.proposals.at(-1)!.context), { address: n9, promote: false });
+    // the never-started n4 is removed: the next add goes through
+    await m.remove('n4');
+    m.onConfApplied({ type: 'removeNode', nodeId: 'n4' });
+    await m.add(n5, { learnerOnly: false });
+    assert.deepEqual(driver.conf.learners, ['n9', 'n5']);
+  });
+
+  it('a learner added as learner-only, added again without it, gets the mark (a new addLearner entry)', async () => {
+    const { driver, m } = setup({ snapshotIndex: 50 });
+    await m.add(n4, { learnerOnly: true });
+    m.onConfApplied(driver.proposals[0]!);
+    assert.equal(m.promotionPending('n4'), false);
+    await m.add(n4, { learnerOnly: true });
+    assert.equal(driver.proposals.length, 1, 'learner-only again: nothing to do');
+    await m.add(n4, { learnerOnly: false });
+    assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addLearner']);
+    m.onConfApplied(driver.proposals[1]!);
+    assert.equal(m.promotionPending('n4'), true);
+  });
+
+  it('promote (explicit): waits for the learner to catch up; one that does not stays a learner (504); a retry continues', async () => {
+    const { driver, m } = setup({ snapshotIndex: 50 });
+    await m.add(n4, { learnerOnly: true });
+    await assert.rejects(m.promote('n4', signal), code('timeout'));
+    assert.deepEqual(driver.conf.learners, ['n4']);
+    driver.setProgress('n4', 100, true, true);
+    await m.promote('n4', signal);
     assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addVoter'], 'no second addLearner');
   });
 
   it('add: refuses an id with other URLs, or URLs of another member (409, marked permanent)', async () => {
     const { m } = setup({ snapshotIndex: 1 });
-    await assert.rejects(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true, signal }), (e) => code('conflict')(e) && (e as ApiError).details?.['conflict'] === 'addresses');
-    await assert.rejects(m.add({ id: 'n7', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:17102/' }, { learnerOnly: true, signal }), code('conflict'));
+    await assert.rejects(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true }), (e) => code('conflict')(e) && (e as ApiError).details?.['conflict'] === 'addresses');
+    await assert.rejects(m.add({ id: 'n7', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:17102/' }, { learnerOnly: true }), code('conflict'));
   });
 
   it('one change at a time: a second one gets 409 while the first waits', async () => {
     const { m } = setup({ snapshotIndex: 1 });
-    const first = m.add(n4, { learnerOnly: false, signal });
+    await m.add(n4, { learnerOnly: true });
+    const first = m.promote('n4', signal); // n4 never catches up
     await new Promise((r) => setTimeout(r, 20));
     await assert.rejects(m.remove('n3'), code('conflict'));
     await assert.rejects(first, code('timeout'));
+  });
+
+  it('the promotion mark survives a snapshot of the application', () => {
+    const { app } = setup();
+    app.promotionPending.add('n4');
+    const copy = new LockApp({ maxSessions: 100, maxWaitersPerLock: 10 }, () => undefined);
+    copy.restore(app.snapshot(), 1);
+    assert.deepEqual([...copy.promotionPending], ['n4']);
+    app.promotionPending.clear();
+    copy.restore(app.snapshot(), 2);
+    assert.equal(copy.promotionPending.size, 0, 'a snapshot without marks clears them');
   });
 
   it('a new leader\'s brief "conf change pending" is waited out; a lasting one is 409', async () => {

@@ -4,9 +4,9 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { Forwarder } from '../forward.js';
-import type { RequestContext } from '../service.js';
+import type { LeaderOp, RequestContext } from '../service.js';
 import { assertMemberId, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { forwardOptions, onLeader, type RouteEnv } from './context.js';
 
 export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
   const { service, schemas } = env;
@@ -21,7 +21,7 @@ export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
     parseQuery(querySchemas.none, req.query);
     const b = parseBody(schemas.addMember, req.body, false);
     const m = { id: b.id, api: b.api.replace(/\/$/, ''), peer: b.peer.replace(/\/$/, ''), ...(b.learner !== undefined ? { learner: b.learner } : {}) };
-    return onLeaderFollowing(env, req, reply, (ctx) => service.addMember(m, ctx));
+    return onLeaderFollowing(env, req, reply, 'addMember', (ctx) => service.addMember(m, ctx));
   });
 
   app.post<{ Params: { id: string } }>('/v1/cluster/members/:id/promote', async (req, reply) => {
@@ -30,20 +30,20 @@ export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
     parseBody(schemas.empty, req.body, true);
     const promote = service.promoteMember?.bind(service);
     if (!promote) throw new ApiError('not_found', 'this server does not support promoting learners');
-    return onLeaderFollowing(env, req, reply, (ctx) => promote(id, ctx));
+    return onLeaderFollowing(env, req, reply, 'promoteMember', (ctx) => promote(id, ctx));
   });
 
   app.delete<{ Params: { id: string } }>('/v1/cluster/members/:id', async (req, reply) => {
     const id = assertMemberId(req.params.id);
     parseQuery(querySchemas.none, req.query);
     parseBody(schemas.empty, req.body, true);
-    return onLeaderFollowing(env, req, reply, (ctx) => service.removeMember(id, ctx));
+    return onLeaderFollowing(env, req, reply, 'removeMember', (ctx) => service.removeMember(id, ctx));
   });
 
   app.post('/v1/cluster/transfer-leadership', async (req, reply) => {
     parseQuery(querySchemas.none, req.query);
     const b = parseBody(schemas.transfer, req.body, true);
-    return onLeader(env, req, reply, { right: 'admin' }, (ctx) => service.transferLeadership(b.to, ctx));
+    return onLeader(env, req, reply, { right: 'admin', op: 'transferLeadership' }, (ctx) => service.transferLeadership(b.to, ctx));
   });
 }
 
@@ -54,9 +54,9 @@ export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
  * idempotent: a learner already added is found and promoted, a removal that was never
  * proposed is simply made there).
  */
-async function onLeaderFollowing<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, fn: (ctx: RequestContext) => Promise<T>): Promise<T | FastifyReply> {
+async function onLeaderFollowing<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, op: LeaderOp, fn: (ctx: RequestContext) => Promise<T>): Promise<T | FastifyReply> {
   try {
-    return await onLeader(env, req, reply, { right: 'admin' }, fn);
+    return await onLeader(env, req, reply, { right: 'admin', op }, fn);
   } catch (err) {
     if (!(err instanceof ApiError) || err.code !== 'unavailable' || Forwarder.isForwarded(req) || reply.sent || req.abortController.signal.aborted) throw err;
     let r;
@@ -66,7 +66,7 @@ async function onLeaderFollowing<T>(env: RouteEnv, req: FastifyRequest, reply: F
       throw err;
     }
     if (r.isLeader || !r.leaderApi) throw err;
-    await env.forwarder.forward(req, reply, r.leaderApi, req.abortController.signal);
+    await env.forwarder.forward(req, reply, r.leaderApi, req.abortController.signal, forwardOptions(env, { op }));
     return reply;
   }
 }

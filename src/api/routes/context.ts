@@ -2,8 +2,8 @@
 // place that decides "serve here, or relay to the leader".
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-import { Forwarder } from '../forward.js';
-import type { LockService, RequestContext } from '../service.js';
+import { Forwarder, type ForwardOptions } from '../forward.js';
+import type { LeaderOp, LockService, RequestContext } from '../service.js';
 import { idempotencyKey, type BodySchemas } from '../validate.js';
 
 /** Rights of spec §2 `tokens.json`; `admin` covers cluster operations. */
@@ -36,6 +36,18 @@ export interface ServeOptions {
   stale?: boolean;
   /** the request's wait_ms, to size the forwarding timeout */
   waitMs?: number;
+  /** an operation that may run longer on the leader than a plain proposal: the relay
+   *  waits for the leader's own budget of it (LockService.leaderBudgetMs) */
+  op?: LeaderOp;
+}
+
+/** forwarding options of a request: its wait_ms and the leader's own budget for `op` */
+export function forwardOptions(env: RouteEnv, o: Pick<ServeOptions, 'waitMs' | 'op'>): ForwardOptions {
+  const out: ForwardOptions = {};
+  if (o.waitMs !== undefined) out.waitMs = o.waitMs;
+  const leaderMs = o.op !== undefined ? env.service.leaderBudgetMs?.(o.op, o.waitMs ?? 0) : undefined;
+  if (leaderMs !== undefined) out.leaderMs = leaderMs;
+  return out;
 }
 
 /**
@@ -51,7 +63,7 @@ export async function onLeader<T>(env: RouteEnv, req: FastifyRequest, reply: Fas
     if (!r.isLeader) {
       if (Forwarder.isForwarded(req)) throw new ApiError('unavailable', 'this node is not the leader and the request was already forwarded once');
       if (!r.leaderApi) throw new ApiError('unavailable', 'no leader known; retry shortly');
-      await env.forwarder.forward(req, reply, r.leaderApi, req.abortController.signal, o.waitMs !== undefined ? { waitMs: o.waitMs } : {});
+      await env.forwarder.forward(req, reply, r.leaderApi, req.abortController.signal, forwardOptions(env, o));
       return reply;
     }
   }

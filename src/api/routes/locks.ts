@@ -62,7 +62,7 @@ export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
         parseQuery(querySchemas.none, req.query);
         const b = parseBody(schemas.acquire, req.body, true);
         const waitMs = b.wait_ms ?? 0;
-        return onLeader(env, req, reply, { right: 'lock', name, waitMs }, (ctx) =>
+        return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
           service.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, waitMs, owner: b.owner }, ctx),
         );
       }

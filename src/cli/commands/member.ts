@@ -9,10 +9,12 @@ import { performance } from 'node:perf_hooks';
 import { HttpCaller } from '../../client/http.js';
 import { decodeCluster, type ClusterInfo } from '../../client/wire.js';
 import { RaftlockError } from '../../client/index.js';
-import { EXIT, connection, durationFlag, printJson, reportError, UsageError, withClientOptions, type ClientFlags } from './common.js';
+import { DEFAULT_CONFIG, EXIT, connection, durationFlag, printJson, reportError, UsageError, withClientOptions, type ClientFlags } from './common.js';
 import { formatTable } from './table.js';
 
-/** add/promote wait while the learner catches up (the server's catch_up_timeout_ms) */
+/** promote waits while the learner catches up (the server's catch_up_timeout_ms); add
+ *  answers once the learner entry commits, but may first take the snapshot a newcomer
+ *  starts from */
 const CHANGE_TIMEOUT = '90s';
 const ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 
@@ -37,23 +39,23 @@ export function registerMember(program: Command): void {
   longTimeout(withClientOptions(
     member
       .command('add <id>')
-      .description('add a node as a learner, then promote it to voter once caught up (--learner: stay a learner)')
+      .description('add a node as a learner; the leader promotes it to voter once it has caught up (--learner: stay a learner). The node may be started before or after.')
       .requiredOption('--api <url>', "the new node's advertised API URL")
       .requiredOption('--peer <url>', "the new node's advertised peer URL")
       .option('--learner', 'add as a non-voting learner only; promote it later with `member promote`'),
   )).action((id: string, f: AddFlags) =>
     run('member add', f, async (http) => {
       const body = { id: checkId(id), api: f.api, peer: f.peer, ...(f.learner ? { learner: true } : {}) };
-      return change(http, f, 'POST', '/v1/cluster/members', body, `added ${id}${f.learner ? ' as a learner' : ' (voter)'}`);
+      return change(http, f, 'POST', '/v1/cluster/members', body, (view, via) => addedText(view, id, f, via));
     }),
   );
 
   longTimeout(withClientOptions(member.command('promote <id>').description('promote a learner to voter once it has caught up'))).action((id: string, f: ClientFlags) =>
-    run('member promote', f, (http) => change(http, f, 'POST', `/v1/cluster/members/${encodeURIComponent(checkId(id))}/promote`, {}, `promoted ${id} to voter`)),
+    run('member promote', f, (http) => change(http, f, 'POST', `/v1/cluster/members/${encodeURIComponent(checkId(id))}/promote`, {}, () => `promoted ${id} to voter`)),
   );
 
   withClientOptions(member.command('remove <id>').description('remove a member (the leader hands leadership over first if it is the one removed)')).action((id: string, f: ClientFlags) =>
-    run('member remove', f, (http) => change(http, f, 'DELETE', `/v1/cluster/members/${encodeURIComponent(checkId(id))}`, undefined, `removed ${id}`)),
+    run('member remove', f, (http) => change(http, f, 'DELETE', `/v1/cluster/members/${encodeURIComponent(checkId(id))}`, undefined, () => `removed ${id}`)),
   );
 }
 
@@ -87,12 +89,29 @@ function checkId(id: string): string {
   return id;
 }
 
-async function change(http: HttpCaller, f: ClientFlags, method: 'POST' | 'DELETE', path: string, body: Record<string, unknown> | undefined, done: string): Promise<number> {
+async function change(http: HttpCaller, f: ClientFlags, method: 'POST' | 'DELETE', path: string, body: Record<string, unknown> | undefined, done: (view: ClusterInfo, via: string) => string): Promise<number> {
   const a = await http.call({ method, path, ...(body ? { body } : {}), retry: 'keyed', idempotencyKey: randomUUID() });
   const view = decodeCluster(a.body, 'cluster');
   if (f.json) printJson(view);
-  else console.log(`${done}\n${formatMembers(view)}`);
+  else console.log(`${done(view, a.endpoint)}\n${formatMembers(view)}`);
   return EXIT.ok;
+}
+
+/** What `member add` did, and what comes next (start the node; the automatic promotion). */
+export function addedText(view: ClusterInfo, id: string, f: Pick<AddFlags, 'api' | 'peer' | 'config'>, via: string): string {
+  const m = view.members.find((x) => x.id === id);
+  if (!m) return `the answer does not list ${id}; check \`raftlock member list\``;
+  if (m.role !== 'learner') return `${id} is a voting member`;
+  const running = (m.matchIndex ?? 0) > 0;
+  const start = `start it (empty data dir) with:\n  raftlock serve --config ${f.config ?? DEFAULT_CONFIG} --node ${id} --api ${f.api} --peer ${f.peer} --join ${via}`;
+  if (m.promotionPending === false) {
+    return [`added ${id} as a learner; it stays one (promote it later with: raftlock member promote ${id})`, ...(running ? [] : [start])].join('\n');
+  }
+  return [
+    `added ${id} as a learner`,
+    running ? 'it is running and catching up' : start,
+    'it will be promoted to voter automatically once it has caught up (see: raftlock member list)',
+  ].join('\n');
 }
 
 /** The leader's view (match index and lag are known there only); else whoever answered. */
@@ -109,7 +128,8 @@ async function leaderView(http: HttpCaller): Promise<ClusterInfo> {
 }
 
 export function formatMembers(v: ClusterInfo): string {
-  const rows = v.members.map((m) => [m.id, m.role ?? '-', m.matchIndex === undefined ? '-' : String(m.matchIndex), m.lag === undefined ? '-' : String(m.lag), m.api, m.peer]);
+  const role = (m: ClusterInfo['members'][number]): string => (m.role === 'learner' && m.promotionPending ? 'learner (promotion pending)' : m.role ?? '-');
+  const rows = v.members.map((m) => [m.id, role(m), m.matchIndex === undefined ? '-' : String(m.matchIndex), m.lag === undefined ? '-' : String(m.lag), m.api, m.peer]);
   return [`leader: ${v.leaderId ?? 'none'}  term: ${v.term}  commit: ${v.commitIndex}`, formatTable(['ID', 'ROLE', 'MATCH', 'LAG', 'API', 'PEER'], rows)].join('\n');
 }
 
