@@ -2,7 +2,7 @@
 // one holder, monotonically increasing tokens) to give every route a real answer, plus
 // switches for routing and a record of the contexts the routes passed in.
 import { ApiError } from '../../src/api/errors.js';
-import type { ClusterView, GrantView, LockService, LockView, RequestContext, Routing, SessionView } from '../../src/api/service.js';
+import type { ClusterView, GrantView, LeaderOp, LockService, LockView, RequestContext, Routing, SessionView } from '../../src/api/service.js';
 
 interface FakeSession { id: string; owner: string; ttlMs: number; locks: Set<string> }
 interface FakeLock { holder: string; token: number }
@@ -10,6 +10,8 @@ interface FakeLock { holder: string; token: number }
 export class FakeService implements LockService {
   routingView: Routing = { isLeader: true, leaderApi: null };
   isReady = true;
+  /** the leader-side budgets a relay waits for (absent: the forwarding timeout alone) */
+  leaderBudgetMs?: (op: LeaderOp, waitMs: number) => number | undefined;
   readonly calls: { method: string; args: unknown[]; ctx?: RequestContext }[] = [];
   private sessions = new Map<string, FakeSession>();
   private locks = new Map<string, FakeLock>();

@@ -182,4 +182,39 @@ describe('forwarding failures', () => {
       await leader.app.close();
     }
   });
+  it('a relay waits for the leader\'s own budget of the operation (membership, transfer, acquire), never giving up first', async () => {
+    const slow = <T>(v: T): Promise<T> => new Promise((r) => setTimeout(() => r(v), 1500));
+    const svc = new FakeService();
+    svc.addMember = () => slow(svc.cluster());
+    svc.removeMember = () => slow(svc.cluster());
+    svc.transferLeadership = () => slow({ leader_id: 'n3' });
+    svc.acquire = (name) => slow({ name, session_id: 's1', fencing_token: 4, ttl_ms: 10_000 });
+    const leader = await startLeader(svc);
+    // the follower's forwarding timeout alone (200 ms) is much shorter than the leader's 1.5 s
+    const { app, service } = follower(leader.url, 200);
+    const asked: string[] = [];
+    service.leaderBudgetMs = (op, waitMs) => {
+      asked.push(`${op}:${waitMs}`);
+      return 3000 + waitMs;
+    };
+    const control = follower(leader.url, 200); // no budgets: the relay gives up at 200 ms
+    try {
+      const add = { id: 'n9', api: 'http://127.0.0.1:17009', peer: 'http://127.0.0.1:17109' };
+      const [c, r1, r2, r3, r4] = await Promise.all([
+        control.app.inject({ method: 'POST', url: '/v1/cluster/members', payload: add }),
+        app.inject({ method: 'POST', url: '/v1/cluster/members', payload: add }),
+        app.inject({ method: 'DELETE', url: '/v1/cluster/members/n9' }),
+        app.inject({ method: 'POST', url: '/v1/cluster/transfer-leadership', payload: {} }),
+        app.inject({ method: 'POST', url: '/v1/locks/a/acquire', payload: {} }),
+      ]);
+      assertError(c, 504, 'timeout');
+      for (const r of [r1, r2, r3, r4]) assert.equal(r.statusCode, 200, r.body);
+      assert.equal(json(r3).leader_id, 'n3');
+      assert.deepEqual(asked.sort(), ['acquire:0', 'addMember:0', 'removeMember:0', 'transferLeadership:0']);
+    } finally {
+      await app.close();
+      await control.app.close();
+      await leader.app.close();
+    }
+  });
 });
