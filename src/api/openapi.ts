@@ -131,7 +131,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
       get: operation('cluster', { summary: "this node's view of the cluster", tags: ['cluster'], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied') }),
     },
     '/v1/cluster/members': {
-      post: operation('addMember', { summary: 'add a node (learner first, promoted once caught up)', tags: ['cluster'], body: { schema: 'AddMemberRequest', required: true, example: { id: 'n4', api: 'http://10.0.0.4:7001', peer: 'http://10.0.0.4:7101' } }, ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied', 'conflict', 'unavailable', 'timeout') }),
+      post: operation('addMember', { summary: 'add a node as a learner; answers once that is committed (the node need not run yet); the leader promotes it to voter by itself once caught up (promotion_pending)', tags: ['cluster'], body: { schema: 'AddMemberRequest', required: true, example: { id: 'n4', api: 'http://10.0.0.4:7001', peer: 'http://10.0.0.4:7101' } }, ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied', 'conflict', 'unavailable', 'timeout') }),
     },
     '/v1/cluster/members/{id}': {
       delete: operation('removeMember', { summary: 'remove a node', tags: ['cluster'], params: [MEMBER_ID_PARAM], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied', 'not_found', 'conflict', 'unavailable', 'timeout') }),
