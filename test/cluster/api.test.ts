@@ -44,7 +44,7 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
 
     h.start('n2');
     h.start('n3');
-    const l = await h.waitForLeader(15_000);
+    const l = await h.waitForLeader();
     assert.ok(ids.includes(l));
     await eventually(async () => {
       const rs = await Promise.all(ids.map((id) => get(id, '/readyz')));

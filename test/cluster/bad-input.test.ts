@@ -137,7 +137,7 @@ describe('bad input against real nodes (3-node cluster)', { timeout: 120_000 }, 
     h = await ClusterHarness.create({ nodes: 3, session: { default_ttl_ms: 300_000, min_ttl_ms: MIN_TTL, max_ttl_ms: MAX_TTL } });
     ids = h.nodes.map((n) => n.id);
     h.startAll();
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
   });
   after(async () => {
     await h?.close();

@@ -201,7 +201,7 @@ describe('the raftlock command', { timeout: 120_000 }, () => {
     // and it still works once its peers come up
     h.start('n2');
     h.start('n3');
-    await h.waitForLeader(15_000);
+    await h.waitForLeader();
     const r = await h.request('n1', 'POST', '/v1/locks/after-lock-test/acquire', {});
     assert.equal(r.status, 200, r.text);
   });

@@ -47,7 +47,7 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
     h = await ClusterHarness.create({ nodes: 5, electionTimeoutMs: ELECTION_MS, snapshotEveryEntries: SNAPSHOT_EVERY, session: { default_ttl_ms: 300_000 } });
     ids = h.nodes.map((n) => n.id);
     h.startAll();
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
   });
   after(async () => {
     await h?.close();
@@ -104,9 +104,9 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
     const down = ids.find((id) => !h.node(id).proc);
     assert.ok(down, 'the previous test left one node down');
     h.start(down);
-    const l = await h.waitForLeader(15_000);
+    const l = await h.waitForLeader();
     const commit = (await h.view(l)).commit_index;
-    await h.waitForApplied(commit, [down], 15_000);
+    await h.waitForApplied(commit, [down]);
     assert.equal((await h.view(down)).leader_id, l);
     // its local (stale) view agrees with the leader on every held lock
     for (const [name, want] of held) {
@@ -147,7 +147,7 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
 
     h.start(victim);
     const t0 = Date.now();
-    await h.waitForApplied(commit, [victim], 20_000);
+    await h.waitForApplied(commit, [victim]);
     t.diagnostic(`${victim} applied through ${commit} ${Date.now() - t0} ms after restart`);
     await eventually(async () => (h.logText(victim).match(/installed a snapshot from the leader/g) ?? []).length > snapshotsBefore, 5000, `${victim} to log a snapshot install`);
 
@@ -271,14 +271,14 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
 
   it('kill -9 of EVERY node, then restart: every acknowledged grant is still there with its token; new tokens are greater', async () => {
     for (const id of ids) if (!h.node(id).proc) h.start(id);
-    const l = await h.waitForLeader(20_000);
+    const l = await h.waitForLeader();
     const last = await post(l, '/v1/locks/ha/last/acquire', {});
     assert.equal(last.status, 200, last.text);
     held.set('ha/last', { sid: last.body.session_id, token: tokens.grant(last.body.fencing_token, 'ha/last') });
     // acknowledged means committed on a majority's disks: kill everything at once, no flush
     await Promise.all(ids.map((id) => h.kill(id)));
     h.startAll();
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
     await assertHeldEverywhere(ids, 'after kill -9 of every node and a restart');
     const next = await post(ids[0]!, '/v1/locks/ha/after-restart/acquire', {});
     assert.equal(next.status, 200, next.text);

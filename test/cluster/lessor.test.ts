@@ -25,7 +25,7 @@ describe('session TTLs through the real lessor (3 real nodes)', { timeout: 120_0
     h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, ELECTION_MAX_MS], session: { default_ttl_ms: 60_000, min_ttl_ms: 100 } });
     ids = h.nodes.map((n) => n.id);
     h.startAll();
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
   });
   after(async () => {
     await h?.close();

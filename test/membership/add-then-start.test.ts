@@ -36,7 +36,7 @@ describe('member add before the node runs, then start it: promoted to voter auto
     h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
     h.startAll();
     members = ['n1', 'n2', 'n3'];
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
   });
   after(async () => {
     await h?.close();

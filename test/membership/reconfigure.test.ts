@@ -70,7 +70,7 @@ describe('membership changes of a real cluster under load', { timeout: 240_000 }
     });
     h.startAll();
     members = ['n1', 'n2', 'n3'];
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
     for (const name of ['keep/a', 'keep/b', 'keep/c']) {
       const r = await retrying(members, 'POST', `/v1/locks/${name}/acquire`, { ttl_ms: 300_000 });
       assert.equal(r.status, 200, r.text);

@@ -21,7 +21,7 @@ describe('leadership transfer of a real cluster under load', { timeout: 120_000 
   before(async () => {
     h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600], session: { default_ttl_ms: 300_000 } });
     h.startAll();
-    await h.waitForLeader(20_000);
+    await h.waitForLeader();
     load = new LockWorkload(h, ids);
     load.start();
     await load.progress(10);
