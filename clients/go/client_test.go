@@ -1,0 +1,369 @@
+package raftlock
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+func TestLeaseProofIsSendTimeOfLastAckPlusTTLMinusMargin(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	before := time.Now()
+	s, err := NewSession(c, WithTTLDuration(600*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.TTL() != 600*time.Millisecond {
+		t.Fatalf("ttl %v", s.TTL())
+	}
+	margin := DefaultSafetyMargin(600 * time.Millisecond)
+	if margin != 60*time.Millisecond {
+		t.Fatalf("margin %v", margin)
+	}
+	pu := s.ProvenUntil()
+	sent := s.LastAckSentAt()
+	if sent.Before(before) || pu != sent.Add(600*time.Millisecond-margin) {
+		t.Fatalf("provenUntil %v, lastAck %v", pu, sent)
+	}
+	// The send time is the request's, never the answer's: it precedes the server's arrival.
+	first := st.requests(isPath("POST", "/v1/sessions"))[0]
+	if sent.After(first.At) {
+		t.Fatalf("lastAck %v after the server saw the request at %v", sent, first.At)
+	}
+}
+
+func TestKeepalivesEveryThirdOfTTLWithJitter(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTLDuration(600*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1100 * time.Millisecond) // a window to count keepalives in, not a wait for a condition
+	_ = s.Close()
+	ka := st.requests(isPath("POST", "/keepalive"))
+	// one every 180–220 ms: 4–6 in 1.1 s
+	if len(ka) < 4 || len(ka) > 6 {
+		t.Fatalf("%d keepalives in 1.1 s with ttl 600 ms", len(ka))
+	}
+	for i := 1; i < len(ka); i++ {
+		gap := ka[i].At.Sub(ka[i-1].At)
+		if gap < 170*time.Millisecond || gap > 260*time.Millisecond {
+			t.Fatalf("keepalive gap %v, want ~200 ms ±10%%", gap)
+		}
+	}
+}
+
+func TestLostBeforeServerCouldExpireWhenKeepalivesFail(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}, RequestTimeout: 100 * time.Millisecond})
+	s, err := NewSession(c, WithTTLDuration(600*time.Millisecond))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := defaultHandler(600)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/keepalive") {
+			w.Header().Set("Retry-After", "0")
+			reply(w, 503, errBody("unavailable", "no leader"))
+			return
+		}
+		h(w, r)
+	})
+	lastAck := s.LastAckSentAt()
+	select {
+	case <-s.Done():
+	case <-time.After(2 * time.Second):
+		t.Fatal("session not lost")
+	}
+	lostAt := time.Now()
+	if lostAt.Before(lastAck.Add(540*time.Millisecond)) || !lostAt.Before(lastAck.Add(600*time.Millisecond)) {
+		t.Fatalf("lost %v after the last acked send; want in [ttl−margin, ttl) = [540ms, 600ms)", lostAt.Sub(lastAck))
+	}
+	if !errors.Is(s.Err(), ErrSessionLost) || !errors.Is(s.Err(), ErrSessionExpired) {
+		t.Fatalf("Err %v", s.Err())
+	}
+	if !s.ProvenUntil().IsZero() {
+		t.Fatal("ProvenUntil not zero after loss")
+	}
+	// the client closes the session on the server so waiters get its locks now
+	deadline := time.Now().Add(2 * time.Second)
+	for len(st.requests(isPath("DELETE", "/v1/sessions/s1"))) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no DELETE after loss")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestSessionNotFoundLosesAtOnce(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTLDuration(3*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := defaultHandler(3000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/keepalive") {
+			reply(w, 404, errBody("session_not_found", "unknown session"))
+			return
+		}
+		h(w, r)
+	})
+	start := time.Now()
+	select {
+	case <-s.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("session not lost")
+	}
+	if d := time.Since(start); d > 1500*time.Millisecond {
+		t.Fatalf("lost after %v; the first keepalive (~1 s) should end it", d)
+	}
+	if !errors.Is(s.Err(), ErrSessionLost) || !errors.Is(s.Err(), ErrSessionNotFound) {
+		t.Fatalf("Err %v", s.Err())
+	}
+	time.Sleep(50 * time.Millisecond)
+	if n := len(st.requests(isPath("DELETE", ""))); n != 0 {
+		t.Fatalf("%d DELETEs of a session the server does not know", n)
+	}
+	m := NewMutex(s, "x")
+	if err := m.Lock(context.Background()); !errors.Is(err, ErrSessionLost) {
+		t.Fatalf("Lock on a lost session: %v", err)
+	}
+}
+
+func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int32
+	h := defaultHandler(10000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") && atomic.AddInt32(&n, 1) <= 2 {
+			time.Sleep(30 * time.Millisecond)
+			reply(w, 504, errBody("timeout", "not known to be committed"))
+			return
+		}
+		h(w, r)
+	})
+	m := NewMutex(s, "jobs/check")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	acq := st.requests(isPath("POST", "/acquire"))
+	if len(acq) != 3 {
+		t.Fatalf("%d acquires", len(acq))
+	}
+	for _, r := range acq {
+		if r.Key == "" || r.Key != acq[0].Key {
+			t.Fatalf("keys differ: %q vs %q", r.Key, acq[0].Key)
+		}
+		if r.Path != "/v1/locks/jobs%2Fcheck/acquire" {
+			t.Fatalf("path %s: the name must be one segment", r.Path)
+		}
+	}
+	w0, w2 := acq[0].Body["wait_ms"].(float64), acq[2].Body["wait_ms"].(float64)
+	if !(w2 < w0) {
+		t.Fatalf("retry asked for wait_ms %v, first %v: the retry asks only for what is left", w2, w0)
+	}
+	if m.FencingToken() != 11 || !m.Held() {
+		t.Fatalf("token %d held %v", m.FencingToken(), m.Held())
+	}
+	if len(st.requests(isPath("POST", "/release"))) != 0 {
+		t.Fatal("a granted lock was released")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	rel := st.requests(isPath("POST", "/release"))
+	if len(rel) != 1 || rel[0].Body["fencing_token"].(float64) != 11 || rel[0].Body["session_id"] != "s1" {
+		t.Fatalf("release %+v", rel)
+	}
+	if m.Held() {
+		t.Fatal("held after Unlock")
+	}
+}
+
+func TestOutcomeUnknownReleasesTheName(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}, RetryBudget: 400 * time.Millisecond})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := defaultHandler(10000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") {
+			reply(w, 504, errBody("timeout", "not known to be committed"))
+			return
+		}
+		h(w, r)
+	})
+	m := NewMutex(s, "billing")
+	err = m.TryLock(context.Background())
+	var e *Error
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.Is(err, ErrUnavailable) || !errors.As(err, &e) || e.IdempotencyKey == "" {
+		t.Fatalf("want ErrOutcomeUnknown with a key, got %v", err)
+	}
+	if e.IdempotencyKey != st.requests(isPath("POST", "/acquire"))[0].Key {
+		t.Fatal("the error's key is not the one sent")
+	}
+	rel := st.requests(isPath("POST", "/v1/locks/billing/release"))
+	if len(rel) != 1 || rel[0].Body["session_id"] != "s1" {
+		t.Fatalf("want one release of billing in s1 after an unknown outcome, got %+v", rel)
+	}
+}
+
+func TestGivingUpOnAWaitReleasesAGrantThatRacedIt(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := defaultHandler(10000)
+	granted := make(chan struct{}, 1)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") {
+			// the server grants 300 ms after the request, whether or not the caller still listens
+			time.Sleep(300 * time.Millisecond)
+			granted <- struct{}{}
+			h(w, r)
+			return
+		}
+		h(w, r)
+	})
+	m := NewMutex(s, "report")
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if err := m.Lock(ctx); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("want DeadlineExceeded, got %v", err)
+	}
+	rel := st.requests(isPath("POST", "/v1/locks/report/release"))
+	if len(rel) != 1 || rel[0].Body["session_id"] != "s1" {
+		t.Fatalf("want a release of report in s1 when Lock gives up, got %+v", rel)
+	}
+	if m.Held() || m.FencingToken() != 0 {
+		t.Fatal("a mutex that gave up claims the lock")
+	}
+	<-granted
+}
+
+func TestLockHeldIsDefiniteAndSendsNoRelease(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := defaultHandler(10000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") {
+			b := errBody("lock_held", "held")
+			b["error"].(map[string]interface{})["holder"] = map[string]interface{}{"session_id": "other", "owner": "ci-7", "fencing_token": 9}
+			reply(w, 409, b)
+			return
+		}
+		h(w, r)
+	})
+	m := NewMutex(s, "x")
+	err = m.TryLock(context.Background())
+	var e *Error
+	if !errors.Is(err, ErrLocked) || !errors.As(err, &e) || e.Holder == nil || e.Holder.SessionID != "other" || e.Holder.FencingToken != 9 {
+		t.Fatalf("want ErrLocked with the holder, got %v", err)
+	}
+	if st.requests(isPath("POST", "/acquire"))[0].Body["wait_ms"].(float64) != 0 {
+		t.Fatal("TryLock must not wait")
+	}
+	if n := len(st.requests(isPath("POST", "/release"))); n != 0 {
+		t.Fatalf("%d releases after a definite lock_held", n)
+	}
+}
+
+func TestFailoverHonoursRetryAfter(t *testing.T) {
+	a, b := newStub(t), newStub(t)
+	a.setHandler(func(w http.ResponseWriter, r stubReq) {
+		w.Header().Set("Retry-After", "2")
+		reply(w, 503, errBody("unavailable", "no leader"))
+	})
+	c := newTestClient(t, Config{Endpoints: []string{a.srv.URL, b.srv.URL}})
+	for i := 0; i < 4; i++ {
+		if _, _, err := c.openSession(context.Background(), 0, "", 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := len(a.requests(nil)); n != 1 {
+		t.Fatalf("endpoint that said Retry-After: 2 was asked %d times within 2 s", n)
+	}
+	if n := len(b.requests(nil)); n != 4 {
+		t.Fatalf("healthy endpoint asked %d times", n)
+	}
+	// keyed: the failover reused the key of the 503'd attempt
+	if a.requests(nil)[0].Key == "" {
+		t.Fatal("no Idempotency-Key")
+	}
+}
+
+func TestUnavailableWhenEveryEndpointRefuses(t *testing.T) {
+	st := newStub(t)
+	url := st.srv.URL
+	st.srv.Close() // a port nobody listens on
+	c := newTestClient(t, Config{Endpoints: []string{url}, RetryBudget: 300 * time.Millisecond})
+	_, err := NewSession(c)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("connection refused must be plain unavailable (nothing sent): %v", err)
+	}
+}
+
+func TestBearerToken(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}, Token: "sekret"})
+	s, err := NewSession(c, WithTTL(10), WithOwner("billing-7"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	for _, r := range st.requests(nil) {
+		if r.Auth != "Bearer sekret" {
+			t.Fatalf("%s %s without the token: %q", r.Method, r.Path, r.Auth)
+		}
+	}
+	if st.requests(nil)[0].Body["owner"] != "billing-7" || st.requests(nil)[0].Body["ttl_ms"].(float64) != 10000 {
+		t.Fatalf("open body %+v", st.requests(nil)[0].Body)
+	}
+}
+
+func TestBadConfig(t *testing.T) {
+	for _, cfg := range []Config{{}, {Endpoints: []string{"ftp://x"}}, {Endpoints: []string{"nohost"}}, {Endpoints: []string{"http://a:1"}, CertFile: "x"}, {Endpoints: []string{"http://a:1"}, CAFile: "/nonexistent"}} {
+		if _, err := New(cfg); !errors.Is(err, ErrInvalidRequest) {
+			t.Fatalf("%+v: want ErrInvalidRequest, got %v", cfg, err)
+		}
+	}
+}
+
+func TestRetryAfterParsing(t *testing.T) {
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	cases := map[string]time.Duration{"": time.Second, "3": 3 * time.Second, "junk": time.Second, "99999": maxRetryAfter, now.Add(4 * time.Second).Format(http.TimeFormat): 4 * time.Second}
+	for in, want := range cases {
+		if got := parseRetryAfter(in, time.Second, now); got != want {
+			t.Fatalf("%q: %v, want %v", in, got, want)
+		}
+	}
+}

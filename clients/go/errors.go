@@ -1,0 +1,166 @@
+package raftlock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+)
+
+// Sentinel errors; match them with errors.Is. Every error the server or the retry logic
+// produces is an *Error whose Is method maps its Code to one of these.
+var (
+	// ErrLocked: another session holds the lock (TryLock, or a wait that ran out).
+	// The text is etcd's, so programs that print it read the same.
+	ErrLocked = errors.New("mutex: Locked by another session")
+	// ErrNotHolder: renew/release by a session that does not hold the lock, or a stale token.
+	ErrNotHolder = errors.New("raftlock: not the holder of the lock")
+	// ErrSessionNotFound: the server no longer knows the session (expired or closed).
+	ErrSessionNotFound = errors.New("raftlock: session not found")
+	// ErrUnavailable: no endpoint gave an answer within the retry budget; nothing was
+	// applied — unless the error is also ErrOutcomeUnknown.
+	ErrUnavailable = errors.New("raftlock: unavailable")
+	// ErrTooManyRequests: a limit of the cluster was still reached when the budget ran out.
+	ErrTooManyRequests = errors.New("raftlock: too many requests")
+	// ErrOutcomeUnknown: a change was sent but never definitely answered; it may have been
+	// applied. Retrying it with the same Idempotency-Key (Error.IdempotencyKey) is safe.
+	ErrOutcomeUnknown = errors.New("raftlock: outcome unknown")
+	// ErrInvalidRequest: the request is wrong (400/413/415) or the answer malformed.
+	ErrInvalidRequest = errors.New("raftlock: invalid request")
+	// ErrPermissionDenied: the bearer token is missing, unknown or lacks the right (401/403).
+	ErrPermissionDenied = errors.New("raftlock: permission denied")
+	// ErrSessionLost: the session's lease can no longer be proven, or it was closed.
+	ErrSessionLost = errors.New("raftlock: session lost")
+	// ErrSessionExpired is etcd concurrency's name for ErrSessionLost.
+	ErrSessionExpired = ErrSessionLost
+	// ErrLockLost: the lock can no longer be proven held.
+	ErrLockLost = errors.New("raftlock: lock lost")
+)
+
+// Holder is the holder of a lock, as a lock_held answer names it.
+type Holder struct {
+	SessionID    string `json:"session_id"`
+	Owner        string `json:"owner"`
+	FencingToken int64  `json:"fencing_token"`
+}
+
+// Error is every error of this package that is not a context error. Code is the
+// contract's code (docs/contract.md "Errors"), Status the HTTP status when the server
+// answered, Endpoint the API URL that produced it.
+type Error struct {
+	Code     string
+	Status   int
+	Endpoint string
+	Message  string
+	// Holder is set for lock_held when the server named the holder.
+	Holder *Holder
+	// IdempotencyKey is set for ErrOutcomeUnknown: retry with it.
+	IdempotencyKey string
+	// Err is the cause (the last attempt's error when retries ran out).
+	Err error
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is maps the contract's code to the sentinel errors.
+func (e *Error) Is(target error) bool {
+	switch target {
+	case ErrLocked:
+		return e.Code == "lock_held"
+	case ErrNotHolder:
+		return e.Code == "not_holder"
+	case ErrSessionNotFound:
+		return e.Code == "session_not_found"
+	case ErrUnavailable:
+		return e.Code == "unavailable" || e.Code == "too_many_requests" || e.Code == "timeout"
+	case ErrTooManyRequests:
+		return e.Code == "too_many_requests"
+	case ErrOutcomeUnknown:
+		return e.Code == "timeout"
+	case ErrInvalidRequest:
+		return e.Code == "invalid_request" || e.Code == "payload_too_large" || e.Code == "unsupported_media_type" || e.Code == "bad_response"
+	case ErrPermissionDenied:
+		return e.Code == "unauthenticated" || e.Code == "permission_denied"
+	case ErrSessionLost:
+		return e.Code == "session_lost"
+	case ErrLockLost:
+		return e.Code == "lock_lost"
+	}
+	return false
+}
+
+// definitelyNotApplied: the server answered that the change was not applied (a 4xx, or
+// a 503/429 with no earlier attempt of unknown outcome). Anything else — a context
+// error, ErrOutcomeUnknown, a 500, a malformed answer — may hide an applied change.
+func definitelyNotApplied(err error) bool {
+	var e *Error
+	if !errors.As(err, &e) {
+		return false
+	}
+	if e.Code == "timeout" {
+		return false
+	}
+	if e.Status >= 400 && e.Status < 500 {
+		return true
+	}
+	return e.Code == "unavailable" || e.Code == "too_many_requests"
+}
+
+// errorFromResponse maps one error answer {"error":{"code","message",…}} to an *Error.
+// A body that cannot be parsed still gives an *Error naming the status.
+func errorFromResponse(status int, body []byte, endpoint string) *Error {
+	var parsed struct {
+		Error struct {
+			Code    string          `json:"code"`
+			Message string          `json:"message"`
+			Holder  json.RawMessage `json:"holder"`
+		} `json:"error"`
+	}
+	_ = json.Unmarshal(body, &parsed)
+	code := parsed.Error.Code
+	if code == "" {
+		code = statusCode(status)
+	}
+	msg := parsed.Error.Message
+	if msg == "" {
+		msg = fmt.Sprintf("HTTP %d", status)
+	}
+	e := &Error{Code: code, Status: status, Endpoint: endpoint, Message: endpoint + ": " + msg}
+	if code == "lock_held" && len(parsed.Error.Holder) > 0 {
+		var h Holder
+		if json.Unmarshal(parsed.Error.Holder, &h) == nil && h.SessionID != "" {
+			e.Holder = &h
+		}
+	}
+	return e
+}
+
+// statusCode is the code to assume when an error answer has no parsable body.
+func statusCode(status int) string {
+	switch status {
+	case 400:
+		return "invalid_request"
+	case 401:
+		return "unauthenticated"
+	case 403:
+		return "permission_denied"
+	case 404:
+		return "not_found"
+	case 413:
+		return "payload_too_large"
+	case 415:
+		return "unsupported_media_type"
+	case 429:
+		return "too_many_requests"
+	case 503:
+		return "unavailable"
+	case 504:
+		return "timeout"
+	}
+	if status >= 500 {
+		return "internal"
+	}
+	return "unexpected_status"
+}

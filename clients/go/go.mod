@@ -1,0 +1,3 @@
+module github.com/raftlock/raftlock/clients/go
+
+go 1.19
