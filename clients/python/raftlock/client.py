@@ -1,0 +1,195 @@
+"""The raftlock client: sessions with a provable lease, locks with fencing tokens, and
+the retry and failover rules of the TypeScript SDK (docs/client.md)."""
+
+import random
+import ssl
+import time
+import uuid
+from contextlib import contextmanager
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+from urllib.parse import quote
+
+from .endpoints import EndpointSet
+from .errors import InvalidRequestError, LockLostError, SessionNotFoundError
+from .lock import Lock
+from .session import Session
+from .transport import Cancel, Transport
+
+
+def _lock_path(name: str, action: str = "") -> str:
+    # one path segment: "jobs/check" is never read as the check action
+    return f"/v1/locks/{quote(name, safe='')}" + (f"/{action}" if action else "")
+
+
+def _session_path(sid: str, suffix: str = "") -> str:
+    return f"/v1/sessions/{quote(sid, safe='')}{suffix}"
+
+
+def _ms(seconds: float) -> int:
+    return max(0, int(round(seconds * 1000)))
+
+
+class Client:
+    """A client for a raftlock cluster; safe to share between threads.
+
+    ``endpoints``: API URLs (a list, or one comma-separated string). ``timeout``: seconds
+    for one HTTP attempt, on top of any wait (default 5). ``retry_budget``: seconds for one
+    call across its retries and failovers (default 15). ``token``: a bearer token.
+    ``ca_file`` / ``cert_file`` / ``key_file`` (or a ready ``ssl_context``): TLS for
+    https:// endpoints, mutual TLS with a client certificate. ``on_warning(message, err)``
+    receives recoverable problems (a failed keepalive that will be retried, a failed
+    release)."""
+
+    def __init__(self, endpoints: Union[str, Sequence[str]], timeout: float = 5.0, retry_budget: float = 15.0,
+                 token: Optional[str] = None, ca_file: Optional[str] = None, cert_file: Optional[str] = None,
+                 key_file: Optional[str] = None, ssl_context: Optional[ssl.SSLContext] = None,
+                 on_warning: Optional[Callable[[str, BaseException], None]] = None) -> None:
+        urls = [u.strip() for u in endpoints.split(",") if u.strip()] if isinstance(endpoints, str) else list(endpoints)
+        for what, v in (("timeout", timeout), ("retry_budget", retry_budget)):
+            if not isinstance(v, (int, float)) or not v > 0:
+                raise InvalidRequestError("invalid_request", f"Client: {what} must be a positive number of seconds, got {v!r}")
+        rng = random.Random()
+        eps = EndpointSet(urls, time.monotonic, rng.randrange(max(1, len(urls))))
+        if ssl_context is None and (ca_file or cert_file or key_file):
+            if bool(cert_file) != bool(key_file):
+                raise InvalidRequestError("invalid_request", "Client: cert_file and key_file go together (a client certificate and its key)")
+            try:
+                ssl_context = ssl.create_default_context(cafile=ca_file)
+                if cert_file:
+                    ssl_context.load_cert_chain(cert_file, key_file)
+            except (OSError, ssl.SSLError) as e:
+                raise InvalidRequestError("invalid_request", f"Client: TLS files: {e}") from e
+        self.timeout = float(timeout)
+        self._on_warning = on_warning
+        self._transport = Transport(eps, float(timeout), float(retry_budget), token, ssl_context, rng)
+
+    @property
+    def endpoints(self) -> List[str]:
+        return self._transport.endpoints.urls
+
+    def close(self) -> None:
+        """Nothing is pooled; kept for symmetry with the other clients."""
+
+    def __enter__(self) -> "Client":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- sessions and locks ----------------------------------------------------------
+
+    def session(self, ttl: Optional[float] = None, owner: Optional[str] = None, lock_delay: Optional[float] = None,
+                safety_margin: Optional[float] = None) -> Session:
+        """Opens a session (``ttl`` seconds; default: the cluster's) and keeps it alive."""
+        if ttl is not None and (not isinstance(ttl, (int, float)) or not ttl > 0):
+            raise InvalidRequestError("invalid_request", f"ttl must be a positive number of seconds, got {ttl!r}")
+        body: Dict[str, Any] = {}
+        if ttl is not None:
+            body["ttl_ms"] = _ms(ttl)
+        if owner is not None:
+            body["owner"] = owner
+        if lock_delay is not None:
+            body["lock_delay_ms"] = _ms(lock_delay)
+        a = self._transport.call("POST", "/v1/sessions", "keyed", body=body, key=str(uuid.uuid4()))
+        g = a.json("open session")
+        sid, ttl_ms = g.get("session_id"), g.get("ttl_ms")
+        if not isinstance(sid, str) or not isinstance(ttl_ms, int) or ttl_ms <= 0:
+            raise InvalidRequestError("bad_response", f"{a.endpoint}: open session: answer without session_id/ttl_ms", status=a.status, endpoint=a.endpoint)
+        try:
+            return Session(self, sid, ttl_ms / 1000.0, a.sent_at, safety_margin)
+        except InvalidRequestError:
+            self._close_session(sid, budget=2.0)
+            raise
+
+    @contextmanager
+    def lock(self, name: str, ttl: Optional[float] = None, wait: float = 0, owner: Optional[str] = None) -> Iterator[Lock]:
+        """``with client.lock(name, ttl=10, wait=30) as lock:`` opens a session, takes the
+        lock (waiting up to ``wait`` seconds), runs the block, and closes the session (one
+        committed command that releases the lock). If the lock was lost before the block
+        ended, LockLostError is raised on the way out (the block's own error is its
+        ``__cause__``): the work was not protected to the end."""
+        session = self.session(ttl=ttl, owner=owner)
+        try:
+            lk = session.lock(name, wait=wait, owner=owner)
+            try:
+                yield lk
+            except BaseException as e:
+                if lk.lost.is_set():
+                    raise self._lost_error(lk) from e
+                raise
+            if lk.lost.is_set():
+                raise self._lost_error(lk)
+        finally:
+            try:
+                session.close()
+            except Exception as e:  # noqa: BLE001 -- the block's outcome stands; the session expires
+                self._warn(f"could not close session {session.id} (its lock expires after its ttl)", e)
+
+    @staticmethod
+    def _lost_error(lk: Lock) -> LockLostError:
+        why = lk.reason.message if lk.reason else f"lock {lk.name} was lost"
+        return LockLostError(lk.name, lk.fencing_token, f"{why} -- the work under the lock was not protected to the end")
+
+    # ---- one-shot reads ---------------------------------------------------------------
+
+    def get_lock(self, name: str, stale: bool = False) -> Dict[str, Any]:
+        """GET /v1/locks/{name}: ``{"name", "held", "holder"?, "waiters"}`` (linearizable unless stale)."""
+        a = self._transport.call("GET", _lock_path(name) + ("?consistency=stale" if stale else ""), "read")
+        return a.json(f"get {name}")
+
+    def check_token(self, name: str, fencing_token: int) -> bool:
+        """GET /v1/locks/{name}/check: does ``fencing_token`` still hold ``name``?"""
+        if not isinstance(fencing_token, int) or fencing_token < 1:
+            raise InvalidRequestError("invalid_request", f"fencing token must be a positive integer, got {fencing_token!r}")
+        a = self._transport.call("GET", f"{_lock_path(name, 'check')}?fencing_token={fencing_token}", "read")
+        cur = a.json(f"check {name}").get("current")
+        if not isinstance(cur, bool):
+            raise InvalidRequestError("bad_response", f'{a.endpoint}: unexpected answer to check {name}: no boolean "current"')
+        return cur
+
+    def close_session(self, session_id: str) -> List[str]:
+        """DELETE /v1/sessions/{id}: ends any session (yours or, with admin rights, another's)."""
+        return self._close_session(session_id)
+
+    # ---- internals --------------------------------------------------------------------
+
+    def _warn(self, message: str, err: BaseException) -> None:
+        if self._on_warning is not None:
+            self._on_warning(message, err)
+
+    def _keepalive(self, sid: str, deadline: float, cancel: Optional[Cancel] = None) -> float:
+        a = self._transport.call("POST", _session_path(sid, "/keepalive"), "renewal", deadline=deadline, cancel=cancel)
+        return a.sent_at
+
+    def _close_session(self, sid: str, budget: Optional[float] = None) -> List[str]:
+        deadline = None if budget is None else time.monotonic() + budget
+        a = self._transport.call("DELETE", _session_path(sid), "keyed", key=str(uuid.uuid4()), deadline=deadline)
+        rel = a.json("close session").get("released")
+        return [x for x in rel if isinstance(x, str)] if isinstance(rel, list) else []
+
+    def _acquire(self, name: str, sid: str, wait: float, owner: Optional[str], cancel: Optional[Cancel] = None) -> Dict[str, Any]:
+        base: Dict[str, Any] = {"session_id": sid}
+        if owner is not None:
+            base["owner"] = owner
+        wait_ms = _ms(wait)
+
+        # A retry (same Idempotency-Key) asks only for the wait that is left.
+        def body(elapsed: float) -> Dict[str, Any]:
+            return dict(base, wait_ms=max(0, wait_ms - _ms(elapsed)))
+
+        a = self._transport.call("POST", _lock_path(name, "acquire"), "keyed", body=body, key=str(uuid.uuid4()), wait=wait, cancel=cancel)
+        g = a.json(f"acquire {name}")
+        tok, ttl_ms = g.get("fencing_token"), g.get("ttl_ms")
+        if not isinstance(tok, int) or tok < 1 or not isinstance(ttl_ms, int):
+            raise InvalidRequestError("bad_response", f"{a.endpoint}: acquire {name}: answer without a positive fencing_token", status=a.status, endpoint=a.endpoint)
+        return {"fencing_token": tok, "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at}
+
+    def _release(self, name: str, sid: str, fencing_token: Optional[int], budget: Optional[float] = None) -> None:
+        body: Dict[str, Any] = {"session_id": sid}
+        if fencing_token is not None:
+            body["fencing_token"] = fencing_token
+        deadline = None if budget is None else time.monotonic() + budget
+        self._transport.call("POST", _lock_path(name, "release"), "keyed", body=body, key=str(uuid.uuid4()), deadline=deadline)
+
+
+__all__ = ["Client", "SessionNotFoundError"]

@@ -1,0 +1,148 @@
+"""Typed errors. Every error the client raises is a RaftlockError with the contract's
+``code`` (docs/contract.md "Errors"), the HTTP ``status`` when the server answered, and the
+``endpoint`` that produced it. Branch on the class, as with the TypeScript SDK."""
+
+import json
+from typing import Any, Optional
+
+
+class Holder:
+    """The holder of a lock, as a ``lock_held`` answer names it."""
+
+    def __init__(self, session_id: str, owner: str, fencing_token: int) -> None:
+        self.session_id = session_id
+        self.owner = owner
+        self.fencing_token = fencing_token
+
+    def __repr__(self) -> str:
+        return f"Holder(session_id={self.session_id!r}, owner={self.owner!r}, fencing_token={self.fencing_token})"
+
+
+class RaftlockError(Exception):
+    def __init__(self, code: str, message: str, status: Optional[int] = None, endpoint: Optional[str] = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.status = status
+        self.endpoint = endpoint
+
+
+class LockHeldError(RaftlockError):
+    """409 lock_held: another session holds the lock and the wait (if any) ran out."""
+
+    def __init__(self, message: str, holder: Optional[Holder] = None, **kw: Any) -> None:
+        super().__init__("lock_held", message, **kw)
+        self.holder = holder
+
+
+class NotHolderError(RaftlockError):
+    """409 not_holder: renew/release by a session that does not hold the lock, or a stale token."""
+
+    def __init__(self, message: str, **kw: Any) -> None:
+        super().__init__("not_holder", message, **kw)
+
+
+class SessionNotFoundError(RaftlockError):
+    """404 session_not_found: the session expired or was closed."""
+
+    def __init__(self, message: str, **kw: Any) -> None:
+        super().__init__("session_not_found", message, **kw)
+
+
+class UnavailableError(RaftlockError):
+    """No endpoint answered within the retry budget (503, connection errors): nothing was
+    applied -- except for the subclass OutcomeUnknownError."""
+
+    def __init__(self, message: str, code: str = "unavailable", **kw: Any) -> None:
+        super().__init__(code, message, **kw)
+
+
+class TooManyRequestsError(UnavailableError):
+    def __init__(self, message: str, **kw: Any) -> None:
+        super().__init__(message, code="too_many_requests", **kw)
+
+
+class OutcomeUnknownError(UnavailableError):
+    """A change was sent but never definitely answered: it may have been applied. Retrying
+    with the same Idempotency-Key (``idempotency_key``) is safe."""
+
+    def __init__(self, message: str, idempotency_key: Optional[str] = None, **kw: Any) -> None:
+        super().__init__(message, code="timeout", **kw)
+        self.idempotency_key = idempotency_key
+
+
+class InvalidRequestError(RaftlockError):
+    """400/413/415, or a malformed answer (bad_response): retrying cannot help."""
+
+
+class PermissionDeniedError(RaftlockError):
+    """401 unauthenticated / 403 permission_denied."""
+
+
+class SessionLostError(RaftlockError):
+    """The session's lease can no longer be proven, or the session was closed."""
+
+    def __init__(self, session_id: str, message: str) -> None:
+        super().__init__("session_lost", message)
+        self.session_id = session_id
+
+
+class LockLostError(RaftlockError):
+    """The lock can no longer be proven held."""
+
+    def __init__(self, name: str, fencing_token: int, message: str) -> None:
+        super().__init__("lock_lost", message)
+        self.lock_name = name
+        self.fencing_token = fencing_token
+
+
+_STATUS_CODES = {400: "invalid_request", 401: "unauthenticated", 403: "permission_denied", 404: "not_found",
+                 413: "payload_too_large", 415: "unsupported_media_type", 429: "too_many_requests",
+                 503: "unavailable", 504: "timeout"}
+
+
+def error_from_response(status: int, body: bytes, endpoint: str) -> RaftlockError:
+    """Maps one error answer ``{"error": {"code", "message", ...}}`` to its typed error; a
+    body that cannot be parsed still gives a RaftlockError naming the status."""
+    e: dict = {}
+    try:
+        parsed = json.loads(body.decode("utf-8")) if body else None
+        if isinstance(parsed, dict) and isinstance(parsed.get("error"), dict):
+            e = parsed["error"]
+    except (ValueError, UnicodeDecodeError):
+        pass
+    code = e.get("code") if isinstance(e.get("code"), str) else _STATUS_CODES.get(status, "internal" if status >= 500 else "unexpected_status")
+    msg = f"{endpoint}: {e['message'] if isinstance(e.get('message'), str) else f'HTTP {status}'}"
+    kw = {"status": status, "endpoint": endpoint}
+    if code == "lock_held":
+        h = e.get("holder")
+        holder = None
+        if isinstance(h, dict) and isinstance(h.get("session_id"), str) and isinstance(h.get("fencing_token"), int):
+            holder = Holder(h["session_id"], h.get("owner") if isinstance(h.get("owner"), str) else "", h["fencing_token"])
+        return LockHeldError(msg, holder, **kw)
+    if code == "not_holder":
+        return NotHolderError(msg, **kw)
+    if code == "session_not_found":
+        return SessionNotFoundError(msg, **kw)
+    if code == "unavailable":
+        return UnavailableError(msg, **kw)
+    if code == "too_many_requests":
+        return TooManyRequestsError(msg, **kw)
+    if code == "timeout":
+        return OutcomeUnknownError(msg, None, **kw)
+    if code in ("invalid_request", "payload_too_large", "unsupported_media_type"):
+        return InvalidRequestError(code, msg, **kw)
+    if code in ("unauthenticated", "permission_denied"):
+        return PermissionDeniedError(code, msg, **kw)
+    return RaftlockError(code, msg, **kw)
+
+
+def definitely_not_applied(err: BaseException) -> bool:
+    """The server answered that the change was not applied: a 4xx, or a 503/429 with no
+    earlier attempt of unknown outcome. Anything else -- an interrupt, a timeout,
+    OutcomeUnknownError, a 500, a malformed answer -- may hide an applied change."""
+    if not isinstance(err, RaftlockError) or isinstance(err, OutcomeUnknownError):
+        return False
+    if err.status is not None and 400 <= err.status < 500:
+        return True
+    return err.code in ("unavailable", "too_many_requests")

@@ -1,0 +1,261 @@
+"""A session kept alive by keepalives, and the client's PROOF of it.
+
+The contract guarantees that a session never expires sooner than ttl after its client SENT
+its last acknowledged keepalive, renew or acquire. So the session is proven alive until
+
+    proven_until = send_time(last acknowledged renewal) + ttl - safety_margin
+
+and is declared lost at that instant at the latest -- before the server could have expired
+it -- rather than when some later call fails. The margin (default ttl/10, between 20 ms
+and 2 s) absorbs clock-rate differences and late timers; a paused process can still
+overrun it, which is what fencing tokens are for. Keepalives go out every ~ttl/3 with
++-10% jitter; each may retry across endpoints until the proof runs out, and a failed one is
+retried quickly. Loss is final."""
+
+import threading
+import time
+from typing import TYPE_CHECKING, List, Optional, Set
+
+from .errors import (InvalidRequestError, LockHeldError, LockLostError, PermissionDeniedError, RaftlockError,
+                     SessionLostError, SessionNotFoundError, definitely_not_applied)
+from .lock import Lock
+from .transport import Cancel, Cancelled
+
+if TYPE_CHECKING:
+    from .client import Client
+
+#: The contract's longest single wait (wait_ms <= 300000); longer waits re-queue.
+MAX_WAIT_PER_REQUEST = 300.0
+
+
+def default_safety_margin(ttl: float) -> float:
+    return min(2.0, max(0.02, ttl / 10))
+
+
+class Session:
+    def __init__(self, client: "Client", session_id: str, ttl: float, opened_sent_at: float,
+                 safety_margin: Optional[float] = None) -> None:
+        self._client = client
+        self.id = session_id
+        self.ttl = ttl
+        self.safety_margin = default_safety_margin(ttl) if safety_margin is None else safety_margin
+        self.keepalive_interval = ttl / 3
+        if not (0 <= self.safety_margin < ttl / 2):
+            raise InvalidRequestError("invalid_request", f"safety_margin must be in [0, ttl/2), got {self.safety_margin} for ttl {ttl}")
+        #: set when the session is lost (never when closed cleanly)
+        self.lost = threading.Event()
+        #: set when the session is lost or closed
+        self.done = threading.Event()
+        self.error: Optional[SessionLostError] = None
+        self._mu = threading.RLock()
+        self._state = "open"
+        self._proven = opened_sent_at + ttl - self.safety_margin
+        self._last_ack = opened_sent_at
+        self._locks: Set[Lock] = set()
+        self._cancel = Cancel()  # cuts in-flight calls of this session short when it ends
+        self._lost_timer: Optional[threading.Timer] = None
+        with self._mu:
+            self._arm_lost_timer()
+        self._thread = threading.Thread(target=self._keepalive_loop, name=f"raftlock-keepalive-{session_id[:8]}", daemon=True)
+        self._thread.start()
+
+    # ---- public --------------------------------------------------------------------
+
+    @property
+    def proven_until(self) -> float:
+        """time.monotonic() until which the session is proven alive; -inf once lost or closed."""
+        with self._mu:
+            return self._proven if self._state == "open" else float("-inf")
+
+    @property
+    def last_ack_sent_at(self) -> float:
+        with self._mu:
+            return self._last_ack
+
+    @property
+    def is_open(self) -> bool:
+        with self._mu:
+            return self._state == "open"
+
+    def lock(self, name: str, wait: float = 0, owner: Optional[str] = None) -> Lock:
+        """Takes ``name`` in this session, waiting up to ``wait`` seconds in the lock's FIFO
+        queue (longer waits re-queue every 300 s). Raises LockHeldError when the wait runs
+        out, SessionLostError when the session is lost meanwhile.
+
+        An acquire that ends without a definite "not applied" (an interrupt, a timeout,
+        OutcomeUnknownError, a network error) releases the name in this session before the
+        error propagates: the grant may have raced the give-up, and the release is
+        idempotent and harmless if nothing was granted."""
+        if not isinstance(wait, (int, float)) or wait < 0 or wait != wait:
+            raise InvalidRequestError("invalid_request", f"wait must be a number of seconds >= 0, got {wait!r}")
+        self._assert_open()
+        until = time.monotonic() + wait
+        while True:
+            chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+            try:
+                g = self._client._acquire(name, self.id, chunk, owner, cancel=self._cancel)
+            except Cancelled:
+                raise self._ended_error() from None
+            except BaseException as err:
+                if isinstance(err, SessionNotFoundError):
+                    self._mark_lost(f"the server no longer knows session {self.id}", err)
+                if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
+                    continue  # this wait ran out before ours: queue again
+                if not definitely_not_applied(err):
+                    self._forget_grant(name, err)
+                raise
+            # A granted acquire renewed the session from its arrival, no earlier than its send.
+            self._note_ack(g["sent_at"])
+            lk = Lock(self, name, g["fencing_token"], g["ttl"])
+            with self._mu:
+                if self._state != "open":
+                    lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
+                    raise self._ended_error()
+                self._locks.add(lk)
+            if not lk.held:
+                # Granted after a wait whose only proof is older than the lease: holding it
+                # cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
+                lk._mark_lost(f"lock {name} was granted but the session could not be proven alive")
+            return lk
+
+    def keepalive(self) -> None:
+        """One keepalive now (besides the automatic ones)."""
+        self._assert_open()
+        sent_at = self._client._keepalive(self.id, deadline=self.proven_until, cancel=self._cancel)
+        self._note_ack(sent_at)
+
+    def close(self) -> List[str]:
+        """Ends the session on the server (its locks are released at once) and stops the
+        keepalives; every lock's ``lost`` is set first. Closing a lost session only tidies up."""
+        with self._mu:
+            if self._state == "closed":
+                return []
+            was_lost = self._state == "lost"
+            self._end("closed", SessionLostError(self.id, f"session {self.id} was closed"),
+                      f"its session {self.id} was closed")
+        if was_lost:
+            return []
+        try:
+            return self._client._close_session(self.id)
+        except SessionNotFoundError:
+            return []
+
+    def __enter__(self) -> "Session":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- internals -----------------------------------------------------------------
+
+    def _assert_open(self) -> None:
+        if not self.is_open:
+            raise self._ended_error()
+
+    def _ended_error(self) -> SessionLostError:
+        return self.error or SessionLostError(self.id, f"session {self.id} is not open")
+
+    def _forget(self, lk: Lock) -> None:
+        with self._mu:
+            self._locks.discard(lk)
+
+    def _forget_grant(self, name: str, cause: BaseException) -> None:
+        if not self.is_open:
+            return  # a lost or closed session is closed on the server, which frees its grants
+        try:
+            self._client._release(name, self.id, None, budget=self._client.timeout)
+        except RaftlockError as e:
+            if not isinstance(e, (SessionNotFoundError,)) and e.code != "not_holder":
+                self._client._warn(f"could not release {name} after an acquire that gave up ({cause!r}); it is freed when session {self.id} ends", e)
+
+    def _note_ack(self, sent_at: float) -> None:
+        with self._mu:
+            if self._state != "open":
+                return
+            until = sent_at + self.ttl - self.safety_margin
+            if until <= self._proven:
+                return
+            self._proven = until
+            self._last_ack = sent_at
+            self._arm_lost_timer()
+
+    def _arm_lost_timer(self) -> None:
+        if self._lost_timer is not None:
+            self._lost_timer.cancel()
+        t = threading.Timer(max(0.0, self._proven - time.monotonic()), self._on_lost_timer)
+        t.daemon = True
+        self._lost_timer = t
+        t.start()
+
+    def _on_lost_timer(self) -> None:
+        with self._mu:
+            if self._state != "open":
+                return
+            if time.monotonic() < self._proven:  # extended meanwhile, or the timer fired early
+                self._arm_lost_timer()
+                return
+        self._mark_lost(f"no keepalive of session {self.id} was acknowledged in time: the lease can no longer be proven "
+                        f"(ttl {self.ttl} s, margin {self.safety_margin} s)")
+
+    def _jittered(self) -> float:
+        return max(0.001, self.keepalive_interval * (0.9 + 0.2 * self._client._transport.random()))
+
+    def _keepalive_loop(self) -> None:
+        wait = self._jittered()
+        while True:
+            if self.done.wait(wait):
+                return
+            deadline = self.proven_until
+            try:
+                # The call may keep retrying until the proof runs out; after that it is moot.
+                sent_at = self._client._keepalive(self.id, deadline=deadline, cancel=self._cancel)
+            except Cancelled:
+                return
+            except SessionNotFoundError as e:
+                self._mark_lost(f"the server no longer knows session {self.id} (expired or closed)", e)
+                return
+            except (PermissionDeniedError, InvalidRequestError) as e:
+                self._mark_lost(f"keepalive of session {self.id} was refused: {e}", e)
+                return
+            except RaftlockError as e:
+                if not self.is_open:
+                    return
+                self._client._warn(f"keepalive of session {self.id} failed; retrying", e)
+                wait = min(self._jittered(), 0.2)
+                continue
+            self._note_ack(sent_at)
+            wait = self._jittered()
+
+    def _end(self, state: str, err: SessionLostError, lock_why: str) -> None:
+        # caller holds self._mu
+        self._state = state
+        self.error = err
+        if self._lost_timer is not None:
+            self._lost_timer.cancel()
+        for lk in list(self._locks):
+            lk._mark_lost(f"lock {lk.name} (token {lk.fencing_token}) is lost: {lock_why}")
+        self._locks.clear()
+        self.done.set()
+        self._cancel.set(err)
+
+    def _mark_lost(self, why: str, cause: Optional[BaseException] = None) -> None:
+        """Final: every lock's ``lost`` and the session's are set; if the server may still
+        have the session it is closed there (best effort, 2 s) so waiters get its locks now."""
+        with self._mu:
+            if self._state != "open":
+                return
+            err = SessionLostError(self.id, why)
+            err.__cause__ = cause
+            self._end("lost", err, why)
+        self.lost.set()
+        if not isinstance(cause, SessionNotFoundError):
+            threading.Thread(target=self._close_quietly, daemon=True).start()
+
+    def _close_quietly(self) -> None:
+        try:
+            self._client._close_session(self.id, budget=2.0)
+        except RaftlockError:
+            pass
+
+
+__all__ = ["Session", "default_safety_margin", "LockLostError"]
