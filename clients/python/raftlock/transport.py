@@ -214,6 +214,7 @@ class Transport:
         try:
             try:
                 conn.connect()
+                conn.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             except (OSError, ssl.SSLError) as e:  # refused, unreachable, DNS, TLS refused: nothing sent
                 if cancel is not None and cancel.is_set:
                     raise Cancelled() from e
@@ -221,7 +222,7 @@ class Transport:
             try:
                 conn.request(method, u.path + path, body=data, headers=headers)
                 res = conn.getresponse()
-                raw = res.read(MAX_BODY + 1)
+                raw = _read_body(res)
             except (OSError, http.client.HTTPException) as e:
                 if cancel is not None and cancel.is_set:
                     raise Cancelled() from e
@@ -233,6 +234,21 @@ class Transport:
             if cancel is not None:
                 cancel.unregister(conn)
             conn.close()
+
+
+def _read_body(res: http.client.HTTPResponse) -> bytes:
+    """The body, or MAX_BODY + 1 bytes of it. (Not res.read(MAX_BODY + 1): before Python
+    3.10 that allocates the whole amount for every answer.)"""
+    if res.length is not None:
+        return res.read() if res.length <= MAX_BODY else res.read(MAX_BODY + 1)
+    chunks, size = [], 0
+    while size <= MAX_BODY:
+        c = res.read(65536)
+        if not c:
+            break
+        chunks.append(c)
+        size += len(c)
+    return b"".join(chunks)
 
 
 def _describe(e: BaseException, budget: float) -> str:
