@@ -55,8 +55,22 @@ type Client struct {
 }
 
 // New returns a client for cfg. It does not contact the cluster.
+//
+// The environment can point a program at a cluster without editing it (a program ported
+// from etcd has its endpoints in its source): RAFTLOCK_ENDPOINTS (comma-separated API
+// URLs), when set, replaces Config.Endpoints; RAFTLOCK_TOKEN and RAFTLOCK_CA_FILE fill in
+// Token and CAFile when those are empty. The raftlock command reads the same variables.
 func New(cfg Config) (*Client, error) {
 	eps := cfg.Endpoints
+	if env := strings.TrimSpace(os.Getenv("RAFTLOCK_ENDPOINTS")); env != "" {
+		eps = strings.Split(env, ",")
+	}
+	if cfg.Token == "" {
+		cfg.Token = os.Getenv("RAFTLOCK_TOKEN")
+	}
+	if cfg.CAFile == "" && cfg.TLS == nil {
+		cfg.CAFile = os.Getenv("RAFTLOCK_CA_FILE")
+	}
 	if len(eps) == 1 && strings.Contains(eps[0], ",") {
 		eps = strings.Split(eps[0], ",")
 	}

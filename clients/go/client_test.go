@@ -374,3 +374,21 @@ func TestRetryAfterParsing(t *testing.T) {
 		}
 	}
 }
+
+func TestEnvironmentPointsAProgramAtACluster(t *testing.T) {
+	st := newStub(t)
+	t.Setenv("RAFTLOCK_ENDPOINTS", st.srv.URL)
+	t.Setenv("RAFTLOCK_TOKEN", "from-env")
+	c := newTestClient(t, Config{Endpoints: []string{"http://127.0.0.1:2379"}})
+	if eps := c.Endpoints(); len(eps) != 1 || eps[0] != st.srv.URL {
+		t.Fatalf("endpoints %v", eps)
+	}
+	s, err := NewSession(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = s.Close()
+	if r := st.requests(nil)[0]; r.Auth != "Bearer from-env" || len(r.Body) != 0 {
+		t.Fatalf("auth %q body %v (no ttl: the cluster's default)", r.Auth, r.Body)
+	}
+}
