@@ -1,0 +1,248 @@
+// The Go and Python clients (clients/go, clients/python) against a real 3-node cluster
+// (ClusterHarness; removed in `after`, also on failure): `go vet`, `go test ./...` and
+// `python3 -m unittest` with RAFTLOCK_TEST_ENDPOINTS set (their unit tests on stub servers
+// and their integration tests on this cluster), etcd's billing example ported by its
+// imports (examples/go/billing), and Go, Python and TypeScript workers incrementing one
+// fenced counter under one lock. Skips with one line when go or python3 cannot be had
+// (scripts/install-test-deps.sh installs Debian's golang-go as root).
+import { describe, it, before, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { ClusterHarness, repoRoot } from '../support/cluster-harness.js';
+import { RaftlockClient } from '../../src/client/index.js';
+
+const GO_DIR = join(repoRoot, 'clients', 'go');
+const PY_DIR = join(repoRoot, 'clients', 'python');
+const EXAMPLES_GO_DIR = join(repoRoot, 'examples', 'go');
+
+function has(cmd: string, args: string[]): boolean {
+  const r = spawnSync(cmd, args, { stdio: 'ignore' });
+  return r.status === 0;
+}
+const missing = [has('go', ['version']) ? '' : 'go', has('python3', ['--version']) ? '' : 'python3'].filter(Boolean);
+const skip = missing.length === 0 ? false : `${missing.join(' and ')} not found (scripts/install-test-deps.sh installs Debian's golang-go as root): skipping the Go and Python client tests`;
+if (skip) console.log(`# ${skip}`);
+
+/** go never touches the network (no dependencies); a build cache where it can write */
+function goEnv(): Record<string, string> {
+  const env: Record<string, string> = { GOTOOLCHAIN: 'local', GOPROXY: 'off', GOFLAGS: '', GONOSUMDB: '', GOWORK: 'off' };
+  let homeWritable = false;
+  try {
+    accessSync(process.env.HOME ?? '/nonexistent', constants.W_OK);
+    homeWritable = true;
+  } catch {
+    /* e.g. a CI user without a home */
+  }
+  if (!homeWritable) {
+    const dir = join(repoRoot, '.cache', 'go'); // ignored by git; kept between runs for speed
+    mkdirSync(dir, { recursive: true });
+    env.GOCACHE = join(dir, 'build');
+    env.GOPATH = join(dir, 'path');
+  }
+  return env;
+}
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const running = new Set<ChildProcess>();
+
+/** Runs a command to its end; killed (and failed) after timeoutMs. */
+function run(cmd: string, args: string[], o: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<Run> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(cmd, args, { cwd: o.cwd, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    running.add(p);
+    let stdout = '';
+    let stderr = '';
+    p.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+    const timer = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`${cmd} ${args.join(' ')} did not finish in ${o.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
+    }, o.timeoutMs);
+    p.once('error', (err) => {
+      clearTimeout(timer);
+      running.delete(p);
+      reject(err);
+    });
+    p.once('exit', (code) => {
+      clearTimeout(timer);
+      running.delete(p);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+function assertOk(r: Run, what: string): void {
+  assert.equal(r.code, 0, `${what} exited ${r.code}\nstdout:\n${r.stdout.slice(-4000)}\nstderr:\n${r.stderr.slice(-4000)}`);
+}
+
+/** A resource that refuses stale writers: every write must carry a token above the
+ *  highest seen and the value read under the lock + 1 (a lost update shows as a value
+ *  that is not current + 1). */
+class FencedCounter {
+  value = 0;
+  highest = 0;
+  readonly writes: { worker: string; token: number; value: number }[] = [];
+  readonly refused: string[] = [];
+  private server: Server | null = null;
+  url = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const send = (status: number, body: unknown): void => {
+        res.writeHead(status, { 'content-type': 'application/json' });
+        res.end(JSON.stringify(body));
+      };
+      if (req.method === 'GET' && req.url === '/value') return send(200, { value: this.value });
+      if (req.method !== 'POST' || req.url !== '/write') return send(404, {});
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        let w: { value?: unknown; token?: unknown; worker?: unknown };
+        try {
+          w = JSON.parse(raw) as typeof w;
+        } catch {
+          return send(400, {});
+        }
+        if (typeof w.value !== 'number' || typeof w.token !== 'number' || typeof w.worker !== 'string') return send(400, {});
+        if (w.token <= this.highest || w.value !== this.value + 1) {
+          this.refused.push(`${w.worker}: token ${w.token} (highest ${this.highest}), value ${w.value} (current ${this.value})`);
+          return send(409, { error: 'stale' });
+        }
+        this.highest = w.token;
+        this.value = w.value;
+        this.writes.push({ worker: w.worker, token: w.token, value: w.value });
+        send(200, { value: this.value });
+      });
+    });
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    const addr = this.server.address();
+    if (addr === null || typeof addr === 'string') throw new Error('counter has no port');
+    this.url = `http://127.0.0.1:${addr.port}`;
+  }
+
+  async close(): Promise<void> {
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
+
+/** A run that is started now and awaited later: its failure never goes unhandled. */
+type Pending = Promise<{ ok: Run } | { err: unknown }>;
+function start(cmd: string, args: string[], o: { cwd: string; env: Record<string, string>; timeoutMs: number }): Pending {
+  return run(cmd, args, o).then((ok) => ({ ok }), (err: unknown) => ({ err }));
+}
+async function finished(p: Pending | undefined, what: string): Promise<Run> {
+  assert.ok(p, `${what} was never started (the cluster did not come up?)`);
+  const r = await p;
+  if ('err' in r) throw r.err;
+  assertOk(r.ok, what);
+  return r.ok;
+}
+
+describe('Go and Python clients against a real 3-node cluster', { skip, timeout: 240_000 }, () => {
+  let h: ClusterHarness;
+  let tmp: string;
+  const counter = new FencedCounter();
+  // The clients' own environment variables must not redirect the stub-server unit tests.
+  const env: Record<string, string> = { ...goEnv(), RAFTLOCK_ENDPOINTS: '', RAFTLOCK_TOKEN: '', RAFTLOCK_CA_FILE: '', PYTHONDONTWRITEBYTECODE: '1' };
+  const pending: Record<string, Pending> = {};
+
+  before(async () => {
+    tmp = mkdtempSync(join(tmpdir(), 'raftlock-clients-'));
+    // What needs no cluster runs while the cluster starts; the suites run side by side
+    // (most of their time is timers: keepalive periods, lease expiries).
+    const build = { env, timeoutMs: 120_000 };
+    pending.vetGo = start('go', ['vet', './...'], { cwd: GO_DIR, ...build });
+    pending.vetExamples = start('go', ['vet', './...'], { cwd: EXAMPLES_GO_DIR, ...build });
+    pending.billing = start('go', ['build', '-o', join(tmp, 'billing'), './billing'], { cwd: EXAMPLES_GO_DIR, ...build });
+    pending.worker = start('go', ['build', '-o', join(tmp, 'fenced-worker'), './internal/cmd/fenced-worker'], { cwd: GO_DIR, ...build });
+    h = await ClusterHarness.create();
+    h.startAll();
+    await h.waitForLeader(30_000);
+    env.RAFTLOCK_TEST_ENDPOINTS = h.endpoints.join(',');
+    pending.goTest = start('go', ['test', '-count=1', '-v', './...'], { cwd: GO_DIR, env, timeoutMs: 120_000 });
+    pending.pyTest = start('python3', ['-m', 'unittest', '-v'], { cwd: PY_DIR, env, timeoutMs: 120_000 });
+    await counter.start();
+  });
+  after(async () => {
+    for (const p of running) p.kill('SIGKILL');
+    await Promise.all(Object.values(pending)); // every child has ended (killed above if still running)
+    await counter.close();
+    await h?.close();
+    if (tmp) rmSync(tmp, { recursive: true, force: true });
+  });
+
+  it('go vet is clean and go test ./... passes (unit tests and the integration tests on this cluster)', async () => {
+    await finished(pending.vetGo, 'go vet ./... (clients/go)');
+    await finished(pending.vetExamples, 'go vet ./... (examples/go)');
+    const r = await finished(pending.goTest, 'go test ./...');
+    assert.match(r.stdout, /--- PASS: TestIntegrationMutualExclusionAndIncreasingTokens/, 'the integration tests ran against the cluster');
+    assert.doesNotMatch(r.stdout, /--- SKIP/, 'no Go test was skipped');
+  });
+
+  it('python3 -m unittest passes (unit tests and the integration tests on this cluster)', async () => {
+    const r = await finished(pending.pyTest, 'python3 -m unittest');
+    assert.match(r.stderr, /test_mutual_exclusion_and_increasing_tokens .* ok/, 'the integration tests ran against the cluster');
+    assert.doesNotMatch(r.stderr, /skipped '/, 'no Python test was skipped');
+  });
+
+  it("etcd's billing example, ported by its imports, runs against raftlock", async () => {
+    await finished(pending.billing, 'go build ./billing');
+    // Its endpoint is etcd's 127.0.0.1:2379 in the source; RAFTLOCK_ENDPOINTS points it here.
+    const r = await run(join(tmp, 'billing'), [], { cwd: tmp, env: { RAFTLOCK_ENDPOINTS: h.endpoints.join(',') }, timeoutMs: 30_000 });
+    assertOk(r, 'the billing example');
+    assert.match(r.stdout, /Lock adquirido com sucesso\. Executando tarefa crítica\.\.\.\nLock liberado com segurança\.\n/);
+    const c = new RaftlockClient({ endpoints: h.endpoints });
+    try {
+      assert.equal((await c.getLock('/faturamento-lock')).held, false, 'the example released its lock');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('Go, Python and TypeScript workers increment one fenced counter under one lock: exact, tokens increasing', async () => {
+    const ROUNDS = 5;
+    const name = `cross-lang/counter-${Date.now()}`;
+    const goBin = join(tmp, 'fenced-worker');
+    await finished(pending.worker, 'go build fenced-worker');
+    const workerEnv = (id: string): Record<string, string> => ({ ...env, COUNTER_URL: counter.url, LOCK_NAME: name, WORKER_ID: id, ROUNDS: String(ROUNDS) });
+    const tsWorker = async (): Promise<void> => {
+      const c = new RaftlockClient({ endpoints: h.endpoints });
+      const s = await c.session({ ttlMs: 5000, owner: 'ts' });
+      try {
+        for (let i = 0; i < ROUNDS; i++) {
+          const lock = await s.lock(name, { waitMs: 30_000 });
+          const { value } = (await (await fetch(`${counter.url}/value`)).json()) as { value: number };
+          lock.assertHeld();
+          const res = await fetch(`${counter.url}/write`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: value + 1, token: lock.fencingToken, worker: 'ts' }) });
+          assert.equal(res.status, 200, `the counter refused the TypeScript worker's token ${lock.fencingToken}`);
+          await lock.release();
+        }
+      } finally {
+        await s.close();
+        await c.close();
+      }
+    };
+    const [goRun, pyRun] = await Promise.all([
+      run(goBin, [], { cwd: tmp, env: workerEnv('go'), timeoutMs: 60_000 }),
+      run('python3', [join(PY_DIR, 'tests', 'fenced_worker.py')], { cwd: PY_DIR, env: workerEnv('python'), timeoutMs: 60_000 }),
+      tsWorker(),
+    ]);
+    assertOk(goRun, 'the Go worker');
+    assertOk(pyRun, 'the Python worker');
+    assert.deepEqual(counter.refused, [], 'the counter refused writes');
+    assert.equal(counter.value, 3 * ROUNDS, 'the counter is exact');
+    assert.equal(counter.writes.length, 3 * ROUNDS);
+    for (let i = 1; i < counter.writes.length; i++) assert.ok(counter.writes[i]!.token > counter.writes[i - 1]!.token, `tokens not increasing: ${counter.writes.map((w) => w.token).join(',')}`);
+    for (const w of ['go', 'python', 'ts']) assert.equal(counter.writes.filter((x) => x.worker === w).length, ROUNDS, `${w} wrote ${ROUNDS} times`);
+  });
+});
