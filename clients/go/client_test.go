@@ -307,7 +307,7 @@ func TestLockHeldIsDefiniteAndSendsNoRelease(t *testing.T) {
 func TestFailoverHonoursRetryAfter(t *testing.T) {
 	a, b := newStub(t), newStub(t)
 	a.setHandler(func(w http.ResponseWriter, r stubReq) {
-		w.Header().Set("Retry-After", "2")
+		w.Header().Set("Retry-After", "5")
 		reply(w, 503, errBody("unavailable", "no leader"))
 	})
 	c := newTestClient(t, Config{Endpoints: []string{a.srv.URL, b.srv.URL}})
@@ -317,7 +317,7 @@ func TestFailoverHonoursRetryAfter(t *testing.T) {
 		}
 	}
 	if n := len(a.requests(nil)); n != 1 {
-		t.Fatalf("endpoint that said Retry-After: 2 was asked %d times within 2 s", n)
+		t.Fatalf("endpoint that said Retry-After: 5 was asked %d times within 5 s", n)
 	}
 	if n := len(b.requests(nil)); n != 4 {
 		t.Fatalf("healthy endpoint asked %d times", n)

@@ -214,7 +214,7 @@ func (c *Client) attempt(ctx context.Context, u string, cl call, start, deadline
 	}
 	res, err := c.httpc.Do(req)
 	if err != nil {
-		return nil, classify(err, actx), "", &Error{Code: "unavailable", Endpoint: u, Message: u + ": " + describeNetErr(err, attemptDur), Err: err}
+		return nil, classify(err), "", &Error{Code: "unavailable", Endpoint: u, Message: u + ": " + describeNetErr(err, attemptDur), Err: err}
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
@@ -229,7 +229,7 @@ func (c *Client) attempt(ctx context.Context, u string, cl call, start, deadline
 
 // classify: a connection that never opened (refused, unreachable, a TLS certificate
 // refused) sent nothing; anything after that may have reached the server.
-func classify(err error, actx context.Context) attemptKind {
+func classify(err error) attemptKind {
 	var op *net.OpError
 	if errors.As(err, &op) && op.Op == "dial" {
 		return attemptNotSent
@@ -242,7 +242,6 @@ func classify(err error, actx context.Context) attemptKind {
 	if errors.As(err, &dns) || errors.As(err, &ua) || errors.As(err, &hn) || errors.As(err, &ci) || errors.As(err, &rh) {
 		return attemptNotSent
 	}
-	_ = actx
 	return attemptUnknown
 }
 

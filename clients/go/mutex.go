@@ -80,6 +80,9 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	if err := s.assertOpen(); err != nil {
 		return err
 	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing was sent
+	}
 	// The acquire ends when ctx is done or the session ends, whichever is first.
 	actx, cancel := context.WithCancel(ctx)
 	defer cancel()
