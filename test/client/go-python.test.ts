@@ -23,6 +23,9 @@ function has(cmd: string, args: string[]): boolean {
   const r = spawnSync(cmd, args, { stdio: 'ignore' });
   return r.status === 0;
 }
+/** `nice -n 10` when the machine has it (coreutils), else the command as is */
+const NICE = has('nice', ['true']) ? 'nice' : 'env';
+const NICE_ARGS = NICE === 'nice' ? ['-n', '10'] : [];
 const missing = [has('go', ['version']) ? '' : 'go', has('python3', ['--version']) ? '' : 'python3'].filter(Boolean);
 const skip = missing.length === 0 ? false : `${missing.join(' and ')} not found (scripts/install-test-deps.sh installs Debian's golang-go as root): skipping the Go and Python client tests`;
 if (skip) console.log(`# ${skip}`);
@@ -158,16 +161,24 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
 
   before(async () => {
     tmp = mkdtempSync(join(tmpdir(), 'raftlock-clients-'));
-    // What needs no cluster runs while the cluster starts; the suites run side by side
-    // (most of their time is timers: keepalive periods, lease expiries).
+    // What needs no cluster runs while the cluster starts: one step at a time and niced, so
+    // the compilers do not starve the nodes' first election on a loaded machine. The suites
+    // then run side by side (most of their time is timers: keepalive periods, expiries).
     const build = { env, timeoutMs: 120_000 };
-    pending.vetGo = start('go', ['vet', './...'], { cwd: GO_DIR, ...build });
-    pending.vetExamples = start('go', ['vet', './...'], { cwd: EXAMPLES_GO_DIR, ...build });
-    pending.billing = start('go', ['build', '-o', join(tmp, 'billing'), './billing'], { cwd: EXAMPLES_GO_DIR, ...build });
-    pending.worker = start('go', ['build', '-o', join(tmp, 'fenced-worker'), './internal/cmd/fenced-worker'], { cwd: GO_DIR, ...build });
+    const steps: [string, string, string[]][] = [
+      ['vetGo', GO_DIR, ['vet', './...']],
+      ['vetExamples', EXAMPLES_GO_DIR, ['vet', './...']],
+      ['billing', EXAMPLES_GO_DIR, ['build', '-o', join(tmp, 'billing'), './billing']],
+      ['worker', GO_DIR, ['build', '-o', join(tmp, 'fenced-worker'), './internal/cmd/fenced-worker']],
+    ];
+    let prev: Pending = Promise.resolve({ ok: { code: 0, stdout: '', stderr: '' } });
+    for (const [key, cwd, args] of steps) {
+      prev = prev.then(() => start(NICE, [...NICE_ARGS, 'go', ...args], { cwd, ...build }));
+      pending[key] = prev;
+    }
     h = await ClusterHarness.create();
     h.startAll();
-    await h.waitForLeader(30_000);
+    await h.waitForLeader(60_000);
     env.RAFTLOCK_TEST_ENDPOINTS = h.endpoints.join(',');
     pending.goTest = start('go', ['test', '-count=1', '-v', './...'], { cwd: GO_DIR, env, timeoutMs: 120_000 });
     pending.pyTest = start('python3', ['-m', 'unittest', '-v'], { cwd: PY_DIR, env, timeoutMs: 120_000 });
