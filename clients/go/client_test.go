@@ -3,8 +3,10 @@ package raftlock
 import (
 	"context"
 	"errors"
+	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -390,5 +392,57 @@ func TestEnvironmentPointsAProgramAtACluster(t *testing.T) {
 	_ = s.Close()
 	if r := st.requests(nil)[0]; r.Auth != "Bearer from-env" || len(r.Body) != 0 {
 		t.Fatalf("auth %q body %v (no ttl: the cluster's default)", r.Auth, r.Body)
+	}
+}
+
+// A listener that accepts connections and then does nothing: with https:// the TLS
+// handshake never completes (nothing of the request was sent); with http:// the request is
+// sent and never answered (its outcome is unknown).
+func silentListener(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		for _, c := range conns {
+			c.Close()
+		}
+		mu.Unlock()
+	})
+	return ln.Addr().String()
+}
+
+func TestAHandshakeThatNeverCompletesSentNothing(t *testing.T) {
+	addr := silentListener(t)
+	c := newTestClient(t, Config{Endpoints: []string{"https://" + addr}, RequestTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond})
+	_, err := NewSession(c)
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("a TLS handshake that timed out sent nothing: want plain unavailable, got %v", err)
+	}
+}
+
+func TestARequestSentButNeverAnsweredIsOutcomeUnknown(t *testing.T) {
+	addr := silentListener(t)
+	c := newTestClient(t, Config{Endpoints: []string{"http://" + addr}, RequestTimeout: 100 * time.Millisecond, RetryBudget: 300 * time.Millisecond})
+	_, err := NewSession(c)
+	var e *Error
+	if !errors.Is(err, ErrOutcomeUnknown) || !errors.As(err, &e) || e.IdempotencyKey == "" {
+		t.Fatalf("want ErrOutcomeUnknown with the key, got %v", err)
 	}
 }

@@ -11,7 +11,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/url"
+	"sync/atomic"
 	"time"
 )
 
@@ -197,6 +199,10 @@ func (c *Client) attempt(ctx context.Context, u string, cl call, start, deadline
 		}
 		body = bytes.NewReader(b)
 	}
+	// Whether any byte of the request was written: a connection that failed before
+	// (refused, a TLS handshake that timed out or refused a certificate) sent nothing.
+	var wrote int32
+	actx = httptrace.WithClientTrace(actx, &httptrace.ClientTrace{WroteHeaders: func() { atomic.StoreInt32(&wrote, 1) }})
 	req, err := http.NewRequestWithContext(actx, cl.method, u+cl.path, body)
 	if err != nil {
 		return nil, attemptNotSent, "", &Error{Code: "invalid_request", Endpoint: u, Message: "raftlock: " + err.Error()}
@@ -214,7 +220,11 @@ func (c *Client) attempt(ctx context.Context, u string, cl call, start, deadline
 	}
 	res, err := c.httpc.Do(req)
 	if err != nil {
-		return nil, classify(err), "", &Error{Code: "unavailable", Endpoint: u, Message: u + ": " + describeNetErr(err, attemptDur), Err: err}
+		kind := attemptNotSent
+		if atomic.LoadInt32(&wrote) != 0 {
+			kind = classify(err)
+		}
+		return nil, kind, "", &Error{Code: "unavailable", Endpoint: u, Message: u + ": " + describeNetErr(err, attemptDur), Err: err}
 	}
 	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))

@@ -3,7 +3,7 @@
 // `python3 -m unittest` with RAFTLOCK_TEST_ENDPOINTS set (their unit tests on stub servers
 // and their integration tests on this cluster), etcd's billing example ported by its
 // imports (examples/go/billing), and Go, Python and TypeScript workers incrementing one
-// fenced counter under one lock. Skips with one line when go or python3 cannot be had
+// fenced counter under one lock, also while the leader is killed. Skips with one line when go or python3 cannot be had
 // (scripts/install-test-deps.sh installs Debian's golang-go as root).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
@@ -12,7 +12,7 @@ import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClusterHarness, repoRoot } from '../support/cluster-harness.js';
+import { ClusterHarness, eventually, repoRoot } from '../support/cluster-harness.js';
 import { RaftlockClient } from '../../src/client/index.js';
 
 const GO_DIR = join(repoRoot, 'clients', 'go');
@@ -155,6 +155,7 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
   let h: ClusterHarness;
   let tmp: string;
   const counter = new FencedCounter();
+  const counter2 = new FencedCounter();
   // The clients' own environment variables must not redirect the stub-server unit tests.
   const env: Record<string, string> = { ...goEnv(), RAFTLOCK_ENDPOINTS: '', RAFTLOCK_TOKEN: '', RAFTLOCK_CA_FILE: '', PYTHONDONTWRITEBYTECODE: '1' };
   const pending: Record<string, Pending> = {};
@@ -183,11 +184,13 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
     pending.goTest = start('go', ['test', '-count=1', '-v', './...'], { cwd: GO_DIR, env, timeoutMs: 120_000 });
     pending.pyTest = start('python3', ['-m', 'unittest', '-v'], { cwd: PY_DIR, env, timeoutMs: 120_000 });
     await counter.start();
+    await counter2.start();
   });
   after(async () => {
     for (const p of running) p.kill('SIGKILL');
     await Promise.all(Object.values(pending)); // every child has ended (killed above if still running)
     await counter.close();
+    await counter2.close();
     await h?.close();
     if (tmp) rmSync(tmp, { recursive: true, force: true });
   });
@@ -220,40 +223,54 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
     }
   });
 
-  it('Go, Python and TypeScript workers increment one fenced counter under one lock: exact, tokens increasing', async () => {
-    const ROUNDS = 5;
+  /** Go, Python and TypeScript workers, ROUNDS increments each, on `c`; `meanwhile` runs
+   *  beside them (e.g. a fault once some writes landed). */
+  async function crossLanguage(c: FencedCounter, rounds: number, meanwhile?: () => Promise<void>): Promise<void> {
     const name = `cross-lang/counter-${Date.now()}`;
     const goBin = join(tmp, 'fenced-worker');
     await finished(pending.worker, 'go build fenced-worker');
-    const workerEnv = (id: string): Record<string, string> => ({ ...env, COUNTER_URL: counter.url, LOCK_NAME: name, WORKER_ID: id, ROUNDS: String(ROUNDS) });
+    const workerEnv = (id: string): Record<string, string> => ({ ...env, COUNTER_URL: c.url, LOCK_NAME: name, WORKER_ID: id, ROUNDS: String(rounds) });
     const tsWorker = async (): Promise<void> => {
-      const c = new RaftlockClient({ endpoints: h.endpoints });
-      const s = await c.session({ ttlMs: 5000, owner: 'ts' });
+      const client = new RaftlockClient({ endpoints: h.endpoints });
+      const s = await client.session({ ttlMs: 5000, owner: 'ts' });
       try {
-        for (let i = 0; i < ROUNDS; i++) {
+        for (let i = 0; i < rounds; i++) {
           const lock = await s.lock(name, { waitMs: 30_000 });
-          const { value } = (await (await fetch(`${counter.url}/value`)).json()) as { value: number };
+          const { value } = (await (await fetch(`${c.url}/value`)).json()) as { value: number };
           lock.assertHeld();
-          const res = await fetch(`${counter.url}/write`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: value + 1, token: lock.fencingToken, worker: 'ts' }) });
+          const res = await fetch(`${c.url}/write`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ value: value + 1, token: lock.fencingToken, worker: 'ts' }) });
           assert.equal(res.status, 200, `the counter refused the TypeScript worker's token ${lock.fencingToken}`);
           await lock.release();
         }
       } finally {
         await s.close();
-        await c.close();
+        await client.close();
       }
     };
     const [goRun, pyRun] = await Promise.all([
       run(goBin, [], { cwd: tmp, env: workerEnv('go'), timeoutMs: 60_000 }),
       run('python3', [join(PY_DIR, 'tests', 'fenced_worker.py')], { cwd: PY_DIR, env: workerEnv('python'), timeoutMs: 60_000 }),
       tsWorker(),
+      meanwhile?.(),
     ]);
     assertOk(goRun, 'the Go worker');
     assertOk(pyRun, 'the Python worker');
-    assert.deepEqual(counter.refused, [], 'the counter refused writes');
-    assert.equal(counter.value, 3 * ROUNDS, 'the counter is exact');
-    assert.equal(counter.writes.length, 3 * ROUNDS);
-    for (let i = 1; i < counter.writes.length; i++) assert.ok(counter.writes[i]!.token > counter.writes[i - 1]!.token, `tokens not increasing: ${counter.writes.map((w) => w.token).join(',')}`);
-    for (const w of ['go', 'python', 'ts']) assert.equal(counter.writes.filter((x) => x.worker === w).length, ROUNDS, `${w} wrote ${ROUNDS} times`);
+    assert.deepEqual(c.refused, [], 'the counter refused writes');
+    assert.equal(c.value, 3 * rounds, 'the counter is exact');
+    assert.equal(c.writes.length, 3 * rounds);
+    for (let i = 1; i < c.writes.length; i++) assert.ok(c.writes[i]!.token > c.writes[i - 1]!.token, `tokens not increasing: ${c.writes.map((w) => w.token).join(',')}`);
+    for (const w of ['go', 'python', 'ts']) assert.equal(c.writes.filter((x) => x.worker === w).length, rounds, `${w} wrote ${rounds} times`);
+  }
+
+  it('Go, Python and TypeScript workers increment one fenced counter under one lock: exact, tokens increasing', async () => {
+    await crossLanguage(counter, 5);
+  });
+
+  it('…and stay exact when the leader is killed mid-run (failover, retries with the same key)', async () => {
+    await crossLanguage(counter2, 6, async () => {
+      await eventually(async () => counter2.writes.length >= 4, 30_000, 'four writes before the fault');
+      const leader = await h.waitForLeader();
+      await h.kill(leader);
+    });
   });
 });

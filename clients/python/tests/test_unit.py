@@ -208,6 +208,26 @@ class FailoverTest(unittest.TestCase):
             Client([f"http://127.0.0.1:{port}"], retry_budget=0.3).session()
         self.assertNotIsInstance(cm.exception, OutcomeUnknownError)
 
+    def _silent_listener(self) -> str:
+        """Accepts connections and then does nothing."""
+        ln = socket.socket()
+        ln.bind(("127.0.0.1", 0))
+        ln.listen(16)
+        self.addCleanup(ln.close)
+        return f"127.0.0.1:{ln.getsockname()[1]}"
+
+    def test_a_handshake_that_never_completes_sent_nothing(self) -> None:
+        addr = self._silent_listener()
+        with self.assertRaises(UnavailableError) as cm:
+            Client([f"https://{addr}"], timeout=0.1, retry_budget=0.3).session()
+        self.assertNotIsInstance(cm.exception, OutcomeUnknownError)
+
+    def test_a_request_sent_but_never_answered_is_outcome_unknown(self) -> None:
+        addr = self._silent_listener()
+        with self.assertRaises(OutcomeUnknownError) as cm:
+            Client([f"http://{addr}"], timeout=0.1, retry_budget=0.3).session()
+        self.assertTrue(cm.exception.idempotency_key)
+
     def test_retry_after_parsing(self) -> None:
         self.assertEqual(parse_retry_after(None, 1.0), 1.0)
         self.assertEqual(parse_retry_after("3", 1.0), 3.0)
