@@ -56,10 +56,13 @@ interface Run {
 }
 
 const running = new Set<ChildProcess>();
+/** set by `after`: nothing new starts once cleanup began */
+let stopping = false;
 
 /** Runs a command to its end; killed (and failed) after timeoutMs. */
 function run(cmd: string, args: string[], o: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<Run> {
   return new Promise((resolve, reject) => {
+    if (stopping) return reject(new Error(`${cmd} ${args.join(' ')} not started: the suite is being cleaned up`));
     const p = spawn(cmd, args, { cwd: o.cwd, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
     running.add(p);
     let stdout = '';
@@ -187,6 +190,7 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
     await counter2.start();
   });
   after(async () => {
+    stopping = true;
     for (const p of running) p.kill('SIGKILL');
     await Promise.all(Object.values(pending)); // every child has ended (killed above if still running)
     await counter.close();
