@@ -4,7 +4,7 @@
 // run folder (history.jsonl, faults.jsonl, resource.jsonl, node logs, summary.json,
 // summary.txt, timeline.html). Everything it started or created is removed in `finally`,
 // also when a step throws or the process gets SIGINT/SIGTERM.
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
@@ -14,7 +14,7 @@ import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
 import { inject, schedule, type FaultCategory, type NemesisEnv } from './nemesis.js';
 import { clockFrom } from './recorder.js';
-import type { FaultRecord } from './checkers.js';
+import { electionsInLog, type FaultRecord } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
@@ -60,9 +60,10 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     outDir: 'jepsen-runs',
     fencing: true,
     netns: true,
-    // restart + an election + one TTL for a paused holder's session to lapse, with slack:
-    // 4 maximum election timeouts plus the TTL (6 s with the defaults)
-    livenessBoundMs: over.livenessBoundMs ?? 4 * electionMs[1] + ttlMs,
+    // after a heal: up to one election timeout before the first campaign and one more for a
+    // split vote, then one TTL for the sessions of holders that died to lapse (a new leader
+    // gives every session a full TTL) — 4 s with the defaults (docs/recovery.md)
+    livenessBoundMs: over.livenessBoundMs ?? 2 * electionMs[1] + ttlMs,
     rssLimitMb: 400,
     ...over,
   };
@@ -93,6 +94,8 @@ class Run {
   readonly dir: string;
   private readonly t0 = process.hrtime.bigint();
   readonly now = clockFrom(this.t0);
+  /** Date.now() when the run's clock read 0: node logs carry wall-clock times */
+  private readonly wallAtZero = Date.now();
   private readonly nemesisRng: Rng;
   private readonly clientSeeds: Rng;
   private readonly ids: string[];
@@ -138,6 +141,8 @@ class Run {
     const o = this.opts;
     mkdirSync(this.dir, { recursive: true });
     for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl']) writeFileSync(this.file(f), '');
+    // node logs carry wall-clock times; this puts them on the run's clock (also for --recheck)
+    this.faultLog({ clock: 'run start', wallAtZero: this.wallAtZero });
     this.log(`jepsen-lite: SEED=${o.seed} nodes=${o.nodes} clients=${o.clients} duration=${o.durationMs}ms faults=${o.faults.join(',')} fencing=${o.fencing} dir=${this.dir}`);
     await this.buildNetwork();
     await this.startNodes();
@@ -468,7 +473,12 @@ class Run {
     await this.cleanup();
     const leftovers = this.lab ? await this.lab.leftovers() : [];
     const ops = pairOps(this.events, this.now());
+    // every node generation's log (membership faults add n4, n5, …)
+    const elections = readdirSync(this.dir)
+      .filter((f) => /^n\d+\.log$/.test(f))
+      .flatMap((f) => electionsInLog(f.slice(0, -4), readFileSync(this.file(f), 'utf8'), this.wallAtZero));
     const summary = check(this.opts, {
+      elections,
       dir: this.dir,
       ops,
       faults: this.faults,
