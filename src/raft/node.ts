@@ -116,6 +116,9 @@ export class RaftDriver {
 
   // Inputs that arrived while a Ready was being handled; they enter the core in order.
   private inboxMessages: Message[] = [];
+  /** for each inbox message, how many of inboxTicks had arrived before it (feedInbox keeps
+   *  that order: see there) */
+  private inboxMessageTicks: number[] = [];
   private inboxTicks = 0;
   private inboxProposals: InboxProposal[] = [];
   private inboxReads: PendingRead[] = [];
@@ -172,6 +175,7 @@ export class RaftDriver {
   receive(m: Message): void {
     if (this.stopped) return;
     this.inboxMessages.push(m);
+    this.inboxMessageTicks.push(this.inboxTicks);
     this.kick();
   }
 
@@ -308,12 +312,25 @@ export class RaftDriver {
 
   /** Hand everything that arrived since the last Ready to the core, in a fixed order. */
   private feedInbox(): void {
+    // Ticks and messages enter in the order they arrived. While a Ready waits for a slow
+    // write, both pile up; stepping every message first and then every tick made a follower
+    // count the whole wait AFTER the leader's latest heartbeat, so a write longer than its
+    // election timeout had it campaign against a leader it had just heard from (a needless
+    // election: docs/recovery.md). In arrival order, only the ticks after the last
+    // heartbeat count, as they would have without the wait.
     const msgs = this.inboxMessages;
+    const ticksBefore = this.inboxMessageTicks;
     this.inboxMessages = [];
-    for (const m of msgs) this.raw.step(m);
+    this.inboxMessageTicks = [];
+    let ticked = 0;
+    for (let i = 0; i < msgs.length; i++) {
+      for (; ticked < ticksBefore[i]!; ticked++) this.raw.tick();
+      this.raw.step(msgs[i]!);
+    }
     for (const id of this.inboxUnreachable.splice(0)) this.raw.reportUnreachable(id);
     for (const s of this.inboxSnapshotStatus.splice(0)) this.raw.reportSnapshot(s.id, s.ok);
-    for (; this.inboxTicks > 0; this.inboxTicks--) this.raw.tick();
+    for (; ticked < this.inboxTicks; ticked++) this.raw.tick();
+    this.inboxTicks = 0;
     for (const t of this.inboxTransfers.splice(0)) t.resolve(this.raw.transferLeadership(t.to));
 
     const props = this.inboxProposals;
