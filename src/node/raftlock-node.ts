@@ -150,6 +150,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     proposalTimeoutMs,
     clock: { nowMs },
     autoRun: true,
+    // a slow fsync must not silence a leader (docs/recovery.md); past about one maximum
+    // election timeout of waiting, followers may replace it
+    heartbeatCoverTicks: plan.electionTicksMax,
     hooks: {
       onPersist: (seconds, synced, entries) => {
         if (synced) metrics.storageSync.observe(seconds);

@@ -48,13 +48,13 @@ class SinkTransport extends TransportEvents implements Transport {
 
 const ELECTION_TICKS = 10;
 
-function follower(): { driver: RaftDriver; storage: HeldStorage; transport: SinkTransport } {
+function node(id: string, heartbeatCoverTicks = 0): { driver: RaftDriver; storage: HeldStorage; transport: SinkTransport } {
   const conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
   const storage = new HeldStorage(conf);
   const transport = new SinkTransport();
-  const raw = new RawNode({ id: 'n2', electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20 }, storage);
+  const raw = new RawNode({ id, electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20 }, storage);
   const driver = new RaftDriver({
-    id: 'n2', raw, storage, transport,
+    id, raw, storage, transport, heartbeatCoverTicks,
     app: { apply: () => undefined, snapshot: () => new Uint8Array(), restore: () => undefined },
     snapshotConf: conf, applied: 0, snapshotEveryEntries: 1_000_000, proposalTimeoutMs: 5000,
     clock: { nowMs: () => 0 }, autoRun: false, hooks: { onFatal: (err) => assert.fail(String(err)) },
@@ -65,7 +65,7 @@ function follower(): { driver: RaftDriver; storage: HeldStorage; transport: Sink
 const heartbeat = (commit: number): Message => ({ from: 'n1', to: 'n2', term: 1, type: 'heartbeat', commit, ctx: 0 });
 
 test('driver: ticks that piled up during a slow write count only after the last message that came after them', async () => {
-  const { driver, storage, transport } = follower();
+  const { driver, storage, transport } = node('n2');
   // n2 follows n1 in term 1 and has one entry
   driver.receive({ from: 'n1', to: 'n2', term: 1, type: 'append', prevIndex: 0, prevTerm: 0, commit: 0, entries: [{ index: 1, term: 1, kind: 'noop', data: new Uint8Array() }] });
   await driver.drain();
@@ -96,4 +96,54 @@ test('driver: ticks that piled up during a slow write count only after the last 
   for (let i = 0; i < ELECTION_TICKS + 1; i++) driver.tick();
   await driver.drain();
   assert.ok(transport.sent.some((m) => m.type === 'preVote'), 'a follower that hears nothing still campaigns');
+});
+
+test('driver: a leader waiting for a slow write repeats heartbeats each tick, for a bounded number of ticks', async () => {
+  const COVER = 5;
+  const { driver, storage, transport } = node('n1', COVER);
+  // n1 campaigns and wins term 1 (pre-vote, then vote, each granted by n2)
+  for (let i = 0; i < ELECTION_TICKS + 1; i++) driver.tick();
+  await driver.drain();
+  assert.ok(transport.sent.some((m) => m.type === 'preVote'));
+  driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
+  await driver.drain();
+  driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
+  await driver.drain();
+  assert.equal(driver.currentRole, 'leader');
+  const term = driver.currentTerm;
+
+  // a proposal needs a synced write, which hangs; the followers must keep hearing n1
+  storage.hold();
+  const p = driver.propose(new Uint8Array([1]));
+  const running = driver.drain();
+  await new Promise((r) => setImmediate(r));
+  transport.sent.length = 0;
+  for (let i = 0; i < 3 * COVER; i++) driver.tick();
+  const hbs = transport.sent.filter((m) => m.type === 'heartbeat');
+  assert.equal(hbs.length, 2 * COVER, 'one heartbeat per follower and tick, for COVER ticks only');
+  for (const m of hbs) assert.deepEqual({ term: m.term, commit: (m as { commit: number }).commit, ctx: (m as { ctx: number }).ctx }, { term, commit: 0, ctx: 0 });
+  assert.deepEqual(new Set(hbs.map((m) => m.to)), new Set(['n2', 'n3']));
+  storage.release();
+  await running;
+  driver.receive({ from: 'n2', to: 'n1', term, type: 'appendResp', index: storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
+  await driver.drain();
+  assert.equal((await p).ok, true);
+
+  // off by default (the simulator runs without it)
+  const off = node('n1');
+  for (let i = 0; i < ELECTION_TICKS + 1; i++) off.driver.tick();
+  await off.driver.drain();
+  off.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
+  await off.driver.drain();
+  off.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
+  await off.driver.drain();
+  off.storage.hold();
+  void off.driver.propose(new Uint8Array([1]));
+  const offRunning = off.driver.drain();
+  await new Promise((r) => setImmediate(r));
+  off.transport.sent.length = 0;
+  for (let i = 0; i < 3; i++) off.driver.tick();
+  assert.equal(off.transport.sent.length, 0);
+  off.storage.release();
+  await offRunning;
 });
