@@ -175,5 +175,8 @@ test('nemesis schedule: seeded, every category in the first round, once-per-run 
     for (const once of ONCE_PER_RUN) assert.equal(a.filter((v) => v === once).length, 1);
   }
   assert.ok(schedule(seededRng(5), ['partition'], 5, 40).includes('partition-ring'));
+  // --emphasise kill-all: once more in every round after the first
+  const k = schedule(seededRng(5), ['kill'], 3, 41, ['kill-all']);
+  assert.equal(k.filter((v) => v === 'kill-all').length, 1 + 40 / 4); // rounds of kill-one, kill-leader, kill-minority, kill-all
   assert.ok(!schedule(seededRng(5), ['partition'], 3, 40).includes('partition-ring'));
 });

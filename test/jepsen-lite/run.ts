@@ -12,7 +12,7 @@ import { freePort } from '../support/cluster-harness.js';
 import { pairOps, type HistoryEvent } from './history.js';
 import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
-import { inject, schedule, type FaultCategory, type NemesisEnv } from './nemesis.js';
+import { categoryOf, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
 import { clockFrom } from './recorder.js';
 import { electionsInLog, type FaultRecord } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
@@ -28,6 +28,8 @@ export interface RunOptions {
   durationMs: number;
   seed: number;
   faults: FaultCategory[];
+  /** variants scheduled once more in every round (e.g. kill-all, normally once per run) */
+  emphasise: Variant[];
   clients: number;
   locks: number;
   ttlMs: number;
@@ -52,6 +54,7 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     durationMs: 60_000,
     seed: Date.now() % 1_000_000,
     faults: ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'],
+    emphasise: [],
     clients: (over.nodes ?? 3) + 2,
     locks: 3,
     ttlMs,
@@ -423,7 +426,7 @@ class Run {
     const rng = this.nemesisRng;
     await sleep(3000); // warm-up
     const endAt = this.now() + this.opts.durationMs - 3000;
-    for (const v of schedule(rng, this.categories, this.opts.nodes)) {
+    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))))) {
       if (this.now() >= endAt) break;
       const start = this.now();
       let fault: Awaited<ReturnType<typeof inject>>;

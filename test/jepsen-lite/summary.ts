@@ -124,7 +124,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.fencing ? '' : ' --no-fencing'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
   };
 }
 
