@@ -72,6 +72,9 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
   };
 }
 
+/** how long restarted nodes may take to serve before the run calls it a failure */
+const RESTART_LIMIT_MS = 120_000;
+
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 export async function runJepsen(opts: RunOptions): Promise<RunSummary> {
@@ -116,7 +119,8 @@ class Run {
   private specs: NodeSpec[] = [];
   /** ids for nodes that join later (membership fault): n<nodes+1>, n<nodes+2>, … */
   private nextNode: number;
-  /** membership faults that could not put the cluster back to its size (checked as violations) */
+  /** membership faults that could not put the cluster back to its size, restarts that did
+   *  not serve in time (checked as violations) */
   private readonly memberProblems: string[] = [];
 
   constructor(private readonly opts: RunOptions) {
@@ -267,12 +271,18 @@ class Run {
     const np = this.nodes!;
     for (const x of xs) if (!np.running(x)) np.start(x);
     const want = xs.map((x) => this.specs.find((s) => s.id === x)!.api);
-    const end = this.now() + 30_000;
+    // Wait for real: a heal that ended before the nodes serve would charge their start-up
+    // (over 30 s on a loaded 2-core machine) to the recovery and leader-change checkers.
+    const started = this.now();
+    const end = started + RESTART_LIMIT_MS;
     while (this.now() < end) {
       const up = ((await this.probe!.ask({ cmd: 'health' }, 3000)) as string[] | null) ?? [];
       if (want.every((w) => up.includes(w))) return;
       await sleep(50);
     }
+    const problem = `restart: ${xs.join(',')} did not all answer /healthz within ${RESTART_LIMIT_MS / 1000} s of being started`;
+    this.memberProblems.push(problem);
+    this.faultLog({ restart: problem });
   }
 
   /** clients whose latest completed event is a successful res-read: inside the critical section */
