@@ -203,7 +203,9 @@ export class RaftDriver {
       // term while the loop waits, so the claim holds; the answers wait in the inbox like
       // every message and enter the core after the write.
       this.coverTicks++;
-      const hbs: Message[] = [...this.coverPeers].map((to) => ({ type: 'heartbeat', from: this.opts.id, to, term: this.term, commit: 0, ctx: 0 }));
+      // only members of the applied configuration: a removed node hears nothing more
+      const members = new Set([...this.appliedConf.voters, ...this.appliedConf.learners]);
+      const hbs: Message[] = [...this.coverPeers].filter((to) => members.has(to)).map((to) => ({ type: 'heartbeat', from: this.opts.id, to, term: this.term, commit: 0, ctx: 0 }));
       if (hbs.length > 0) this.opts.transport.send(hbs);
     }
     this.expireDeadlines();
