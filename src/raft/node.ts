@@ -92,8 +92,8 @@ export interface RaftDriverOptions {
   /** bound on proposals waiting to enter the core or to apply (memory bound) */
   maxPendingProposals?: number;
   /**
-   * A leader waiting for its disk (a synced write, a compaction) repeats its latest
-   * heartbeats on every tick, for at most this many ticks of the wait (default 0: off).
+   * A leader waiting for its disk (a synced write, a compaction) sends a bare heartbeat
+   * to its followers on every tick, for at most this many ticks of the wait (default 0: off).
    * The core is not touched during a write, so without this a write that outlasts the
    * followers' election timeout silences the leader and they elect another one, although
    * heartbeats depend on nothing being written (docs/recovery.md). The bound keeps failover
