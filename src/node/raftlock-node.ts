@@ -68,6 +68,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const nowMs = (): number => performance.now();
   const metrics = new Metrics();
   const plan = tickPlan(config);
+  /** what counts as a stall worth a log line: half the shortest election timeout */
+  const slowMs = Math.max(2 * plan.tickMs, config.electionTimeoutMs.min / 2);
   // issue 10: certificates, tokens, cluster secret, auth rule; fails before touching the disk
   const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
@@ -148,9 +150,15 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     proposalTimeoutMs,
     clock: { nowMs },
     autoRun: true,
+    // a slow fsync must not silence a leader (docs/recovery.md); past about one maximum
+    // election timeout of waiting, followers may replace it
+    heartbeatCoverTicks: plan.electionTicksMax,
     hooks: {
-      onPersist: (seconds, synced) => {
+      onPersist: (seconds, synced, entries) => {
         if (synced) metrics.storageSync.observe(seconds);
+        // the driver steps nothing while a write is out: a write this slow delays heartbeats
+        // and votes (docs/recovery.md)
+        if (seconds * 1000 >= slowMs) logger.warn({ ms: Math.round(seconds * 1000), synced, entries }, 'slow storage write');
       },
       onRoleChange: (role: Role, leader, term) => {
         if (leader !== lastLeader) {
@@ -270,14 +278,20 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics.locksHeld.set(c.heldLocks);
     metrics.lockWaiters.set(c.waiters);
   };
+  let lastTickAt = nowMs();
   const ticker = setInterval(() => {
+    // a late tick means the event loop was blocked: nothing was sent or received meanwhile
+    const at = nowMs();
+    if (at - lastTickAt - plan.tickMs >= slowMs) logger.warn({ ms: Math.round(at - lastTickAt - plan.tickMs), role: driver.currentRole, term: driver.currentTerm }, 'event loop was blocked');
+    lastTickAt = at;
     driver.tick();
     service.onTick();
     membership.onTick();
     updateGauges();
   }, plan.tickMs);
 
-  logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index, join: o.join?.url }, 'node started');
+  // startupMs: since the process began (module loading, storage open, servers listening)
+  logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index, join: o.join?.url, startupMs: Math.round(performance.now()) }, 'node started');
 
   // A node started with --join and no membership yet asks to be added, in the background:
   // /healthz answers meanwhile, /readyz says "joining". A restarted member skips this.

@@ -91,6 +91,15 @@ export interface RaftDriverOptions {
   autoRun: boolean;
   /** bound on proposals waiting to enter the core or to apply (memory bound) */
   maxPendingProposals?: number;
+  /**
+   * A leader waiting for its disk (a synced write, a compaction) sends a bare heartbeat
+   * to its followers on every tick, for at most this many ticks of the wait (default 0: off).
+   * The core is not touched during a write, so without this a write that outlasts the
+   * followers' election timeout silences the leader and they elect another one, although
+   * heartbeats depend on nothing being written (docs/recovery.md). The bound keeps failover
+   * for a leader whose disk hangs: past it, followers time out as before.
+   */
+  heartbeatCoverTicks?: number;
 }
 
 interface PendingProposal {
@@ -116,6 +125,9 @@ export class RaftDriver {
 
   // Inputs that arrived while a Ready was being handled; they enter the core in order.
   private inboxMessages: Message[] = [];
+  /** for each inbox message, how many of inboxTicks had arrived before it (feedInbox keeps
+   *  that order: see there) */
+  private inboxMessageTicks: number[] = [];
   private inboxTicks = 0;
   private inboxProposals: InboxProposal[] = [];
   private inboxReads: PendingRead[] = [];
@@ -142,6 +154,12 @@ export class RaftDriver {
   private fatal = false;
   private idleWaiters: (() => void)[] = [];
   private compacting = false;
+  /** a write or compaction the loop waits for is out (heartbeat cover, see options) */
+  private awaitingDisk = false;
+  private coverTicks = 0;
+  /** followers the core replicated to as leader in coverTerm (heartbeat cover) */
+  private readonly coverPeers = new Set<NodeId>();
+  private coverTerm: Term = 0;
   /** the latest write-behind (storage runs writes in order, so it settles last) */
   private lastWriteBehind: Promise<void> = Promise.resolve();
   /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
@@ -172,12 +190,24 @@ export class RaftDriver {
   receive(m: Message): void {
     if (this.stopped) return;
     this.inboxMessages.push(m);
+    this.inboxMessageTicks.push(this.inboxTicks);
     this.kick();
   }
 
   tick(): void {
     if (this.stopped) return;
     this.inboxTicks++;
+    if (this.awaitingDisk && this.role === 'leader' && this.coverTicks < (this.opts.heartbeatCoverTicks ?? 0) && this.coverTerm === this.term) {
+      // A heartbeat that says only "I lead this term": commit 0 (a follower never lowers
+      // its commit index) and ctx 0 (no ReadIndex round). The core cannot change role or
+      // term while the loop waits, so the claim holds; the answers wait in the inbox like
+      // every message and enter the core after the write.
+      this.coverTicks++;
+      // only members of the applied configuration: a removed node hears nothing more
+      const members = new Set([...this.appliedConf.voters, ...this.appliedConf.learners]);
+      const hbs: Message[] = [...this.coverPeers].filter((to) => members.has(to)).map((to) => ({ type: 'heartbeat', from: this.opts.id, to, term: this.term, commit: 0, ctx: 0 }));
+      if (hbs.length > 0) this.opts.transport.send(hbs);
+    }
     this.expireDeadlines();
     this.kick();
   }
@@ -308,12 +338,25 @@ export class RaftDriver {
 
   /** Hand everything that arrived since the last Ready to the core, in a fixed order. */
   private feedInbox(): void {
+    // Ticks and messages enter in the order they arrived. While a Ready waits for a slow
+    // write, both pile up; stepping every message first and then every tick made a follower
+    // count the whole wait AFTER the leader's latest heartbeat, so a write longer than its
+    // election timeout had it campaign against a leader it had just heard from (a needless
+    // election: docs/recovery.md). In arrival order, only the ticks after the last
+    // heartbeat count, as they would have without the wait.
     const msgs = this.inboxMessages;
+    const ticksBefore = this.inboxMessageTicks;
     this.inboxMessages = [];
-    for (const m of msgs) this.raw.step(m);
+    this.inboxMessageTicks = [];
+    let ticked = 0;
+    for (let i = 0; i < msgs.length; i++) {
+      for (; ticked < ticksBefore[i]!; ticked++) this.raw.tick();
+      this.raw.step(msgs[i]!);
+    }
     for (const id of this.inboxUnreachable.splice(0)) this.raw.reportUnreachable(id);
     for (const s of this.inboxSnapshotStatus.splice(0)) this.raw.reportSnapshot(s.id, s.ok);
-    for (; this.inboxTicks > 0; this.inboxTicks--) this.raw.tick();
+    for (; ticked < this.inboxTicks; ticked++) this.raw.tick();
+    this.inboxTicks = 0;
     for (const t of this.inboxTransfers.splice(0)) t.resolve(this.raw.transferLeadership(t.to));
 
     const props = this.inboxProposals;
@@ -355,12 +398,12 @@ export class RaftDriver {
   }
 
   private async handleReady(rd: Ready): Promise<void> {
-    const { storage, transport } = this.opts;
+    const { storage } = this.opts;
     if (rd.soft) this.onSoftState(rd.soft.role, rd.soft.leader);
     if (rd.hardState) this.term = rd.hardState.term;
 
     // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term)
-    if (rd.earlyMessages.length > 0) transport.send(rd.earlyMessages);
+    if (rd.earlyMessages.length > 0) this.sendMessages(rd.earlyMessages);
 
     // 2. committed entries that are already durable HERE are applied before this Ready's
     //    write, as etcd's server applies concurrently with its WAL save: they are
@@ -382,7 +425,7 @@ export class RaftDriver {
       const batch = { hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries };
       if (rd.mustSync) {
         const t0 = this.opts.clock.nowMs();
-        await storage.save(batch, { sync: true });
+        await this.waitForDisk(storage.save(batch, { sync: true }));
         this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
       } else {
         // Only the commit index changed (mustSync is false: no entries, snapshot, term or
@@ -398,7 +441,7 @@ export class RaftDriver {
     if (this.stopped) return;
 
     // 4. messages that rely on what was just persisted (votes, append responses, …)
-    if (rd.messages.length > 0) transport.send(rd.messages);
+    if (rd.messages.length > 0) this.sendMessages(rd.messages);
 
     // 5. snapshot, the remaining committed entries (those written by this Ready), read states
     if (rd.snapshot) this.restoreSnapshot(rd.snapshot.meta.index, rd.snapshot.meta.conf, rd.snapshot.data);
@@ -409,6 +452,32 @@ export class RaftDriver {
     // 6. acknowledge
     this.raw.advance(rd);
     await this.maybeCompact();
+  }
+
+  /** send, remembering which followers the leader replicates to (heartbeat cover) */
+  private sendMessages(msgs: readonly Message[]): void {
+    if (this.role === 'leader') {
+      for (const m of msgs) {
+        if (m.type !== 'append' && m.type !== 'heartbeat' && m.type !== 'snapshot') continue;
+        if (m.term !== this.coverTerm) {
+          this.coverPeers.clear();
+          this.coverTerm = m.term;
+        }
+        this.coverPeers.add(m.to);
+      }
+    }
+    this.opts.transport.send(msgs);
+  }
+
+  /** the loop waits for the disk: ticks meanwhile may repeat the leader's heartbeats */
+  private async waitForDisk(p: Promise<void>): Promise<void> {
+    this.awaitingDisk = true;
+    this.coverTicks = 0;
+    try {
+      await p;
+    } finally {
+      this.awaitingDisk = false;
+    }
   }
 
   /** Reads confirmed by a quorum wait for the apply of their index (serveReads). */
@@ -433,6 +502,7 @@ export class RaftDriver {
 
   private onSoftState(role: Role, leader: NodeId | null): void {
     const wasLeader = this.role === 'leader';
+    if (role !== 'leader') this.coverPeers.clear();
     this.role = role;
     this.leader = leader;
     if (wasLeader && role !== 'leader') {
@@ -517,7 +587,7 @@ export class RaftDriver {
     this.compacting = true;
     try {
       const data = this.opts.app.snapshot();
-      await storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data });
+      await this.waitForDisk(storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data }));
       return true;
     } finally {
       this.compacting = false;

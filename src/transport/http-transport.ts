@@ -329,6 +329,8 @@ export class HttpTransport extends TransportEvents implements Transport {
     });
     if (!r.ok) return statusFor(r);
     this.metrics.received(r.from, r.messages.length, body.length);
+    // the sender is up: our link to it need not wait out a backoff (peer-link.ts)
+    this.links.get(r.from)?.peerAlive();
     for (const m of r.messages) this.deliver(m);
     return { status: 204 };
   }

@@ -76,6 +76,10 @@ export class PeerLink {
   private failures = 0;
   private backoffTimer: NodeJS.Timeout | null = null;
   private lastUnreachableAt = -Infinity;
+  /** the last failure was a transport error (refused, reset, timeout), not a refusal */
+  private lastFailureUnreachable = false;
+  /** when the current run of failures began (null: the last attempt worked) */
+  private failingSince: number | null = null;
   private closed = false;
   /** streaming mode; switched off for good if the peer has no stream route (older node) */
   private streaming: boolean;
@@ -125,6 +129,25 @@ export class PeerLink {
       this.post(batch);
     }
     this.o.metrics.queueLength(this.o.peer, this.queue.length);
+  }
+
+  /**
+   * The peer just sent us something, so it is up: a backoff left over from while it was
+   * down (refused connections during its restart grow the delay to backoffMaxMs) is
+   * cancelled and the queue goes out now. Without this, a node that came back waited up to
+   * backoffMaxMs for our next attempt: its vote answers, or a new leader's first appends,
+   * sat in the queue that long, which was enough for elections to time out
+   * (docs/recovery.md). Only after transport errors: a peer that refuses us (401, 403)
+   * refuses just as well after sending, so that backoff stands.
+   */
+  peerAlive(): void {
+    if (this.failures === 0 || !this.lastFailureUnreachable || this.closed) return;
+    this.failures = 0;
+    if (this.backoffTimer === null) return; // an attempt is out, or the next one will start at the minimum
+    clearTimeout(this.backoffTimer);
+    this.backoffTimer = null;
+    this.o.logger.debug({ peer: this.o.peer }, 'heard from the peer: retrying now instead of after the backoff');
+    this.flush();
   }
 
   async close(): Promise<void> {
@@ -181,7 +204,10 @@ export class PeerLink {
       rotateMs: this.o.streamRotateMs,
       idleMs: this.o.streamIdleMs,
       stallTimeoutMs: this.o.requestTimeoutMs,
-      onSent: (n, bytes) => this.o.metrics.sent(this.o.peer, n, bytes),
+      onSent: (n, bytes) => {
+        this.reachedAgain();
+        this.o.metrics.sent(this.o.peer, n, bytes);
+      },
       onDrain: () => this.flushStream(),
       onEnd: (end) => this.streamEnded(s, end),
     });
@@ -247,6 +273,7 @@ export class PeerLink {
           await res.body.dump().catch(() => undefined);
           if (res.statusCode === 204) {
             this.failures = 0;
+            this.reachedAgain();
             this.o.metrics.sent(this.o.peer, batch.length, body.length);
           } else {
             this.o.metrics.dropped(this.o.peer, 'rejected_by_peer', batch.length);
@@ -272,6 +299,8 @@ export class PeerLink {
    *  unreachable for transport errors, at most once per unreachableIntervalMs */
   private fail(unreachable: boolean): void {
     this.failures++;
+    this.lastFailureUnreachable = unreachable;
+    this.failingSince ??= Date.now();
     if (unreachable) {
       const now = Date.now();
       if (now - this.lastUnreachableAt >= this.o.unreachableIntervalMs) {
@@ -289,6 +318,14 @@ export class PeerLink {
       this.flush();
     }, delay);
     this.backoffTimer.unref();
+  }
+
+  /** a write went through after failures: say how long the peer was out of reach, so a
+   *  node's log shows when its link came back (docs/recovery.md) */
+  private reachedAgain(): void {
+    if (this.failingSince === null) return;
+    this.o.logger.info({ peer: this.o.peer, url: this.o.url.href, downMs: Date.now() - this.failingSince, failures: this.failures }, 'peer reachable again');
+    this.failingSince = null;
   }
 
   private warn(obj: object, msg: string): void {

@@ -3,7 +3,7 @@
 // 2: bad arguments.
 import { Command, InvalidArgumentError } from 'commander';
 import { parseDurationMs } from '../../src/config.js';
-import { DEFAULT_FAULTS, FAULT_CATEGORIES, type FaultCategory } from './nemesis.js';
+import { DEFAULT_FAULTS, FAULT_CATEGORIES, FAULT_VARIANTS, categoryOf, type FaultCategory, type Variant } from './nemesis.js';
 import { defaultOptions, runJepsen, summaryText } from './run.js';
 import { recheck } from './recheck.js';
 
@@ -30,6 +30,15 @@ function faults(v: string): FaultCategory[] {
   return out;
 }
 
+function variants(v: string): Variant[] {
+  const out: Variant[] = [];
+  for (const f of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (!(FAULT_VARIANTS as readonly string[]).includes(f)) throw new InvalidArgumentError(`unknown fault variant "${f}" (known: ${FAULT_VARIANTS.join(', ')})`);
+    out.push(f as Variant);
+  }
+  return out;
+}
+
 const program = new Command()
   .name('jepsen-lite')
   .description('real raftlock processes under real faults, with checked histories (see docs/jepsen-lite.md)')
@@ -37,6 +46,7 @@ const program = new Command()
   .option('--duration <d>', 'how long the workload runs (60s, 10m, …)', duration, 60_000)
   .option('--seed <n>', 'seed of the fault schedule and the workload (default: random, printed)', int)
   .option('--faults <list>', `comma-separated: ${FAULT_CATEGORIES.join(', ')}, or all / none (default: all but membership)`, faults, [...DEFAULT_FAULTS])
+  .option('--emphasise <variants>', 'fault variants to schedule once more in every round, e.g. kill-all (normally once per run); their category must be in --faults', variants, [])
   .option('--clients <n>', 'client processes (default: nodes + 2)', int)
   .option('--locks <n>', 'lock names the clients compete for', int, 3)
   .option('--ttl <d>', 'session TTL', duration, 2000)
@@ -45,7 +55,7 @@ const program = new Command()
   .option('--no-netns', 'run on loopback without network namespaces (partitions and packet faults are skipped)')
   .option('--rss-limit-mb <n>', 'resident memory bound per node', int, 400)
   .option('--recheck <dir>', 'run the history checkers again on an existing run folder, and nothing else')
-  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults: FaultCategory[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; rssLimitMb: number }) => {
+  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults: FaultCategory[]; emphasise: Variant[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; rssLimitMb: number }) => {
     if (o.recheck !== undefined) {
       const r = recheck(o.recheck);
       process.stdout.write(`recheck ${o.recheck}: ${r.ops} operations, linearizable: ${r.linearizable}, violations: ${r.violations.length}\n${r.violations.map((v) => `  - ${v}\n`).join('')}`);
@@ -55,11 +65,13 @@ const program = new Command()
     if (o.nodes !== 3 && o.nodes !== 5) throw new InvalidArgumentError('--nodes must be 3 or 5');
     if (o.duration < 10_000) throw new InvalidArgumentError('--duration must be at least 10s');
     if (o.locks < 1) throw new InvalidArgumentError('--locks must be at least 1');
+    for (const v of o.emphasise) if (!o.faults.includes(categoryOf(v))) throw new InvalidArgumentError(`--emphasise ${v} needs its category "${categoryOf(v)}" in --faults`);
     const opts = defaultOptions({
       nodes: o.nodes,
       durationMs: o.duration,
       ...(o.seed !== undefined ? { seed: o.seed } : {}),
       faults: o.faults,
+      emphasise: o.emphasise,
       clients: o.clients ?? o.nodes + 2,
       locks: o.locks,
       ttlMs: o.ttl,

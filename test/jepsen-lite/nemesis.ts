@@ -35,6 +35,13 @@ export type Variant =
   | 'member-replace-follower' // the same for a follower
   | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
 
+/** every variant, for the command line (--emphasise) */
+export const FAULT_VARIANTS = [
+  'partition-leader', 'partition-halves', 'partition-ring', 'partition-bridge', 'partition-oneway', 'partition-partial',
+  'kill-one', 'kill-leader', 'kill-minority', 'kill-all', 'pause-leader', 'pause-follower', 'pause-client', 'packet',
+  'member-replace-leader', 'member-replace-follower', 'unsynced',
+] as const satisfies readonly Variant[];
+
 export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
 
 export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
@@ -79,9 +86,10 @@ function shuffle<T>(rng: Rng, xs: T[]): T[] {
 /**
  * The order of fault episodes. Round one has one variant of every enabled category (the
  * once-per-run crashes among them), so even a short run sees every kind; later rounds
- * cycle through the repeatable variants in a fresh shuffled order each.
+ * cycle through the repeatable variants in a fresh shuffled order each, plus one of each
+ * `emphasise`d variant per round (`--emphasise kill-all` repeats the crash of every node).
  */
-export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400): Variant[] {
+export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400, emphasise: readonly Variant[] = []): Variant[] {
   const first: Variant[] = [];
   for (const c of categories) {
     const vs = variantsOf(c, nodes);
@@ -89,7 +97,8 @@ export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: 
     else first.push(vs[rng.int(0, vs.length)]!);
   }
   const out = shuffle(rng, first);
-  const repeatable = categories.flatMap((c) => variantsOf(c, nodes)).filter((v) => !ONCE_PER_RUN.has(v));
+  // emphasised variants (e.g. kill-all, normally once per run) join every later round
+  const repeatable = [...categories.flatMap((c) => variantsOf(c, nodes)).filter((v) => !ONCE_PER_RUN.has(v)), ...emphasise];
   while (out.length < length && repeatable.length > 0) out.push(...shuffle(rng, repeatable));
   return out.slice(0, length);
 }

@@ -1,10 +1,10 @@
 // Re-run the history checkers on an existing run folder (`npm run jepsen -- --recheck DIR`),
 // as Jepsen's `analyze`: useful after changing a checker, or to look again at a failure.
 // Node-level checks (exits, memory) need the live processes and are not repeated.
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pairOps, parseHistory } from './history.js';
-import { checkDurability, checkLeaseSafety, checkLiveness, checkResource, checkTokenOrder, recoveries, type FaultRecord } from './checkers.js';
+import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
 import { checkLinearizable } from './lock-model.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 
@@ -44,5 +44,13 @@ export function recheck(dir: string): RecheckResult {
   violations.push(...checkDurability(ops, faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
   const end = Math.max(...ops.map((o) => o.completedAt));
   violations.push(...checkLiveness(recoveries(ops, faults, end), summary.livenessBoundMs));
+  // leader changes need the clock line (runs from before it have none: skipped)
+  const faultLines = readFileSync(join(dir, 'faults.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; wallAtZero?: number; final?: string });
+  const wallAtZero = faultLines.find((l) => typeof l.wallAtZero === 'number')?.wallAtZero;
+  if (wallAtZero !== undefined) {
+    const runEnd = faultLines.find((l) => l.final !== undefined)?.t ?? end;
+    const elections = readdirSync(dir).filter((f) => /^n\d+\.log$/.test(f)).flatMap((f) => electionsInLog(f.slice(0, -4), readFileSync(join(dir, f), 'utf8'), wallAtZero));
+    violations.push(...checkLeaderChanges(elections, faults, 2 * cfg.election_timeout_ms[1], runEnd));
+  }
   return { ops: ops.length, linearizable: lin.valid, violations };
 }

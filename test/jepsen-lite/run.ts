@@ -4,7 +4,7 @@
 // run folder (history.jsonl, faults.jsonl, resource.jsonl, node logs, summary.json,
 // summary.txt, timeline.html). Everything it started or created is removed in `finally`,
 // also when a step throws or the process gets SIGINT/SIGTERM.
-import { appendFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
@@ -12,9 +12,9 @@ import { freePort } from '../support/cluster-harness.js';
 import { pairOps, type HistoryEvent } from './history.js';
 import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
-import { inject, schedule, type FaultCategory, type NemesisEnv } from './nemesis.js';
+import { categoryOf, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
 import { clockFrom } from './recorder.js';
-import type { FaultRecord } from './checkers.js';
+import { electionsInLog, type FaultRecord } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
@@ -28,6 +28,8 @@ export interface RunOptions {
   durationMs: number;
   seed: number;
   faults: FaultCategory[];
+  /** variants scheduled once more in every round (e.g. kill-all, normally once per run) */
+  emphasise: Variant[];
   clients: number;
   locks: number;
   ttlMs: number;
@@ -52,6 +54,7 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     durationMs: 60_000,
     seed: Date.now() % 1_000_000,
     faults: ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'],
+    emphasise: [],
     clients: (over.nodes ?? 3) + 2,
     locks: 3,
     ttlMs,
@@ -60,13 +63,17 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     outDir: 'jepsen-runs',
     fencing: true,
     netns: true,
-    // restart + an election + one TTL for a paused holder's session to lapse, with slack:
-    // 4 maximum election timeouts plus the TTL (6 s with the defaults)
-    livenessBoundMs: over.livenessBoundMs ?? 4 * electionMs[1] + ttlMs,
+    // after a heal: up to one election timeout before the first campaign and one more for a
+    // split vote, then one TTL for the sessions of holders that died to lapse (a new leader
+    // gives every session a full TTL) — 4 s with the defaults (docs/recovery.md)
+    livenessBoundMs: over.livenessBoundMs ?? 2 * electionMs[1] + ttlMs,
     rssLimitMb: 400,
     ...over,
   };
 }
+
+/** how long restarted nodes may take to serve before the run calls it a failure */
+const RESTART_LIMIT_MS = 120_000;
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
@@ -93,6 +100,8 @@ class Run {
   readonly dir: string;
   private readonly t0 = process.hrtime.bigint();
   readonly now = clockFrom(this.t0);
+  /** Date.now() when the run's clock read 0: node logs carry wall-clock times */
+  private readonly wallAtZero = Date.now();
   private readonly nemesisRng: Rng;
   private readonly clientSeeds: Rng;
   private readonly ids: string[];
@@ -110,7 +119,8 @@ class Run {
   private specs: NodeSpec[] = [];
   /** ids for nodes that join later (membership fault): n<nodes+1>, n<nodes+2>, … */
   private nextNode: number;
-  /** membership faults that could not put the cluster back to its size (checked as violations) */
+  /** membership faults that could not put the cluster back to its size, restarts that did
+   *  not serve in time (checked as violations) */
   private readonly memberProblems: string[] = [];
 
   constructor(private readonly opts: RunOptions) {
@@ -138,12 +148,15 @@ class Run {
     const o = this.opts;
     mkdirSync(this.dir, { recursive: true });
     for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl']) writeFileSync(this.file(f), '');
+    // node logs carry wall-clock times; this puts them on the run's clock (also for --recheck)
+    this.faultLog({ clock: 'run start', wallAtZero: this.wallAtZero });
     this.log(`jepsen-lite: SEED=${o.seed} nodes=${o.nodes} clients=${o.clients} duration=${o.durationMs}ms faults=${o.faults.join(',')} fencing=${o.fencing} dir=${this.dir}`);
     await this.buildNetwork();
     await this.startNodes();
     const base = await this.startHelpers();
-    const first = await this.waitLeader(30_000);
-    if (!first) throw new Error(`no leader within 30 s (${this.netnsNote}); node logs in ${this.dir}`);
+    // start-up alone takes over 30 s when 5 nodes start on a loaded 2-core machine
+    const first = await this.waitLeader(RESTART_LIMIT_MS);
+    if (!first) throw new Error(`no leader within ${RESTART_LIMIT_MS / 1000} s (${this.netnsNote}); node logs in ${this.dir}`);
     this.log(`jepsen-lite: leader ${first}; network: ${this.netnsNote}${this.lab ? `; packet faults: ${this.lab.packetMode}` : ''}`);
     for (let i = 0; i < o.clients; i++) {
       const id = `c${i + 1}`;
@@ -259,12 +272,18 @@ class Run {
     const np = this.nodes!;
     for (const x of xs) if (!np.running(x)) np.start(x);
     const want = xs.map((x) => this.specs.find((s) => s.id === x)!.api);
-    const end = this.now() + 30_000;
+    // Wait for real: a heal that ended before the nodes serve would charge their start-up
+    // (over 30 s on a loaded 2-core machine) to the recovery and leader-change checkers.
+    const started = this.now();
+    const end = started + RESTART_LIMIT_MS;
     while (this.now() < end) {
       const up = ((await this.probe!.ask({ cmd: 'health' }, 3000)) as string[] | null) ?? [];
       if (want.every((w) => up.includes(w))) return;
       await sleep(50);
     }
+    const problem = `restart: ${xs.join(',')} did not all answer /healthz within ${RESTART_LIMIT_MS / 1000} s of being started`;
+    this.memberProblems.push(problem);
+    this.faultLog({ restart: problem });
   }
 
   /** clients whose latest completed event is a successful res-read: inside the critical section */
@@ -418,7 +437,7 @@ class Run {
     const rng = this.nemesisRng;
     await sleep(3000); // warm-up
     const endAt = this.now() + this.opts.durationMs - 3000;
-    for (const v of schedule(rng, this.categories, this.opts.nodes)) {
+    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))))) {
       if (this.now() >= endAt) break;
       const start = this.now();
       let fault: Awaited<ReturnType<typeof inject>>;
@@ -468,7 +487,12 @@ class Run {
     await this.cleanup();
     const leftovers = this.lab ? await this.lab.leftovers() : [];
     const ops = pairOps(this.events, this.now());
+    // every node generation's log (membership faults add n4, n5, …)
+    const elections = readdirSync(this.dir)
+      .filter((f) => /^n\d+\.log$/.test(f))
+      .flatMap((f) => electionsInLog(f.slice(0, -4), readFileSync(this.file(f), 'utf8'), this.wallAtZero));
     const summary = check(this.opts, {
+      elections,
       dir: this.dir,
       ops,
       faults: this.faults,

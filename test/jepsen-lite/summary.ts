@@ -1,7 +1,7 @@
 // The verdict of a run: every checker over the recorded facts, and the summary a person
 // reads (summary.txt) and a program reads (summary.json).
 import type { Op } from './history.js';
-import { checkDurability, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord } from './checkers.js';
+import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LeaderElection } from './checkers.js';
 import { checkLinearizable } from './lock-model.js';
 import type { NodeProcs } from './procs.js';
 import type { ResourceLogEntry } from './resource-proc.js';
@@ -29,6 +29,9 @@ export interface RunSummary {
   recoveries: { variant: string; recoveryMs: number | null }[];
   worstRecoveryMs: number | null;
   livenessBoundMs: number;
+  /** leaders elected after the first (one per term), and how many no fault explains */
+  leaderChanges: number;
+  unexplainedLeaderChanges: number;
   maxRssMb: Record<string, number>;
   /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
   rssTrendMb: Record<string, [number, number]>;
@@ -44,6 +47,8 @@ export interface RunFacts {
   dir: string;
   ops: Op[];
   faults: FaultRecord[];
+  /** leaders taking office, from the node logs (none: the check is skipped) */
+  elections?: LeaderElection[];
   resourceLog: ResourceLogEntry[];
   /** when the last fault was healed and the workload began to stop */
   runEnd: number;
@@ -75,6 +80,9 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   violations.push(...(r.memberProblems ?? []));
   const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
   violations.push(...checkLiveness(recs, opts.livenessBoundMs));
+  const elections = r.elections ?? [];
+  const leaderViolations = checkLeaderChanges(elections, r.faults, 2 * opts.electionMs[1], r.runEnd);
+  violations.push(...leaderViolations);
   if (!r.finalOk) violations.push('liveness: after the final heal, not every lock could be read linearizably within 15 s');
   for (const u of r.nodes.unexpected) violations.push(`node ${u.node} died on its own at t=${u.t.toFixed(0)} (code ${u.code}, signal ${u.signal}); log tail:\n${u.logTail}`);
   const mem = checkMemory(r.nodes.rss, opts.rssLimitMb * 1048576);
@@ -108,13 +116,15 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
     worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
     livenessBoundMs: opts.livenessBoundMs,
+    leaderChanges: Math.max(0, new Set(elections.map((e) => e.term)).size - 1),
+    unexplainedLeaderChanges: leaderViolations.length,
     maxRssMb: mem.maxMb,
     rssTrendMb: mem.trendMb,
     unexpectedExits: r.nodes.unexpected.length,
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.fencing ? '' : ' --no-fencing'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
   };
 }
 
@@ -126,7 +136,8 @@ export function summaryText(s: RunSummary): string {
     `grants: ${s.grants}; resource: ${s.resource.writes} writes, ${s.resource.reads} reads, ${s.resource.rejected} rejected stale, ${s.resource.lostUpdates} lost updates`,
     `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
-    `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms)`,
+    `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms); ${s.recoveries.map((x) => `${x.variant} ${x.recoveryMs === null ? 'none' : x.recoveryMs}`).join(', ')}`,
+    `leader changes: ${s.leaderChanges} (${s.unexplainedLeaderChanges} without a fault)`,
     `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')} (first minute → last minute: ${Object.entries(s.rssTrendMb).map(([k, [a, b]]) => `${k} ${a}→${b}`).join(', ')}); unexpected node exits: ${s.unexpectedExits}`,
     ...(s.members.length && s.members.join(',') !== Array.from({ length: s.nodes }, (_, i) => `n${i + 1}`).join(',') ? [`members at the end (after membership changes): ${s.members.join(', ')}`] : []),
     `violations: ${s.violations.length}`,

@@ -274,6 +274,34 @@ for (const streaming of [true, false]) {
         await c?.close();
       }
     });
+
+    it('a peer that comes back and sends is retried at once, not after the backoff', async () => {
+      // the backoff after one refused connection is 1–2 s (jittered half of 2 s); hearing
+      // from the peer must cut it short (a restarted cluster, docs/recovery.md)
+      const nodes = await startNodes(['n1', 'n2'], { backoffMinMs: 2000, backoffMaxMs: 2000 });
+      const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]];
+      let c: HttpTransport | null = null;
+      try {
+        const port = b.t.address().port;
+        await b.t.close();
+        a.t.send([hb('n1', 'n2', 1)]);
+        await waitFor(() => a.unreachable.length >= 1, 'unreachable after n2 stopped');
+        c = new HttpTransport({ self: 'n2', cluster: 'test', listen: { host: '127.0.0.1', port }, peers: new Map([['n1', a.url]]), logger: captureLogger(), streaming });
+        const inbox: Message[] = [];
+        c.onMessage((m) => inbox.push(m));
+        await c.start();
+        const t0 = Date.now();
+        c.send([hb('n2', 'n1', 2)]);
+        await waitFor(() => a.inbox.length > 0, 'n2 reaching n1');
+        a.t.send([hb('n1', 'n2', 3)]);
+        await waitFor(() => inbox.some((m) => m.type === 'heartbeat' && m.ctx === 3), 'n1 reaching n2 again', 5000);
+        const ms = Date.now() - t0;
+        assert.ok(ms < 900, `n1's message reached the restarted n2 ${ms} ms after n2 spoke (the backoff was at least 1000 ms)`);
+      } finally {
+        await closeAll(nodes);
+        await c?.close();
+      }
+    });
   });
 
 }
