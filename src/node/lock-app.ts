@@ -78,6 +78,10 @@ export class LockApp implements Application {
     }
     if (snap.promote !== undefined && (!Array.isArray(snap.promote) || !snap.promote.every((x) => typeof x === 'string'))) throw new Error('snapshot promotion list is malformed');
     this.fsm = fsm;
+    // Replace, never merge: the book is replicated state as of the snapshot's index, and an
+    // address this node knew from later entries it is now told to forget (a member removed
+    // since, an id re-added with new URLs) must not linger.
+    this.members.clear();
     for (const [id, api, peer] of snap.members) this.members.set(id, { id, api, peer });
     this.promotionPending.clear();
     for (const id of snap.promote ?? []) this.promotionPending.add(id);

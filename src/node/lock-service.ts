@@ -99,9 +99,10 @@ export class RaftLockService implements LockService {
     this.lessorProposer.proposeDue(this.d.lessor.due(now));
   }
 
-  /** graceful shutdown: every waiting request is answered */
+  /** graceful shutdown: every waiting request is answered. Not with 503: each of those
+   *  acquires is a committed entry whose wait the next leader re-arms (docs/api.md "Errors"). */
   shutdown(): void {
-    this.waits.abortAll({ kind: 'unavailable' });
+    this.waits.abortAll({ kind: 'shutdown' });
   }
 
   // ---- sessions --------------------------------------------------------------------
@@ -195,6 +196,7 @@ export class RaftLockService implements LockService {
     if (actor !== undefined) cmd.actor = actor;
     const r = await this.submit(cmd, ctx);
     if (r.ok && r.kind === 'released') return { name, released: true };
+    if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.withdrawWait(name, sessionId, ctx))) return { name, released: true };
     throw resultError(r);
   }
 
@@ -266,6 +268,26 @@ export class RaftLockService implements LockService {
 
   private requireLeader(): void {
     if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
+  }
+
+  /**
+   * A release (without a fencing token) by a session that does not hold `name` but waits
+   * for it withdraws that wait, so that a client cleaning up after an acquire it gave up on
+   * cannot be granted the lock later (docs/api.md "Release", docs/client.md). If the grant
+   * wins the race against the cancel, the lock is released after all: returns true (the
+   * answer is then 200 released). The release was applied first, so its permission check
+   * (actor) already passed for this session.
+   */
+  private async withdrawWait(name: string, sessionId: string, ctx: RequestContext): Promise<boolean> {
+    if (!this.d.app.fsm.getSession(sessionId)?.waiting.includes(name)) return false;
+    const inner: RequestContext = { signal: ctx.signal, ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}) };
+    const c = await this.submit({ kind: 'cancelWait', name, sessionId }, inner);
+    if (!(c.ok && c.kind === 'acquired')) return false;
+    const again: Command = { kind: 'release', name, sessionId };
+    const actor = this.actor(ctx, name);
+    if (actor !== undefined) again.actor = actor;
+    const r = await this.submit(again, inner);
+    return r.ok && r.kind === 'released';
   }
 
   /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
@@ -413,11 +435,15 @@ export class RaftLockService implements LockService {
       case 'session_ended':
         throw sessionNotFound(sessionId);
       case 'aborted':
-        // the client went away: give the place up so the lock is not granted to nobody
+        // the client went away: give the place up so the lock is not granted to nobody. The
+        // cancel may lose to a grant (or never commit), so the answer — if anyone still
+        // hears it, e.g. a relaying follower — is "outcome unknown", never 503.
         if (this.d.driver.currentRole === 'leader') void this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd: { kind: 'cancelWait', name, sessionId } }));
-        throw new ApiError('unavailable', 'the request was aborted');
-      case 'unavailable':
-        throw new ApiError('unavailable', 'the node is shutting down');
+        this.d.metrics.lockAcquire.inc({ result: 'timeout' });
+        throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
+      case 'shutdown':
+        this.d.metrics.lockAcquire.inc({ result: 'timeout' });
+        throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
       case 'unknown':
         this.d.metrics.lockAcquire.inc({ result: 'timeout' });
         throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');

@@ -10,8 +10,8 @@ export type WaitOutcome =
   | { kind: 'session_ended' }
   /** the client went away */
   | { kind: 'aborted' }
-  /** this node is shutting down */
-  | { kind: 'unavailable' }
+  /** this node is shutting down (the wait itself stays committed: the next leader re-arms it) */
+  | { kind: 'shutdown' }
   /** leadership moved, or the backstop timer fired: the outcome is not known here */
   | { kind: 'unknown' };
 
