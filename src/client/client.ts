@@ -187,10 +187,11 @@ export class RaftlockClient {
   }
 
   /** POST /v1/locks/{name}/release. With a token, a stale holder gets NotHolderError. */
-  async release(name: string, sessionId: string, fencingToken?: number, o: { signal?: AbortSignal; idempotencyKey?: string } = {}): Promise<void> {
+  async release(name: string, sessionId: string, fencingToken?: number, o: { signal?: AbortSignal; idempotencyKey?: string; budgetMs?: number } = {}): Promise<void> {
     const body: Record<string, unknown> = { session_id: sessionId };
     if (fencingToken !== undefined) body.fencing_token = fencingToken;
-    await this.mutate({ method: 'POST', path: lockPath(name, 'release'), body, signal: o.signal }, o.idempotencyKey);
+    const deadline = o.budgetMs !== undefined ? this.clock() + o.budgetMs : undefined;
+    await this.mutate({ method: 'POST', path: lockPath(name, 'release'), body, signal: o.signal, ...opt('deadline', deadline) }, o.idempotencyKey);
   }
 
   async getLock(name: string, o: ReadOptions = {}): Promise<LockInfo> {
@@ -281,7 +282,7 @@ export class RaftlockClient {
       random: this.rand,
       keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
       acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal }) => this.acquire(name, p),
-      release: (name: string, sessionId: string, fencingToken?: number) => this.release(name, sessionId, fencingToken),
+      release: (name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }) => this.release(name, sessionId, fencingToken, o ?? {}),
       checkToken: (name: string, token: number) => this.checkToken(name, token),
       closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),
       warn: (m: string, e?: unknown) => this.warn(m, e),

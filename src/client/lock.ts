@@ -10,6 +10,8 @@ export interface LockOwner {
   readonly id: string;
   /** client clock (ms) until which the session is proven alive; -Infinity once lost/closed */
   provenUntil(): number;
+  /** the session is neither lost nor closed (its end would free the lock anyway) */
+  isOpen(): boolean;
   now(): number;
   releaseLock(lock: Lock): Promise<void>;
   checkLock(lock: Lock): Promise<boolean>;
@@ -51,7 +53,9 @@ export class Lock {
 
   /**
    * Gives the lock up. The signal aborts BEFORE the request is sent: from then on the
-   * client cannot prove it holds the lock. Releasing twice, or after loss, is a no-op.
+   * client cannot prove it holds the lock. Releasing twice is a no-op; so is releasing
+   * after the session was lost or closed (its end frees the lock). A lock that could not
+   * be proven held while its session is still open is released on the server.
    */
   async release(): Promise<void> {
     if (this.released) return;
@@ -59,7 +63,7 @@ export class Lock {
     const lost = this.controller.signal.aborted;
     this.abort(`lock ${this.name} (token ${this.fencingToken}) was released`);
     this.owner.forget(this);
-    if (!lost) await this.owner.releaseLock(this);
+    if (!lost || this.owner.isOpen()) await this.owner.releaseLock(this);
   }
 
   /** The contract's token check (Chubby's CheckSequencer): is this token still the holder's? */

@@ -14,7 +14,8 @@
 // Loss is final: once lost, the session never becomes "held" again, even if a late
 // acknowledgement arrives — consumers already stopped on the abort.
 import { EventEmitter } from 'node:events';
-import { LockLostError, RaftlockError, SessionLostError, SessionNotFoundError, InvalidRequestError, PermissionDeniedError } from './errors.js';
+import { LockLostError, RaftlockError, SessionLostError, SessionNotFoundError, InvalidRequestError, PermissionDeniedError, NotHolderError } from './errors.js';
+import { definitelyNotApplied } from './outcome.js';
 import { Lock, type LockOwner } from './lock.js';
 import type { Grant } from './wire.js';
 
@@ -24,7 +25,7 @@ export interface SessionHost {
   random(): number;
   keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number }>;
   acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal }): Promise<Grant & { sentAt: number }>;
-  release(name: string, sessionId: string, fencingToken?: number): Promise<void>;
+  release(name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   checkToken(name: string, fencingToken: number): Promise<boolean>;
   closeSession(sessionId: string, opts?: { budgetMs?: number }): Promise<{ released: string[] }>;
   warn(message: string, err?: unknown): void;
@@ -52,6 +53,9 @@ type SessionEvents = {
 
 /** The contract's longest single wait (wait_ms ≤ 300000); longer waits re-queue. */
 const MAX_WAIT_PER_REQUEST_MS = 300_000;
+/** How long a failed acquire's cleanup release may delay the acquire's error; after that
+ *  it is retried after every acknowledged keepalive (docs/client.md). */
+const CLEANUP_BUDGET_MS = 5000;
 
 export function defaultSafetyMarginMs(ttlMs: number): number {
   return Math.min(2000, Math.max(20, Math.round(ttlMs / 10)));
@@ -74,6 +78,11 @@ export class Session extends EventEmitter<SessionEvents> {
   private lostTimer: NodeJS.Timeout | undefined;
   private inflight = false;
   private readonly owner: LockOwner;
+  /** cleanup releases in flight, by lock name (docs/client.md "An acquire that fails…") */
+  private readonly cleanups = new Map<string, Promise<void>>();
+  /** names whose cleanup release failed: name → the grant's token (undefined: any grant
+   *  or wait of this session); released again after every acknowledged keepalive */
+  private readonly unresolved = new Map<string, number | undefined>();
 
   /** @internal use RaftlockClient.session() */
   constructor(private readonly host: SessionHost, id: string, timing: SessionTiming, openedSentAt: number) {
@@ -95,7 +104,13 @@ export class Session extends EventEmitter<SessionEvents> {
       id,
       provenUntil: () => this.provenUntil,
       now: () => host.now(),
-      releaseLock: (l) => host.release(l.name, id, l.fencingToken),
+      isOpen: () => this.state === 'open',
+      releaseLock: (l) =>
+        host.release(l.name, id, l.fencingToken).catch((err: unknown) => {
+          // Still held on the server while the keepalives go on: retry it with them.
+          if (!definitelyNotApplied(err) && this.state === 'open') this.unresolved.set(l.name, l.fencingToken);
+          throw err;
+        }),
       checkLock: (l) => host.checkToken(l.name, l.fencingToken),
       forget: (l) => this.locks.delete(l),
     };
@@ -129,12 +144,19 @@ export class Session extends EventEmitter<SessionEvents> {
   /**
    * Takes `name` in this session. Waits up to `waitMs` in the FIFO queue (longer waits
    * re-queue every 300 s). Throws LockHeldError when the wait runs out, SessionLostError
-   * when the session is lost meanwhile.
+   * when the session is lost meanwhile. An acquire that ends without a definite "not
+   * applied" (an abort, OutcomeUnknownError, …) releases `name` in this session before it
+   * throws, so that no grant the caller never saw is left behind (docs/client.md).
    */
   async lock(name: string, opts: SessionLockOptions = {}): Promise<Lock> {
     this.assertOpen();
     const waitMs = opts.waitMs ?? 0;
     if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new InvalidRequestError('invalid_request', `waitMs must be a whole number of ms >= 0, got ${waitMs}`);
+    opts.signal?.throwIfAborted();
+    // A cleanup of an earlier acquire of this name must not release what this one gets.
+    await this.cleanups.get(name);
+    this.unresolved.delete(name);
+    this.assertOpen();
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
     const until = this.host.now() + waitMs;
     for (;;) {
@@ -145,6 +167,9 @@ export class Session extends EventEmitter<SessionEvents> {
       } catch (err) {
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
         if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;
+        // The server may have granted it (or still queue this session and grant it later).
+        // A lost or closed session needs nothing: its end frees its locks and waits.
+        if (!definitelyNotApplied(err) && this.state === 'open') await this.cleanUp(name, undefined);
         throw err;
       }
       // A granted acquire renewed the session from its arrival (spec: "A successful acquire
@@ -158,8 +183,11 @@ export class Session extends EventEmitter<SessionEvents> {
       }
       if (!lock.held) {
         // Granted after a long wait whose only proof is older than the lease: we cannot
-        // prove holding it, so we do not claim to. (Keepalives normally prevent this.)
+        // prove holding it, so we do not claim to (keepalives normally prevent this), and
+        // give it back rather than keep a grant nobody uses.
         lock.markLost(`lock ${name} was granted but the session could not be proven alive`);
+        this.locks.delete(lock);
+        await this.cleanUp(name, lock.fencingToken);
       }
       return lock;
     }
@@ -239,6 +267,7 @@ export class Session extends EventEmitter<SessionEvents> {
       const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
       this.noteAck(r.sentAt);
       this.scheduleKeepalive(this.jittered());
+      for (const [name, token] of this.unresolved) void this.cleanUp(name, token);
     } catch (err) {
       if (this.state !== 'open') return;
       if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id} (expired or closed)`, err);
@@ -248,6 +277,33 @@ export class Session extends EventEmitter<SessionEvents> {
     } finally {
       this.inflight = false;
     }
+  }
+
+  /**
+   * Releases `name` in this session after an acquire whose outcome the caller never saw
+   * (token undefined: whatever this session holds of it, and its wait — docs/api.md
+   * "Release"), or a grant it could not use (its token). 200, 409 not_holder and 404 all
+   * mean nothing is left; any other failure keeps the name unresolved for the keepalives
+   * to retry. Never throws.
+   */
+  private cleanUp(name: string, token: number | undefined): Promise<void> {
+    const running = this.cleanups.get(name);
+    if (running) return running;
+    this.unresolved.delete(name);
+    const p = (async () => {
+      try {
+        await this.host.release(name, this.id, token, { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS });
+      } catch (err) {
+        if (err instanceof NotHolderError || this.state !== 'open') return;
+        if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id}`, err);
+        this.unresolved.set(name, token);
+        this.host.warn(`could not release ${name} in session ${this.id} after an acquire that did not succeed; retrying after the next keepalive (closing the session also frees it)`, err);
+      } finally {
+        this.cleanups.delete(name);
+      }
+    })();
+    this.cleanups.set(name, p);
+    return p;
   }
 
   private stopTimers(): void {

@@ -1,0 +1,153 @@
+// A lock server stand-in for SDK tests of what a failed acquire leaves behind: it keeps
+// sessions, holders and queued waits, answers release as the real server does (a release
+// without a token by a queued session withdraws its wait: docs/api.md "Release"), and
+// lets a test choose how an acquire is answered — granted later, granted but answered
+// late, granted and answered 504, granted and the connection dropped, refused. It never
+// cancels a wait when the client goes away (that cancel can lose the race on a real one).
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+
+export type AcquireMode =
+  /** queue the session and grant it `delayMs` after the request (unless withdrawn) */
+  | { kind: 'grant-later'; delayMs: number }
+  /** grant at once, answer `delayMs` later */
+  | { kind: 'answer-late'; delayMs: number }
+  /** grant at once, answer 504 (outcome unknown) */
+  | { kind: 'apply-then-504' }
+  /** grant at once, then destroy the connection without an answer */
+  | { kind: 'apply-then-drop' }
+  /** answer with this status and code, applying nothing */
+  | { kind: 'refuse'; status: number; code: string };
+
+export interface Logged {
+  method: string;
+  url: string;
+  body: Record<string, unknown>;
+}
+
+export class StubLockServer {
+  acquireMode: AcquireMode = { kind: 'grant-later', delayMs: 300 };
+  /** answer this many release requests 500 before serving them */
+  failReleases = 0;
+  readonly log: Logged[] = [];
+  readonly holders = new Map<string, { sessionId: string; token: number }>();
+  readonly waits = new Map<string, Set<string>>();
+  readonly sessions = new Set<string>();
+  private nextToken = 1;
+  private nextSession = 1;
+  private readonly timers = new Set<NodeJS.Timeout>();
+  private server: Server | undefined;
+  url = '';
+
+  static async start(): Promise<StubLockServer> {
+    const s = new StubLockServer();
+    s.server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => s.handle(req, res, body));
+    });
+    s.server.keepAliveTimeout = 100;
+    await new Promise<void>((r) => s.server!.listen(0, '127.0.0.1', r));
+    const addr = s.server.address();
+    s.url = `http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`;
+    return s;
+  }
+
+  async close(): Promise<void> {
+    for (const t of this.timers) clearTimeout(t);
+    this.server?.closeAllConnections();
+    await new Promise((r) => this.server?.close(r));
+  }
+
+  releases(name: string): Logged[] {
+    return this.log.filter((l) => l.method === 'POST' && l.url === `/v1/locks/${name}/release`);
+  }
+
+  private later(ms: number, fn: () => void): void {
+    const t = setTimeout(() => {
+      this.timers.delete(t);
+      fn();
+    }, ms);
+    this.timers.add(t);
+  }
+
+  private grant(name: string, sessionId: string): { name: string; session_id: string; fencing_token: number; ttl_ms: number } {
+    const h = this.holders.get(name);
+    if (!h || h.sessionId !== sessionId) this.holders.set(name, { sessionId, token: this.nextToken++ });
+    return { name, session_id: sessionId, fencing_token: this.holders.get(name)!.token, ttl_ms: 60_000 };
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse, raw: string): void {
+    const body = (raw ? JSON.parse(raw) : {}) as Record<string, unknown>;
+    const url = req.url ?? '';
+    this.log.push({ method: req.method ?? '', url, body });
+    const send = (status: number, b: unknown): void => {
+      if (res.destroyed || res.writableEnded) return;
+      res.writeHead(status, { 'content-type': 'application/json', ...(status === 503 ? { 'retry-after': '1' } : {}) });
+      res.end(JSON.stringify(b));
+    };
+    const err = (status: number, code: string): void => send(status, { error: { code, message: code } });
+    if (req.method === 'POST' && url === '/v1/sessions') {
+      const id = `s${this.nextSession++}`;
+      this.sessions.add(id);
+      return send(201, { session_id: id, ttl_ms: Number(body.ttl_ms ?? 60_000) });
+    }
+    const ka = /^\/v1\/sessions\/([^/]+)\/keepalive$/.exec(url);
+    if (ka) return this.sessions.has(ka[1]!) ? send(200, { session_id: ka[1], ttl_ms: 60_000 }) : err(404, 'session_not_found');
+    const del = /^\/v1\/sessions\/([^/]+)$/.exec(url);
+    if (del && req.method === 'DELETE') {
+      const sid = del[1]!;
+      this.sessions.delete(sid);
+      const released: string[] = [];
+      for (const [n, h] of this.holders) {
+        if (h.sessionId !== sid) continue;
+        this.holders.delete(n);
+        released.push(n);
+      }
+      for (const w of this.waits.values()) w.delete(sid);
+      return send(200, { released });
+    }
+    const m = /^\/v1\/locks\/([^/]+)\/(acquire|release)$/.exec(url);
+    if (!m) return err(404, 'not_found');
+    const name = decodeURIComponent(m[1]!);
+    const sid = String(body.session_id);
+    if (!this.sessions.has(sid)) return err(404, 'session_not_found');
+    if (m[2] === 'release') {
+      if (this.failReleases > 0) {
+        this.failReleases--;
+        return err(500, 'internal');
+      }
+      const h = this.holders.get(name);
+      if (h && h.sessionId === sid && (body.fencing_token === undefined || body.fencing_token === h.token)) {
+        this.holders.delete(name);
+        return send(200, { name, released: true });
+      }
+      if (body.fencing_token === undefined) this.waits.get(name)?.delete(sid);
+      return err(409, 'not_holder');
+    }
+    const mode = this.acquireMode;
+    switch (mode.kind) {
+      case 'grant-later': {
+        let w = this.waits.get(name);
+        if (!w) this.waits.set(name, (w = new Set()));
+        w.add(sid);
+        return this.later(mode.delayMs, () => {
+          if (!this.waits.get(name)?.delete(sid)) return err(409, 'lock_held');
+          send(200, this.grant(name, sid));
+        });
+      }
+      case 'answer-late': {
+        const g = this.grant(name, sid);
+        return this.later(mode.delayMs, () => send(200, g));
+      }
+      case 'apply-then-504':
+        this.grant(name, sid);
+        return err(504, 'timeout');
+      case 'apply-then-drop':
+        this.grant(name, sid);
+        res.socket?.destroy();
+        return;
+      case 'refuse':
+        return err(mode.status, mode.code);
+    }
+  }
+}
