@@ -167,6 +167,24 @@ describe('SDK against a real 3-node cluster', () => {
     await h.waitForLeader();
   });
 
+  it('a caller that gives up on a queued lock leaves nothing behind: when the holder releases, nobody holds it', async () => {
+    const c = client();
+    const holder = await c.session({ ttlMs: 30_000 });
+    const quitter = await c.session({ ttlMs: 30_000 });
+    try {
+      const held = await holder.lock('gives-up');
+      await assert.rejects(quitter.lock('gives-up', { waitMs: 20_000, signal: AbortSignal.timeout(300) }), (e: Error) => e.name === 'TimeoutError');
+      assert.ok(quitter.isOpen, 'the caller\'s session stays open');
+      await held.release();
+      const after = await c.getLock('gives-up');
+      assert.equal(after.held, false, `the wait given up on must not be granted: ${JSON.stringify(after)}`);
+      assert.deepEqual((await c.getSession(quitter.id)).locks, []);
+    } finally {
+      await holder.close();
+      await quitter.close();
+    }
+  });
+
   it('a session whose keepalives are blocked (cluster stopped) fires lost before its ttl passes', async () => {
     const c = client({ timeoutMs: 5000 });
     const ttlMs = 1500;
