@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { pairOps, type HistoryEvent, type Op } from './history.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, electionsInLog, recoveries } from './checkers.js';
+import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, electionsInLog, recoveries } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { schedule, FAULT_CATEGORIES, categoryOf, ONCE_PER_RUN } from './nemesis.js';
 import { seededRng } from '../../src/raft/core/rng.js';
@@ -43,6 +43,50 @@ test('lease safety: a grant after the holder stopped renewing for a TTL is fine;
     ['c2', 'acquire', { lock: 'L', session: SB }, 200, 'ok', { token: 6 }, 210],
   ]);
   assert.deepEqual(checkLeaseSafety(released, ttl), []);
+});
+
+test('no orphan grant: a lock held by a session whose every acquire of it was answered as failed is a violation', () => {
+  // a queued acquire answered 503 whose committed wait a later leader granted
+  const orphan = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 1000 }, 0, 'fail', { code: 'unavailable' }, 10],
+    ['c2', 'read', { lock: 'L' }, 500, 'ok', { held: true, holder: SA, holder_token: 3 }, 510],
+  ]);
+  assert.match(checkNoOrphanGrants(orphan).join('\n'), /orphan grant: L held by aaaaaaaa although every acquire/);
+  const viaClose = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 1000 }, 0, 'fail', { code: 'lock_held' }, 1000],
+    ['c1', 'close', { session: SA }, 2000, 'ok', { released: ['L'] }, 2010],
+  ]);
+  assert.equal(checkNoOrphanGrants(viaClose).length, 1, 'the close released a lock the client was told it never got');
+  const viaLockHeld = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'fail', { code: 'unavailable' }, 10],
+    ['c2', 'acquire', { lock: 'L', session: SB }, 100, 'fail', { code: 'lock_held', holder: SA, holder_token: 3 }, 110],
+  ]);
+  assert.equal(checkNoOrphanGrants(viaLockHeld).length, 1);
+  // not claims: the outcome was unknown and nobody cleaned up; or it was granted; or it is free
+  const fine = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'info', { code: 'timeout' }, 10],
+    ['c2', 'read', { lock: 'L' }, 500, 'ok', { held: true, holder: SA, holder_token: 3 }, 510],
+    ['c3', 'acquire', { lock: 'M', session: SB }, 0, 'ok', { token: 4 }, 10],
+    ['c2', 'read', { lock: 'M' }, 500, 'ok', { held: true, holder: SB, holder_token: 4 }, 510],
+    ['c3', 'acquire', { lock: 'N', session: SB }, 0, 'fail', { code: 'lock_held' }, 10],
+    ['c2', 'read', { lock: 'N' }, 500, 'ok', { held: false }, 510],
+  ]);
+  assert.deepEqual(checkNoOrphanGrants(fine), []);
+});
+
+test('no orphan grant: a given-up acquire that was cleaned up may linger until the session\'s next close, not beyond', () => {
+  const rows: Parameters<typeof ops>[0] = [
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 1000, give_up_ms: 100 }, 0, 'info', { code: 'gave-up' }, 100],
+    ['c1', 'release', { lock: 'L', session: SA }, 100, 'fail', { code: 'not_holder' }, 110],
+    ['c2', 'read', { lock: 'L' }, 200, 'ok', { held: true, holder: SA, holder_token: 3 }, 210],
+    ['c1', 'close', { session: SA }, 300, 'ok', { released: ['L'] }, 310],
+  ];
+  assert.deepEqual(checkNoOrphanGrants(ops(rows)), [], 'held until the next close: allowed');
+  const beyond = ops([...rows, ['c2', 'read', { lock: 'L' }, 400, 'ok', { held: true, holder: SA, holder_token: 3 }, 410]]);
+  assert.match(checkNoOrphanGrants(beyond).join('\n'), /gave up on every acquire of it, released it, and the session was closed since/);
+  // without the cleanup release the client made no claim at all
+  const noCleanup = ops([rows[0]!, rows[2]!, ['c2', 'read', { lock: 'L' }, 400, 'ok', { held: true, holder: SA, holder_token: 3 }, 410]]);
+  assert.deepEqual(checkNoOrphanGrants(noCleanup), []);
 });
 
 test('fencing: tokens grow in real-time order across locks; one token is never two grants', () => {

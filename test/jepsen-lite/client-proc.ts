@@ -5,7 +5,10 @@
 //
 // The workload, per iteration: acquire a random lock (waiting up to wait_ms) → in the
 // critical section read the fenced register, "work", write read+1, sometimes renew or
-// check the token → release. Otherwise a linearizable read or a token check.
+// check the token → release. Otherwise a linearizable read or a token check. Some waiting
+// acquires give up early (their abort comes before their wait_ms runs out), as a caller
+// with a shorter deadline would, and then release the name in their session
+// (docs/client.md "An acquire that fails never leaves a grant behind").
 //
 // Probe mode (role "probe"): no workload; answers the runner's commands on stdin
 // (cluster views for leader discovery, reads of every lock after crashes), so that every
@@ -57,7 +60,7 @@ function definite(a: HttpAnswer, ok: (body: Record<string, unknown>) => OpValue)
   return { type: 'fail', value: { code: errorCode(a), ...holderOf(a.body) }, body: a.body ?? {} };
 }
 
-const post = (path: string, body: unknown, timeoutMs: number) => (ep: string, key: string) => httpJson(ep + path, 'POST', body, timeoutMs, { 'idempotency-key': key });
+const post = (path: string, body: unknown, timeoutMs: number, signal?: AbortSignal) => (ep: string, key: string) => httpJson(ep + path, 'POST', body, timeoutMs, { 'idempotency-key': key }, signal);
 const get = (path: string, timeoutMs: number) => (ep: string) => httpJson(ep + path, 'GET', undefined, timeoutMs);
 
 // ---- session ---------------------------------------------------------------------
@@ -153,9 +156,26 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
     return;
   }
   const waitMs = rng.next() < 0.3 ? 0 : rng.int(100, 1500);
-  const acq = await rec.run('acquire', { lock, session: s, wait_ms: waitMs }, post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs }, waitMs + 2000), waitMs + 4000, (a) =>
-    definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+  // a caller with a deadline shorter than its wait: gives up after 50 ms … wait_ms − 50 ms
+  const giveUpMs = waitMs >= 200 && rng.next() < 0.3 ? rng.int(50, waitMs - 50) : undefined;
+  const giveUp = giveUpMs === undefined ? undefined : AbortSignal.timeout(giveUpMs);
+  const acq = await rec.run(
+    'acquire',
+    { lock, session: s, wait_ms: waitMs, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
+    post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs }, waitMs + 2000, giveUp),
+    waitMs + 4000,
+    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+    giveUp,
   );
+  if (acq.type === 'info' && acq.value.code === 'gave-up') {
+    // The grant may race the abort, or the wait may still be queued: release the name in
+    // this session (no token: what it holds of it and its wait). A definite answer — 200,
+    // 409 not_holder, 404 — settles it and the session is kept; otherwise it is dropped.
+    const rel = await rec.run('release', { lock, session: s }, post(`/v1/locks/${enc(lock)}/release`, { session_id: s }, 1500), 3000, (a) => definite(a, () => ({})));
+    noteSession(s, rel);
+    await sleep(rng.int(0, 100));
+    return;
+  }
   noteSession(s, acq);
   if (acq.type !== 'ok') {
     await sleep(rng.int(0, 100));

@@ -25,6 +25,8 @@ export interface OpValue {
   token?: number;
   ttl_ms?: number;
   wait_ms?: number;
+  /** acquire: the caller gave up after this long (shorter than wait_ms) */
+  give_up_ms?: number;
   /** error code of a definite failure, or why an outcome is unknown */
   code?: string;
   /** lock_held / read answers: who holds it */

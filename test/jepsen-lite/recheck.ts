@@ -4,7 +4,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pairOps, parseHistory } from './history.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
+import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
 import { checkLinearizable } from './lock-model.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 
@@ -40,7 +40,7 @@ export function recheck(dir: string): RecheckResult {
   const violations: string[] = [];
   const lin = checkLinearizable(ops);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(ops, ttl), ...checkTokenOrder(ops), ...checkResource(resource, summary.fencing).violations);
+  violations.push(...checkLeaseSafety(ops, ttl), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource, summary.fencing).violations);
   violations.push(...checkDurability(ops, faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
   const end = Math.max(...ops.map((o) => o.completedAt));
   violations.push(...checkLiveness(recoveries(ops, faults, end), summary.livenessBoundMs));

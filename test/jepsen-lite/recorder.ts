@@ -15,13 +15,14 @@ export interface HttpAnswer {
   body: Record<string, unknown> | undefined;
 }
 
-/** One HTTP exchange with a deadline. Throws on network errors and timeouts. */
-export async function httpJson(url: string, method: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}): Promise<HttpAnswer> {
+/** One HTTP exchange with a deadline (and the caller's signal, when it gives up early).
+ *  Throws on network errors, timeouts and aborts. */
+export async function httpJson(url: string, method: string, body: unknown, timeoutMs: number, headers: Record<string, string> = {}, signal?: AbortSignal): Promise<HttpAnswer> {
   const res = await fetch(url, {
     method,
     headers: body === undefined ? headers : { 'content-type': 'application/json', ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
-    signal: AbortSignal.timeout(timeoutMs),
+    signal: signal ? AbortSignal.any([AbortSignal.timeout(timeoutMs), signal]) : AbortSignal.timeout(timeoutMs),
   });
   const text = await res.text();
   let parsed: Record<string, unknown> | undefined;
@@ -72,9 +73,11 @@ export class Recorder {
    * Run one logical operation until a definite answer or `deadlineMs`. A 503/429 means
    * nothing was applied: retry. A 504 or a network error leaves the outcome unknown:
    * retry with the same Idempotency-Key (the contract returns the first answer). Reads
-   * pass `idempotent: false` and are simply retried.
+   * pass `idempotent: false` and are simply retried. When `giveUp` aborts (a caller that
+   * waits less than it asked the server to), the operation ends at once as info with code
+   * `gave-up`: whatever was sent may still take effect.
    */
-  async run(f: Fn, input: OpValue, attempt: Attempt, deadlineMs: number, classify: (a: HttpAnswer) => Outcome): Promise<Outcome> {
+  async run(f: Fn, input: OpValue, attempt: Attempt, deadlineMs: number, classify: (a: HttpAnswer) => Outcome, giveUp?: AbortSignal): Promise<Outcome> {
     const id = `${this.process}:${this.seq++}`;
     const key = randomUUID();
     this.event(id, 'invoke', f, input);
@@ -89,6 +92,11 @@ export class Recorder {
       try {
         a = await attempt(node, key);
       } catch (err) {
+        if (giveUp?.aborted) {
+          const out: Outcome = { type: 'info', value: { code: 'gave-up', attempts } };
+          this.event(id, out.type, f, out.value);
+          return out;
+        }
         unknown = true;
         lastCode = (err as Error).name === 'TimeoutError' ? 'client_timeout' : 'network_error';
         this.rotate();
@@ -111,6 +119,11 @@ export class Recorder {
       }
       if (this.now() + 100 >= deadline) break;
       await sleep(50 + Math.min(200, 25 * attempts));
+      if (giveUp?.aborted) {
+        const out: Outcome = { type: 'info', value: { code: 'gave-up', attempts } };
+        this.event(id, out.type, f, out.value);
+        return out;
+      }
     }
     const out: Outcome = unknown ? { type: 'info', value: { code: lastCode, attempts } } : { type: 'fail', value: { code: lastCode, attempts } };
     this.event(id, out.type, f, out.value);

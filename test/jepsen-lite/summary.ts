@@ -1,7 +1,7 @@
 // The verdict of a run: every checker over the recorded facts, and the summary a person
 // reads (summary.txt) and a program reads (summary.json).
 import type { Op } from './history.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LeaderElection } from './checkers.js';
+import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LeaderElection } from './checkers.js';
 import { checkLinearizable } from './lock-model.js';
 import type { NodeProcs } from './procs.js';
 import type { ResourceLogEntry } from './resource-proc.js';
@@ -73,6 +73,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
   violations.push(...checkLeaseSafety(r.ops, opts.ttlMs));
   violations.push(...checkTokenOrder(r.ops));
+  violations.push(...checkNoOrphanGrants(r.ops));
   const res = checkResource(r.resourceLog, opts.fencing);
   violations.push(...res.violations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
