@@ -186,8 +186,9 @@ export class Session extends EventEmitter<SessionEvents> {
         // prove holding it, so we do not claim to (keepalives normally prevent this), and
         // give it back rather than keep a grant nobody uses.
         lock.markLost(`lock ${name} was granted but the session could not be proven alive`);
-        this.locks.delete(lock);
-        await this.cleanUp(name, lock.fencingToken);
+        await lock.release().catch((err: unknown) => {
+          if (!(err instanceof NotHolderError)) this.host.warn(`could not release ${name} (token ${lock.fencingToken}), granted while the session could not be proven alive; retrying after the next keepalive`, err);
+        });
       }
       return lock;
     }
