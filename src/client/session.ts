@@ -107,8 +107,10 @@ export class Session extends EventEmitter<SessionEvents> {
       isOpen: () => this.state === 'open',
       releaseLock: (l) =>
         host.release(l.name, id, l.fencingToken).catch((err: unknown) => {
-          // Still held on the server while the keepalives go on: retry it with them.
-          if (!definitelyNotApplied(err) && this.state === 'open') this.unresolved.set(l.name, l.fencingToken);
+          // Unless the server answered (not_holder: it is not ours any more), the lock may
+          // still be held while the keepalives go on: retry the release with them.
+          const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
+          if (!answered && this.state === 'open') this.unresolved.set(l.name, l.fencingToken);
           throw err;
         }),
       checkLock: (l) => host.checkToken(l.name, l.fencingToken),

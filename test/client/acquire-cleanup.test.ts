@@ -110,6 +110,18 @@ describe('an acquire that fails releases the name in its session', () => {
     assert.equal(stub.holders.get('L5'), undefined);
   });
 
+  it('withLock with the caller\'s session: a release that fails is retried after the next keepalive', async () => {
+    stub.acquireMode = { kind: 'answer-late', delayMs: 0 };
+    stub.failReleases = 1;
+    const c = connect();
+    const s = await c.session({ ttlMs: 900 });
+    assert.equal(await c.withLock('L7', ({ fencingToken }) => fencingToken, { session: s }), stub.holders.get('L7')?.token);
+    assert.ok(warnings.some((w) => w.includes('L7')), 'the failed release was reported');
+    await until(() => stub.holders.get('L7') === undefined, 3000, 'the keepalives retried the release');
+    assert.ok(s.isOpen);
+    await s.close();
+  });
+
   it('a cleanup release that fails is retried after the next keepalive', async () => {
     stub.acquireMode = { kind: 'apply-then-504' };
     stub.failReleases = 1;
