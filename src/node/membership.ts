@@ -392,11 +392,9 @@ export class Membership {
   private async waitCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
     const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
     while (this.o.nowMs() < deadline) {
-      // The learner is already in the log: not 503 ("nothing was applied") but 504, like
-      // the catch-up timeout below (docs/api.md "Errors").
-      if (signal.aborted) throw new ApiError('timeout', `the request was aborted; ${id} stays a learner (retry to promote it)`);
+      if (signal.aborted) throw new ApiError('unavailable', `the request was aborted; ${id} stays a learner`);
       const st = this.o.driver().status();
-      if (st.role !== 'leader') throw new ApiError('timeout', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
+      if (st.role !== 'leader') throw new ApiError('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
       if (this.caughtUp(id)) return;
       await sleep(POLL_MS);
     }
