@@ -89,6 +89,22 @@ test('no orphan grant: a given-up acquire that was cleaned up may linger until t
   assert.deepEqual(checkNoOrphanGrants(noCleanup), []);
 });
 
+test('lease safety: a tokenless cleanup release after a given-up acquire lets go of the grant that acquire got (seed 2427)', () => {
+  const ttl = 2000;
+  const rows: Parameters<typeof ops>[0] = [
+    ['c1', 'keepalive', { session: SA }, 0, 'ok', {}, 10],
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 201, give_up_ms: 118 }, 100, 'info', { code: 'gave-up' }, 218],
+    ['c4', 'read', { lock: 'L' }, 150, 'ok', { held: true, holder: SA, holder_token: 41 }, 300], // the grant raced the abort
+    ['c1', 'release', { lock: 'L', session: SA }, 230, 'ok', {}, 400],
+    ['c3', 'read', { lock: 'L' }, 420, 'ok', { held: true, holder: SB, holder_token: 45 }, 500],
+    ['c1', 'keepalive', { session: SA }, 600, 'ok', {}, 610],
+  ];
+  assert.deepEqual(checkLeaseSafety(ops(rows), ttl), []);
+  // a tokenless release sent BEFORE the acquire that got the grant lets go of nothing
+  const early = ops([rows[0]!, ['c1', 'release', { lock: 'L', session: SA }, 20, 'fail', { code: 'not_holder' }, 40], rows[1]!, rows[2]!, rows[4]!, rows[5]!]);
+  assert.equal(checkLeaseSafety(early, ttl).length, 1);
+});
+
 test('fencing: tokens grow in real-time order across locks; one token is never two grants', () => {
   const good = ops([
     ['c1', 'acquire', { lock: 'L1', session: SA }, 0, 'ok', { token: 5 }, 10],

@@ -70,11 +70,23 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
     const cur = safeUntil.get(op.input.session);
     if (!cur || until > cur.t) safeUntil.set(op.input.session, { t: until, op });
   }
-  // when each (session, lock, token) started to let go: release of that token, or session close
+  // when each (session, lock, token) started to let go: release of that token, or session
+  // close; or a release without a token (a client cleaning up after an acquire it gave up
+  // on lets go of whatever grant of the lock that acquire got: see tokenlessAfter)
   const letGo = new Map<string, number>();
   const closeAt = new Map<string, number>();
+  const tokenless = new Map<string, Op[]>();
+  const acquiresOf = new Map<string, Op[]>();
   for (const op of ops) {
     if (!op.input.session) continue;
+    if (op.f === 'release' && op.input.lock && op.input.token === undefined) {
+      const k = `${op.input.session}#${op.input.lock}`;
+      tokenless.set(k, [...(tokenless.get(k) ?? []), op]);
+    }
+    if (op.f === 'acquire' && op.input.lock && op.type !== 'fail') {
+      const k = `${op.input.session}#${op.input.lock}`;
+      acquiresOf.set(k, [...(acquiresOf.get(k) ?? []), op]);
+    }
     if (op.f === 'release' && op.input.lock && op.input.token !== undefined) {
       const k = `${op.input.session}#${op.input.lock}#${op.input.token}`;
       letGo.set(k, Math.min(letGo.get(k) ?? Infinity, op.invoke));
@@ -91,7 +103,14 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
       const g1 = gs[i]!;
       const w = safeUntil.get(g1.session);
       if (!w) continue;
-      const released = Math.min(letGo.get(`${g1.session}#${lock}#${g1.token}`) ?? Infinity, closeAt.get(g1.session) ?? Infinity);
+      // A tokenless release lets go of g1 only if it was sent after the acquire that can
+      // have produced g1 started: g1's own acquire, or for a grant only reads saw, the last
+      // acquire of the lock by that session (not answered "failed") sent before the read
+      // completed.
+      const sk = `${g1.session}#${lock}`;
+      const from = Number.isFinite(g1.invoke) ? g1.invoke : Math.max(-Infinity, ...(acquiresOf.get(sk) ?? []).filter((a) => a.invoke < g1.complete).map((a) => a.invoke));
+      const any = Math.min(Infinity, ...(tokenless.get(sk) ?? []).filter((r) => r.invoke >= from).map((r) => r.invoke));
+      const released = Math.min(letGo.get(`${g1.session}#${lock}#${g1.token}`) ?? Infinity, closeAt.get(g1.session) ?? Infinity, any);
       for (let j = i + 1; j < gs.length; j++) {
         const g2 = gs[j]!;
         if (g2.session === g1.session) continue;
