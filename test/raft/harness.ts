@@ -64,6 +64,7 @@ export class Network {
       maxMsgBytes: o.maxMsgBytes ?? 1 << 20,
       ...(applied !== undefined ? { applied } : {}),
       ...(o.lazyCommit !== undefined ? { lazyCommit: o.lazyCommit } : {}),
+      ...(o.unsafeAllowConfChangeBeforeTermCommit === true ? { unsafeAllowConfChangeBeforeTermCommit: true } : {}),
       ...(o.trace ? { trace: o.trace } : {}),
     };
   }

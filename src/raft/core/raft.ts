@@ -40,6 +40,11 @@ export interface RaftConfig {
    *  apply, and it saves, per commit and follower, one append, one appendResp and one
    *  disk write: half the peer traffic of a serial workload. Default false (eager, as etcd). */
   lazyCommit?: boolean;
+  /** TEST ONLY — never set outside tests and the simulator's mutation table
+   *  (docs/simulation.md). Switches OFF the rule that a new leader accepts no conf change
+   *  until an entry of its own term has committed (see proposeConfChange), bringing back
+   *  the single-server membership bug it prevents, so tests can show they catch it. */
+  unsafeAllowConfChangeBeforeTermCommit?: boolean;
   trace?: (e: TraceEvent) => void;
 }
 
@@ -93,7 +98,8 @@ export class Raft {
   heartbeatElapsed = 0;
   randomizedElectionTimeout = 0;
   leadTransferee: NodeId | null = null;
-  /** leader: index of the latest conf entry it may not yet know committed (one change at a time) */
+  /** leader: index of the latest conf entry it may not yet know committed (one change at
+   *  a time); a new leader starts it at its noop (see proposeConfChange) */
   pendingConfIndex: Index = 0;
   private pendingBcast: PendingBcast = 'none';
   /** whether our conf history starts from a real configuration: a bootstrap conf in the
@@ -211,11 +217,12 @@ export class Raft {
     self.match = Math.min(last, this.log.unstable.offset - 1);
     self.state = 'replicate';
     self.recentActive = true;
-    // conservatively assume an uncommitted conf entry may exist in the log
-    this.pendingConfIndex = last;
     this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
     // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it
-    this.appendEntry('noop', new Uint8Array(0));
+    const noop = this.appendEntry('noop', new Uint8Array(0));
+    // No conf change before the noop commits (see proposeConfChange). The mutation flag
+    // restores the old, unsafe bound: "a conf entry may exist up to our last index".
+    this.pendingConfIndex = this.cfg.unsafeAllowConfChangeBeforeTermCommit === true ? last : noop.index;
   }
 
   /**
@@ -691,6 +698,14 @@ export class Raft {
   proposeConfChange(cc: ConfChange): ProposeResult {
     if (this.role !== 'leader') return { ok: false, reason: 'not_leader' };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring' };
+    // Thesis ch. 4 and Ongaro's single-server membership bug (raft-dev, 2015): a
+    // configuration is in force once appended, so a new leader must not change it until an
+    // entry of its own term commits. Before that, a conf entry of an earlier term may sit
+    // uncommitted on other nodes (possibly not in our log at all), and a change we derive
+    // from our configuration can overlap it with two quorums that do not intersect: both
+    // then commit different entries at one index. Once our noop commits, every leader of a
+    // later term holds our log, and so our configuration, and the danger is gone.
+    if (this.cfg.unsafeAllowConfChangeBeforeTermCommit !== true && !this.committedEntryInCurrentTerm()) return { ok: false, reason: 'term_not_committed' };
     if (this.pendingConfIndex > this.log.committed) return { ok: false, reason: 'conf_change_pending' };
     let data: Uint8Array;
     try {

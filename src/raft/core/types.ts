@@ -124,7 +124,10 @@ export interface Ready {
 
 export type ProposeResult =
   | { ok: true; index: Index; term: Term }
-  | { ok: false; reason: 'not_leader' | 'transferring' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' };
+  /** term_not_committed: a conf change to a leader whose term has no committed entry yet
+   *  (its noop commits within a round trip; retry then). conf_change_pending: an earlier
+   *  conf entry is not committed yet. */
+  | { ok: false; reason: 'not_leader' | 'transferring' | 'term_not_committed' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' };
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 
