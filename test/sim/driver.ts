@@ -12,6 +12,7 @@ import { ToyApp } from './app.js';
 import type { Checkers } from './checkers.js';
 import type { SimDisk } from './disk.js';
 import type { SimOptions } from './options.js';
+import { mutatedRaftConfig } from './mutations.js';
 
 /** where an armed crash strikes inside the next Ready */
 export type CrashPoint = 'afterEarlyMessages' | 'afterPersist';
@@ -47,6 +48,7 @@ export class SimNode {
       maxInflight: opts.maxInflight, maxMsgBytes: opts.maxMsgBytes, lazyCommit: opts.lazyCommit,
       applied: this.app.state.applied,
       trace: (e) => this.onTrace(e),
+      ...mutatedRaftConfig(opts.mutations),
     }, disk);
   }
 
