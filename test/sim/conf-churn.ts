@@ -4,14 +4,16 @@
 // and any change C2 that shrinks or grows C0 by one have quorums that need not intersect;
 // the rule "no conf change before your term commits" is all that keeps both from
 // committing. An episode:
-//   1. the leader promotes a learner (C1) and is crashed a tick or two later, usually
-//      before the promotion commits (leader crash between appending a conf change and
-//      its commit);
-//   2. as soon as another node leads, it is asked every tick to demote the dead leader
-//      (an operator's `member remove <dead leader>` right after a failover, with the dead
-//      node kept alive as a learner so that it can come back with its C1 and campaign),
-//      while C1 is still uncommitted on some nodes; with some probability the new leader
-//      is crashed right after appending that change too.
+//   1. the leader L1 promotes a learner x (C1) and is crashed a tick or two later, before
+//      the promotion commits (a leader crash between appending a conf change and its
+//      commit); its links to the other voters are clogged meanwhile, so C1 reaches x only;
+//   2. as soon as another node L2 leads, it is asked every tick to demote L1 (an
+//      operator's `member remove <dead leader>` right after a failover, with the dead node
+//      kept running as a learner, so that it can come back with its C1 and campaign),
+//      while C1 is still uncommitted on L1 and x; L2's links to x and to as many voters
+//      as C1 needs beside L1 and x are clogged for a while, so that those do not learn of
+//      L2's entries (nor hear its heartbeats) before L1 is back; with some probability L2
+//      is crashed right after appending its change too.
 // Between episodes it keeps the voter count even and a learner available (demote, promote,
 // or add a fresh learner). Every choice comes from the churn's own Rng, so the other
 // subsystems' streams are untouched.
@@ -35,6 +37,8 @@ export interface ConfChurnOptions {
   downTicksMean: number;
   /** how long the new leader is asked for its change before the episode is given up */
   followUpTicks: number;
+  /** how long the new leader's links to the nodes a C1 quorum needs stay clogged */
+  clogTicks: number;
 }
 
 export interface ConfChurnStats {
@@ -49,8 +53,8 @@ function pick<T>(rng: Rng, xs: readonly T[]): T | undefined {
 
 type State =
   | { kind: 'idle' }
-  | { kind: 'armed'; victim: NodeId; term: number; at: number }
-  | { kind: 'failover'; dead: NodeId; until: number };
+  | { kind: 'armed'; victim: NodeId; term: number; at: number; promoted: NodeId }
+  | { kind: 'failover'; dead: NodeId; term: number; promoted: NodeId; until: number; clogged: boolean };
 
 export class ConfChurn {
   readonly stats: ConfChurnStats = { churnChanges: 0, churnEpisodes: 0, churnFollowUps: 0 };
@@ -61,7 +65,12 @@ export class ConfChurn {
     private readonly opts: SimOptions,
     private readonly cluster: SimCluster,
     private readonly rng: Rng,
+    private readonly trace?: (line: string) => void,
   ) {}
+
+  private note(line: string): void {
+    this.trace?.(`[${this.cluster.now}] churn: ${line}`);
+  }
 
   private get o(): ConfChurnOptions {
     return this.opts.churn;
@@ -76,7 +85,7 @@ export class ConfChurn {
     if (s.kind === 'armed') {
       if (now < s.at) return;
       this.crashIf(s.victim, s.term);
-      this.state = { kind: 'failover', dead: s.victim, until: now + this.o.followUpTicks };
+      this.state = { kind: 'failover', dead: s.victim, term: s.term, promoted: s.promoted, until: now + this.o.followUpTicks, clogged: false };
       return;
     }
     if (s.kind === 'failover') {
@@ -84,7 +93,7 @@ export class ConfChurn {
         this.state = { kind: 'idle' };
         return;
       }
-      this.followUp(s.dead);
+      this.followUp(s);
       return;
     }
     if (this.rng.next() < this.o.stepProbability) this.step();
@@ -95,6 +104,7 @@ export class ConfChurn {
     const n = this.cluster.node(id);
     if (!n || n.raw.status().term !== term) return;
     const down = 1 + Math.round(-Math.log(1 - this.rng.next()) * this.o.downTicksMean);
+    this.note(`crash ${id} for ${down} ticks`);
     this.cluster.crash(id, down);
   }
 
@@ -109,6 +119,7 @@ export class ConfChurn {
   private propose(leader: SimNode, cc: ConfChange): boolean {
     if (!leader.raw.proposeConfChange(cc).ok) return false;
     this.stats.churnChanges++;
+    this.note(`${leader.id} appended ${cc.type} ${cc.nodeId}`);
     if (cc.type === 'addLearner' && !this.cluster.ids.includes(cc.nodeId)) {
       const id = this.cluster.join();
       if (id !== cc.nodeId) throw new Error(`joined ${id}, expected ${cc.nodeId}`);
@@ -124,9 +135,13 @@ export class ConfChurn {
     const { voters, learners } = st.conf;
     const others = voters.filter((v) => v !== leader.id);
     if (voters.length % 2 === 0 && learners.length > 0 && voters.length < MAX_VOTERS) {
-      if (this.propose(leader, { type: 'addVoter', nodeId: pick(this.rng, learners)! })) {
+      const x = pick(this.rng, learners)!;
+      if (this.propose(leader, { type: 'addVoter', nodeId: x })) {
         this.stats.churnEpisodes++;
-        this.state = { kind: 'armed', victim: leader.id, term: st.term, at: this.cluster.now + this.rng.int(1, this.o.crashDelayMaxTicks + 1) };
+        const at = this.cluster.now + this.rng.int(1, this.o.crashDelayMaxTicks + 1);
+        // held until the others have elected someone else (then L1's appends are stale)
+        for (const v of others) this.cluster.network.clog(leader.id, v, at + 3 * this.opts.electionTicks);
+        this.state = { kind: 'armed', victim: leader.id, term: st.term, at, promoted: x };
       }
       return;
     }
@@ -142,11 +157,24 @@ export class ConfChurn {
   }
 
   /** after the failover: the new leader is asked to demote the dead one, every tick, until it accepts */
-  private followUp(dead: NodeId): void {
+  private followUp(s: Extract<State, { kind: 'failover' }>): void {
+    const dead = s.dead;
     const leader = this.cluster.leader();
     if (!leader || leader.id === dead) return;
     const st = leader.raw.status();
+    if (st.term <= s.term) return;
     const voters = st.conf.voters;
+    if (!s.clogged) {
+      // a C1 quorum is L1, x and half of C0 minus one more: keep those from L2 for a while
+      s.clogged = true;
+      const until = this.cluster.now + this.o.clogTicks;
+      const pool = voters.filter((v) => v !== dead && v !== leader.id);
+      const need = Math.max(0, Math.floor(voters.length / 2) - 1);
+      const keep = [s.promoted];
+      for (let k = 0; k < need && pool.length > 0; k++) keep.push(pool.splice(this.rng.int(0, pool.length), 1)[0]!);
+      for (const v of keep) if (v !== leader.id) this.cluster.network.clog(leader.id, v, until);
+      this.note(`clog ${leader.id} -> ${keep.join(',')} until ${until}`);
+    }
     let target: NodeId | undefined = dead;
     if (!voters.includes(dead) || voters.length <= MIN_VOTERS) {
       target = voters.length > MIN_VOTERS ? pick(this.rng, voters.filter((v) => v !== leader.id)) : undefined;

@@ -178,7 +178,7 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     maxMsgBytes: pick(rng, [64, 512, 4096, 1 << 20]),
     lazyCommit: false, // drawn last, below, so that adding it shifted no other knob of a seed
     network, crash, workload,
-    churn: { stepProbability: 0, crashDelayMaxTicks: 1, crashNewLeaderProbability: 0, downTicksMean: 1, followUpTicks: 1 }, // drawn below
+    churn: { stepProbability: 0, crashDelayMaxTicks: 1, crashNewLeaderProbability: 0, downTicksMean: 1, followUpTicks: 1, clogTicks: 1 }, // drawn below
     stableWindowTicks: 30 * electionTicks,
     mutations: [...mutations],
   };
@@ -191,8 +191,9 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     stepProbability: churnOn ? 0.005 + rng.next() * 0.05 : 0,
     crashDelayMaxTicks: rng.int(1, 3 + Math.ceil(delayMeanTicks)),
     crashNewLeaderProbability: maybe(rng, 0.3, 0.2, 0.9),
-    downTicksMean: rng.int(electionTicks, 6 * electionTicks),
+    downTicksMean: rng.int(1, 3 * electionTicks),
     followUpTicks: rng.int(2 * electionTicks, 8 * electionTicks),
+    clogTicks: rng.int(3 * electionTicks, 10 * electionTicks),
   };
   return o;
 }

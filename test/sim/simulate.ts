@@ -67,7 +67,7 @@ export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
     : undefined;
   const cluster = new SimCluster(opts, { core: rngs.core, disk: rngs.disk, net: rngs.network }, traceFn);
   const workload = new Workload(opts, cluster, rngs.workload, rngs.nemesis);
-  const churn = new ConfChurn(opts, cluster, rngs.churn);
+  const churn = new ConfChurn(opts, cluster, rngs.churn, traceFn);
   let phase: Phase = 'faults';
   const result = (failure?: ScheduleFailure): ScheduleResult => ({
     seed, options: opts, ok: failure === undefined, ticks: cluster.now, trace,
