@@ -14,7 +14,7 @@ const NOT_SAFETY = new Set(['Liveness', 'Stability', 'Exception']);
 
 const CASES: { mutation: Mutation; seeds: number[] }[] = [
   // a new leader changes membership before its term commits (conf-churn.ts)
-  { mutation: 'conf-change-before-term-commit', seeds: [45] },
+  { mutation: 'conf-change-before-term-commit', seeds: [45, 538, 1263] },
 ];
 
 for (const { mutation, seeds } of CASES) {
