@@ -55,6 +55,12 @@ export class LockFsm {
     return this.core.lastApplied;
   }
 
+  /** the log time of the applied state (ms): the highest Envelope.atMs applied so far,
+   *  the clock Idempotency-Keys age by (docs/lock-fsm.md "Log time") */
+  get logTimeMs(): number {
+    return this.core.idem.nowMs;
+  }
+
   /** the highest fencing token granted so far */
   get lastToken(): number {
     return this.core.lastToken;
@@ -90,7 +96,7 @@ export class LockFsm {
       case 'acquire': return this.acquire(index, cmd, ev);
       case 'release': return this.release(index, cmd, ev);
       case 'cancelWait': return this.cancelWait(cmd, ev);
-      case 'endLockDelay': return this.endLockDelay(index, cmd.name, ev);
+      case 'endLockDelay': return this.endLockDelay(index, cmd, ev);
       case 'barrier': return { ok: true, kind: 'noop' };
     }
   }
@@ -189,7 +195,7 @@ export class LockFsm {
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-    c.enqueue(l, s, owner, cmd.waitMs);
+    c.enqueue(l, s, owner, cmd.waitMs, index);
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
 
@@ -211,7 +217,7 @@ export class LockFsm {
     const s = c.sessions.get(cmd.sessionId);
     if (s === undefined) return { ok: false, code: 'session_not_found' };
     const w = s.waits?.get(cmd.name);
-    if (w !== undefined) {
+    if (w !== undefined && names(w.since, cmd.since)) {
       c.unlinkWaiter(w);
       c.maybeDrop(w.lock);
       ev.push({ type: 'waitEnded', name: cmd.name, sessionId: s.id, reason: 'cancelled' });
@@ -223,9 +229,9 @@ export class LockFsm {
     return { ok: true, kind: 'noop' };
   }
 
-  private endLockDelay(index: number, name: string, ev: FsmEvent[]): ApplyResult {
-    const l = this.core.locks.get(name);
-    if (l !== undefined && l.inDelay) this.core.endDelay(l, index, ev);
+  private endLockDelay(index: number, cmd: Extract<Command, { kind: 'endLockDelay' }>, ev: FsmEvent[]): ApplyResult {
+    const l = this.core.locks.get(cmd.name);
+    if (l !== undefined && l.inDelay && names(l.delaySince, cmd.since)) this.core.endDelay(l, index, ev);
     return { ok: true, kind: 'noop' };
   }
 
@@ -269,16 +275,22 @@ export class LockFsm {
     for (const s of this.core.sessions.values()) yield { sessionId: s.id, ttlMs: s.ttlMs };
   }
 
-  /** locks in lock-delay, sorted by name */
-  locksInDelay(): { name: string; delayMs: number }[] {
-    return [...this.core.delayed].map((l) => ({ name: l.name, delayMs: l.delayMs })).sort((a, b) => compareStrings(a.name, b.name));
+  /** locks in lock-delay, sorted by name; since: the delay's identity (0: unknown) */
+  locksInDelay(): { name: string; delayMs: number; since: number }[] {
+    return [...this.core.delayed].map((l) => ({ name: l.name, delayMs: l.delayMs, since: l.delaySince })).sort((a, b) => compareStrings(a.name, b.name));
   }
 
-  /** every queued wait, in queue order per lock */
-  *waits(): Generator<{ name: string; sessionId: string; waitMs: number }> {
+  /** every queued wait, in queue order per lock; since: the wait's identity (0: unknown) */
+  *waits(): Generator<{ name: string; sessionId: string; waitMs: number; since: number }> {
     for (const l of this.core.locks.values()) {
-      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs };
+      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since };
     }
+  }
+
+  /** the session's current wait for `name`, if it waits (since: the wait's identity) */
+  waitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+    const w = this.core.sessions.get(sessionId)?.waits?.get(name);
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
   }
 
   counts(): FsmCounts {
@@ -309,6 +321,17 @@ export class LockFsm {
   static fromSnapshot(bytes: Uint8Array, decode: (b: Uint8Array) => unknown, options: LockFsmOptions = {}): LockFsm {
     return LockFsm.fromState(decode(bytes), options);
   }
+}
+
+/**
+ * Does a lessor command naming `since` apply to the item whose identity is `current`?
+ * Absent on the command (an entry written before commands named their item) or unknown on
+ * the item (restored from a snapshot written before items had an identity): yes, the
+ * old rule, so entries and snapshots of earlier versions apply exactly as they did.
+ * Otherwise only the item it names (docs/lock-fsm.md "Lessor commands name what they end").
+ */
+function names(current: number, since: number | undefined): boolean {
+  return since === undefined || current === 0 || current === since;
 }
 
 function lockHeld(l: LockState): ApplyResult {

@@ -42,7 +42,8 @@ export type FsmEvent =
   | { type: 'granted'; name: string; sessionId: string; fencingToken: number }
   | { type: 'waitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'sessionEnded'; sessionId: string; reason: 'closed' | 'expired'; released: string[] }
-  | { type: 'lockDelayStarted'; name: string; delayMs: number }
+  /** since: the index of this entry, the delay's identity (endLockDelay names it) */
+  | { type: 'lockDelayStarted'; name: string; delayMs: number; since: number }
   | { type: 'lockDelayEnded'; name: string }
   | { type: 'sessionOpened'; sessionId: string; ttlMs: number };
 

@@ -38,6 +38,9 @@ export class Waiter {
     readonly owner: string,
     /** the wait_ms asked for; a new leader re-arms the wait with it (Lessor.promote) */
     readonly waitMs: number,
+    /** the wait's identity: the log index of the entry that queued it (0: unknown, a
+     *  wait restored from a snapshot written before waits had one). cancelWait names it. */
+    readonly since: number,
   ) {}
 }
 
@@ -52,6 +55,9 @@ export class LockState {
   /** Chubby lock-delay: freed by an expiry, unavailable until endLockDelay */
   inDelay = false;
   delayMs = 0;
+  /** the current delay's identity: the log index of the entry that started it (0: not in
+   *  delay, or a delay restored from a snapshot written before delays had one) */
+  delaySince = 0;
   head: Waiter | null = null;
   tail: Waiter | null = null;
   waiterCount = 0;
@@ -174,9 +180,10 @@ export class FsmCore {
   }
 
   /** puts a lock into lock-delay without an event (snapshot restore) */
-  setDelay(l: LockState, delayMs: number): void {
+  setDelay(l: LockState, delayMs: number, since: number): void {
     l.inDelay = true;
     l.delayMs = delayMs;
+    l.delaySince = since;
     this.delayed.add(l);
   }
 
@@ -195,8 +202,8 @@ export class FsmCore {
     l.token = 0;
     if (delayMs > 0) {
       this.held.delete(l.name);
-      this.setDelay(l, delayMs);
-      events.push({ type: 'lockDelayStarted', name: l.name, delayMs });
+      this.setDelay(l, delayMs, index);
+      events.push({ type: 'lockDelayStarted', name: l.name, delayMs, since: index });
     } else if (l.head !== null) {
       this.grantHead(l, index, events, true);
     } else {
@@ -210,6 +217,7 @@ export class FsmCore {
     assert(l.inDelay && l.holder === null, `endDelay of ${l.name} not in delay`);
     l.inDelay = false;
     l.delayMs = 0;
+    l.delaySince = 0;
     this.delayed.delete(l);
     events.push({ type: 'lockDelayEnded', name: l.name });
     if (l.head !== null) this.grantHead(l, index, events, false);
@@ -222,8 +230,8 @@ export class FsmCore {
     this.grant(l, w.session, w.owner, index, events, indexed);
   }
 
-  enqueue(l: LockState, s: Session, owner: string, waitMs: number): Waiter {
-    const w = new Waiter(l, s, owner, waitMs);
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number): Waiter {
+    const w = new Waiter(l, s, owner, waitMs, since);
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;

@@ -14,6 +14,7 @@ import { encodeCommand } from './command-codec.js';
 import type { LockApp } from './lock-app.js';
 import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
+import { LogClock } from './log-clock.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
 
@@ -27,10 +28,8 @@ export interface ServiceDeps {
   membership: Membership;
   /** GET /v1/cluster, member changes, leadership transfer (docs/membership.md) */
   clusterOps: ClusterOps;
-  /** monotonic ms (deadlines) */
+  /** monotonic ms (deadlines, and the log time entries are stamped with: log-clock.ts) */
   nowMs(): number;
-  /** wall clock ms (only stamps commands, for idempotency-key ageing) */
-  wallMs(): number;
   /** how long a read barrier may take before 504 */
   readTimeoutMs: number;
   /** longest election timeout, for waiting on a leadership transfer */
@@ -49,9 +48,13 @@ export function newSessionId(): string {
 
 export class RaftLockService implements LockService {
   private readonly waits = new WaitRegistry();
-  private readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd })));
+  private readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.logClock.stamp(), cmd })));
+  /** stamps every proposal's atMs: never this node's wall clock (docs/lock-fsm.md "Log time") */
+  private readonly logClock: LogClock;
 
-  constructor(private readonly d: ServiceDeps) {}
+  constructor(private readonly d: ServiceDeps) {
+    this.logClock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
+  }
 
   // ---- routing and health ----------------------------------------------------------
 
@@ -82,6 +85,7 @@ export class RaftLockService implements LockService {
 
   onRoleChange(isLeader: boolean): void {
     if (isLeader) {
+      this.logClock.takeOffice();
       this.d.lessor.promote(this.d.nowMs(), this.d.app.fsm);
     } else {
       this.d.lessor.demote();
@@ -293,7 +297,7 @@ export class RaftLockService implements LockService {
   /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
   private async submit(cmd: Command, ctx: RequestContext): Promise<ApplyResult> {
     this.requireLeader();
-    const env = { atMs: this.d.wallMs(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
+    const env = { atMs: this.logClock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
     try {
       parseEnvelope(env); // what apply() will accept; refuse here rather than log a no-op
     } catch (err) {
@@ -421,7 +425,10 @@ export class RaftLockService implements LockService {
       throw resultError(r);
     }
 
-    this.d.lessor.trackWait(name, sessionId, arrival + waitMs);
+    // the wait's identity: the cancelWait that ends it names it, so no other wait of this
+    // session on this lock can be ended by it (docs/lock-fsm.md)
+    const since = fsm.waitOf(name, sessionId)?.since ?? 0;
+    this.d.lessor.trackWait(name, sessionId, arrival + waitMs, since);
     const started = this.d.nowMs();
     // Backstop: the lessor's cancelWait normally ends the wait at arrival + waitMs.
     const outcome: WaitOutcome = await this.waits.wait(name, sessionId, waitMs + this.waitBackstopMs(), ctx.signal);
@@ -438,7 +445,10 @@ export class RaftLockService implements LockService {
         // the client went away: give the place up so the lock is not granted to nobody. The
         // cancel may lose to a grant (or never commit), so the answer — if anyone still
         // hears it, e.g. a relaying follower — is "outcome unknown", never 503.
-        if (this.d.driver.currentRole === 'leader') void this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd: { kind: 'cancelWait', name, sessionId } }));
+        if (this.d.driver.currentRole === 'leader') {
+          const cancel: Command = since === 0 ? { kind: 'cancelWait', name, sessionId } : { kind: 'cancelWait', name, sessionId, since };
+          void this.d.driver.propose(encodeCommand({ atMs: this.logClock.stamp(), cmd: cancel }));
+        }
         this.d.metrics.lockAcquire.inc({ result: 'timeout' });
         throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
       case 'shutdown':

@@ -7,8 +7,8 @@ import type { ApplyResult, Command, Envelope, FsmEvent } from '../../src/lock-fs
 import type { StateV1, LockTuple, IdemTuple } from '../../src/lock-fsm/snapshot.js';
 
 interface MSession { id: string; ttlMs: number; owner: string; lockDelayMs: number }
-interface MWaiter { sid: string; owner: string; waitMs: number }
-interface MLock { holder: { sid: string; owner: string; token: number } | null; delayMs: number; queue: MWaiter[] }
+interface MWaiter { sid: string; owner: string; waitMs: number; since: number }
+interface MLock { holder: { sid: string; owner: string; token: number } | null; delayMs: number; delaySince: number; queue: MWaiter[] }
 
 export interface ModelLimits { maxSessions: number; maxWaitersPerLock: number; idempotencyTtlMs: number; idempotencyMaxKeys: number }
 
@@ -43,7 +43,7 @@ export class Model {
   private grant(index: number, name: string, sid: string, owner: string, ev: FsmEvent[]): number {
     const token = Math.max(index, this.lastToken + 1);
     this.lastToken = token;
-    const l = this.locks.get(name) ?? { holder: null, delayMs: 0, queue: [] };
+    const l = this.locks.get(name) ?? { holder: null, delayMs: 0, delaySince: 0, queue: [] };
     l.holder = { sid, owner, token };
     this.locks.set(name, l);
     ev.push({ type: 'granted', name, sessionId: sid, fencingToken: token });
@@ -75,7 +75,8 @@ export class Model {
       l.holder = null;
       if (reason === 'expired' && s.lockDelayMs > 0) {
         l.delayMs = s.lockDelayMs;
-        ev.push({ type: 'lockDelayStarted', name, delayMs: s.lockDelayMs });
+        l.delaySince = index;
+        ev.push({ type: 'lockDelayStarted', name, delayMs: s.lockDelayMs, since: index });
       } else this.passOn(index, name, ev);
     }
     this.sessions.delete(id);
@@ -108,7 +109,7 @@ export class Model {
         const s = this.sessions.get(cmd.sessionId);
         if (!s) return { ok: false, code: 'session_not_found' };
         const l = this.locks.get(cmd.name);
-        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId) : -1;
+        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && (cmd.since === undefined || w.since === cmd.since)) : -1;
         if (l && i >= 0) {
           l.queue.splice(i, 1);
           if (!l.holder && l.delayMs === 0 && l.queue.length === 0) this.locks.delete(cmd.name);
@@ -120,8 +121,9 @@ export class Model {
       }
       case 'endLockDelay': {
         const l = this.locks.get(cmd.name);
-        if (l && l.delayMs > 0) {
+        if (l && l.delayMs > 0 && (cmd.since === undefined || l.delaySince === cmd.since)) {
           l.delayMs = 0;
+          l.delaySince = 0;
           ev.push({ type: 'lockDelayEnded', name: cmd.name });
           this.passOn(index, cmd.name, ev);
         }
@@ -160,7 +162,7 @@ export class Model {
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     open();
-    l.queue.push({ sid, owner, waitMs: cmd.waitMs });
+    l.queue.push({ sid, owner, waitMs: cmd.waitMs, since: index });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
 
@@ -169,7 +171,7 @@ export class Model {
     const sessions = [...this.sessions.values()].sort((a, b) => cmp(a.id, b.id)).map((s): [string, number, string, number] => [s.id, s.ttlMs, s.owner, s.lockDelayMs]);
     const locks = [...this.locks.entries()].sort((a, b) => cmp(a[0], b[0])).map(([name, l]): LockTuple => [
       name, l.holder?.sid ?? null, l.holder?.owner ?? null, l.holder?.token ?? 0, l.delayMs,
-      l.queue.map((w): [string, string, number] => [w.sid, w.owner, w.waitMs]),
+      l.queue.map((w): [string, string, number, number] => [w.sid, w.owner, w.waitMs, w.since]), l.delaySince,
     ]);
     const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result]);
     return { format: 'raftlock/lock-fsm', v: 1, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, idem: { nowMs: this.nowMs, entries } };

@@ -73,7 +73,6 @@ export function setup() {
     membership,
     clusterOps: {} as ClusterOps,
     nowMs: () => now,
-    wallMs: () => 1_700_000_000_000 + now,
     readTimeoutMs: 1000,
     electionTimeoutMaxMs: 1000,
   });

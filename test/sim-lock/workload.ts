@@ -206,7 +206,7 @@ export class LockWorkload {
   private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number): Promise<void> {
     const sid = c.sessionId!;
     if (!n.lessor.isLeader) return;
-    n.lessor.trackWait(name, sid, sent + waitMs);
+    n.lessor.trackWait(name, sid, sent + waitMs, n.app.fsm.waitOf(name, sid)?.since ?? 0);
     n.waitingSessions.add(sid);
     const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
     while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
