@@ -75,17 +75,18 @@ export class LockFsm {
     const key = env.idempotencyKey;
     if (key !== undefined) {
       const first = c.idem.get(key);
-      if (first !== undefined) return { result: first, events: [] };
+      if (first !== undefined) return { result: first, events: [], replayed: true };
     }
     const events: FsmEvent[] = [];
-    const result = this.dispatch(index, env.cmd, events);
+    const result = this.dispatch(index, env.cmd, events, key);
     // A limit refusal changed nothing and is transient: a retry with the same key may
-    // succeed once there is room, so it is not remembered.
-    if (key !== undefined && !(!result.ok && result.code === 'too_many_requests')) c.idem.put(key, result);
+    // succeed once there is room, so it is not remembered. Nor is session_exists: it
+    // changed nothing, and the leader retries at once with a fresh id under the same key.
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) c.idem.put(key, result);
     return { result, events };
   }
 
-  private dispatch(index: number, cmd: Command, ev: FsmEvent[]): ApplyResult {
+  private dispatch(index: number, cmd: Command, ev: FsmEvent[], key: string | undefined): ApplyResult {
     switch (cmd.kind) {
       case 'openSession': return this.openSession(cmd, ev);
       case 'closeSession': {
@@ -93,7 +94,7 @@ export class LockFsm {
         return denied ?? this.endSession(cmd.sessionId, 'closed', index, ev);
       }
       case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
-      case 'acquire': return this.acquire(index, cmd, ev);
+      case 'acquire': return this.acquire(index, cmd, ev, key);
       case 'release': return this.release(index, cmd, ev);
       case 'cancelWait': return this.cancelWait(cmd, ev);
       case 'endLockDelay': return this.endLockDelay(index, cmd, ev);
@@ -163,7 +164,7 @@ export class LockFsm {
     return { ok: true, kind: 'session_closed', sessionId: id, released };
   }
 
-  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], key: string | undefined): ApplyResult {
     const c = this.core;
     const ns = cmd.newSession;
     let s: Session | null = null;
@@ -195,7 +196,7 @@ export class LockFsm {
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-    c.enqueue(l, s, owner, cmd.waitMs, index);
+    c.enqueue(l, s, owner, cmd.waitMs, index, key);
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
 

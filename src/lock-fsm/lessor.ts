@@ -37,9 +37,9 @@ export interface LessorOptions {
   tickMs?: number;
   /** re-propose a due command not yet seen applied after this long (default 20 ticks) */
   retryMs?: number;
-  /** TEST ONLY (the mutation table in docs/simulation-lock.md): propose endLockDelay and
-   *  cancelWait without `since`, as versions before they named their item did */
-  legacyCommands?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): propose these commands
+   *  without `since`, as versions before they named their item did */
+  legacyCommands?: readonly ('endLockDelay' | 'cancelWait')[];
 }
 
 type Track =
@@ -57,7 +57,7 @@ function waitKey(name: string, sessionId: string): string {
 export class Lessor {
   readonly tickMs: number;
   readonly retryMs: number;
-  private readonly legacy: boolean;
+  private readonly legacy: readonly string[];
   private leader = false;
   private readonly sessionTracks = new Map<string, Track & { kind: 'session' }>();
   private readonly delayTracks = new Map<string, Track & { kind: 'delay' }>();
@@ -67,7 +67,7 @@ export class Lessor {
   constructor(opts: LessorOptions = {}) {
     this.tickMs = opts.tickMs ?? 100;
     this.retryMs = opts.retryMs ?? 20 * this.tickMs;
-    this.legacy = opts.legacyCommands ?? false;
+    this.legacy = opts.legacyCommands ?? [];
     if (!(this.tickMs > 0) || !(this.retryMs > 0)) throw new Error('Lessor: tickMs and retryMs must be positive');
   }
 
@@ -203,8 +203,8 @@ export class Lessor {
   private commandFor(t: Track): Command {
     switch (t.kind) {
       case 'session': return { kind: 'expireSession', sessionId: t.sessionId };
-      case 'delay': return t.since === 0 || this.legacy ? { kind: 'endLockDelay', name: t.name } : { kind: 'endLockDelay', name: t.name, since: t.since };
-      case 'wait': return t.since === 0 || this.legacy ? { kind: 'cancelWait', name: t.name, sessionId: t.sessionId } : { kind: 'cancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
+      case 'delay': return t.since === 0 || this.legacy.includes('endLockDelay') ? { kind: 'endLockDelay', name: t.name } : { kind: 'endLockDelay', name: t.name, since: t.since };
+      case 'wait': return t.since === 0 || this.legacy.includes('cancelWait') ? { kind: 'cancelWait', name: t.name, sessionId: t.sessionId } : { kind: 'cancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
     }
   }
 

@@ -50,6 +50,10 @@ export type FsmEvent =
 export interface ApplyOutput {
   result: ApplyResult;
   events: FsmEvent[];
+  /** the entry's Idempotency-Key was seen before: `result` is the stored first answer and
+   *  nothing was done. The API answers it as it is, whatever the state is now (a retry
+   *  returns the first answer: docs/contract.md "Idempotency"). Absent otherwise. */
+  replayed?: true;
 }
 
 type Obj = Record<string, unknown>;

@@ -19,9 +19,10 @@ export const SNAPSHOT_VERSION = 1;
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (issue 10), so states without auth encode exactly as before */
 export type SessionTuple = [string, number, string, number] | [string, number, string, number, string];
-/** [sessionId, owner, waitMs, since]: since, the index that queued the wait, is written
- *  by every version that has it; a 3-element tuple (older snapshots) reads as since 0 */
-export type WaiterTuple = [string, string, number] | [string, string, number, number];
+/** [sessionId, owner, waitMs, since, key?]: since, the index that queued the wait, is
+ *  written by every version that has it (a 3-element tuple, from older snapshots, reads
+ *  as since 0); key, the Idempotency-Key of the acquire that queued it, only when it had one */
+export type WaiterTuple = [string, string, number] | [string, string, number, number] | [string, string, number, number, string];
 /** [name, holderSessionId | null, holderOwner | null, fencingToken (0 if free), delayMs (0 if none), waiters, delaySince (0 if none)]:
  *  a 6-element tuple (older snapshots) reads as delaySince 0 */
 export type LockTuple = [string, string | null, string | null, number, number, WaiterTuple[]] | [string, string | null, string | null, number, number, WaiterTuple[], number];
@@ -63,7 +64,7 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
 
 function lockTuple(l: LockState): LockTuple {
   const waiters: WaiterTuple[] = [];
-  for (let w = l.head; w !== null; w = w.next) waiters.push([w.session.id, w.owner, w.waitMs, w.since]);
+  for (let w = l.head; w !== null; w = w.next) waiters.push(w.key === undefined ? [w.session.id, w.owner, w.waitMs, w.since] : [w.session.id, w.owner, w.waitMs, w.since, w.key]);
   if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters, l.delaySince];
   return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters, 0];
 }
@@ -174,14 +175,15 @@ function importLocks(c: FsmCore, rows: unknown[]): void {
 function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string): void {
   rows.forEach((r, i) => {
     const p = `${path}[${i}]`;
-    const t = row(r, Array.isArray(r) && r.length === 3 ? 3 : 4, () => p);
+    const t = row(r, Array.isArray(r) && (r.length === 3 || r.length === 5) ? r.length : 4, () => p);
     const s = sessionRef(c, t[0], () => `${p}[0]`);
     if (s === l.holder) fail(`${p}[0]`, `session ${s.id} both holds and waits for ${l.name}`);
     if (s.waits?.has(l.name)) fail(`${p}[0]`, `session ${s.id} waits twice for ${l.name}`);
     const owner = check(t[1], isOwner, `${p}[1]`, 'an owner');
     const waitMs = check(t[2], intIn(1, MAX_WAIT_MS), `${p}[2]`, 'a wait in ms');
-    const since = t.length === 4 ? check(t[3], intIn(0, c.lastApplied), `${p}[3]`, 'a log index in [0, lastApplied] (0 if unknown)') : 0;
-    c.enqueue(l, s, owner, waitMs, since);
+    const since = t.length >= 4 ? check(t[3], intIn(0, c.lastApplied), `${p}[3]`, 'a log index in [0, lastApplied] (0 if unknown)') : 0;
+    const key = t.length === 5 ? check(t[4], isIdempotencyKey, `${p}[4]`, 'an idempotency key') : undefined;
+    c.enqueue(l, s, owner, waitMs, since, key);
   });
 }
 

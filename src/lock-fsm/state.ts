@@ -41,6 +41,10 @@ export class Waiter {
     /** the wait's identity: the log index of the entry that queued it (0: unknown, a
      *  wait restored from a snapshot written before waits had one). cancelWait names it. */
     readonly since: number,
+    /** the Idempotency-Key of the acquire that queued it: when the wait is granted, the
+     *  key's stored answer becomes the grant, so a retry gets the grant even after the
+     *  lock moved on (docs/lock-fsm.md "Idempotency") */
+    readonly key: string | undefined = undefined,
   ) {}
 }
 
@@ -227,11 +231,12 @@ export class FsmCore {
   private grantHead(l: LockState, index: number, events: FsmEvent[], indexed: boolean): void {
     const w = l.head as Waiter;
     this.unlinkWaiter(w);
-    this.grant(l, w.session, w.owner, index, events, indexed);
+    const token = this.grant(l, w.session, w.owner, index, events, indexed);
+    if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs });
   }
 
-  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number): Waiter {
-    const w = new Waiter(l, s, owner, waitMs, since);
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string): Waiter {
+    const w = new Waiter(l, s, owner, waitMs, since, key);
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;

@@ -165,14 +165,18 @@ export class RaftLockService implements LockService {
       if (actor !== undefined) cmd.actor = actor;
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
-    let r: ApplyResult;
+    let out: ApplyOutput;
     try {
-      r = await this.submit(cmd, ctx);
+      out = await this.submitOutput(cmd, ctx);
     } catch (err) {
       this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'error' });
       throw err;
     }
-    if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    const r = out.result;
+    if (r.ok && r.kind === 'acquired') {
+      if (out.replayed) return this.replayedGrant(name, r, arrival);
+      return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    }
     if (r.ok && r.kind === 'queued') {
       this.d.metrics.lockAcquire.inc({ result: 'queued' });
       return this.waitForGrant(name, r.sessionId, p.waitMs, arrival, ctx);
@@ -296,6 +300,11 @@ export class RaftLockService implements LockService {
 
   /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
   private async submit(cmd: Command, ctx: RequestContext): Promise<ApplyResult> {
+    return (await this.submitOutput(cmd, ctx)).result;
+  }
+
+  /** submit, keeping whether the answer is a stored first answer (ApplyOutput.replayed) */
+  private async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
     this.requireLeader();
     const env = { atMs: this.logClock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
     try {
@@ -308,11 +317,11 @@ export class RaftLockService implements LockService {
     return this.proposalResult(out);
   }
 
-  private proposalResult(out: ProposalOutcome): ApplyResult {
+  private proposalResult(out: ProposalOutcome): ApplyOutput {
     const m = this.d.metrics;
     if (out.ok) {
       m.proposal('committed');
-      return (out.result as ApplyOutput).result;
+      return out.result as ApplyOutput;
     }
     switch (out.kind) {
       case 'rejected':
@@ -393,6 +402,23 @@ export class RaftLockService implements LockService {
     }
     this.d.metrics.lockAcquire.inc({ result });
     return { name, session_id: sessionId, fencing_token: token, ttl_ms: s.ttlMs };
+  }
+
+  /**
+   * A retry (same Idempotency-Key) of an acquire that was granted: the answer is the first
+   * one, token and all, whatever happened since (docs/contract.md "Idempotency"). While
+   * that grant still stands this is a retry after an unknown outcome, and the lease is
+   * renewed from this request as for a fresh grant; once it is gone (released, expired,
+   * taken by another session) nothing is renewed or re-checked: the lock's state is not
+   * this request's answer, and the token fences any use of the old grant.
+   */
+  private replayedGrant(name: string, r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
+    const l = this.d.app.fsm.getLock(name);
+    if (l.holder && l.holder.sessionId === r.sessionId && l.holder.fencingToken === r.fencingToken) {
+      return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    }
+    this.d.metrics.lockAcquire.inc({ result: 'acquired' });
+    return { name, session_id: r.sessionId, fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
   }
 
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {

@@ -236,7 +236,7 @@ test('idempotency: a retry returns the first result and changes nothing, across 
   g.do({ kind: 'release', name: 'a', sessionId: 's1' });
   g.token('a', 's2');
   const retry = g.run({ kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0 }, { key: 'req-1' });
-  assert.deepEqual(retry, { result: first.result, events: [] });
+  assert.deepEqual(retry, { result: first.result, events: [], replayed: true });
   assert.equal(g.fsm.getLock('a').holder?.sessionId, 's2', 'nothing changed');
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
   const again = copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'req-1', cmd: { kind: 'closeSession', sessionId: 's2' } });

@@ -42,8 +42,11 @@ test('restore reproduces holders, waiters, lock-delays, lastToken and the idempo
     assert.deepEqual(copy.apply(i, { atMs: g.atMs, cmd }), g.run(cmd, { index: i }));
   }
   assert.equal(copy.getLock('b').holder?.sessionId, 's3', 'the waiters survived the restore in order');
+  // acq-1 queued s3 for a; endLockDelay a granted it, so its key now answers with the grant
+  const tok = copy.getLock('a').holder?.fencingToken;
+  assert.equal(copy.getLock('a').holder?.sessionId, 's3');
   assert.deepEqual(copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'acq-1', cmd: { kind: 'barrier', term: 9 } }).result,
-    { ok: true, kind: 'queued', name: 'a', sessionId: 's3', position: 1 }, 'idempotency table restored');
+    { ok: true, kind: 'acquired', name: 'a', sessionId: 's3', fencingToken: tok, ttlMs: 10_000 }, 'idempotency table restored, and settled by the grant');
 });
 
 test('equal states encode to identical bytes whatever the history', () => {

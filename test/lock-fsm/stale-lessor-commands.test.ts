@@ -85,9 +85,9 @@ test('a snapshot written before delays and waits had an identity restores them a
 
 /** the lessor proposes; each command applies once at once, and once more `lagMs` later
  *  (the copy re-proposed after 'unknown') */
-function runWithDuplicates(legacyCommands: boolean): { delayEndedAt: number[]; delayStartedAt: number[] } {
+function runWithDuplicates(legacy: boolean): { delayEndedAt: number[]; delayStartedAt: number[] } {
   const g = new Log();
-  const lessor = new Lessor({ tickMs: 100, retryMs: 1000, legacyCommands });
+  const lessor = new Lessor({ tickMs: 100, retryMs: 1000, ...(legacy ? { legacyCommands: ['endLockDelay'] as const } : {}) });
   lessor.promote(0, g.fsm);
   let now = 0;
   const late: { at: number; cmd: Command }[] = [];

@@ -11,6 +11,7 @@ import { RaftDriver, type ProposalOutcome } from '../../src/raft/node.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { encodeCommand } from '../../src/node/command-codec.js';
 import { LessorProposer } from '../../src/node/lessor-proposer.js';
+import { LogClock } from '../../src/node/log-clock.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
 import type { SimDisk } from '../sim/disk.js';
 import type { SimOptions } from '../sim/options.js';
@@ -25,6 +26,22 @@ export interface NodeParams extends Pick<SimOptions, (typeof RAFT_KNOBS)[number]
   proposalTimeoutMs: number;
 }
 
+/** Fixes switched off, to show the simulator finds what they fix (docs/simulation-lock.md
+ *  "Mutation table"). TEST ONLY. */
+export interface LockMutations {
+  /** the lessor proposes endLockDelay without naming the delay (no `since`) */
+  legacyEndLockDelay?: boolean;
+  /** the lessor proposes cancelWait without naming the wait (no `since`) */
+  legacyCancelWait?: boolean;
+  /** entries are stamped with the node's wall clock, not its log clock */
+  wallClockStamps?: boolean;
+}
+
+/** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
+ *  proposing, and/or propose a second copy `duplicateTicks` later (a copy re-proposed
+ *  after an 'unknown' answer while the first was still in the log) */
+export interface LessorFault { delayTicks: number; duplicateTicks: number }
+
 export interface NodeEnv {
   nowMs(): number;
   /** every entry this node applies, with the app's output (checkers) */
@@ -36,6 +53,12 @@ export interface NodeEnv {
   onFatal(node: LockNode, err: unknown): void;
   /** the lessor asked for this command (statistics: retries show as repeats) */
   onLessorProposal(cmd: Command): void;
+  /** this node's wall clock (ms): the sim clock plus its step, if one stepped */
+  wallMs(node: NodeId): number;
+  /** the fault to apply to a lessor proposal (0/0: none) */
+  lessorFault(cmd: Command): LessorFault;
+  /** the current tick */
+  tick(): number;
 }
 
 export class SimulatedCrash extends Error {
@@ -78,11 +101,18 @@ export class LockNode {
   /** the production gate: one lessor proposal in flight per item */
   private readonly lessorProposer = new LessorProposer((cmd) => {
     this.env.onLessorProposal(cmd);
-    return this.propose(cmd);
+    const f = this.env.lessorFault(cmd);
+    if (f.duplicateTicks > 0) this.later.push({ at: this.env.tick() + f.duplicateTicks, cmd, resolve: null });
+    if (f.delayTicks === 0) return this.propose(cmd);
+    return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve }));
   });
+  /** lessor proposals held back by the lessor fault, proposed at tick `at` */
+  private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null }[] = [];
+  /** stamps every proposal, as lock-service does */
+  private readonly logClock: LogClock;
   dead = false;
 
-  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv) {
+  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
     this.transport = transport;
     this.storage = new CrashableDisk(disk);
     const snap = disk.snapshot();
@@ -90,7 +120,9 @@ export class LockNode {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);
-    this.lessor = new Lessor({ tickMs: p.tickMs });
+    const legacy = [...(mutations.legacyEndLockDelay ? ['endLockDelay' as const] : []), ...(mutations.legacyCancelWait ? ['cancelWait' as const] : [])];
+    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy });
+    this.logClock = new LogClock({ monoMs: env.nowMs, appliedLogTimeMs: () => this.app.fsm.logTimeMs, ...(mutations.wallClockStamps ? { wallMs: () => env.wallMs(id) } : {}) });
     this.raw = new RawNode({
       id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
       maxInflight: p.maxInflight, maxMsgBytes: p.maxMsgBytes, lazyCommit: p.lazyCommit, applied: snap.meta.index,
@@ -103,8 +135,10 @@ export class LockNode {
       hooks: {
         onRoleChange: (role, _leader, term) => {
           // as lock-service onRoleChange: promote with the FSM on taking office, demote on leaving
-          if (role === 'leader') this.lessor.promote(env.nowMs(), this.app.fsm);
-          else {
+          if (role === 'leader') {
+            this.logClock.takeOffice();
+            this.lessor.promote(env.nowMs(), this.app.fsm);
+          } else {
             this.lessor.demote();
             this.waitingSessions.clear();
           }
@@ -133,6 +167,7 @@ export class LockNode {
   /** the production ticker: driver.tick(), then the service's onTick (lessor → proposals) */
   tick(): void {
     this.driver.tick();
+    this.proposeLate();
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
@@ -140,8 +175,22 @@ export class LockNode {
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
-    const env: Envelope = { atMs: this.env.nowMs(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
+    const env: Envelope = { atMs: this.logClock.stamp(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
     return this.driver.propose(encodeCommand(env));
+  }
+
+  /** the lessor fault's held-back proposals and late copies whose tick has come (a
+   *  follower's driver refuses them, as it would any proposal) */
+  private proposeLate(): void {
+    if (this.later.length === 0) return;
+    const now = this.env.tick();
+    const due = this.later.filter((l) => l.at <= now);
+    if (due.length === 0) return;
+    this.later = this.later.filter((l) => l.at > now);
+    for (const l of due) {
+      const p = this.propose(l.cmd);
+      if (l.resolve) void p.then(l.resolve);
+    }
   }
 
   armCrash(): void {

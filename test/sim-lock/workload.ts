@@ -158,6 +158,7 @@ export class LockWorkload {
     const sid = c.sessionId!;
     const sent = this.cluster.nowMs();
     const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
     let out = await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs }, key);
     if (!out.ok && out.kind === 'unknown' && this.rng.next() < 0.5) {
       // retry once with the same Idempotency-Key, at whoever leads now

@@ -1,0 +1,97 @@
+// RaftLockService over a driver stand-in: proposals apply at once (or wait until the test
+// lets them commit), reads pass, and the test moves the clock and leadership by hand.
+import { RaftLockService } from '../../src/node/lock-service.js';
+import { LockApp } from '../../src/node/lock-app.js';
+import { decodeCommand } from '../../src/node/command-codec.js';
+import { Lessor } from '../../src/lock-fsm/index.js';
+import { Metrics } from '../../src/metrics.js';
+import type { RaftDriver, ProposalOutcome } from '../../src/raft/node.js';
+import type { Membership } from '../../src/node/membership.js';
+import type { ClusterOps } from '../../src/node/cluster-ops.js';
+import type { RequestContext } from '../../src/api/service.js';
+
+export class FakeDriver {
+  currentRole: 'leader' | 'follower' = 'leader';
+  currentLeader: string | null = 'n1';
+  appliedIndex = 0;
+  /** hold proposals back until commitHeld() */
+  hold = false;
+  private held: { bytes: Uint8Array; resolve: (o: ProposalOutcome) => void }[] = [];
+  constructor(private readonly app: LockApp, private readonly svc: () => RaftLockService) {}
+
+  propose(bytes: Uint8Array): Promise<ProposalOutcome> {
+    if (this.currentRole !== 'leader') return Promise.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
+    return new Promise((resolve) => {
+      if (this.hold) this.held.push({ bytes, resolve });
+      else resolve(this.apply(bytes));
+    });
+  }
+
+  /** commit and apply everything held back, in order */
+  commitHeld(): void {
+    for (const h of this.held.splice(0)) h.resolve(this.apply(h.bytes));
+  }
+
+  /** answer everything held back 'unknown' (commit slower than the proposal timeout), and
+   *  keep the entries to apply later with applyLate() */
+  timeOutHeld(): Uint8Array[] {
+    return this.held.splice(0).map((h) => {
+      h.resolve({ ok: false, kind: 'unknown' });
+      return h.bytes;
+    });
+  }
+
+  /** an entry applied without a waiting proposer (a late commit, another leader's entry) */
+  applyLate(bytes: Uint8Array): void {
+    this.apply(bytes);
+  }
+
+  private apply(bytes: Uint8Array): ProposalOutcome {
+    decodeCommand(bytes); // what a real log would carry
+    const index = ++this.appliedIndex;
+    const out = this.app.apply({ index, term: 1, kind: 'normal', data: bytes });
+    this.svc().onApplied(out);
+    return { ok: true, index, term: 1, result: out };
+  }
+
+  readIndex(): Promise<{ ok: true; index: number } | { ok: false; reason: 'not_leader' }> {
+    return Promise.resolve(this.currentRole === 'leader' ? { ok: true, index: this.appliedIndex } : { ok: false, reason: 'not_leader' });
+  }
+
+  status() {
+    return { leader: this.currentLeader, commit: this.appliedIndex, term: 1, role: this.currentRole };
+  }
+}
+
+export function fakeService(o: { lockDelayMs?: number } = {}) {
+  const clock = { now: 1000 };
+  const app = new LockApp({}, () => undefined);
+  const lessor = new Lessor({ tickMs: 100 });
+  const ref: { svc?: RaftLockService } = {};
+  const driver = new FakeDriver(app, () => ref.svc!);
+  const membership = { selfState: () => 'member', address: () => undefined, notReadyReason: () => null } as unknown as Membership;
+  const svc = new RaftLockService({
+    nodeId: 'n1',
+    driver: driver as unknown as RaftDriver,
+    app,
+    lessor,
+    metrics: new Metrics(),
+    session: { defaultTtlMs: 2000, minTtlMs: 100, maxTtlMs: 60_000, lockDelayMs: o.lockDelayMs ?? 0 },
+    membership,
+    clusterOps: {} as ClusterOps,
+    nowMs: () => clock.now,
+    readTimeoutMs: 1000,
+    electionTimeoutMaxMs: 1000,
+  });
+  ref.svc = svc;
+  svc.onRoleChange(true);
+  const ctx = (key?: string): RequestContext => ({ signal: new AbortController().signal, ...(key ? { idempotencyKey: key } : {}) });
+  /** advance the clock by ms, ticking the service (its lessor proposes what is due) */
+  const advance = (ms: number): void => {
+    for (let t = 0; t < ms; t += 100) {
+      clock.now += 100;
+      svc.onTick();
+    }
+  };
+  return { svc, driver, app, lessor, ctx, clock, advance };
+}
