@@ -38,9 +38,16 @@ export interface LockMutations {
 }
 
 /** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
- *  proposing, and/or propose a second copy `duplicateTicks` later (a copy re-proposed
- *  after an 'unknown' answer while the first was still in the log) */
-export interface LessorFault { delayTicks: number; duplicateTicks: number }
+ *  proposing, and/or propose more copies, each `copies[k]` ticks later (copies
+ *  re-proposed after 'unknown' answers while the first was still in the log) */
+export interface LessorFault {
+  delayTicks: number;
+  copies: number[];
+  /** endLockDelay only: one more copy, held until (at least `afterTicks` from now) the
+   *  next lock-delay of the same lock starts on this leader, then proposed at once: the
+   *  adversary's choice of when a slow copy commits */
+  landInNextDelay?: { afterTicks: number };
+}
 
 export interface NodeEnv {
   nowMs(): number;
@@ -102,10 +109,17 @@ export class LockNode {
   private readonly lessorProposer = new LessorProposer((cmd) => {
     this.env.onLessorProposal(cmd);
     const f = this.env.lessorFault(cmd);
-    if (f.duplicateTicks > 0) this.later.push({ at: this.env.tick() + f.duplicateTicks, cmd, resolve: null });
+    for (const lag of f.copies) this.later.push({ at: this.env.tick() + lag, cmd, resolve: null });
+    if (f.landInNextDelay && cmd.kind === 'endLockDelay') {
+      const held = this.stale.get(cmd.name) ?? [];
+      held.push({ cmd, readyAt: this.env.tick() + f.landInNextDelay.afterTicks });
+      this.stale.set(cmd.name, held);
+    }
     if (f.delayTicks === 0) return this.propose(cmd);
     return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve }));
   });
+  /** endLockDelay copies waiting for the next lock-delay of their lock (landInNextDelay) */
+  private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
   /** lessor proposals held back by the lessor fault, proposed at tick `at` */
   private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null }[] = [];
   /** stamps every proposal, as lock-service does */
@@ -147,6 +161,7 @@ export class LockNode {
         onApplied: (entry, result) => {
           const out = result as ApplyOutput | undefined;
           if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
+          if (out && this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStale(out);
           if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded') this.waitingSessions.delete(e.sessionId);
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
         },
@@ -177,6 +192,22 @@ export class LockNode {
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
     const env: Envelope = { atMs: this.logClock.stamp(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
     return this.driver.propose(encodeCommand(env));
+  }
+
+  /** a lock-delay started: its lock's waiting stale copies are proposed next tick */
+  private releaseStale(out: ApplyOutput): void {
+    const now = this.env.tick();
+    for (const e of out.events) {
+      if (e.type !== 'lockDelayStarted') continue;
+      const held = this.stale.get(e.name);
+      if (!held) continue;
+      const ready = held.filter((h) => h.readyAt <= now);
+      if (ready.length === 0) continue;
+      const rest = held.filter((h) => h.readyAt > now);
+      if (rest.length > 0) this.stale.set(e.name, rest);
+      else this.stale.delete(e.name);
+      for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null });
+    }
   }
 
   /** the lessor fault's held-back proposals and late copies whose tick has come (a

@@ -34,9 +34,10 @@ export interface LockSimOptions {
 export interface LockFaults {
   /** per lessor proposal: held back beyond the proposal timeout before it is proposed */
   lessorDelayProbability: number;
-  /** per lessor proposal: a second copy is proposed beyond the proposal timeout */
+  /** per lessor proposal: 1-4 more copies are proposed beyond the proposal timeout */
   lessorDuplicateProbability: number;
-  /** ticks of that lag: proposal timeout + Exp(mean) */
+  /** lag unit: a held-back proposal waits proposal timeout + Exp(unit); copy k comes
+   *  proposal timeout + k × unit × U(0.5, 1.5) later */
   lessorLagMeanTicks: number;
   /** at this tick (0: never) the leader's wall clock steps forward by clockStepMs */
   clockStepTick: number;
@@ -67,7 +68,7 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
   const faults: LockFaults = {
     lessorDelayProbability: lag ? f.next() * 0.3 : 0,
     lessorDuplicateProbability: lag ? f.next() * 0.5 : 0,
-    lessorLagMeanTicks: Math.round(ttlMs / tickMs) * (1 + f.int(0, 3)),
+    lessorLagMeanTicks: Math.round(ttlMs / tickMs) * (1 + f.int(0, 2)),
     clockStepTick: f.next() < 0.5 ? f.int(Math.floor(ticks / 4), Math.max(Math.floor(ticks / 4) + 1, Math.floor((3 * ticks) / 4))) : 0,
     clockStepMs: (11 + f.int(0, 50)) * 60_000,
   };
@@ -177,14 +178,21 @@ export class LockCluster {
 
   private lessorFault(_cmd: Command): LessorFault {
     const f = this.o.faults;
-    if (this.healed || f.lessorDelayProbability === 0 && f.lessorDuplicateProbability === 0) return { delayTicks: 0, duplicateTicks: 0 };
+    if (this.healed || (f.lessorDelayProbability === 0 && f.lessorDuplicateProbability === 0)) return { delayTicks: 0, copies: [] };
     const r = this.faultRng;
-    const beyondTimeout = (): number => Math.ceil(this.o.node.proposalTimeoutMs / this.o.node.tickMs) + 1 + Math.round(-Math.log(1 - r.next()) * f.lessorLagMeanTicks);
-    const delayTicks = r.next() < f.lessorDelayProbability ? beyondTimeout() : 0;
-    const duplicateTicks = r.next() < f.lessorDuplicateProbability ? beyondTimeout() : 0;
+    const timeout = Math.ceil(this.o.node.proposalTimeoutMs / this.o.node.tickMs) + 1;
+    const delayTicks = r.next() < f.lessorDelayProbability ? timeout + Math.round(-Math.log(1 - r.next()) * f.lessorLagMeanTicks) : 0;
+    // 1-4 late copies spread over several TTLs: the item the command named is long over
+    // by then, and a later item of the same lock or wait may be running
+    const copies: number[] = [];
+    if (r.next() < f.lessorDuplicateProbability) {
+      const n = r.int(1, 5);
+      for (let k = 1; k <= n; k++) copies.push(timeout + Math.round(k * f.lessorLagMeanTicks * (0.5 + r.next())));
+    }
+    const land = copies.length > 0 && r.next() < 0.5;
     if (delayTicks > 0) this.stats.lessorDelayed++;
-    if (duplicateTicks > 0) this.stats.lessorDuplicated++;
-    return { delayTicks, duplicateTicks };
+    this.stats.lessorDuplicated += copies.length + (land ? 1 : 0);
+    return { delayTicks, copies, ...(land ? { landInNextDelay: { afterTicks: timeout } } : {}) };
   }
 
   /** the clock-step fault: the leader's wall clock jumps forward (only a mutation that

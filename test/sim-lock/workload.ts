@@ -207,7 +207,11 @@ export class LockWorkload {
   private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number): Promise<void> {
     const sid = c.sessionId!;
     if (!n.lessor.isLeader) return;
-    n.lessor.trackWait(name, sid, sent + waitMs, n.app.fsm.waitOf(name, sid)?.since ?? 0);
+    // as lock-service: only a wait the FSM still has is tracked, under its identity (a wait
+    // already granted or cancelled has nothing to time out; tracking it as "unknown" would
+    // make the lessor cancel whatever wait the session has next)
+    const w = n.app.fsm.waitOf(name, sid);
+    if (w !== undefined) n.lessor.trackWait(name, sid, sent + waitMs, w.since);
     n.waitingSessions.add(sid);
     const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
     while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
