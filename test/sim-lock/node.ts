@@ -43,10 +43,11 @@ export interface LockMutations {
 export interface LessorFault {
   delayTicks: number;
   copies: number[];
-  /** endLockDelay only: one more copy, held until (at least `afterTicks` from now) the
-   *  next lock-delay of the same lock starts on this leader, then proposed at once: the
+  /** endLockDelay / cancelWait: one more copy, held until (at least `afterTicks` from
+   *  now) the next lock-delay of the same lock starts, or the next wait of the same
+   *  session on the same lock is tracked, on this leader, then proposed at once: the
    *  adversary's choice of when a slow copy commits */
-  landInNextDelay?: { afterTicks: number };
+  landInNext?: { afterTicks: number };
 }
 
 export interface NodeEnv {
@@ -95,6 +96,10 @@ class CrashableDisk implements DurableStorage {
   close(): Promise<void> { return Promise.resolve(); }
 }
 
+function staleKey(name: string, sessionId: string | undefined): string {
+  return sessionId === undefined ? `d\u0000${name}` : `w\u0000${name}\u0000${sessionId}`;
+}
+
 export class LockNode {
   readonly raw: RawNode;
   readonly driver: RaftDriver;
@@ -110,15 +115,16 @@ export class LockNode {
     this.env.onLessorProposal(cmd);
     const f = this.env.lessorFault(cmd);
     for (const lag of f.copies) this.later.push({ at: this.env.tick() + lag, cmd, resolve: null });
-    if (f.landInNextDelay && cmd.kind === 'endLockDelay') {
-      const held = this.stale.get(cmd.name) ?? [];
-      held.push({ cmd, readyAt: this.env.tick() + f.landInNextDelay.afterTicks });
-      this.stale.set(cmd.name, held);
+    if (f.landInNext && (cmd.kind === 'endLockDelay' || cmd.kind === 'cancelWait')) {
+      const k = staleKey(cmd.name, cmd.kind === 'cancelWait' ? cmd.sessionId : undefined);
+      const held = this.stale.get(k) ?? [];
+      held.push({ cmd, readyAt: this.env.tick() + f.landInNext.afterTicks });
+      this.stale.set(k, held);
     }
     if (f.delayTicks === 0) return this.propose(cmd);
     return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve }));
   });
-  /** endLockDelay copies waiting for the next lock-delay of their lock (landInNextDelay) */
+  /** copies waiting for the next lock-delay of their lock or wait of their session (landInNext) */
   private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
   /** lessor proposals held back by the lessor fault, proposed at tick `at` */
   private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null }[] = [];
@@ -196,18 +202,26 @@ export class LockNode {
 
   /** a lock-delay started: its lock's waiting stale copies are proposed next tick */
   private releaseStale(out: ApplyOutput): void {
+    for (const e of out.events) if (e.type === 'lockDelayStarted') this.releaseStaleFor(staleKey(e.name, undefined));
+  }
+
+  private releaseStaleFor(k: string): void {
+    const held = this.stale.get(k);
+    if (!held) return;
     const now = this.env.tick();
-    for (const e of out.events) {
-      if (e.type !== 'lockDelayStarted') continue;
-      const held = this.stale.get(e.name);
-      if (!held) continue;
-      const ready = held.filter((h) => h.readyAt <= now);
-      if (ready.length === 0) continue;
-      const rest = held.filter((h) => h.readyAt > now);
-      if (rest.length > 0) this.stale.set(e.name, rest);
-      else this.stale.delete(e.name);
-      for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null });
-    }
+    const ready = held.filter((h) => h.readyAt <= now);
+    if (ready.length === 0) return;
+    const rest = held.filter((h) => h.readyAt > now);
+    if (rest.length > 0) this.stale.set(k, rest);
+    else this.stale.delete(k);
+    for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null });
+  }
+
+  /** lock-service's trackWait: the lessor times the wait out; a stale cancelWait copy of
+   *  an earlier wait of this session on this lock is let go now (landInNext) */
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number): void {
+    this.lessor.trackWait(name, sessionId, deadlineMs, since);
+    if (this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStaleFor(staleKey(name, sessionId));
   }
 
   /** the lessor fault's held-back proposals and late copies whose tick has come (a

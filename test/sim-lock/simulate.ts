@@ -192,7 +192,7 @@ export class LockCluster {
     const land = copies.length > 0 && r.next() < 0.5;
     if (delayTicks > 0) this.stats.lessorDelayed++;
     this.stats.lessorDuplicated += copies.length + (land ? 1 : 0);
-    return { delayTicks, copies, ...(land ? { landInNextDelay: { afterTicks: timeout } } : {}) };
+    return { delayTicks, copies, ...(land ? { landInNext: { afterTicks: timeout } } : {}) };
   }
 
   /** the clock-step fault: the leader's wall clock jumps forward (only a mutation that
