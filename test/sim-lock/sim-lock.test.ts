@@ -61,11 +61,11 @@ test('lock simulation: regression seeds', async () => {
 // stops at its failure, so this costs a few seconds.
 const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number[] }[] = [
   // a stale endLockDelay copy ends a later lock-delay of the same lock
-  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [] },
+  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [38] },
   // a stale cancelWait copy ends a later wait of the same session early
-  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [43] },
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [49] },
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
-  { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [8, 13] },
+  { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
 ];
 
 for (const m of MUTATIONS) {
