@@ -5,18 +5,7 @@
 // leader checked the stored grant against the lock's current state before answering.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../../src/api/errors.js';
-import { fakeService } from './fake-raft.js';
-
-async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'ok';
-  } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
-    return err.code;
-  }
-}
+import { codeOf, setup as fakeService } from './service-fixture.js';
 
 test('a replayed acquire key returns its first 200 and token after the lock moved to another session', async () => {
   const { svc, app, ctx } = fakeService();
@@ -60,12 +49,12 @@ test('a replayed key of an acquire that waited and was granted returns that gran
 });
 
 test('a replayed acquire whose grant still stands renews the lease as the first answer did', async () => {
-  const { svc, lessor, ctx, clock } = fakeService();
+  const { svc, lessor, ctx, tick, now } = fakeService();
   const { session_id: s } = await svc.openSession({ ttlMs: 2000 }, ctx('o'));
   const first = await svc.acquire('L', { sessionId: s, waitMs: 0 }, ctx('K'));
-  clock.now += 1500;
+  tick(1500);
   assert.deepEqual(await svc.acquire('L', { sessionId: s, waitMs: 0 }, ctx('K')), first);
-  assert.equal(lessor.deadlineOf(s), clock.now + 2000, 'renewed from the retry');
+  assert.equal(lessor.deadlineOf(s), now() + 2000, 'renewed from the retry');
 });
 
 test('a replayed acquire key answered lock_held first answers lock_held again, even once the lock is free', async () => {
@@ -115,7 +104,7 @@ test('an acquire retried after an unknown outcome, with the first copy applied l
   const [late] = driver.timeOutHeld();
   assert.equal(await first, 'timeout');
   driver.hold = false;
-  driver.applyLate(late!); // the first copy commits after all
+  driver.applyForeign(late!); // the first copy commits after all
   const token = app.fsm.getLock('L').holder!.fencingToken;
   await svc.release('L', s1, undefined, ctx('r'));
   await svc.acquire('L', { sessionId: s2, waitMs: 0 }, ctx('K2'));
