@@ -12,6 +12,10 @@ export const ERROR_CATALOG = {
   not_found: { status: 404, message: 'not found' },
   lock_held: { status: 409, message: 'the lock is held by another session' },
   not_holder: { status: 409, message: 'the session does not hold the lock' },
+  /** a semaphore acquire named another limit than the one in force (body: limit) */
+  limit_mismatch: { status: 409, message: 'the semaphore has another limit' },
+  /** a semaphore had no room and wait_ms ran out (body: in_use, limit) */
+  semaphore_full: { status: 409, message: 'the semaphore is full' },
   /** a membership change is already in flight (one at a time, thesis §4.1) */
   conflict: { status: 409, message: 'a conflicting operation is in progress' },
   payload_too_large: { status: 413, message: 'the body is over 64 KiB' },

@@ -7,7 +7,7 @@
 // parseEnvelope, which checks every field and rebuilds the value with only known fields.
 
 import {
-  MAX_DURATION_MS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
+  MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
 } from './names.js';
 
 /** Parameters of a session opened by the same entry as an acquire (acquire without session_id). */
@@ -35,7 +35,15 @@ export type Command =
   /** waitMs 0: fail at once when held. newSession: open sessionId with these parameters
    *  and acquire, atomically (nothing is created if the acquire fails). owner: the
    *  holder's owner label for this lock; defaults to the session's owner. */
-  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
+  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; mode?: 'shared' }
+  /** semaphores (docs/lock-fsm.md "Semaphores"): take `permits` of `limit`; newSession,
+   *  owner and actor as for acquire */
+  | { kind: 'semAcquire'; name: string; sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
+  | { kind: 'semRelease'; name: string; sessionId: string; actor?: string }
+  /** resize: shrinking never takes permits away */
+  | { kind: 'semSetLimit'; name: string; limit: number }
+  /** the lessor's semaphore wait timeout; since as for cancelWait (always present) */
+  | { kind: 'semCancelWait'; name: string; sessionId: string; since: number }
   /** fencingToken: when given, must match the current grant (a stale holder is refused). */
   | { kind: 'release'; name: string; sessionId: string; fencingToken?: number; actor?: string }
   /** since: the log index at which the wait it ends began (Waiter.since); a no-op when
@@ -147,15 +155,36 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'sessionId', 'actor']);
       return withActor<Extract<Command, { kind: 'closeSession' }>>({ kind: 'closeSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
     case 'acquire': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor', 'mode']);
       const cmd: Command = { kind: 'acquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
       if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
       if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
       withActor(cmd, x, p);
       // a new session is the actor's own by construction: an actor there is a writer bug
       if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
+      // only 'shared' is written: an exclusive acquire encodes as it did before modes
+      if (has(x, 'mode') && x['mode'] !== 'shared') throw new InvalidCommandError(`${p}.mode`, `must be "shared" when present, got ${describe(x['mode'])}`);
+      if (has(x, 'mode')) cmd.mode = 'shared';
       return cmd;
     }
+    case 'semAcquire': {
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'limit', 'permits', 'waitMs', 'owner', 'newSession', 'actor']);
+      const cmd: Command = { kind: 'semAcquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), limit: int(x, p, 'limit', 1, MAX_PERMITS), permits: int(x, p, 'permits', 1, MAX_PERMITS), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
+      if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
+      if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
+      withActor(cmd, x, p);
+      if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
+      return cmd;
+    }
+    case 'semRelease':
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor']);
+      return withActor<Extract<Command, { kind: 'semRelease' }>>({ kind: 'semRelease', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
+    case 'semSetLimit':
+      checkKeys(x, p, ['kind', 'name', 'limit']);
+      return { kind: 'semSetLimit', name: str(x, p, 'name', isLockName, NAME), limit: int(x, p, 'limit', 1, MAX_PERMITS) };
+    case 'semCancelWait':
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'since']);
+      return { kind: 'semCancelWait', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), since: int(x, p, 'since', 1, Number.MAX_SAFE_INTEGER) };
     case 'release': {
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'fencingToken', 'actor']);
       const cmd: Command = { kind: 'release', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
@@ -181,7 +210,7 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'term']);
       return { kind: 'barrier', term: int(x, p, 'term', 0, Number.MAX_SAFE_INTEGER) };
     default:
-      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier; got ${describe(x['kind'])}`);
+      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait; got ${describe(x['kind'])}`);
   }
 }
 

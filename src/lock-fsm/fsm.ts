@@ -11,6 +11,7 @@ import type { Command, Envelope } from './commands.js';
 import type { ApplyOutput, ApplyResult, FsmEvent, HolderInfo } from './results.js';
 import { exportState, importState } from './snapshot.js';
 import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type Waiter } from './state.js';
+import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit, type SemState } from './semaphores.js';
 import { compareStrings } from './names.js';
 
 export type { LockFsmOptions } from './state.js';
@@ -31,9 +32,26 @@ export interface SessionInfo {
 export interface LockInfo {
   name: string;
   held: boolean;
+  /** the exclusive holder */
   holder?: HolderInfo;
+  /** while held: the mode of its grants */
+  mode?: 'exclusive' | 'shared';
+  /** while held: every holder (one exclusive, or the shared holders sorted by token) */
+  holders?: (HolderInfo & { mode: 'exclusive' | 'shared' })[];
   waiters: number;
   inDelay: boolean;
+}
+
+export interface LockWaiterInfo { sessionId: string; owner: string; mode: 'exclusive' | 'shared'; position: number }
+
+export interface SemaphoreInfo {
+  name: string;
+  /** 0 for an idle semaphore (it keeps no state) */
+  limit: number;
+  inUse: number;
+  /** sorted by token (grant order) */
+  holders: { sessionId: string; owner: string; permits: number; fencingToken: number }[];
+  waiters: { sessionId: string; owner: string; permits: number; position: number }[];
 }
 
 export interface FsmCounts {
@@ -41,6 +59,11 @@ export interface FsmCounts {
   heldLocks: number;
   waiters: number;
   locksInDelay: number;
+  /** semaphores with holders or waiters */
+  semaphores: number;
+  /** permits held over all semaphores */
+  semaphoresInUse: number;
+  semaphoreWaiters: number;
 }
 
 export class LockFsm {
@@ -96,10 +119,40 @@ export class LockFsm {
       case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
       case 'acquire': return this.acquire(index, cmd, ev, key);
       case 'release': return this.release(index, cmd, ev);
-      case 'cancelWait': return this.cancelWait(cmd, ev);
+      case 'cancelWait': return this.cancelWait(index, cmd, ev);
       case 'endLockDelay': return this.endLockDelay(index, cmd, ev);
       case 'barrier': return { ok: true, kind: 'noop' };
+      case 'semAcquire': return this.semAcquire(index, cmd, ev, key);
+      case 'semRelease': {
+        const s = this.core.sessions.get(cmd.sessionId);
+        if (s === undefined) return { ok: false, code: 'session_not_found' };
+        return this.refuseActor(cmd.sessionId, cmd.actor) ?? semRelease(this.core, index, cmd.name, s, ev);
+      }
+      case 'semSetLimit': return semSetLimit(this.core, index, cmd.name, cmd.limit, ev);
+      case 'semCancelWait': {
+        const s = this.core.sessions.get(cmd.sessionId);
+        if (s === undefined) return { ok: false, code: 'session_not_found' };
+        return semCancelWait(this.core, index, cmd.name, s, cmd.since, ev);
+      }
     }
+  }
+
+  private semAcquire(index: number, cmd: Extract<Command, { kind: 'semAcquire' }>, ev: FsmEvent[], key: string | undefined): ApplyResult {
+    const c = this.core;
+    const ns = cmd.newSession;
+    let s: Session | null = null;
+    if (ns !== undefined) {
+      const refused = this.refuseNewSession(cmd.sessionId, ns.principal ?? '');
+      if (refused) return refused;
+    } else {
+      s = c.sessions.get(cmd.sessionId) ?? null;
+      if (s === null) return { ok: false, code: 'session_not_found' };
+      const denied = this.refuseActor(cmd.sessionId, cmd.actor);
+      if (denied) return denied;
+    }
+    const owner = cmd.owner ?? (s !== null ? s.owner : (ns as { owner: string }).owner);
+    const open = (): Session => this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
+    return semAcquire(c, index, cmd, s, owner, open, () => this.locksFull(), ev, key);
   }
 
   private openSession(cmd: Extract<Command, { kind: 'openSession' }>, ev: FsmEvent[]): ApplyResult {
@@ -131,7 +184,7 @@ export class LockFsm {
   /** limits.max_locks: would one more lock entry or queued wait exceed the bound? */
   private locksFull(): boolean {
     const c = this.core;
-    return c.locks.size + c.waiterTotal >= c.limits.maxLocks;
+    return c.locks.size + c.waiterTotal + c.sems.size + c.semWaiterTotal >= c.limits.maxLocks;
   }
 
   private createSession(id: string, ttlMs: number, owner: string, lockDelayMs: number, principal: string, ev: FsmEvent[]): Session {
@@ -151,14 +204,19 @@ export class LockFsm {
       for (const name of [...s.waits.keys()].sort(compareStrings)) {
         const w = s.waits.get(name) as Waiter;
         c.unlinkWaiter(w);
-        c.maybeDrop(w.lock);
         ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
+        c.pump(w.lock, index, ev); // it may have been the exclusive request that held shares back
       }
     }
     const released = c.heldNames(s);
     const delayMs = reason === 'expired' ? s.lockDelayMs : 0;
-    for (const name of released) c.free(c.locks.get(name) as LockState, delayMs, index, ev);
-    assert(s.heldHead === null && s.heldCount === 0 && s.waits === null, `session ${id} still linked after its end`);
+    for (const name of released) {
+      const l = c.locks.get(name) as LockState;
+      if (l.holder === s) c.free(l, delayMs, index, ev);
+      else c.freeShare(l, s, delayMs, index, ev);
+    }
+    semEndSession(c, index, s, ev);
+    assert(s.heldHead === null && s.heldCount === 0 && s.waits === null && s.shares === null && s.sems === null && s.semWaits === null, `session ${id} still linked after its end`);
     c.removeSession(s);
     ev.push({ type: 'sessionEnded', sessionId: id, reason, released });
     return { ok: true, kind: 'session_closed', sessionId: id, released };
@@ -179,15 +237,24 @@ export class LockFsm {
     }
     const owner = cmd.owner ?? (s !== null ? s.owner : (ns as { owner: string }).owner);
     const l = c.locks.get(cmd.name);
-    // Re-acquiring a lock the session holds is not a new grant: same token.
+    const shared = cmd.mode === 'shared';
+    // Re-acquiring a lock the session holds is not a new grant: same token. An exclusive
+    // grant also answers a shared request; a share is never upgraded (two sharers
+    // upgrading would wait for each other for ever): refused as held.
     if (l !== undefined && s !== null && l.holder === s) {
       return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
     }
-    if (l === undefined || (l.holder === null && !l.inDelay)) {
-      assert(l === undefined || l.waiterCount === 0, `free lock ${cmd.name} has waiters`);
+    const share = s === null ? undefined : l?.shares?.get(s.id);
+    if (share !== undefined) return shared ? { ok: true, kind: 'acquired', name: share.lock.name, sessionId: share.session.id, fencingToken: share.token, ttlMs: share.session.ttlMs, mode: 'shared' } : lockHeld(share.lock);
+    if (l === undefined || c.grantable(l, shared)) {
       if (l === undefined && this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
       s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-      const token = c.grant(c.lockFor(cmd.name), s, owner, index, ev, false);
+      const lock = c.lockFor(cmd.name);
+      if (shared) {
+        const token = c.grantShare(lock, s, owner, index, ev);
+        return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs, mode: 'shared' };
+      }
+      const token = c.grant(lock, s, owner, index, ev);
       return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs };
     }
     if (cmd.waitMs === 0) return lockHeld(l);
@@ -196,7 +263,7 @@ export class LockFsm {
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-    c.enqueue(l, s, owner, cmd.waitMs, index, key);
+    c.enqueue(l, s, owner, cmd.waitMs, index, key, shared);
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
 
@@ -207,26 +274,36 @@ export class LockFsm {
     const denied = this.refuseActor(cmd.sessionId, cmd.actor);
     if (denied) return denied;
     const l = c.locks.get(cmd.name);
+    const share = l?.shares?.get(s.id);
+    if (l !== undefined && share !== undefined) {
+      // a shared holder releases its own share only
+      if (cmd.fencingToken !== undefined && cmd.fencingToken !== share.token) return { ok: false, code: 'not_holder' };
+      c.freeShare(l, s, 0, index, ev);
+      return { ok: true, kind: 'released', name: cmd.name };
+    }
     if (l === undefined || l.holder !== s) return { ok: false, code: 'not_holder' };
     if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.token) return { ok: false, code: 'not_holder' };
     c.free(l, 0, index, ev);
     return { ok: true, kind: 'released', name: cmd.name };
   }
 
-  private cancelWait(cmd: Extract<Command, { kind: 'cancelWait' }>, ev: FsmEvent[]): ApplyResult {
+  private cancelWait(index: number, cmd: Extract<Command, { kind: 'cancelWait' }>, ev: FsmEvent[]): ApplyResult {
     const c = this.core;
     const s = c.sessions.get(cmd.sessionId);
     if (s === undefined) return { ok: false, code: 'session_not_found' };
     const w = s.waits?.get(cmd.name);
     if (w !== undefined && names(w.since, cmd.since)) {
       c.unlinkWaiter(w);
-      c.maybeDrop(w.lock);
       ev.push({ type: 'waitEnded', name: cmd.name, sessionId: s.id, reason: 'cancelled' });
+      // a waiting exclusive request at the head held the shared ones behind it back
+      c.pump(w.lock, index, ev);
       return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: s.id };
     }
     // The grant may have won the race against the timeout: tell the proposer it holds it.
     const l = c.locks.get(cmd.name);
     if (l !== undefined && l.holder === s) return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
+    const share = l?.shares?.get(s.id);
+    if (share !== undefined) return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: share.token, ttlMs: s.ttlMs, mode: 'shared' };
     return { ok: true, kind: 'noop' };
   }
 
@@ -253,6 +330,26 @@ export class LockFsm {
     return lockInfo(l);
   }
 
+  /** the lock's queue in order, with the mode each waiter asks for */
+  lockQueue(name: string): LockWaiterInfo[] {
+    const out: LockWaiterInfo[] = [];
+    const l = this.core.locks.get(name);
+    for (let w = l?.head ?? null; w !== null; w = w.next) out.push({ sessionId: w.session.id, owner: w.owner, mode: w.shared ? 'shared' : 'exclusive', position: out.length + 1 });
+    return out;
+  }
+
+  getSemaphore(name: string): SemaphoreInfo {
+    const sem = this.core.sems.get(name);
+    if (sem === undefined) return { name, limit: 0, inUse: 0, holders: [], waiters: [] };
+    return semInfo(sem);
+  }
+
+  /** semaphores (with holders or waiters) whose name starts with prefix, sorted, at most limit */
+  listSemaphores(prefix: string, limit: number): SemaphoreInfo[] {
+    const names = [...this.core.sems.keys()].filter((n) => n.startsWith(prefix)).sort(compareStrings).slice(0, Math.max(0, limit));
+    return names.map((n) => semInfo(this.core.sems.get(n) as SemState));
+  }
+
   /** held locks whose name starts with prefix, sorted by name, at most limit */
   listLocks(prefix: string, limit: number): LockInfo[] {
     const out: LockInfo[] = [];
@@ -268,7 +365,18 @@ export class LockFsm {
   /** Chubby's CheckSequencer: does this token still hold the lock? */
   check(name: string, fencingToken: number): boolean {
     const l = this.core.locks.get(name);
-    return l !== undefined && l.holder !== null && l.token === fencingToken;
+    if (l === undefined) return false;
+    if (l.holder !== null) return l.token === fencingToken;
+    if (l.shares !== null) for (const sh of l.shares.values()) if (sh.token === fencingToken) return true;
+    return false;
+  }
+
+  /** is this semaphore grant (its token) still held? */
+  checkSemaphore(name: string, fencingToken: number): boolean {
+    const sem = this.core.sems.get(name);
+    if (sem === undefined) return false;
+    for (const h of sem.holders.values()) if (h.token === fencingToken) return true;
+    return false;
   }
 
   /** every live session (for Lessor.promote) */
@@ -281,10 +389,14 @@ export class LockFsm {
     return [...this.core.delayed].map((l) => ({ name: l.name, delayMs: l.delayMs, since: l.delaySince })).sort((a, b) => compareStrings(a.name, b.name));
   }
 
-  /** every queued wait, in queue order per lock; since: the wait's identity (0: unknown) */
-  *waits(): Generator<{ name: string; sessionId: string; waitMs: number; since: number }> {
+  /** every queued wait, in queue order per lock, then per semaphore (semaphore: true);
+   *  since: the wait's identity (0: unknown) */
+  *waits(): Generator<{ name: string; sessionId: string; waitMs: number; since: number; semaphore?: true }> {
     for (const l of this.core.locks.values()) {
       for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since };
+    }
+    for (const sem of this.core.sems.values()) {
+      for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, semaphore: true };
     }
   }
 
@@ -294,9 +406,15 @@ export class LockFsm {
     return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
   }
 
+  /** the session's current wait for semaphore `name`, if it waits */
+  semWaitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+    const w = this.core.sessions.get(sessionId)?.semWaits?.get(name);
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
+  }
+
   counts(): FsmCounts {
     const c = this.core;
-    return { sessions: c.sessions.size, heldLocks: c.held.size, waiters: c.waiterTotal, locksInDelay: c.delayed.size };
+    return { sessions: c.sessions.size, heldLocks: c.held.size, waiters: c.waiterTotal, locksInDelay: c.delayed.size, semaphores: c.sems.size, semaphoresInUse: c.semInUse, semaphoreWaiters: c.semWaiterTotal };
   }
 
   // ---- snapshots ----
@@ -341,8 +459,21 @@ function lockHeld(l: LockState): ApplyResult {
 }
 
 function lockInfo(l: LockState): LockInfo {
-  if (l.holder === null) return { name: l.name, held: false, waiters: l.waiterCount, inDelay: l.inDelay };
-  return { name: l.name, held: true, holder: { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token }, waiters: l.waiterCount, inDelay: false };
+  if (l.holder !== null) {
+    const holder = { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token };
+    return { name: l.name, held: true, holder, waiters: l.waiterCount, inDelay: false, mode: 'exclusive', holders: [{ ...holder, mode: 'exclusive' }] };
+  }
+  if (l.shares !== null) {
+    const holders = [...l.shares.values()].sort((a, b) => a.token - b.token).map((sh) => ({ sessionId: sh.session.id, owner: sh.owner, fencingToken: sh.token, mode: 'shared' as const }));
+    return { name: l.name, held: true, waiters: l.waiterCount, inDelay: l.inDelay, mode: 'shared', holders };
+  }
+  return { name: l.name, held: false, waiters: l.waiterCount, inDelay: l.inDelay };
+}
+
+function semInfo(sem: SemState): SemaphoreInfo {
+  const holders = [...sem.holders.values()].sort((a, b) => a.token - b.token).map((h) => ({ sessionId: h.session.id, owner: h.owner, permits: h.permits, fencingToken: h.token }));
+  const waiters = sem.queue.map((w, i) => ({ sessionId: w.session.id, owner: w.owner, permits: w.permits, position: i + 1 }));
+  return { name: sem.name, limit: sem.limit, inUse: sem.inUse, holders, waiters };
 }
 
 /** 1-based place in the queue. O(position) ≤ maxWaitersPerLock: only a repeated acquire

@@ -11,8 +11,23 @@ export function assertFsmInvariants(fsm: LockFsm): void {
   const tokens = new Set<number>();
   for (const [name, l] of c.locks) {
     assert(l.name === name, `lock entry ${name} is named ${l.name}`);
-    assert(l.holder !== null || l.inDelay || l.waiterCount > 0, `empty lock entry ${name} kept`);
-    assert(l.holder !== null || l.inDelay, `free lock ${name} (not in delay) has waiters: ≤1 holder but nobody served`);
+    assert(l.holder !== null || l.shares !== null || l.inDelay || l.waiterCount > 0, `empty lock entry ${name} kept`);
+    assert(l.holder !== null || l.shares !== null || l.inDelay || l.waiterCount === 0, `free lock ${name} (not in delay) has waiters: nobody served`);
+    assert(!(l.holder !== null && l.shares !== null), `lock ${name} held exclusively beside shared holders`);
+    const h = l.head;
+    assert(h === null || l.holder !== null || l.inDelay || (!h.shared && l.shares !== null), `lock ${name}: the head of its queue could be granted`);
+    if (l.shares !== null) {
+      assert(l.shares.size > 0, `lock ${name} keeps an empty share map`);
+      heldCount++;
+      assert(c.held.has(name), `shared lock ${name} missing from the sorted index`);
+      assert(l.token === 0, `shared lock ${name} keeps an exclusive token ${l.token}`);
+      for (const [sid, sh] of l.shares) {
+        assert(sh.session.id === sid && sh.lock === l && c.sessions.get(sid) === sh.session, `share of ${name} by ${sid} badly linked`);
+        assert(sh.session.shares?.get(name) === sh, `session ${sid} does not know its share of ${name}`);
+        assert(sh.token >= 1 && sh.token <= c.lastToken && !tokens.has(sh.token), `share token ${sh.token} of ${name} out of range or held twice`);
+        tokens.add(sh.token);
+      }
+    }
     if (l.holder !== null) {
       heldCount++;
       assert(!l.inDelay, `lock ${name} held during lock-delay`);
@@ -21,11 +36,12 @@ export function assertFsmInvariants(fsm: LockFsm): void {
       assert(!tokens.has(l.token), `token ${l.token} held twice`);
       tokens.add(l.token);
       assert(c.held.has(name), `held lock ${name} missing from the sorted index`);
-    } else {
+    } else if (l.shares === null) {
       assert(!c.held.has(name), `free lock ${name} in the sorted index`);
       assert(l.token === 0, `free lock ${name} keeps token ${l.token}`);
     }
     if (l.inDelay) {
+      assert(l.holder === null, `lock ${name} in delay with an exclusive holder`);
       delayedCount++;
       assert(l.delayMs > 0 && c.delayed.has(l), `delayed lock ${name} not registered`);
     }
@@ -43,6 +59,43 @@ export function assertFsmInvariants(fsm: LockFsm): void {
   assert(perPrincipal.size === c.perPrincipal.size && [...perPrincipal].every(([p, n]) => c.perPrincipal.get(p) === n), 'per-principal session counts disagree with the sessions');
   assert(sessionWaits === waiterTotal, `sessions know ${sessionWaits} waits, queues hold ${waiterTotal}`);
   c.held.assertValid();
+  checkSemaphores(fsm, tokens);
+}
+
+function checkSemaphores(fsm: LockFsm, tokens: Set<number>): void {
+  const c = fsm.core;
+  let inUse = 0, waiters = 0, sessionHolds = 0, sessionWaits = 0;
+  for (const [name, sem] of c.sems) {
+    assert(sem.name === name && (sem.holders.size > 0 || sem.queue.length > 0), `semaphore entry ${name} misnamed or idle`);
+    let used = 0;
+    for (const [sid, h] of sem.holders) {
+      assert(h.session.id === sid && h.sem === sem && c.sessions.get(sid) === h.session && h.session.sems?.get(name) === h, `semaphore ${name}: holder ${sid} badly linked`);
+      assert(h.permits >= 1 && h.token >= 1 && h.token <= c.lastToken && !tokens.has(h.token), `semaphore ${name}: holder ${sid} permits/token out of range or token held twice`);
+      tokens.add(h.token);
+      used += h.permits;
+    }
+    assert(sem.inUse === used, `semaphore ${name}: inUse ${sem.inUse} != ${used}`);
+    const head = sem.queue[0];
+    assert(head === undefined || used + head.permits > sem.limit, `semaphore ${name}: the head of its queue fits`);
+    const seen = new Set<string>();
+    for (const w of sem.queue) {
+      assert(w.sem === sem && c.sessions.get(w.session.id) === w.session && w.session.semWaits?.get(name) === w, `semaphore ${name}: waiter ${w.session.id} badly linked`);
+      assert(!sem.holders.has(w.session.id) && !seen.has(w.session.id), `semaphore ${name}: ${w.session.id} waits twice or holds and waits`);
+      seen.add(w.session.id);
+      assert(w.waitMs > 0 && w.permits >= 1, `semaphore ${name}: waiter ${w.session.id} waitMs/permits out of range`);
+    }
+    inUse += used;
+    waiters += sem.queue.length;
+  }
+  for (const s of c.sessions.values()) {
+    if (s.sems !== null) { assert(s.sems.size > 0, `session ${s.id} keeps an empty semaphore map`); sessionHolds += s.sems.size; }
+    if (s.semWaits !== null) { assert(s.semWaits.size > 0, `session ${s.id} keeps an empty semaphore wait map`); sessionWaits += s.semWaits.size; }
+    if (s.shares !== null) assert(s.shares.size > 0 && [...s.shares].every(([n, sh]) => c.locks.get(n)?.shares?.get(s.id) === sh), `session ${s.id}: stale shares`);
+  }
+  let holds = 0;
+  for (const sem of c.sems.values()) holds += sem.holders.size;
+  assert(sessionHolds === holds && sessionWaits === waiters, `sessions know ${sessionHolds} semaphore holds and ${sessionWaits} waits, semaphores have ${holds} and ${waiters}`);
+  assert(c.semInUse === inUse && c.semWaiterTotal === waiters, `semInUse ${c.semInUse} / semWaiterTotal ${c.semWaiterTotal} != ${inUse} / ${waiters}`);
 }
 
 function checkQueue(fsm: LockFsm, l: LockState): number {

@@ -29,7 +29,7 @@ import type { FsmEvent } from './results.js';
 export interface LessorSource {
   sessions(): Iterable<{ sessionId: string; ttlMs: number }>;
   locksInDelay(): Iterable<{ name: string; delayMs: number; since: number }>;
-  waits(): Iterable<{ name: string; sessionId: string; waitMs: number; since: number }>;
+  waits(): Iterable<{ name: string; sessionId: string; waitMs: number; since: number; semaphore?: true }>;
 }
 
 export interface LessorOptions {
@@ -45,13 +45,14 @@ export interface LessorOptions {
 type Track =
   | { kind: 'session'; sessionId: string; ttlMs: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
   | { kind: 'delay'; name: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
-  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number };
+  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean };
 
 const NOT_PROPOSED = -1;
 const WAIT_ATTEMPTS = 3;
 
-function waitKey(name: string, sessionId: string): string {
-  return `${name}\u0000${sessionId}`; // neither a lock name nor a session id holds NUL
+/** a lock and a semaphore may share a name: their waits are told apart by the prefix */
+function waitKey(name: string, sessionId: string, semaphore = false): string {
+  return `${semaphore ? 's' : 'l'}${name}\u0000${sessionId}`; // neither a lock name nor a session id holds NUL
 }
 
 export class Lessor {
@@ -88,7 +89,7 @@ export class Lessor {
     }
     this.heap.pushAll(armed);
     for (const d of src.locksInDelay()) this.trackDelay(d.name, d.since, nowMs + d.delayMs);
-    for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs, w.since);
+    for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs, w.since, w.semaphore === true);
   }
 
   /** Leaves office: forget everything; a follower never expires anything. */
@@ -128,16 +129,16 @@ export class Lessor {
   /** The API layer queued a wait that arrived at t with wait_ms w: deadline t + w. since:
    *  the wait's identity in the FSM (LockFsm.waitOf). A later request for the same wait
    *  only extends it; one for a newer wait of the same session replaces it. */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number): void {
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
     if (!this.leader) return;
-    const k = waitKey(name, sessionId);
+    const k = waitKey(name, sessionId, semaphore);
     const t = this.waitTracks.get(k);
     if (t !== undefined && t.since === since) {
       t.deadlineMs = Math.max(t.deadlineMs, deadlineMs);
       return;
     }
     this.untrack(this.waitTracks, k);
-    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0 };
+    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0, semaphore };
     this.waitTracks.set(k, nt);
     this.heap.push(deadlineMs, nt);
   }
@@ -153,6 +154,8 @@ export class Lessor {
         case 'lockDelayEnded': this.untrack(this.delayTracks, e.name); break;
         case 'granted':
         case 'waitEnded': this.untrack(this.waitTracks, waitKey(e.name, e.sessionId)); break;
+        case 'semGranted':
+        case 'semWaitEnded': this.untrack(this.waitTracks, waitKey(e.name, e.sessionId, true)); break;
       }
     }
   }
@@ -192,7 +195,7 @@ export class Lessor {
       }
       t.proposedAtMs = nowMs;
       out.push(this.commandFor(t));
-      if (t.kind === 'wait' && ++t.attempts >= WAIT_ATTEMPTS) this.untrack(this.waitTracks, waitKey(t.name, t.sessionId));
+      if (t.kind === 'wait' && ++t.attempts >= WAIT_ATTEMPTS) this.untrack(this.waitTracks, waitKey(t.name, t.sessionId, t.semaphore));
       else this.heap.push(nowMs + this.retryMs, t);
     }
     return out;
@@ -204,7 +207,9 @@ export class Lessor {
     switch (t.kind) {
       case 'session': return { kind: 'expireSession', sessionId: t.sessionId };
       case 'delay': return t.since === 0 || this.legacy.includes('endLockDelay') ? { kind: 'endLockDelay', name: t.name } : { kind: 'endLockDelay', name: t.name, since: t.since };
-      case 'wait': return t.since === 0 || this.legacy.includes('cancelWait') ? { kind: 'cancelWait', name: t.name, sessionId: t.sessionId } : { kind: 'cancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
+      case 'wait':
+        if (t.semaphore) return { kind: 'semCancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
+        return t.since === 0 || this.legacy.includes('cancelWait') ? { kind: 'cancelWait', name: t.name, sessionId: t.sessionId } : { kind: 'cancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
     }
   }
 

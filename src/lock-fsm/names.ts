@@ -18,6 +18,8 @@ export const MAX_OWNER_BYTES = 256;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
 /** api.md §3: wait_ms is 0–300000. */
 export const MAX_WAIT_MS = 300_000;
+/** api.md §4 "Semaphores": a limit (and so a request's permits) is 1–10000. */
+export const MAX_PERMITS = 10_000;
 /** Upper bound for ttl_ms / lock_delay_ms in the log. The cluster config narrows ttl to
  *  [min_ttl_ms, max_ttl_ms]; this bound only keeps deadline arithmetic far from 2^53. */
 export const MAX_DURATION_MS = 2_147_483_647;

@@ -3,7 +3,7 @@
 // lessor react to. Results are also stored in the idempotency table and in snapshots, so
 // they are plain data and parseApplyResult can validate and canonicalize a decoded one.
 
-import { isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS } from './names.js';
+import { isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS, MAX_PERMITS } from './names.js';
 
 export interface HolderInfo {
   sessionId: string;
@@ -12,7 +12,8 @@ export interface HolderInfo {
 }
 
 export type ApplyResult =
-  | { ok: true; kind: 'acquired'; name: string; sessionId: string; fencingToken: number; ttlMs: number }
+  /** mode: present ('shared') for a shared grant only, so exclusive results keep their shape */
+  | { ok: true; kind: 'acquired'; name: string; sessionId: string; fencingToken: number; ttlMs: number; mode?: 'shared' }
   /** position: 1-based place in the lock's FIFO queue at the time of this apply */
   | { ok: true; kind: 'queued'; name: string; sessionId: string; position: number }
   | { ok: true; kind: 'released'; name: string }
@@ -21,6 +22,15 @@ export type ApplyResult =
   | { ok: true; kind: 'session_closed'; sessionId: string; released: string[] }
   | { ok: true; kind: 'wait_cancelled'; name: string; sessionId: string }
   | { ok: true; kind: 'noop' }
+  /** semaphores (semaphores.ts): permits held and the limit in force at the grant */
+  | { ok: true; kind: 'sem_acquired'; name: string; sessionId: string; permits: number; limit: number; fencingToken: number; ttlMs: number }
+  | { ok: true; kind: 'sem_queued'; name: string; sessionId: string; position: number }
+  | { ok: true; kind: 'sem_released'; name: string }
+  | { ok: true; kind: 'sem_limit'; name: string; limit: number }
+  /** a semaphore acquire naming another limit than the one in force */
+  | { ok: false; code: 'limit_mismatch'; limit: number }
+  /** a semaphore acquire that could not be granted at once and did not wait */
+  | { ok: false; code: 'semaphore_full'; inUse: number; limit: number }
   /** holder is absent while the lock is free but in lock-delay */
   | { ok: false; code: 'lock_held'; holder?: HolderInfo }
   | { ok: false; code: 'not_holder' }
@@ -39,7 +49,10 @@ const LIMIT_NAMES: readonly string[] = ['sessions', 'waiters', 'sessions_per_tok
 export type FsmEvent =
   /** a lock was granted: to the acquirer, or to a waiter handed the lock by a
    *  release / close / expiry / endLockDelay in this same apply */
-  | { type: 'granted'; name: string; sessionId: string; fencingToken: number }
+  | { type: 'granted'; name: string; sessionId: string; fencingToken: number; mode?: 'shared' }
+  /** permits of a semaphore were granted (to the acquirer or a waiter) */
+  | { type: 'semGranted'; name: string; sessionId: string; fencingToken: number; permits: number; limit: number }
+  | { type: 'semWaitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'waitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'sessionEnded'; sessionId: string; reason: 'closed' | 'expired'; released: string[] }
   /** since: the index of this entry, the delay's identity (endLockDelay names it) */
@@ -89,9 +102,25 @@ function parseHolder(x: unknown, path: string): HolderInfo {
 function parseOk(o: Obj, path: string): ApplyResult {
   const p = path;
   switch (o['kind']) {
-    case 'acquired':
-      exact(o, ['ok', 'kind', 'name', 'sessionId', 'fencingToken', 'ttlMs'], p);
-      return { ok: true, kind: 'acquired', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), fencingToken: n(o, 'fencingToken', 1, MAXI, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
+    case 'acquired': {
+      exact(o, ['ok', 'kind', 'name', 'sessionId', 'fencingToken', 'ttlMs', 'mode'], p);
+      const r: ApplyResult = { ok: true, kind: 'acquired', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), fencingToken: n(o, 'fencingToken', 1, MAXI, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
+      if (o['mode'] !== undefined && o['mode'] !== 'shared') fail(`${p}.mode`, 'must be "shared" when present');
+      if (o['mode'] === 'shared') r.mode = 'shared';
+      return r;
+    }
+    case 'sem_acquired':
+      exact(o, ['ok', 'kind', 'name', 'sessionId', 'permits', 'limit', 'fencingToken', 'ttlMs'], p);
+      return { ok: true, kind: 'sem_acquired', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), permits: n(o, 'permits', 1, MAX_PERMITS, p), limit: n(o, 'limit', 1, MAX_PERMITS, p), fencingToken: n(o, 'fencingToken', 1, MAXI, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
+    case 'sem_queued':
+      exact(o, ['ok', 'kind', 'name', 'sessionId', 'position'], p);
+      return { ok: true, kind: 'sem_queued', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), position: n(o, 'position', 1, MAXI, p) };
+    case 'sem_released':
+      exact(o, ['ok', 'kind', 'name'], p);
+      return { ok: true, kind: 'sem_released', name: s(o, 'name', isLockName, p) };
+    case 'sem_limit':
+      exact(o, ['ok', 'kind', 'name', 'limit'], p);
+      return { ok: true, kind: 'sem_limit', name: s(o, 'name', isLockName, p), limit: n(o, 'limit', 1, MAX_PERMITS, p) };
     case 'queued':
       exact(o, ['ok', 'kind', 'name', 'sessionId', 'position'], p);
       return { ok: true, kind: 'queued', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), position: n(o, 'position', 1, MAXI, p) };
@@ -129,6 +158,12 @@ function parseErr(o: Obj, path: string): ApplyResult {
     case 'permission_denied':
       exact(o, ['ok', 'code'], path);
       return { ok: false, code: o['code'] };
+    case 'limit_mismatch':
+      exact(o, ['ok', 'code', 'limit'], path);
+      return { ok: false, code: 'limit_mismatch', limit: n(o, 'limit', 1, MAX_PERMITS, path) };
+    case 'semaphore_full':
+      exact(o, ['ok', 'code', 'inUse', 'limit'], path);
+      return { ok: false, code: 'semaphore_full', inUse: n(o, 'inUse', 0, MAXI, path), limit: n(o, 'limit', 1, MAX_PERMITS, path) };
     case 'too_many_requests': {
       exact(o, ['ok', 'code', 'limit'], path);
       const limit = o['limit'];

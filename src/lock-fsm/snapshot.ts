@@ -9,12 +9,16 @@
 // must give a clear error, never a state that breaks an invariant later.
 
 import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
+import { SemState, attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
 import type { IdempotencyEntry } from './idempotency.js';
 import { parseApplyResult, type ApplyResult } from './results.js';
-import { MAX_DURATION_MS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
+import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
-export const SNAPSHOT_VERSION = 1;
+/** 2: shared lock grants and waits, semaphores. Version 1 snapshots still restore (no
+ *  shares, no semaphores: docs/lock-fsm.md "Snapshots"). */
+export const SNAPSHOT_VERSION = 2;
+const READABLE_VERSIONS: readonly number[] = [1, 2];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (issue 10), so states without auth encode exactly as before */
@@ -22,10 +26,19 @@ export type SessionTuple = [string, number, string, number] | [string, number, s
 /** [sessionId, owner, waitMs, since, key?]: since, the index that queued the wait, is
  *  written by every version that has it (a 3-element tuple, from older snapshots, reads
  *  as since 0); key, the Idempotency-Key of the acquire that queued it, only when it had one */
-export type WaiterTuple = [string, string, number] | [string, string, number, number] | [string, string, number, number, string];
+export type WaiterTuple = [string, string, number] | [string, string, number, number] | [string, string, number, number, string]
+  /** a shared request (version 2): [sessionId, owner, waitMs, since, key | null, 'shared'] */
+  | [string, string, number, number, string | null, 'shared'];
+/** a shared grant (version 2): [sessionId, owner, fencingToken], sorted by session id */
+export type ShareTuple = [string, string, number];
 /** [name, holderSessionId | null, holderOwner | null, fencingToken (0 if free), delayMs (0 if none), waiters, delaySince (0 if none)]:
  *  a 6-element tuple (older snapshots) reads as delaySince 0 */
-export type LockTuple = [string, string | null, string | null, number, number, WaiterTuple[]] | [string, string | null, string | null, number, number, WaiterTuple[], number];
+export type LockTuple = [string, string | null, string | null, number, number, WaiterTuple[]] | [string, string | null, string | null, number, number, WaiterTuple[], number]
+  /** version 2 adds the shared grants as an 8th element */
+  | [string, string | null, string | null, number, number, WaiterTuple[], number, ShareTuple[]];
+/** [name, limit, holders [sessionId, owner, permits, fencingToken] sorted by session id,
+ *  waiters [sessionId, owner, permits, waitMs, since, key | null] in queue order] */
+export type SemTuple = [string, number, [string, string, number, number][], [string, string, number, number, number, string | null][]];
 /** [key, atMs, first result] */
 export type IdemTuple = [string, number, ApplyResult];
 
@@ -36,6 +49,8 @@ export interface StateV1 {
   lastToken: number;
   sessions: SessionTuple[];
   locks: LockTuple[];
+  /** version 2; sorted by name */
+  sems?: SemTuple[];
   idem: { nowMs: number; entries: IdemTuple[] };
 }
 
@@ -49,7 +64,8 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   const locks: LockTuple[] = [];
   // Every lock entry is either held (in the sorted index) or in lock-delay (a free lock
   // with waiters but no delay cannot exist): merge the two sorted streams.
-  const delayed = [...c.delayed].map((l) => l.name).sort(compareStrings);
+  // (a lock with shares can be in lock-delay too: it is taken once, from the held stream)
+  const delayed = [...c.delayed].map((l) => l.name).filter((n) => !c.held.has(n)).sort(compareStrings);
   let d = 0;
   const push = (name: string): void => { locks.push(lockTuple(c.locks.get(name) as LockState)); };
   for (const name of c.held.values()) {
@@ -59,14 +75,24 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   while (d < delayed.length) push(delayed[d++] as string);
   const entries: IdemTuple[] = [];
   for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result]);
-  return { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, idem: { nowMs: c.idem.nowMs, entries } };
+  const sems = [...c.sems.keys()].sort(compareStrings).map((name) => semTuple(c.sems.get(name) as SemState));
+  return { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, idem: { nowMs: c.idem.nowMs, entries } };
 }
 
 function lockTuple(l: LockState): LockTuple {
   const waiters: WaiterTuple[] = [];
-  for (let w = l.head; w !== null; w = w.next) waiters.push(w.key === undefined ? [w.session.id, w.owner, w.waitMs, w.since] : [w.session.id, w.owner, w.waitMs, w.since, w.key]);
-  if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters, l.delaySince];
-  return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters, 0];
+  for (let w = l.head; w !== null; w = w.next) {
+    if (w.shared) waiters.push([w.session.id, w.owner, w.waitMs, w.since, w.key ?? null, 'shared']);
+    else waiters.push(w.key === undefined ? [w.session.id, w.owner, w.waitMs, w.since] : [w.session.id, w.owner, w.waitMs, w.since, w.key]);
+  }
+  const shares: ShareTuple[] = l.shares === null ? [] : [...l.shares.values()].map((sh): ShareTuple => [sh.session.id, sh.owner, sh.token]).sort((a, b) => compareStrings(a[0], b[0]));
+  if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters, l.delaySince, shares];
+  return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters, 0, shares];
+}
+
+function semTuple(sem: SemState): SemTuple {
+  const holders = [...sem.holders.values()].map((h): [string, string, number, number] => [h.session.id, h.owner, h.permits, h.token]).sort((a, b) => compareStrings(a[0], b[0]));
+  return [sem.name, sem.limit, holders, sem.queue.map((w) => [w.session.id, w.owner, w.permits, w.waitMs, w.since, w.key ?? null])];
 }
 
 // ---- import ----
@@ -92,15 +118,22 @@ const MAXI = Number.MAX_SAFE_INTEGER;
 export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
   const o = x as Record<string, unknown>;
-  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'idem'];
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'idem'];
   for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
   if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
-  if (o['v'] !== SNAPSHOT_VERSION) fail('v', `must be ${SNAPSHOT_VERSION} (this build reads version ${SNAPSHOT_VERSION} only)`);
+  const v = o['v'];
+  if (typeof v !== 'number' || !READABLE_VERSIONS.includes(v)) fail('v', `must be one of ${READABLE_VERSIONS.join(', ')} (the versions this build reads)`);
+  const v2 = v >= 2;
+  if (!v2 && o['sems'] !== undefined) fail('sems', 'is not a field of version 1');
   const c = newCore(options);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
   importSessions(c, array(o['sessions'], 'sessions'));
-  importLocks(c, array(o['locks'], 'locks'));
+  const tokens: number[] = [];
+  importLocks(c, array(o['locks'], 'locks'), v2, tokens);
+  if (v2) importSems(c, array(o['sems'], 'sems'), tokens);
+  const sorted = Float64Array.from(tokens).sort();
+  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
   importIdem(c, o['idem']);
   return c;
 }
@@ -136,15 +169,14 @@ function sessionRef(c: FsmCore, x: unknown, path: () => string): Session {
   return s;
 }
 
-function importLocks(c: FsmCore, rows: unknown[]): void {
+/** tokens: every held token is pushed, checked for repeats by the caller */
+function importLocks(c: FsmCore, rows: unknown[], v2: boolean, tokens: number[]): void {
   let prev = '';
-  const tokens = new Float64Array(rows.length); // held tokens, checked for repeats at the end
-  let nTokens = 0;
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i];
-    const t = row(r, Array.isArray(r) && r.length === 6 ? 6 : 7, () => `locks[${i}]`);
+    const t = row(r, v2 ? 8 : Array.isArray(r) && r.length === 6 ? 6 : 7, () => `locks[${i}]`);
     const [name, holder, owner, token, delayMs, waiters] = t;
-    const since = t.length === 7 ? t[6] : 0;
+    const since = t.length >= 7 ? t[6] : 0;
     if (!isIntIn(since, 0, c.lastApplied)) fail(`locks[${i}][6]`, `must be a log index in [0, lastApplied=${c.lastApplied}] (0 if unknown)`);
     if (!isLockName(name)) fail(`locks[${i}][0]`, 'must be a lock name');
     if (i > 0 && !(prev < name)) fail(`locks[${i}][0]`, 'is out of order or duplicated (locks must be sorted by name)');
@@ -155,35 +187,98 @@ function importLocks(c: FsmCore, rows: unknown[]): void {
       const s = sessionRef(c, holder, () => `locks[${i}][1]`);
       if (!isOwner(owner)) fail(`locks[${i}][2]`, 'must be an owner');
       if (!isIntIn(token, 1, c.lastToken)) fail(`locks[${i}][3]`, `must be a fencing token in [1, lastToken=${c.lastToken}]`);
-      tokens[nTokens++] = token;
+      tokens.push(token);
       if (delayMs !== 0) fail(`locks[${i}][4]`, 'must be 0: a held lock is not in lock-delay');
       if (since !== 0) fail(`locks[${i}][6]`, 'must be 0: a held lock is not in lock-delay');
       c.attachHolder(l, s, owner, token, false);
     } else {
       if (owner !== null || token !== 0) fail(`locks[${i}]`, 'has an owner or token but no holder');
-      // a free lock is only stored while in lock-delay
-      if (!isIntIn(delayMs, 1, MAX_DURATION_MS)) fail(`locks[${i}][4]`, 'must be a lock-delay in ms (a free lock is stored only while in delay)');
-      c.setDelay(l, delayMs, since);
+      const shares = v2 ? t[7] : [];
+      if (!Array.isArray(shares)) fail(`locks[${i}][7]`, 'must be an array');
+      if (shares.length > 0) importShares(c, l, shares, `locks[${i}][7]`, tokens);
+      // a free lock is only stored while in lock-delay; one with shares may be in delay
+      if (shares.length === 0 || delayMs !== 0) {
+        if (!isIntIn(delayMs, 1, MAX_DURATION_MS)) fail(`locks[${i}][4]`, 'must be a lock-delay in ms (a free lock is stored only while in delay)');
+        c.setDelay(l, delayMs, since);
+      } else if (since !== 0) fail(`locks[${i}][6]`, 'must be 0: the lock is not in lock-delay');
     }
+    if (v2 && holder !== null && !(Array.isArray(t[7]) && t[7].length === 0)) fail(`locks[${i}][7]`, 'must be empty: an exclusively held lock has no shares');
     if (!Array.isArray(waiters)) fail(`locks[${i}][5]`, 'must be an array');
-    if (waiters.length > 0) importWaiters(c, l, waiters, `locks[${i}][5]`);
+    if (waiters.length > 0) importWaiters(c, l, waiters, `locks[${i}][5]`, v2);
+    if (l.head !== null && l.holder === null && !l.inDelay && (l.head.shared || l.shares === null)) fail(`locks[${i}][5]`, 'has a head request that should have been granted');
+    c.reindex(l);
   }
-  const sorted = tokens.subarray(0, nTokens).sort();
-  for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
 }
 
-function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string): void {
+function importShares(c: FsmCore, l: LockState, rows: unknown[], path: string, tokens: number[]): void {
+  let prev = '';
   rows.forEach((r, i) => {
     const p = `${path}[${i}]`;
-    const t = row(r, Array.isArray(r) && (r.length === 3 || r.length === 5) ? r.length : 4, () => p);
+    const t = row(r, 3, () => p);
     const s = sessionRef(c, t[0], () => `${p}[0]`);
-    if (s === l.holder) fail(`${p}[0]`, `session ${s.id} both holds and waits for ${l.name}`);
+    if (i > 0 && !(prev < s.id)) fail(`${p}[0]`, 'is out of order or duplicated (shares are sorted by session id)');
+    prev = s.id;
+    const owner = check(t[1], isOwner, `${p}[1]`, 'an owner');
+    const token = check(t[2], intIn(1, c.lastToken), `${p}[2]`, `a fencing token in [1, lastToken=${c.lastToken}]`);
+    tokens.push(token);
+    c.attachShare(l, s, owner, token);
+  });
+}
+
+function importSems(c: FsmCore, rows: unknown[], tokens: number[]): void {
+  let prev = '';
+  rows.forEach((r, i) => {
+    const p = `sems[${i}]`;
+    const t = row(r, 4, () => p);
+    const name = check(t[0], isLockName, `${p}[0]`, 'a semaphore name');
+    if (i > 0 && !(prev < name)) fail(`${p}[0]`, 'is out of order or duplicated (semaphores are sorted by name)');
+    prev = name;
+    const limit = check(t[1], intIn(1, MAX_PERMITS), `${p}[1]`, `a limit in [1, ${MAX_PERMITS}]`);
+    const sem = new SemState(name, limit);
+    c.sems.set(name, sem);
+    let prevSid = '';
+    array(t[2], `${p}[2]`).forEach((hr, j) => {
+      const hp = `${p}[2][${j}]`;
+      const h = row(hr, 4, () => hp);
+      const s = sessionRef(c, h[0], () => `${hp}[0]`);
+      if (j > 0 && !(prevSid < s.id)) fail(`${hp}[0]`, 'is out of order or duplicated (holders are sorted by session id)');
+      prevSid = s.id;
+      const owner = check(h[1], isOwner, `${hp}[1]`, 'an owner');
+      const permits = check(h[2], intIn(1, MAX_PERMITS), `${hp}[2]`, 'a permit count');
+      const token = check(h[3], intIn(1, c.lastToken), `${hp}[3]`, `a fencing token in [1, lastToken=${c.lastToken}]`);
+      tokens.push(token);
+      attachSemHolder(c, sem, s, owner, permits, token);
+    });
+    array(t[3], `${p}[3]`).forEach((wr, j) => {
+      const wp = `${p}[3][${j}]`;
+      const w = row(wr, 6, () => wp);
+      const s = sessionRef(c, w[0], () => `${wp}[0]`);
+      if (sem.holders.has(s.id)) fail(`${wp}[0]`, `session ${s.id} both holds and waits for semaphore ${name}`);
+      if (s.semWaits?.has(name)) fail(`${wp}[0]`, `session ${s.id} waits twice for semaphore ${name}`);
+      const owner = check(w[1], isOwner, `${wp}[1]`, 'an owner');
+      const permits = check(w[2], intIn(1, limit), `${wp}[2]`, 'a permit count within the limit');
+      const waitMs = check(w[3], intIn(1, MAX_WAIT_MS), `${wp}[3]`, 'a wait in ms');
+      const since = check(w[4], intIn(1, c.lastApplied), `${wp}[4]`, 'a log index in [1, lastApplied]');
+      const key = w[5] === null ? undefined : check(w[5], isIdempotencyKey, `${wp}[5]`, 'an idempotency key or null');
+      semEnqueue(c, sem, s, owner, permits, waitMs, since, key);
+    });
+    if (sem.holders.size === 0 && sem.queue.length === 0) fail(p, 'has neither holders nor waiters (an idle semaphore is not stored)');
+  });
+}
+
+function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string, v2: boolean): void {
+  rows.forEach((r, i) => {
+    const p = `${path}[${i}]`;
+    const t = row(r, Array.isArray(r) && (r.length === 3 || r.length === 5 || (v2 && r.length === 6)) ? r.length : 4, () => p);
+    const s = sessionRef(c, t[0], () => `${p}[0]`);
+    if (s === l.holder || l.shares?.has(s.id)) fail(`${p}[0]`, `session ${s.id} both holds and waits for ${l.name}`);
     if (s.waits?.has(l.name)) fail(`${p}[0]`, `session ${s.id} waits twice for ${l.name}`);
     const owner = check(t[1], isOwner, `${p}[1]`, 'an owner');
     const waitMs = check(t[2], intIn(1, MAX_WAIT_MS), `${p}[2]`, 'a wait in ms');
     const since = t.length >= 4 ? check(t[3], intIn(0, c.lastApplied), `${p}[3]`, 'a log index in [0, lastApplied] (0 if unknown)') : 0;
-    const key = t.length === 5 ? check(t[4], isIdempotencyKey, `${p}[4]`, 'an idempotency key') : undefined;
-    c.enqueue(l, s, owner, waitMs, since, key);
+    if (t.length === 6 && t[5] !== 'shared') fail(`${p}[5]`, 'must be "shared"');
+    const key = t.length === 6 && t[4] === null ? undefined : t.length >= 5 ? check(t[4], isIdempotencyKey, `${p}[4]`, 'an idempotency key') : undefined;
+    c.enqueue(l, s, owner, waitMs, since, key, t.length === 6);
   });
 }
 

@@ -6,12 +6,16 @@
 //    session finds its own waits through a lazily created Map, so removing a waiter from
 //    the middle of a queue (cancel, session end) is O(1);
 //  - held lock names are also kept in a SortedStringSet for ordered listing.
-// A LockState exists only while the lock is held, in lock-delay, or has waiters.
+//  - shared holders of a lock (mode 'shared') are a Map on the LockState, and a session
+//    finds its shares through a lazily created Map (docs/lock-fsm.md "Shared locks");
+//  - semaphores live in semaphores.ts, beside the locks.
+// A LockState exists only while the lock is held (in either mode), in lock-delay, or has waiters.
 
 import { IdempotencyTable } from './idempotency.js';
 import type { FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';
 import { compareStrings } from './names.js';
+import type { SemHolder, SemState, SemWaiter } from './semaphores.js';
 
 export class Session {
   /** head of the intrusive list of locks this session holds (LockState.heldPrev/Next) */
@@ -19,6 +23,12 @@ export class Session {
   heldCount = 0;
   /** lock name → this session's place in that lock's queue; null until it first waits */
   waits: Map<string, Waiter> | null = null;
+  /** lock name → this session's shared grant of it; null while it holds no share */
+  shares: Map<string, Share> | null = null;
+  /** semaphore name → this session's permits; null while it holds none */
+  sems: Map<string, SemHolder> | null = null;
+  /** semaphore name → this session's place in its queue; null until it first waits */
+  semWaits: Map<string, SemWaiter> | null = null;
   constructor(
     readonly id: string,
     readonly ttlMs: number,
@@ -45,12 +55,23 @@ export class Waiter {
      *  key's stored answer becomes the grant, so a retry gets the grant even after the
      *  lock moved on (docs/lock-fsm.md "Idempotency") */
     readonly key: string | undefined = undefined,
+    /** asks for a shared grant (mode 'shared') */
+    readonly shared = false,
   ) {}
 }
 
+/** one session's shared grant of a lock */
+export class Share {
+  constructor(readonly lock: LockState, readonly session: Session, readonly owner: string, readonly token: number) {}
+}
+
 export class LockState {
-  /** invariant: holder !== null ⇒ !inDelay; holder === null && !inDelay ⇒ no waiters */
+  /** invariants: holder !== null ⇒ !inDelay and no shares; a queue is never grantable
+   *  at its head (pump grants what can be granted in the same apply) */
   holder: Session | null = null;
+  /** shared holders by session id; null while there are none. May coexist with
+   *  lock-delay (a share freed by expiry starts one while other shares stay held). */
+  shares: Map<string, Share> | null = null;
   holderOwner = '';
   /** the current grant's fencing token (0 when not held) */
   token = 0;
@@ -112,6 +133,11 @@ export class FsmCore {
   /** names of locks with a holder, ordered */
   readonly held = new SortedStringSet();
   readonly delayed = new Set<LockState>();
+  /** semaphores with holders or waiters (semaphores.ts) */
+  readonly sems = new Map<string, SemState>();
+  semWaiterTotal = 0;
+  /** permits held over all semaphores (raftlock_semaphores_in_use) */
+  semInUse = 0;
   /** live sessions per non-empty principal (for max_sessions_per_token); derived state,
    *  rebuilt on snapshot import, never serialized */
   readonly perPrincipal = new Map<string, number>();
@@ -157,20 +183,47 @@ export class FsmCore {
 
   /** drops a lock entry that no longer carries state */
   maybeDrop(l: LockState): void {
-    if (l.holder === null && !l.inDelay && l.waiterCount === 0) this.locks.delete(l.name);
+    if (l.holder === null && l.shares === null && !l.inDelay && l.waiterCount === 0) this.locks.delete(l.name);
   }
 
-  /** Grants a free lock. `indexed`: the name is already in `held` (a hand-over). */
-  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[], indexed: boolean): number {
-    assert(l.holder === null && !l.inDelay, `grant of ${l.name} while held or delayed`);
+  /** keeps the sorted index of held names in step with the lock (held in either mode) */
+  reindex(l: LockState): void {
+    const held = l.holder !== null || l.shares !== null;
+    if (held !== this.held.has(l.name)) {
+      if (held) this.held.add(l.name);
+      else this.held.delete(l.name);
+    }
+  }
+
+  /** can a new request of this mode be granted at once (nobody queued before it)? */
+  grantable(l: LockState, shared: boolean): boolean {
+    return l.holder === null && !l.inDelay && l.head === null && (shared || l.shares === null);
+  }
+
+  /** Grants the lock exclusively; the caller has checked it is free. */
+  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[]): number {
+    assert(l.holder === null && l.shares === null && !l.inDelay, `grant of ${l.name} while held or delayed`);
     assert(this.sessions.get(s.id) === s, `grant of ${l.name} to dead session ${s.id}`);
     const token = this.nextToken(index);
-    this.attachHolder(l, s, owner, token, indexed);
+    this.attachHolder(l, s, owner, token, true);
+    this.reindex(l);
     events.push({ type: 'granted', name: l.name, sessionId: s.id, fencingToken: token });
     return token;
   }
 
-  /** links a holder in (also used by snapshot restore, which brings its own tokens) */
+  /** Grants a share; the caller has checked no exclusive holder or delay is in the way. */
+  grantShare(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[]): number {
+    assert(l.holder === null && !l.inDelay, `shared grant of ${l.name} while held exclusively or delayed`);
+    assert(this.sessions.get(s.id) === s, `grant of ${l.name} to dead session ${s.id}`);
+    const token = this.nextToken(index);
+    this.attachShare(l, s, owner, token);
+    this.reindex(l);
+    events.push({ type: 'granted', name: l.name, sessionId: s.id, fencingToken: token, mode: 'shared' });
+    return token;
+  }
+
+  /** links a holder in (also used by snapshot restore, which brings its own tokens);
+   *  indexed: leave the sorted index alone (the caller reindexes) */
   attachHolder(l: LockState, s: Session, owner: string, token: number, indexed: boolean): void {
     l.holder = s;
     l.holderOwner = owner;
@@ -183,6 +236,12 @@ export class FsmCore {
     if (!indexed) this.held.add(l.name);
   }
 
+  attachShare(l: LockState, s: Session, owner: string, token: number): void {
+    const sh = new Share(l, s, owner, token);
+    (l.shares ??= new Map()).set(s.id, sh);
+    (s.shares ??= new Map()).set(l.name, sh);
+  }
+
   /** puts a lock into lock-delay without an event (snapshot restore) */
   setDelay(l: LockState, delayMs: number, since: number): void {
     l.inDelay = true;
@@ -191,8 +250,8 @@ export class FsmCore {
     this.delayed.add(l);
   }
 
-  /** Frees a held lock: lock-delay when delayMs > 0 (expiry), else hand-over to the head
-   *  waiter in the same apply, else the lock entry disappears. */
+  /** Frees the exclusive holder: lock-delay when delayMs > 0 (expiry), else the queue's
+   *  head is served in the same apply, else the lock entry disappears. */
   free(l: LockState, delayMs: number, index: number, events: FsmEvent[]): void {
     const s = l.holder;
     assert(s !== null, `free of unheld lock ${l.name}`);
@@ -204,19 +263,34 @@ export class FsmCore {
     l.holder = null;
     l.holderOwner = '';
     l.token = 0;
+    this.afterFree(l, delayMs, index, events);
+  }
+
+  /** Frees one session's share, as free() does for an exclusive holder. */
+  freeShare(l: LockState, s: Session, delayMs: number, index: number, events: FsmEvent[]): void {
+    const sh = l.shares?.get(s.id);
+    assert(sh !== undefined, `free of a share of ${l.name} that ${s.id} does not hold`);
+    const shares = l.shares as Map<string, Share>;
+    shares.delete(s.id);
+    if (shares.size === 0) l.shares = null;
+    const mine = s.shares as Map<string, Share>;
+    mine.delete(l.name);
+    if (mine.size === 0) s.shares = null;
+    this.afterFree(l, delayMs, index, events);
+  }
+
+  private afterFree(l: LockState, delayMs: number, index: number, events: FsmEvent[]): void {
     if (delayMs > 0) {
-      this.held.delete(l.name);
-      this.setDelay(l, delayMs, index);
-      events.push({ type: 'lockDelayStarted', name: l.name, delayMs, since: index });
-    } else if (l.head !== null) {
-      this.grantHead(l, index, events, true);
+      // a later expiry during a delay (another share's) restarts it, never shortens it
+      this.setDelay(l, l.inDelay ? Math.max(l.delayMs, delayMs) : delayMs, index);
+      events.push({ type: 'lockDelayStarted', name: l.name, delayMs: l.delayMs, since: index });
+      this.reindex(l);
     } else {
-      this.held.delete(l.name);
-      this.locks.delete(l.name);
+      this.pump(l, index, events);
     }
   }
 
-  /** Ends a lock-delay: the lock goes to the next waiter, if any. */
+  /** Ends a lock-delay: the queue's head is served. */
   endDelay(l: LockState, index: number, events: FsmEvent[]): void {
     assert(l.inDelay && l.holder === null, `endDelay of ${l.name} not in delay`);
     l.inDelay = false;
@@ -224,19 +298,33 @@ export class FsmCore {
     l.delaySince = 0;
     this.delayed.delete(l);
     events.push({ type: 'lockDelayEnded', name: l.name });
-    if (l.head !== null) this.grantHead(l, index, events, false);
-    else this.locks.delete(l.name);
+    this.pump(l, index, events);
   }
 
-  private grantHead(l: LockState, index: number, events: FsmEvent[], indexed: boolean): void {
-    const w = l.head as Waiter;
-    this.unlinkWaiter(w);
-    const token = this.grant(l, w.session, w.owner, index, events, indexed);
-    if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs });
+  /** Grants what the queue's head allows: one exclusive request once the lock is free,
+   *  or every shared request at the head together (each its own token, in queue order)
+   *  while no exclusive holder or delay is in the way. Then reindexes, and drops an
+   *  entry that carries nothing. Called after every change that can unblock the head. */
+  pump(l: LockState, index: number, events: FsmEvent[]): void {
+    while (l.head !== null && l.holder === null && !l.inDelay) {
+      const w = l.head;
+      if (!w.shared && l.shares !== null) break;
+      this.unlinkWaiter(w);
+      if (w.shared) {
+        const token = this.grantShare(l, w.session, w.owner, index, events);
+        if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs, mode: 'shared' });
+      } else {
+        const token = this.grant(l, w.session, w.owner, index, events);
+        if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs });
+        break;
+      }
+    }
+    this.reindex(l);
+    this.maybeDrop(l);
   }
 
-  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string): Waiter {
-    const w = new Waiter(l, s, owner, waitMs, since, key);
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false): Waiter {
+    const w = new Waiter(l, s, owner, waitMs, since, key, shared);
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;
@@ -268,6 +356,7 @@ export class FsmCore {
   heldNames(s: Session): string[] {
     const out: string[] = [];
     for (let l = s.heldHead; l !== null; l = l.heldNext) out.push(l.name);
+    if (s.shares !== null) for (const name of s.shares.keys()) out.push(name);
     return out.sort(compareStrings);
   }
 }

@@ -521,6 +521,10 @@ function resultError(r: ApplyResult): ApiError {
       return permissionDenied();
     case 'too_many_requests':
       return new ApiError('too_many_requests', LIMIT_MESSAGES[r.limit], { retryAfterS: 1 });
+    case 'limit_mismatch':
+      return new ApiError('limit_mismatch', `the semaphore's limit is ${r.limit}`, { details: { limit: r.limit } });
+    case 'semaphore_full':
+      return new ApiError('semaphore_full', `the semaphore has ${r.inUse} of ${r.limit} permits in use`, { details: { in_use: r.inUse, limit: r.limit } });
   }
 }
 

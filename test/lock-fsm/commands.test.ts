@@ -1,7 +1,7 @@
 // parseEnvelope: every field checked after msgpack decoding; a clear error names the field.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvalidCommandError, parseEnvelope, utf8Length } from '../../src/lock-fsm/index.js';
+import { InvalidCommandError, parseCommand, parseEnvelope, utf8Length } from '../../src/lock-fsm/index.js';
 import { decode, encode } from './helpers.js';
 
 const good = [
@@ -72,4 +72,14 @@ test('utf8Length counts bytes and flags lone surrogates', () => {
   assert.equal(utf8Length('🔒'), 4);
   assert.equal(utf8Length('\udc00x'), -1);
   assert.equal(utf8Length('x\ud800'), -1);
+});
+
+test('shared acquire and semaphore commands: parsed canonically, bad fields named', () => {
+  assert.deepEqual(parseCommand({ kind: 'acquire', name: 'a', sessionId: 's', waitMs: 0, mode: 'shared' }), { kind: 'acquire', name: 'a', sessionId: 's', waitMs: 0, mode: 'shared' });
+  assert.throws(() => parseCommand({ kind: 'acquire', name: 'a', sessionId: 's', waitMs: 0, mode: 'read' }), /cmd\.mode must be "shared"/);
+  assert.deepEqual(parseCommand({ permits: 2, kind: 'semAcquire', name: 'S', sessionId: 's', limit: 4, waitMs: 10 }), { kind: 'semAcquire', name: 'S', sessionId: 's', limit: 4, permits: 2, waitMs: 10 });
+  assert.throws(() => parseCommand({ kind: 'semAcquire', name: 'S', sessionId: 's', limit: 10001, permits: 1, waitMs: 0 }), /cmd\.limit must be an integer in \[1, 10000\]/);
+  assert.throws(() => parseCommand({ kind: 'semSetLimit', name: 'S', limit: 0 }), /cmd\.limit/);
+  assert.throws(() => parseCommand({ kind: 'semCancelWait', name: 'S', sessionId: 's' }), /cmd\.since/);
+  assert.deepEqual(parseCommand({ kind: 'semRelease', name: 'S', sessionId: 's' }), { kind: 'semRelease', name: 'S', sessionId: 's' });
 });

@@ -39,7 +39,7 @@ test('wait_ms 0 on a held lock: lock_held with the holder at once; owner label p
   assert.equal(g.acquire('a', 's1', 0, 'job-42').ok, true);
   const r = g.acquire('a', 's2');
   assert.deepEqual(r, { ok: false, code: 'lock_held', holder: { sessionId: 's1', owner: 'job-42', fencingToken: 3 } });
-  assert.deepEqual(g.fsm.getLock('a'), { name: 'a', held: true, holder: { sessionId: 's1', owner: 'job-42', fencingToken: 3 }, waiters: 0, inDelay: false });
+  assert.deepEqual(g.fsm.getLock('a'), { name: 'a', held: true, holder: { sessionId: 's1', owner: 'job-42', fencingToken: 3 }, waiters: 0, inDelay: false, mode: 'exclusive', holders: [{ sessionId: 's1', owner: 'job-42', fencingToken: 3, mode: 'exclusive' }] });
   g.token('b', 's1');
   assert.equal(g.fsm.getLock('b').holder?.owner, 'sess-owner', 'defaults to the session owner');
 });
@@ -295,7 +295,7 @@ test('listLocks: held locks only, by prefix, sorted by name, limited; counts for
   assert.deepEqual(g.fsm.listLocks('', 100).map((l) => l.name), ['jobs', 'jobs/a', 'jobs/b', 'jobs/c', 'other']);
   assert.deepEqual(g.fsm.listLocks('x', 10), []);
   assert.equal(g.fsm.listLocks('jobs/a', 1)[0]?.waiters, 1);
-  assert.deepEqual(g.fsm.counts(), { sessions: 2, heldLocks: 5, waiters: 1, locksInDelay: 1 });
+  assert.deepEqual(g.fsm.counts(), { sessions: 2, heldLocks: 5, waiters: 1, locksInDelay: 1, semaphores: 0, semaphoresInUse: 0, semaphoreWaiters: 0 });
   assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000, since: g.index }]);
   assert.deepEqual([...g.fsm.sessions()].map((s) => s.sessionId).sort(), ['s1', 's3']);
 });

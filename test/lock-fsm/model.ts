@@ -140,6 +140,8 @@ export class Model {
         return { ok: true, kind: 'noop' };
       }
       case 'barrier': return { ok: true, kind: 'noop' };
+      // semaphores and shared locks are modelled by shared-model.ts
+      default: throw new Error(`the lock model does not model ${cmd.kind}`);
     }
   }
 
@@ -181,9 +183,9 @@ export class Model {
     const sessions = [...this.sessions.values()].sort((a, b) => cmp(a.id, b.id)).map((s): [string, number, string, number] => [s.id, s.ttlMs, s.owner, s.lockDelayMs]);
     const locks = [...this.locks.entries()].sort((a, b) => cmp(a[0], b[0])).map(([name, l]): LockTuple => [
       name, l.holder?.sid ?? null, l.holder?.owner ?? null, l.holder?.token ?? 0, l.delayMs,
-      l.queue.map((w): WaiterTuple => (w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key])), l.delaySince,
+      l.queue.map((w): WaiterTuple => (w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key])), l.delaySince, [],
     ]);
     const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result]);
-    return { format: 'raftlock/lock-fsm', v: 1, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, idem: { nowMs: this.nowMs, entries } };
+    return { format: 'raftlock/lock-fsm', v: 2, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], idem: { nowMs: this.nowMs, entries } };
   }
 }

@@ -80,7 +80,7 @@ function corrupt(mut: (s: StateV1) => void): () => void {
 
 test('a corrupt snapshot gives a clear error naming the field', () => {
   const cases: [(s: StateV1) => void, RegExp][] = [
-    [(s) => { s.v = 2; }, /^Error: corrupt lock-fsm snapshot: v must be 1/],
+    [(s) => { s.v = 3; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2/],
     [(s) => { s.format = 'etcd'; }, /format/],
     [(s) => { (s as unknown as Record<string, unknown>)['extra'] = 1; }, /extra is not a known field/],
     [(s) => { s.lastToken = -1; }, /lastToken/],
@@ -94,10 +94,10 @@ test('a corrupt snapshot gives a clear error naming the field', () => {
     [(s) => { s.locks[0]![4] = 0; }, /locks\[0\]\[4\] must be a lock-delay/],
     [(s) => { s.locks[2]![4] = 5; }, /a held lock is not in lock-delay/],
     [(s) => { s.locks[1]![5].push(['s3', '', 1]); }, /waits twice/],
-    [(s) => { s.locks.push(['d', 's3', '', s.locks[2]![3], 0, []]); }, /hold fencing token 8 twice/],
+    [(s) => { s.locks.push(['d', 's3', '', s.locks[2]![3], 0, [], 0, []]); }, /hold fencing token 8 twice/],
     [(s) => { s.locks[2]![5].unshift(['s2', '', 1]); }, /both holds and waits/],
     [(s) => { s.locks[1]![5][0]![2] = 0; }, /a wait in ms/],
-    [(s) => { s.locks[1]!.pop(); s.locks[1]!.pop(); }, /locks\[1\] must be an array of 7/],
+    [(s) => { s.locks[1]!.pop(); s.locks[1]!.pop(); }, /locks\[1\] must be an array of 8/],
     [(s) => { s.idem.entries[1]![1] = s.idem.entries[0]![1] - 1; }, /entries are oldest first/],
     [(s) => { s.idem.entries[0]![2] = { ok: true, kind: 'bogus' } as never; }, /idem\.entries\[0\]\[2\]\.kind is unknown/],
     [(s) => { s.idem.entries[1]![0] = s.idem.entries[0]![0]; }, /repeats a key/],
