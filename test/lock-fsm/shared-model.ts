@@ -1,0 +1,301 @@
+// A small reference model of shared locks and semaphores for property tests, written
+// from the contract (docs/contract.md §4) and docs/lock-fsm.md, not from fsm.ts: plain
+// arrays and linear scans. It covers sessions without principals, acquires without
+// newSession, and Idempotency-Keys without ageing (the lock model, model.ts, covers
+// those); its views use the shapes of LockFsm's queries so they compare directly.
+
+import type { ApplyResult, Command, Envelope, FsmEvent, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+
+type Mode = 'exclusive' | 'shared';
+interface MHolder { sid: string; owner: string; token: number; mode: Mode }
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string }
+interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
+interface MSemHolder { sid: string; owner: string; permits: number; token: number }
+interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string }
+interface MSem { limit: number; holders: MSemHolder[]; queue: MSemWait[] }
+interface MSession { ttlMs: number; owner: string; lockDelayMs: number }
+
+const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+export class SharedModel {
+  sessions = new Map<string, MSession>();
+  locks = new Map<string, MLock>();
+  sems = new Map<string, MSem>();
+  lastToken = 0;
+  idem = new Map<string, ApplyResult>();
+  private key: string | undefined;
+
+  constructor(readonly maxWaiters: number) {}
+
+  apply(index: number, env: Envelope): { result: ApplyResult; events: FsmEvent[]; replayed?: true } {
+    const key = env.idempotencyKey;
+    const hit = key === undefined ? undefined : this.idem.get(key);
+    if (hit) return { result: hit, events: [], replayed: true };
+    this.key = key;
+    const ev: FsmEvent[] = [];
+    const result = this.run(index, env.cmd, ev);
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) this.idem.set(key, result);
+    return { result, events: ev };
+  }
+
+  private token(index: number): number {
+    this.lastToken = Math.max(index, this.lastToken + 1);
+    return this.lastToken;
+  }
+
+  private settle(key: string | undefined, queuedKind: string, grant: ApplyResult & { ok: true; name: string; sessionId: string }): void {
+    if (key === undefined) return;
+    const r = this.idem.get(key);
+    if (r && r.ok && r.kind === queuedKind && 'name' in r && r.name === grant.name && 'sessionId' in r && r.sessionId === grant.sessionId) this.idem.set(key, grant);
+  }
+
+  private run(index: number, cmd: Command, ev: FsmEvent[]): ApplyResult {
+    switch (cmd.kind) {
+      case 'openSession':
+        if (this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_exists' };
+        this.sessions.set(cmd.sessionId, { ttlMs: cmd.ttlMs, owner: cmd.owner, lockDelayMs: cmd.lockDelayMs });
+        ev.push({ type: 'sessionOpened', sessionId: cmd.sessionId, ttlMs: cmd.ttlMs });
+        return { ok: true, kind: 'session_opened', sessionId: cmd.sessionId, ttlMs: cmd.ttlMs };
+      case 'closeSession': return this.end(index, cmd.sessionId, 'closed', ev);
+      case 'expireSession': return this.end(index, cmd.sessionId, 'expired', ev);
+      case 'acquire': return this.acquire(index, cmd, ev);
+      case 'release': {
+        if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+        const l = this.locks.get(cmd.name);
+        const h = l?.holders.find((x) => x.sid === cmd.sessionId);
+        if (!l || !h || (cmd.fencingToken !== undefined && cmd.fencingToken !== h.token)) return { ok: false, code: 'not_holder' };
+        l.holders.splice(l.holders.indexOf(h), 1);
+        this.pump(index, cmd.name, ev);
+        return { ok: true, kind: 'released', name: cmd.name };
+      }
+      case 'cancelWait': {
+        const s = this.sessions.get(cmd.sessionId);
+        if (!s) return { ok: false, code: 'session_not_found' };
+        const l = this.locks.get(cmd.name);
+        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && (cmd.since === undefined || w.since === cmd.since)) : -1;
+        if (l && i >= 0) {
+          l.queue.splice(i, 1);
+          ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
+          this.pump(index, cmd.name, ev);
+          return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: cmd.sessionId };
+        }
+        const h = l?.holders.find((x) => x.sid === cmd.sessionId);
+        if (h) return this.acquired(cmd.name, h, s);
+        return { ok: true, kind: 'noop' };
+      }
+      case 'endLockDelay': {
+        const l = this.locks.get(cmd.name);
+        if (l && l.delayMs > 0 && (cmd.since === undefined || l.delaySince === cmd.since)) {
+          l.delayMs = 0;
+          l.delaySince = 0;
+          ev.push({ type: 'lockDelayEnded', name: cmd.name });
+          this.pump(index, cmd.name, ev);
+        }
+        return { ok: true, kind: 'noop' };
+      }
+      case 'barrier': return { ok: true, kind: 'noop' };
+      case 'semAcquire': return this.semAcquire(index, cmd, ev);
+      case 'semRelease': {
+        if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+        const sem = this.sems.get(cmd.name);
+        const h = sem?.holders.find((x) => x.sid === cmd.sessionId);
+        if (!sem || !h) return { ok: false, code: 'not_holder' };
+        sem.holders.splice(sem.holders.indexOf(h), 1);
+        this.semPump(index, cmd.name, ev);
+        return { ok: true, kind: 'sem_released', name: cmd.name };
+      }
+      case 'semSetLimit': {
+        const sem = this.sems.get(cmd.name);
+        if (sem) {
+          sem.limit = cmd.limit;
+          this.semPump(index, cmd.name, ev);
+        }
+        return { ok: true, kind: 'sem_limit', name: cmd.name, limit: cmd.limit };
+      }
+      case 'semCancelWait': {
+        const s = this.sessions.get(cmd.sessionId);
+        if (!s) return { ok: false, code: 'session_not_found' };
+        const sem = this.sems.get(cmd.name);
+        const i = sem ? sem.queue.findIndex((w) => w.sid === cmd.sessionId && w.since === cmd.since) : -1;
+        if (sem && i >= 0) {
+          sem.queue.splice(i, 1);
+          ev.push({ type: 'semWaitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
+          this.semPump(index, cmd.name, ev);
+          return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: cmd.sessionId };
+        }
+        const h = sem?.holders.find((x) => x.sid === cmd.sessionId);
+        if (sem && h) return this.semAcquired(cmd.name, sem, h);
+        return { ok: true, kind: 'noop' };
+      }
+    }
+  }
+
+  private acquired(name: string, h: MHolder, s: MSession): ApplyResult {
+    const r: ApplyResult = { ok: true, kind: 'acquired', name, sessionId: h.sid, fencingToken: h.token, ttlMs: s.ttlMs };
+    if (h.mode === 'shared') r.mode = 'shared';
+    return r;
+  }
+
+  private semAcquired(name: string, sem: MSem, h: MSemHolder): ApplyResult {
+    return { ok: true, kind: 'sem_acquired', name, sessionId: h.sid, permits: h.permits, limit: sem.limit, fencingToken: h.token, ttlMs: this.sessions.get(h.sid)!.ttlMs };
+  }
+
+  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[]): MHolder {
+    const l = this.locks.get(name) ?? { holders: [], queue: [], delayMs: 0, delaySince: 0 };
+    this.locks.set(name, l);
+    const h = { sid, owner, token: this.token(index), mode };
+    l.holders.push(h);
+    ev.push(mode === 'shared' ? { type: 'granted', name, sessionId: sid, fencingToken: h.token, mode: 'shared' } : { type: 'granted', name, sessionId: sid, fencingToken: h.token });
+    return h;
+  }
+
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
+    const s = this.sessions.get(cmd.sessionId);
+    if (!s) return { ok: false, code: 'session_not_found' };
+    const mode: Mode = cmd.mode === 'shared' ? 'shared' : 'exclusive';
+    const owner = cmd.owner ?? s.owner;
+    const l = this.locks.get(cmd.name);
+    const mine = l?.holders.find((h) => h.sid === cmd.sessionId);
+    // an exclusive holder's grant answers any request; a share is never upgraded
+    if (mine && (mine.mode === 'exclusive' || mode === 'shared')) return this.acquired(cmd.name, mine, s);
+    if (mine) return { ok: false, code: 'lock_held' };
+    const free = !l || (l.delayMs === 0 && l.queue.length === 0 && l.holders.every((h) => mode === 'shared' && h.mode === 'shared'));
+    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev), s);
+    if (cmd.waitMs === 0) {
+      const x = l.holders.find((h) => h.mode === 'exclusive');
+      return x ? { ok: false, code: 'lock_held', holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token } } : { ok: false, code: 'lock_held' };
+    }
+    const pos = l.queue.findIndex((w) => w.sid === cmd.sessionId);
+    if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
+    if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
+  }
+
+  /** serve the head while the lock allows it: one writer, or every reader at the head */
+  private pump(index: number, name: string, ev: FsmEvent[]): void {
+    const l = this.locks.get(name)!;
+    while (l.delayMs === 0 && l.queue.length > 0 && !l.holders.some((h) => h.mode === 'exclusive')) {
+      const w = l.queue[0]!;
+      if (w.mode === 'exclusive' && l.holders.length > 0) break;
+      l.queue.shift();
+      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev);
+      const r = this.acquired(name, h, this.sessions.get(w.sid)!) as ApplyResult & { ok: true; name: string; sessionId: string };
+      this.settle(w.key, 'queued', r);
+      if (w.mode === 'exclusive') break;
+    }
+    if (l.holders.length === 0 && l.delayMs === 0 && l.queue.length === 0) this.locks.delete(name);
+  }
+
+  private semAcquire(index: number, cmd: Extract<Command, { kind: 'semAcquire' }>, ev: FsmEvent[]): ApplyResult {
+    const s = this.sessions.get(cmd.sessionId);
+    if (!s) return { ok: false, code: 'session_not_found' };
+    const owner = cmd.owner ?? s.owner;
+    const sem = this.sems.get(cmd.name);
+    const mine = sem?.holders.find((h) => h.sid === cmd.sessionId);
+    if (sem && mine) return this.semAcquired(cmd.name, sem, mine);
+    if (sem && sem.limit !== cmd.limit) return { ok: false, code: 'limit_mismatch', limit: sem.limit };
+    const pos = sem ? sem.queue.findIndex((w) => w.sid === cmd.sessionId) : -1;
+    if (pos >= 0) return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
+    const inUse = sem ? used(sem) : 0;
+    if (cmd.permits > cmd.limit) return { ok: false, code: 'semaphore_full', inUse, limit: cmd.limit };
+    if (!sem || (sem.queue.length === 0 && inUse + cmd.permits <= sem.limit)) {
+      const st = sem ?? { limit: cmd.limit, holders: [], queue: [] };
+      this.sems.set(cmd.name, st);
+      return this.semAcquired(cmd.name, st, this.semGrant(index, cmd.name, st, cmd.sessionId, owner, cmd.permits, ev));
+    }
+    if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
+    if (sem.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
+  }
+
+  private semGrant(index: number, name: string, sem: MSem, sid: string, owner: string, permits: number, ev: FsmEvent[]): MSemHolder {
+    const h = { sid, owner, permits, token: this.token(index) };
+    sem.holders.push(h);
+    ev.push({ type: 'semGranted', name, sessionId: sid, fencingToken: h.token, permits, limit: sem.limit });
+    return h;
+  }
+
+  /** strict FIFO: grant from the head while it fits */
+  private semPump(index: number, name: string, ev: FsmEvent[]): void {
+    const sem = this.sems.get(name)!;
+    while (sem.queue.length > 0 && used(sem) + sem.queue[0]!.permits <= sem.limit) {
+      const w = sem.queue.shift()!;
+      const h = this.semGrant(index, name, sem, w.sid, w.owner, w.permits, ev);
+      this.settle(w.key, 'sem_queued', this.semAcquired(name, sem, h) as ApplyResult & { ok: true; name: string; sessionId: string });
+    }
+    if (sem.holders.length === 0 && sem.queue.length === 0) this.sems.delete(name);
+  }
+
+  private end(index: number, id: string, reason: 'closed' | 'expired', ev: FsmEvent[]): ApplyResult {
+    const s = this.sessions.get(id);
+    if (!s) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
+    for (const name of [...this.locks.keys()].sort(cmp)) {
+      const l = this.locks.get(name)!;
+      const i = l.queue.findIndex((w) => w.sid === id);
+      if (i < 0) continue;
+      l.queue.splice(i, 1);
+      ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
+      this.pump(index, name, ev);
+    }
+    const released = [...this.locks.entries()].filter(([, l]) => l.holders.some((h) => h.sid === id)).map(([n]) => n).sort(cmp);
+    for (const name of released) {
+      const l = this.locks.get(name)!;
+      l.holders = l.holders.filter((h) => h.sid !== id);
+      if (reason === 'expired' && s.lockDelayMs > 0) {
+        l.delayMs = l.delayMs > 0 ? Math.max(l.delayMs, s.lockDelayMs) : s.lockDelayMs;
+        l.delaySince = index;
+        ev.push({ type: 'lockDelayStarted', name, delayMs: l.delayMs, since: index });
+      } else this.pump(index, name, ev);
+    }
+    for (const name of [...this.sems.keys()].sort(cmp)) {
+      const sem = this.sems.get(name)!;
+      const i = sem.queue.findIndex((w) => w.sid === id);
+      if (i < 0) continue;
+      sem.queue.splice(i, 1);
+      ev.push({ type: 'semWaitEnded', name, sessionId: id, reason: 'session_ended' });
+      this.semPump(index, name, ev);
+    }
+    for (const name of [...this.sems.keys()].sort(cmp)) {
+      const sem = this.sems.get(name)!;
+      if (!sem.holders.some((h) => h.sid === id)) continue;
+      sem.holders = sem.holders.filter((h) => h.sid !== id);
+      this.semPump(index, name, ev);
+    }
+    this.sessions.delete(id);
+    ev.push({ type: 'sessionEnded', sessionId: id, reason, released });
+    return { ok: true, kind: 'session_closed', sessionId: id, released };
+  }
+
+  // ---- views, in the shapes of LockFsm's queries ----
+
+  lockView(name: string): LockInfo {
+    const l = this.locks.get(name);
+    if (!l) return { name, held: false, waiters: 0, inDelay: false };
+    const base = { name, waiters: l.queue.length, inDelay: l.delayMs > 0 };
+    if (l.holders.length === 0) return { ...base, held: false };
+    const holders = [...l.holders].sort((a, b) => a.token - b.token).map((h) => ({ sessionId: h.sid, owner: h.owner, fencingToken: h.token, mode: h.mode }));
+    const x = l.holders.find((h) => h.mode === 'exclusive');
+    if (x) return { ...base, held: true, holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token }, mode: 'exclusive', holders };
+    return { ...base, held: true, mode: 'shared', holders };
+  }
+
+  queueView(name: string): LockWaiterInfo[] {
+    return (this.locks.get(name)?.queue ?? []).map((w, i) => ({ sessionId: w.sid, owner: w.owner, mode: w.mode, position: i + 1 }));
+  }
+
+  semView(name: string): SemaphoreInfo {
+    const sem = this.sems.get(name);
+    if (!sem) return { name, limit: 0, inUse: 0, holders: [], waiters: [] };
+    return {
+      name, limit: sem.limit, inUse: used(sem),
+      holders: [...sem.holders].sort((a, b) => a.token - b.token).map((h) => ({ sessionId: h.sid, owner: h.owner, permits: h.permits, fencingToken: h.token })),
+      waiters: sem.queue.map((w, i) => ({ sessionId: w.sid, owner: w.owner, permits: w.permits, position: i + 1 })),
+    };
+  }
+}
+
+function used(sem: MSem): number {
+  return sem.holders.reduce((n, h) => n + h.permits, 0);
+}
