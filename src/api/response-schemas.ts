@@ -14,7 +14,7 @@ export const responseSchemas = {
   SessionGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int() }),
   Session: z.object({ session_id: sessionId, owner: z.string(), ttl_ms: z.number().int(), locks: z.array(lockName) }),
   SessionClosed: z.object({ released: z.array(lockName).describe('locks the session held, released at once') }),
-  Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int() }),
+  Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int(), mode: z.literal('shared').optional().describe('present on a shared grant') }),
   Holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }),
   Released: z.object({ name: lockName, released: z.literal(true) }),
   Check: z.object({ name: lockName, current: z.boolean() }),
@@ -30,7 +30,14 @@ export const responseSchemas = {
 };
 
 const holder = responseSchemas.Holder;
-const lockView = z.object({ name: lockName, held: z.boolean(), holder: holder.optional(), waiters: z.number().int().min(0) });
+const lockView = z.object({
+  name: lockName,
+  held: z.boolean(),
+  holder: holder.optional().describe('the exclusive holder'),
+  waiters: z.number().int().min(0),
+  mode: z.enum(['exclusive', 'shared']).optional().describe('while held: the mode of its grants'),
+  holders: z.array(z.object({ session_id: sessionId, owner: z.string(), fencing_token: token, mode: z.enum(['exclusive', 'shared']) })).optional().describe('while held: every holder, in grant order'),
+});
 const member = z.object({
   id: z.string(),
   api: z.string(),

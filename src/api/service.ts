@@ -22,14 +22,21 @@ export interface HolderView {
 export interface LockView {
   name: string;
   held: boolean;
+  /** the exclusive holder */
   holder?: HolderView;
   waiters: number;
+  /** while held: the mode of its grants (docs/contract.md §4 "Shared (read) locks") */
+  mode?: 'exclusive' | 'shared';
+  /** while held: every holder, in grant order */
+  holders?: (HolderView & { mode: 'exclusive' | 'shared' })[];
 }
 export interface GrantView {
   name: string;
   session_id: string;
   fencing_token: number;
   ttl_ms: number;
+  /** present on a shared grant */
+  mode?: 'shared';
 }
 export interface SessionView {
   session_id: string;
@@ -78,7 +85,7 @@ export interface LockService {
   getSession(sessionId: string, ctx: RequestContext): Promise<SessionView>;
   closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
 
-  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<GrantView>;
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared' }, ctx: RequestContext): Promise<GrantView>;
   renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView>;
   release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }>;
   /** consistency 'stale' answers from local state without a quorum round (allowed on followers) */

@@ -151,7 +151,7 @@ export class RaftLockService implements LockService {
 
   // ---- locks -----------------------------------------------------------------------
 
-  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<GrantView> {
+  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared' }, ctx: RequestContext): Promise<GrantView> {
     const arrival = this.d.nowMs();
     let cmd: Command;
     if (p.sessionId === undefined) {
@@ -165,6 +165,7 @@ export class RaftLockService implements LockService {
       if (actor !== undefined) cmd.actor = actor;
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
+    if (p.mode === 'shared') cmd.mode = 'shared';
     let out: ApplyOutput;
     try {
       out = await this.submitOutput(cmd, ctx);
@@ -190,10 +191,10 @@ export class RaftLockService implements LockService {
     await this.readBarrier(ctx);
     const s = this.liveSession(sessionId);
     this.checkOwner(s.principal, ctx, name);
-    const l = this.d.app.fsm.getLock(name);
-    if (!l.holder || l.holder.sessionId !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
+    const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
+    if (!h) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
     this.renewLease(sessionId, arrival, 'unavailable');
-    return { name, session_id: sessionId, fencing_token: l.holder.fencingToken, ttl_ms: s.ttlMs };
+    return grantView(name, sessionId, h.fencingToken, s.ttlMs, h.mode);
   }
 
   async release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }> {
@@ -390,7 +391,8 @@ export class RaftLockService implements LockService {
       this.d.metrics.lockAcquire.inc({ result: 'session_not_found' });
       throw sessionNotFound(sessionId);
     }
-    if (!l.holder || l.holder.sessionId !== sessionId || l.holder.fencingToken !== token) {
+    const h = grantOf(l, sessionId);
+    if (!h || h.fencingToken !== token) {
       this.d.metrics.lockAcquire.inc({ result: 'lock_held' });
       throw lockHeldError(name, l.holder);
     }
@@ -401,7 +403,7 @@ export class RaftLockService implements LockService {
       throw err;
     }
     this.d.metrics.lockAcquire.inc({ result });
-    return { name, session_id: sessionId, fencing_token: token, ttl_ms: s.ttlMs };
+    return grantView(name, sessionId, token, s.ttlMs, h.mode);
   }
 
   /**
@@ -413,19 +415,20 @@ export class RaftLockService implements LockService {
    * this request's answer, and the token fences any use of the old grant.
    */
   private replayedGrant(name: string, r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
-    const l = this.d.app.fsm.getLock(name);
-    if (l.holder && l.holder.sessionId === r.sessionId && l.holder.fencingToken === r.fencingToken) {
+    const h = grantOf(this.d.app.fsm.getLock(name), r.sessionId);
+    if (h && h.fencingToken === r.fencingToken) {
       return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
     }
     this.d.metrics.lockAcquire.inc({ result: 'acquired' });
-    return { name, session_id: r.sessionId, fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
+    return grantView(name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
   }
 
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const held = fsm.getLock(name).holder;
-    if (held && held.sessionId === sessionId) return this.confirmGrant(name, sessionId, held.fencingToken, arrival, 'acquired');
+    const mine = grantOf(fsm.getLock(name), sessionId);
+    if (mine) return this.confirmGrant(name, sessionId, mine.fencingToken, arrival, 'acquired');
     // The 'queued' answer can reach a node that has lost leadership since it proposed (the
     // next leader committed the entry): only the leader may wait, renew and cancel.
     if (!this.d.lessor.isLeader) {
@@ -494,7 +497,20 @@ function holderView(h: HolderInfo): HolderView {
 function lockView(l: LockInfo): LockView {
   const v: LockView = { name: l.name, held: l.held, waiters: l.waiters };
   if (l.holder) v.holder = holderView(l.holder);
+  if (l.mode) v.mode = l.mode;
+  if (l.holders) v.holders = l.holders.map((h) => ({ ...holderView(h), mode: h.mode }));
   return v;
+}
+
+/** the session's grant of the lock, in either mode */
+function grantOf(l: LockInfo, sessionId: string): { fencingToken: number; mode: 'exclusive' | 'shared' } | undefined {
+  return l.holders?.find((h) => h.sessionId === sessionId);
+}
+
+function grantView(name: string, sessionId: string, token: number, ttlMs: number, mode: 'exclusive' | 'shared'): GrantView {
+  const g: GrantView = { name, session_id: sessionId, fencing_token: token, ttl_ms: ttlMs };
+  if (mode === 'shared') g.mode = 'shared';
+  return g;
 }
 
 function sessionNotFound(id: string): ApiError {

@@ -276,6 +276,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics.sessionsActive.set(c.sessions);
     metrics.locksHeld.set(c.heldLocks);
     metrics.lockWaiters.set(c.waiters);
+    metrics.semaphoresInUse.set(c.semaphoresInUse);
   };
   let lastTickAt = nowMs();
   const ticker = setInterval(() => {

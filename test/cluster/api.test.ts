@@ -131,7 +131,8 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
       for (const other of ids) {
         const g = await get(other, `/v1/locks/${name}`);
         assert.equal(g.status, 200, g.text);
-        assert.deepEqual(g.body, { name, held: true, holder: { session_id: sid, owner: `o-${via}`, fencing_token: token }, waiters: 0 });
+        const hv = { session_id: sid, owner: `o-${via}`, fencing_token: token };
+        assert.deepEqual(g.body, { name, held: true, holder: hv, waiters: 0, mode: 'exclusive', holders: [{ ...hv, mode: 'exclusive' }] });
         const stale = await get(other, `/v1/locks/${name}?consistency=stale`);
         assert.equal(stale.status, 200);
         // a follower's stale view may lag, but never shows another holder
@@ -340,6 +341,35 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
       }
       assert.ok((samples.find((s) => s.name === 'raftlock_storage_sync_seconds_count')?.value ?? 0) > 0, `${id}: storage syncs`);
     }
+  });
+
+  it('shared locks through a follower: readers coexist, a waiting writer blocks later readers, GET shows mode and holders, check follows each grant', async () => {
+    const [f1, f2] = await followers();
+    const r1 = await post(f1!, '/v1/locks/shared/doc/acquire', { mode: 'shared' });
+    const r2 = await post(f2!, '/v1/locks/shared/doc/acquire', { mode: 'shared', owner: 'reader-2' });
+    assert.equal(r1.status, 200, r1.text);
+    assert.equal(r2.status, 200, r2.text);
+    assert.equal(r1.body.mode, 'shared');
+    assert.ok(r2.body.fencing_token > r1.body.fencing_token);
+    tokens.grant(r1.body.fencing_token, 'shared/doc');
+    tokens.grant(r2.body.fencing_token, 'shared/doc');
+    const view = await get(f1!, '/v1/locks/shared/doc');
+    assert.equal(view.body.mode, 'shared');
+    assert.equal(view.body.holder, undefined, 'holder is for an exclusive holder only');
+    assert.deepEqual(view.body.holders.map((x: { session_id: string; mode: string }) => [x.session_id, x.mode]), [[r1.body.session_id, 'shared'], [r2.body.session_id, 'shared']]);
+    const writer = post(f1!, '/v1/locks/shared/doc/acquire', { wait_ms: 30_000 });
+    await eventually(async () => (await get(f2!, '/v1/locks/shared/doc')).body.waiters === 1, 10_000, 'the writer to queue');
+    assertError(await post(f2!, '/v1/locks/shared/doc/acquire', { mode: 'shared' }), 409, 'lock_held', 'a reader behind a waiting writer');
+    assert.equal((await get(f2!, `/v1/locks/shared/doc/check?fencing_token=${r1.body.fencing_token}`)).body.current, true);
+    assert.equal((await post(f2!, '/v1/locks/shared/doc/release', { session_id: r1.body.session_id })).status, 200);
+    assert.equal((await get(f2!, `/v1/locks/shared/doc/check?fencing_token=${r1.body.fencing_token}`)).body.current, false, 'a released share no longer checks');
+    assert.equal((await post(f1!, '/v1/locks/shared/doc/renew', { session_id: r2.body.session_id })).body.mode, 'shared');
+    assert.equal((await post(f2!, '/v1/locks/shared/doc/release', { session_id: r2.body.session_id })).status, 200);
+    const w = await writer;
+    assert.equal(w.status, 200, w.text);
+    assert.equal(w.body.mode, undefined);
+    tokens.grant(w.body.fencing_token, 'shared/doc');
+    assert.equal((await get(f2!, '/v1/locks/shared/doc')).body.mode, 'exclusive');
   });
 
   it('POST /v1/cluster/transfer-leadership moves the leader (through a follower, to a chosen node and by default); held locks keep their tokens', async () => {

@@ -88,6 +88,7 @@ export const CONTRACT_METRICS = [
   'raftlock_raft_leader_changes_total', 'raftlock_raft_proposals_total', 'raftlock_raft_commit_latency_seconds',
   'raftlock_storage_sync_seconds', 'raftlock_sessions_active', 'raftlock_locks_held', 'raftlock_lock_waiters',
   'raftlock_lock_acquire_total', 'raftlock_lock_wait_seconds', 'raftlock_http_request_duration_seconds',
+  'raftlock_semaphores_in_use',
 ] as const;
 
 /** A gauge's value on one node. */

@@ -63,7 +63,7 @@ export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
         const b = parseBody(schemas.acquire, req.body, true);
         const waitMs = b.wait_ms ?? 0;
         return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
-          service.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, waitMs, owner: b.owner }, ctx),
+          service.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, waitMs, owner: b.owner, ...(b.mode !== undefined ? { mode: b.mode } : {}) }, ctx),
         );
       }
       case 'renew': {
