@@ -21,6 +21,11 @@ function schemaOf(s: z.ZodType): Json {
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const jsonContent = (schema: Json, example?: unknown): Json => ({ 'application/json': { schema, ...(example !== undefined ? { example } : {}) } });
 
+const SEM_NAME_PARAM: Json = {
+  name: 'name', in: 'path', required: true,
+  description: 'semaphore name: the rules of a lock name; when the last segment is itself acquire|release|limit, encode the slash before it.',
+  schema: { type: 'string' },
+};
 const LOCK_NAME_PARAM: Json = {
   name: 'name', in: 'path', required: true,
   description: `lock name: 1-${MAX_NAME_BYTES} bytes of [A-Za-z0-9._:/-], no "." or ".." segments. A "/" inside the name may be sent raw or as %2F; when the last segment is itself acquire|renew|release|check, encode the slash before it.`,
@@ -94,6 +99,9 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     EmptyRequest: schemaOf(b.empty),
     AddMemberRequest: schemaOf(b.addMember),
     TransferRequest: schemaOf(b.transfer),
+    SemaphoreAcquireRequest: schemaOf(b.semAcquire),
+    SemaphoreLimitRequest: schemaOf(b.semLimit),
+    SemaphoreReleaseRequest: schemaOf(b.semRelease),
   };
   for (const [k, s] of Object.entries({ ...responseSchemas, ...viewSchemas })) schemas[k] = schemaOf(s);
 
@@ -126,6 +134,18 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     },
     '/v1/locks/{name}/check': {
       get: operation('checkToken', { summary: 'does this fencing token still hold the lock? (Chubby CheckSequencer)', tags: ['locks'], params: [LOCK_NAME_PARAM, ...queryParams(querySchemas.check)], ok: { status: 200, schema: 'Check', example: { name: 'billing/invoice-42', current: true } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/semaphores/{name}': {
+      get: operation('getSemaphore', { summary: 'read a semaphore: limit, in_use, holders, waiters with positions (linearizable; ?consistency=stale answers locally)', tags: ['semaphores'], params: [SEM_NAME_PARAM, ...queryParams(querySchemas.read)], ok: { status: 200, schema: 'Semaphore', example: { name: 'db/pool', limit: 4, in_use: 1, holders: [{ session_id: 's-4fzq9c2k', owner: 'worker-7', permits: 1, fencing_token: 1042 }], waiters: [] } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/semaphores/{name}/acquire': {
+      post: operation('acquireSemaphore', { summary: 'take permits of a semaphore (FIFO wait up to wait_ms)', description: 'The first acquire of an idle semaphore sets its limit; another limit while it has holders or waiters gets 409 limit_mismatch. FIFO: a larger request at the head blocks smaller ones behind it. Without session_id a new session is opened.', tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'SemaphoreAcquireRequest', required: true, example: { limit: 4, permits: 1, wait_ms: 30000 } }, ok: { status: 200, schema: 'SemaphoreGrant', example: { name: 'db/pool', session_id: 's-4fzq9c2k', permits: 1, limit: 4, fencing_token: 1042, ttl_ms: 10000 } }, errors: errors('permission_denied', 'session_not_found', 'limit_mismatch', 'semaphore_full', 'unsupported_media_type', 'payload_too_large', 'too_many_requests', 'unavailable', 'timeout') }),
+    },
+    '/v1/semaphores/{name}/limit': {
+      put: operation('setSemaphoreLimit', { summary: 'resize a semaphore; shrinking never takes permits away', tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'SemaphoreLimitRequest', required: true, example: { limit: 8 } }, ok: { status: 200, schema: 'SemaphoreLimit', example: { name: 'db/pool', limit: 8 } }, errors: errors('permission_denied', 'unsupported_media_type', 'unavailable', 'timeout') }),
+    },
+    '/v1/semaphores/{name}/release': {
+      post: operation('releaseSemaphore', { summary: "give this session's permits back", tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'SemaphoreReleaseRequest', required: true, example: { session_id: 's-4fzq9c2k' } }, ok: { status: 200, schema: 'Released', example: { name: 'db/pool', released: true } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
     },
     '/v1/cluster': {
       get: operation('cluster', { summary: "this node's view of the cluster", tags: ['cluster'], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied') }),
@@ -166,6 +186,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     tags: [
       { name: 'sessions', description: 'TTL leases; a session holds locks' },
       { name: 'locks', description: 'acquire, renew, release, read, check a fencing token' },
+      { name: 'semaphores', description: 'counted permits with FIFO waiters' },
       { name: 'cluster', description: 'membership and leadership' },
       { name: 'operations', description: 'health, metrics, status, backups' },
     ],

@@ -58,8 +58,14 @@ const clusterView = z.object({
   members: z.array(member),
 });
 
+const semHolder = z.object({ session_id: sessionId, owner: z.string(), permits: z.number().int().min(1), fencing_token: token });
+const semWaiter = z.object({ session_id: sessionId, owner: z.string(), permits: z.number().int().min(1), position: z.number().int().min(1) });
+
 export const viewSchemas = {
   Lock: lockView,
+  SemaphoreGrant: z.object({ name: lockName, session_id: sessionId, permits: z.number().int().min(1), limit: z.number().int().min(1), fencing_token: token, ttl_ms: z.number().int() }),
+  Semaphore: z.object({ name: lockName, limit: z.number().int().min(0).describe('0 for an idle semaphore (it keeps no state)'), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) }),
+  SemaphoreLimit: z.object({ name: lockName, limit: z.number().int().min(1) }),
   LockList: z.object({ locks: z.array(lockView) }),
   ClusterView: clusterView,
   Status: z.object({

@@ -38,6 +38,29 @@ export interface GrantView {
   /** present on a shared grant */
   mode?: 'shared';
 }
+export interface SemaphoreGrantView {
+  name: string;
+  session_id: string;
+  permits: number;
+  limit: number;
+  fencing_token: number;
+  ttl_ms: number;
+}
+export interface SemaphoreView {
+  name: string;
+  /** 0 for an idle semaphore (it keeps no state) */
+  limit: number;
+  in_use: number;
+  holders: { session_id: string; owner: string; permits: number; fencing_token: number }[];
+  waiters: { session_id: string; owner: string; permits: number; position: number }[];
+}
+/** docs/contract.md §4 "Semaphores"; a service without it answers their routes 404 */
+export interface SemaphoreApi {
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<SemaphoreGrantView>;
+  release(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; released: true }>;
+  setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }>;
+  get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView>;
+}
 export interface SessionView {
   session_id: string;
   owner: string;
@@ -75,6 +98,7 @@ export interface Routing {
 
 export interface LockService {
   routing(): Routing;
+  readonly semaphores?: SemaphoreApi;
   /** /readyz: knows a leader and has applied up to the commit index it knows */
   ready(): boolean;
   /** why /readyz answers 503 beyond ready() (e.g. the node was removed), or null */

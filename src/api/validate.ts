@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
 // One source of truth with the FSM, which re-checks every committed value.
-import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
+import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
 export const MAX_NAME_BYTES = 256;
 export { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS };
@@ -96,12 +96,18 @@ const httpUrl = z.string().max(2048).refine((s) => {
   }
 }, { error: (i) => `expected an http(s) URL (scheme://host:port), got ${show(i.input)}` });
 
+/** a semaphore's limit, or the permits of a request: 1–10000 */
+const permits = z.number().int().min(1).max(MAX_PERMITS);
+
 export function bodySchemas(l: ApiLimits) {
   return {
     openSession: z.strictObject({ ttl_ms: ttl(l).optional(), owner: owner.optional(), lock_delay_ms: z.number().int().min(0).max(MAX_LOCK_DELAY_MS).optional() }),
     empty: z.strictObject({}),
     acquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), wait_ms: waitMs.optional(), owner: owner.optional(), mode: z.enum(['exclusive', 'shared']).optional() }),
     renew: z.strictObject({ session_id: sessionId }),
+    semAcquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), limit: permits, permits: permits.optional(), wait_ms: waitMs.optional(), owner: owner.optional() }),
+    semLimit: z.strictObject({ limit: permits }),
+    semRelease: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),
     addMember: z.strictObject({
       id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(i.input)}` }),

@@ -15,6 +15,7 @@ import type { LockApp } from './lock-app.js';
 import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
 import { LogClock } from './log-clock.js';
+import { SemaphoreService } from './semaphore-service.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
 
@@ -47,12 +48,18 @@ export function newSessionId(): string {
 }
 
 export class RaftLockService implements LockService {
-  private readonly waits = new WaitRegistry();
-  private readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.logClock.stamp(), cmd })));
+  /** @internal (also semaphore-service.ts) */
+  readonly waits = new WaitRegistry();
+  /** @internal */
+  readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.logClock.stamp(), cmd })));
   /** stamps every proposal's atMs: never this node's wall clock (docs/lock-fsm.md "Log time") */
-  private readonly logClock: LogClock;
+  readonly logClock: LogClock;
 
-  constructor(private readonly d: ServiceDeps) {
+  /** semaphores (docs/contract.md §4 "Semaphores") */
+  readonly semaphores: SemaphoreService;
+
+  constructor(readonly d: ServiceDeps) {
+    this.semaphores = new SemaphoreService(this);
     this.logClock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
   }
 
@@ -262,7 +269,8 @@ export class RaftLockService implements LockService {
 
   /** The principal the FSM must match against the session's opener, or undefined when
    *  auth is off or the caller's token has `admin` over `name` (issue 10). */
-  private actor(ctx: RequestContext, name: string | undefined): string | undefined {
+  /** @internal (also semaphore-service.ts) */
+  actor(ctx: RequestContext, name: string | undefined): string | undefined {
     const p = ctx.principal;
     if (p === undefined || !this.d.mayActForOthers || this.d.mayActForOthers(p, name)) return undefined;
     return p;
@@ -305,7 +313,8 @@ export class RaftLockService implements LockService {
   }
 
   /** submit, keeping whether the answer is a stored first answer (ApplyOutput.replayed) */
-  private async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
+  /** @internal (also semaphore-service.ts) */
+  async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
     this.requireLeader();
     const env = { atMs: this.logClock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
     try {
@@ -340,7 +349,8 @@ export class RaftLockService implements LockService {
 
   /** ReadIndex: leadership confirmed by a quorum round that began after the request, and
    *  this node has applied through the read index. */
-  private async readBarrier(_ctx: RequestContext): Promise<void> {
+  /** @internal (also semaphore-service.ts) */
+  async readBarrier(_ctx: RequestContext): Promise<void> {
     this.requireLeader();
     const r = await this.d.driver.readIndex(this.d.readTimeoutMs);
     if (r.ok) return;
@@ -366,7 +376,8 @@ export class RaftLockService implements LockService {
    * 503 (nothing was renewed; retry); for a grant, 504 (it was applied; retry with the same
    * Idempotency-Key and the leader answers it with the lease renewed). Found by jepsen-lite.
    */
-  private renewLease(sessionId: string, arrival: number, onLostLeadership: 'unavailable' | 'timeout'): void {
+  /** @internal (also semaphore-service.ts) */
+  renewLease(sessionId: string, arrival: number, onLostLeadership: 'unavailable' | 'timeout'): void {
     if (!this.d.lessor.isLeader) {
       throw new ApiError(
         onLostLeadership,
@@ -513,7 +524,7 @@ function grantView(name: string, sessionId: string, token: number, ttlMs: number
   return g;
 }
 
-function sessionNotFound(id: string): ApiError {
+export function sessionNotFound(id: string): ApiError {
   return new ApiError('session_not_found', `session ${id.length > 64 ? id.slice(0, 64) + '…' : id} is unknown or expired`);
 }
 
@@ -522,7 +533,7 @@ function lockHeldError(name: string, holder: HolderInfo | undefined): ApiError {
   return new ApiError('lock_held', `lock ${name} is held by session ${holder.sessionId}`, { details: { holder: holderView(holder) } });
 }
 
-function resultError(r: ApplyResult): ApiError {
+export function resultError(r: ApplyResult): ApiError {
   if (r.ok) return new ApiError('internal', `unexpected result ${r.kind}`);
   switch (r.code) {
     case 'lock_held':

@@ -21,6 +21,8 @@ interface Waiter {
 }
 
 const key = (name: string, sessionId: string): string => `${name}\u0000${sessionId}`;
+/** a semaphore's waits are registered under this prefix (no lock name holds U+0001) */
+export const SEMAPHORE_PREFIX = '\u0001';
 
 export class WaitRegistry {
   private readonly byKey = new Map<string, Set<Waiter>>();
@@ -60,6 +62,8 @@ export class WaitRegistry {
 
   onEvent(e: FsmEvent, holderOf: (name: string) => HolderInfo | undefined): void {
     if (e.type === 'granted') this.settleAll(key(e.name, e.sessionId), { kind: 'granted', fencingToken: e.fencingToken });
+    else if (e.type === 'semGranted') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), { kind: 'granted', fencingToken: e.fencingToken });
+    else if (e.type === 'semWaitEnded') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), e.reason === 'cancelled' ? { kind: 'cancelled', holder: undefined } : { kind: 'session_ended' });
     else if (e.type === 'waitEnded') {
       this.settleAll(key(e.name, e.sessionId), e.reason === 'cancelled' ? { kind: 'cancelled', holder: holderOf(e.name) } : { kind: 'session_ended' });
     }

@@ -372,6 +372,40 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assert.equal((await get(f2!, '/v1/locks/shared/doc')).body.mode, 'exclusive');
   });
 
+  it('semaphores through followers: permits up to the limit, limit_mismatch, semaphore_full, FIFO waiters with positions, resize, release, metric', async () => {
+    const [f1, f2] = await followers();
+    const a = await post(f1!, '/v1/semaphores/pool/db/acquire', { limit: 2, owner: 'a' });
+    assert.equal(a.status, 200, a.text);
+    assert.deepEqual([a.body.permits, a.body.limit], [1, 2]);
+    tokens.grant(a.body.fencing_token, 'pool/db');
+    const b = await post(f2!, '/v1/semaphores/pool/db/acquire', { limit: 2, owner: 'b' });
+    assert.equal(b.status, 200, b.text);
+    tokens.grant(b.body.fencing_token, 'pool/db');
+    const mismatch = await post(f2!, '/v1/semaphores/pool/db/acquire', { limit: 3 });
+    assertError(mismatch, 409, 'limit_mismatch', 'another limit');
+    assert.equal(mismatch.body.error.limit, 2);
+    const fullErr = await post(f2!, '/v1/semaphores/pool/db/acquire', { limit: 2 });
+    assertError(fullErr, 409, 'semaphore_full', 'no room, no wait');
+    assert.deepEqual([fullErr.body.error.in_use, fullErr.body.error.limit], [2, 2]);
+    assertError(await post(f2!, '/v1/semaphores/pool/db/acquire', { limit: 2, permits: 3 }), 400, 'invalid_request', 'permits over the limit');
+    const c = post(f1!, '/v1/semaphores/pool/db/acquire', { limit: 2, wait_ms: 30_000, owner: 'c' });
+    await eventually(async () => (await get(f2!, '/v1/semaphores/pool/db')).body.waiters?.length === 1, 10_000, 'c to queue');
+    const view = await get(f2!, '/v1/semaphores/pool/db');
+    assert.deepEqual([view.body.limit, view.body.in_use, view.body.holders.length], [2, 2, 2]);
+    assert.deepEqual(view.body.waiters.map((w: { owner: string; position: number }) => [w.owner, w.position]), [['c', 1]]);
+    assert.equal((await get(f1!, '/v1/semaphores/pool/db?consistency=stale')).status, 200);
+    const l = await leader();
+    assert.equal(await gauge(h, l, 'raftlock_semaphores_in_use'), 2);
+    assert.equal((await post(f2!, '/v1/semaphores/pool/db/release', { session_id: a.body.session_id })).status, 200);
+    const cg = await c;
+    assert.equal(cg.status, 200, cg.text);
+    tokens.grant(cg.body.fencing_token, 'pool/db');
+    const resized = await h.request(f1!, 'PUT', '/v1/semaphores/pool/db/limit', { limit: 5 });
+    assert.deepEqual(resized.body, { name: 'pool/db', limit: 5 });
+    assert.equal((await get(f1!, '/v1/semaphores/pool/db')).body.limit, 5);
+    assertError(await post(f1!, '/v1/semaphores/pool/db/release', { session_id: a.body.session_id }), 409, 'not_holder', 'a released session');
+  });
+
   it('POST /v1/cluster/transfer-leadership moves the leader (through a follower, to a chosen node and by default); held locks keep their tokens', async () => {
     const hold = await post('n1', '/v1/locks/transfer/held/acquire', {});
     assert.equal(hold.status, 200, hold.text);

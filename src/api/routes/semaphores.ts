@@ -1,0 +1,63 @@
+// Semaphores (docs/contract.md §4 "Semaphores"). Names follow the lock-name rules and may
+// contain "/", so, as for locks (routes/locks.ts), one wildcard route splits the raw path:
+// the last raw segment is the action when it is acquire|release|limit. The rights are a
+// lock's: `lock` on the name to acquire, release or resize, `read` to look.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, invalid } from '../errors.js';
+import { assertLockName, decodeSegment, parseBody, parseQuery, querySchemas } from '../validate.js';
+import { onLeader, type RouteEnv } from './context.js';
+
+const ACTIONS = new Set(['acquire', 'release', 'limit']);
+type Action = 'get' | 'acquire' | 'release' | 'limit';
+const METHOD: Record<Action, string> = { get: 'GET', acquire: 'POST', release: 'POST', limit: 'PUT' };
+
+/** "/v1/semaphores/a/b%2Fc/acquire?x" → { name: "a/b/c", action: "acquire" } */
+export function parseSemaphorePath(rawUrl: string): { name: string; action: Action } {
+  const path = rawUrl.split('?', 1)[0] ?? '';
+  const rest = path.slice('/v1/semaphores/'.length);
+  const segs = rest.split('/');
+  let action: Action = 'get';
+  if (segs.length > 1 && ACTIONS.has(segs[segs.length - 1] as string)) action = segs.pop() as Action;
+  if (rest.length > 3 * 256 + 16) throw invalid('path.name', 'semaphore name is longer than 256 bytes');
+  const name = segs.map((s) => decodeSegment(s, 'path.name')).join('/');
+  return { name: assertLockName(name), action };
+}
+
+export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
+  const { service, schemas } = env;
+  const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    const { name, action } = parseSemaphorePath(req.raw.url ?? '');
+    req.routeLabel = action === 'get' ? '/v1/semaphores/{name}' : `/v1/semaphores/{name}/${action}`;
+    if (req.method !== METHOD[action]) throw new ApiError('not_found', `no route ${req.method} ${req.routeLabel}`);
+    const sems = service.semaphores;
+    if (sems === undefined) throw new ApiError('not_found', 'this node does not serve semaphores');
+    switch (action) {
+      case 'get': {
+        const q = parseQuery(querySchemas.read, req.query);
+        const consistency = q.consistency ?? 'linearizable';
+        return onLeader(env, req, reply, { right: 'read', name, stale: consistency === 'stale' }, (ctx) => sems.get(name, consistency, ctx));
+      }
+      case 'acquire': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.semAcquire, req.body, false);
+        const permits = b.permits ?? 1;
+        if (permits > b.limit) throw invalid('body.permits', `must be at most limit (${b.limit}), got ${permits}`);
+        const waitMs = b.wait_ms ?? 0;
+        return onLeader(env, req, reply, { right: 'lock', name, waitMs }, (ctx) =>
+          sems.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, limit: b.limit, permits, waitMs, owner: b.owner }, ctx),
+        );
+      }
+      case 'release': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.semRelease, req.body, false);
+        return onLeader(env, req, reply, { right: 'lock', name }, (ctx) => sems.release(name, b.session_id, ctx));
+      }
+      case 'limit': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.semLimit, req.body, false);
+        return onLeader(env, req, reply, { right: 'lock', name }, (ctx) => sems.setLimit(name, b.limit, ctx));
+      }
+    }
+  };
+  app.route({ method: ['GET', 'POST', 'DELETE', 'PUT', 'PATCH'], url: '/v1/semaphores/*', handler: handle });
+}
