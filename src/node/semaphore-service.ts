@@ -99,8 +99,9 @@ export class SemaphoreService {
         if (d.driver.currentRole === 'leader') {
           void d.driver.propose(encodeCommand({ atMs: this.svc.logClock.stamp(), cmd: { kind: 'semCancelWait', name, sessionId, since: wait.since } }));
         }
-        throw new ApiError('unavailable', 'the request was aborted');
-      case 'unavailable': throw new ApiError('unavailable', 'the node is shutting down');
+        // the cancel may lose to a grant: the outcome is unknown, never 503 (as for locks)
+        throw new ApiError('timeout', 'the request was aborted while queued; the outcome is unknown: retry with the same Idempotency-Key');
+      case 'shutdown': throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release in this session');
       case 'unknown': throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
     }
   }

@@ -43,7 +43,7 @@ export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
         const permits = b.permits ?? 1;
         if (permits > b.limit) throw invalid('body.permits', `must be at most limit (${b.limit}), got ${permits}`);
         const waitMs = b.wait_ms ?? 0;
-        return onLeader(env, req, reply, { right: 'lock', name, waitMs }, (ctx) =>
+        return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
           sems.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, limit: b.limit, permits, waitMs, owner: b.owner }, ctx),
         );
       }
