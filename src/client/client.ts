@@ -59,6 +59,8 @@ export interface AcquireOptions {
   owner?: string;
   signal?: AbortSignal;
   idempotencyKey?: string;
+  /** 'shared': a shared (read) lock (docs/contract.md §4 "Shared (read) locks") */
+  mode?: 'exclusive' | 'shared';
 }
 
 export interface ReadOptions {
@@ -174,6 +176,7 @@ export class RaftlockClient {
     if (o.sessionId !== undefined) base.session_id = o.sessionId;
     if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
     if (o.owner !== undefined) base.owner = o.owner;
+    if (o.mode === 'shared') base.mode = 'shared';
     // A retry (same Idempotency-Key) asks only for the wait that is left.
     const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
     const a = await this.mutate({ method: 'POST', path: lockPath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
@@ -238,7 +241,7 @@ export class RaftlockClient {
     const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
     let lock: Lock | undefined;
     try {
-      lock = await session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal) });
+      lock = await session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode) });
       const l = lock;
       let value: T;
       try {
@@ -281,7 +284,7 @@ export class RaftlockClient {
       now: this.clock,
       random: this.rand,
       keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
-      acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal }) => this.acquire(name, p),
+      acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared' }) => this.acquire(name, p),
       release: (name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }) => this.release(name, sessionId, fencingToken, o ?? {}),
       checkToken: (name: string, token: number) => this.checkToken(name, token),
       closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),

@@ -26,7 +26,11 @@ export class Lock {
   private readonly controller = new AbortController();
   private released = false;
 
-  constructor(private readonly owner: LockOwner, grant: { name: string; fencingToken: number; ttlMs: number }) {
+  /** 'shared' for a shared (read) grant */
+  readonly mode: 'exclusive' | 'shared';
+
+  constructor(private readonly owner: LockOwner, grant: { name: string; fencingToken: number; ttlMs: number; mode?: 'exclusive' | 'shared' }) {
+    this.mode = grant.mode ?? 'exclusive';
     this.name = grant.name;
     this.fencingToken = grant.fencingToken;
     this.ttlMs = grant.ttlMs;

@@ -24,7 +24,7 @@ export interface SessionHost {
   now(): number;
   random(): number;
   keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number }>;
-  acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal }): Promise<Grant & { sentAt: number }>;
+  acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared' }): Promise<Grant & { sentAt: number }>;
   release(name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   checkToken(name: string, fencingToken: number): Promise<boolean>;
   closeSession(sessionId: string, opts?: { budgetMs?: number }): Promise<{ released: string[] }>;
@@ -44,6 +44,8 @@ export interface SessionLockOptions {
   waitMs?: number;
   owner?: string;
   signal?: AbortSignal;
+  /** 'shared': a shared (read) lock; shared holders coexist, an exclusive one waits for all */
+  mode?: 'exclusive' | 'shared';
 }
 
 type SessionEvents = {
@@ -165,7 +167,7 @@ export class Session extends EventEmitter<SessionEvents> {
       const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
       let g: Grant & { sentAt: number };
       try {
-        g = await this.host.acquireFor(name, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}) });
+        g = await this.host.acquireFor(name, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}) });
       } catch (err) {
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
         if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;

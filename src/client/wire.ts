@@ -11,6 +11,8 @@ export interface Grant {
   sessionId: string;
   fencingToken: number;
   ttlMs: number;
+  /** 'shared' for a shared (read) grant (docs/contract.md §4) */
+  mode: 'exclusive' | 'shared';
 }
 
 export interface SessionGrant {
@@ -75,7 +77,7 @@ function bad(what: string, problem: string): RaftlockError {
 
 export function decodeGrant(v: unknown, what: string): Grant {
   const o = obj(v, what);
-  const g = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what) };
+  const g: Grant = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what), mode: o['mode'] === 'shared' ? 'shared' : 'exclusive' };
   if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
   return g;
 }

@@ -42,6 +42,33 @@ describe('SDK against a real 3-node cluster', () => {
     await h?.close();
   });
 
+  it("shared mode: two withLock readers overlap, a writer waits for both; session.lock(name, { mode: 'shared' })", async () => {
+    const c = client();
+    let inside = 0, overlapped = false;
+    let release!: () => void;
+    const gate = new Promise<void>((r) => { release = r; });
+    const reader = (): Promise<number> => c.withLock('sdk/shared', async ({ fencingToken }) => {
+      inside++;
+      if (inside === 2) { overlapped = true; release(); }
+      await gate;
+      inside--;
+      return fencingToken;
+    }, { mode: 'shared', waitMs: 10_000 });
+    const [t1, t2] = await Promise.all([reader(), reader()]);
+    assert.ok(overlapped, 'both readers held the lock at once');
+    assert.notEqual(t1, t2, 'each share its own token');
+    const s = await c.session({ ttlMs: 10_000 });
+    const r = await s.lock('sdk/shared2', { mode: 'shared' });
+    assert.equal(r.mode, 'shared');
+    const s2 = await c.session({ ttlMs: 10_000 });
+    await assert.rejects(s2.lock('sdk/shared2'), /held/i, 'an exclusive acquire waits for the reader');
+    await r.release();
+    const w = await s2.lock('sdk/shared2');
+    assert.equal(w.mode, 'exclusive');
+    await s.close();
+    await s2.close();
+  });
+
   it('withLock under contention from several clients keeps mutual exclusion; tokens increase', async () => {
     const resource = new FencedCounter();
     let inside = 0;

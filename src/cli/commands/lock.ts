@@ -21,6 +21,8 @@ interface Flags extends ClientFlags {
   wait: string;
   owner?: string;
   killGrace: string;
+  /** --shared: a shared (read) lock */
+  shared?: boolean;
 }
 
 const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
@@ -36,6 +38,7 @@ export function registerLock(program: Command): void {
       .option('--wait <duration>', 'how long to wait for the lock before giving up (exit 1)', '30s')
       .option('--owner <text>', 'who holds it, shown by get/ls (default: host:pid)')
       .option('--kill-grace <duration>', 'after the lock is lost: time between SIGTERM and SIGKILL', '10s')
+      .option('--shared', 'take it shared (a read lock): other shared holders may hold it too')
       .addHelpText('after', '\nExample:\n  raftlock lock nightly-report --ttl 30s -- ./report.sh --date today\n\nThe command sees RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK.'),
   ).action(async (name: string, command: string[], f: Flags) => {
     process.exitCode = await runLock(name, command, f);
@@ -50,7 +53,7 @@ export async function runLock(name: string, command: string[], f: Flags): Promis
     const waitMs = durationFlag(f.wait, '--wait');
     const graceMs = durationFlag(f.killGrace, '--kill-grace');
     client = makeClient(f);
-    const got = await acquire(client, name, { ttlMs, waitMs, owner: f.owner ?? `${hostname()}:${process.pid}` });
+    const got = await acquire(client, name, { ttlMs, waitMs, owner: f.owner ?? `${hostname()}:${process.pid}`, shared: f.shared === true });
     if (typeof got === 'number') return got;
     session = got.session;
     return await runWhileHeld(got.lock, command, graceMs);
@@ -68,7 +71,7 @@ export async function runLock(name: string, command: string[], f: Flags): Promis
 }
 
 /** Opens the session and waits for the lock; Ctrl-C while waiting gives up cleanly (130). */
-async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number; waitMs: number; owner: string }): Promise<{ session: Session; lock: Lock } | number> {
+async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number; waitMs: number; owner: string; shared: boolean }): Promise<{ session: Session; lock: Lock } | number> {
   const ac = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -79,7 +82,7 @@ async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number;
   let session: Session | undefined;
   try {
     session = await client.session({ ttlMs: o.ttlMs, owner: o.owner, signal: ac.signal });
-    const lock = await session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: ac.signal });
+    const lock = await session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: ac.signal, ...(o.shared ? { mode: 'shared' as const } : {}) });
     return { session, lock };
   } catch (err) {
     await session?.close().catch(() => undefined);
