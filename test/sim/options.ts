@@ -53,6 +53,11 @@ export interface CrashOptions {
   leaderBias: number;
   /** probability that a newly elected leader is crashed within a few round trips */
   youngLeaderProbability: number;
+  /** per tick: a voter's disk is lost entirely and the node restarts on an empty one under
+   *  the same id (a failed data disk, an operator wiping the wrong directory) */
+  amnesiaProbability: number;
+  /** an operator notices a lost disk and runs `member remove` after 1 + Exp(mean) ticks */
+  amnesiaNoticeTicksMean: number;
 }
 
 export interface WorkloadOptions {
@@ -86,6 +91,9 @@ export interface SimOptions {
   workload: WorkloadOptions;
   /** Howard's partial partition held for this many ticks at the end; at most one leader change allowed */
   stableWindowTicks: number;
+  /** RaftConfig.incarnation on (each disk has one). Not drawn: false only for the
+   *  mutation check (SIM_AMNESIA_GUARD=off, docs/simulation.md "Mutation table") */
+  amnesiaGuard: boolean;
 }
 
 /** a probability that is 0 for a share of seeds and otherwise uniform in [lo, hi) */
@@ -150,6 +158,8 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     // drawn last, below, so the older knobs keep their values per seed
     leaderBias: 0,
     youngLeaderProbability: 0,
+    amnesiaProbability: 0,
+    amnesiaNoticeTicksMean: 0,
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -172,10 +182,15 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     lazyCommit: false, // drawn last, below, so that adding it shifted no other knob of a seed
     network, crash, workload,
     stableWindowTicks: 30 * electionTicks,
+    amnesiaGuard: true,
   };
   o.crash.leaderBias = maybe(rng, 0.3, 0.2, 0.9);
   o.crash.youngLeaderProbability = maybe(rng, 0.5, 0.2, 0.8);
   o.lazyCommit = rng.next() < 0.7;
+  // Howard's check fixes the membership to n1..n5, and the operator's answer to a lost
+  // disk is a membership change
+  o.crash.amnesiaProbability = howard ? 0 : maybe(rng, 0.5, 0.0005, 0.004);
+  o.crash.amnesiaNoticeTicksMean = rng.int(20, 400);
   return o;
 }
 

@@ -39,6 +39,9 @@ export interface RunConfig {
   traceLines?: number;
   /** print trace lines as they happen */
   onTrace?: (line: string) => void;
+  /** the core's amnesia guard (RaftConfig.incarnation); default on, unless the
+   *  environment says SIM_AMNESIA_GUARD=off (the mutation check, docs/simulation.md) */
+  amnesiaGuard?: boolean;
 }
 
 class PhaseFailure extends Error {
@@ -49,6 +52,7 @@ class PhaseFailure extends Error {
 
 export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
   const opts = drawOptions(seed, cfg.ticks ?? 2000);
+  opts.amnesiaGuard = cfg.amnesiaGuard ?? process.env['SIM_AMNESIA_GUARD'] !== 'off';
   const rngs = subsystemRngs(seed);
   const trace: string[] = [];
   const keep = cfg.traceLines ?? 0;
@@ -131,6 +135,7 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
     }
     cluster.beginTick();
     workload.clients(false, false);
+    workload.operator();
     const leader = cluster.leader();
     const won = write !== null && cluster.checkers.canonicalTerm(write.index) === write.term;
     if (leader && !won && cluster.now - writeAt >= retryTicks) {
@@ -158,6 +163,7 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
     }
     cluster.beginTick();
     workload.clients(false, false);
+    workload.operator();
     cluster.endTick();
     progress.observe();
   }
@@ -194,7 +200,7 @@ function dumpCluster(cluster: SimCluster): string {
       ? ' progress ' + Object.entries(s.progress).map(([p, pr]) => `${p}:${pr.state}/m${pr.match}/n${pr.next}${pr.learner ? '/L' : ''}${pr.recentActive ? '' : '/inactive'}`).join(' ')
       : '';
     return `  ${id}: ${s.role} term ${s.term} vote ${s.vote} leader ${s.leader} commit ${s.commit} applied ${s.applied} ` +
-      `last ${s.lastIndex} first ${n.disk.firstIndex()} voters [${s.conf.voters}] learners [${s.conf.learners}]${prs}`;
+      `last ${s.lastIndex} first ${n.disk.firstIndex()} voters [${s.conf.voters}] learners [${s.conf.learners}]${s.standing ? ` ${s.standing} (${n.disk.diskId})` : ""}${prs}`;
   }).join('\n');
 }
 

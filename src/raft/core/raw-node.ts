@@ -154,6 +154,9 @@ export class RawNode {
       conf: { voters: [...r.conf().voters], learners: [...r.conf().learners] },
       leadTransferee: r.leadTransferee,
     };
+    const standing = r.standing();
+    if (standing !== undefined) st.standing = standing;
+    if (r.conf().clusterId !== undefined) st.conf.clusterId = r.conf().clusterId;
     if (r.role === 'leader') {
       const progress: Record<NodeId, ProgressStatus> = {};
       for (const [id, pr] of r.prs) progress[id] = pr.status();
