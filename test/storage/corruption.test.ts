@@ -76,7 +76,7 @@ async function assertRefused(dir: string, cls: new (...args: never[]) => Error, 
   });
 }
 
-const WIPE = /\(wipe this node's data directory and let it rejoin: it receives a snapshot from the leader\)$/;
+const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader\)$/;
 
 describe('open refuses a damaged log', () => {
   test('a flipped byte in an entry: the last of its write, and one in the middle', async () => {
