@@ -133,13 +133,13 @@ describe('open refuses a damaged log', () => {
   test('a lost log tail that commit still points into', async () => {
     const dir = await populated('tail');
     await tamper(dir, (db) => db.del(entryKey(7)));
-    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 6 \(the log tail is lost\) \(wipe/, 8);
+    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 6 \(the log tail is lost\) \(remove this node/, 8);
   });
 
   test('a gap in the log', async () => {
     const dir = await populated('gap');
     await tamper(dir, (db) => db.del(entryKey(6)));
-    await assertRefused(dir, StorageCorruptionError, /: entry 6 is missing \(log jumps from entry 5 to entry 7\) \(wipe/, 6);
+    await assertRefused(dir, StorageCorruptionError, /: entry 6 is missing \(log jumps from entry 5 to entry 7\) \(remove this node/, 6);
   });
 
   test('the first entries after the snapshot missing', async () => {
