@@ -48,3 +48,15 @@ export async function existingCluster(peers: readonly PeerApi[], o: { timeoutMs:
   }));
   return answers.find((a) => a !== null) ?? null;
 }
+
+/** `serve --join` on an empty directory: does the member at `url` list `id` as a voter
+ *  already? Then this is that voter with its data lost. Best effort (null when unsure). */
+export async function forgottenVoter(url: string, id: string, token?: string): Promise<string | null> {
+  try {
+    const v = await fetchClusterView(url, { timeoutMs: 3000, ...(token ? { token } : {}) });
+    const me = v.members.find((m) => m.id === id);
+    return me && (me.role === 'leader' || me.role === 'follower' || me.role === 'candidate') ? `its data directory is empty but ${url} lists ${id} as a voter of the cluster` : null;
+  } catch {
+    return null;
+  }
+}

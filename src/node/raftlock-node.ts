@@ -22,7 +22,7 @@ import { guardEmptyLog } from './join-guard.js';
 import { OpsProvider } from './ops-provider.js';
 import { OpsTracker } from './ops-tracker.js';
 import { joinCluster } from './join.js';
-import { AmnesiaError, amnesiaLine, existingCluster, isEmptyDir } from './amnesia-check.js';
+import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
 
@@ -317,6 +317,12 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const joinAbort = new AbortController();
   if (o.join && membership.selfState() === 'joining') {
     const self = { id: nodeId, api: resolved.node.api, peer: resolved.node.peer };
+    // an empty directory joining under the id of a current VOTER is that voter having lost
+    // its data (a joiner becomes a voter only after it has caught up, so with a log): it
+    // must be removed first (docs/membership.md, "A node whose data directory is gone")
+    void forgottenVoter(o.join.url, nodeId, o.join.token).then((evidence) => {
+      if (evidence !== null && !joinAbort.signal.aborted) o.onFatal(new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, evidence)));
+    });
     joinCluster({ url: o.join.url, self, ...(o.join.token ? { token: o.join.token } : {}), learn: (ms) => membership.learn(ms), logger, signal: joinAbort.signal }).then(
       () => logger.info({ via: o.join!.url, state: membership.selfState() }, membership.selfState() === 'voter' ? 'joined the cluster as a voter' : 'joined the cluster: the leader promotes this node to voter once it has caught up'),
       (err: unknown) => {
