@@ -73,3 +73,21 @@ describe('a wiped member on real processes', { timeout: 180_000 }, () => {
     }, 30_000, 'a definitive answer');
   }
 });
+
+describe('a brand-new cluster with one node started late', { timeout: 120_000 }, () => {
+  let h: ClusterHarness;
+  after(async () => {
+    await h?.close();
+  });
+
+  it('bootstraps once the late node is up (the first election needs every voter)', async () => {
+    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
+    h.start('n1');
+    h.start('n2');
+    // the scenario itself: a node that comes up a couple of seconds after the others
+    await new Promise((r) => setTimeout(r, 2000));
+    h.start('n3');
+    await h.waitForLeader(60_000);
+    for (const id of ['n1', 'n2', 'n3']) assert.equal(h.node(id).lastExit, null, `${id} still runs`);
+  });
+});
