@@ -156,14 +156,12 @@ export class Workload {
     if (this.wiped.size > 0) return;
     const leader = this.cluster.leader();
     if (!leader) return;
-    // only under a settled configuration of at least 3 voters (the leader's whole log
-    // committed, every running node agreeing): a voter whose promotion is still
-    // uncommitted is no voter yet, and losing a disk of a 2-voter cluster loses a majority
-    const st = leader.raw.status();
-    const voters = st.conf.voters;
-    if (voters.length < 3 || st.commit < st.lastIndex) return;
+    // only under a committed configuration of at least 3 voters (the leader's conf is the
+    // one it has applied): a voter whose promotion is still uncommitted is no voter yet,
+    // and losing a disk of a 2-voter cluster loses a majority
+    const voters = leader.raw.status().conf.voters;
     const key = [...voters].sort().join(',');
-    if (this.cluster.runningNodes().some((n) => [...n.raw.status().conf.voters].sort().join(',') !== key)) return;
+    if (voters.length < 3 || [...leader.app.state.conf.voters].sort().join(',') !== key) return;
     const victim = pick(this.nemesisRng, voters.filter((v) => this.cluster.node(v) !== undefined));
     if (victim === undefined) return;
     this.cluster.wipe(victim);
