@@ -38,18 +38,26 @@ export type Command =
   | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
   /** fencingToken: when given, must match the current grant (a stale holder is refused). */
   | { kind: 'release'; name: string; sessionId: string; fencingToken?: number; actor?: string }
-  | { kind: 'cancelWait'; name: string; sessionId: string }
-  /** proposed by the leader's lessor; a no-op when the session is already gone */
+  /** since: the log index at which the wait it ends began (Waiter.since); a no-op when
+   *  that wait is gone, so a stale copy cannot end a later wait of the same session.
+   *  Absent (entries written before waits had an identity): ends the current wait
+   *  (docs/lock-fsm.md "Lessor commands name what they end"). */
+  | { kind: 'cancelWait'; name: string; sessionId: string; since?: number }
+  /** proposed by the leader's lessor; a no-op when the session is already gone (session
+   *  ids are never reused, so the id alone names one session: docs/lock-fsm.md) */
   | { kind: 'expireSession'; sessionId: string }
-  /** proposed by the leader's lessor when a lock's lock-delay has run out */
-  | { kind: 'endLockDelay'; name: string }
+  /** proposed by the leader's lessor when a lock's lock-delay has run out. since: the log
+   *  index at which that delay began; a no-op when it is over (absent: legacy, as cancelWait) */
+  | { kind: 'endLockDelay'; name: string; since?: number }
   /** the entry a new leader commits at the start of its term; applies as a no-op */
   | { kind: 'barrier'; term: number };
 
 export type CommandKind = Command['kind'];
 
 export interface Envelope {
-  /** the proposing leader's wall clock (ms since epoch): only used to age idempotency keys */
+  /** the proposing leader's log time (ms): only used to age idempotency keys. A leader
+   *  advances it by its monotonic clock, never by its wall clock (src/node/log-clock.ts,
+   *  docs/lock-fsm.md "Log time"); entries of older versions carry a wall-clock value. */
   atMs: number;
   /** the client's Idempotency-Key header; a retry with the same key gets the first result */
   idempotencyKey?: string;
@@ -154,15 +162,21 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       if (has(x, 'fencingToken')) cmd.fencingToken = int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER);
       return withActor(cmd, x, p);
     }
-    case 'cancelWait':
-      checkKeys(x, p, ['kind', 'name', 'sessionId']);
-      return { kind: 'cancelWait', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+    case 'cancelWait': {
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'since']);
+      const cmd: Command = { kind: 'cancelWait', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
+      if (has(x, 'since')) cmd.since = int(x, p, 'since', 1, Number.MAX_SAFE_INTEGER);
+      return cmd;
+    }
     case 'expireSession':
       checkKeys(x, p, ['kind', 'sessionId']);
       return { kind: 'expireSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) };
-    case 'endLockDelay':
-      checkKeys(x, p, ['kind', 'name']);
-      return { kind: 'endLockDelay', name: str(x, p, 'name', isLockName, NAME) };
+    case 'endLockDelay': {
+      checkKeys(x, p, ['kind', 'name', 'since']);
+      const cmd: Command = { kind: 'endLockDelay', name: str(x, p, 'name', isLockName, NAME) };
+      if (has(x, 'since')) cmd.since = int(x, p, 'since', 1, Number.MAX_SAFE_INTEGER);
+      return cmd;
+    }
     case 'barrier':
       checkKeys(x, p, ['kind', 'term']);
       return { kind: 'barrier', term: int(x, p, 'term', 0, Number.MAX_SAFE_INTEGER) };

@@ -55,6 +55,12 @@ export class LockFsm {
     return this.core.lastApplied;
   }
 
+  /** the log time of the applied state (ms): the highest Envelope.atMs applied so far,
+   *  the clock Idempotency-Keys age by (docs/lock-fsm.md "Log time") */
+  get logTimeMs(): number {
+    return this.core.idem.nowMs;
+  }
+
   /** the highest fencing token granted so far */
   get lastToken(): number {
     return this.core.lastToken;
@@ -69,17 +75,18 @@ export class LockFsm {
     const key = env.idempotencyKey;
     if (key !== undefined) {
       const first = c.idem.get(key);
-      if (first !== undefined) return { result: first, events: [] };
+      if (first !== undefined) return { result: first, events: [], replayed: true };
     }
     const events: FsmEvent[] = [];
-    const result = this.dispatch(index, env.cmd, events);
+    const result = this.dispatch(index, env.cmd, events, key);
     // A limit refusal changed nothing and is transient: a retry with the same key may
-    // succeed once there is room, so it is not remembered.
-    if (key !== undefined && !(!result.ok && result.code === 'too_many_requests')) c.idem.put(key, result);
+    // succeed once there is room, so it is not remembered. Nor is session_exists: it
+    // changed nothing, and the leader retries at once with a fresh id under the same key.
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) c.idem.put(key, result);
     return { result, events };
   }
 
-  private dispatch(index: number, cmd: Command, ev: FsmEvent[]): ApplyResult {
+  private dispatch(index: number, cmd: Command, ev: FsmEvent[], key: string | undefined): ApplyResult {
     switch (cmd.kind) {
       case 'openSession': return this.openSession(cmd, ev);
       case 'closeSession': {
@@ -87,10 +94,10 @@ export class LockFsm {
         return denied ?? this.endSession(cmd.sessionId, 'closed', index, ev);
       }
       case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
-      case 'acquire': return this.acquire(index, cmd, ev);
+      case 'acquire': return this.acquire(index, cmd, ev, key);
       case 'release': return this.release(index, cmd, ev);
       case 'cancelWait': return this.cancelWait(cmd, ev);
-      case 'endLockDelay': return this.endLockDelay(index, cmd.name, ev);
+      case 'endLockDelay': return this.endLockDelay(index, cmd, ev);
       case 'barrier': return { ok: true, kind: 'noop' };
     }
   }
@@ -157,7 +164,7 @@ export class LockFsm {
     return { ok: true, kind: 'session_closed', sessionId: id, released };
   }
 
-  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], key: string | undefined): ApplyResult {
     const c = this.core;
     const ns = cmd.newSession;
     let s: Session | null = null;
@@ -189,7 +196,7 @@ export class LockFsm {
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-    c.enqueue(l, s, owner, cmd.waitMs);
+    c.enqueue(l, s, owner, cmd.waitMs, index, key);
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
 
@@ -211,7 +218,7 @@ export class LockFsm {
     const s = c.sessions.get(cmd.sessionId);
     if (s === undefined) return { ok: false, code: 'session_not_found' };
     const w = s.waits?.get(cmd.name);
-    if (w !== undefined) {
+    if (w !== undefined && names(w.since, cmd.since)) {
       c.unlinkWaiter(w);
       c.maybeDrop(w.lock);
       ev.push({ type: 'waitEnded', name: cmd.name, sessionId: s.id, reason: 'cancelled' });
@@ -223,9 +230,9 @@ export class LockFsm {
     return { ok: true, kind: 'noop' };
   }
 
-  private endLockDelay(index: number, name: string, ev: FsmEvent[]): ApplyResult {
-    const l = this.core.locks.get(name);
-    if (l !== undefined && l.inDelay) this.core.endDelay(l, index, ev);
+  private endLockDelay(index: number, cmd: Extract<Command, { kind: 'endLockDelay' }>, ev: FsmEvent[]): ApplyResult {
+    const l = this.core.locks.get(cmd.name);
+    if (l !== undefined && l.inDelay && names(l.delaySince, cmd.since)) this.core.endDelay(l, index, ev);
     return { ok: true, kind: 'noop' };
   }
 
@@ -269,16 +276,22 @@ export class LockFsm {
     for (const s of this.core.sessions.values()) yield { sessionId: s.id, ttlMs: s.ttlMs };
   }
 
-  /** locks in lock-delay, sorted by name */
-  locksInDelay(): { name: string; delayMs: number }[] {
-    return [...this.core.delayed].map((l) => ({ name: l.name, delayMs: l.delayMs })).sort((a, b) => compareStrings(a.name, b.name));
+  /** locks in lock-delay, sorted by name; since: the delay's identity (0: unknown) */
+  locksInDelay(): { name: string; delayMs: number; since: number }[] {
+    return [...this.core.delayed].map((l) => ({ name: l.name, delayMs: l.delayMs, since: l.delaySince })).sort((a, b) => compareStrings(a.name, b.name));
   }
 
-  /** every queued wait, in queue order per lock */
-  *waits(): Generator<{ name: string; sessionId: string; waitMs: number }> {
+  /** every queued wait, in queue order per lock; since: the wait's identity (0: unknown) */
+  *waits(): Generator<{ name: string; sessionId: string; waitMs: number; since: number }> {
     for (const l of this.core.locks.values()) {
-      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs };
+      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since };
     }
+  }
+
+  /** the session's current wait for `name`, if it waits (since: the wait's identity) */
+  waitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+    const w = this.core.sessions.get(sessionId)?.waits?.get(name);
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
   }
 
   counts(): FsmCounts {
@@ -309,6 +322,17 @@ export class LockFsm {
   static fromSnapshot(bytes: Uint8Array, decode: (b: Uint8Array) => unknown, options: LockFsmOptions = {}): LockFsm {
     return LockFsm.fromState(decode(bytes), options);
   }
+}
+
+/**
+ * Does a lessor command naming `since` apply to the item whose identity is `current`?
+ * Absent on the command (an entry written before commands named their item) or unknown on
+ * the item (restored from a snapshot written before items had an identity): yes, the
+ * old rule, so entries and snapshots of earlier versions apply exactly as they did.
+ * Otherwise only the item it names (docs/lock-fsm.md "Lessor commands name what they end").
+ */
+function names(current: number, since: number | undefined): boolean {
+  return since === undefined || current === 0 || current === since;
 }
 
 function lockHeld(l: LockState): ApplyResult {

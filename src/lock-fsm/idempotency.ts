@@ -68,6 +68,17 @@ export class IdempotencyTable {
     this.queue.push(key);
   }
 
+  /** A queued acquire was granted: its key's answer becomes the grant (same age, same
+   *  place in the eviction order). Only a stored 'queued' answer for the same lock and
+   *  session is replaced; a key that has aged out stays gone. */
+  settle(key: string, grant: Extract<ApplyResult, { kind: 'acquired' }>): void {
+    const st = this.map.get(key);
+    if (st === undefined) return;
+    const r = st.result;
+    if (!(r.ok && r.kind === 'queued' && r.name === grant.name && r.sessionId === grant.sessionId)) return;
+    st.result = freeze(grant);
+  }
+
   private popFront(): void {
     const key = this.queue[this.head] as string;
     this.map.delete(key);

@@ -10,7 +10,10 @@
 //    calling it every tickMs proposes an expiry within one tick of its deadline;
 //  - a follower tracks nothing and proposes nothing (demote forgets everything).
 // Each command is reported once, then again every retryMs until an apply shows it done
-// (a proposal can be dropped, e.g. during a leadership transfer). A cancelWait is tried
+// (a proposal can be dropped, e.g. during a leadership transfer). So several copies of a
+// command can be in the log at once: endLockDelay and cancelWait therefore name the delay
+// or wait they end by the log index at which it began (`since`), and a copy that lands
+// after its item is over does nothing (docs/lock-fsm.md "Lessor commands name what they end"). A cancelWait is tried
 // at most WAIT_ATTEMPTS times: the API layer may track a wait whose grant it has not
 // seen yet, and a cancelWait for a wait that is already over has nothing to report.
 //
@@ -25,8 +28,8 @@ import type { FsmEvent } from './results.js';
 /** What promote() reads from the state machine (LockFsm implements it). */
 export interface LessorSource {
   sessions(): Iterable<{ sessionId: string; ttlMs: number }>;
-  locksInDelay(): Iterable<{ name: string; delayMs: number }>;
-  waits(): Iterable<{ name: string; sessionId: string; waitMs: number }>;
+  locksInDelay(): Iterable<{ name: string; delayMs: number; since: number }>;
+  waits(): Iterable<{ name: string; sessionId: string; waitMs: number; since: number }>;
 }
 
 export interface LessorOptions {
@@ -34,12 +37,15 @@ export interface LessorOptions {
   tickMs?: number;
   /** re-propose a due command not yet seen applied after this long (default 20 ticks) */
   retryMs?: number;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): propose these commands
+   *  without `since`, as versions before they named their item did */
+  legacyCommands?: readonly ('endLockDelay' | 'cancelWait')[];
 }
 
 type Track =
   | { kind: 'session'; sessionId: string; ttlMs: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
-  | { kind: 'delay'; name: string; deadlineMs: number; proposedAtMs: number; dead: boolean }
-  | { kind: 'wait'; name: string; sessionId: string; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number };
+  | { kind: 'delay'; name: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
+  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number };
 
 const NOT_PROPOSED = -1;
 const WAIT_ATTEMPTS = 3;
@@ -51,6 +57,7 @@ function waitKey(name: string, sessionId: string): string {
 export class Lessor {
   readonly tickMs: number;
   readonly retryMs: number;
+  private readonly legacy: readonly string[];
   private leader = false;
   private readonly sessionTracks = new Map<string, Track & { kind: 'session' }>();
   private readonly delayTracks = new Map<string, Track & { kind: 'delay' }>();
@@ -60,6 +67,7 @@ export class Lessor {
   constructor(opts: LessorOptions = {}) {
     this.tickMs = opts.tickMs ?? 100;
     this.retryMs = opts.retryMs ?? 20 * this.tickMs;
+    this.legacy = opts.legacyCommands ?? [];
     if (!(this.tickMs > 0) || !(this.retryMs > 0)) throw new Error('Lessor: tickMs and retryMs must be positive');
   }
 
@@ -79,8 +87,8 @@ export class Lessor {
       armed.push({ atMs: t.deadlineMs, value: t });
     }
     this.heap.pushAll(armed);
-    for (const d of src.locksInDelay()) this.trackDelay(d.name, nowMs + d.delayMs);
-    for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs);
+    for (const d of src.locksInDelay()) this.trackDelay(d.name, d.since, nowMs + d.delayMs);
+    for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs, w.since);
   }
 
   /** Leaves office: forget everything; a follower never expires anything. */
@@ -117,17 +125,19 @@ export class Lessor {
     return this.sessionTracks.get(sessionId)?.deadlineMs;
   }
 
-  /** The API layer queued a wait that arrived at t with wait_ms w: deadline t + w. A later
-   *  request for the same wait only extends it. */
-  trackWait(name: string, sessionId: string, deadlineMs: number): void {
+  /** The API layer queued a wait that arrived at t with wait_ms w: deadline t + w. since:
+   *  the wait's identity in the FSM (LockFsm.waitOf). A later request for the same wait
+   *  only extends it; one for a newer wait of the same session replaces it. */
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number): void {
     if (!this.leader) return;
     const k = waitKey(name, sessionId);
     const t = this.waitTracks.get(k);
-    if (t !== undefined) {
+    if (t !== undefined && t.since === since) {
       t.deadlineMs = Math.max(t.deadlineMs, deadlineMs);
       return;
     }
-    const nt = { kind: 'wait' as const, name, sessionId, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0 };
+    this.untrack(this.waitTracks, k);
+    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0 };
     this.waitTracks.set(k, nt);
     this.heap.push(deadlineMs, nt);
   }
@@ -139,7 +149,7 @@ export class Lessor {
       switch (e.type) {
         case 'sessionOpened': this.trackSession(e.sessionId, e.ttlMs, nowMs); break;
         case 'sessionEnded': this.untrack(this.sessionTracks, e.sessionId); break;
-        case 'lockDelayStarted': this.trackDelay(e.name, nowMs + e.delayMs); break;
+        case 'lockDelayStarted': this.trackDelay(e.name, e.since, nowMs + e.delayMs); break;
         case 'lockDelayEnded': this.untrack(this.delayTracks, e.name); break;
         case 'granted':
         case 'waitEnded': this.untrack(this.waitTracks, waitKey(e.name, e.sessionId)); break;
@@ -154,9 +164,9 @@ export class Lessor {
     this.heap.push(t.deadlineMs, t);
   }
 
-  private trackDelay(name: string, deadlineMs: number): void {
+  private trackDelay(name: string, since: number, deadlineMs: number): void {
     this.untrack(this.delayTracks, name);
-    const t = { kind: 'delay' as const, name, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false };
+    const t = { kind: 'delay' as const, name, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false };
     this.delayTracks.set(name, t);
     this.heap.push(deadlineMs, t);
   }
@@ -181,23 +191,25 @@ export class Lessor {
         continue;
       }
       t.proposedAtMs = nowMs;
-      out.push(commandFor(t));
+      out.push(this.commandFor(t));
       if (t.kind === 'wait' && ++t.attempts >= WAIT_ATTEMPTS) this.untrack(this.waitTracks, waitKey(t.name, t.sessionId));
       else this.heap.push(nowMs + this.retryMs, t);
     }
     return out;
   }
 
+  /** the command that ends `t`, naming it (since 0: an item whose identity is unknown,
+   *  restored from an old snapshot; the FSM applies a command without since to it) */
+  private commandFor(t: Track): Command {
+    switch (t.kind) {
+      case 'session': return { kind: 'expireSession', sessionId: t.sessionId };
+      case 'delay': return t.since === 0 || this.legacy.includes('endLockDelay') ? { kind: 'endLockDelay', name: t.name } : { kind: 'endLockDelay', name: t.name, since: t.since };
+      case 'wait': return t.since === 0 || this.legacy.includes('cancelWait') ? { kind: 'cancelWait', name: t.name, sessionId: t.sessionId } : { kind: 'cancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
+    }
+  }
+
   /** tracked items, for metrics and tests */
   counts(): { sessions: number; delays: number; waits: number } {
     return { sessions: this.sessionTracks.size, delays: this.delayTracks.size, waits: this.waitTracks.size };
-  }
-}
-
-function commandFor(t: Track): Command {
-  switch (t.kind) {
-    case 'session': return { kind: 'expireSession', sessionId: t.sessionId };
-    case 'delay': return { kind: 'endLockDelay', name: t.name };
-    case 'wait': return { kind: 'cancelWait', name: t.name, sessionId: t.sessionId };
   }
 }

@@ -42,13 +42,18 @@ export type FsmEvent =
   | { type: 'granted'; name: string; sessionId: string; fencingToken: number }
   | { type: 'waitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'sessionEnded'; sessionId: string; reason: 'closed' | 'expired'; released: string[] }
-  | { type: 'lockDelayStarted'; name: string; delayMs: number }
+  /** since: the index of this entry, the delay's identity (endLockDelay names it) */
+  | { type: 'lockDelayStarted'; name: string; delayMs: number; since: number }
   | { type: 'lockDelayEnded'; name: string }
   | { type: 'sessionOpened'; sessionId: string; ttlMs: number };
 
 export interface ApplyOutput {
   result: ApplyResult;
   events: FsmEvent[];
+  /** the entry's Idempotency-Key was seen before: `result` is the stored first answer and
+   *  nothing was done. The API answers it as it is, whatever the state is now (a retry
+   *  returns the first answer: docs/contract.md "Idempotency"). Absent otherwise. */
+  replayed?: true;
 }
 
 type Obj = Record<string, unknown>;

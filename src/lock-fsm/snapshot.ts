@@ -19,10 +19,13 @@ export const SNAPSHOT_VERSION = 1;
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (issue 10), so states without auth encode exactly as before */
 export type SessionTuple = [string, number, string, number] | [string, number, string, number, string];
-/** [sessionId, owner, waitMs] */
-export type WaiterTuple = [string, string, number];
-/** [name, holderSessionId | null, holderOwner | null, fencingToken (0 if free), delayMs (0 if none), waiters] */
-export type LockTuple = [string, string | null, string | null, number, number, WaiterTuple[]];
+/** [sessionId, owner, waitMs, since, key?]: since, the index that queued the wait, is
+ *  written by every version that has it (a 3-element tuple, from older snapshots, reads
+ *  as since 0); key, the Idempotency-Key of the acquire that queued it, only when it had one */
+export type WaiterTuple = [string, string, number] | [string, string, number, number] | [string, string, number, number, string];
+/** [name, holderSessionId | null, holderOwner | null, fencingToken (0 if free), delayMs (0 if none), waiters, delaySince (0 if none)]:
+ *  a 6-element tuple (older snapshots) reads as delaySince 0 */
+export type LockTuple = [string, string | null, string | null, number, number, WaiterTuple[]] | [string, string | null, string | null, number, number, WaiterTuple[], number];
 /** [key, atMs, first result] */
 export type IdemTuple = [string, number, ApplyResult];
 
@@ -61,9 +64,9 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
 
 function lockTuple(l: LockState): LockTuple {
   const waiters: WaiterTuple[] = [];
-  for (let w = l.head; w !== null; w = w.next) waiters.push([w.session.id, w.owner, w.waitMs]);
-  if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters];
-  return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters];
+  for (let w = l.head; w !== null; w = w.next) waiters.push(w.key === undefined ? [w.session.id, w.owner, w.waitMs, w.since] : [w.session.id, w.owner, w.waitMs, w.since, w.key]);
+  if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters, l.delaySince];
+  return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters, 0];
 }
 
 // ---- import ----
@@ -138,8 +141,11 @@ function importLocks(c: FsmCore, rows: unknown[]): void {
   const tokens = new Float64Array(rows.length); // held tokens, checked for repeats at the end
   let nTokens = 0;
   for (let i = 0; i < rows.length; i++) {
-    const t = row(rows[i], 6, () => `locks[${i}]`);
+    const r = rows[i];
+    const t = row(r, Array.isArray(r) && r.length === 6 ? 6 : 7, () => `locks[${i}]`);
     const [name, holder, owner, token, delayMs, waiters] = t;
+    const since = t.length === 7 ? t[6] : 0;
+    if (!isIntIn(since, 0, c.lastApplied)) fail(`locks[${i}][6]`, `must be a log index in [0, lastApplied=${c.lastApplied}] (0 if unknown)`);
     if (!isLockName(name)) fail(`locks[${i}][0]`, 'must be a lock name');
     if (i > 0 && !(prev < name)) fail(`locks[${i}][0]`, 'is out of order or duplicated (locks must be sorted by name)');
     prev = name;
@@ -151,12 +157,13 @@ function importLocks(c: FsmCore, rows: unknown[]): void {
       if (!isIntIn(token, 1, c.lastToken)) fail(`locks[${i}][3]`, `must be a fencing token in [1, lastToken=${c.lastToken}]`);
       tokens[nTokens++] = token;
       if (delayMs !== 0) fail(`locks[${i}][4]`, 'must be 0: a held lock is not in lock-delay');
+      if (since !== 0) fail(`locks[${i}][6]`, 'must be 0: a held lock is not in lock-delay');
       c.attachHolder(l, s, owner, token, false);
     } else {
       if (owner !== null || token !== 0) fail(`locks[${i}]`, 'has an owner or token but no holder');
       // a free lock is only stored while in lock-delay
       if (!isIntIn(delayMs, 1, MAX_DURATION_MS)) fail(`locks[${i}][4]`, 'must be a lock-delay in ms (a free lock is stored only while in delay)');
-      c.setDelay(l, delayMs);
+      c.setDelay(l, delayMs, since);
     }
     if (!Array.isArray(waiters)) fail(`locks[${i}][5]`, 'must be an array');
     if (waiters.length > 0) importWaiters(c, l, waiters, `locks[${i}][5]`);
@@ -168,13 +175,15 @@ function importLocks(c: FsmCore, rows: unknown[]): void {
 function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string): void {
   rows.forEach((r, i) => {
     const p = `${path}[${i}]`;
-    const t = row(r, 3, () => p);
+    const t = row(r, Array.isArray(r) && (r.length === 3 || r.length === 5) ? r.length : 4, () => p);
     const s = sessionRef(c, t[0], () => `${p}[0]`);
     if (s === l.holder) fail(`${p}[0]`, `session ${s.id} both holds and waits for ${l.name}`);
     if (s.waits?.has(l.name)) fail(`${p}[0]`, `session ${s.id} waits twice for ${l.name}`);
     const owner = check(t[1], isOwner, `${p}[1]`, 'an owner');
     const waitMs = check(t[2], intIn(1, MAX_WAIT_MS), `${p}[2]`, 'a wait in ms');
-    c.enqueue(l, s, owner, waitMs);
+    const since = t.length >= 4 ? check(t[3], intIn(0, c.lastApplied), `${p}[3]`, 'a log index in [0, lastApplied] (0 if unknown)') : 0;
+    const key = t.length === 5 ? check(t[4], isIdempotencyKey, `${p}[4]`, 'an idempotency key') : undefined;
+    c.enqueue(l, s, owner, waitMs, since, key);
   });
 }
 

@@ -38,6 +38,13 @@ export class Waiter {
     readonly owner: string,
     /** the wait_ms asked for; a new leader re-arms the wait with it (Lessor.promote) */
     readonly waitMs: number,
+    /** the wait's identity: the log index of the entry that queued it (0: unknown, a
+     *  wait restored from a snapshot written before waits had one). cancelWait names it. */
+    readonly since: number,
+    /** the Idempotency-Key of the acquire that queued it: when the wait is granted, the
+     *  key's stored answer becomes the grant, so a retry gets the grant even after the
+     *  lock moved on (docs/lock-fsm.md "Idempotency") */
+    readonly key: string | undefined = undefined,
   ) {}
 }
 
@@ -52,6 +59,9 @@ export class LockState {
   /** Chubby lock-delay: freed by an expiry, unavailable until endLockDelay */
   inDelay = false;
   delayMs = 0;
+  /** the current delay's identity: the log index of the entry that started it (0: not in
+   *  delay, or a delay restored from a snapshot written before delays had one) */
+  delaySince = 0;
   head: Waiter | null = null;
   tail: Waiter | null = null;
   waiterCount = 0;
@@ -174,9 +184,10 @@ export class FsmCore {
   }
 
   /** puts a lock into lock-delay without an event (snapshot restore) */
-  setDelay(l: LockState, delayMs: number): void {
+  setDelay(l: LockState, delayMs: number, since: number): void {
     l.inDelay = true;
     l.delayMs = delayMs;
+    l.delaySince = since;
     this.delayed.add(l);
   }
 
@@ -195,8 +206,8 @@ export class FsmCore {
     l.token = 0;
     if (delayMs > 0) {
       this.held.delete(l.name);
-      this.setDelay(l, delayMs);
-      events.push({ type: 'lockDelayStarted', name: l.name, delayMs });
+      this.setDelay(l, delayMs, index);
+      events.push({ type: 'lockDelayStarted', name: l.name, delayMs, since: index });
     } else if (l.head !== null) {
       this.grantHead(l, index, events, true);
     } else {
@@ -210,6 +221,7 @@ export class FsmCore {
     assert(l.inDelay && l.holder === null, `endDelay of ${l.name} not in delay`);
     l.inDelay = false;
     l.delayMs = 0;
+    l.delaySince = 0;
     this.delayed.delete(l);
     events.push({ type: 'lockDelayEnded', name: l.name });
     if (l.head !== null) this.grantHead(l, index, events, false);
@@ -219,11 +231,12 @@ export class FsmCore {
   private grantHead(l: LockState, index: number, events: FsmEvent[], indexed: boolean): void {
     const w = l.head as Waiter;
     this.unlinkWaiter(w);
-    this.grant(l, w.session, w.owner, index, events, indexed);
+    const token = this.grant(l, w.session, w.owner, index, events, indexed);
+    if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs });
   }
 
-  enqueue(l: LockState, s: Session, owner: string, waitMs: number): Waiter {
-    const w = new Waiter(l, s, owner, waitMs);
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string): Waiter {
+    const w = new Waiter(l, s, owner, waitMs, since, key);
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;

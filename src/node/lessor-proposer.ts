@@ -10,10 +10,12 @@ function itemKey(cmd: Command): string {
   switch (cmd.kind) {
     case 'expireSession':
       return `s\u0000${cmd.sessionId}`;
+    // a delay or wait is one item per `since` (the index that began it): a later one of the
+    // same lock or session is not held up behind an earlier one's proposal
     case 'endLockDelay':
-      return `d\u0000${cmd.name}`;
+      return `d\u0000${cmd.name}\u0000${cmd.since ?? 0}`;
     case 'cancelWait':
-      return `w\u0000${cmd.name}\u0000${cmd.sessionId}`;
+      return `w\u0000${cmd.name}\u0000${cmd.sessionId}\u0000${cmd.since ?? 0}`;
     default:
       return `${cmd.kind}\u0000${JSON.stringify(cmd)}`;
   }

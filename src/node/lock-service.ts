@@ -14,6 +14,7 @@ import { encodeCommand } from './command-codec.js';
 import type { LockApp } from './lock-app.js';
 import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
+import { LogClock } from './log-clock.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
 
@@ -27,10 +28,8 @@ export interface ServiceDeps {
   membership: Membership;
   /** GET /v1/cluster, member changes, leadership transfer (docs/membership.md) */
   clusterOps: ClusterOps;
-  /** monotonic ms (deadlines) */
+  /** monotonic ms (deadlines, and the log time entries are stamped with: log-clock.ts) */
   nowMs(): number;
-  /** wall clock ms (only stamps commands, for idempotency-key ageing) */
-  wallMs(): number;
   /** how long a read barrier may take before 504 */
   readTimeoutMs: number;
   /** longest election timeout, for waiting on a leadership transfer */
@@ -49,9 +48,13 @@ export function newSessionId(): string {
 
 export class RaftLockService implements LockService {
   private readonly waits = new WaitRegistry();
-  private readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd })));
+  private readonly lessorProposer = new LessorProposer((cmd) => this.d.driver.propose(encodeCommand({ atMs: this.logClock.stamp(), cmd })));
+  /** stamps every proposal's atMs: never this node's wall clock (docs/lock-fsm.md "Log time") */
+  private readonly logClock: LogClock;
 
-  constructor(private readonly d: ServiceDeps) {}
+  constructor(private readonly d: ServiceDeps) {
+    this.logClock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
+  }
 
   // ---- routing and health ----------------------------------------------------------
 
@@ -82,6 +85,7 @@ export class RaftLockService implements LockService {
 
   onRoleChange(isLeader: boolean): void {
     if (isLeader) {
+      this.logClock.takeOffice();
       this.d.lessor.promote(this.d.nowMs(), this.d.app.fsm);
     } else {
       this.d.lessor.demote();
@@ -161,14 +165,18 @@ export class RaftLockService implements LockService {
       if (actor !== undefined) cmd.actor = actor;
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
-    let r: ApplyResult;
+    let out: ApplyOutput;
     try {
-      r = await this.submit(cmd, ctx);
+      out = await this.submitOutput(cmd, ctx);
     } catch (err) {
       this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'error' });
       throw err;
     }
-    if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    const r = out.result;
+    if (r.ok && r.kind === 'acquired') {
+      if (out.replayed) return this.replayedGrant(name, r, arrival);
+      return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    }
     if (r.ok && r.kind === 'queued') {
       this.d.metrics.lockAcquire.inc({ result: 'queued' });
       return this.waitForGrant(name, r.sessionId, p.waitMs, arrival, ctx);
@@ -292,8 +300,13 @@ export class RaftLockService implements LockService {
 
   /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
   private async submit(cmd: Command, ctx: RequestContext): Promise<ApplyResult> {
+    return (await this.submitOutput(cmd, ctx)).result;
+  }
+
+  /** submit, keeping whether the answer is a stored first answer (ApplyOutput.replayed) */
+  private async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
     this.requireLeader();
-    const env = { atMs: this.d.wallMs(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
+    const env = { atMs: this.logClock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
     try {
       parseEnvelope(env); // what apply() will accept; refuse here rather than log a no-op
     } catch (err) {
@@ -304,11 +317,11 @@ export class RaftLockService implements LockService {
     return this.proposalResult(out);
   }
 
-  private proposalResult(out: ProposalOutcome): ApplyResult {
+  private proposalResult(out: ProposalOutcome): ApplyOutput {
     const m = this.d.metrics;
     if (out.ok) {
       m.proposal('committed');
-      return (out.result as ApplyOutput).result;
+      return out.result as ApplyOutput;
     }
     switch (out.kind) {
       case 'rejected':
@@ -391,6 +404,23 @@ export class RaftLockService implements LockService {
     return { name, session_id: sessionId, fencing_token: token, ttl_ms: s.ttlMs };
   }
 
+  /**
+   * A retry (same Idempotency-Key) of an acquire that was granted: the answer is the first
+   * one, token and all, whatever happened since (docs/contract.md "Idempotency"). While
+   * that grant still stands this is a retry after an unknown outcome, and the lease is
+   * renewed from this request as for a fresh grant; once it is gone (released, expired,
+   * taken by another session) nothing is renewed or re-checked: the lock's state is not
+   * this request's answer, and the token fences any use of the old grant.
+   */
+  private replayedGrant(name: string, r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
+    const l = this.d.app.fsm.getLock(name);
+    if (l.holder && l.holder.sessionId === r.sessionId && l.holder.fencingToken === r.fencingToken) {
+      return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival, 'acquired');
+    }
+    this.d.metrics.lockAcquire.inc({ result: 'acquired' });
+    return { name, session_id: r.sessionId, fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
+  }
+
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
@@ -421,7 +451,10 @@ export class RaftLockService implements LockService {
       throw resultError(r);
     }
 
-    this.d.lessor.trackWait(name, sessionId, arrival + waitMs);
+    // the wait's identity: the cancelWait that ends it names it, so no other wait of this
+    // session on this lock can be ended by it (docs/lock-fsm.md)
+    const since = fsm.waitOf(name, sessionId)?.since ?? 0;
+    this.d.lessor.trackWait(name, sessionId, arrival + waitMs, since);
     const started = this.d.nowMs();
     // Backstop: the lessor's cancelWait normally ends the wait at arrival + waitMs.
     const outcome: WaitOutcome = await this.waits.wait(name, sessionId, waitMs + this.waitBackstopMs(), ctx.signal);
@@ -438,7 +471,10 @@ export class RaftLockService implements LockService {
         // the client went away: give the place up so the lock is not granted to nobody. The
         // cancel may lose to a grant (or never commit), so the answer — if anyone still
         // hears it, e.g. a relaying follower — is "outcome unknown", never 503.
-        if (this.d.driver.currentRole === 'leader') void this.d.driver.propose(encodeCommand({ atMs: this.d.wallMs(), cmd: { kind: 'cancelWait', name, sessionId } }));
+        if (this.d.driver.currentRole === 'leader') {
+          const cancel: Command = since === 0 ? { kind: 'cancelWait', name, sessionId } : { kind: 'cancelWait', name, sessionId, since };
+          void this.d.driver.propose(encodeCommand({ atMs: this.logClock.stamp(), cmd: cancel }));
+        }
         this.d.metrics.lockAcquire.inc({ result: 'timeout' });
         throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
       case 'shutdown':

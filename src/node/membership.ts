@@ -17,7 +17,7 @@
 // survives leader changes and nobody has to hold a request open for it.
 import type { Logger } from 'pino';
 import type { ConfChange, Index, NodeId } from '../raft/core/types.js';
-import type { RaftDriver } from '../raft/node.js';
+import type { ProposalOutcome, RaftDriver } from '../raft/node.js';
 import type { Transport } from '../transport/transport.js';
 import { ApiError } from '../api/errors.js';
 import type { LockApp, MemberAddress } from './lock-app.js';
@@ -53,7 +53,7 @@ export interface MembershipOptions {
 export type SelfState = 'voter' | 'learner' | 'joining' | 'removed';
 
 const POLL_MS = 50;
-/** how long a conf change waits out the core's "a conf change is pending" refusal */
+/** how long a conf change waits out the core's "not yet" refusals (see change()) */
 const PENDING_WAIT_MS = 2000;
 /** after an automatic promotion could not be made (quorum check, a change in flight,
  *  leadership moving), the leader tries again this much later */
@@ -373,17 +373,26 @@ export class Membership {
   }
 
   private async change(cc: ConfChange): Promise<void> {
-    // A leader refuses a conf change until every conf entry it may not know committed is
-    // (one at a time, thesis §4.1). A brand-new leader assumes one may exist until the noop
-    // of its term commits — milliseconds — so that refusal is waited out briefly; only a
-    // change that stays pending (a previous leader's, still uncommitted) answers 409.
+    // The core refuses a conf change (docs/membership.md "Right after a leader change"):
+    // - 'term_not_committed': this leader's term has no committed entry yet. A configuration
+    //   is in force once appended, so until its noop commits a new leader cannot rule out an
+    //   earlier term's conf entry sitting uncommitted elsewhere, and changing membership then
+    //   can split the cluster into two quorums (Raft thesis ch. 4). The noop commits within
+    //   a round trip once a quorum answers;
+    // - 'conf_change_pending': a conf entry of this term is not committed yet (one change at
+    //   a time, thesis §4.1).
+    // Both are waited out for up to PENDING_WAIT_MS, as an etcd `member add/remove` waits
+    // for its leader; a change still refused then answers 503 (no quorum behind the new
+    // leader yet: retry) or 409 (another change is still being committed).
     const deadline = this.o.nowMs() + PENDING_WAIT_MS;
+    const waitable = (o: ProposalOutcome): boolean => !o.ok && o.kind === 'rejected' && (o.reason === 'term_not_committed' || o.reason === 'conf_change_pending');
     let out = await this.o.driver().proposeConfChange(cc);
-    while (!out.ok && out.kind === 'rejected' && out.reason === 'conf_change_pending' && this.o.nowMs() < deadline) {
+    while (waitable(out) && this.o.nowMs() < deadline) {
       await sleep(POLL_MS / 2);
       out = await this.o.driver().proposeConfChange(cc);
     }
     if (out.ok) return;
+    if (out.kind === 'rejected' && out.reason === 'term_not_committed') throw new ApiError('unavailable', `the new leader has not yet committed an entry of its term (no quorum has answered it), so it cannot change the membership yet; retry`);
     if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new ApiError('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
     if (out.kind === 'rejected' && out.reason === 'incarnation_conflict') {
       throw new ApiError('conflict', `${cc.nodeId} is a voter bound to another data directory (it lost its data): remove it first (raftlock member remove ${cc.nodeId}), wipe its data directory, then join it again`);

@@ -231,7 +231,6 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     membership,
     clusterOps,
     nowMs,
-    wallMs: () => Date.now(),
     readTimeoutMs,
     electionTimeoutMaxMs: config.electionTimeoutMs.max,
     proposalTimeoutMs,

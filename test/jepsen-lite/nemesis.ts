@@ -8,7 +8,15 @@
 // `membership` (issue 9) replaces a voter: remove it through the API, stop its process, and
 // when the fault heals start a fresh node with a NEW id and an empty data dir in the same
 // network slot (namespace and address), joining with `serve --join` until it is a voter.
-// It is not in DEFAULT_FAULTS (the set `npm test` and a plain `npm run jepsen` use).
+// `member-failover-leader` changes membership while the leader is dead, the operator's
+// `member remove <dead leader>` right after a failover: kill -9 the leader, DELETE it at
+// once through whichever follower answers (a new leader is being elected meanwhile, and
+// must not change membership before its term commits: docs/membership.md), restart the
+// dead leader on its old data while the removal is under way, stop it once removed. Its
+// heal adds a member while the leader is dead: kill -9 the current leader, start the
+// joiner in the removed node's slot at once, restart the killed leader shortly after.
+// The membership family is not in DEFAULT_FAULTS (the set `npm test` and a plain
+// `npm run jepsen` use).
 //
 // `wipe` loses a voter's data directory: kill -9, delete the directory, start it again
 // under its id without --join. It must refuse (exit 2 with its one line: docs/membership.md,
@@ -38,6 +46,7 @@ export type Variant =
   | 'packet' // netem delay/loss/duplication/reordering
   | 'member-replace-leader' // remove the leader through the API, stop it, later join a new node
   | 'member-replace-follower' // the same for a follower
+  | 'member-failover-leader' // kill the leader, remove it at once through a follower, restart it; the heal joins a new node while the next leader is dead
   | 'wipe-restart' // lose a voter's data dir and start it again: it must refuse; then remove → join
   | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
 
@@ -67,7 +76,7 @@ export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
     case 'unsynced':
       return ['unsynced'];
     case 'membership':
-      return ['member-replace-leader', 'member-replace-follower'];
+      return ['member-replace-leader', 'member-replace-follower', 'member-failover-leader'];
     case 'wipe':
       return ['wipe-restart'];
   }
@@ -270,6 +279,35 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Act
           await env.addMember(id);
         },
         ...(refused ? {} : { problem: `wipe: ${id} restarted on an empty data directory did not refuse to start (exit ${r.code})` }),
+      };
+    }
+    case 'member-failover-leader': {
+      const l = await leaderOrAny(env, rng);
+      const back = rng.int(200, 1500);
+      await env.kill([l]);
+      const removal = env.removeMember(l);
+      await env.sleep(back);
+      // unless the removal already went through (then it stays dead, as an operator would leave it)
+      const restarted = env.nodes.includes(l) ? env.restart([l]) : Promise.resolve();
+      await removal;
+      await restarted;
+      return {
+        variant: v,
+        detail: `kill -9 ${l} (leader), DELETE ${l} at once through a follower, restarted ${l} after ${back} ms; removed and stopped`,
+        holdMs: rng.int(1000, 3000),
+        heal: async () => {
+          const l2 = await env.leader();
+          if (l2 === null) {
+            await env.addMember(l);
+            return;
+          }
+          const back2 = rng.int(200, 1500);
+          await env.kill([l2]);
+          const join = env.addMember(l);
+          await env.sleep(back2);
+          await env.restart([l2]);
+          await join;
+        },
       };
     }
     case 'packet': {

@@ -45,8 +45,9 @@ const cmdArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('expireSession' as const), sessionId: sid }) },
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('acquire' as const), name, sessionId: sid, waitMs, owner: maybe(owner, 2), newSession: maybe(newSessionArb, 8) }).map(compact) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('release' as const), name, sessionId: sid, fencingToken: maybe(fc.integer({ min: 1, max: 80 }), 3) }).map(compact) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancelWait' as const), name, sessionId: sid }) },
-  { weight: 2, arbitrary: fc.record({ kind: fc.constant('endLockDelay' as const), name }) },
+  // since: absent (legacy: the current item), or an index that may or may not name it
+  { weight: 1, arbitrary: fc.record({ kind: fc.constant('cancelWait' as const), name, sessionId: sid, since: maybe(fc.integer({ min: 1, max: 80 }), 2) }).map(compact) },
+  { weight: 2, arbitrary: fc.record({ kind: fc.constant('endLockDelay' as const), name, since: maybe(fc.integer({ min: 1, max: 80 }), 2) }).map(compact) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('barrier' as const), term: fc.nat(5) }) },
 );
 

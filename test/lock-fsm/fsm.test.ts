@@ -128,16 +128,17 @@ test('lock-delay: a lock freed by expiry stays unavailable until endLockDelay, t
   g.open('s3');
   g.token('a', 's1');
   const out = g.run({ kind: 'expireSession', sessionId: 's1' });
+  const since = g.index;
   assert.deepEqual(out.result, { ok: true, kind: 'session_closed', sessionId: 's1', released: ['a'] });
   assert.deepEqual(out.events, [
-    { type: 'lockDelayStarted', name: 'a', delayMs: 15_000 },
+    { type: 'lockDelayStarted', name: 'a', delayMs: 15_000, since },
     { type: 'sessionEnded', sessionId: 's1', reason: 'expired', released: ['a'] },
   ]);
   assert.deepEqual(g.fsm.getLock('a'), { name: 'a', held: false, waiters: 0, inDelay: true });
   assert.deepEqual(g.acquire('a', 's2'), { ok: false, code: 'lock_held' }, 'no holder to report');
   assert.deepEqual(g.acquire('a', 's2', 5000), { ok: true, kind: 'queued', name: 'a', sessionId: 's2', position: 1 });
   assert.deepEqual(g.acquire('a', 's3', 5000), { ok: true, kind: 'queued', name: 'a', sessionId: 's3', position: 2 });
-  assert.deepEqual(g.fsm.locksInDelay(), [{ name: 'a', delayMs: 15_000 }]);
+  assert.deepEqual(g.fsm.locksInDelay(), [{ name: 'a', delayMs: 15_000, since }]);
   assert.equal(g.fsm.listLocks('', 10).length, 0, 'a lock in delay is not held');
   const end = g.run({ kind: 'endLockDelay', name: 'a' });
   assert.deepEqual(end.result, { ok: true, kind: 'noop' });
@@ -235,7 +236,7 @@ test('idempotency: a retry returns the first result and changes nothing, across 
   g.do({ kind: 'release', name: 'a', sessionId: 's1' });
   g.token('a', 's2');
   const retry = g.run({ kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0 }, { key: 'req-1' });
-  assert.deepEqual(retry, { result: first.result, events: [] });
+  assert.deepEqual(retry, { result: first.result, events: [], replayed: true });
   assert.equal(g.fsm.getLock('a').holder?.sessionId, 's2', 'nothing changed');
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
   const again = copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'req-1', cmd: { kind: 'closeSession', sessionId: 's2' } });
@@ -295,7 +296,7 @@ test('listLocks: held locks only, by prefix, sorted by name, limited; counts for
   assert.deepEqual(g.fsm.listLocks('x', 10), []);
   assert.equal(g.fsm.listLocks('jobs/a', 1)[0]?.waiters, 1);
   assert.deepEqual(g.fsm.counts(), { sessions: 2, heldLocks: 5, waiters: 1, locksInDelay: 1 });
-  assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000 }]);
+  assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000, since: g.index }]);
   assert.deepEqual([...g.fsm.sessions()].map((s) => s.sessionId).sort(), ['s1', 's3']);
 });
 

@@ -110,12 +110,15 @@ test('promote gives every session a full TTL from now, and re-arms lock-delays a
   g.do({ kind: 'expireSession', sessionId: 's1' });
   const lessor = new Lessor({ tickMs: TICK, retryMs: 60_000 });
   lessor.promote(10_000, g.fsm);
+  // each command names the wait or delay it ends by the index that began it
+  const waitB = g.fsm.waitOf('b', 's3')!.since, waitA = g.fsm.waitOf('a', 's3')!.since, delayA = g.fsm.locksInDelay()[0]!.since;
+  assert.ok(waitB > 0 && waitA > waitB && delayA > waitA);
   assert.equal(lessor.deadlineOf('s2'), 15_000);
   assert.equal(lessor.deadlineOf('s3'), 19_000);
   assert.deepEqual(lessor.due(11_999), []);
-  assert.deepEqual(lessor.due(12_000), [{ kind: 'cancelWait', name: 'b', sessionId: 's3' }]);
-  assert.deepEqual(lessor.due(13_000), [{ kind: 'endLockDelay', name: 'a' }]);
-  assert.deepEqual(lessor.due(17_000), [{ kind: 'expireSession', sessionId: 's2' }, { kind: 'cancelWait', name: 'a', sessionId: 's3' }]);
+  assert.deepEqual(lessor.due(12_000), [{ kind: 'cancelWait', name: 'b', sessionId: 's3', since: waitB }]);
+  assert.deepEqual(lessor.due(13_000), [{ kind: 'endLockDelay', name: 'a', since: delayA }]);
+  assert.deepEqual(lessor.due(17_000), [{ kind: 'expireSession', sessionId: 's2' }, { kind: 'cancelWait', name: 'a', sessionId: 's3', since: waitA }]);
   // a leader change resets even a session whose old deadline was close
   lessor.demote();
   lessor.promote(20_000, g.fsm);
@@ -127,7 +130,7 @@ test('a follower tracks nothing and proposes nothing', () => {
   const lessor = new Lessor({ tickMs: TICK });
   assert.equal(lessor.isLeader, false);
   lessor.observe([{ type: 'sessionOpened', sessionId: 's1', ttlMs: 10 }], 0);
-  lessor.trackWait('a', 's1', 5);
+  lessor.trackWait('a', 's1', 5, 1);
   assert.deepEqual(lessor.due(1e9), []);
   assert.equal(lessor.renew('s1', 0), false);
   lessor.promote(0, new LockFsm());
@@ -144,7 +147,7 @@ test('lock-delay and wait tracking follow the FSM events', () => {
   L.apply({ kind: 'openSession', sessionId: 'w', ttlMs: 100_000, owner: '', lockDelayMs: 0 });
   L.apply({ kind: 'acquire', name: 'a', sessionId: 'h', waitMs: 0 });
   L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 60_000 });
-  L.lessor.trackWait('a', 'w', L.now + 60_000);
+  L.lessor.trackWait('a', 'w', L.now + 60_000, L.g.fsm.waitOf('a', 'w')!.since);
   while (L.g.fsm.getLock('a').holder?.sessionId !== 'w') L.tick();
   // h expired at 1000, then a was in lock-delay for 2000 more
   assert.deepEqual(L.proposed.map((p) => [p.at, p.cmd.kind]), [[1000, 'expireSession'], [3000, 'endLockDelay']]);
@@ -156,7 +159,7 @@ test('lock-delay and wait tracking follow the FSM events', () => {
 test('a cancelWait for a wait the FSM no longer has is given up after a few tries', () => {
   const lessor = new Lessor({ tickMs: TICK, retryMs: 1000 });
   lessor.promote(0, new LockFsm());
-  lessor.trackWait('a', 's1', 100);
+  lessor.trackWait('a', 's1', 100, 7);
   const sent = [];
   for (let t = 0; t <= 20_000; t += TICK) sent.push(...lessor.due(t));
   assert.equal(sent.length, 3);

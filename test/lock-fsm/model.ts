@@ -4,11 +4,11 @@
 // exportState can be compared with it directly.
 
 import type { ApplyResult, Command, Envelope, FsmEvent } from '../../src/lock-fsm/index.js';
-import type { StateV1, LockTuple, IdemTuple } from '../../src/lock-fsm/snapshot.js';
+import type { StateV1, LockTuple, IdemTuple, WaiterTuple } from '../../src/lock-fsm/snapshot.js';
 
 interface MSession { id: string; ttlMs: number; owner: string; lockDelayMs: number }
-interface MWaiter { sid: string; owner: string; waitMs: number }
-interface MLock { holder: { sid: string; owner: string; token: number } | null; delayMs: number; queue: MWaiter[] }
+interface MWaiter { sid: string; owner: string; waitMs: number; since: number; key?: string }
+interface MLock { holder: { sid: string; owner: string; token: number } | null; delayMs: number; delaySince: number; queue: MWaiter[] }
 
 export interface ModelLimits { maxSessions: number; maxWaitersPerLock: number; idempotencyTtlMs: number; idempotencyMaxKeys: number }
 
@@ -22,18 +22,22 @@ export class Model {
   nowMs = 0;
   idem: { key: string; atMs: number; result: ApplyResult }[] = [];
 
+  /** the key of the entry being applied */
+  private key: string | undefined;
+
   constructor(readonly lim: ModelLimits) {}
 
-  apply(index: number, env: Envelope): { result: ApplyResult; events: FsmEvent[] } {
+  apply(index: number, env: Envelope): { result: ApplyResult; events: FsmEvent[]; replayed?: true } {
     this.lastApplied = index;
     this.nowMs = Math.max(this.nowMs, env.atMs);
     this.idem = this.idem.filter((e) => e.atMs > this.nowMs - this.lim.idempotencyTtlMs);
     const key = env.idempotencyKey;
     const hit = key === undefined ? undefined : this.idem.find((e) => e.key === key);
-    if (hit) return { result: hit.result, events: [] };
+    if (hit) return { result: hit.result, events: [], replayed: true };
     const events: FsmEvent[] = [];
+    this.key = key;
     const result = this.run(index, env.cmd, events);
-    if (key !== undefined && !(result.ok === false && result.code === 'too_many_requests')) {
+    if (key !== undefined && !(result.ok === false && (result.code === 'too_many_requests' || result.code === 'session_exists'))) {
       if (this.idem.length >= this.lim.idempotencyMaxKeys) this.idem.shift();
       this.idem.push({ key, atMs: this.nowMs, result });
     }
@@ -43,7 +47,7 @@ export class Model {
   private grant(index: number, name: string, sid: string, owner: string, ev: FsmEvent[]): number {
     const token = Math.max(index, this.lastToken + 1);
     this.lastToken = token;
-    const l = this.locks.get(name) ?? { holder: null, delayMs: 0, queue: [] };
+    const l = this.locks.get(name) ?? { holder: null, delayMs: 0, delaySince: 0, queue: [] };
     l.holder = { sid, owner, token };
     this.locks.set(name, l);
     ev.push({ type: 'granted', name, sessionId: sid, fencingToken: token });
@@ -54,8 +58,14 @@ export class Model {
   private passOn(index: number, name: string, ev: FsmEvent[]): void {
     const l = this.locks.get(name)!;
     const next = l.queue.shift();
-    if (next) this.grant(index, name, next.sid, next.owner, ev);
-    else this.locks.delete(name);
+    if (next) {
+      const token = this.grant(index, name, next.sid, next.owner, ev);
+      // the queued acquire's key now answers with the grant
+      const e = next.key === undefined ? undefined : this.idem.find((x) => x.key === next.key);
+      if (e && e.result.ok && e.result.kind === 'queued' && e.result.name === name && e.result.sessionId === next.sid) {
+        e.result = { ok: true, kind: 'acquired', name, sessionId: next.sid, fencingToken: token, ttlMs: this.sessions.get(next.sid)!.ttlMs };
+      }
+    } else this.locks.delete(name);
   }
 
   private end(index: number, id: string, reason: 'closed' | 'expired', ev: FsmEvent[]): ApplyResult {
@@ -75,7 +85,8 @@ export class Model {
       l.holder = null;
       if (reason === 'expired' && s.lockDelayMs > 0) {
         l.delayMs = s.lockDelayMs;
-        ev.push({ type: 'lockDelayStarted', name, delayMs: s.lockDelayMs });
+        l.delaySince = index;
+        ev.push({ type: 'lockDelayStarted', name, delayMs: s.lockDelayMs, since: index });
       } else this.passOn(index, name, ev);
     }
     this.sessions.delete(id);
@@ -108,7 +119,7 @@ export class Model {
         const s = this.sessions.get(cmd.sessionId);
         if (!s) return { ok: false, code: 'session_not_found' };
         const l = this.locks.get(cmd.name);
-        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId) : -1;
+        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && (cmd.since === undefined || w.since === cmd.since)) : -1;
         if (l && i >= 0) {
           l.queue.splice(i, 1);
           if (!l.holder && l.delayMs === 0 && l.queue.length === 0) this.locks.delete(cmd.name);
@@ -120,8 +131,9 @@ export class Model {
       }
       case 'endLockDelay': {
         const l = this.locks.get(cmd.name);
-        if (l && l.delayMs > 0) {
+        if (l && l.delayMs > 0 && (cmd.since === undefined || l.delaySince === cmd.since)) {
           l.delayMs = 0;
+          l.delaySince = 0;
           ev.push({ type: 'lockDelayEnded', name: cmd.name });
           this.passOn(index, cmd.name, ev);
         }
@@ -160,7 +172,7 @@ export class Model {
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     open();
-    l.queue.push({ sid, owner, waitMs: cmd.waitMs });
+    l.queue.push({ sid, owner, waitMs: cmd.waitMs, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
 
@@ -169,7 +181,7 @@ export class Model {
     const sessions = [...this.sessions.values()].sort((a, b) => cmp(a.id, b.id)).map((s): [string, number, string, number] => [s.id, s.ttlMs, s.owner, s.lockDelayMs]);
     const locks = [...this.locks.entries()].sort((a, b) => cmp(a[0], b[0])).map(([name, l]): LockTuple => [
       name, l.holder?.sid ?? null, l.holder?.owner ?? null, l.holder?.token ?? 0, l.delayMs,
-      l.queue.map((w): [string, string, number] => [w.sid, w.owner, w.waitMs]),
+      l.queue.map((w): WaiterTuple => (w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key])), l.delaySince,
     ]);
     const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result]);
     return { format: 'raftlock/lock-fsm', v: 1, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, idem: { nowMs: this.nowMs, entries } };

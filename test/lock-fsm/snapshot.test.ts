@@ -28,7 +28,9 @@ test('restore reproduces holders, waiters, lock-delays, lastToken and the idempo
   assert.deepEqual(exportState(copy), exportState(g.fsm));
   assert.equal(copy.lastToken, g.fsm.lastToken);
   assert.equal(copy.lastAppliedIndex, g.fsm.lastAppliedIndex);
-  assert.deepEqual(copy.locksInDelay(), [{ name: 'a', delayMs: 4000 }, { name: 'b', delayMs: 4000 }]);
+  assert.deepEqual(copy.locksInDelay().map((d) => [d.name, d.delayMs]), [['a', 4000], ['b', 4000]]);
+  assert.deepEqual(copy.locksInDelay(), g.fsm.locksInDelay(), 'with the index that began each delay');
+  assert.deepEqual([...copy.waits()], [...g.fsm.waits()], 'and each wait');
   // both replicas keep behaving identically
   const cmds = [
     { kind: 'endLockDelay', name: 'b' },
@@ -40,8 +42,11 @@ test('restore reproduces holders, waiters, lock-delays, lastToken and the idempo
     assert.deepEqual(copy.apply(i, { atMs: g.atMs, cmd }), g.run(cmd, { index: i }));
   }
   assert.equal(copy.getLock('b').holder?.sessionId, 's3', 'the waiters survived the restore in order');
+  // acq-1 queued s3 for a; endLockDelay a granted it, so its key now answers with the grant
+  const tok = copy.getLock('a').holder?.fencingToken;
+  assert.equal(copy.getLock('a').holder?.sessionId, 's3');
   assert.deepEqual(copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'acq-1', cmd: { kind: 'barrier', term: 9 } }).result,
-    { ok: true, kind: 'queued', name: 'a', sessionId: 's3', position: 1 }, 'idempotency table restored');
+    { ok: true, kind: 'acquired', name: 'a', sessionId: 's3', fencingToken: tok, ttlMs: 10_000 }, 'idempotency table restored, and settled by the grant');
 });
 
 test('equal states encode to identical bytes whatever the history', () => {
@@ -92,7 +97,7 @@ test('a corrupt snapshot gives a clear error naming the field', () => {
     [(s) => { s.locks.push(['d', 's3', '', s.locks[2]![3], 0, []]); }, /hold fencing token 8 twice/],
     [(s) => { s.locks[2]![5].unshift(['s2', '', 1]); }, /both holds and waits/],
     [(s) => { s.locks[1]![5][0]![2] = 0; }, /a wait in ms/],
-    [(s) => { s.locks[1]!.pop(); }, /locks\[1\] must be an array of 6/],
+    [(s) => { s.locks[1]!.pop(); s.locks[1]!.pop(); }, /locks\[1\] must be an array of 7/],
     [(s) => { s.idem.entries[1]![1] = s.idem.entries[0]![1] - 1; }, /entries are oldest first/],
     [(s) => { s.idem.entries[0]![2] = { ok: true, kind: 'bogus' } as never; }, /idem\.entries\[0\]\[2\]\.kind is unknown/],
     [(s) => { s.idem.entries[1]![0] = s.idem.entries[0]![0]; }, /repeats a key/],

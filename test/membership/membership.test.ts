@@ -211,6 +211,15 @@ describe('Membership', () => {
     await assert.rejects(m.remove('n2'), code('conflict'));
   });
 
+  it('a new leader whose term has no committed entry yet: waited out briefly, then 503 (retryable)', async () => {
+    const { driver, m } = setup({ snapshotIndex: 1 });
+    driver.script = [{ ok: false, kind: 'rejected', reason: 'term_not_committed' }, { ok: false, kind: 'rejected', reason: 'term_not_committed' }];
+    await m.remove('n3');
+    assert.deepEqual(driver.conf.voters, ['n1', 'n2']);
+    driver.script = Array.from({ length: 200 }, () => ({ ok: false, kind: 'rejected', reason: 'term_not_committed' }) as ProposalOutcome);
+    await assert.rejects(m.remove('n2'), (e) => code('unavailable')(e) && /not yet committed an entry of its term/.test((e as Error).message));
+  });
+
   it('strict quorum check: no removal of a healthy voter while another is down', async () => {
     const { driver, m } = setup({ snapshotIndex: 1 });
     driver.setProgress('n3', 40, false); // n3 is down

@@ -22,4 +22,7 @@ test('one lessor proposal in flight per item; a repeat goes out once the first i
   assert.deepEqual(proposed.map((c) => c.kind), ['expireSession', 'endLockDelay', 'expireSession']);
   // a different wait on the same lock is a different item
   assert.equal(p.proposeDue([{ kind: 'cancelWait', name: 'a', sessionId: 's1' }, { kind: 'cancelWait', name: 'a', sessionId: 's2' }]), 2);
+  // so is a later delay of the same lock, or a later wait of the same session (since)
+  assert.equal(p.proposeDue([{ kind: 'endLockDelay', name: 'a', since: 7 }, { kind: 'cancelWait', name: 'a', sessionId: 's1', since: 9 }]), 2);
+  assert.equal(p.proposeDue([{ kind: 'endLockDelay', name: 'a', since: 7 }]), 0);
 });

@@ -34,6 +34,15 @@ export class FakeDriver {
     for (const h of this.held.splice(0)) h.resolve(this.apply(h.bytes));
   }
 
+  /** answer everything held back 'unknown' (commit slower than the proposal timeout) and
+   *  return the entries, for the test to apply later (applyForeign) */
+  timeOutHeld(): Uint8Array[] {
+    return this.held.splice(0).map((h) => {
+      h.resolve({ ok: false, kind: 'unknown' });
+      return h.bytes;
+    });
+  }
+
   /** an entry another leader committed, applied here */
   applyForeign(bytes: Uint8Array): void {
     this.apply(bytes);
@@ -73,7 +82,6 @@ export function setup() {
     membership,
     clusterOps: {} as ClusterOps,
     nowMs: () => now,
-    wallMs: () => 1_700_000_000_000 + now,
     readTimeoutMs: 1000,
     electionTimeoutMaxMs: 1000,
   });
@@ -85,7 +93,7 @@ export function setup() {
     driver.currentLeader = 'n2';
     svc.onRoleChange(false);
   };
-  return { svc, driver, app, ctx, depose, tick: (ms: number) => (now += ms) };
+  return { svc, driver, app, lessor, ctx, depose, tick: (ms: number) => (now += ms), now: () => now };
 }
 
 export async function codeOf(p: Promise<unknown>): Promise<string> {

@@ -72,6 +72,7 @@ export class Network {
       maxMsgBytes: o.maxMsgBytes ?? 1 << 20,
       ...(applied !== undefined ? { applied } : {}),
       ...(o.lazyCommit !== undefined ? { lazyCommit: o.lazyCommit } : {}),
+      ...(o.unsafeAllowConfChangeBeforeTermCommit === true ? { unsafeAllowConfChangeBeforeTermCommit: true } : {}),
       ...(o.trace ? { trace: o.trace } : {}),
       ...(o.incarnations ? { incarnation: `${id}#${this.disks.get(id) ?? 1}` } : {}),
       ...(o.testOnlyDisableAmnesiaGuard ? { testOnlyDisableAmnesiaGuard: true } : {}),

@@ -13,8 +13,14 @@
 //  - never-early expiry: a session expires no earlier than ttl after the send time of its
 //    last acknowledged keepalive/acquire, and nothing is acknowledged for an expired one;
 //  - client-side mutual exclusion: when a grant is acknowledged, no other client may still
-//    believe it holds the lock (its lease = last acknowledged send + ttl, unreleased).
-import { assertFsmInvariants, type ApplyOutput } from '../../src/lock-fsm/index.js';
+//    believe it holds the lock (its lease = last acknowledged send + ttl, unreleased);
+//  - lock-delay holds: a lock-delay ends no earlier than its delay after it began;
+//  - waits run their course: a wait is cancelled no earlier than wait_ms after the send
+//    of the acquire that queued it;
+//  - Idempotency-Keys live 10 minutes of real (simulated) time on every node: the oldest
+//    key younger than that is still in the table of every node that applied it.
+import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/lock-fsm/index.js';
+import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
 
 export class LockViolation extends Error {
@@ -63,7 +69,17 @@ export class LockCheckers {
   private readonly expiredAt = new Map<string, number>();
   /** lock → the client session that believes it holds it (acknowledged grant, unreleased) */
   private readonly beliefs = new Map<string, { sessionId: string; token: number }>();
-  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0 };
+  /** lock → when its current lock-delay began (first apply anywhere) and how long it is */
+  private readonly delays = new Map<string, { startMs: number; delayMs: number }>();
+  /** (lock, session) → the send time of the acquire that queued the current wait */
+  private readonly waits = new Map<string, { sentMs: number; waitMs: number }>();
+  /** idempotency key → the send time of its first request (the workload tells) */
+  private readonly keySent = new Map<string, number>();
+  /** keys in the order of their first apply, which is the table's eviction order */
+  private readonly keys: { key: string; index: number; atMs: number }[] = [];
+  private readonly keysSeen = new Set<string>();
+  private youngKey = 0;
+  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0, delaysEnded: 0, waitsCancelled: 0 };
   maxAckedIndex = 0;
 
   constructor(private readonly nowMs: () => number) {}
@@ -87,6 +103,7 @@ export class LockCheckers {
       this.canonical.set(index, { term, digest, first: node.id });
       this.maxCanonical = index;
       if (out) this.shadow(index, out);
+      if (out && kind === 'normal') this.timing(index, decodeCommand(data), out);
     } else if (c.term !== term || c.digest !== digest) {
       violation('StateMachineSafety', `${node.id} applied at ${index} term ${term} digest ${digest}, ${c.first} applied term ${c.term} digest ${c.digest}` +
         (out ? ` (${node.id}'s output ${stable(out)})` : ''));
@@ -126,6 +143,68 @@ export class LockCheckers {
       const h = this.shadowHolder.get(e.name);
       if (h !== undefined) violation('MutualExclusion', `${e.name} granted to ${e.sessionId} at ${index} while ${h} holds it`);
       this.shadowHolder.set(e.name, e.sessionId);
+    }
+  }
+
+  /** a request with this key (its first attempt) was sent at sentMs */
+  onKeySent(key: string, sentMs: number): void {
+    if (!this.keySent.has(key)) this.keySent.set(key, sentMs);
+  }
+
+  /** the time-based checks, on the first apply of each entry anywhere */
+  private timing(index: number, env: Envelope, out: ApplyOutput): void {
+    const now = this.nowMs();
+    const r = out.result;
+    const key = env.idempotencyKey;
+    if (key !== undefined && !this.keysSeen.has(key) && !(!r.ok && r.code === 'too_many_requests')) {
+      this.keysSeen.add(key);
+      this.keys.push({ key, index, atMs: now });
+    }
+    const cmd = env.cmd;
+    if (cmd.kind === 'acquire' && r.ok && r.kind === 'queued') {
+      const k = `${cmd.name}\u0000${r.sessionId}`;
+      if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
+    }
+    for (const e of out.events) {
+      switch (e.type) {
+        case 'lockDelayStarted':
+          this.delays.set(e.name, { startMs: now, delayMs: e.delayMs });
+          break;
+        case 'lockDelayEnded': {
+          const d = this.delays.get(e.name);
+          this.delays.delete(e.name);
+          this.counts.delaysEnded++;
+          if (d && now < d.startMs + d.delayMs) violation('LockDelayHeld', `lock-delay of ${e.name} (${d.delayMs} ms from ${d.startMs}) ended at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
+          break;
+        }
+        case 'granted':
+        case 'waitEnded': {
+          const k = `${e.name}\u0000${e.sessionId}`;
+          const w = this.waits.get(k);
+          this.waits.delete(k);
+          if (e.type === 'waitEnded' && e.reason === 'cancelled' && w) {
+            this.counts.waitsCancelled++;
+            if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
+          }
+          break;
+        }
+        default:
+      }
+    }
+  }
+
+  /** after a tick: every node that applied the oldest key younger than `ttlMs` of real
+   *  time still remembers it (keys are evicted oldest first, so it stands for them all) */
+  checkKeys(nodes: readonly LockNode[], ttlMs = 600_000): void {
+    const now = this.nowMs();
+    while (this.youngKey < this.keys.length && now - this.keys[this.youngKey]!.atMs >= ttlMs) this.youngKey++;
+    const k = this.keys[this.youngKey];
+    if (k === undefined) return;
+    for (const n of nodes) {
+      if (n.driver.appliedIndex < k.index) continue;
+      if (n.app.fsm.core.idem.get(k.key) === undefined) {
+        violation('IdempotencyLifetime', `${n.id} forgot key ${k.key} (first applied at ${k.index}, ${now - k.atMs} ms ago); its log time is ${n.app.fsm.logTimeMs}`);
+      }
     }
   }
 

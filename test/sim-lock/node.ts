@@ -11,6 +11,7 @@ import { RaftDriver, type ProposalOutcome } from '../../src/raft/node.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { encodeCommand } from '../../src/node/command-codec.js';
 import { LessorProposer } from '../../src/node/lessor-proposer.js';
+import { LogClock } from '../../src/node/log-clock.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
 import type { SimDisk } from '../sim/disk.js';
 import type { SimOptions } from '../sim/options.js';
@@ -25,6 +26,30 @@ export interface NodeParams extends Pick<SimOptions, (typeof RAFT_KNOBS)[number]
   proposalTimeoutMs: number;
 }
 
+/** Fixes switched off, to show the simulator finds what they fix (docs/simulation-lock.md
+ *  "Mutation table"). TEST ONLY. */
+export interface LockMutations {
+  /** the lessor proposes endLockDelay without naming the delay (no `since`) */
+  legacyEndLockDelay?: boolean;
+  /** the lessor proposes cancelWait without naming the wait (no `since`) */
+  legacyCancelWait?: boolean;
+  /** entries are stamped with the node's wall clock, not its log clock */
+  wallClockStamps?: boolean;
+}
+
+/** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
+ *  proposing, and/or propose more copies, each `copies[k]` ticks later (copies
+ *  re-proposed after 'unknown' answers while the first was still in the log) */
+export interface LessorFault {
+  delayTicks: number;
+  copies: number[];
+  /** endLockDelay / cancelWait: one more copy, held until (at least `afterTicks` from
+   *  now) the next lock-delay of the same lock starts, or the next wait of the same
+   *  session on the same lock is tracked, on this leader, then proposed at once: the
+   *  adversary's choice of when a slow copy commits */
+  landInNext?: { afterTicks: number };
+}
+
 export interface NodeEnv {
   nowMs(): number;
   /** every entry this node applies, with the app's output (checkers) */
@@ -36,6 +61,12 @@ export interface NodeEnv {
   onFatal(node: LockNode, err: unknown): void;
   /** the lessor asked for this command (statistics: retries show as repeats) */
   onLessorProposal(cmd: Command): void;
+  /** this node's wall clock (ms): the sim clock plus its step, if one stepped */
+  wallMs(node: NodeId): number;
+  /** the fault to apply to a lessor proposal (0/0: none) */
+  lessorFault(cmd: Command): LessorFault;
+  /** the current tick */
+  tick(): number;
 }
 
 export class SimulatedCrash extends Error {
@@ -65,6 +96,10 @@ class CrashableDisk implements DurableStorage {
   close(): Promise<void> { return Promise.resolve(); }
 }
 
+function staleKey(name: string, sessionId: string | undefined): string {
+  return sessionId === undefined ? `d\u0000${name}` : `w\u0000${name}\u0000${sessionId}`;
+}
+
 export class LockNode {
   readonly raw: RawNode;
   readonly driver: RaftDriver;
@@ -78,11 +113,26 @@ export class LockNode {
   /** the production gate: one lessor proposal in flight per item */
   private readonly lessorProposer = new LessorProposer((cmd) => {
     this.env.onLessorProposal(cmd);
-    return this.propose(cmd);
+    const f = this.env.lessorFault(cmd);
+    for (const lag of f.copies) this.later.push({ at: this.env.tick() + lag, cmd, resolve: null });
+    if (f.landInNext && (cmd.kind === 'endLockDelay' || cmd.kind === 'cancelWait')) {
+      const k = staleKey(cmd.name, cmd.kind === 'cancelWait' ? cmd.sessionId : undefined);
+      const held = this.stale.get(k) ?? [];
+      held.push({ cmd, readyAt: this.env.tick() + f.landInNext.afterTicks });
+      this.stale.set(k, held);
+    }
+    if (f.delayTicks === 0) return this.propose(cmd);
+    return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve }));
   });
+  /** copies waiting for the next lock-delay of their lock or wait of their session (landInNext) */
+  private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
+  /** lessor proposals held back by the lessor fault, proposed at tick `at` */
+  private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null }[] = [];
+  /** stamps every proposal, as lock-service does */
+  private readonly logClock: LogClock;
   dead = false;
 
-  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv) {
+  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
     this.transport = transport;
     this.storage = new CrashableDisk(disk);
     const snap = disk.snapshot();
@@ -90,7 +140,9 @@ export class LockNode {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);
-    this.lessor = new Lessor({ tickMs: p.tickMs });
+    const legacy = [...(mutations.legacyEndLockDelay ? ['endLockDelay' as const] : []), ...(mutations.legacyCancelWait ? ['cancelWait' as const] : [])];
+    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy });
+    this.logClock = new LogClock({ monoMs: env.nowMs, appliedLogTimeMs: () => this.app.fsm.logTimeMs, ...(mutations.wallClockStamps ? { wallMs: () => env.wallMs(id) } : {}) });
     this.raw = new RawNode({
       id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
       maxInflight: p.maxInflight, maxMsgBytes: p.maxMsgBytes, lazyCommit: p.lazyCommit, applied: snap.meta.index,
@@ -103,8 +155,10 @@ export class LockNode {
       hooks: {
         onRoleChange: (role, _leader, term) => {
           // as lock-service onRoleChange: promote with the FSM on taking office, demote on leaving
-          if (role === 'leader') this.lessor.promote(env.nowMs(), this.app.fsm);
-          else {
+          if (role === 'leader') {
+            this.logClock.takeOffice();
+            this.lessor.promote(env.nowMs(), this.app.fsm);
+          } else {
             this.lessor.demote();
             this.waitingSessions.clear();
           }
@@ -113,6 +167,7 @@ export class LockNode {
         onApplied: (entry, result) => {
           const out = result as ApplyOutput | undefined;
           if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
+          if (out && this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStale(out);
           if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded') this.waitingSessions.delete(e.sessionId);
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
         },
@@ -133,6 +188,7 @@ export class LockNode {
   /** the production ticker: driver.tick(), then the service's onTick (lessor → proposals) */
   tick(): void {
     this.driver.tick();
+    this.proposeLate();
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
@@ -140,8 +196,46 @@ export class LockNode {
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
-    const env: Envelope = { atMs: this.env.nowMs(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
+    const env: Envelope = { atMs: this.logClock.stamp(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
     return this.driver.propose(encodeCommand(env));
+  }
+
+  /** a lock-delay started: its lock's waiting stale copies are proposed next tick */
+  private releaseStale(out: ApplyOutput): void {
+    for (const e of out.events) if (e.type === 'lockDelayStarted') this.releaseStaleFor(staleKey(e.name, undefined));
+  }
+
+  private releaseStaleFor(k: string): void {
+    const held = this.stale.get(k);
+    if (!held) return;
+    const now = this.env.tick();
+    const ready = held.filter((h) => h.readyAt <= now);
+    if (ready.length === 0) return;
+    const rest = held.filter((h) => h.readyAt > now);
+    if (rest.length > 0) this.stale.set(k, rest);
+    else this.stale.delete(k);
+    for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null });
+  }
+
+  /** lock-service's trackWait: the lessor times the wait out; a stale cancelWait copy of
+   *  an earlier wait of this session on this lock is let go now (landInNext) */
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number): void {
+    this.lessor.trackWait(name, sessionId, deadlineMs, since);
+    if (this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStaleFor(staleKey(name, sessionId));
+  }
+
+  /** the lessor fault's held-back proposals and late copies whose tick has come (a
+   *  follower's driver refuses them, as it would any proposal) */
+  private proposeLate(): void {
+    if (this.later.length === 0) return;
+    const now = this.env.tick();
+    const due = this.later.filter((l) => l.at <= now);
+    if (due.length === 0) return;
+    this.later = this.later.filter((l) => l.at > now);
+    for (const l of due) {
+      const p = this.propose(l.cmd);
+      if (l.resolve) void p.then(l.resolve);
+    }
   }
 
   armCrash(): void {

@@ -1,31 +1,40 @@
 // The lock simulation's command line:
-//   npm run sim:lock -- --seed N [--ticks T] [--seeds K] [--verbose]
-// runs seed N (or K seeds from N; default: one random seed). Every seed prints SEED=N; a
+//   npm run sim:lock -- --seed N [--ticks T] [--seeds K] [--verbose] [--mutation NAME]
+// runs seed N (or K seeds from N; default: one random seed). --mutation switches a fix off
+// (legacyEndLockDelay, legacyCancelWait, wallClockStamps: docs/simulation-lock.md
+// "Mutation table"). Every seed prints SEED=N; a
 // failing one prints the failure, the trace tail and `reproduce: npm run sim:lock -- --seed N`.
 import { runLockSchedule, drawLockOptions } from './simulate.js';
 import { formatLockFailure } from './report.js';
 import { parseSeedArgs } from '../support/seed-args.js';
+import type { LockMutations } from './node.js';
+
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps'];
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose]`);
+  console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}]`);
   process.exit(2);
 }
 
 async function main(): Promise<void> {
-  const { seed, seeds, ticks, verbose } = parseSeedArgs(process.argv.slice(2), { ticks: 1500 }, usage);
+  const { seed, seeds, ticks, verbose, extra } = parseSeedArgs(process.argv.slice(2), { ticks: 1500 }, usage, { mutation: { type: 'string' } });
+  const m = extra['mutation'];
+  if (m !== undefined && !MUTATIONS.includes(m as keyof LockMutations)) usage(`--mutation must be one of ${MUTATIONS.join(', ')}, got ${String(m)}`);
+  const mutations: LockMutations = m === undefined ? {} : { [m as keyof LockMutations]: true };
   const base = seed ?? Math.floor(Math.random() * 1e9);
   let failed = 0;
   for (let s = base; s < base + seeds; s++) {
     if (verbose) console.log(JSON.stringify(drawLockOptions(s, ticks), null, 1));
     const t0 = performance.now();
-    const r = await runLockSchedule(s, { ticks, ...(verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
+    const r = await runLockSchedule(s, { ticks, mutations, ...(verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
     const st = r.stats;
     console.log(`SEED=${s} ${r.ok ? 'ok' : 'FAILED'} ticks=${r.ticks} committed=${st['committed']} grants=${st['grants']} ackedGrants=${st['ackedGrants']} ` +
       `expiries=${st['expiries']} lessorExpire=${st['lessorExpire']} keepalives=${st['ackedKeepalives']} crashes=${st['crashes']} restarts=${st['restarts']} snapshots=${st['snapshotsRestored']} ` +
+      `lessorDelayed=${st['lessorDelayed']} lessorDuplicated=${st['lessorDuplicated']} delaysEnded=${st['delaysEnded']} waitsCancelled=${st['waitsCancelled']} clockSteps=${st['clockSteps']} ` +
       `${((performance.now() - t0) / 1000).toFixed(2)}s`);
     if (!r.ok) {
       failed++;
-      console.log(formatLockFailure(r, ticks));
+      console.log(verbose || m === undefined ? formatLockFailure(r, ticks) : `  ${r.failure!.kind}: ${r.failure!.message.split('\n')[0]}`);
     }
   }
   if (seeds > 1) console.log(`${seeds} seeds from ${base}: ${failed} failed`);

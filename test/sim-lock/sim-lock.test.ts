@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { runLockSchedule } from './simulate.js';
 import { formatLockFailure } from './report.js';
 import { envInt, envSeed } from '../support/env.js';
+import type { LockMutations } from './node.js';
 
 const schedules = envInt('SIM_LOCK_SCHEDULES', 120);
 const ticks = envInt('SIM_LOCK_TICKS', 1500);
@@ -23,11 +24,14 @@ test(`lock simulation: ${schedules} schedules of ${ticks} fault ticks from SEED=
     if (!r.ok) failures.push(formatLockFailure(r, ticks));
   }
   console.log(`sim-lock: ${schedules} schedules in ${((performance.now() - t0) / 1000).toFixed(1)} s, seeds ${base}..${base + schedules - 1}: ` +
-    ['committed', 'grants', 'ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'unknown'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
+    ['committed', 'grants', 'ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'unknown',
+      'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
   for (const f of failures) console.log(`\n${f}\n`);
   assert.equal(failures.length, 0, `${failures.length} failing seeds (reports above)`);
   // the schedules must actually exercise what they check
-  for (const k of ['ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored']) assert.ok((sum[k] ?? 0) > 0, `no ${k} in ${schedules} schedules`);
+  for (const k of ['ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps']) {
+    assert.ok((sum[k] ?? 0) > 0, `no ${k} in ${schedules} schedules`);
+  }
 });
 
 test('a lock schedule replays exactly from its seed', async () => {
@@ -50,3 +54,31 @@ test('lock simulation: regression seeds', async () => {
     if (!r.ok) assert.fail(formatLockFailure(r, ticks));
   }
 });
+
+// The mutation table (docs/simulation-lock.md "Mutation table"): each fix switched off is
+// caught by the checker that guards it on seeds of the default window (SEED=1, 120
+// schedules), which the sweep above runs with the fix on, where they pass. Each seed
+// stops at its failure, so this costs a few seconds.
+const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number[] }[] = [
+  // a stale endLockDelay copy ends a later lock-delay of the same lock
+  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [38] },
+  // a stale cancelWait copy ends a later wait of the same session early
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [49] },
+  // one leader's wall clock steps forward: every Idempotency-Key is evicted
+  { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
+];
+
+for (const m of MUTATIONS) {
+  test(`mutation ${m.mutation}: ${m.checker} catches it on seeds ${m.seeds.join(', ')}`, async () => {
+    for (const seed of m.seeds) {
+      const r = await runLockSchedule(seed, { ticks: 1500, mutations: { [m.mutation]: true } });
+      assert.equal(r.ok, false, `SEED=${seed} passed with ${m.mutation} (reproduce: npm run sim:lock -- --seed ${seed} --mutation ${m.mutation})`);
+      assert.equal(r.failure?.kind, m.checker, `SEED=${seed}: ${r.failure?.message ?? ''}`);
+      if (ticks !== 1500 || seed < base || seed >= base + schedules) {
+        // the sweep did not run this seed as the table states it: check the fix passes it here
+        const ok = await runLockSchedule(seed, { ticks: 1500 });
+        if (!ok.ok) assert.fail(formatLockFailure(ok, 1500));
+      }
+    }
+  });
+}

@@ -13,7 +13,8 @@ import type { NodeId } from '../../src/raft/core/types.js';
 import { drawOptions, subsystemRngs, type SimOptions } from '../sim/options.js';
 import { SimNetwork, type NetEvent } from '../sim/network.js';
 import { SimDisk } from '../sim/disk.js';
-import { LockNode, RAFT_KNOBS, SimulatedCrash, type NodeParams } from './node.js';
+import { LockNode, RAFT_KNOBS, SimulatedCrash, type LessorFault, type LockMutations, type NodeParams } from './node.js';
+import type { Command } from '../../src/lock-fsm/index.js';
 import { SimTransport } from './transport.js';
 import { LockCheckers, LockViolation } from './checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
@@ -25,6 +26,22 @@ export interface LockSimOptions {
   node: NodeParams;
   workload: WorkloadParams;
   livenessTicks: number;
+  faults: LockFaults;
+}
+
+/** lock-level faults, drawn from a stream of their own (so the knobs above stay as they
+ *  were for every seed) */
+export interface LockFaults {
+  /** per lessor proposal: held back beyond the proposal timeout before it is proposed */
+  lessorDelayProbability: number;
+  /** per lessor proposal: 1-4 more copies are proposed beyond the proposal timeout */
+  lessorDuplicateProbability: number;
+  /** lag unit: a held-back proposal waits proposal timeout + Exp(unit); copy k comes
+   *  proposal timeout + k × unit × U(0.5, 1.5) later */
+  lessorLagMeanTicks: number;
+  /** at this tick (0: never) the leader's wall clock steps forward by clockStepMs */
+  clockStepTick: number;
+  clockStepMs: number;
 }
 
 /** the Raft and fault knobs come from test/sim's swarm (same seed → same mix); the lock
@@ -46,13 +63,33 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
     abandonShare: rng.next() * 0.5, waitMs: Math.round(ttlMs * (0.2 + rng.next())), tickMs,
     readTimeoutMs: 2 * 2 * electionMs,
   };
-  return { seed, ticks, raft, node, workload, livenessTicks: 40 * raft.electionTicks };
+  const f = faultRng(seed);
+  const lag = rngHalf(f);
+  const faults: LockFaults = {
+    lessorDelayProbability: lag ? f.next() * 0.3 : 0,
+    lessorDuplicateProbability: lag ? f.next() * 0.5 : 0,
+    lessorLagMeanTicks: Math.round(ttlMs / tickMs) * (1 + f.int(0, 2)),
+    clockStepTick: f.next() < 0.5 ? f.int(Math.floor(ticks / 4), Math.max(Math.floor(ticks / 4) + 1, Math.floor((3 * ticks) / 4))) : 0,
+    clockStepMs: (11 + f.int(0, 50)) * 60_000,
+  };
+  return { seed, ticks, raft, node, workload, livenessTicks: 40 * raft.electionTicks, faults };
+}
+
+function rngHalf(r: Rng): boolean {
+  return r.next() < 0.5;
 }
 
 function lockRng(seed: number): Rng {
   // past the six streams test/sim's subsystemRngs forks from the same root
   const root = seededRng(seed);
   for (let k = 0; k < 6; k++) root.fork();
+  return root.fork();
+}
+
+/** the lock faults' stream: past lockRng's */
+function faultRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 7; k++) root.fork();
   return root.fork();
 }
 
@@ -79,9 +116,13 @@ export class LockCluster {
   /** the first error thrown where the driver or a promise would swallow it (hooks run
    *  inside the driver's loop, whose catch turns any throw into a fail-stop) */
   failure: unknown = null;
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0 };
+  /** wall-clock step per node (the clock-step fault) */
+  private readonly wallStep = new Map<NodeId, number>();
+  private readonly faultRng: Rng;
 
-  constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void) {
+  constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void, private readonly mutations: LockMutations = {}) {
+    this.faultRng = faultRng(o.seed).fork();
     this.network = new SimNetwork(o.raft.network, net);
     this.checkers = new LockCheckers(() => this.nowMs());
     this.ids = Array.from({ length: o.raft.nodeCount }, (_, k) => `n${k + 1}`);
@@ -123,10 +164,47 @@ export class LockCluster {
         else if (cmd.kind === 'endLockDelay') this.stats.lessorEndDelay++;
         else this.stats.lessorCancelWait++;
       },
-    });
+      wallMs: (nid) => this.nowMs() + (this.wallStep.get(nid) ?? 0),
+      lessorFault: (cmd) => this.lessorFault(cmd),
+      tick: () => this.tick,
+    }, this.mutations);
     this.checkers.onRestored(node);
     this.nodes.set(id, node);
     this.downUntil.delete(id);
+  }
+
+  /** the liveness phase lifts the lock faults too */
+  healed = false;
+
+  private lessorFault(_cmd: Command): LessorFault {
+    const f = this.o.faults;
+    if (this.healed || (f.lessorDelayProbability === 0 && f.lessorDuplicateProbability === 0)) return { delayTicks: 0, copies: [] };
+    const r = this.faultRng;
+    const timeout = Math.ceil(this.o.node.proposalTimeoutMs / this.o.node.tickMs) + 1;
+    const delayTicks = r.next() < f.lessorDelayProbability ? timeout + Math.round(-Math.log(1 - r.next()) * f.lessorLagMeanTicks) : 0;
+    // 1-4 late copies spread over several TTLs: the item the command named is long over
+    // by then, and a later item of the same lock or wait may be running
+    const copies: number[] = [];
+    if (r.next() < f.lessorDuplicateProbability) {
+      const n = r.int(1, 5);
+      for (let k = 1; k <= n; k++) copies.push(timeout + Math.round(k * f.lessorLagMeanTicks * (0.5 + r.next())));
+    }
+    const land = copies.length > 0 && r.next() < 0.5;
+    if (delayTicks > 0) this.stats.lessorDelayed++;
+    this.stats.lessorDuplicated += copies.length + (land ? 1 : 0);
+    return { delayTicks, copies, ...(land ? { landInNext: { afterTicks: timeout } } : {}) };
+  }
+
+  /** the clock-step fault: the leader's wall clock jumps forward (only a mutation that
+   *  stamps wall-clock time lets it matter) */
+  clockFaults(): void {
+    const f = this.o.faults;
+    if (f.clockStepTick === 0 || this.tick !== f.clockStepTick) return;
+    const victim = this.leader() ?? this.running()[0];
+    if (!victim) return;
+    this.wallStep.set(victim.id, (this.wallStep.get(victim.id) ?? 0) + f.clockStepMs);
+    this.stats.clockSteps++;
+    this.trace(`[${this.tick}] ${victim.id}'s wall clock steps ${f.clockStepMs / 60_000} min forward`);
   }
 
   guard(f: () => void): void {
@@ -227,6 +305,7 @@ export class LockCluster {
   endTick(): void {
     this.assertNoFailure();
     this.checkers.compareStates(this.running());
+    this.checkers.checkKeys(this.running());
   }
 }
 
@@ -235,7 +314,7 @@ async function settle(): Promise<void> {
   for (let k = 0; k < 20; k++) await Promise.resolve();
 }
 
-export async function runLockSchedule(seed: number, cfg: { ticks?: number; traceLines?: number; onTrace?: (l: string) => void } = {}): Promise<LockScheduleResult> {
+export async function runLockSchedule(seed: number, cfg: { ticks?: number; traceLines?: number; onTrace?: (l: string) => void; mutations?: LockMutations } = {}): Promise<LockScheduleResult> {
   const o = drawLockOptions(seed, cfg.ticks ?? 1500);
   const rngs = subsystemRngs(seed);
   const trace: string[] = [];
@@ -245,7 +324,7 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     trace.push(l);
     if (trace.length > keep) trace.shift();
   };
-  const cluster = new LockCluster(o, rngs.core, rngs.disk, rngs.network, traceFn);
+  const cluster = new LockCluster(o, rngs.core, rngs.disk, rngs.network, traceFn, cfg.mutations ?? {});
   const workload = new LockWorkload(o.workload, {
     now: () => cluster.tick, nowMs: () => cluster.nowMs(), leader: () => cluster.leader(),
     fail: (err) => {
@@ -262,6 +341,7 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     for (let t = 0; t < o.ticks; t++) {
       cluster.beginTick();
       cluster.network.tickFaults(cluster.tick, () => cluster.leader()?.id ?? null);
+      cluster.clockFaults();
       workload.wake();
       workload.act();
       await cluster.drainAll();
@@ -271,6 +351,7 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     phase = 'liveness';
     traceFn(`[${cluster.tick}] heal: restart all, lift every fault`);
     cluster.network.heal(cluster.tick);
+    cluster.healed = true;
     cluster.restartDue(true);
     await liveness(o, cluster, workload);
     return done();

@@ -158,6 +158,7 @@ export class LockWorkload {
     const sid = c.sessionId!;
     const sent = this.cluster.nowMs();
     const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
     let out = await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs }, key);
     if (!out.ok && out.kind === 'unknown' && this.rng.next() < 0.5) {
       // retry once with the same Idempotency-Key, at whoever leads now
@@ -206,7 +207,11 @@ export class LockWorkload {
   private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number): Promise<void> {
     const sid = c.sessionId!;
     if (!n.lessor.isLeader) return;
-    n.lessor.trackWait(name, sid, sent + waitMs);
+    // as lock-service: only a wait the FSM still has is tracked, under its identity (a wait
+    // already granted or cancelled has nothing to time out; tracking it as "unknown" would
+    // make the lessor cancel whatever wait the session has next)
+    const w = n.app.fsm.waitOf(name, sid);
+    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since);
     n.waitingSessions.add(sid);
     const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
     while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {

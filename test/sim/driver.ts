@@ -12,6 +12,7 @@ import { ToyApp } from './app.js';
 import type { Checkers } from './checkers.js';
 import type { SimDisk } from './disk.js';
 import type { SimOptions } from './options.js';
+import { mutatedRaftConfig } from './mutations.js';
 
 /** where an armed crash strikes inside the next Ready */
 export type CrashPoint = 'afterEarlyMessages' | 'afterPersist';
@@ -45,9 +46,10 @@ export class SimNode {
       electionTicks: opts.electionTicks, heartbeatTicks: opts.heartbeatTicks,
       preVote: opts.preVote, checkQuorum: opts.checkQuorum,
       maxInflight: opts.maxInflight, maxMsgBytes: opts.maxMsgBytes, lazyCommit: opts.lazyCommit,
-      incarnation: disk.diskId, ...(opts.amnesiaGuard ? {} : { testOnlyDisableAmnesiaGuard: true }),
+      incarnation: disk.diskId,
       applied: this.app.state.applied,
       trace: (e) => this.onTrace(e),
+      ...mutatedRaftConfig(opts.mutations),
     }, disk);
   }
 

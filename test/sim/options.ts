@@ -4,6 +4,8 @@
 // their own forked Rng, so adding a knob at the END of drawOptions keeps every existing
 // knob stable for old seeds.
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
+import type { Mutation } from './mutations.js';
+import type { ConfChurnOptions } from './conf-churn.js';
 
 export type PartitionMode =
   | 'none'
@@ -89,11 +91,12 @@ export interface SimOptions {
   network: NetworkOptions;
   crash: CrashOptions;
   workload: WorkloadOptions;
+  /** membership churn around failovers (conf-churn.ts) */
+  churn: ConfChurnOptions;
   /** Howard's partial partition held for this many ticks at the end; at most one leader change allowed */
   stableWindowTicks: number;
-  /** RaftConfig.incarnation on (each disk has one). Not drawn: false only for the
-   *  mutation check (SIM_AMNESIA_GUARD=off, docs/simulation.md "Mutation table") */
-  amnesiaGuard: boolean;
+  /** safety fixes switched off for this run (never drawn: set by the caller, mutations.ts) */
+  mutations: Mutation[];
 }
 
 /** a probability that is 0 for a share of seeds and otherwise uniform in [lo, hi) */
@@ -114,14 +117,15 @@ export interface SubsystemRngs {
   core: Rng;
   workload: Rng;
   nemesis: Rng;
+  churn: Rng;
 }
 
 export function subsystemRngs(seed: number): SubsystemRngs {
   const root = seededRng(seed);
-  return { options: root.fork(), network: root.fork(), disk: root.fork(), core: root.fork(), workload: root.fork(), nemesis: root.fork() };
+  return { options: root.fork(), network: root.fork(), disk: root.fork(), core: root.fork(), workload: root.fork(), nemesis: root.fork(), churn: root.fork() };
 }
 
-export function drawOptions(seed: number, ticks = 2000): SimOptions {
+export function drawOptions(seed: number, ticks = 2000, mutations: readonly Mutation[] = []): SimOptions {
   const rng = subsystemRngs(seed).options;
   const nodeCount = rng.next() < 0.5 ? 3 : 5;
   const electionTicks = rng.int(10, 21);
@@ -181,12 +185,24 @@ export function drawOptions(seed: number, ticks = 2000): SimOptions {
     maxMsgBytes: pick(rng, [64, 512, 4096, 1 << 20]),
     lazyCommit: false, // drawn last, below, so that adding it shifted no other knob of a seed
     network, crash, workload,
+    churn: { stepProbability: 0, crashDelayMaxTicks: 1, crashNewLeaderProbability: 0, downTicksMean: 1, followUpTicks: 1, clogTicks: 1 }, // drawn below
     stableWindowTicks: 30 * electionTicks,
-    amnesiaGuard: true,
+    mutations: [...mutations],
   };
   o.crash.leaderBias = maybe(rng, 0.3, 0.2, 0.9);
   o.crash.youngLeaderProbability = maybe(rng, 0.5, 0.2, 0.8);
   o.lazyCommit = rng.next() < 0.7;
+  // Howard's check fixes the membership to n1..n5
+  const churnOn = rng.next() < 0.35 && !howard;
+  o.churn = {
+    stepProbability: churnOn ? 0.005 + rng.next() * 0.05 : 0,
+    crashDelayMaxTicks: rng.int(1, 3 + Math.ceil(delayMeanTicks)),
+    crashNewLeaderProbability: maybe(rng, 0.3, 0.2, 0.9),
+    downTicksMean: rng.int(1, 3 * electionTicks),
+    followUpTicks: rng.int(2 * electionTicks, 8 * electionTicks),
+    clogTicks: rng.int(3 * electionTicks, 10 * electionTicks),
+  };
+  // drawn after the churn knobs (so adding them shifted no knob of a seed above);
   // Howard's check fixes the membership to n1..n5, and the operator's answer to a lost
   // disk is a membership change
   o.crash.amnesiaProbability = howard ? 0 : maybe(rng, 0.5, 0.0005, 0.004);
@@ -200,7 +216,8 @@ export function describeOptions(o: SimOptions): string {
   const flat = (prefix: string, obj: object): void => {
     for (const [k, v] of Object.entries(obj)) {
       if (k === 'seed') continue;
-      if (v !== null && typeof v === 'object') flat(`${prefix}${k}.`, v as object);
+      if (Array.isArray(v)) lines.push(`  ${prefix}${k}=${v.join(',')}`);
+      else if (v !== null && typeof v === 'object') flat(`${prefix}${k}.`, v as object);
       else lines.push(`  ${prefix}${k}=${typeof v === 'number' && !Number.isInteger(v) ? v.toFixed(4) : String(v)}`);
     }
   };

@@ -1,6 +1,7 @@
 // Runs seed ranges on worker threads (sim-worker.ts), for the test sweep and the soak.
 import { Worker } from 'node:worker_threads';
 import type { WorkerJob, WorkerMessage } from './sim-worker.js';
+import type { Mutation } from './mutations.js';
 
 export type { WorkerJob };
 
@@ -32,7 +33,7 @@ export async function runWorker(job: WorkerJob, hangMs = HANG_MS): Promise<Worke
   let next = job.from;
   while (next < end) {
     const hung = await new Promise<number | null>((resolve, reject) => {
-      const w = spawn({ from: next, count: end - next, ticks: job.ticks });
+      const w = spawn({ ...job, from: next, count: end - next });
       let current = next;
       let finished = false;
       const arm = (): NodeJS.Timeout => setTimeout(() => {
@@ -85,13 +86,13 @@ export function addSummary(a: WorkerSummary, b: WorkerSummary): WorkerSummary {
 
 /** run `count` seeds from `from` on `jobs` workers in chunks; `onChunk` sees each result */
 export async function runPool(from: number, count: number, ticks: number, jobs: number, chunk: number,
-  onChunk?: (s: WorkerSummary, done: number) => void): Promise<WorkerSummary> {
+  onChunk?: (s: WorkerSummary, done: number) => void, mutations: readonly Mutation[] = []): Promise<WorkerSummary> {
   let next = 0, total = emptySummary();
   const lane = async (): Promise<void> => {
     while (next < count) {
       const start = next;
       next = Math.min(count, next + chunk);
-      const s = await runWorker({ from: from + start, count: next - start, ticks });
+      const s = await runWorker({ from: from + start, count: next - start, ticks, mutations });
       total = addSummary(total, s);
       onChunk?.(s, total.schedules);
     }

@@ -11,6 +11,6 @@ export function formatFailure(r: ScheduleResult): string {
     `FAILED ${f.kind} in phase ${f.phase} at tick ${f.tick}: ${f.message}`,
     ...(f.stack ? [f.stack] : []),
     `SEED=${r.seed}`,
-    `reproduce: npm run sim -- --seed ${r.seed}${r.options.ticks !== 2000 ? ` --ticks ${r.options.ticks}` : ''}`,
+    `reproduce: npm run sim -- --seed ${r.seed}${r.options.ticks !== 2000 ? ` --ticks ${r.options.ticks}` : ''}${r.options.mutations.length > 0 ? ` --mutation ${r.options.mutations.join(',')}` : ''}`,
   ].join('\n');
 }

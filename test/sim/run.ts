@@ -1,17 +1,19 @@
 // The simulator's command line (TigerBeetle's `vopr` in spirit):
-//   npm run sim -- --seed N [--ticks T] [--seeds K] [--verbose]
+//   npm run sim -- --seed N [--ticks T] [--seeds K] [--verbose] [--mutation NAME[,NAME]]
 //   npm run sim:soak -- [--seeds 100000] [--seed N] [--jobs J]
 // runs seed N (or K seeds from N). A failing seed prints SEED=N, every option, the trace
 // tail, the failure and `reproduce: npm run sim -- --seed N`. --verbose prints the options
 // and the full trace (role changes, partitions, heal) as the schedule runs. The soak
 // starts from a random seed unless given one, spreads seeds over J worker threads and
-// keeps going past failures.
+// keeps going past failures. --mutation switches a safety fix off (mutations.ts), to see
+// the simulator find the bug it prevents.
 import { availableParallelism } from 'node:os';
 import { describeOptions, drawOptions } from './options.js';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
 import { runPool } from './pool.js';
 import { intArg, parseSeedArgs } from '../support/seed-args.js';
+import { parseMutations, type Mutation } from './mutations.js';
 
 interface Args {
   seed: number | null;
@@ -20,21 +22,28 @@ interface Args {
   verbose: boolean;
   soak: boolean;
   jobs: number;
+  mutations: Mutation[];
 }
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: npm run sim -- [--seed N] [--ticks T] [--seeds K] [--verbose]\n       npm run sim:soak -- [--seeds K] [--seed N] [--jobs J] [--ticks T]`);
+  console.error(`${msg}\nusage: npm run sim -- [--seed N] [--ticks T] [--seeds K] [--verbose] [--mutation NAME]\n       npm run sim:soak -- [--seeds K] [--seed N] [--jobs J] [--ticks T] [--mutation NAME]`);
   process.exit(2);
 }
 
 function parseArgs(argv: string[]): Args {
-  const a = parseSeedArgs(argv, { ticks: 2000 }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' } });
-  return { seed: a.seed, seeds: a.seeds, ticks: a.ticks, verbose: a.verbose, soak: a.extra.soak === true, jobs: a.extra.jobs === undefined ? availableParallelism() : intArg('jobs', a.extra.jobs, 1, usage) };
+  const a = parseSeedArgs(argv, { ticks: 2000 }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' }, mutation: { type: 'string' } });
+  let mutations: Mutation[] = [];
+  try {
+    mutations = parseMutations(typeof a.extra.mutation === 'string' ? a.extra.mutation : undefined);
+  } catch (err) {
+    usage(`--mutation: ${(err as Error).message}`);
+  }
+  return { seed: a.seed, seeds: a.seeds, ticks: a.ticks, verbose: a.verbose, soak: a.extra.soak === true, jobs: a.extra.jobs === undefined ? availableParallelism() : intArg('jobs', a.extra.jobs, 1, usage), mutations };
 }
 
 function runOne(seed: number, args: Args): boolean {
-  if (args.verbose) console.log(describeOptions(drawOptions(seed, args.ticks)));
-  const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
+  if (args.verbose) console.log(describeOptions(drawOptions(seed, args.ticks, args.mutations)));
+  const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, mutations: args.mutations, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
   if (!r.ok) {
     console.log(formatFailure(r));
     return false;
@@ -58,7 +67,7 @@ async function soak(args: Args): Promise<number> {
       lastReport = done;
       console.log(`${done}/${args.seeds} seeds, ${((performance.now() - started) / 1000).toFixed(0)} s`);
     }
-  });
+  }, args.mutations);
   console.log(`soak: ${total.schedules} schedules, ${total.ticks} ticks, ${total.failures.length} failed` +
     `${total.failures.length > 0 ? ` (seeds ${total.failures.map((f) => f.seed).sort((a, b) => a - b).join(' ')})` : ''}, ` +
     `${((performance.now() - started) / 1000).toFixed(1)} s`);

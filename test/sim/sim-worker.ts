@@ -4,11 +4,14 @@
 import { parentPort, workerData } from 'node:worker_threads';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
+import type { Mutation } from './mutations.js';
 
 export interface WorkerJob {
   from: number;
   count: number;
   ticks: number;
+  /** safety fixes switched off (mutations.ts) */
+  mutations?: readonly Mutation[];
 }
 
 export interface SeedOutcome {
@@ -25,10 +28,11 @@ const job = workerData as WorkerJob;
 const post = (m: WorkerMessage): void => parentPort!.postMessage(m);
 for (let seed = job.from; seed < job.from + job.count; seed++) {
   post({ started: seed });
-  const r = runSchedule(seed, { ticks: job.ticks });
+  const mutations = job.mutations ?? [];
+  const r = runSchedule(seed, { ticks: job.ticks, mutations });
   const outcome: SeedOutcome = { seed, ticks: r.ticks, committed: r.stats['committed'] ?? 0 };
   // replay a failing seed with a trace for the report: same seed, same schedule
-  if (!r.ok) outcome.report = formatFailure(runSchedule(seed, { ticks: job.ticks, traceLines: 60 }));
+  if (!r.ok) outcome.report = formatFailure(runSchedule(seed, { ticks: job.ticks, traceLines: 60, mutations }));
   post({ outcome });
 }
 post({ done: true });

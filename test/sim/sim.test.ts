@@ -2,6 +2,7 @@
 // SIM_TICKS (default 2,000) fault ticks each, plus the liveness (and, for Howard's
 // partition, stability) phases, spread over worker threads. The base seed is fixed so CI
 // is reproducible; SIM_SEED=N moves the window, SIM_SEED=random draws a fresh one.
+// SIM_MUTATIONS=name[,name] switches safety fixes off (mutations.ts): the sweep must then fail.
 // Any failing seed is printed with its options, trace tail and `npm run sim -- --seed N`.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,18 +10,20 @@ import { availableParallelism } from 'node:os';
 import { runPool } from './pool.js';
 import { runSchedule } from './simulate.js';
 import { envInt, envSeed } from '../support/env.js';
+import { parseMutations } from './mutations.js';
 
 const schedules = envInt('SIM_SCHEDULES', 2000);
 const ticks = envInt('SIM_TICKS', 2000);
 const base = envSeed('SIM_SEED', 1);
+const mutations = parseMutations(process.env['SIM_MUTATIONS']);
 
-test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEED=${base}`, { timeout: 20 * 60_000 }, async () => {
+test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEED=${base}${mutations.length > 0 ? ` with mutations ${mutations.join(',')}` : ''}`, { timeout: 20 * 60_000 }, async () => {
   // under scripts/run-tests.mjs the process lane runs beside this one: leave it a core
   const cores = availableParallelism() - (process.env.RAFTLOCK_TEST_SHARED_CORES === '1' ? 1 : 0);
   const workers = Math.max(1, Math.min(cores, 8));
   const started = performance.now();
   // chunks small enough to balance the lanes (schedule lengths vary with their options)
-  const total = await runPool(base, schedules, ticks, workers, Math.max(1, Math.ceil(schedules / (workers * 8))));
+  const total = await runPool(base, schedules, ticks, workers, Math.max(1, Math.ceil(schedules / (workers * 8))), undefined, mutations);
   const secs = (performance.now() - started) / 1000;
   console.log(`sim: ${total.schedules} schedules, ${total.ticks} ticks (${(total.ticks / total.schedules).toFixed(0)} per schedule), ` +
     `${total.committed} entries committed, ${total.failures.length} failed, ${secs.toFixed(1)} s wall on ${workers} worker(s), ` +

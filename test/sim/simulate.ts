@@ -9,7 +9,9 @@
 import { drawOptions, subsystemRngs, type SimOptions } from './options.js';
 import { SimCluster } from './cluster.js';
 import { Workload } from './workload.js';
+import { ConfChurn } from './conf-churn.js';
 import { SafetyViolation } from './checkers.js';
+import type { Mutation } from './mutations.js';
 
 export type Phase = 'faults' | 'liveness' | 'stability';
 
@@ -39,9 +41,8 @@ export interface RunConfig {
   traceLines?: number;
   /** print trace lines as they happen */
   onTrace?: (line: string) => void;
-  /** the core's amnesia guard (RaftConfig.incarnation); default on, unless the
-   *  environment says SIM_AMNESIA_GUARD=off (the mutation check, docs/simulation.md) */
-  amnesiaGuard?: boolean;
+  /** safety fixes to switch off (mutations.ts) */
+  mutations?: readonly Mutation[];
 }
 
 class PhaseFailure extends Error {
@@ -51,8 +52,7 @@ class PhaseFailure extends Error {
 }
 
 export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
-  const opts = drawOptions(seed, cfg.ticks ?? 2000);
-  opts.amnesiaGuard = cfg.amnesiaGuard ?? process.env['SIM_AMNESIA_GUARD'] !== 'off';
+  const opts = drawOptions(seed, cfg.ticks ?? 2000, cfg.mutations);
   const rngs = subsystemRngs(seed);
   const trace: string[] = [];
   const keep = cfg.traceLines ?? 0;
@@ -67,12 +67,13 @@ export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
     : undefined;
   const cluster = new SimCluster(opts, { core: rngs.core, disk: rngs.disk, net: rngs.network }, traceFn);
   const workload = new Workload(opts, cluster, rngs.workload, rngs.nemesis);
+  const churn = new ConfChurn(opts, cluster, rngs.churn, traceFn);
   let phase: Phase = 'faults';
   const result = (failure?: ScheduleFailure): ScheduleResult => ({
     seed, options: opts, ok: failure === undefined, ticks: cluster.now, trace,
     ...(failure ? { failure } : {}),
     stats: {
-      ...cluster.stats, ...workload.stats, ...cluster.network.stats, ...cluster.checkers.counts,
+      ...cluster.stats, ...workload.stats, ...churn.stats, ...cluster.network.stats, ...cluster.checkers.counts,
       committed: cluster.checkers.maxApplied,
     },
   });
@@ -87,6 +88,7 @@ export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
       }
       workload.clients(true, true);
       workload.nemesis();
+      churn.tick();
       cluster.endTick();
     }
     phase = 'liveness';

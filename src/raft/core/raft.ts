@@ -48,6 +48,11 @@ export interface RaftConfig {
   /** TEST ONLY (the simulator's mutation check, docs/simulation.md "Mutation table"):
    *  ignore incarnations entirely, as before they existed. Never set in production. */
   testOnlyDisableAmnesiaGuard?: boolean;
+  /** TEST ONLY — never set outside tests and the simulator's mutation table
+   *  (docs/simulation.md). Switches OFF the rule that a new leader accepts no conf change
+   *  until an entry of its own term has committed (see proposeConfChange), bringing back
+   *  the single-server membership bug it prevents, so tests can show they catch it. */
+  unsafeAllowConfChangeBeforeTermCommit?: boolean;
   trace?: (e: TraceEvent) => void;
 }
 
@@ -102,7 +107,8 @@ export class Raft {
   heartbeatElapsed = 0;
   randomizedElectionTimeout = 0;
   leadTransferee: NodeId | null = null;
-  /** leader: index of the latest conf entry it may not yet know committed (one change at a time) */
+  /** leader: index of the latest conf entry it may not yet know committed (one change at
+   *  a time); a new leader starts it at its noop (see proposeConfChange) */
   pendingConfIndex: Index = 0;
   private pendingBcast: PendingBcast = 'none';
   /** whether our conf history starts from a real configuration: a bootstrap conf in the
@@ -247,13 +253,13 @@ export class Raft {
     self.state = 'replicate';
     self.recentActive = true;
     if (this.inc !== undefined) self.inc = this.inc;
-    // conservatively assume an uncommitted conf entry may exist in the log
-    this.pendingConfIndex = last;
     this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
     // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it; the
     // first leader of a new cluster appends the bootstrap entry instead (also of our term)
-    if (boot) this.appendEntry('conf', encodeConfChange(boot));
-    else this.appendEntry('noop', new Uint8Array(0));
+    const first = boot ? this.appendEntry('conf', encodeConfChange(boot)) : this.appendEntry('noop', new Uint8Array(0));
+    // No conf change before that entry commits (see proposeConfChange). The mutation flag
+    // restores the old, unsafe bound: "a conf entry may exist up to our last index".
+    this.pendingConfIndex = this.cfg.unsafeAllowConfChangeBeforeTermCommit === true ? last : first.index;
   }
 
   /** a fresh leader (it won the unanimous first election) binds every voter to the
@@ -785,6 +791,14 @@ export class Raft {
   proposeConfChange(cc: ConfChange): ProposeResult {
     if (this.role !== 'leader') return { ok: false, reason: 'not_leader' };
     if (this.leadTransferee !== null) return { ok: false, reason: 'transferring' };
+    // Thesis ch. 4 and Ongaro's single-server membership bug (raft-dev, 2015): a
+    // configuration is in force once appended, so a new leader must not change it until an
+    // entry of its own term commits. Before that, a conf entry of an earlier term may sit
+    // uncommitted on other nodes (possibly not in our log at all), and a change we derive
+    // from our configuration can overlap it with two quorums that do not intersect: both
+    // then commit different entries at one index. Once our noop commits, every leader of a
+    // later term holds our log, and so our configuration, and the danger is gone.
+    if (this.cfg.unsafeAllowConfChangeBeforeTermCommit !== true && !this.committedEntryInCurrentTerm()) return { ok: false, reason: 'term_not_committed' };
     if (this.pendingConfIndex > this.log.committed) return { ok: false, reason: 'conf_change_pending' };
     const conf = this.conf();
     if (cc.type === 'bootstrap') return { ok: false, reason: 'invalid_conf_change' }; // the core's own entry

@@ -51,7 +51,8 @@ export class RawNode {
   propose(data: Uint8Array): ProposeResult {
     return this.raft.propose(data, 'normal');
   }
-  /** refused with 'conf_change_pending' while an uncommitted conf entry exists */
+  /** refused with 'term_not_committed' until an entry of the leader's term commits (its
+   *  noop), and with 'conf_change_pending' while an uncommitted conf entry exists */
   proposeConfChange(cc: ConfChange): ProposeResult {
     return this.raft.proposeConfChange(cc);
   }

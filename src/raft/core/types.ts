@@ -142,7 +142,11 @@ export interface Ready {
 
 export type ProposeResult =
   | { ok: true; index: Index; term: Term }
-  | { ok: false; reason: 'not_leader' | 'transferring' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' | 'incarnation_conflict' };
+  /** term_not_committed: a conf change to a leader whose term has no committed entry yet
+   *  (its noop commits within a round trip; retry then). conf_change_pending: an earlier
+   *  conf entry is not committed yet. incarnation_conflict: an addVoter that would rebind a
+   *  voter to another incarnation (remove it first). */
+  | { ok: false; reason: 'not_leader' | 'transferring' | 'term_not_committed' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' | 'incarnation_conflict' };
 
 /**
  * - fresh: empty log, no 'bootstrap' entry seen: a node of a cluster not bootstrapped yet

@@ -1,0 +1,28 @@
+// Mutations: a safety fix switched off for one run, to show that the simulator still
+// finds the bug it prevents (docs/simulation.md "Mutation table"). Each name maps to the
+// test-only core option that reverts the fix; nothing outside tests sets those options.
+import type { RaftConfig } from '../../src/raft/core/raft.js';
+
+export const MUTATIONS = {
+  /** a new leader accepts a conf change before an entry of its own term has committed */
+  'conf-change-before-term-commit': { unsafeAllowConfChangeBeforeTermCommit: true },
+  /** a voter whose disk was lost comes back under its id and votes with the state it forgot
+   *  (incarnations ignored: docs/membership.md "Incarnations") */
+  'amnesia-guard-off': { testOnlyDisableAmnesiaGuard: true },
+} as const satisfies Record<string, Partial<RaftConfig>>;
+
+export type Mutation = keyof typeof MUTATIONS;
+
+/** a comma-separated list of mutation names (SIM_MUTATIONS=…, --mutation …); throws naming an unknown one */
+export function parseMutations(list: string | undefined): Mutation[] {
+  if (list === undefined || list.trim() === '') return [];
+  return list.split(',').map((s) => s.trim()).filter((s) => s !== '').map((s) => {
+    if (!Object.hasOwn(MUTATIONS, s)) throw new Error(`unknown mutation ${JSON.stringify(s)} (known: ${Object.keys(MUTATIONS).join(', ')})`);
+    return s as Mutation;
+  });
+}
+
+/** the core options that switch these fixes off */
+export function mutatedRaftConfig(ms: readonly Mutation[]): Partial<RaftConfig> {
+  return Object.assign({}, ...ms.map((m) => MUTATIONS[m])) as Partial<RaftConfig>;
+}
