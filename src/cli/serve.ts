@@ -6,6 +6,7 @@ import { startNode } from '../node/raftlock-node.js';
 import { StorageError } from '../raft/level-storage.js';
 import { joinConfig } from './join-config.js';
 import { memoryTuning } from './serve-runtime.js';
+import { AmnesiaError } from '../node/amnesia-check.js';
 
 export interface ServeOptions {
   /** required unless join is given */
@@ -52,14 +53,21 @@ export async function serve(opts: ServeOptions): Promise<void> {
       ...(opts.dataDir !== undefined ? { dataDir: opts.dataDir } : {}),
       ...(opts.join ? { join: { url: opts.join.url, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) } } : {}),
       logger,
-      onFatal: () => {
+      onFatal: (err) => {
+        if (err instanceof AmnesiaError) {
+          // a member that lost its data: one line saying what to do (docs/membership.md)
+          logger.fatal({ err: err.message }, 'this node lost its data: stopping');
+          logger.flush();
+          process.stderr.write(`${err.message}\n`);
+          process.exit(2);
+        }
         // fail-stop: the disk state is unknown; never retry-and-continue
         logger.flush();
         process.exit(70);
       },
     });
   } catch (err) {
-    if (err instanceof ConfigError || err instanceof StorageError) return failStart(err.message);
+    if (err instanceof ConfigError || err instanceof StorageError || err instanceof AmnesiaError) return failStart(err.message);
     if (err instanceof Error && 'code' in err && err.code === 'EADDRINUSE') return failStart(`raftlock: ${err.message} (is another node running?)`);
     throw err;
   }

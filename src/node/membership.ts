@@ -394,6 +394,9 @@ export class Membership {
     if (out.ok) return;
     if (out.kind === 'rejected' && out.reason === 'term_not_committed') throw new ApiError('unavailable', `the new leader has not yet committed an entry of its term (no quorum has answered it), so it cannot change the membership yet; retry`);
     if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new ApiError('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
+    if (out.kind === 'rejected' && out.reason === 'incarnation_conflict') {
+      throw new ApiError('conflict', `${cc.nodeId} is a voter bound to another data directory (it lost its data): remove it first (raftlock member remove ${cc.nodeId}), wipe its data directory, then join it again`);
+    }
     if (out.kind === 'unknown') throw new ApiError('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`);
     throw new ApiError('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind}); retry`);
   }

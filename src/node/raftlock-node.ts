@@ -22,6 +22,7 @@ import { guardEmptyLog } from './join-guard.js';
 import { OpsProvider } from './ops-provider.js';
 import { OpsTracker } from './ops-tracker.js';
 import { joinCluster } from './join.js';
+import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
 
@@ -74,6 +75,13 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
   const joining = o.join !== undefined;
+  // a node about to start a blank data directory as a member of the cluster file: is that
+  // cluster already running without it? (docs/membership.md, "A node whose data directory is gone")
+  if (!joining && (await isEmptyDir(resolved.dataDir))) {
+    const peers = config.nodes.filter((n) => n.id !== nodeId).map((n) => ({ id: n.id, api: n.api }));
+    const found = await existingCluster(peers, { timeoutMs: 2000, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) });
+    if (found) throw new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `its data directory ${resolved.dataDir} is empty but ${found.id} is a member of a running cluster at commit index ${found.commit}`));
+  }
   const levelStorage = await LevelStorage.open(resolved.dataDir, {
     // the cluster file seeds a NEW cluster only; a joiner starts with no conf at all (it
     // never campaigns until a snapshot gives it one). An existing data dir keeps its own.
@@ -106,6 +114,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       // followers learn commits with the next append or heartbeat (RaftConfig.lazyCommit)
       lazyCommit: true,
       applied: snap.meta.index,
+      // docs/membership.md "Incarnations": which data directory this is
+      incarnation: levelStorage.incarnation,
     },
     storage,
   );
@@ -118,6 +128,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     peers: new Map(),
     logger: logger.child({ component: 'transport' }),
     registry: metrics.registry,
+    clusterId: () => raw.clusterId(),
     ...security.transport,
   });
 
@@ -279,7 +290,15 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics.semaphoresInUse.set(c.semaphoresInUse);
   };
   let lastTickAt = nowMs();
+  let superseded = false;
   const ticker = setInterval(() => {
+    if (!superseded && raw.standing() === 'superseded') {
+      // the log binds our id to another data directory: we are a member that lost its
+      // data; never go on as one (the core already refuses to vote or count)
+      superseded = true;
+      o.onFatal(new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `the cluster's configuration binds ${nodeId} to another data directory than ${resolved.dataDir}`)));
+      return;
+    }
     // a late tick means the event loop was blocked: nothing was sent or received meanwhile
     const at = nowMs();
     if (at - lastTickAt - plan.tickMs >= slowMs) logger.warn({ ms: Math.round(at - lastTickAt - plan.tickMs), role: driver.currentRole, term: driver.currentTerm }, 'event loop was blocked');
@@ -298,6 +317,12 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const joinAbort = new AbortController();
   if (o.join && membership.selfState() === 'joining') {
     const self = { id: nodeId, api: resolved.node.api, peer: resolved.node.peer };
+    // an empty directory joining under the id of a current VOTER is that voter having lost
+    // its data (a joiner becomes a voter only after it has caught up, so with a log): it
+    // must be removed first (docs/membership.md, "A node whose data directory is gone")
+    void forgottenVoter(o.join.url, nodeId, o.join.token).then((evidence) => {
+      if (evidence !== null && !joinAbort.signal.aborted) o.onFatal(new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, evidence)));
+    });
     joinCluster({ url: o.join.url, self, ...(o.join.token ? { token: o.join.token } : {}), learn: (ms) => membership.learn(ms), logger, signal: joinAbort.signal }).then(
       () => logger.info({ via: o.join!.url, state: membership.selfState() }, membership.selfState() === 'voter' ? 'joined the cluster as a voter' : 'joined the cluster: the leader promotes this node to voter once it has caught up'),
       (err: unknown) => {

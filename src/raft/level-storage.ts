@@ -15,12 +15,13 @@
 //
 // Writes are serialised in call order, so a compact() issued while a save() is in flight
 // plans its deletions against the state that save produced.
+import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import { Level } from 'level';
 import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from './core/storage.js';
 import type { DurableStorage, PersistBatch } from './core/storage.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
-import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
+import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeIncarnation, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
 import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
 import { loadState, type Db } from './storage-load.js';
 
@@ -43,6 +44,11 @@ export interface LevelStorageOptions {
   writeBufferSize?: number;
 }
 
+/** a new data directory's incarnation: 128 random bits */
+export function newIncarnation(): string {
+  return randomBytes(16).toString('hex');
+}
+
 type BatchOp = { type: 'put'; key: Buffer; value: Buffer } | { type: 'del'; key: Buffer };
 
 export class LevelStorage extends MemoryBackedStorage implements DurableStorage {
@@ -61,16 +67,22 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
   /** what `segments` becomes when the write being planned lands: a new list, or (the
    *  common case, appending after the last entry) starts to add without copying it */
   private plannedSegments: { replace: number[] } | { append: number[] } | undefined;
+  /** this directory's incarnation (RaftConfig.incarnation, docs/membership.md) */
+  readonly incarnation: string;
+  /** the directory held no data when opened: it was initialised now */
+  readonly fresh: boolean;
 
   private constructor(
     private readonly db: Db,
     readonly dir: string,
-    loaded: { hardState: HardState; snapshot: Snapshot; entries: Entry[]; segments: number[] },
+    loaded: { hardState: HardState; snapshot: Snapshot; entries: Entry[]; segments: number[]; incarnation: string; fresh: boolean },
     private readonly opts: LevelStorageOptions,
   ) {
     // reads are served from memory (MemoryBackedStorage): the core never awaits
     super(MemoryStorage.from(loaded));
     this.segments = loaded.segments;
+    this.incarnation = loaded.incarnation;
+    this.fresh = loaded.fresh;
   }
 
   /** Open (creating with mode 0700 if needed), load and verify. Rejects with
@@ -94,7 +106,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       throw openError(dir, err);
     }
     try {
-      const loaded = await loadState(db, dir, opts.seedConf);
+      const loaded = await loadState(db, dir, opts.seedConf, newIncarnation);
       const s = new LevelStorage(db, dir, loaded, opts);
       opts.logger?.info(
         { dir, fresh: loaded.fresh, term: loaded.hardState.term, commit: loaded.hardState.commit, snapshotIndex: s.mem.snapshot().meta.index, firstIndex: s.firstIndex(), lastIndex: s.lastIndex() },
@@ -120,7 +132,12 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
    * Written as one synced batch, version record included: a crash leaves all or nothing.
    */
   static async seed(dir: string, snapshot: Snapshot): Promise<void> {
-    const { index, term, conf } = snapshot.meta;
+    const { index, term } = snapshot.meta;
+    // a restored cluster is a new one: the backup's incarnations name the old directories
+    // (they would make every restored node 'superseded'); it binds its own after its
+    // first election, as a log from before incarnations does (docs/membership.md)
+    const conf = { voters: [...snapshot.meta.conf.voters], learners: [...snapshot.meta.conf.learners] };
+    snapshot = { meta: { index, term, conf }, data: snapshot.data };
     if (!Number.isSafeInteger(index) || index < 1) throw new StorageFailure(dir, 'seeding', new Error(`snapshot index must be >= 1, got ${index}`));
     if (!Number.isSafeInteger(term) || term < 1) throw new StorageFailure(dir, 'seeding', new Error(`snapshot term must be >= 1, got ${term}`));
     if (conf.voters.length === 0) throw new StorageFailure(dir, 'seeding', new Error('snapshot membership has no voters'));
@@ -148,6 +165,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       await db.batch([
         { type: 'put', key: KEY_HARD_STATE, value: encodeHardState({ term, vote: null, commit: index }) },
         { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(snapshot) },
+        { type: 'put', key: KEY_INCARNATION, value: encodeIncarnation(newIncarnation()) },
         { type: 'put', key: KEY_VERSION, value: encodeVersion(STORAGE_FORMAT_VERSION) },
       ], { sync: true });
     } catch (err) {

@@ -17,6 +17,7 @@ import type { ConfState, Entry, Index, Message, NodeId, ProposeResult, Ready, Ro
 import type { DurableStorage } from './core/storage.js';
 import type { Transport } from '../transport/transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
+import { cloneConf } from './core/storage.js';
 
 /** What the driver needs from the core: RawNode satisfies it. */
 export interface RawNodeLike {
@@ -169,7 +170,7 @@ export class RaftDriver {
     this.opts = opts;
     this.raw = opts.raw;
     this.applied = opts.applied;
-    this.appliedConf = { voters: [...opts.snapshotConf.voters], learners: [...opts.snapshotConf.learners] };
+    this.appliedConf = cloneConf(opts.snapshotConf); // incarnations and cluster id included
     const st = this.raw.status();
     this.role = st.role;
     this.leader = st.leader;
@@ -543,7 +544,7 @@ export class RaftDriver {
   private restoreSnapshot(index: Index, conf: ConfState, data: Uint8Array): void {
     this.opts.app.restore(data, index);
     this.applied = index;
-    this.appliedConf = { voters: [...conf.voters], learners: [...conf.learners] };
+    this.appliedConf = cloneConf(conf);
     // Proposals at or below the snapshot: we cannot tell whether ours took the slot.
     for (const [idx, p] of this.pending) {
       if (idx <= index) {

@@ -21,6 +21,10 @@ export const STORAGE_FORMAT_VERSION = 2;
 export const KEY_HARD_STATE = Buffer.from('h');
 export const KEY_SNAPSHOT = Buffer.from('s');
 export const KEY_VERSION = Buffer.from('v');
+/** this data directory's incarnation (docs/membership.md, "Incarnations"); added after
+ *  format 2 without a version bump: older code reads only h, s, v and the entries, and a
+ *  directory without it gets one at its next open */
+export const KEY_INCARNATION = Buffer.from('i');
 const ENTRY_PREFIX = 0x65; // 'e'
 /** smallest key after every entry key: 'f' */
 export const ENTRY_KEY_END = Buffer.from('f');
@@ -176,7 +180,9 @@ export function decodeHardState(value: Uint8Array): HardState {
 
 export function encodeSnapshot(s: Snapshot): Buffer {
   const { index, term, conf } = s.meta;
-  const out = frame([index, term, conf.voters, conf.learners, s.data]);
+  // a conf without incarnations keeps the 5-tuple older versions wrote and read
+  const bound = conf.incarnations !== undefined || conf.clusterId !== undefined;
+  const out = frame(bound ? [index, term, conf.voters, conf.learners, s.data, conf.incarnations ?? null, conf.clusterId ?? null] : [index, term, conf.voters, conf.learners, s.data]);
   // msgpackr keeps ONE module-level working buffer at the largest size it ever needed;
   // frame() copied the bytes out, so hand it a small one again (else a 9 MiB snapshot pins
   // ~19-30 MiB for the life of the process: heap snapshots, 100,000 sessions)
@@ -186,13 +192,31 @@ export function encodeSnapshot(s: Snapshot): Buffer {
 
 export function decodeSnapshot(value: Uint8Array): Snapshot {
   const v = unframe(value);
-  if (!Array.isArray(v) || v.length !== 5) throw new RecordError('snapshot is not a 5-tuple');
-  const [index, term, voters, learners, data] = v as unknown[];
+  if (!Array.isArray(v) || (v.length !== 5 && v.length !== 7)) throw new RecordError('snapshot is not a 5- or 7-tuple');
+  const [index, term, voters, learners, data, incarnations, clusterId] = v as unknown[];
   if (!isIndex(index) || !isIndex(term)) throw new RecordError('snapshot index/term not non-negative integers');
   if (!isIdList(voters) || !isIdList(learners)) throw new RecordError('snapshot membership is not two lists of node ids');
   if (!(data instanceof Uint8Array)) throw new RecordError('snapshot data is not bytes');
   const conf: ConfState = { voters, learners };
+  if (incarnations !== undefined && incarnations !== null) {
+    if (typeof incarnations !== 'object' || Array.isArray(incarnations) || !Object.values(incarnations).every((x) => typeof x === 'string')) throw new RecordError('snapshot incarnations are not a map of strings');
+    conf.incarnations = { ...(incarnations as Record<string, string>) };
+  }
+  if (clusterId !== undefined && clusterId !== null) {
+    if (typeof clusterId !== 'string') throw new RecordError('snapshot cluster id is not a string');
+    conf.clusterId = clusterId;
+  }
   return { meta: { index, term, conf }, data: plainBytes(data) };
+}
+
+export function encodeIncarnation(inc: string): Buffer {
+  return frame(inc);
+}
+
+export function decodeIncarnation(value: Uint8Array): string {
+  const v = unframe(value);
+  if (typeof v !== 'string' || !/^[A-Za-z0-9._:#/-]{1,64}$/.test(v)) throw new RecordError('incarnation is not a token of 1-64 characters');
+  return v;
 }
 
 export function encodeVersion(version: number): Buffer {

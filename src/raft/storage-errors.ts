@@ -1,10 +1,10 @@
 // The errors LevelStorage reports. Each message is ONE line that an operator can act on
 // without reading a stack trace: the driver prints it and exits (fail-stop).
 
-/** What an operator should do when a node's log cannot be trusted. Wiping is safe for
- *  the cluster as long as a quorum of other nodes still holds the log: the leader sends
- *  the rejoining node a snapshot (see docs/storage.md, "Corruption recovery"). */
-export const WIPE_ADVICE = "wipe this node's data directory and let it rejoin: it receives a snapshot from the leader";
+/** What an operator should do when a node's log cannot be trusted: the node must come
+ *  back as a NEW member, never as the voter it was (it would vote and acknowledge with
+ *  forgotten state; docs/membership.md, "A node whose data directory is gone"). */
+export const WIPE_ADVICE = 'remove this node from the cluster (raftlock member remove), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader';
 
 export abstract class StorageError extends Error {
   abstract readonly code: string;

@@ -5,8 +5,8 @@
 import type { Level } from 'level';
 import type { ConfState, Entry, HardState, Snapshot } from './core/types.js';
 import {
-  ENTRY_KEY_END, ENTRY_KEY_START, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, RecordError, STORAGE_FORMAT_VERSION,
-  decodeHardState, decodeSegment, decodeSnapshot, decodeVersion, encodeHardState, encodeSnapshot, encodeVersion, entryKeyIndex,
+  ENTRY_KEY_END, ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, RecordError, STORAGE_FORMAT_VERSION,
+  decodeHardState, decodeIncarnation, decodeSegment, decodeSnapshot, decodeVersion, encodeHardState, encodeIncarnation, encodeSnapshot, encodeVersion, entryKeyIndex,
 } from './storage-codec.js';
 import { StorageCorruptionError, StorageVersionError } from './storage-errors.js';
 
@@ -21,16 +21,18 @@ export interface LoadedState {
   /** first index of every stored log segment, ascending (each runs to the next one's start) */
   segments: number[];
   fresh: boolean;
+  /** this directory's incarnation (docs/membership.md, "Incarnations") */
+  incarnation: string;
 }
 
 /** Load and verify; on a directory with no data at all, initialise it (synced) with an
  *  empty log and a snapshot {index 0, term 0, conf: seedConf}: the configured membership
  *  only ever seeds a NEW cluster, afterwards membership comes from the log. */
-export async function loadState(db: Db, dir: string, seedConf: ConfState): Promise<LoadedState> {
-  const [v, h, s] = await db.getMany([KEY_VERSION, KEY_HARD_STATE, KEY_SNAPSHOT]);
+export async function loadState(db: Db, dir: string, seedConf: ConfState, newIncarnation: () => string): Promise<LoadedState> {
+  const [v, h, s, i] = await db.getMany([KEY_VERSION, KEY_HARD_STATE, KEY_SNAPSHOT, KEY_INCARNATION]);
   const rawSegments = await readSegments(db, dir);
   if (v === undefined && h === undefined && s === undefined && rawSegments.length === 0) {
-    return initialise(db, seedConf);
+    return initialise(db, seedConf, i !== undefined ? decodeOr(() => decodeIncarnation(i), (m) => new StorageCorruptionError(dir, m)) : newIncarnation());
   }
   const corrupt = (what: string, index?: number) => new StorageCorruptionError(dir, what, index);
   if (v === undefined) throw corrupt('storage format version record is missing but other data is present');
@@ -42,19 +44,29 @@ export async function loadState(db: Db, dir: string, seedConf: ConfState): Promi
   const snapshot = decodeOr(() => decodeSnapshot(s), (m) => corrupt(`snapshot ${m}`));
   const entries = verifyLog(dir, snapshot, rawSegments);
   verifyHardState(dir, hardState, snapshot, entries);
-  return { hardState, snapshot, entries, segments: rawSegments.map((r) => r.index), fresh: false };
+  let incarnation: string;
+  if (i !== undefined) {
+    incarnation = decodeOr(() => decodeIncarnation(i), (m) => corrupt(m));
+  } else {
+    // a directory from before incarnations: it gets one now (its cluster binds it once
+    // its leader has heard from every voter, docs/membership.md)
+    incarnation = newIncarnation();
+    await db.put(KEY_INCARNATION, encodeIncarnation(incarnation), { sync: true });
+  }
+  return { hardState, snapshot, entries, segments: rawSegments.map((r) => r.index), fresh: false, incarnation };
 }
 
-async function initialise(db: Db, seedConf: ConfState): Promise<LoadedState> {
+async function initialise(db: Db, seedConf: ConfState, incarnation: string): Promise<LoadedState> {
   const hardState: HardState = { term: 0, vote: null, commit: 0 };
   const snapshot: Snapshot = { meta: { index: 0, term: 0, conf: { voters: [...seedConf.voters], learners: [...seedConf.learners] } }, data: new Uint8Array(0) };
   // version last in key order but in the same atomic batch: a crash leaves all or nothing
   await db.batch([
     { type: 'put', key: KEY_HARD_STATE, value: encodeHardState(hardState) },
     { type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(snapshot) },
+    { type: 'put', key: KEY_INCARNATION, value: encodeIncarnation(incarnation) },
     { type: 'put', key: KEY_VERSION, value: encodeVersion(STORAGE_FORMAT_VERSION) },
   ], { sync: true });
-  return { hardState, snapshot, entries: [], segments: [], fresh: true };
+  return { hardState, snapshot, entries: [], segments: [], fresh: true, incarnation };
 }
 
 /** a stored segment: the entries of one write, starting at `index` */

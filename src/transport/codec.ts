@@ -1,6 +1,9 @@
 // The peer wire format: one leading VERSION byte, then one msgpack value.
 //
-//   messages body  = VERSION, msgpack { cluster, from, to, messages: WireMessage[] }
+//   messages body  = VERSION, msgpack { cluster, from, to, messages: WireMessage[], inc?, cid? }
+//
+// inc: the sender's incarnation, cid: its cluster id (docs/membership.md, "Incarnations"),
+// both optional: a node without a cluster id yet (a brand-new or blank one) sends none.
 //   snapshot chunk = VERSION, msgpack { cluster, from, to, transfer, offset, total, term, meta, chunk }
 //
 // A WireMessage is a Message without from/to (the envelope's pair applies to all of them).
@@ -10,7 +13,7 @@
 // Decoding validates everything (wire-validate.ts) and returns a value, never throws.
 import { Packr, Unpackr } from 'msgpackr';
 import type { Message, NodeId, SnapshotMeta } from '../raft/core/types.js';
-import { WireError, array, bytes, describe, id, isPlainObject, message, num, object, snapshotMeta, type Obj } from './wire-validate.js';
+import { WireError, array, bytes, describe, id, isPlainObject, message, num, object, snapshotMeta, token, type Obj } from './wire-validate.js';
 
 /** Bump on any incompatible change; a receiver rejects every other value ('version'). */
 export const WIRE_VERSION = 1;
@@ -23,6 +26,8 @@ export interface Envelope {
   from: NodeId;
   to: NodeId;
   messages: readonly Message[];
+  /** the sender's cluster id, once it has one */
+  clusterId?: string;
 }
 
 /** One piece of a snapshot in transit (see http-transport.ts, "snapshots"). */
@@ -52,6 +57,8 @@ export interface DecodeOptions {
   maxBytes: number;
   /** messages per envelope (default 10,000) */
   maxMessages?: number;
+  /** this node's cluster id, once it has one: an envelope naming another is refused */
+  clusterId?: () => string | undefined;
 }
 
 export interface ChunkDecodeOptions extends Omit<DecodeOptions, 'maxEntries' | 'maxMessages'> {
@@ -86,7 +93,7 @@ function frame(value: unknown): Uint8Array {
 }
 
 function toWire(m: Message): Obj {
-  const { from: _from, to: _to, ...rest } = m;
+  const { from: _from, to: _to, inc: _inc, ...rest } = m;
   return rest;
 }
 
@@ -95,7 +102,11 @@ export function encodeEnvelope(env: Envelope): Uint8Array {
     // the transport groups by destination; a mismatch here is a bug, not bad input
     if (m.from !== env.from || m.to !== env.to) throw new Error(`assert: message ${m.from}->${m.to} in envelope ${env.from}->${env.to}`);
   }
-  return frame({ cluster: env.cluster, from: env.from, to: env.to, messages: env.messages.map(toWire) });
+  const inc = env.messages[0]?.inc;
+  return frame({
+    cluster: env.cluster, from: env.from, to: env.to, messages: env.messages.map(toWire),
+    ...(inc !== undefined ? { inc } : {}), ...(env.clusterId !== undefined ? { cid: env.clusterId } : {}),
+  });
 }
 
 export function encodeSnapshotChunk(c: SnapshotChunk): Uint8Array {
@@ -147,12 +158,21 @@ export function decodeEnvelope(body: Uint8Array, opts: DecodeOptions): { ok: tru
   const framed = unframe(body, opts.maxBytes);
   if (!framed.ok) return framed;
   return guard(() => {
-    const o = object(framed.value, 'envelope', ['cluster', 'from', 'to', 'messages']);
+    const o = object(framed.value, 'envelope', ['cluster', 'from', 'to', 'messages', 'inc', 'cid']);
     const route = checkRoute(o, opts);
     if ('ok' in route) return route;
+    const cid = o['cid'] === undefined ? undefined : token(o, 'cid', 'envelope');
+    const mine = opts.clusterId?.();
+    // another cluster incarnation (its own bootstrap, or a restore): never let it vote or append here
+    if (cid !== undefined && mine !== undefined && cid !== mine) return { ok: false as const, reason: 'cluster' as const, detail: `cluster id ${JSON.stringify(cid)}, this node's is ${JSON.stringify(mine)}` };
+    const inc = o['inc'] === undefined ? undefined : token(o, 'inc', 'envelope');
     const raw = array(o, 'messages', 'envelope', opts.maxMessages ?? 10_000);
     const budget = { left: opts.maxEntries };
-    const messages = raw.map((m, i) => message(m, `messages[${i}]`, route.from, route.to, budget));
+    const messages = raw.map((m, i) => {
+      const msg = message(m, `messages[${i}]`, route.from, route.to, budget);
+      if (inc !== undefined) msg.inc = inc;
+      return msg;
+    });
     return { ok: true as const, from: route.from, messages };
   });
 }

@@ -23,6 +23,9 @@ import { LogLimiter } from './log-limiter.js';
 export interface HttpTransportOptions {
   self: NodeId;
   cluster: string;
+  /** this node's cluster id once it has one (docs/membership.md, "Incarnations"): sent
+   *  with every envelope, and envelopes naming another are refused ('cluster') */
+  clusterId?: () => string | undefined;
   /** where to listen; port 0 picks a free port (see address()) */
   listen: { host: string; port: number };
   /** id → peer URL (may include self, which is ignored) */
@@ -262,6 +265,7 @@ export class HttpTransport extends TransportEvents implements Transport {
     const l = this.limits;
     return new PeerLink({
       self: this.o.self, cluster: this.o.cluster, peer, url,
+      ...(this.o.clusterId ? { clusterId: this.o.clusterId } : {}),
       maxQueueMessages: l.maxQueueMessages, maxQueueBytes: l.maxQueueBytes,
       maxBatchMessages: l.maxBatchMessages,
       // estimates are rounded up, and half the limit leaves room for any undercount
@@ -326,6 +330,7 @@ export class HttpTransport extends TransportEvents implements Transport {
     const r = decodeEnvelope(body, {
       cluster: this.o.cluster, self: this.o.self, knownPeers: this.links,
       maxEntries: this.limits.maxEntriesPerRequest, maxBytes: this.limits.maxBodyBytes,
+      ...(this.o.clusterId ? { clusterId: this.o.clusterId } : {}),
     });
     if (!r.ok) return statusFor(r);
     this.metrics.received(r.from, r.messages.length, body.length);

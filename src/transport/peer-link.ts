@@ -31,6 +31,8 @@ import { LogLimiter } from './log-limiter.js';
 export interface PeerLinkOptions {
   self: NodeId;
   cluster: string;
+  /** this node's cluster id, once it has one (sent with every envelope) */
+  clusterId?: () => string | undefined;
   peer: NodeId;
   url: URL;
   maxQueueMessages: number;
@@ -160,7 +162,8 @@ export class PeerLink {
 
   /** the encoded batch, or null when over the body limit (then dropped and counted) */
   private encode(batch: Message[]): Uint8Array | null {
-    const body = encodeEnvelope({ cluster: this.o.cluster, from: this.o.self, to: this.o.peer, messages: batch });
+    const clusterId = this.o.clusterId?.();
+    const body = encodeEnvelope({ cluster: this.o.cluster, from: this.o.self, to: this.o.peer, messages: batch, ...(clusterId !== undefined ? { clusterId } : {}) });
     if (body.length > this.o.maxBodyBytes) {
       // cannot happen while estimateSize() rounds up; if it does, losing the batch is safe
       this.warn({ bytes: body.length, limit: this.o.maxBodyBytes }, 'encoded batch over the body limit, dropped');

@@ -78,6 +78,15 @@ export function bytes(o: Obj, key: string, path: string): Uint8Array {
   return new Uint8Array(v);
 }
 
+/** incarnations and cluster ids (docs/membership.md, "Incarnations") */
+const TOKEN = /^[A-Za-z0-9._:#/-]{1,128}$/;
+
+export function token(o: Obj, key: string, path: string): string {
+  const v = o[key];
+  if (typeof v !== 'string' || !TOKEN.test(v)) fail(`${path}.${key}`, `expected 1-128 of [A-Za-z0-9._:#/-], got ${describe(v)}`);
+  return v;
+}
+
 export function array(o: Obj, key: string, path: string, max: number): unknown[] {
   const v = o[key];
   if (!Array.isArray(v)) fail(`${path}.${key}`, `expected an array, got ${describe(v)}`);
@@ -131,9 +140,19 @@ function idList(o: Obj, key: string, path: string): NodeId[] {
 }
 
 export function confState(v: unknown, path: string): ConfState {
-  const o = object(v, path, ['voters', 'learners']);
+  const o = object(v, path, ['voters', 'learners', 'incarnations', 'clusterId']);
   const voters = idList(o, 'voters', path);
   const learners = idList(o, 'learners', path);
+  let incarnations: Record<NodeId, string> | undefined;
+  if (o['incarnations'] !== undefined) {
+    const m = o['incarnations'];
+    if (!isPlainObject(m)) fail(`${path}.incarnations`, `expected a map, got ${describe(m)}`);
+    const keys = Object.keys(m);
+    if (keys.length > MAX_CONF_MEMBERS) throw new WireError('too_large', `${path}.incarnations: ${keys.length} items, limit ${MAX_CONF_MEMBERS}`);
+    incarnations = {};
+    for (const k of keys) incarnations[idValue(k, `${path}.incarnations key`)] = token(m, k, `${path}.incarnations`);
+  }
+  const clusterId = o['clusterId'] === undefined ? undefined : token(o, 'clusterId', path);
   // a node is a voter or a learner, once: duplicates would skew quorum arithmetic
   const seen = new Set<NodeId>();
   for (const n of [...voters, ...learners]) {
@@ -141,7 +160,7 @@ export function confState(v: unknown, path: string): ConfState {
     seen.add(n);
   }
   if (seen.size > MAX_CONF_MEMBERS) throw new WireError('too_large', `${path}: ${seen.size} members, limit ${MAX_CONF_MEMBERS}`);
-  return { voters, learners };
+  return { voters, learners, ...(incarnations !== undefined ? { incarnations } : {}), ...(clusterId !== undefined ? { clusterId } : {}) };
 }
 
 export function snapshotMeta(v: unknown, path: string, term: number): SnapshotMeta {
@@ -160,8 +179,9 @@ function snapshot(v: unknown, path: string, term: number): Snapshot {
 const FIELDS: Record<Message['type'], readonly string[]> = {
   // transfer: optional, set on the votes of a leadership transfer (types.ts); without it
   // here a transfer's votes are refused and the transfer falls back to a full election
-  vote: ['lastIndex', 'lastTerm', 'transfer'],
-  preVote: ['lastIndex', 'lastTerm', 'transfer'],
+  // bind: optional, the incarnation the candidate's log binds the addressee to (types.ts)
+  vote: ['lastIndex', 'lastTerm', 'transfer', 'bind'],
+  preVote: ['lastIndex', 'lastTerm', 'transfer', 'bind'],
   voteResp: ['reject'],
   preVoteResp: ['reject'],
   append: ['prevIndex', 'prevTerm', 'entries', 'commit'],
@@ -190,9 +210,10 @@ export function message(v: unknown, path: string, from: NodeId, to: NodeId, budg
       const lastTerm = num(o, 'lastTerm', path);
       // §5.2: a candidate's term exceeds the term of every entry in its log
       if (lastTerm > term) fail(`${path}.lastTerm`, `${lastTerm} above the message term ${term}`);
-      const vote = { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm };
-      if (o['transfer'] === undefined) return vote;
-      return { ...vote, transfer: bool(o, 'transfer', path) };
+      const vote: Message = { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm };
+      if (o['transfer'] !== undefined) vote.transfer = bool(o, 'transfer', path);
+      if (o['bind'] !== undefined) vote.bind = token(o, 'bind', path);
+      return vote;
     }
     case 'voteResp':
     case 'preVoteResp':

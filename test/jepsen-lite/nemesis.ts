@@ -17,9 +17,14 @@
 // joiner in the removed node's slot at once, restart the killed leader shortly after.
 // The membership family is not in DEFAULT_FAULTS (the set `npm test` and a plain
 // `npm run jepsen` use).
+//
+// `wipe` loses a voter's data directory: kill -9, delete the directory, start it again
+// under its id without --join. It must refuse (exit 2 with its one line: docs/membership.md,
+// "A node whose data directory is gone"); the heal is the documented recovery — remove
+// it, then a node with an empty directory joins in its slot. Not in DEFAULT_FAULTS either.
 import type { Rng } from '../../src/raft/core/rng.js';
 
-export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership'] as const;
+export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership', 'wipe'] as const;
 export type FaultCategory = (typeof FAULT_CATEGORIES)[number];
 /** what runs when no --faults is given, and what the 3-node `npm test` run uses */
 export const DEFAULT_FAULTS: readonly FaultCategory[] = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'];
@@ -42,6 +47,7 @@ export type Variant =
   | 'member-replace-leader' // remove the leader through the API, stop it, later join a new node
   | 'member-replace-follower' // the same for a follower
   | 'member-failover-leader' // kill the leader, remove it at once through a follower, restart it; the heal joins a new node while the next leader is dead
+  | 'wipe-restart' // lose a voter's data dir and start it again: it must refuse; then remove → join
   | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
 
 /** every variant, for the command line (--emphasise) */
@@ -71,6 +77,8 @@ export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
       return ['unsynced'];
     case 'membership':
       return ['member-replace-leader', 'member-replace-follower', 'member-failover-leader'];
+    case 'wipe':
+      return ['wipe-restart'];
   }
 }
 
@@ -80,6 +88,7 @@ export function categoryOf(v: Variant): FaultCategory {
   if (v === 'pause-client') return 'pause-client';
   if (v.startsWith('pause')) return 'pause';
   if (v.startsWith('member')) return 'membership';
+  if (v === 'wipe-restart') return 'wipe';
   return v as FaultCategory;
 }
 
@@ -138,11 +147,16 @@ export interface NemesisEnv {
   /** start a node with a new id in `slotOf`'s place with --join; resolves with its id once it
    *  is a voter (it joins `nodes` when it starts) */
   addMember(slotOf: string): Promise<string>;
+  /** kill -9 `id`, delete its data directory, start it again under its id; resolves once
+   *  it exited (or after a bound) with how it ended and the refusal line it printed */
+  wipeAndRestart(id: string): Promise<{ code: number | null; line: string | null; ms: number }>;
 }
 
 export interface ActiveFault {
   variant: Variant;
   detail: string;
+  /** the fault found the system misbehaving (the run is not VALID) */
+  problem?: string;
   /** undo it (restart, resume, heal) */
   heal(): Promise<void>;
 }
@@ -248,6 +262,23 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Act
         detail: `removed ${id}${id === l ? ' (leader)' : ''} from the cluster and stopped it; a new node joins in its place`,
         holdMs: rng.int(1000, 3000),
         heal: async () => void (await env.addMember(id)),
+      };
+    }
+    case 'wipe-restart': {
+      const id = pick(rng, env.nodes);
+      const r = await env.wipeAndRestart(id);
+      const refused = r.code === 2 && r.line !== null;
+      return {
+        variant: v,
+        detail: refused
+          ? `wiped ${id}'s data directory and restarted it: it refused in ${r.ms} ms (exit 2: ${r.line!.slice(0, 120)}…); remove → join`
+          : `wiped ${id}'s data directory and restarted it: it did NOT refuse (exit ${r.code}, line ${r.line === null ? 'missing' : 'present'})`,
+        holdMs: rng.int(500, 1500),
+        heal: async () => {
+          await env.removeMember(id);
+          await env.addMember(id);
+        },
+        ...(refused ? {} : { problem: `wipe: ${id} restarted on an empty data directory did not refuse to start (exit ${r.code})` }),
       };
     }
     case 'member-failover-leader': {

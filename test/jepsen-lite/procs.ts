@@ -99,6 +99,21 @@ export class NodeProcs {
     else this.expecting.delete(id);
   }
 
+  /** start `id` expecting it to exit on its own (a refusal to start): resolves with how it
+   *  ended, or null when it still runs after timeoutMs (its exit stays expected) */
+  startExpectingExit(id: string, timeoutMs: number): Promise<{ code: number | null; signal: string | null } | null> {
+    this.expecting.add(id);
+    this.start(id);
+    const p = this.procs.get(id)!;
+    return new Promise((resolve) => {
+      const t = setTimeout(() => resolve(null), timeoutMs);
+      p.once('exit', (code, signal) => {
+        clearTimeout(t);
+        resolve({ code, signal });
+      });
+    });
+  }
+
   /** kill -9 and wait for the exit */
   async kill(id: string): Promise<void> {
     const p = this.procs.get(id);

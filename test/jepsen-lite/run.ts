@@ -4,7 +4,7 @@
 // run folder (history.jsonl, faults.jsonl, resource.jsonl, node logs, summary.json,
 // summary.txt, timeline.html). Everything it started or created is removed in `finally`,
 // also when a step throws or the process gets SIGINT/SIGTERM.
-import { appendFileSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
@@ -343,7 +343,26 @@ class Run {
       sleep,
       removeMember: (x) => this.removeMember(x),
       addMember: (slotOf) => this.addMember(slotOf),
+      wipeAndRestart: (x) => this.wipeAndRestart(x),
     };
+  }
+
+  /** the `wipe` fault: lose `id`'s data directory and start it again under its id; a node
+   *  must refuse that (docs/membership.md, "A node whose data directory is gone") */
+  private async wipeAndRestart(id: string): Promise<{ code: number | null; line: string | null; ms: number }> {
+    const np = this.nodes!;
+    await np.kill(id);
+    rmSync(join(this.file('data'), id), { recursive: true, force: true });
+    const logPath = this.file(`${id}.log`);
+    const from = existsSync(logPath) ? statSync(logPath).size : 0;
+    const started = this.now();
+    const exit = await np.startExpectingExit(id, 60_000);
+    const ms = Math.round(this.now() - started);
+    await sleep(200); // the log stream may trail the exit
+    const out = existsSync(logPath) ? readFileSync(logPath, 'utf8').slice(from) : '';
+    const line = out.split('\n').find((l) => l.startsWith(`raftlock: node ${id} has lost its data`)) ?? null;
+    this.faultLog({ wipe: id, exit, ms, line });
+    return { code: exit?.code ?? null, line, ms };
   }
 
   // ---- membership (the `membership` fault) ---------------------------------------------
@@ -451,6 +470,7 @@ class Run {
         continue;
       }
       this.faultLog({ fault: v, start: true, detail: fault.detail });
+      if (fault.problem !== undefined) this.memberProblems.push(fault.problem);
       this.log(`jepsen-lite: t=${(start / 1000).toFixed(1)}s ${v}: ${fault.detail}`);
       await sleep(fault.holdMs);
       await fault.heal();

@@ -77,7 +77,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   const res = checkResource(r.resourceLog, opts.fencing);
   violations.push(...res.violations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
-  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-'))));
+  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-') || f.variant === 'wipe-restart')));
   violations.push(...(r.memberProblems ?? []));
   const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
   violations.push(...checkLiveness(recs, opts.livenessBoundMs));

@@ -10,7 +10,11 @@ import { seededRng } from '../../src/raft/core/rng.js';
 import { describeMessage, describeReadyLines } from '../../src/raft/core/describe.js';
 import type { ConfState, Entry, Message, NodeId, ReadState, Ready } from '../../src/raft/core/types.js';
 
-export type NodeOptions = Partial<Omit<RaftConfig, 'id' | 'rng'>> & { seed?: number };
+export type NodeOptions = Partial<Omit<RaftConfig, 'id' | 'rng' | 'incarnation'>> & {
+  seed?: number;
+  /** give every node's storage an incarnation (`<id>#<k>`, k counting wipes) */
+  incarnations?: boolean;
+};
 
 export interface SimNode {
   id: NodeId;
@@ -38,12 +42,16 @@ export class Network {
   transcript: string[] | null = null;
   /** safety checker: the entry every node applied at each index (state machine safety, §5.4.3) */
   private readonly appliedAt = new Map<number, string>();
+  /** storages made per node (an incarnation each) */
+  private readonly disks = new Map<NodeId, number>();
+  private readonly seedConf: ConfState;
 
   constructor(
     ids: readonly NodeId[],
     readonly opts: NodeOptions = {},
     conf: ConfState = { voters: [...ids], learners: [] },
   ) {
+    this.seedConf = conf;
     for (const id of ids) this.addNode(id, conf);
   }
 
@@ -66,11 +74,28 @@ export class Network {
       ...(o.lazyCommit !== undefined ? { lazyCommit: o.lazyCommit } : {}),
       ...(o.unsafeAllowConfChangeBeforeTermCommit === true ? { unsafeAllowConfChangeBeforeTermCommit: true } : {}),
       ...(o.trace ? { trace: o.trace } : {}),
+      ...(o.incarnations ? { incarnation: `${id}#${this.disks.get(id) ?? 1}` } : {}),
+      ...(o.testOnlyDisableAmnesiaGuard ? { testOnlyDisableAmnesiaGuard: true } : {}),
     };
+  }
+
+  /** the node's disk is lost: it restarts on a blank storage (the seed conf) under the
+   *  same id, as a new incarnation */
+  wipe(id: NodeId): SimNode {
+    this.node(id);
+    this.disks.set(id, (this.disks.get(id) ?? 1) + 1);
+    const storage = new MemoryStorage(this.seedConf);
+    const k = [...this.nodes.keys()].indexOf(id) + 1;
+    const cfg = this.config(id, k + 1000 * (this.disks.get(id) ?? 1));
+    const node: SimNode = { id, raw: new RawNode(cfg, storage), storage, cfg, applied: [], readStates: [], readies: [] };
+    this.nodes.set(id, node);
+    this.queue = this.queue.filter((m) => m.to !== id && m.from !== id);
+    return node;
   }
 
   /** add a node with a fresh storage whose snapshot holds `conf` (bootstrap) */
   addNode(id: NodeId, conf: ConfState, storage = new MemoryStorage(conf)): SimNode {
+    if (!this.disks.has(id)) this.disks.set(id, 1);
     const cfg = this.config(id, this.nodes.size + 1);
     const node: SimNode = { id, raw: new RawNode(cfg, storage), storage, cfg, applied: [], readStates: [], readies: [] };
     this.nodes.set(id, node);

@@ -4,6 +4,7 @@
 // same index applied the same sequence, so State Machine Safety becomes one comparison.
 import type { ConfState, Entry, Index, Snapshot, Term } from '../../src/raft/core/types.js';
 import { applyConfChange, decodeConfChange } from '../../src/raft/core/conf.js';
+import { cloneConf } from '../../src/raft/core/storage.js';
 
 const KIND_CODE = { normal: 1, noop: 2, conf: 3 } as const;
 
@@ -67,6 +68,6 @@ export class ToyApp {
   /** an application snapshot at the applied index, labelled with that entry's term */
   snapshot(term: Term): Snapshot {
     const s = this.state;
-    return { meta: { index: s.applied, term, conf: { voters: [...s.conf.voters], learners: [...s.conf.learners] } }, data: encodeAppState(s) };
+    return { meta: { index: s.applied, term, conf: cloneConf(s.conf) }, data: encodeAppState(s) };
   }
 }

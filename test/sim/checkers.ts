@@ -43,6 +43,8 @@ export interface NodeSnapshot {
   id: NodeId;
   /** changes at every restart: state tied to one life is not carried over */
   incarnation: number;
+  /** the data directory (a wiped node gets a new one) */
+  disk?: string;
   role: string;
   term: Term;
   log: LogView;
@@ -141,7 +143,9 @@ export class Checkers {
   }
 
   // ---- checks on every message as it leaves a node ----
-  onSend(m: Message, durable: DurableView, written: LogView): void {
+  /** `disk`: the sender's data directory; what a node promised (its vote) binds that disk,
+   *  and a node whose disk was lost is a new voter under the same id */
+  onSend(m: Message, durable: DurableView, written: LogView, disk = ''): void {
     this.counts.messagesChecked++;
     if (m.type === 'append' && m.entries.length > 0) {
       if (m.entries[0]!.index !== m.prevIndex + 1) violated('LogMatching', `${m.from} sent append with prevIndex ${m.prevIndex} but first entry ${m.entries[0]!.index}`);
@@ -150,7 +154,7 @@ export class Checkers {
       }
     }
     if (m.type === 'voteResp' && !m.reject) {
-      const key = `${m.from}@${m.term}`;
+      const key = `${m.from}/${disk}@${m.term}`;
       const prior = this.votesSent.get(key);
       if (prior !== undefined && prior !== m.to) violated('VoteOncePerTerm', `${m.from} granted term ${m.term} to ${prior} and to ${m.to}`);
       this.votesSent.set(key, m.to);
@@ -237,9 +241,10 @@ export class Checkers {
   afterTick(nodes: readonly NodeSnapshot[]): void {
     for (const n of nodes) {
       const hs = n.durable.hardState();
-      const before = this.durableTerm.get(n.id) ?? 0;
+      const key = `${n.id}/${n.disk ?? ''}`;
+      const before = this.durableTerm.get(key) ?? 0;
       if (hs.term < before) violated('DurableTermMonotonic', `${n.id}'s durable term went from ${before} back to ${hs.term}`);
-      this.durableTerm.set(n.id, hs.term);
+      this.durableTerm.set(key, hs.term);
       if (n.role === 'leader') this.checkLeader(n);
     }
   }

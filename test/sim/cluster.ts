@@ -29,7 +29,9 @@ export class SimCluster {
   /** removed from the membership and shut down for good; their ids are never reused */
   readonly decommissioned = new Set<NodeId>();
   private readonly toDecommission = new Set<NodeId>();
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, compactions: 0, joins: 0, removals: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, compactions: 0, joins: 0, removals: 0, wipes: 0 };
+  /** disks made per node id: each gets its own incarnation */
+  private readonly diskCount = new Map<NodeId, number>();
   private readonly env: DriverEnv;
   private readonly initialVoters: NodeId[];
 
@@ -50,9 +52,29 @@ export class SimCluster {
   private create(id: NodeId): SimNode {
     this.ids.push(id);
     this.network.addNode(id);
-    this.disks.set(id, new SimDisk({ voters: [...this.initialVoters], learners: [] }, this.rng.disk.fork()));
+    this.disks.set(id, this.blankDisk(id));
     this.incarnations.set(id, 0);
     return this.start(id);
+  }
+
+  /** a data directory as a node makes it on first start: the seed configuration (the
+   *  cluster file), nothing else, and a new incarnation */
+  private blankDisk(id: NodeId): SimDisk {
+    const k = (this.diskCount.get(id) ?? 0) + 1;
+    this.diskCount.set(id, k);
+    return new SimDisk({ voters: [...this.initialVoters], learners: [] }, this.rng.disk.fork(), `${id}#${k}`);
+  }
+
+  /** amnesia: the node's disk is lost entirely; it restarts at once on a blank one under
+   *  the same id (what a node started on an empty data directory without --join does) */
+  wipe(id: NodeId): void {
+    const node = this.running.get(id);
+    if (!node) return;
+    this.running.delete(id);
+    this.checkers.dropReads(id);
+    this.disks.set(id, this.blankDisk(id));
+    this.stats.wipes++;
+    this.start(id);
   }
 
   private start(id: NodeId): SimNode {
@@ -180,7 +202,7 @@ export class SimCluster {
     const snaps: NodeSnapshot[] = [];
     for (const n of this.runningNodes()) {
       const st = n.raw.status();
-      snaps.push({ id: n.id, incarnation: n.incarnation, role: st.role, term: st.term, log: n.disk, durable: n.disk.durable });
+      snaps.push({ id: n.id, incarnation: n.incarnation, disk: n.disk.diskId, role: st.role, term: st.term, log: n.disk, durable: n.disk.durable });
     }
     this.checkers.afterTick(snaps);
   }

@@ -35,7 +35,12 @@ export class SimDisk implements DurableStorage {
   private pending: Op[] = [];
   readonly stats: DiskStats = { saves: 0, syncs: 0, compactions: 0, lostBatches: 0 };
 
-  constructor(conf: ConfState, private readonly rng: Rng) {
+  /** this data directory's incarnation (RaftConfig.incarnation): unique per disk, so a
+   *  wiped node comes back as another one */
+  readonly diskId: string;
+
+  constructor(conf: ConfState, private readonly rng: Rng, diskId = 'd') {
+    this.diskId = diskId;
     this.written = new MemoryStorage(conf);
     this.synced = new MemoryStorage(conf);
   }

@@ -46,6 +46,7 @@ export class SimNode {
       electionTicks: opts.electionTicks, heartbeatTicks: opts.heartbeatTicks,
       preVote: opts.preVote, checkQuorum: opts.checkQuorum,
       maxInflight: opts.maxInflight, maxMsgBytes: opts.maxMsgBytes, lazyCommit: opts.lazyCommit,
+      incarnation: disk.diskId,
       applied: this.app.state.applied,
       trace: (e) => this.onTrace(e),
       ...mutatedRaftConfig(opts.mutations),
@@ -74,7 +75,7 @@ export class SimNode {
   private sendAll(msgs: readonly Message[]): void {
     for (const m of msgs) {
       if (m.from !== this.id) throw new Error(`${this.id} emitted a message from ${m.from}`);
-      this.env.checkers.onSend(m, this.disk.durable, this.disk);
+      this.env.checkers.onSend(m, this.disk.durable, this.disk, this.disk.diskId);
       this.env.send(m, this.incarnation);
     }
   }

@@ -14,7 +14,9 @@ const NOT_SAFETY = new Set(['Liveness', 'Stability', 'Exception']);
 
 const CASES: { mutation: Mutation; seeds: number[] }[] = [
   // a new leader changes membership before its term commits (conf-churn.ts)
-  { mutation: 'conf-change-before-term-commit', seeds: [45, 538, 1263] },
+  { mutation: 'conf-change-before-term-commit', seeds: [45, 144] },
+  // a wiped voter comes back under its old id and votes with forgotten state (amnesia fault)
+  { mutation: 'amnesia-guard-off', seeds: [50, 86] },
 ];
 
 for (const { mutation, seeds } of CASES) {

@@ -6,6 +6,9 @@ import type { RaftConfig } from '../../src/raft/core/raft.js';
 export const MUTATIONS = {
   /** a new leader accepts a conf change before an entry of its own term has committed */
   'conf-change-before-term-commit': { unsafeAllowConfChangeBeforeTermCommit: true },
+  /** a voter whose disk was lost comes back under its id and votes with the state it forgot
+   *  (incarnations ignored: docs/membership.md "Incarnations") */
+  'amnesia-guard-off': { testOnlyDisableAmnesiaGuard: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;

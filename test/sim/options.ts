@@ -55,6 +55,11 @@ export interface CrashOptions {
   leaderBias: number;
   /** probability that a newly elected leader is crashed within a few round trips */
   youngLeaderProbability: number;
+  /** per tick: a voter's disk is lost entirely and the node restarts on an empty one under
+   *  the same id (a failed data disk, an operator wiping the wrong directory) */
+  amnesiaProbability: number;
+  /** an operator notices a lost disk and runs `member remove` after 1 + Exp(mean) ticks */
+  amnesiaNoticeTicksMean: number;
 }
 
 export interface WorkloadOptions {
@@ -157,6 +162,8 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     // drawn last, below, so the older knobs keep their values per seed
     leaderBias: 0,
     youngLeaderProbability: 0,
+    amnesiaProbability: 0,
+    amnesiaNoticeTicksMean: 0,
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -195,6 +202,11 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     followUpTicks: rng.int(2 * electionTicks, 8 * electionTicks),
     clogTicks: rng.int(3 * electionTicks, 10 * electionTicks),
   };
+  // drawn after the churn knobs (so adding them shifted no knob of a seed above);
+  // Howard's check fixes the membership to n1..n5, and the operator's answer to a lost
+  // disk is a membership change
+  o.crash.amnesiaProbability = howard ? 0 : maybe(rng, 0.5, 0.0005, 0.004);
+  o.crash.amnesiaNoticeTicksMean = rng.int(20, 400);
   return o;
 }
 

@@ -137,6 +137,7 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
     }
     cluster.beginTick();
     workload.clients(false, false);
+    workload.operator();
     const leader = cluster.leader();
     const won = write !== null && cluster.checkers.canonicalTerm(write.index) === write.term;
     if (leader && !won && cluster.now - writeAt >= retryTicks) {
@@ -164,6 +165,7 @@ function livenessPhase(opts: SimOptions, cluster: SimCluster, workload: Workload
     }
     cluster.beginTick();
     workload.clients(false, false);
+    workload.operator();
     cluster.endTick();
     progress.observe();
   }
@@ -200,7 +202,7 @@ function dumpCluster(cluster: SimCluster): string {
       ? ' progress ' + Object.entries(s.progress).map(([p, pr]) => `${p}:${pr.state}/m${pr.match}/n${pr.next}${pr.learner ? '/L' : ''}${pr.recentActive ? '' : '/inactive'}`).join(' ')
       : '';
     return `  ${id}: ${s.role} term ${s.term} vote ${s.vote} leader ${s.leader} commit ${s.commit} applied ${s.applied} ` +
-      `last ${s.lastIndex} first ${n.disk.firstIndex()} voters [${s.conf.voters}] learners [${s.conf.learners}]${prs}`;
+      `last ${s.lastIndex} first ${n.disk.firstIndex()} voters [${s.conf.voters}] learners [${s.conf.learners}]${s.standing ? ` ${s.standing} (${n.disk.diskId})` : ""}${prs}`;
   }).join('\n');
 }
 

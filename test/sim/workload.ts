@@ -128,6 +128,8 @@ export class Workload {
   nemesis(): void {
     const c = this.opts.crash;
     this.youngLeaders();
+    this.amnesia();
+    this.operator();
     if (c.crashProbability === 0 || this.nemesisRng.next() >= c.crashProbability) return;
     const leader = this.nemesisRng.next() < c.leaderBias ? this.cluster.leader() : null;
     const victim = leader ?? pick(this.nemesisRng, this.cluster.runningNodes());
@@ -139,6 +141,48 @@ export class Workload {
     const down = 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.downTicksMean);
     const mid = this.nemesisRng.next() < c.midReadyProbability;
     this.cluster.crash(id, down, mid ? (this.nemesisRng.next() < 0.5 ? 'afterEarlyMessages' : 'afterPersist') : null);
+  }
+
+  /** wiped voters and the tick the operator notices and removes them */
+  private readonly wiped = new Map<NodeId, number>();
+
+  /** A voter's disk is lost and it restarts blank under the same id. One at a time, and
+   *  only while the voters are at least 3 (losing a disk in a 2-voter cluster, or two
+   *  before the operator removed the first, loses a majority's data: no protocol can
+   *  recover from that). */
+  private amnesia(): void {
+    const c = this.opts.crash;
+    if (c.amnesiaProbability === 0 || this.nemesisRng.next() >= c.amnesiaProbability) return;
+    if (this.wiped.size > 0) return;
+    const leader = this.cluster.leader();
+    if (!leader) return;
+    // only under a committed configuration of at least 3 voters (the leader's conf is the
+    // one it has applied): a voter whose promotion is still uncommitted is no voter yet,
+    // and losing a disk of a 2-voter cluster loses a majority
+    const voters = leader.raw.status().conf.voters;
+    const key = [...voters].sort().join(',');
+    if (voters.length < 3 || [...leader.app.state.conf.voters].sort().join(',') !== key) return;
+    const victim = pick(this.nemesisRng, voters.filter((v) => this.cluster.node(v) !== undefined));
+    if (victim === undefined) return;
+    this.cluster.wipe(victim);
+    this.wiped.set(victim, this.cluster.now + 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.amnesiaNoticeTicksMean));
+  }
+
+  /** The operator's answer to a lost disk (docs/membership.md): `member remove` of the
+   *  node; it is shut down once that commits (a re-join would be a new member). */
+  operator(): void {
+    for (const [id, at] of this.wiped) {
+      if (this.cluster.decommissioned.has(id)) {
+        this.wiped.delete(id);
+        continue;
+      }
+      if (this.cluster.now < at) continue;
+      const leader = this.cluster.leader();
+      if (!leader || leader.id === id) continue;
+      const conf = leader.raw.status().conf;
+      if (!conf.voters.includes(id) && !conf.learners.includes(id)) continue;
+      if (leader.raw.proposeConfChange({ type: 'removeNode', nodeId: id }).ok) this.stats.confChanges++;
+    }
   }
 
   private lastLeader = '';

@@ -76,7 +76,7 @@ async function assertRefused(dir: string, cls: new (...args: never[]) => Error, 
   });
 }
 
-const WIPE = /\(wipe this node's data directory and let it rejoin: it receives a snapshot from the leader\)$/;
+const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader\)$/;
 
 describe('open refuses a damaged log', () => {
   test('a flipped byte in an entry: the last of its write, and one in the middle', async () => {
@@ -133,13 +133,13 @@ describe('open refuses a damaged log', () => {
   test('a lost log tail that commit still points into', async () => {
     const dir = await populated('tail');
     await tamper(dir, (db) => db.del(entryKey(7)));
-    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 6 \(the log tail is lost\) \(wipe/, 8);
+    await assertRefused(dir, StorageCorruptionError, /: hard state commit index 8 is beyond the last log entry 6 \(the log tail is lost\) \(remove this node/, 8);
   });
 
   test('a gap in the log', async () => {
     const dir = await populated('gap');
     await tamper(dir, (db) => db.del(entryKey(6)));
-    await assertRefused(dir, StorageCorruptionError, /: entry 6 is missing \(log jumps from entry 5 to entry 7\) \(wipe/, 6);
+    await assertRefused(dir, StorageCorruptionError, /: entry 6 is missing \(log jumps from entry 5 to entry 7\) \(remove this node/, 6);
   });
 
   test('the first entries after the snapshot missing', async () => {

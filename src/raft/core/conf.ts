@@ -6,7 +6,14 @@ import type { ConfChange, ConfChangeType, ConfState, Index, NodeId } from './typ
 
 export class ConfChangeError extends Error {}
 
-const TYPES: readonly ConfChangeType[] = ['addVoter', 'addLearner', 'removeNode'];
+const TYPES: readonly ConfChangeType[] = ['addVoter', 'addLearner', 'removeNode', 'bootstrap'];
+/** incarnations and cluster ids: short printable tokens */
+const TOKEN = /^[A-Za-z0-9._:#/-]{1,128}$/;
+const MAX_BINDINGS = 1024;
+
+export function validIncarnation(v: unknown): v is string {
+  return typeof v === 'string' && TOKEN.test(v);
+}
 const MAX_ID_BYTES = 256;
 const MAX_CONTEXT_BYTES = 64 * 1024;
 
@@ -26,16 +33,35 @@ export function validNodeId(id: unknown): id is NodeId {
   return typeof id === 'string' && id.length > 0 && new TextEncoder().encode(id).length <= MAX_ID_BYTES;
 }
 
-/** UTF-8 JSON `{"type","nodeId","context"?: hex}`; stable field order so equal changes encode equally */
+/** UTF-8 JSON `{"type","nodeId","context"?: hex, "incarnation"?, "incarnations"?, "clusterId"?}`;
+ *  stable field order so equal changes encode equally. A change without the incarnation
+ *  fields encodes exactly as before they existed. */
 export function encodeConfChange(cc: ConfChange): Uint8Array {
   if (!TYPES.includes(cc.type)) throw new ConfChangeError(`conf change: unknown type ${String(cc.type)}`);
   if (!validNodeId(cc.nodeId)) throw new ConfChangeError('conf change: nodeId must be a non-empty string of at most 256 bytes');
-  const obj: Record<string, string> = { type: cc.type, nodeId: cc.nodeId };
+  const obj: Record<string, unknown> = { type: cc.type, nodeId: cc.nodeId };
   if (cc.context !== undefined) {
     if (cc.context.length > MAX_CONTEXT_BYTES) throw new ConfChangeError('conf change: context over 64 KiB');
     obj['context'] = toHex(cc.context);
   }
+  checkIncarnationFields(cc);
+  if (cc.incarnation !== undefined) obj['incarnation'] = cc.incarnation;
+  if (cc.incarnations !== undefined) obj['incarnations'] = Object.fromEntries(Object.keys(cc.incarnations).sort().map((k) => [k, cc.incarnations![k]]));
+  if (cc.clusterId !== undefined) obj['clusterId'] = cc.clusterId;
   return new TextEncoder().encode(JSON.stringify(obj));
+}
+
+function checkIncarnationFields(cc: ConfChange): void {
+  if (cc.incarnation !== undefined && (cc.type !== 'addVoter' || !validIncarnation(cc.incarnation))) throw new ConfChangeError('conf change: incarnation is a token, on addVoter only');
+  if (cc.type === 'bootstrap') {
+    const b = cc.incarnations;
+    if (b === undefined || typeof b !== 'object' || b === null || Array.isArray(b)) throw new ConfChangeError('conf change: bootstrap needs incarnations');
+    const keys = Object.keys(b);
+    if (keys.length > MAX_BINDINGS || !keys.every((k) => validNodeId(k) && validIncarnation(b[k]))) throw new ConfChangeError('conf change: incarnations must map node ids to tokens');
+    if (!validIncarnation(cc.clusterId)) throw new ConfChangeError('conf change: bootstrap needs a clusterId token');
+  } else if (cc.incarnations !== undefined || cc.clusterId !== undefined) {
+    throw new ConfChangeError('conf change: incarnations and clusterId belong to bootstrap only');
+  }
 }
 
 /** inverse of encodeConfChange; throws ConfChangeError naming the bad field */
@@ -49,15 +75,23 @@ export function decodeConfChange(bytes: Uint8Array): ConfChange {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) throw new ConfChangeError('conf change: not a JSON object');
   const o = v as Record<string, unknown>;
   for (const k of Object.keys(o)) {
-    if (k !== 'type' && k !== 'nodeId' && k !== 'context') throw new ConfChangeError(`conf change: unknown field ${k}`);
+    if (!['type', 'nodeId', 'context', 'incarnation', 'incarnations', 'clusterId'].includes(k)) throw new ConfChangeError(`conf change: unknown field ${k}`);
   }
-  if (!TYPES.includes(o['type'] as ConfChangeType)) throw new ConfChangeError('conf change: type must be addVoter, addLearner or removeNode');
+  if (!TYPES.includes(o['type'] as ConfChangeType)) throw new ConfChangeError('conf change: type must be addVoter, addLearner, removeNode or bootstrap');
   if (!validNodeId(o['nodeId'])) throw new ConfChangeError('conf change: nodeId must be a non-empty string of at most 256 bytes');
   const cc: ConfChange = { type: o['type'] as ConfChangeType, nodeId: o['nodeId'] };
   if (o['context'] !== undefined) {
     if (typeof o['context'] !== 'string') throw new ConfChangeError('conf change: context must be a hex string');
     cc.context = fromHex(o['context']);
   }
+  if (o['incarnation'] !== undefined) cc.incarnation = o['incarnation'] as string;
+  if (o['incarnations'] !== undefined) {
+    const b = o['incarnations'];
+    if (typeof b !== 'object' || b === null || Array.isArray(b)) throw new ConfChangeError('conf change: incarnations must be an object');
+    cc.incarnations = { ...(b as Record<string, string>) };
+  }
+  if (o['clusterId'] !== undefined) cc.clusterId = o['clusterId'] as string;
+  checkIncarnationFields(cc);
   return cc;
 }
 
@@ -69,13 +103,25 @@ export function decodeConfChange(bytes: Uint8Array): ConfChange {
 export function applyConfChange(conf: ConfState, cc: ConfChange): ConfState {
   const voters = conf.voters.filter((v) => v !== cc.nodeId);
   const learners = conf.learners.filter((v) => v !== cc.nodeId);
+  // a binding belongs to a voter: it goes when the node stops being one, and a promotion
+  // names the incarnation it binds (docs/membership.md, "Incarnations")
+  const inc = { ...(conf.incarnations ?? {}) };
+  delete inc[cc.nodeId];
+  const extra = (bindings: Record<NodeId, string> | undefined, clusterId = conf.clusterId): Pick<ConfState, 'incarnations' | 'clusterId'> => ({
+    ...(bindings !== undefined && (Object.keys(bindings).length > 0 || conf.incarnations !== undefined) ? { incarnations: bindings } : {}),
+    ...(clusterId !== undefined ? { clusterId } : {}),
+  });
   switch (cc.type) {
-    case 'addVoter':
-      return { voters: conf.voters.includes(cc.nodeId) ? [...conf.voters] : [...voters, cc.nodeId], learners };
+    case 'addVoter': {
+      const bound = conf.voters.includes(cc.nodeId) && cc.incarnation === undefined ? conf.incarnations : cc.incarnation !== undefined ? { ...inc, [cc.nodeId]: cc.incarnation } : inc;
+      return { voters: conf.voters.includes(cc.nodeId) ? [...conf.voters] : [...voters, cc.nodeId], learners, ...extra(bound === undefined ? undefined : { ...bound }) };
+    }
     case 'addLearner':
-      return { voters, learners: conf.learners.includes(cc.nodeId) ? [...conf.learners] : [...learners, cc.nodeId] };
+      return { voters, learners: conf.learners.includes(cc.nodeId) ? [...conf.learners] : [...learners, cc.nodeId], ...extra(inc) };
     case 'removeNode':
-      return { voters, learners };
+      return { voters, learners, ...extra(inc) };
+    case 'bootstrap':
+      return { voters: [...conf.voters], learners: [...conf.learners], ...extra({ ...(conf.incarnations ?? {}), ...cc.incarnations }, cc.clusterId) };
   }
 }
 

@@ -56,6 +56,8 @@ export class Progress {
    *  answer or the next heartbeat response */
   probeSent = false;
   learner: boolean;
+  /** the incarnation whose answers this progress records (docs/membership.md, "Incarnations") */
+  inc: string | undefined = undefined;
   readonly inflights: Inflights;
 
   constructor(next: Index, maxInflight: number, learner: boolean) {

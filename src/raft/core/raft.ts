@@ -5,7 +5,8 @@
 //
 // Section references are to the Raft paper (Ongaro & Ousterhout 2014) unless "thesis"
 // (Ongaro's PhD thesis, 2014) is named.
-import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validNodeId } from './conf.js';
+import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validIncarnation, validNodeId } from './conf.js';
+import { countsUnder, mayGrant, standingOf, unanimous } from './incarnation.js';
 import { RaftLog } from './log.js';
 import { assert, Progress } from './progress.js';
 import { committedIndex, hasQuorum, voteResult } from './quorum.js';
@@ -13,7 +14,7 @@ import { ReadOnly } from './read-only.js';
 import type { Rng } from './rng.js';
 import type { Storage } from './storage.js';
 import type {
-  ConfChange, ConfState, Entry, EntryKind, HardState, Index, Message, NodeId, ProposeResult, ReadState, Role, Snapshot, SoftState, Term, TraceEvent,
+  ConfChange, ConfState, Entry, EntryKind, HardState, Index, Message, NodeId, ProposeResult, ReadState, Role, Snapshot, SoftState, Standing, Term, TraceEvent,
 } from './types.js';
 
 export interface RaftConfig {
@@ -40,6 +41,13 @@ export interface RaftConfig {
    *  apply, and it saves, per commit and follower, one append, one appendResp and one
    *  disk write: half the peer traffic of a serial workload. Default false (eager, as etcd). */
   lazyCommit?: boolean;
+  /** this data directory's incarnation: a random token made when the directory was
+   *  created (docs/membership.md, "Incarnations"). Without it the node runs plain Raft
+   *  and trusts every member's disk never to be lost. */
+  incarnation?: string;
+  /** TEST ONLY (the simulator's mutation check, docs/simulation.md "Mutation table"):
+   *  ignore incarnations entirely, as before they existed. Never set in production. */
+  testOnlyDisableAmnesiaGuard?: boolean;
   /** TEST ONLY — never set outside tests and the simulator's mutation table
    *  (docs/simulation.md). Switches OFF the rule that a new leader accepts no conf change
    *  until an entry of its own term has committed (see proposeConfChange), bringing back
@@ -63,6 +71,7 @@ function validateConfig(cfg: RaftConfig): void {
   if (!posInt(cfg.maxInflight)) bad(`maxInflight must be an integer >= 1, got ${cfg.maxInflight}`);
   if (!posInt(cfg.maxMsgBytes)) bad(`maxMsgBytes must be an integer >= 1, got ${cfg.maxMsgBytes}`);
   if (cfg.applied !== undefined && !(Number.isSafeInteger(cfg.applied) && cfg.applied >= 0)) bad(`applied must be an integer >= 0, got ${cfg.applied}`);
+  if (cfg.incarnation !== undefined && !(validIncarnation(cfg.incarnation) && cfg.incarnation.length <= 64)) bad('incarnation must be 1-64 chars of [A-Za-z0-9._:#/-]');
 }
 
 /** hard cap on one entry's data: far above any lock command, low enough that one entry
@@ -107,11 +116,16 @@ export class Raft {
    *  entries onto an empty base, so until it receives a snapshot its idea of the voters
    *  may be a strict subset of the truth (e.g. only itself): it must never campaign. */
   private bootstrapped: boolean;
+  /** our incarnation, or undefined when the amnesia guard is off (plain Raft) */
+  private readonly inc: string | undefined;
+  /** (pre-)candidate only: the incarnation each granted answer came from */
+  private readonly voteIncs = new Map<NodeId, string>();
 
   constructor(cfg: RaftConfig, storage: Storage) {
     validateConfig(cfg);
     this.cfg = cfg;
     this.id = cfg.id;
+    this.inc = cfg.testOnlyDisableAmnesiaGuard === true ? undefined : cfg.incarnation;
     const { hardState, conf } = storage.initialState();
     this.log = new RaftLog(storage, cfg.applied ?? 0);
     this.confs = new ConfHistory(conf);
@@ -140,7 +154,24 @@ export class Raft {
   }
   /** may this node campaign? Only bootstrapped voters, and not while a received snapshot is unpersisted */
   promotable(): boolean {
-    return this.bootstrapped && this.isVoter() && this.log.unstable.snapshot === undefined;
+    return this.bootstrapped && this.isVoter() && this.log.unstable.snapshot === undefined && this.mayCampaign();
+  }
+  /** incarnations: only a bound member campaigns, or a fresh one for a new cluster's first election */
+  private mayCampaign(): boolean {
+    const st = this.standing();
+    return st === undefined || st === 'bound' || st === 'fresh' || st === 'legacy';
+  }
+  standing(): Standing | undefined {
+    return this.inc === undefined ? undefined : standingOf(this.conf(), this.log.lastIndex(), this.id, this.inc);
+  }
+  /** does a response from `id` (incarnation `inc`) count toward votes, commits and quorum checks? */
+  private counts(id: NodeId, inc: string | undefined): boolean {
+    if (this.inc === undefined) return true;
+    return countsUnder(this.conf(), id, id === this.id ? this.inc : inc);
+  }
+  /** leader: does this member's progress count (it is the bound incarnation)? */
+  private progressCounts(id: NodeId): boolean {
+    return this.counts(id, this.prs.get(id)?.inc);
   }
   hardState(): HardState {
     return { term: this.term, vote: this.vote, commit: this.log.committed };
@@ -153,6 +184,7 @@ export class Raft {
   }
   private send(m: Message): void {
     assert(m.to !== this.id, `message ${m.type} addressed to self`);
+    if (this.inc !== undefined) m.inc = this.inc;
     this.msgs.push(m);
   }
   hasPendingWork(): boolean {
@@ -174,6 +206,7 @@ export class Raft {
     this.randomizedElectionTimeout = this.cfg.rng.int(this.cfg.electionTicks, this.cfg.electionTicksMax ?? 2 * this.cfg.electionTicks);
     this.leadTransferee = null;
     this.votes.clear();
+    this.voteIncs.clear();
     this.prs.clear();
     this.readOnly.reset();
     this.pendingConfIndex = 0;
@@ -191,6 +224,7 @@ export class Raft {
     assert(this.role !== 'leader', 'leader cannot become pre-candidate');
     // Pre-Vote (thesis §9.6): no term change, so a node that cannot win disturbs no one
     this.votes.clear();
+    this.voteIncs.clear();
     this.lead = null;
     this.role = 'preCandidate';
     this.trace({ type: 'becomeCandidate', id: this.id, term: this.term + 1, preVote: true });
@@ -207,6 +241,7 @@ export class Raft {
 
   private becomeLeader(): void {
     assert(this.role === 'candidate', `only a candidate becomes leader (was ${this.role})`);
+    const boot = this.bootstrapEntry(); // before reset(): it reads who voted for us
     this.reset(this.term);
     this.lead = this.id;
     this.role = 'leader';
@@ -217,12 +252,27 @@ export class Raft {
     self.match = Math.min(last, this.log.unstable.offset - 1);
     self.state = 'replicate';
     self.recentActive = true;
+    if (this.inc !== undefined) self.inc = this.inc;
     this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
-    // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it
-    const noop = this.appendEntry('noop', new Uint8Array(0));
-    // No conf change before the noop commits (see proposeConfChange). The mutation flag
+    // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it; the
+    // first leader of a new cluster appends the bootstrap entry instead (also of our term)
+    const first = boot ? this.appendEntry('conf', encodeConfChange(boot)) : this.appendEntry('noop', new Uint8Array(0));
+    // No conf change before that entry commits (see proposeConfChange). The mutation flag
     // restores the old, unsafe bound: "a conf entry may exist up to our last index".
-    this.pendingConfIndex = this.cfg.unsafeAllowConfChangeBeforeTermCommit === true ? last : noop.index;
+    this.pendingConfIndex = this.cfg.unsafeAllowConfChangeBeforeTermCommit === true ? last : first.index;
+  }
+
+  /** a fresh leader (it won the unanimous first election) binds every voter to the
+   *  incarnation that voted for it, and names the cluster */
+  private bootstrapEntry(): ConfChange | null {
+    if (this.inc === undefined || this.standing() !== 'fresh') return null;
+    const incarnations: Record<NodeId, string> = {};
+    for (const v of this.conf().voters) {
+      const inc = v === this.id ? this.inc : this.voteIncs.get(v);
+      if (inc === undefined) return null; // a voter without incarnations: stay plain Raft
+      incarnations[v] = inc;
+    }
+    return { type: 'bootstrap', nodeId: this.id, incarnations, clusterId: `${this.inc}.${this.term}` };
   }
 
   /**
@@ -275,7 +325,7 @@ export class Raft {
       // can find the real leader, and its lease-based vote refusals expire
       if (this.cfg.checkQuorum) {
         const active = new Set<NodeId>();
-        for (const [id, pr] of this.prs) if (id === this.id || pr.recentActive) active.add(id);
+        for (const [id, pr] of this.prs) if ((id === this.id || pr.recentActive) && this.progressCounts(id)) active.add(id);
         if (!hasQuorum(this.conf().voters, active)) {
           this.becomeFollower(this.term, null);
           return;
@@ -291,6 +341,22 @@ export class Raft {
       // heartbeats were lost, the reads still complete (an ack of round r completes all <= r)
       this.bcastHeartbeat(this.readOnly.lastPendingRound());
     }
+    this.maybeBindLegacy();
+  }
+
+  /** A log written before incarnations existed: once its leader has committed an entry
+   *  of its term and heard from every voter, it binds them all as they are now (the
+   *  protection starts there: a disk lost before that is not detected). */
+  private maybeBindLegacy(): void {
+    if (this.inc === undefined || this.standing() !== 'legacy' || this.leadTransferee !== null) return;
+    if (this.pendingConfIndex > this.log.committed || !this.committedEntryInCurrentTerm()) return;
+    const incarnations: Record<NodeId, string> = {};
+    for (const v of this.conf().voters) {
+      const inc = v === this.id ? this.inc : this.prs.get(v)?.inc;
+      if (inc === undefined) return;
+      incarnations[v] = inc;
+    }
+    this.appendEntry('conf', encodeConfChange({ type: 'bootstrap', nodeId: this.id, incarnations, clusterId: `${this.inc}.${this.term}` }));
   }
 
   // ---- elections ----------------------------------------------------------------------
@@ -310,17 +376,28 @@ export class Raft {
   private requestVotes(type: 'vote' | 'preVote', term: Term, transfer: boolean): void {
     const lastIndex = this.log.lastIndex();
     const lastTerm = this.log.lastTerm();
+    const bindings = this.inc !== undefined ? this.conf().incarnations : undefined;
     for (const v of this.conf().voters) {
       if (v === this.id) continue;
-      this.send(transfer ? { type, from: this.id, to: v, term, lastIndex, lastTerm, transfer } : { type, from: this.id, to: v, term, lastIndex, lastTerm });
+      const m: Message = transfer ? { type, from: this.id, to: v, term, lastIndex, lastTerm, transfer } : { type, from: this.id, to: v, term, lastIndex, lastTerm };
+      const bind = bindings?.[v];
+      if (bind !== undefined) m.bind = bind;
+      this.send(m);
     }
-    this.recordVote(this.id, true);
+    this.recordVote(this.id, true, this.inc);
   }
 
-  private recordVote(from: NodeId, granted: boolean): void {
+  private recordVote(from: NodeId, granted: boolean, inc: string | undefined): void {
     if (!this.isVoter(from)) return; // answers from non-voters do not count
-    if (!this.votes.has(from)) this.votes.set(from, granted);
-    const res = voteResult(this.conf().voters, this.votes);
+    const boot = this.inc !== undefined && this.standing() === 'fresh';
+    // incarnations: a grant counts only from the incarnation our conf binds that voter to
+    // (in a bootstrap election nothing is bound yet: every voter must grant instead)
+    if (granted && !boot && !this.counts(from, inc)) granted = false;
+    if (!this.votes.has(from)) {
+      this.votes.set(from, granted);
+      if (granted && inc !== undefined) this.voteIncs.set(from, inc);
+    }
+    const res = boot ? unanimous(this.conf().voters, this.votes) : voteResult(this.conf().voters, this.votes);
     if (res === 'won') {
       if (this.role === 'preCandidate') {
         this.becomeCandidate();
@@ -337,8 +414,11 @@ export class Raft {
     const resp = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
     // §5.2: at most one vote per term; a pre-vote for a future term promises nothing
     const canVote = this.vote === m.from || (this.vote === null && this.lead === null) || (m.type === 'preVote' && m.term > this.term);
+    // incarnations: a node that is not the bound incarnation of its id grants nothing, and
+    // nobody votes for a candidate that is not the incarnation our conf binds it to
+    const eligible = this.inc === undefined || (mayGrant(this.standing()!, this.inc, m) && (this.conf().incarnations?.[m.from] ?? m.inc) === m.inc);
     // §5.4.1: grant only to a candidate whose log is at least as up-to-date as ours
-    if (canVote && this.log.isUpToDate(m.lastIndex, m.lastTerm)) {
+    if (canVote && eligible && this.log.isUpToDate(m.lastIndex, m.lastTerm)) {
       // the grant carries the candidate's term (for a pre-vote: the term it will use)
       this.send({ type: resp, from: this.id, to: m.from, term: m.term, reject: false });
       if (m.type === 'vote') {
@@ -421,7 +501,7 @@ export class Raft {
       case 'voteResp':
       case 'preVoteResp': {
         const expected = this.role === 'preCandidate' ? 'preVoteResp' : 'voteResp';
-        if (m.type === expected) this.recordVote(m.from, !m.reject);
+        if (m.type === expected) this.recordVote(m.from, !m.reject, typeof m.inc === 'string' ? m.inc : undefined);
         return;
       }
       default:
@@ -501,8 +581,20 @@ export class Raft {
   // ---- leader side -----------------------------------------------------------------------
 
   private stepLeader(m: Message): void {
-    const pr = this.prs.get(m.from);
+    let pr = this.prs.get(m.from);
     if (!pr) return; // not a member (any more)
+    if (this.inc !== undefined && (m.type === 'appendResp' || m.type === 'heartbeatResp')) {
+      const inc = typeof m.inc === 'string' ? m.inc : undefined;
+      if (pr.inc !== undefined && pr.inc !== inc) {
+        // another data directory answers under this id (it lost its disk): what we know
+        // of the old one's log says nothing about this one; start over from a probe
+        const fresh = new Progress(this.log.lastIndex() + 1, this.cfg.maxInflight, pr.learner);
+        fresh.recentActive = pr.recentActive;
+        this.prs.set(m.from, fresh);
+        pr = fresh;
+      }
+      pr.inc = inc;
+    }
     switch (m.type) {
       case 'appendResp':
         pr.recentActive = true;
@@ -567,7 +659,8 @@ export class Raft {
     pr.probeSent = false;
     if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
     if (pr.match < this.log.lastIndex()) this.maybeSendAppend(from, true);
-    if (isNat(ctx) && ctx > 0) {
+    // a ReadIndex ack confirms our leadership only from the bound incarnation of a voter
+    if (isNat(ctx) && ctx > 0 && this.progressCounts(from)) {
       const acks = this.readOnly.recvAck(from, ctx);
       if (acks && hasQuorum(this.conf().voters, acks)) this.readStates.push(...this.readOnly.release(ctx));
     }
@@ -575,7 +668,7 @@ export class Raft {
 
   /** §5.4.2: commit by counting replicas only for an entry of the current term */
   private maybeCommit(): boolean {
-    const mci = committedIndex(this.conf().voters, (id) => this.prs.get(id)?.match);
+    const mci = committedIndex(this.conf().voters, (id) => (this.progressCounts(id) ? this.prs.get(id)?.match : 0));
     if (mci > this.log.committed && this.log.term(mci) === this.term) {
       const confWasPending = this.log.committed < this.confs.lastIndex();
       this.commitTo(mci);
@@ -707,6 +800,17 @@ export class Raft {
     // later term holds our log, and so our configuration, and the danger is gone.
     if (this.cfg.unsafeAllowConfChangeBeforeTermCommit !== true && !this.committedEntryInCurrentTerm()) return { ok: false, reason: 'term_not_committed' };
     if (this.pendingConfIndex > this.log.committed) return { ok: false, reason: 'conf_change_pending' };
+    const conf = this.conf();
+    if (cc.type === 'bootstrap') return { ok: false, reason: 'invalid_conf_change' }; // the core's own entry
+    if (cc.type === 'addVoter' && this.inc !== undefined && conf.clusterId !== undefined) {
+      // bind the incarnation we have been replicating to; never rebind a voter to another
+      // one in a single step (that is a two-server change: remove it first, then add it)
+      const inc = cc.incarnation ?? this.prs.get(cc.nodeId)?.inc;
+      if (inc === undefined) return { ok: false, reason: 'unknown_node' };
+      const bound = conf.incarnations?.[cc.nodeId];
+      if (bound !== undefined && bound !== inc) return { ok: false, reason: 'incarnation_conflict' };
+      if (cc.incarnation !== inc) cc = { ...cc, incarnation: inc };
+    }
     let data: Uint8Array;
     try {
       data = encodeConfChange(cc);
@@ -714,7 +818,6 @@ export class Raft {
       if (err instanceof ConfChangeError) return { ok: false, reason: 'invalid_conf_change' };
       throw err;
     }
-    const conf = this.conf();
     if (cc.type === 'removeNode' && !isMember(conf, cc.nodeId)) return { ok: false, reason: 'unknown_node' };
     const voters = cc.type === 'addVoter' ? conf.voters : conf.voters.filter((v) => v !== cc.nodeId);
     if (cc.type !== 'addVoter' && voters.length === 0) return { ok: false, reason: 'invalid_conf_change' }; // would leave no quorum at all

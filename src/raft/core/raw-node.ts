@@ -4,7 +4,7 @@
 import { assert } from './progress.js';
 import { Raft, type RaftConfig } from './raft.js';
 import type { Storage } from './storage.js';
-import type { ConfChange, HardState, Message, NodeId, ProposeResult, ProgressStatus, Ready, SoftState, Status, Term } from './types.js';
+import type { ConfChange, HardState, Message, NodeId, ProposeResult, ProgressStatus, Ready, SoftState, Standing, Status, Term } from './types.js';
 
 export type { RaftConfig } from './raft.js';
 
@@ -31,6 +31,14 @@ export class RawNode {
 
   tick(): void {
     this.raft.tick();
+  }
+  /** this node's standing as an incarnation (undefined without one); cheap */
+  standing(): Standing | undefined {
+    return this.raft.standing();
+  }
+  /** the cluster id of the configuration in force, once bootstrapped; cheap */
+  clusterId(): string | undefined {
+    return this.raft.conf().clusterId;
   }
   /** never throws on a well-formed message; stale, misaddressed or garbled ones are ignored */
   step(m: Message): void {
@@ -155,6 +163,9 @@ export class RawNode {
       conf: { voters: [...r.conf().voters], learners: [...r.conf().learners] },
       leadTransferee: r.leadTransferee,
     };
+    const standing = r.standing();
+    if (standing !== undefined) st.standing = standing;
+    if (r.conf().clusterId !== undefined) st.conf.clusterId = r.conf().clusterId;
     if (r.role === 'leader') {
       const progress: Record<NodeId, ProgressStatus> = {};
       for (const [id, pr] of r.prs) progress[id] = pr.status();

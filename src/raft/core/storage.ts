@@ -153,7 +153,11 @@ export class MemoryStorage implements Storage {
 }
 
 export function cloneConf(c: ConfState): ConfState {
-  return { voters: [...c.voters], learners: [...c.learners] };
+  return {
+    voters: [...c.voters], learners: [...c.learners],
+    ...(c.incarnations !== undefined ? { incarnations: { ...c.incarnations } } : {}),
+    ...(c.clusterId !== undefined ? { clusterId: c.clusterId } : {}),
+  };
 }
 
 /**

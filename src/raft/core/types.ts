@@ -33,14 +33,28 @@ export interface Entry {
 export interface ConfState {
   voters: NodeId[];
   learners: NodeId[];
+  /** which data directory (incarnation) each voter is, once bound (docs/membership.md,
+   *  "Incarnations"): a voter counts for votes and commits only through this incarnation.
+   *  Absent in a configuration that never saw a 'bootstrap' entry (a fresh node's seed
+   *  conf, or a log written before incarnations existed). */
+  incarnations?: Record<NodeId, string>;
+  /** created by the first leader of a brand-new cluster, in its 'bootstrap' entry */
+  clusterId?: string;
 }
 
-export type ConfChangeType = 'addVoter' | 'addLearner' | 'removeNode';
+export type ConfChangeType = 'addVoter' | 'addLearner' | 'removeNode' | 'bootstrap';
 export interface ConfChange {
+  /** 'bootstrap': appended by the first leader of a cluster (or of a cluster whose log
+   *  predates incarnations); binds `incarnations` and sets `clusterId`; nodeId is that leader */
   type: ConfChangeType;
   nodeId: NodeId;
   /** opaque to the core: the application keeps addresses (api/peer URLs) here */
   context?: Uint8Array;
+  /** addVoter: the incarnation it binds nodeId to (the leader fills it in) */
+  incarnation?: string;
+  /** bootstrap only */
+  incarnations?: Record<NodeId, string>;
+  clusterId?: string;
 }
 
 export interface SnapshotMeta {
@@ -59,13 +73,17 @@ export interface Snapshot {
 
 export type Role = 'follower' | 'preCandidate' | 'candidate' | 'leader';
 
-type Header = { from: NodeId; to: NodeId; term: Term };
+/** inc: the sender's incarnation (its data directory's id, RaftConfig.incarnation); absent
+ *  from nodes that run without one (tests, the simulator with the guard off) */
+type Header = { from: NodeId; to: NodeId; term: Term; inc?: string };
 
 export type Message = Header &
   (
     /** transfer: set on the votes of a leadership transfer (timeoutNow), so that voters
      *  grant it despite their leader lease (thesis §3.10, §4.2.3; etcd campaignTransfer) */
-    | { type: 'vote' | 'preVote'; lastIndex: Index; lastTerm: Term; transfer?: boolean }
+    /** bind: the incarnation the candidate's log binds the addressee to, so a voter that
+     *  has not received that binding yet (a lagging member) can tell it is the one meant */
+    | { type: 'vote' | 'preVote'; lastIndex: Index; lastTerm: Term; transfer?: boolean; bind?: string }
     | { type: 'voteResp' | 'preVoteResp'; reject: boolean }
     | { type: 'append'; prevIndex: Index; prevTerm: Term; entries: Entry[]; commit: Index }
     /** index: on success the last index now matching the leader; on reject, the rejected
@@ -126,8 +144,20 @@ export type ProposeResult =
   | { ok: true; index: Index; term: Term }
   /** term_not_committed: a conf change to a leader whose term has no committed entry yet
    *  (its noop commits within a round trip; retry then). conf_change_pending: an earlier
-   *  conf entry is not committed yet. */
-  | { ok: false; reason: 'not_leader' | 'transferring' | 'term_not_committed' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' };
+   *  conf entry is not committed yet. incarnation_conflict: an addVoter that would rebind a
+   *  voter to another incarnation (remove it first). */
+  | { ok: false; reason: 'not_leader' | 'transferring' | 'term_not_committed' | 'conf_change_pending' | 'too_large' | 'unknown_node' | 'invalid_conf_change' | 'incarnation_conflict' };
+
+/**
+ * - fresh: empty log, no 'bootstrap' entry seen: a node of a cluster not bootstrapped yet
+ *   (or one that lost its disk and has not heard from its cluster yet)
+ * - bound: the configuration binds this node's id to this incarnation: a full member
+ * - unbound: not bound (a learner, a joiner, a removed node), or a log that predates
+ *   incarnations ('legacy')
+ * - superseded: the configuration binds this id to ANOTHER incarnation: this node is a
+ *   member that lost its data; it must never vote and must be removed and re-joined
+ */
+export type Standing = 'fresh' | 'bound' | 'unbound' | 'legacy' | 'superseded';
 
 export type ProgressState = 'probe' | 'replicate' | 'snapshot';
 
@@ -151,6 +181,9 @@ export interface Status {
   conf: ConfState;
   /** present on the leader only */
   progress?: Record<NodeId, ProgressStatus>;
+  /** this node's standing as an incarnation (docs/membership.md, "Incarnations"); absent
+   *  when the node runs without one */
+  standing?: Standing;
   leadTransferee: NodeId | null;
 }
 

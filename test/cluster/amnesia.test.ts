@@ -1,0 +1,93 @@
+// A node whose data directory is gone never rejoins as the voter it was (docs/membership.md,
+// "A node whose data directory is gone"), on real processes: a brand-new cluster of blank
+// directories still bootstraps; a member restarted on an empty directory without --join
+// while its peers form a cluster exits non-zero with one line saying what to do; and the
+// documented recovery (member remove → wipe → serve --join, same id) brings it back as a
+// voter with every acknowledged lock intact.
+import { after, before, describe, it } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFile, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { ClusterHarness, eventually, type ClusterViewBody } from '../support/cluster-harness.js';
+
+describe('a wiped member on real processes', { timeout: 180_000 }, () => {
+  let h: ClusterHarness;
+
+  before(async () => {
+    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600], session: { default_ttl_ms: 300_000 } });
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  it('a brand-new cluster (every data directory empty) bootstraps', async () => {
+    h.startAll();
+    await h.waitForLeader(60_000);
+  });
+
+  it('an empty-dir node exits non-zero with one line while its peers form a cluster', async () => {
+    const lock = await retrying(() => h.request('n1', 'POST', '/v1/locks/amnesia%2Fx/acquire', { ttl_ms: 300_000 }));
+    assert.equal(lock.status, 200, lock.text);
+    await h.kill('n3');
+    await rm(join(h.dir, 'data', 'n3'), { recursive: true, force: true });
+    const logBefore = (await readFile(join(h.dir, 'n3.log'), 'utf8')).length;
+    const started = Date.now();
+    h.start('n3');
+    const exit = await eventually(async () => h.node('n3').lastExit, 60_000, 'the wiped n3 to exit');
+    const secs = (Date.now() - started) / 1000;
+    assert.equal(exit.code, 2, `exit ${JSON.stringify(exit)}`);
+    const out = (await readFile(join(h.dir, 'n3.log'), 'utf8')).slice(logBefore);
+    const line = out.split('\n').find((l) => l.startsWith('raftlock: node n3 has lost its data'));
+    assert.ok(line, `no one-line explanation in:\n${out.slice(-2000)}`);
+    assert.match(line, /raftlock member remove n3/);
+    assert.match(line, /wipe /);
+    assert.match(line, /raftlock serve --join/);
+    console.log(`wiped n3 refused to start in ${secs.toFixed(1)} s: ${line}`);
+  });
+
+  it('remove → wipe → join brings it back as a voter under the same id, nothing lost', async () => {
+    const removed = await retrying(() => h.request('n1', 'DELETE', '/v1/cluster/members/n3'));
+    assert.equal(removed.status, 200, removed.text);
+    await rm(join(h.dir, 'data', 'n3'), { recursive: true, force: true });
+    h.node('n3').joinVia = h.node('n1').api;
+    h.start('n3');
+    await eventually(async () => {
+      const v: ClusterViewBody = await h.view('n1');
+      return v.members.some((m) => m.id === 'n3' && m.role !== 'learner') ? v : null;
+    }, 90_000, 'n3 to be a voter again');
+    const g = await eventually(async () => {
+      const r = await h.request('n3', 'GET', '/v1/locks/amnesia%2Fx?consistency=stale');
+      return r.status === 200 && r.body.holder ? r : null;
+    }, 30_000, 'n3 to hold the lock state');
+    assert.ok(g.body.holder.fencing_token > 0);
+  });
+
+  async function retrying<T extends { status: number }>(f: () => Promise<T>): Promise<T> {
+    return eventually(async () => {
+      try {
+        const r = await f();
+        return r.status === 503 || r.status === 504 ? null : r;
+      } catch {
+        return null;
+      }
+    }, 30_000, 'a definitive answer');
+  }
+});
+
+describe('a brand-new cluster with one node started late', { timeout: 120_000 }, () => {
+  let h: ClusterHarness;
+  after(async () => {
+    await h?.close();
+  });
+
+  it('bootstraps once the late node is up (the first election needs every voter)', async () => {
+    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
+    h.start('n1');
+    h.start('n2');
+    // the scenario itself: a node that comes up a couple of seconds after the others
+    await new Promise((r) => setTimeout(r, 2000));
+    h.start('n3');
+    await h.waitForLeader(60_000);
+    for (const id of ['n1', 'n2', 'n3']) assert.equal(h.node(id).lastExit, null, `${id} still runs`);
+  });
+});
