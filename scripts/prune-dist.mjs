@@ -31,4 +31,11 @@ for (let i = 0; i < pairs.length; i += 2) {
     removed++;
   }
 }
+/** removes directories left empty, bottom-up */
+function pruneEmpty(dir) {
+  if (!existsSync(dir) || !statSync(dir).isDirectory()) return;
+  for (const name of readdirSync(dir)) pruneEmpty(join(dir, name));
+  if (readdirSync(dir).length === 0) rmSync(dir, { recursive: true });
+}
+for (let i = 0; i < pairs.length; i += 2) for (const name of existsSync(pairs[i]) ? readdirSync(pairs[i]) : []) pruneEmpty(join(pairs[i], name));
 if (removed > 0) console.log(`prune-dist: removed ${removed} compiled file(s) without a source`);
