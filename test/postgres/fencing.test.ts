@@ -123,8 +123,9 @@ describe('PostgreSQL fencing (raftlock_fence, fencedQuery)', { skip }, () => {
     await db.query('CREATE TABLE fq (id int PRIMARY KEY, v text)');
     await db.query("INSERT INTO fq VALUES (1, 'init')");
     const w = await connect();
-    const r = await fencedQuery(w, 'fq/1', 20, 'UPDATE fq SET v = $1 WHERE id = 1 RETURNING v', ['by 20']);
-    assert.deepEqual((r as pg.QueryResult).rows, [{ v: 'by 20' }]);
+    const r = await fencedQuery<{ v: string }>(w, 'fq/1', 20, 'UPDATE fq SET v = $1 WHERE id = 1 RETURNING v', ['by 20']);
+    assert.deepEqual(r.rows, [{ v: 'by 20' }]);
+    assert.equal(r.rowCount, 1);
     await assert.rejects(fencedQuery(w, 'fq/1', 19n, 'UPDATE fq SET v = $1 WHERE id = 1', ['by 19']), (e: unknown) => {
       assert.ok(e instanceof StaleFencingTokenError, String(e));
       assert.equal(e.code, 'stale_fencing_token');
@@ -198,8 +199,8 @@ describe('PostgreSQL fencing (raftlock_fence, fencedQuery)', { skip }, () => {
     const write = async (c: pg.Client, token: number): Promise<void> => {
       await c.query('BEGIN');
       try {
-        const r = await fencedQuery(c, 'account/1', token, 'SELECT balance FROM account WHERE id = 1', [], { transaction: 'caller' });
-        const balance = (r as pg.QueryResult<{ balance: number }>).rows[0]!.balance;
+        const r = await fencedQuery<{ balance: number }>(c, 'account/1', token, 'SELECT balance FROM account WHERE id = 1', [], { transaction: 'caller' });
+        const balance = r.rows[0]!.balance;
         await new Promise((res) => setImmediate(res)); // let the others queue up behind us
         await c.query('UPDATE account SET balance = $1, tokens = array_append(tokens, $2::bigint) WHERE id = 1', [balance + 1, token]);
         await c.query('COMMIT');

@@ -9,8 +9,14 @@ import { InvalidRequestError, RaftlockError } from './errors.js';
 export const STALE_FENCING_TOKEN_SQLSTATE = 'RLF01';
 
 /** What fencedQuery needs of a PostgreSQL client: pg's Client / PoolClient shape. */
-export interface PgQueryable<R = unknown> {
-  query(text: string, values?: unknown[]): Promise<R>;
+export interface PgQueryable {
+  query(text: string, values?: unknown[]): Promise<unknown>;
+}
+
+/** The part of pg's QueryResult that fencedQuery promises (the driver's whole result is returned). */
+export interface PgQueryResult<Row> {
+  rows: Row[];
+  rowCount: number | null;
 }
 
 export interface FencedQueryOptions {
@@ -49,19 +55,19 @@ export class StaleFencingTokenError extends RaftlockError {
 /**
  * Runs `sql` with `params` on `client` only if `token` is not stale for `resource`: in one
  * transaction, `SELECT raftlock_fence(resource, token)` and then `sql`. Resolves with
- * `sql`'s result; rejects with StaleFencingTokenError when PostgreSQL says RLF01 (nothing
+ * `sql`'s result (the driver's; `Row` types its rows, as in pg's `query<Row>()`); rejects with StaleFencingTokenError when PostgreSQL says RLF01 (nothing
  * was written), and with the driver's error otherwise. Needs raftlock-fencing.sql
  * installed in the database. Pass one connection (pg.Client, or pool.connect()'s client),
  * not a pg.Pool: a pool may run each statement on a different connection.
  */
-export async function fencedQuery<R = unknown>(
-  client: PgQueryable<R>,
+export async function fencedQuery<Row = Record<string, unknown>>(
+  client: PgQueryable,
   resource: string,
   token: number | bigint,
   sql: string,
   params: readonly unknown[] = [],
   opts: FencedQueryOptions = {},
-): Promise<R> {
+): Promise<PgQueryResult<Row>> {
   const tok = checkArgs(client, resource, token, sql, params, opts);
   const own = (opts.transaction ?? 'own') === 'own';
   if (own) await client.query('BEGIN');
@@ -71,7 +77,7 @@ export async function fencedQuery<R = unknown>(
     } catch (err) {
       throw sqlState(err) === STALE_FENCING_TOKEN_SQLSTATE ? new StaleFencingTokenError(resource, tok, highestFrom(err), err) : err;
     }
-    const result = await client.query(sql, [...params]);
+    const result = (await client.query(sql, [...params])) as PgQueryResult<Row>;
     if (own) await client.query('COMMIT');
     return result;
   } catch (err) {
