@@ -11,7 +11,7 @@ const impureModules = [
 ];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'data/**', 'test-output/**', 'jepsen-runs/**'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', 'data/**', 'test-output/**', 'jepsen-runs/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

@@ -1,2 +1,4 @@
-// The package entry point (package.json "main"): the client SDK.
-export * from './client/index.js';
+// The package entry point (package.json "exports"): the client SDK, which is its own
+// package, @raftlock/client (packages/client). Re-exported whole, so that
+// `import { RaftlockClient } from 'raftlock'` and '@raftlock/client' give the same classes.
+export * from '@raftlock/client';

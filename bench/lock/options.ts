@@ -1,6 +1,6 @@
 // Command line of `npm run bench` (see BENCHMARKS.md). Bad input stops with one line.
 import { Command, InvalidArgumentError } from 'commander';
-import { parseDuration } from '../../src/client/duration.js';
+import { parseDuration } from '@raftlock/client';
 import { WORKLOADS, type WorkloadName } from './workloads.js';
 
 export interface BenchOptions {

@@ -4,6 +4,7 @@ import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';
 import { clusterWatchAccess, runCluster } from './cluster.js';
+import { writeDefaultClusterFile } from './default-cluster.js';
 import { DEFAULT_CONFIG, UsageError } from './commands/common.js';
 import { registerStatus } from './commands/status.js';
 import { registerLock } from './commands/lock.js';
@@ -47,11 +48,14 @@ export function buildProgram(): Command {
 
   program
     .command('cluster')
-    .description('run every node of the cluster file as child processes on this machine (Ctrl-C stops them all)')
+    .description('run every node of the cluster file as child processes on this machine (Ctrl-C stops them all); without a cluster.config.json here, writes a local 3-node one first')
     .option('--config <file>', 'cluster file', DEFAULT_CONFIG)
     .addOption(new Option('--log-level <level>', 'log level of the nodes').choices(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).default('info'))
     .option('--endpoints <urls>', 'ignored by cluster; accepted for uniformity')
-    .action(async (o: { config: string; logLevel: string }) => {
+    .action(async (o: { config: string; logLevel: string }, cmd: Command) => {
+      if (cmd.getOptionValueSource('config') === 'default' && writeDefaultClusterFile(o.config)) {
+        console.error(`raftlock: no ${o.config} here; wrote a local 3-node one (API on 127.0.0.1:7001-7003, data in ./data)`);
+      }
       const config = loadConfig(o.config);
       const code = await runCluster({
         configPath: resolve(o.config),

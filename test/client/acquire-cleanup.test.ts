@@ -6,7 +6,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { binPath } from '../support/cluster-harness.js';
-import { LockHeldError, OutcomeUnknownError, RaftlockClient, UnavailableError, type Session } from '../../src/client/index.js';
+import { LockHeldError, OutcomeUnknownError, RaftlockClient, UnavailableError, type Session } from '@raftlock/client';
 import { StubLockServer, type AcquireMode } from './stub-lock-server.js';
 
 /** poll until `cond` holds or fail after `ms` (no fixed sleeps) */

@@ -13,7 +13,7 @@ import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterHarness, eventually, repoRoot } from '../support/cluster-harness.js';
-import { RaftlockClient } from '../../src/client/index.js';
+import { RaftlockClient } from '@raftlock/client';
 
 const GO_DIR = join(repoRoot, 'clients', 'go');
 const PY_DIR = join(repoRoot, 'clients', 'python');

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ClusterHarness, delay, eventually, repoRoot } from '../support/cluster-harness.js';
-import { LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '../../src/client/index.js';
+import { LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '@raftlock/client';
 
 /** A resource that remembers the highest token it saw and refuses older ones (spec "Fencing tokens"). */
 class FencedCounter {

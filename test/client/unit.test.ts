@@ -4,13 +4,13 @@
 import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { parseDuration, formatDuration, DurationError } from '../../src/client/duration.js';
-import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '../../src/client/endpoints.js';
+import { parseDuration, formatDuration, DurationError } from '@raftlock/client';
+import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '@raftlock/client/internal';
 import {
   errorFromResponse, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
   SessionNotFoundError, TooManyRequestsError, UnavailableError,
-} from '../../src/client/errors.js';
-import { RaftlockClient } from '../../src/client/index.js';
+} from '@raftlock/client';
+import { RaftlockClient } from '@raftlock/client';
 import { freePort } from '../support/cluster-harness.js';
 
 describe('parseDuration', () => {

@@ -2,7 +2,7 @@
 // a new session with --ttl; NOTHING keeps it alive afterwards (use `raftlock lock` for that,
 // or `raftlock session keepalive`/`renew` from the script).
 import type { Command } from 'commander';
-import { formatDuration } from '../../client/index.js';
+import { formatDuration } from '@raftlock/client';
 import { durationFlag, printJson, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
 
 interface Flags extends ClientFlags {

@@ -8,7 +8,7 @@ import { ConfigError, loadConfig } from '../../config.js';
 import {
   DurationError, InvalidRequestError, LockHeldError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
   PermissionDeniedError, RaftlockClient, RaftlockError, SessionLostError, SessionNotFoundError, UnavailableError,
-} from '../../client/index.js';
+} from '@raftlock/client';
 
 /** Exit codes of the raftlock command (docs/client.md). `lock` passes CMD's own code through. */
 export const EXIT = {

@@ -1,6 +1,6 @@
 // `raftlock get NAME`: who holds a lock (linearizable unless --stale).
 import type { Command } from 'commander';
-import type { LockInfo } from '../../client/index.js';
+import type { LockInfo } from '@raftlock/client';
 import { printJson, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
 
 interface Flags extends ClientFlags {

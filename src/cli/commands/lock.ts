@@ -12,8 +12,8 @@ import type { Command } from 'commander';
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { constants } from 'node:os';
-import type { Lock, RaftlockClient, Session } from '../../client/index.js';
-import { formatDuration } from '../../client/index.js';
+import type { Lock, RaftlockClient, Session } from '@raftlock/client';
+import { formatDuration } from '@raftlock/client';
 import { durationFlag, EXIT, makeClient, reportError, withClientOptions, type ClientFlags } from './common.js';
 
 interface Flags extends ClientFlags {

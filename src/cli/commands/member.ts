@@ -6,9 +6,8 @@
 import type { Command } from 'commander';
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { HttpCaller } from '../../client/http.js';
-import { decodeCluster, type ClusterInfo } from '../../client/wire.js';
-import { RaftlockError } from '../../client/index.js';
+import { decodeCluster, HttpCaller } from '@raftlock/client/internal';
+import { RaftlockError, type ClusterInfo } from '@raftlock/client';
 import { DEFAULT_CONFIG, EXIT, connection, durationFlag, printJson, reportError, UsageError, withClientOptions, type ClientFlags } from './common.js';
 import { formatTable } from './table.js';
 

@@ -1,6 +1,6 @@
 // `raftlock renew NAME --session ID`: renew the holder's session, proving it still holds NAME.
 import type { Command } from 'commander';
-import { formatDuration } from '../../client/index.js';
+import { formatDuration } from '@raftlock/client';
 import { printJson, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
 
 interface Flags extends ClientFlags {

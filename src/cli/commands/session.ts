@@ -2,7 +2,7 @@
 // session must keep it alive itself (`session keepalive ID` well within the ttl) and close
 // it; `raftlock lock` does all of that for a single command.
 import type { Command } from 'commander';
-import { formatDuration } from '../../client/index.js';
+import { formatDuration } from '@raftlock/client';
 import { durationFlag, printJson, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
 
 interface OpenFlags extends ClientFlags {

@@ -4,7 +4,7 @@
 import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { Agent, request } from 'undici';
-import type { RaftlockClient } from '../../client/index.js';
+import type { RaftlockClient } from '@raftlock/client';
 import { decodeBackup, sha256Hex, type BackupMeta } from '../../ops/backup-file.js';
 import { CliExit, EXIT, UsageError } from './common.js';
 

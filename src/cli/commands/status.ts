@@ -3,7 +3,7 @@
 // leads. With --watch it redraws every --interval until Ctrl-C. With --json it prints
 // one JSON object per refresh.
 import type { Command } from 'commander';
-import type { ClusterInfo, RaftlockClient } from '../../client/index.js';
+import type { ClusterInfo, RaftlockClient } from '@raftlock/client';
 import { durationFlag, printJson, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
 import { formatTable } from './table.js';
 

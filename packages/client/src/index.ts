@@ -11,3 +11,5 @@ export {
 export type { HolderInfo, RaftlockErrorOptions } from './errors.js';
 export type { Grant, SessionGrant, SessionInfo, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
 export { parseDuration, formatDuration, DurationError } from './duration.js';
+export { fencedQuery, StaleFencingTokenError, STALE_FENCING_TOKEN_SQLSTATE } from './fenced-query.js';
+export type { PgQueryable, PgQueryResult, FencedQueryOptions } from './fenced-query.js';
