@@ -7,7 +7,7 @@
 // Cost: every command is O(log n) in sessions, locks and waiters, plus O(k log k) for a
 // session ending with k locks/waits (it must touch each); see docs/lock-fsm.md.
 
-import type { Command, Envelope } from './commands.js';
+import type { Command, Envelope, NewSessionSpec } from './commands.js';
 import type { ApplyOutput, ApplyResult, FsmEvent, HolderInfo } from './results.js';
 import { exportState, importState } from './snapshot.js';
 import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type Waiter } from './state.js';
@@ -137,20 +137,26 @@ export class LockFsm {
     }
   }
 
+  /** who asks, for an acquire of a lock or a semaphore: the existing session (checked, and
+   *  the actor allowed to use it) or none when the same entry opens one (checked it may) */
+  private acquirer(cmd: { sessionId: string; newSession?: NewSessionSpec; actor?: string; owner?: string }): { refused: ApplyResult } | { s: Session | null; owner: string } {
+    const ns = cmd.newSession;
+    if (ns !== undefined) {
+      const refused = this.refuseNewSession(cmd.sessionId, ns.principal ?? '');
+      return refused ? { refused } : { s: null, owner: cmd.owner ?? ns.owner };
+    }
+    const s = this.core.sessions.get(cmd.sessionId) ?? null;
+    if (s === null) return { refused: { ok: false, code: 'session_not_found' } };
+    const denied = this.refuseActor(cmd.sessionId, cmd.actor);
+    return denied ? { refused: denied } : { s, owner: cmd.owner ?? s.owner };
+  }
+
   private semAcquire(index: number, cmd: Extract<Command, { kind: 'semAcquire' }>, ev: FsmEvent[], key: string | undefined): ApplyResult {
     const c = this.core;
     const ns = cmd.newSession;
-    let s: Session | null = null;
-    if (ns !== undefined) {
-      const refused = this.refuseNewSession(cmd.sessionId, ns.principal ?? '');
-      if (refused) return refused;
-    } else {
-      s = c.sessions.get(cmd.sessionId) ?? null;
-      if (s === null) return { ok: false, code: 'session_not_found' };
-      const denied = this.refuseActor(cmd.sessionId, cmd.actor);
-      if (denied) return denied;
-    }
-    const owner = cmd.owner ?? (s !== null ? s.owner : (ns as { owner: string }).owner);
+    const who = this.acquirer(cmd);
+    if ('refused' in who) return who.refused;
+    const { s, owner } = who;
     const open = (): Session => this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
     return semAcquire(c, index, cmd, s, owner, open, () => this.locksFull(), ev, key);
   }
@@ -225,17 +231,10 @@ export class LockFsm {
   private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], key: string | undefined): ApplyResult {
     const c = this.core;
     const ns = cmd.newSession;
-    let s: Session | null = null;
-    if (ns !== undefined) {
-      const refused = this.refuseNewSession(cmd.sessionId, ns.principal ?? '');
-      if (refused) return refused;
-    } else {
-      s = c.sessions.get(cmd.sessionId) ?? null;
-      if (s === null) return { ok: false, code: 'session_not_found' };
-      const denied = this.refuseActor(cmd.sessionId, cmd.actor);
-      if (denied) return denied;
-    }
-    const owner = cmd.owner ?? (s !== null ? s.owner : (ns as { owner: string }).owner);
+    const who = this.acquirer(cmd);
+    if ('refused' in who) return who.refused;
+    const owner = who.owner;
+    let s = who.s;
     const l = c.locks.get(cmd.name);
     const shared = cmd.mode === 'shared';
     // Re-acquiring a lock the session holds is not a new grant: same token. An exclusive
