@@ -6,6 +6,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { ConfigError, loadConfig, parseConfig, parseDurationMs, pathForNode, resolveNode } from '../../src/config.js';
+import { DEFAULT_CLUSTER_FILE } from '../../src/cli/default-cluster.js';
+
 
 const repoRoot = join(import.meta.dirname, '..', '..', '..').replace(/\/dist$/, '');
 const repoFile = [join(import.meta.dirname, '..', '..', 'cluster.config.json'), join(repoRoot, 'cluster.config.json')].find((p) => {
@@ -18,20 +20,9 @@ const repoFile = [join(import.meta.dirname, '..', '..', 'cluster.config.json'), 
 });
 
 type Json = Record<string, unknown> & { nodes: Record<string, unknown>[]; session: Record<string, unknown> };
+/** a fresh, mutable copy of the local 3-node file (the one `raftlock cluster` writes) */
 function base(): Json {
-  return {
-    cluster: 'local',
-    nodes: [
-      { id: 'n1', api: 'http://127.0.0.1:7001', peer: 'http://127.0.0.1:7101' },
-      { id: 'n2', api: 'http://127.0.0.1:7002', peer: 'http://127.0.0.1:7102' },
-      { id: 'n3', api: 'http://127.0.0.1:7003', peer: 'http://127.0.0.1:7103' },
-    ],
-    data_dir: './data',
-    election_timeout_ms: [1000, 2000],
-    heartbeat_ms: 100,
-    session: { default_ttl_ms: 10000, min_ttl_ms: 1000, max_ttl_ms: 3600000, lock_delay_ms: 0 },
-    snapshot_every_entries: 10000,
-  };
+  return structuredClone(DEFAULT_CLUSTER_FILE) as unknown as Json;
 }
 
 describe('config: good files', () => {
