@@ -5,38 +5,13 @@
 // second node on it exit with a clear line.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClusterHarness, binPath, eventually, freePort } from '../support/cluster-harness.js';
-import { startClusterCommand } from '../support/cluster-command.js';
+import { ClusterHarness, eventually, freePort } from '../support/cluster-harness.js';
+import { runCli, startClusterCommand, type CliRun } from '../support/cluster-command.js';
 import { SERVE_MALLOC_ENV, SERVE_NODE_FLAGS } from '../../src/cli/serve-runtime.js';
-
-interface CliRun {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
-/** Run `raftlock ARGS` to completion (killed after `timeoutMs`). */
-function runCli(args: string[], timeoutMs = 20_000): Promise<CliRun> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code, signal) => {
-      clearTimeout(timer);
-      // let the pipes drain
-      setImmediate(() => resolve({ code, signal, stdout, stderr }));
-    });
-  });
-}
 
 /** Can we bind this loopback port right now? */
 function portIsFree(port: number): Promise<boolean> {

@@ -7,25 +7,10 @@
 // output says what happened and what comes next.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { ClusterHarness, binPath, eventually, type ClusterViewBody } from '../support/cluster-harness.js';
+import { ClusterHarness, eventually, type ClusterViewBody } from '../support/cluster-harness.js';
+import { runCli } from '../support/cluster-command.js';
 
 type Member = ClusterViewBody['members'][number] & { promotion_pending?: boolean };
-
-function runCli(args: string[], timeoutMs = 60_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
-    p.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
-    p.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
-    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
-    p.on('exit', (code) => {
-      clearTimeout(timer);
-      setImmediate(() => resolve({ code, stdout, stderr }));
-    });
-  });
-}
 
 describe('member add before the node runs, then start it: promoted to voter automatically', { timeout: 180_000 }, () => {
   let h: ClusterHarness;
@@ -101,7 +86,7 @@ describe('member add before the node runs, then start it: promoted to voter auto
   it('raftlock member add (CLI, via a follower) says what happened and what comes next; the node started after it becomes a voter', async () => {
     const via = await follower();
     const n5 = await h.addNode('n5', via);
-    const out = await runCli(['member', 'add', 'n5', '--api', n5.api, '--peer', n5.peer, '--endpoints', h.node(via).api, '--config', h.configPath]);
+    const out = await runCli(['member', 'add', 'n5', '--api', n5.api, '--peer', n5.peer, '--endpoints', h.node(via).api, '--config', h.configPath], 60_000);
     assert.equal(out.code, 0, out.stderr);
     assert.match(out.stdout, /^added n5 as a learner$/m);
     assert.match(out.stdout, new RegExp(`raftlock serve --config \\S+ --node n5 --api ${n5.api} --peer ${n5.peer} --join ${h.node(via).api}`));
@@ -110,7 +95,7 @@ describe('member add before the node runs, then start it: promoted to voter auto
     h.start('n5');
     members.push('n5');
     await voterEverywhere(members, 'n5');
-    const list = await runCli(['member', 'list', '--endpoints', h.node(via).api]);
+    const list = await runCli(['member', 'list', '--endpoints', h.node(via).api], 60_000);
     assert.equal(list.code, 0, list.stderr);
     assert.match(list.stdout, /^n5\s+(follower|leader)\s/m);
   });

@@ -1,7 +1,32 @@
 // `raftlock cluster --config FILE` (what `npm start` runs) as a child process for tests: in
-// its own process group, so that a stop after a failure reaches the nodes it spawned too.
+// its own process group, so that a stop after a failure reaches the nodes it spawned too;
+// and any other `raftlock` command run to completion (runCli).
 import { spawn } from 'node:child_process';
 import { binPath } from './cluster-harness.js';
+
+export interface CliRun {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run `raftlock ARGS` to completion (killed after `timeoutMs`). */
+export function runCli(args: string[], timeoutMs = 20_000): Promise<CliRun> {
+  return new Promise((resolve) => {
+    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString('utf8')));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString('utf8')));
+    const timer = setTimeout(() => p.kill('SIGKILL'), timeoutMs);
+    p.on('exit', (code, signal) => {
+      clearTimeout(timer);
+      // let the pipes drain
+      setImmediate(() => resolve({ code, signal, stdout, stderr }));
+    });
+  });
+}
 
 export interface ClusterCommand {
   /** stdout and stderr so far */
