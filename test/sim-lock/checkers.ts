@@ -22,6 +22,7 @@
 import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/lock-fsm/index.js';
 import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
+import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
 
 export class LockViolation extends Error {
   constructor(readonly checker: string, message: string) {
@@ -60,7 +61,8 @@ export class LockCheckers {
   private readonly canonical = new Map<number, Canonical>();
   private maxCanonical = 0;
   private readonly grants = new Map<number, Grant>();
-  private readonly shadowHolder = new Map<string, string>();
+  /** holders by mode, semaphore permits and FIFO queues over the applied stream */
+  readonly modes = new ModeShadow(violation);
   private readonly stateAt = new Map<number, { hash: number; node: string }>();
   private readonly lastToken = new Map<string, number>();
   private readonly lastChecked = new Map<string, number>();
@@ -102,8 +104,12 @@ export class LockCheckers {
       if (index !== this.maxCanonical + 1) violation('AppliedPrefix', `${node.id} applied ${index} first, but the highest index applied anywhere is ${this.maxCanonical}`);
       this.canonical.set(index, { term, digest, first: node.id });
       this.maxCanonical = index;
-      if (out) this.shadow(index, out);
-      if (out && kind === 'normal') this.timing(index, decodeCommand(data), out);
+      const env = out && kind === 'normal' ? decodeCommand(data) : undefined;
+      if (out) {
+        this.counts.grants += out.events.filter((e) => e.type === 'granted').length;
+        this.modes.onApplied(index, out.replayed ? undefined : env?.cmd, out);
+      }
+      if (out && env) this.timing(index, env, out);
     } else if (c.term !== term || c.digest !== digest) {
       violation('StateMachineSafety', `${node.id} applied at ${index} term ${term} digest ${digest}, ${c.first} applied term ${c.term} digest ${c.digest}` +
         (out ? ` (${node.id}'s output ${stable(out)})` : ''));
@@ -111,13 +117,14 @@ export class LockCheckers {
     if (out) {
       for (const e of out.events) {
         if (e.type === 'sessionEnded' && e.reason === 'expired') this.onExpired(e.sessionId);
-        if (e.type !== 'granted') continue;
+        if (e.type !== 'granted' && e.type !== 'semGranted') continue;
         const last = this.lastToken.get(node.id) ?? 0;
         if (!(e.fencingToken > last)) violation('FencingTokens', `${node.id} granted ${e.name} to ${e.sessionId} with token ${e.fencingToken} at ${index}, not above ${last}`);
         this.lastToken.set(node.id, e.fencingToken);
         const g = this.grants.get(e.fencingToken);
-        if (g === undefined) this.grants.set(e.fencingToken, { name: e.name, sessionId: e.sessionId, index });
-        else if (g.name !== e.name || g.sessionId !== e.sessionId || g.index !== index) {
+        const gname = e.type === 'semGranted' ? `semaphore ${e.name}` : e.name;
+        if (g === undefined) this.grants.set(e.fencingToken, { name: gname, sessionId: e.sessionId, index });
+        else if (g.name !== gname || g.sessionId !== e.sessionId || g.index !== index) {
           violation('FencingTokens', `token ${e.fencingToken}: ${node.id} granted ${e.name}/${e.sessionId} at ${index}, before ${g.name}/${g.sessionId} at ${g.index}`);
         }
       }
@@ -127,23 +134,8 @@ export class LockCheckers {
     } catch (err) {
       violation('FsmInvariants', `${node.id} after applying ${index}: ${(err as Error).message}`);
     }
-  }
-
-  /** the holders as the applied stream says, checked independently of the FSM's structure */
-  private shadow(index: number, out: ApplyOutput): void {
-    const r = out.result;
-    const freed: string[] = r.ok && r.kind === 'released' ? [r.name] : r.ok && r.kind === 'session_closed' ? r.released : [];
-    for (const name of freed) this.shadowHolder.delete(name);
-    for (const e of out.events) {
-      if (e.type === 'sessionEnded') for (const name of e.released) this.shadowHolder.delete(name);
-    }
-    for (const e of out.events) {
-      if (e.type !== 'granted') continue;
-      this.counts.grants++;
-      const h = this.shadowHolder.get(e.name);
-      if (h !== undefined) violation('MutualExclusion', `${e.name} granted to ${e.sessionId} at ${index} while ${h} holds it`);
-      this.shadowHolder.set(e.name, e.sessionId);
-    }
+    checkLockModes(lockModesOf(node.app.fsm), violation, `${node.id} after applying ${index}`);
+    checkSemLimits(semsOf(node.app.fsm), this.modes.grantLimit, violation, `${node.id} after applying ${index}`);
   }
 
   /** a request with this key (its first attempt) was sent at sentMs */
