@@ -71,6 +71,8 @@ export class LockCheckers {
   private readonly expiredAt = new Map<string, number>();
   /** lock → the client session that believes it holds it (acknowledged grant, unreleased) */
   private readonly beliefs = new Map<string, { sessionId: string; token: number }>();
+  /** lock → the sessions told they share it (and not yet let go) */
+  private readonly shareBeliefs = new Map<string, Map<string, number>>();
   /** lock → when its current lock-delay began (first apply anywhere) and how long it is */
   private readonly delays = new Map<string, { startMs: number; delayMs: number }>();
   /** (lock, session) → the send time of the acquire that queued the current wait */
@@ -81,7 +83,7 @@ export class LockCheckers {
   private readonly keys: { key: string; index: number; atMs: number }[] = [];
   private readonly keysSeen = new Set<string>();
   private youngKey = 0;
-  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0, delaysEnded: 0, waitsCancelled: 0 };
+  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0, delaysEnded: 0, waitsCancelled: 0, ackedShares: 0 };
   maxAckedIndex = 0;
 
   constructor(private readonly nowMs: () => number) {}
@@ -157,6 +159,10 @@ export class LockCheckers {
       const k = `${cmd.name}\u0000${r.sessionId}`;
       if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
     }
+    if (cmd.kind === 'semAcquire' && r.ok && r.kind === 'sem_queued') {
+      const k = `sem\u0000${cmd.name}\u0000${r.sessionId}`;
+      if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
+    }
     for (const e of out.events) {
       switch (e.type) {
         case 'lockDelayStarted':
@@ -170,13 +176,16 @@ export class LockCheckers {
           break;
         }
         case 'granted':
-        case 'waitEnded': {
-          const k = `${e.name}\u0000${e.sessionId}`;
+        case 'waitEnded':
+        case 'semGranted':
+        case 'semWaitEnded': {
+          const sem = e.type === 'semGranted' || e.type === 'semWaitEnded';
+          const k = `${sem ? 'sem\u0000' : ''}${e.name}\u0000${e.sessionId}`;
           const w = this.waits.get(k);
           this.waits.delete(k);
-          if (e.type === 'waitEnded' && e.reason === 'cancelled' && w) {
+          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w) {
             this.counts.waitsCancelled++;
-            if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
+            if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${sem ? 'semaphore ' : ''}${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
           }
           break;
         }
@@ -239,12 +248,31 @@ export class LockCheckers {
     if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
       violation('MutualExclusion', `${name} acknowledged to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it until ${this.leaseEnd(b.sessionId)}`);
     }
+    for (const [sid, t] of this.shareBeliefs.get(name) ?? []) {
+      if (sid !== sessionId && this.leaseEnd(sid) > now) violation('SharedExclusion', `${name} acknowledged exclusively to ${sessionId} (token ${token}) at ${now} while ${sid} (token ${t}) shares it until ${this.leaseEnd(sid)}`);
+    }
     this.beliefs.set(name, { sessionId, token });
+  }
+
+  /** the client was told it shares `name` with `token` */
+  onShareAck(name: string, sessionId: string, token: number): void {
+    this.counts.ackedShares++;
+    const g = this.grants.get(token);
+    if (!g || g.name !== name || g.sessionId !== sessionId) violation('LostGrant', `acknowledged share of ${name} by ${sessionId} token ${token} is not a grant of the applied stream`);
+    const b = this.beliefs.get(name);
+    const now = this.nowMs();
+    if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
+      violation('SharedExclusion', `${name} acknowledged shared to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it exclusively until ${this.leaseEnd(b.sessionId)}`);
+    }
+    let m = this.shareBeliefs.get(name);
+    if (m === undefined) this.shareBeliefs.set(name, (m = new Map()));
+    m.set(sessionId, token);
   }
 
   /** the client stops believing it holds name (release sent) or anything (close sent) */
   onLetGo(sessionId: string, name?: string): void {
     for (const [n, b] of this.beliefs) if (b.sessionId === sessionId && (name === undefined || n === name)) this.beliefs.delete(n);
+    for (const [n, m] of this.shareBeliefs) if (name === undefined || n === name) m.delete(sessionId);
   }
 
   /** after a tick: replicas at the same applied index hold identical application state */

@@ -168,7 +168,7 @@ export class LockNode {
           const out = result as ApplyOutput | undefined;
           if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
           if (out && this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStale(out);
-          if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded') this.waitingSessions.delete(e.sessionId);
+          if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded' || e.type === 'semGranted' || e.type === 'semWaitEnded') this.waitingSessions.delete(e.sessionId);
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
         },
         onSnapshotRestored: (index) => env.onRestored(this, index),
@@ -219,8 +219,8 @@ export class LockNode {
 
   /** lock-service's trackWait: the lessor times the wait out; a stale cancelWait copy of
    *  an earlier wait of this session on this lock is let go now (landInNext) */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number): void {
-    this.lessor.trackWait(name, sessionId, deadlineMs, since);
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
+    this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore);
     if (this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStaleFor(staleKey(name, sessionId));
   }
 
