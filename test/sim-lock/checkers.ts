@@ -67,7 +67,7 @@ export class LockCheckers {
   private readonly lastToken = new Map<string, number>();
   private readonly lastChecked = new Map<string, number>();
   /** session → send time of its last acknowledged keepalive/acquire/open, and its ttl */
-  private readonly leases = new Map<string, { sentMs: number; ttlMs: number }>();
+  private readonly leases = new Map<string, { sentMs: number; ttlMs: number; what: string }>();
   private readonly expiredAt = new Map<string, number>();
   /** lock → the client session that believes it holds it (acknowledged grant, unreleased) */
   private readonly beliefs = new Map<string, { sessionId: string; token: number }>();
@@ -216,7 +216,7 @@ export class LockCheckers {
     this.counts.expiries++;
     const l = this.leases.get(sessionId);
     if (l && now < l.sentMs + l.ttlMs) {
-      violation('EarlyExpiry', `session ${sessionId} expired at ${now} ms, before ${l.sentMs + l.ttlMs} (last acknowledged request sent at ${l.sentMs}, ttl ${l.ttlMs})`);
+      violation('EarlyExpiry', `session ${sessionId} expired at ${now} ms, before ${l.sentMs + l.ttlMs} (last acknowledged request, ${l.what}, sent at ${l.sentMs}, ttl ${l.ttlMs})`);
     }
   }
 
@@ -225,7 +225,7 @@ export class LockCheckers {
     const e = this.expiredAt.get(sessionId);
     if (e !== undefined) violation('EarlyExpiry', `${what} for session ${sessionId} (sent at ${sentMs}) acknowledged at ${this.nowMs()} after it expired at ${e}`);
     const l = this.leases.get(sessionId);
-    if (!l || sentMs > l.sentMs) this.leases.set(sessionId, { sentMs, ttlMs });
+    if (!l || sentMs > l.sentMs) this.leases.set(sessionId, { sentMs, ttlMs, what });
     if (what === 'keepalive') this.counts.ackedKeepalives++;
   }
 

@@ -347,7 +347,7 @@ export class LockWorkload {
     const h = n.app.fsm.getLock(name).holders?.find((x) => x.sessionId === sid);
     if (!s || !h || h.mode !== 'shared' || h.fencingToken !== token) return false;
     if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
-    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'acquire');
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'shared acquire');
     this.checkers.onShareAck(name, sid, token);
     if (c.sessionId === sid) c.shares.set(name, { token });
     this.stats.sharedAcked++;
@@ -404,7 +404,7 @@ export class LockWorkload {
     const h = n.app.fsm.getSemaphore(name).holders.find((x) => x.sessionId === sid);
     if (!s || !h || h.fencingToken !== token) return false;
     if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
-    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'acquire');
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'semaphore acquire');
     if (c.sessionId === sid) c.sems.set(name, { token });
     this.stats.semAcked++;
     return true;
