@@ -4,7 +4,8 @@
 //    entry with the same result and events (a digest per index, first applier wins);
 //  - at most one holder per lock: assertFsmInvariants after every apply on every node,
 //    plus a shadow of the holders over the applied stream in which a grant of a lock that
-//    someone else still holds fails at once;
+//    someone else still holds fails at once; shared holders, semaphore permits and FIFO
+//    queues: mode-checkers.ts;
 //  - fencing tokens strictly increase in every node's apply order, and one token names
 //    one (lock, session) grant everywhere;
 //  - replicas agree: equal applied index → identical application snapshot bytes;

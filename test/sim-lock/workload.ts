@@ -7,7 +7,10 @@
 //  - keepalives are driver.readIndex (a quorum round after the request) then lessor.renew;
 //  - a waiting acquire is tracked by the lessor (trackWait) and polled with read barriers;
 //  - some clients stop their keepalives so their sessions expire through the lessor, and
-//    some sessions carry a lock-delay.
+//    some sessions carry a lock-delay;
+//  - on most seeds clients also take and release shared locks and semaphore permits and
+//    resize semaphores, drawn from a stream of their own (docs/simulation-lock.md "Shared
+//    locks and semaphores").
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../src/raft/core/rng.js';
