@@ -4,7 +4,8 @@
 //    entry with the same result and events (a digest per index, first applier wins);
 //  - at most one holder per lock: assertFsmInvariants after every apply on every node,
 //    plus a shadow of the holders over the applied stream in which a grant of a lock that
-//    someone else still holds fails at once;
+//    someone else still holds fails at once; shared holders, semaphore permits and FIFO
+//    queues: mode-checkers.ts;
 //  - fencing tokens strictly increase in every node's apply order, and one token names
 //    one (lock, session) grant everywhere;
 //  - replicas agree: equal applied index → identical application snapshot bytes;
@@ -22,6 +23,7 @@
 import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/lock-fsm/index.js';
 import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
+import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
 
 export class LockViolation extends Error {
   constructor(readonly checker: string, message: string) {
@@ -60,15 +62,18 @@ export class LockCheckers {
   private readonly canonical = new Map<number, Canonical>();
   private maxCanonical = 0;
   private readonly grants = new Map<number, Grant>();
-  private readonly shadowHolder = new Map<string, string>();
+  /** holders by mode, semaphore permits and FIFO queues over the applied stream */
+  readonly modes = new ModeShadow(violation);
   private readonly stateAt = new Map<number, { hash: number; node: string }>();
   private readonly lastToken = new Map<string, number>();
   private readonly lastChecked = new Map<string, number>();
   /** session → send time of its last acknowledged keepalive/acquire/open, and its ttl */
-  private readonly leases = new Map<string, { sentMs: number; ttlMs: number }>();
+  private readonly leases = new Map<string, { sentMs: number; ttlMs: number; what: string }>();
   private readonly expiredAt = new Map<string, number>();
   /** lock → the client session that believes it holds it (acknowledged grant, unreleased) */
   private readonly beliefs = new Map<string, { sessionId: string; token: number }>();
+  /** lock → the sessions told they share it (and not yet let go) */
+  private readonly shareBeliefs = new Map<string, Map<string, number>>();
   /** lock → when its current lock-delay began (first apply anywhere) and how long it is */
   private readonly delays = new Map<string, { startMs: number; delayMs: number }>();
   /** (lock, session) → the send time of the acquire that queued the current wait */
@@ -79,7 +84,7 @@ export class LockCheckers {
   private readonly keys: { key: string; index: number; atMs: number }[] = [];
   private readonly keysSeen = new Set<string>();
   private youngKey = 0;
-  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0, delaysEnded: 0, waitsCancelled: 0 };
+  readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0, delaysEnded: 0, waitsCancelled: 0, ackedShares: 0 };
   maxAckedIndex = 0;
 
   constructor(private readonly nowMs: () => number) {}
@@ -102,8 +107,12 @@ export class LockCheckers {
       if (index !== this.maxCanonical + 1) violation('AppliedPrefix', `${node.id} applied ${index} first, but the highest index applied anywhere is ${this.maxCanonical}`);
       this.canonical.set(index, { term, digest, first: node.id });
       this.maxCanonical = index;
-      if (out) this.shadow(index, out);
-      if (out && kind === 'normal') this.timing(index, decodeCommand(data), out);
+      const env = out && kind === 'normal' ? decodeCommand(data) : undefined;
+      if (out) {
+        this.counts.grants += out.events.filter((e) => e.type === 'granted').length;
+        this.modes.onApplied(index, out.replayed ? undefined : env?.cmd, out);
+      }
+      if (out && env) this.timing(index, env, out);
     } else if (c.term !== term || c.digest !== digest) {
       violation('StateMachineSafety', `${node.id} applied at ${index} term ${term} digest ${digest}, ${c.first} applied term ${c.term} digest ${c.digest}` +
         (out ? ` (${node.id}'s output ${stable(out)})` : ''));
@@ -111,13 +120,14 @@ export class LockCheckers {
     if (out) {
       for (const e of out.events) {
         if (e.type === 'sessionEnded' && e.reason === 'expired') this.onExpired(e.sessionId);
-        if (e.type !== 'granted') continue;
+        if (e.type !== 'granted' && e.type !== 'semGranted') continue;
         const last = this.lastToken.get(node.id) ?? 0;
         if (!(e.fencingToken > last)) violation('FencingTokens', `${node.id} granted ${e.name} to ${e.sessionId} with token ${e.fencingToken} at ${index}, not above ${last}`);
         this.lastToken.set(node.id, e.fencingToken);
         const g = this.grants.get(e.fencingToken);
-        if (g === undefined) this.grants.set(e.fencingToken, { name: e.name, sessionId: e.sessionId, index });
-        else if (g.name !== e.name || g.sessionId !== e.sessionId || g.index !== index) {
+        const gname = e.type === 'semGranted' ? `semaphore ${e.name}` : e.name;
+        if (g === undefined) this.grants.set(e.fencingToken, { name: gname, sessionId: e.sessionId, index });
+        else if (g.name !== gname || g.sessionId !== e.sessionId || g.index !== index) {
           violation('FencingTokens', `token ${e.fencingToken}: ${node.id} granted ${e.name}/${e.sessionId} at ${index}, before ${g.name}/${g.sessionId} at ${g.index}`);
         }
       }
@@ -127,23 +137,8 @@ export class LockCheckers {
     } catch (err) {
       violation('FsmInvariants', `${node.id} after applying ${index}: ${(err as Error).message}`);
     }
-  }
-
-  /** the holders as the applied stream says, checked independently of the FSM's structure */
-  private shadow(index: number, out: ApplyOutput): void {
-    const r = out.result;
-    const freed: string[] = r.ok && r.kind === 'released' ? [r.name] : r.ok && r.kind === 'session_closed' ? r.released : [];
-    for (const name of freed) this.shadowHolder.delete(name);
-    for (const e of out.events) {
-      if (e.type === 'sessionEnded') for (const name of e.released) this.shadowHolder.delete(name);
-    }
-    for (const e of out.events) {
-      if (e.type !== 'granted') continue;
-      this.counts.grants++;
-      const h = this.shadowHolder.get(e.name);
-      if (h !== undefined) violation('MutualExclusion', `${e.name} granted to ${e.sessionId} at ${index} while ${h} holds it`);
-      this.shadowHolder.set(e.name, e.sessionId);
-    }
+    checkLockModes(lockModesOf(node.app.fsm), violation, `${node.id} after applying ${index}`);
+    checkSemLimits(semsOf(node.app.fsm), this.modes.grantLimit, violation, `${node.id} after applying ${index}`);
   }
 
   /** a request with this key (its first attempt) was sent at sentMs */
@@ -165,6 +160,10 @@ export class LockCheckers {
       const k = `${cmd.name}\u0000${r.sessionId}`;
       if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
     }
+    if (cmd.kind === 'semAcquire' && r.ok && r.kind === 'sem_queued') {
+      const k = `sem\u0000${cmd.name}\u0000${r.sessionId}`;
+      if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
+    }
     for (const e of out.events) {
       switch (e.type) {
         case 'lockDelayStarted':
@@ -178,13 +177,16 @@ export class LockCheckers {
           break;
         }
         case 'granted':
-        case 'waitEnded': {
-          const k = `${e.name}\u0000${e.sessionId}`;
+        case 'waitEnded':
+        case 'semGranted':
+        case 'semWaitEnded': {
+          const sem = e.type === 'semGranted' || e.type === 'semWaitEnded';
+          const k = `${sem ? 'sem\u0000' : ''}${e.name}\u0000${e.sessionId}`;
           const w = this.waits.get(k);
           this.waits.delete(k);
-          if (e.type === 'waitEnded' && e.reason === 'cancelled' && w) {
+          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w) {
             this.counts.waitsCancelled++;
-            if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
+            if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${sem ? 'semaphore ' : ''}${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
           }
           break;
         }
@@ -215,7 +217,7 @@ export class LockCheckers {
     this.counts.expiries++;
     const l = this.leases.get(sessionId);
     if (l && now < l.sentMs + l.ttlMs) {
-      violation('EarlyExpiry', `session ${sessionId} expired at ${now} ms, before ${l.sentMs + l.ttlMs} (last acknowledged request sent at ${l.sentMs}, ttl ${l.ttlMs})`);
+      violation('EarlyExpiry', `session ${sessionId} expired at ${now} ms, before ${l.sentMs + l.ttlMs} (last acknowledged request, ${l.what}, sent at ${l.sentMs}, ttl ${l.ttlMs})`);
     }
   }
 
@@ -224,7 +226,7 @@ export class LockCheckers {
     const e = this.expiredAt.get(sessionId);
     if (e !== undefined) violation('EarlyExpiry', `${what} for session ${sessionId} (sent at ${sentMs}) acknowledged at ${this.nowMs()} after it expired at ${e}`);
     const l = this.leases.get(sessionId);
-    if (!l || sentMs > l.sentMs) this.leases.set(sessionId, { sentMs, ttlMs });
+    if (!l || sentMs > l.sentMs) this.leases.set(sessionId, { sentMs, ttlMs, what });
     if (what === 'keepalive') this.counts.ackedKeepalives++;
   }
 
@@ -247,12 +249,31 @@ export class LockCheckers {
     if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
       violation('MutualExclusion', `${name} acknowledged to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it until ${this.leaseEnd(b.sessionId)}`);
     }
+    for (const [sid, t] of this.shareBeliefs.get(name) ?? []) {
+      if (sid !== sessionId && this.leaseEnd(sid) > now) violation('SharedExclusion', `${name} acknowledged exclusively to ${sessionId} (token ${token}) at ${now} while ${sid} (token ${t}) shares it until ${this.leaseEnd(sid)}`);
+    }
     this.beliefs.set(name, { sessionId, token });
+  }
+
+  /** the client was told it shares `name` with `token` */
+  onShareAck(name: string, sessionId: string, token: number): void {
+    this.counts.ackedShares++;
+    const g = this.grants.get(token);
+    if (!g || g.name !== name || g.sessionId !== sessionId) violation('LostGrant', `acknowledged share of ${name} by ${sessionId} token ${token} is not a grant of the applied stream`);
+    const b = this.beliefs.get(name);
+    const now = this.nowMs();
+    if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
+      violation('SharedExclusion', `${name} acknowledged shared to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it exclusively until ${this.leaseEnd(b.sessionId)}`);
+    }
+    let m = this.shareBeliefs.get(name);
+    if (m === undefined) this.shareBeliefs.set(name, (m = new Map()));
+    m.set(sessionId, token);
   }
 
   /** the client stops believing it holds name (release sent) or anything (close sent) */
   onLetGo(sessionId: string, name?: string): void {
     for (const [n, b] of this.beliefs) if (b.sessionId === sessionId && (name === undefined || n === name)) this.beliefs.delete(n);
+    for (const [n, m] of this.shareBeliefs) if (name === undefined || n === name) m.delete(sessionId);
   }
 
   /** after a tick: replicas at the same applied index hold identical application state */

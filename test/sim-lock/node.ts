@@ -114,7 +114,8 @@ export class LockNode {
   private readonly lessorProposer = new LessorProposer((cmd) => {
     this.env.onLessorProposal(cmd);
     const f = this.env.lessorFault(cmd);
-    for (const lag of f.copies) this.later.push({ at: this.env.tick() + lag, cmd, resolve: null });
+    const term = this.driver.currentTerm;
+    for (const lag of f.copies) this.later.push({ at: this.env.tick() + lag, cmd, resolve: null, term });
     if (f.landInNext && (cmd.kind === 'endLockDelay' || cmd.kind === 'cancelWait')) {
       const k = staleKey(cmd.name, cmd.kind === 'cancelWait' ? cmd.sessionId : undefined);
       const held = this.stale.get(k) ?? [];
@@ -122,12 +123,17 @@ export class LockNode {
       this.stale.set(k, held);
     }
     if (f.delayTicks === 0) return this.propose(cmd);
-    return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve }));
+    return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
   });
   /** copies waiting for the next lock-delay of their lock or wait of their session (landInNext) */
   private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
-  /** lessor proposals held back by the lessor fault, proposed at tick `at` */
-  private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null }[] = [];
+  /** lessor proposals held back by the lessor fault, proposed at tick `at` if this node
+   *  still leads the term it decided them in (`term`). A held-back proposal stands for an
+   *  entry already in that term's log and slow to commit; Raft never commits such an
+   *  entry in a later term of the same leader after another leader's term came between
+   *  (a newer leader's log replaces it), so one the node decided in an earlier term is
+   *  lost, not proposed fresh with that term's stale view of the leases. */
+  private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null; term: number }[] = [];
   /** stamps every proposal, as lock-service does */
   private readonly logClock: LogClock;
   dead = false;
@@ -168,7 +174,7 @@ export class LockNode {
           const out = result as ApplyOutput | undefined;
           if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
           if (out && this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStale(out);
-          if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded') this.waitingSessions.delete(e.sessionId);
+          if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded' || e.type === 'semGranted' || e.type === 'semWaitEnded') this.waitingSessions.delete(e.sessionId);
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
         },
         onSnapshotRestored: (index) => env.onRestored(this, index),
@@ -214,13 +220,13 @@ export class LockNode {
     const rest = held.filter((h) => h.readyAt > now);
     if (rest.length > 0) this.stale.set(k, rest);
     else this.stale.delete(k);
-    for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null });
+    for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null, term: this.driver.currentTerm });
   }
 
   /** lock-service's trackWait: the lessor times the wait out; a stale cancelWait copy of
    *  an earlier wait of this session on this lock is let go now (landInNext) */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number): void {
-    this.lessor.trackWait(name, sessionId, deadlineMs, since);
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
+    this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore);
     if (this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStaleFor(staleKey(name, sessionId));
   }
 
@@ -233,6 +239,10 @@ export class LockNode {
     if (due.length === 0) return;
     this.later = this.later.filter((l) => l.at > now);
     for (const l of due) {
+      if (l.term !== this.driver.currentTerm) {
+        l.resolve?.({ ok: false, kind: 'lost' } as ProposalOutcome);
+        continue;
+      }
       const p = this.propose(l.cmd);
       if (l.resolve) void p.then(l.resolve);
     }

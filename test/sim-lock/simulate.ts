@@ -62,6 +62,7 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
     ttlMs, lockDelayMs: Math.round(ttlMs * rng.next()), lockDelayShare: rng.next() < 0.3 ? 0 : rng.next(),
     abandonShare: rng.next() * 0.5, waitMs: Math.round(ttlMs * (0.2 + rng.next())), tickMs,
     readTimeoutMs: 2 * 2 * electionMs,
+    ...modeKnobs(seed),
   };
   const f = faultRng(seed);
   const lag = rngHalf(f);
@@ -73,6 +74,22 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
     clockStepMs: (11 + f.int(0, 50)) * 60_000,
   };
   return { seed, ticks, raft, node, workload, livenessTicks: 40 * raft.electionTicks, faults };
+}
+
+/** the shared-lock and semaphore knobs, from a stream past faultRng's (the earlier
+ *  streams keep their draws, so the exclusive workload of a seed is drawn as before);
+ *  a quarter of the seeds run the exclusive workload alone */
+function modeKnobs(seed: number): Pick<WorkloadParams, 'modeShare' | 'semaphores' | 'semLimit' | 'maxLimit'> {
+  const m = modeRng(seed);
+  const maxLimit = m.int(1, 6);
+  return { modeShare: m.next() < 0.25 ? 0 : 0.1 + m.next() * 0.4, semaphores: m.int(1, 4), semLimit: m.int(1, maxLimit + 1), maxLimit };
+}
+
+/** the workload's shared-lock and semaphore draws (the knobs' stream forked once more) */
+export function modeRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 8; k++) root.fork();
+  return root.fork();
 }
 
 function rngHalf(r: Rng): boolean {
@@ -330,12 +347,12 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     fail: (err) => {
       cluster.failure ??= err;
     },
-  }, cluster.checkers, rngs.workload);
+  }, cluster.checkers, rngs.workload, modeRng(seed).fork());
   const nemesis = rngs.nemesis;
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
     seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
-    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
   });
   try {
     for (let t = 0; t < o.ticks; t++) {

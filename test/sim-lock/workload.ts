@@ -7,7 +7,10 @@
 //  - keepalives are driver.readIndex (a quorum round after the request) then lessor.renew;
 //  - a waiting acquire is tracked by the lessor (trackWait) and polled with read barriers;
 //  - some clients stop their keepalives so their sessions expire through the lessor, and
-//    some sessions carry a lock-delay.
+//    some sessions carry a lock-delay;
+//  - on most seeds clients also take and release shared locks and semaphore permits and
+//    resize semaphores, drawn from a stream of their own (docs/simulation-lock.md "Shared
+//    locks and semaphores").
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../src/raft/core/rng.js';
@@ -30,6 +33,13 @@ export interface WorkloadParams {
   waitMs: number;
   tickMs: number;
   readTimeoutMs: number;
+  /** share of a client's steps that use shared locks and semaphores (0: the exclusive
+   *  workload alone, drawn exactly as before they existed) */
+  modeShare: number;
+  semaphores: number;
+  /** the limit a semaphore is first acquired with; resizes draw 1..maxLimit */
+  semLimit: number;
+  maxLimit: number;
 }
 
 export interface ClusterView {
@@ -48,6 +58,8 @@ class Client {
   keepalives = true;
   lastKeepaliveMs = -Infinity;
   readonly held = new Map<string, Held>();
+  readonly shares = new Map<string, Held>();
+  readonly sems = new Map<string, Held>();
   busy = false;
   seq = 0;
   constructor(readonly id: number) {}
@@ -64,14 +76,27 @@ export interface WorkloadStats {
   unknown: number;
   abandoned: number;
   waitsGranted: number;
+  sharedAcked: number;
+  sharedReleased: number;
+  semAcked: number;
+  semQueued: number;
+  semReleased: number;
+  semResized: number;
+  semMismatch: number;
 }
 
 export class LockWorkload {
   private readonly clients: Client[] = [];
   private sessionSeq = 0;
-  readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0 };
+  readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0,
+    sharedAcked: 0, sharedReleased: 0, semAcked: 0, semQueued: 0, semReleased: 0, semResized: 0, semMismatch: 0 };
+  /** the limit each semaphore is believed to have (learned from limit_mismatch answers) */
+  private readonly semLimits = new Map<string, number>();
 
-  constructor(private readonly p: WorkloadParams, private readonly cluster: ClusterView, private readonly checkers: LockCheckers, private readonly rng: Rng) {
+  constructor(private readonly p: WorkloadParams, private readonly cluster: ClusterView, private readonly checkers: LockCheckers, private readonly rng: Rng,
+    /** the shared-lock and semaphore draws: a stream of their own, so the exclusive
+     *  operations keep their draws from `rng` */
+    private readonly x: Rng) {
     for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
   }
 
@@ -101,6 +126,7 @@ export class LockWorkload {
       await this.keepalive(c, n);
       return;
     }
+    if (this.p.modeShare > 0 && this.x.next() < this.p.modeShare) return this.modeStep(c, n);
     const r = this.rng.next();
     const name = `lock-${this.rng.int(0, this.p.locks)}`;
     if (r < 0.45) return this.acquire(c, n, name, this.rng.next() < 0.4 ? this.p.waitMs : 0);
@@ -132,6 +158,8 @@ export class LockWorkload {
       c.keepalives = true;
       c.lastKeepaliveMs = sent;
       c.held.clear();
+      c.shares.clear();
+      c.sems.clear();
     }
   }
 
@@ -262,6 +290,166 @@ export class LockWorkload {
     if (c.sessionId !== null) this.checkers.onLetGo(c.sessionId);
     c.sessionId = null;
     c.held.clear();
+    c.shares.clear();
+    c.sems.clear();
+  }
+
+  // ---- shared locks and semaphores (drawn from `x`) ----
+
+  private modeStep(c: Client, n: LockNode): Promise<void> {
+    const r = this.x.next();
+    const lock = `lock-${this.x.int(0, this.p.locks)}`;
+    const sem = `sem-${this.x.int(0, this.p.semaphores)}`;
+    const wait = this.x.next() < 0.5 ? this.p.waitMs : 0;
+    if (r < 0.3) return this.acquireShared(c, n, lock, wait);
+    if (r < 0.45) {
+      const mine = [...c.shares.keys()];
+      if (mine.length > 0) return this.releaseShare(c, n, mine[this.x.int(0, mine.length)]!);
+      return this.acquireShared(c, n, lock, 0);
+    }
+    if (r < 0.75) return this.semAcquire(c, n, sem, wait);
+    if (r < 0.92) {
+      const mine = [...c.sems.keys()];
+      if (mine.length > 0) return this.semRelease(c, n, mine[this.x.int(0, mine.length)]!);
+      return this.semAcquire(c, n, sem, 0);
+    }
+    return this.semResize(n, sem, this.x.int(1, this.p.maxLimit + 1));
+  }
+
+  private async acquireShared(c: Client, n: LockNode, name: string, waitMs: number): Promise<void> {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
+    const r = result(await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs, mode: 'shared' }, key));
+    if (r === null) {
+      this.stats.unknown++;
+      this.abandon(c); // unsure whether it shares the lock: give the session up
+      return;
+    }
+    if (r.ok && r.kind === 'acquired') {
+      this.confirmShare(c, n, name, sid, r.fencingToken, sent);
+      return;
+    }
+    if (r.ok && r.kind === 'queued') {
+      this.stats.queued++;
+      const w = n.app.fsm.waitOf(name, sid);
+      await this.poll(c, n, name, sent, waitMs, w, false, (asked) => {
+        const h = n.app.fsm.getLock(name).holders?.find((x) => x.sessionId === sid);
+        if (h === undefined) return n.app.fsm.getSession(sid)?.waiting.includes(name) === true ? 'waiting' : 'gone';
+        if (h.mode === 'shared' && this.confirmShare(c, n, name, sid, h.fencingToken, asked)) this.stats.waitsGranted++;
+        return 'done';
+      });
+      return;
+    }
+    if (!r.ok && r.code === 'session_not_found') this.forget(c);
+  }
+
+  private confirmShare(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number): boolean {
+    const s = n.app.fsm.getSession(sid);
+    const h = n.app.fsm.getLock(name).holders?.find((x) => x.sessionId === sid);
+    if (!s || !h || h.mode !== 'shared' || h.fencingToken !== token) return false;
+    if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'shared acquire');
+    this.checkers.onShareAck(name, sid, token);
+    if (c.sessionId === sid) c.shares.set(name, { token });
+    this.stats.sharedAcked++;
+    return true;
+  }
+
+  private async releaseShare(c: Client, n: LockNode, name: string): Promise<void> {
+    const sid = c.sessionId!;
+    const h = c.shares.get(name)!;
+    c.shares.delete(name);
+    this.checkers.onLetGo(sid, name);
+    const r = result(await n.propose({ kind: 'release', name, sessionId: sid, fencingToken: h.token }));
+    if (r?.ok && r.kind === 'released') this.stats.sharedReleased++;
+    if (r === null) this.stats.unknown++;
+  }
+
+  private async semAcquire(c: Client, n: LockNode, name: string, waitMs: number): Promise<void> {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    const limit = this.semLimits.get(name) ?? this.p.semLimit;
+    const permits = this.x.int(1, limit + 1);
+    const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
+    const r = result(await n.propose({ kind: 'semAcquire', name, sessionId: sid, limit, permits, waitMs }, key));
+    if (r === null) {
+      this.stats.unknown++;
+      this.abandon(c);
+      return;
+    }
+    if (r.ok && r.kind === 'sem_acquired') {
+      this.confirmSem(c, n, name, sid, r.fencingToken, sent);
+      return;
+    }
+    if (r.ok && r.kind === 'sem_queued') {
+      this.stats.semQueued++;
+      const w = n.app.fsm.semWaitOf(name, sid);
+      await this.poll(c, n, name, sent, waitMs, w, true, (asked) => {
+        const h = n.app.fsm.getSemaphore(name).holders.find((x) => x.sessionId === sid);
+        if (h === undefined) return n.app.fsm.semWaitOf(name, sid) !== undefined ? 'waiting' : 'gone';
+        if (this.confirmSem(c, n, name, sid, h.fencingToken, asked)) this.stats.waitsGranted++;
+        return 'done';
+      });
+      return;
+    }
+    if (!r.ok && r.code === 'limit_mismatch') {
+      this.stats.semMismatch++;
+      this.semLimits.set(name, r.limit);
+    }
+    if (!r.ok && r.code === 'session_not_found') this.forget(c);
+  }
+
+  private confirmSem(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number): boolean {
+    const s = n.app.fsm.getSession(sid);
+    const h = n.app.fsm.getSemaphore(name).holders.find((x) => x.sessionId === sid);
+    if (!s || !h || h.fencingToken !== token) return false;
+    if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'semaphore acquire');
+    if (c.sessionId === sid) c.sems.set(name, { token });
+    this.stats.semAcked++;
+    return true;
+  }
+
+  private async semRelease(c: Client, n: LockNode, name: string): Promise<void> {
+    const sid = c.sessionId!;
+    c.sems.delete(name);
+    const r = result(await n.propose({ kind: 'semRelease', name, sessionId: sid }));
+    if (r?.ok && r.kind === 'sem_released') this.stats.semReleased++;
+    if (r === null) this.stats.unknown++;
+  }
+
+  private async semResize(n: LockNode, name: string, limit: number): Promise<void> {
+    const r = result(await n.propose({ kind: 'semSetLimit', name, limit }));
+    if (r?.ok && r.kind === 'sem_limit') {
+      this.stats.semResized++;
+      this.semLimits.set(name, limit);
+    }
+  }
+
+  /** as waitForGrant: the leader's lessor times the wait out, the client polls with read
+   *  barriers; `check` answers after each barrier */
+  private async poll(c: Client, n: LockNode, name: string, sent: number, waitMs: number, w: { since: number } | undefined, semaphore: boolean,
+    check: (askedMs: number) => 'waiting' | 'gone' | 'done'): Promise<void> {
+    const sid = c.sessionId!;
+    if (!n.lessor.isLeader) return;
+    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since, semaphore);
+    n.waitingSessions.add(sid);
+    const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
+    while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
+      await this.ticks(2);
+      if (n.dead || !n.isLeader) return;
+      const asked = this.cluster.nowMs();
+      const rd = await n.driver.readIndex(this.p.readTimeoutMs);
+      if (!rd.ok || n.dead) return;
+      if (!n.app.fsm.getSession(sid)) {
+        this.forget(c);
+        return;
+      }
+      if (check(asked) !== 'waiting') return;
+    }
   }
 
   private waiters: { at: number; resolve: () => void }[] = [];
