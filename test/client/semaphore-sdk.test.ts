@@ -55,6 +55,17 @@ describe('SDK semaphores', () => {
     await s.close();
   });
 
+  it('a second acquire in the same session is the same holding: releasing either grant aborts both signals', async () => {
+    const s = await connect().session({ ttlMs: 60_000 });
+    const a = await s.semaphore('S8', { limit: 3 });
+    const b = await s.semaphore('S8', { limit: 3 });
+    await a.release();
+    assert.equal(stub.inUse('S8'), 0, 'the one release gave back all of the session\'s permits');
+    assert.ok(b.signal.aborted, 'the other grant no longer claims to hold them');
+    assert.equal(b.held, false);
+    await s.close();
+  });
+
   it('full → SemaphoreFullError with inUse and limit; another limit → LimitMismatchError with limit; neither sends a release', async () => {
     const c = connect();
     const a = await c.session({ ttlMs: 60_000 });

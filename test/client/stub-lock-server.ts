@@ -183,8 +183,8 @@ export class StubLockServer {
   private semGrant(name: string, sid: string, limit: number, permits: number): Record<string, unknown> {
     let sem = this.sems.get(name);
     if (!sem) this.sems.set(name, (sem = { limit, holders: new Map(), waits: new Map() }));
-    const h = sem.holders.get(sid) ?? { permits: 0, token: this.nextToken++ };
-    h.permits += permits;
+    // as the real server: a holder's second acquire is the same grant (same permits, token)
+    const h = sem.holders.get(sid) ?? { permits, token: this.nextToken++ };
     sem.holders.set(sid, h);
     return { name, session_id: sid, permits: h.permits, limit: sem.limit, fencing_token: h.token, ttl_ms: 60_000 };
   }
@@ -209,6 +209,7 @@ export class StubLockServer {
     const mode = this.semMode;
     switch (mode.kind) {
       case 'serve': {
+        if (sem?.holders.has(sid)) return send(200, this.semGrant(name, sid, limit, permits));
         if (sem && sem.limit !== limit) return send(409, { error: { code: 'limit_mismatch', message: `the semaphore's limit is ${sem.limit}`, limit: sem.limit } });
         const used = this.inUse(name);
         if (used + permits > limit) return send(409, { error: { code: 'semaphore_full', message: 'full', in_use: used, limit } });

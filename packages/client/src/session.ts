@@ -155,7 +155,9 @@ export class Session extends EventEmitter<SessionEvents> {
     this.owner = ownerOf('lock', (l) => host.release(l.name, id, l.fencingToken), (l) => host.checkToken(l.name, l.fencingToken));
     // A semaphore release gives back all of this session's permits of the name (the
     // contract has no per-token release); the contract has no token check for semaphores.
-    this.semOwner = ownerOf('semaphore', (l) => host.releaseSemaphore(l.name, id), (l) =>
+    // A second acquire of a semaphore the session holds returns the same grant (same
+    // token, src/lock-fsm/semaphores.ts), so one release ends every grant object of it.
+    this.semOwner = ownerOf('semaphore', (l) => (this.dropGrants('semaphore', l.name, l), host.releaseSemaphore(l.name, id)), (l) =>
       Promise.reject(new InvalidRequestError('invalid_request', `semaphore ${l.name}: the server offers no fencing-token check for semaphores; check the token at the resource`)),
     );
     this.armLostTimer();
@@ -376,6 +378,9 @@ export class Session extends EventEmitter<SessionEvents> {
     if (running) return running;
     this.unresolved.delete(k);
     const p = (async () => {
+      // The release ends whatever this session holds of the name: no grant object of it
+      // may go on claiming it is held.
+      if (u.token === undefined || u.kind === 'semaphore') this.dropGrants(u.kind, u.name);
       try {
         const o = { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS };
         if (u.kind === 'lock') await this.host.release(u.name, this.id, u.token, o);
@@ -396,6 +401,15 @@ export class Session extends EventEmitter<SessionEvents> {
     })();
     this.cleanups.set(k, p);
     return p;
+  }
+
+  /** Aborts the signal of every grant of `kind` `name` in this session (but `except`). */
+  private dropGrants(kind: Kind, name: string, except?: Lock): void {
+    for (const l of [...this.locks]) {
+      if (l === except || l.name !== name || (l instanceof SemaphoreGrant) !== (kind === 'semaphore')) continue;
+      l.markLost(`${kind} ${name} (token ${l.fencingToken}) was released in session ${this.id}`);
+      this.locks.delete(l);
+    }
   }
 
   private stopTimers(): void {
