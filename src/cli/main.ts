@@ -8,6 +8,7 @@ import { writeDefaultClusterFile } from './default-cluster.js';
 import { DEFAULT_CONFIG, UsageError } from './commands/common.js';
 import { registerStatus } from './commands/status.js';
 import { registerLock } from './commands/lock.js';
+import { registerSemaphore } from './commands/semaphore.js';
 import { registerAcquire } from './commands/acquire.js';
 import { registerRelease } from './commands/release.js';
 import { registerRenew } from './commands/renew.js';
@@ -70,6 +71,7 @@ export function buildProgram(): Command {
   // client commands (src/cli/commands/*): each maps its own failures to exit codes
   registerStatus(program);
   registerLock(program);
+  registerSemaphore(program);
   registerAcquire(program);
   registerRelease(program);
   registerRenew(program);

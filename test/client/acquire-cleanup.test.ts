@@ -1,7 +1,7 @@
 // The SDK never leaves behind a grant its caller did not see (docs/client.md "An acquire
 // that fails never leaves a grant behind"), against a stub server that grants after the
 // caller gave up, answers 504 or drops the connection after granting, or refuses; and the
-// same for `raftlock lock`.
+// same for `raftlock lock` and `raftlock semaphore`.
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -144,8 +144,8 @@ describe('raftlock lock leaves no grant behind when its acquire fails', () => {
     await stub.close();
   });
 
-  function lockCmd(name: string, extra: string[]): { proc: ChildProcess; done: Promise<number | null> } {
-    const proc = spawn(process.execPath, [binPath, 'lock', name, '--endpoints', stub.url, '--wait', '10s', ...extra, '--', process.execPath, '-e', 'process.exit(0)'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, RAFTLOCK_ENDPOINTS: '' } });
+  function lockCmd(name: string, extra: string[], cmd: 'lock' | 'semaphore' = 'lock'): { proc: ChildProcess; done: Promise<number | null> } {
+    const proc = spawn(process.execPath, [binPath, cmd, name, '--endpoints', stub.url, '--wait', '10s', ...extra, '--', process.execPath, '-e', 'process.exit(0)'], { stdio: ['ignore', 'ignore', 'pipe'], env: { ...process.env, RAFTLOCK_ENDPOINTS: '' } });
     const timer = setTimeout(() => proc.kill('SIGKILL'), 20_000);
     const done = new Promise<number | null>((resolve) => proc.once('exit', (code) => (clearTimeout(timer), resolve(code))));
     return { proc, done };
@@ -169,5 +169,17 @@ describe('raftlock lock leaves no grant behind when its acquire fails', () => {
     assert.ok(stub.log.some((l) => l.method === 'DELETE'), 'the session was closed');
     await new Promise((r) => setTimeout(r, 1600)); // past the stub's grant time: it must not grant
     assert.equal(stub.holders.get('C2'), undefined);
+  });
+
+  it('raftlock semaphore: Ctrl-C while a grant is on its way → exits 130, its session is closed, the late grant never stays', async () => {
+    stub.semMode = { kind: 'grant-later', delayMs: 1500 };
+    stub.log.length = 0;
+    const { proc, done } = lockCmd('C3', ['--limit', '2'], 'semaphore');
+    await until(() => stub.log.some((l) => l.url === '/v1/semaphores/C3/acquire'), 10_000, 'the acquire reached the server');
+    proc.kill('SIGINT');
+    assert.equal(await done, 130);
+    assert.ok(stub.log.some((l) => l.method === 'DELETE'), 'the session was closed');
+    await new Promise((r) => setTimeout(r, 1600)); // past the stub's grant time: it must not grant
+    assert.equal(stub.inUse('C3'), 0);
   });
 });

@@ -53,7 +53,7 @@ if (mode === 'wait') {
   process.on('SIGTERM', () => fs.writeFileSync(out + '.term', String(Date.now())));
   setInterval(() => {}, 1000);
 }
-fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK }));
+fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK, semaphore: process.env.RAFTLOCK_SEMAPHORE, permits: process.env.RAFTLOCK_PERMITS }));
 if (mode !== 'wait' && mode !== 'stubborn') process.exit(Number(mode));`;
 
 describe('raftlock CLI against a real 3-node cluster', () => {
@@ -126,6 +126,42 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     const termAt = Number(readFileSync(`${out}.term`, 'utf8'));
     assert.ok(termAt - pausedAt < ttlMs, `SIGTERM came ${termAt - pausedAt} ms after the cluster stopped (ttl ${ttlMs})`);
     assert.match(r.stderr, /SIGKILL/, 'the stubborn command was killed');
+  });
+
+  it('semaphore holds permits while the command runs (token in its env), returns its code; full exits 1, another limit exits 2, both with one line', async () => {
+    const semInUse = async (name: string): Promise<number> => {
+      const r = await fetch(`${h.endpoints[0]}/v1/semaphores/${encodeURIComponent(name)}`);
+      return (await r.json() as { in_use: number }).in_use;
+    };
+    const out = join(dir, 'sem');
+    const r = await raftlock(['semaphore', 'jobs/pool', ...ep, '--limit', '3', '--permits', '2', '--', process.execPath, '-e', CHILD, out, '5']);
+    assert.equal(r.code, 5, r.stderr);
+    const env = JSON.parse(readFileSync(`${out}.env`, 'utf8')) as { token: string; session: string; semaphore: string; permits: string; lock?: string };
+    assert.match(env.token, /^[1-9]\d*$/);
+    assert.match(env.session, /^[A-Za-z0-9._~-]+$/);
+    assert.equal(env.semaphore, 'jobs/pool');
+    assert.equal(env.permits, '2');
+    assert.equal(env.lock, undefined);
+    assert.equal(await semInUse('jobs/pool'), 0, 'the permits were given back after the command exited');
+
+    const holder = join(dir, 'sem-holder');
+    let proc: ChildProcess | undefined;
+    const run = raftlock(['semaphore', 'jobs/one', ...ep, '--limit', '1', '--', process.execPath, '-e', CHILD, holder, 'wait'], { onSpawn: (p) => (proc = p) });
+    await eventually(async () => existsSync(`${holder}.env`), 10_000, 'the holder to start');
+    const full = await raftlock(['semaphore', 'jobs/one', ...ep, '--limit', '1', '--wait', '200ms', '--', process.execPath, '-e', CHILD, join(dir, 'sem-never'), '0']);
+    assert.equal(full.code, 1, full.stderr);
+    assert.equal(full.stderr.trim().split('\n').length, 1, full.stderr);
+    assert.match(full.stderr, /^raftlock semaphore: .*1 of 1 permits in use.*--wait/);
+    const mismatch = await raftlock(['semaphore', 'jobs/one', ...ep, '--limit', '4', '--', process.execPath, '-e', CHILD, join(dir, 'sem-never'), '0']);
+    assert.equal(mismatch.code, 2, mismatch.stderr);
+    assert.match(mismatch.stderr, /--limit 1/);
+    const usage = await raftlock(['semaphore', 'jobs/one', ...ep, '--', process.execPath, '-e', CHILD, join(dir, 'sem-never'), '0']);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--limit is required/);
+    assert.equal(existsSync(join(dir, 'sem-never.env')), false, 'the command never ran');
+    proc!.kill('SIGTERM');
+    assert.equal((await run).code, 0);
+    assert.equal(await semInUse('jobs/one'), 0);
   });
 
   it('forwards SIGTERM to the command and exits with its code', async () => {

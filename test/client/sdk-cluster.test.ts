@@ -69,6 +69,33 @@ describe('SDK against a real 3-node cluster', () => {
     await s2.close();
   });
 
+  it('withSemaphore: 4 concurrent holders of a limit of 2 are never more than 2 at once, and do reach 2; tokens are distinct', async () => {
+    const inside = { now: 0, max: 0 };
+    const tokens = new Set<number>();
+    const worker = async (c: RaftlockClient): Promise<void> => {
+      for (let round = 0; round < 3; round++) {
+        await c.withSemaphore('sdk/sem', async ({ fencingToken, signal, limit }) => {
+          assert.equal(limit, 2);
+          inside.now++;
+          inside.max = Math.max(inside.max, inside.now);
+          tokens.add(fencingToken);
+          await delay(40); // hold a while, so holders overlap
+          assert.equal(signal.aborted, false);
+          inside.now--;
+        }, { limit: 2, waitMs: 30_000, ttlMs: 10_000 });
+      }
+    };
+    await Promise.all([client(), client(), client(), client()].map(worker));
+    assert.ok(inside.max <= 2, `at most 2 holders at once, saw ${inside.max}`);
+    assert.equal(inside.max, 2, 'two holders did overlap');
+    assert.equal(tokens.size, 12, 'every grant has its own token');
+    const s = await client().session({ ttlMs: 10_000 });
+    const g = await s.semaphore('sdk/sem', { limit: 2, permits: 2 });
+    assert.equal(g.permits, 2, 'all permits are free again');
+    await g.release();
+    await s.close();
+  });
+
   it('withLock under contention from several clients keeps mutual exclusion; tokens increase', async () => {
     const resource = new FencedCounter();
     let inside = 0;

@@ -24,8 +24,20 @@ export interface Logged {
   body: Record<string, unknown>;
 }
 
+/** A stub semaphore: its limit and its holders' permits (docs/contract.md §4 "Semaphores"). */
+export interface StubSemaphore {
+  limit: number;
+  holders: Map<string, { permits: number; token: number }>;
+  /** sessions queued by 'grant-later', with the permits they asked for */
+  waits: Map<string, number>;
+}
+
 export class StubLockServer {
   acquireMode: AcquireMode = { kind: 'grant-later', delayMs: 300 };
+  /** how semaphore acquires are answered: 'serve' grants what fits and answers
+   *  semaphore_full / limit_mismatch at once (no waiting), or one of the AcquireModes */
+  semMode: AcquireMode | { kind: 'serve' } = { kind: 'serve' };
+  readonly sems = new Map<string, StubSemaphore>();
   /** answer this many release requests 500 before serving them */
   failReleases = 0;
   readonly log: Logged[] = [];
@@ -56,6 +68,17 @@ export class StubLockServer {
     for (const t of this.timers) clearTimeout(t);
     this.server?.closeAllConnections();
     await new Promise((r) => this.server?.close(r));
+  }
+
+  semReleases(name: string): Logged[] {
+    return this.log.filter((l) => l.method === 'POST' && l.url === `/v1/semaphores/${name}/release`);
+  }
+
+  /** permits in use of semaphore `name` */
+  inUse(name: string): number {
+    let n = 0;
+    for (const h of this.sems.get(name)?.holders.values() ?? []) n += h.permits;
+    return n;
   }
 
   releases(name: string): Logged[] {
@@ -104,8 +127,14 @@ export class StubLockServer {
         released.push(n);
       }
       for (const w of this.waits.values()) w.delete(sid);
+      for (const sem of this.sems.values()) {
+        sem.holders.delete(sid);
+        sem.waits.delete(sid);
+      }
       return send(200, { released });
     }
+    const sm = /^\/v1\/semaphores\/([^/]+)\/(acquire|release)$/.exec(url);
+    if (sm) return this.handleSemaphore(decodeURIComponent(sm[1]!), sm[2]!, body, res, send, err);
     const m = /^\/v1\/locks\/([^/]+)\/(acquire|release)$/.exec(url);
     if (!m) return err(404, 'not_found');
     const name = decodeURIComponent(m[1]!);
@@ -144,6 +173,67 @@ export class StubLockServer {
         return err(504, 'timeout');
       case 'apply-then-drop':
         this.grant(name, sid);
+        res.socket?.destroy();
+        return;
+      case 'refuse':
+        return err(mode.status, mode.code);
+    }
+  }
+
+  private semGrant(name: string, sid: string, limit: number, permits: number): Record<string, unknown> {
+    let sem = this.sems.get(name);
+    if (!sem) this.sems.set(name, (sem = { limit, holders: new Map(), waits: new Map() }));
+    // as the real server: a holder's second acquire is the same grant (same permits, token)
+    const h = sem.holders.get(sid) ?? { permits, token: this.nextToken++ };
+    sem.holders.set(sid, h);
+    return { name, session_id: sid, permits: h.permits, limit: sem.limit, fencing_token: h.token, ttl_ms: 60_000 };
+  }
+
+  /** As the real server: a release gives back the session's permits and does NOT withdraw
+   *  a queued wait (src/lock-fsm/semaphores.ts). */
+  private handleSemaphore(name: string, action: string, body: Record<string, unknown>, res: ServerResponse, send: (status: number, b: unknown) => void, err: (status: number, code: string) => void): void {
+    const sid = String(body.session_id);
+    if (!this.sessions.has(sid)) return err(404, 'session_not_found');
+    const sem = this.sems.get(name);
+    if (action === 'release') {
+      if (this.failReleases > 0) {
+        this.failReleases--;
+        return err(500, 'internal');
+      }
+      if (!sem?.holders.delete(sid)) return err(409, 'not_holder');
+      if (sem.holders.size === 0 && sem.waits.size === 0) this.sems.delete(name);
+      return send(200, { name, released: true });
+    }
+    const limit = Number(body.limit);
+    const permits = Number(body.permits ?? 1);
+    const mode = this.semMode;
+    switch (mode.kind) {
+      case 'serve': {
+        if (sem?.holders.has(sid)) return send(200, this.semGrant(name, sid, limit, permits));
+        if (sem && sem.limit !== limit) return send(409, { error: { code: 'limit_mismatch', message: `the semaphore's limit is ${sem.limit}`, limit: sem.limit } });
+        const used = this.inUse(name);
+        if (used + permits > limit) return send(409, { error: { code: 'semaphore_full', message: 'full', in_use: used, limit } });
+        return send(200, this.semGrant(name, sid, limit, permits));
+      }
+      case 'grant-later': {
+        let s2 = sem;
+        if (!s2) this.sems.set(name, (s2 = { limit, holders: new Map(), waits: new Map() }));
+        s2.waits.set(sid, permits);
+        const q = s2;
+        return this.later(mode.delayMs, () => {
+          if (!q.waits.delete(sid)) return err(409, 'semaphore_full');
+          send(200, this.semGrant(name, sid, limit, permits));
+        });
+      }
+      case 'answer-late': {
+        const g = this.semGrant(name, sid, limit, permits);
+        return this.later(mode.delayMs, () => send(200, g));
+      }
+      case 'apply-then-504':
+        this.semGrant(name, sid, limit, permits);
+        return err(504, 'timeout');
+      case 'apply-then-drop':
+        this.semGrant(name, sid, limit, permits);
         res.socket?.destroy();
         return;
       case 'refuse':

@@ -11,10 +11,11 @@ import { InvalidRequestError, LockLostError } from './errors.js';
 import { normalizeEndpoint } from './endpoints.js';
 import { HttpCaller, type Answer, type CallSpec } from './http.js';
 import type { Lock } from './lock.js';
-import { Session, type SessionLockOptions } from './session.js';
+import type { SemaphoreGrant } from './semaphore.js';
+import { Session, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
 import {
-  decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSessionGrant, decodeSessionInfo, lockPath, sessionPath,
-  type ClusterInfo, type Grant, type LockInfo, type SessionGrant, type SessionInfo,
+  decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSessionGrant, decodeSessionInfo, lockPath, semaphorePath, sessionPath,
+  type ClusterInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SessionGrant, type SessionInfo,
 } from './wire.js';
 
 export interface ClientOptions {
@@ -79,6 +80,36 @@ export interface WithLockContext {
 
 export interface WithLockOptions extends SessionLockOptions {
   /** ttl of the session withLock opens (ignored when `session` is given) */
+  ttlMs?: number;
+  /** use this open session instead of opening one */
+  session?: Session;
+  safetyMarginMs?: number;
+}
+
+export interface SemaphoreAcquireOptions {
+  /** hold it in this session; without one the server opens a new session with ttlMs */
+  sessionId?: string;
+  ttlMs?: number;
+  limit: number;
+  permits?: number;
+  waitMs?: number;
+  owner?: string;
+  signal?: AbortSignal;
+  idempotencyKey?: string;
+}
+
+export interface WithSemaphoreContext {
+  fencingToken: number;
+  permits: number;
+  limit: number;
+  /** aborts when the grant can no longer be proven held: stop touching the resource */
+  signal: AbortSignal;
+  sessionId: string;
+  grant: SemaphoreGrant;
+}
+
+export interface WithSemaphoreOptions extends SessionSemaphoreOptions {
+  /** ttl of the session withSemaphore opens (ignored when `session` is given) */
   ttlMs?: number;
   /** use this open session instead of opening one */
   session?: Session;
@@ -222,6 +253,39 @@ export class RaftlockClient {
     return current;
   }
 
+  // ---- semaphores (docs/contract.md §4 "Semaphores") -----------------------------------
+
+  /** POST /v1/semaphores/{name}/acquire. SemaphoreFullError when full past waitMs,
+   *  LimitMismatchError when busy under another limit. */
+  async acquireSemaphore(name: string, o: SemaphoreAcquireOptions): Promise<SemaphoreGrantInfo & { sentAt: number }> {
+    const waitMs = o.waitMs ?? 0;
+    const base: Record<string, unknown> = { limit: o.limit };
+    if (o.permits !== undefined) base.permits = o.permits;
+    if (o.sessionId !== undefined) base.session_id = o.sessionId;
+    if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
+    if (o.owner !== undefined) base.owner = o.owner;
+    // A retry (same Idempotency-Key) asks only for the wait that is left.
+    const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
+    const a = await this.mutate({ method: 'POST', path: semaphorePath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
+    return { ...decodeSemaphoreGrant(a.body, `acquire semaphore ${name}`), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/semaphores/{name}/release: gives back every permit the session holds of it
+   *  (NotHolderError when it holds none). */
+  async releaseSemaphore(name: string, sessionId: string, o: { signal?: AbortSignal; idempotencyKey?: string; budgetMs?: number } = {}): Promise<void> {
+    const deadline = o.budgetMs !== undefined ? this.clock() + o.budgetMs : undefined;
+    await this.mutate({ method: 'POST', path: semaphorePath(name, 'release'), body: { session_id: sessionId }, signal: o.signal, ...opt('deadline', deadline) }, o.idempotencyKey);
+  }
+
+  /**
+   * Takes permits of semaphore `name`, runs `fn`, releases in `finally` — withLock's rules
+   * (fn runs at most once; LockLostError if the grant was lost before fn settled).
+   */
+  async withSemaphore<T>(name: string, fn: (ctx: WithSemaphoreContext) => Promise<T> | T, o: WithSemaphoreOptions): Promise<T> {
+    return this.withGrant(o, (session) => session.semaphore(name, { limit: o.limit, ...opt('permits', o.permits), ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal) }),
+      (g, session) => fn({ fencingToken: g.fencingToken, permits: g.permits, limit: g.limit, signal: g.signal, sessionId: session.id, grant: g }));
+  }
+
   /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */
   async cluster(o: { endpoint?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ClusterInfo & { endpoint: string }> {
     const deadline = o.timeoutMs === undefined ? undefined : this.clock() + o.timeoutMs;
@@ -237,15 +301,24 @@ export class RaftlockClient {
    * (`.result` holds fn's value, `.cause` its error) — the work was not protected.
    */
   async withLock<T>(name: string, fn: (ctx: WithLockContext) => Promise<T> | T, o: WithLockOptions = {}): Promise<T> {
+    return this.withGrant(o, (session) => session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode) }),
+      (l, session) => fn({ fencingToken: l.fencingToken, signal: l.signal, sessionId: session.id, lock: l }));
+  }
+
+  /** withLock and withSemaphore: session (own or given), acquire, run once, release in finally. */
+  private async withGrant<L extends Lock, T>(
+    o: { session?: Session; ttlMs?: number; owner?: string; safetyMarginMs?: number; signal?: AbortSignal },
+    acquire: (session: Session) => Promise<L>, run: (l: L, session: Session) => Promise<T> | T,
+  ): Promise<T> {
     const own = o.session === undefined;
     const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
-    let lock: Lock | undefined;
+    let lock: L | undefined;
     try {
-      lock = await session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode) });
+      lock = await acquire(session);
       const l = lock;
       let value: T;
       try {
-        value = await fn({ fencingToken: l.fencingToken, signal: l.signal, sessionId: session.id, lock: l });
+        value = await run(l, session);
       } catch (err) {
         if (l.signal.aborted && l.signal.reason instanceof LockLostError && !(err instanceof LockLostError)) throw lostWith(l.signal.reason, { cause: err });
         throw err;
@@ -286,6 +359,8 @@ export class RaftlockClient {
       keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
       acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared' }) => this.acquire(name, p),
       release: (name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }) => this.release(name, sessionId, fencingToken, o ?? {}),
+      acquireSemaphoreFor: (name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal }) => this.acquireSemaphore(name, p),
+      releaseSemaphore: (name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.releaseSemaphore(name, sessionId, o ?? {}),
       checkToken: (name: string, token: number) => this.checkToken(name, token),
       closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),
       warn: (m: string, e?: unknown) => this.warn(m, e),

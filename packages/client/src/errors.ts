@@ -136,6 +136,29 @@ export class LockLostError extends RaftlockError {
   }
 }
 
+/** 409 semaphore_full: the semaphore had no room for the permits and the wait (if any) ran out. */
+export class SemaphoreFullError extends RaftlockError {
+  /** permits in use when the wait ended (undefined when the answer did not say) */
+  readonly inUse: number | undefined;
+  readonly limit: number | undefined;
+  constructor(message: string, inUse: number | undefined, limit: number | undefined, opts: RaftlockErrorOptions = {}) {
+    super('semaphore_full', message, opts);
+    this.name = 'SemaphoreFullError';
+    this.inUse = inUse;
+    this.limit = limit;
+  }
+}
+
+/** 409 limit_mismatch: the semaphore has holders or waiters under another limit (`limit`). */
+export class LimitMismatchError extends RaftlockError {
+  readonly limit: number | undefined;
+  constructor(message: string, limit: number | undefined, opts: RaftlockErrorOptions = {}) {
+    super('limit_mismatch', message, opts);
+    this.name = 'LimitMismatchError';
+    this.limit = limit;
+  }
+}
+
 /** Decodes the contract's `holder` object ({ session_id, owner, fencing_token }). */
 export function decodeHolder(v: unknown): HolderInfo | undefined {
   if (typeof v !== 'object' || v === null) return undefined;
@@ -160,6 +183,10 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
       return new LockHeldError(message, decodeHolder(e.holder), opts);
     case 'not_holder':
       return new NotHolderError(message, opts);
+    case 'semaphore_full':
+      return new SemaphoreFullError(message, count(e.in_use), count(e.limit), opts);
+    case 'limit_mismatch':
+      return new LimitMismatchError(message, count(e.limit), opts);
     case 'session_not_found':
       return new SessionNotFoundError(message, opts);
     case 'unavailable':
@@ -178,6 +205,10 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
     default:
       return new RaftlockError(code, message, opts);
   }
+}
+
+function count(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v >= 0 ? v : undefined;
 }
 
 /** The code to assume when an error answer has no parsable body (a proxy, a crash page). */

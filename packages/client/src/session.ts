@@ -17,7 +17,8 @@ import { EventEmitter } from 'node:events';
 import { LockLostError, RaftlockError, SessionLostError, SessionNotFoundError, InvalidRequestError, PermissionDeniedError, NotHolderError } from './errors.js';
 import { definitelyNotApplied } from './outcome.js';
 import { Lock, type LockOwner } from './lock.js';
-import type { Grant } from './wire.js';
+import { SemaphoreGrant } from './semaphore.js';
+import type { Grant, SemaphoreGrantInfo } from './wire.js';
 
 /** The slice of RaftlockClient a Session uses. */
 export interface SessionHost {
@@ -26,6 +27,9 @@ export interface SessionHost {
   keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number }>;
   acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared' }): Promise<Grant & { sentAt: number }>;
   release(name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
+  acquireSemaphoreFor(name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal }): Promise<SemaphoreGrantInfo & { sentAt: number }>;
+  /** gives back every permit this session holds of `name` */
+  releaseSemaphore(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   checkToken(name: string, fencingToken: number): Promise<boolean>;
   closeSession(sessionId: string, opts?: { budgetMs?: number }): Promise<{ released: string[] }>;
   warn(message: string, err?: unknown): void;
@@ -48,6 +52,28 @@ export interface SessionLockOptions {
   mode?: 'exclusive' | 'shared';
 }
 
+export interface SessionSemaphoreOptions {
+  /** the semaphore's limit (1–10000); must match the limit of a busy semaphore (else LimitMismatchError) */
+  limit: number;
+  /** permits to take (default 1, at most limit) */
+  permits?: number;
+  /** how long to wait in the FIFO queue (default 0: fail at once with SemaphoreFullError) */
+  waitMs?: number;
+  owner?: string;
+  signal?: AbortSignal;
+}
+
+/** Locks and semaphores are separate name spaces; cleanups are kept per resource. */
+type Kind = 'lock' | 'semaphore';
+interface Unresolved {
+  kind: Kind;
+  name: string;
+  /** the grant's token (undefined: whatever this session holds of it, and its wait) */
+  token: number | undefined;
+  /** semaphores: client clock until which a wait of the failed acquire may still be granted */
+  waitUntil?: number;
+}
+
 type SessionEvents = {
   lost: [SessionLostError];
   keepalive: [{ sentAt: number; provenUntil: number }];
@@ -58,6 +84,13 @@ const MAX_WAIT_PER_REQUEST_MS = 300_000;
 /** How long a failed acquire's cleanup release may delay the acquire's error; after that
  *  it is retried after every acknowledged keepalive (docs/client.md). */
 const CLEANUP_BUDGET_MS = 5000;
+/** Allowance for a semaphore acquire's queued wait to outlive its request on the client's
+ *  clock (its arrival lags its send; the server ends it by its own timer). */
+const SEM_WAIT_SLACK_MS = 2000;
+
+function key(kind: Kind, name: string): string {
+  return `${kind}\0${name}`;
+}
 
 export function defaultSafetyMarginMs(ttlMs: number): number {
   return Math.min(2000, Math.max(20, Math.round(ttlMs / 10)));
@@ -80,11 +113,12 @@ export class Session extends EventEmitter<SessionEvents> {
   private lostTimer: NodeJS.Timeout | undefined;
   private inflight = false;
   private readonly owner: LockOwner;
-  /** cleanup releases in flight, by lock name (docs/client.md "An acquire that fails…") */
+  private readonly semOwner: LockOwner;
+  /** cleanup releases in flight, by kind and name (docs/client.md "An acquire that fails…") */
   private readonly cleanups = new Map<string, Promise<void>>();
-  /** names whose cleanup release failed: name → the grant's token (undefined: any grant
-   *  or wait of this session); released again after every acknowledged keepalive */
-  private readonly unresolved = new Map<string, number | undefined>();
+  /** resources whose cleanup release failed (by kind and name); released again after
+   *  every acknowledged keepalive */
+  private readonly unresolved = new Map<string, Unresolved>();
 
   /** @internal use RaftlockClient.session() */
   constructor(private readonly host: SessionHost, id: string, timing: SessionTiming, openedSentAt: number) {
@@ -102,22 +136,30 @@ export class Session extends EventEmitter<SessionEvents> {
     this.lost = new Promise((resolve) => (this.resolveLost = resolve));
     this.lastAckSent = openedSentAt;
     this.proven = openedSentAt + this.ttlMs - this.safetyMarginMs;
-    this.owner = {
+    const ownerOf = (kind: Kind, release: (l: Lock) => Promise<void>, check: (l: Lock) => Promise<boolean>): LockOwner => ({
       id,
       provenUntil: () => this.provenUntil,
       now: () => host.now(),
       isOpen: () => this.state === 'open',
       releaseLock: (l) =>
-        host.release(l.name, id, l.fencingToken).catch((err: unknown) => {
-          // Unless the server answered (not_holder: it is not ours any more), the lock may
+        release(l).catch((err: unknown) => {
+          // Unless the server answered (not_holder: it is not ours any more), the grant may
           // still be held while the keepalives go on: retry the release with them.
           const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
-          if (!answered && this.state === 'open') this.unresolved.set(l.name, l.fencingToken);
+          if (!answered && this.state === 'open') this.unresolved.set(key(kind, l.name), { kind, name: l.name, token: l.fencingToken });
           throw err;
         }),
-      checkLock: (l) => host.checkToken(l.name, l.fencingToken),
+      checkLock: check,
       forget: (l) => this.locks.delete(l),
-    };
+    });
+    this.owner = ownerOf('lock', (l) => host.release(l.name, id, l.fencingToken), (l) => host.checkToken(l.name, l.fencingToken));
+    // A semaphore release gives back all of this session's permits of the name (the
+    // contract has no per-token release); the contract has no token check for semaphores.
+    // A second acquire of a semaphore the session holds returns the same grant (same
+    // token, src/lock-fsm/semaphores.ts), so one release ends every grant object of it.
+    this.semOwner = ownerOf('semaphore', (l) => (this.dropGrants('semaphore', l.name, l), host.releaseSemaphore(l.name, id)), (l) =>
+      Promise.reject(new InvalidRequestError('invalid_request', `semaphore ${l.name}: the server offers no fencing-token check for semaphores; check the token at the resource`)),
+    );
     this.armLostTimer();
     this.scheduleKeepalive(this.jittered());
   }
@@ -153,33 +195,71 @@ export class Session extends EventEmitter<SessionEvents> {
    * throws, so that no grant the caller never saw is left behind (docs/client.md).
    */
   async lock(name: string, opts: SessionLockOptions = {}): Promise<Lock> {
+    return this.acquireIn('lock', name, opts, 'lock_held',
+      (waitMs, signal) => this.host.acquireFor(name, { sessionId: this.id, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}) }),
+      (g) => new Lock(this.owner, g));
+  }
+
+  /**
+   * Takes `permits` (default 1) of semaphore `name` of `limit` in this session, with the
+   * same rules as lock(): waits up to `waitMs` in the FIFO queue, then throws
+   * SemaphoreFullError; LimitMismatchError when the semaphore is busy under another
+   * limit; an acquire that ends without a definite "not applied" releases the semaphore
+   * in this session before it throws (docs/client.md). The grant's `signal` aborts when
+   * the session can no longer be proven alive.
+   */
+  async semaphore(name: string, opts: SessionSemaphoreOptions): Promise<SemaphoreGrant> {
+    const limit = opts?.limit;
+    const permits = opts?.permits ?? 1;
+    if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw new InvalidRequestError('invalid_request', `limit must be a whole number in 1..10000, got ${String(limit)}`);
+    if (!Number.isSafeInteger(permits) || permits < 1 || permits > limit) throw new InvalidRequestError('invalid_request', `permits must be a whole number in 1..limit (${limit}), got ${String(permits)}`);
+    return this.acquireIn('semaphore', name, opts, 'semaphore_full',
+      (waitMs, signal) => this.host.acquireSemaphoreFor(name, { sessionId: this.id, limit, permits, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}) }),
+      (g) => new SemaphoreGrant(this.semOwner, g));
+  }
+
+  /**
+   * The acquire loop of locks and semaphores: re-queues waits longer than the contract's
+   * longest, renews the proof from a grant, and cleans up after every acquire that may
+   * have taken effect unseen (docs/client.md "An acquire that fails…").
+   */
+  private async acquireIn<G extends { name: string; fencingToken: number; sentAt: number }, L extends Lock>(
+    kind: Kind, name: string, opts: { waitMs?: number; signal?: AbortSignal }, fullCode: string,
+    call: (waitMs: number, signal: AbortSignal) => Promise<G>, make: (g: G) => L,
+  ): Promise<L> {
     this.assertOpen();
     const waitMs = opts.waitMs ?? 0;
     if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new InvalidRequestError('invalid_request', `waitMs must be a whole number of ms >= 0, got ${waitMs}`);
     opts.signal?.throwIfAborted();
+    const k = key(kind, name);
     // A cleanup of an earlier acquire of this name must not release what this one gets.
-    await this.cleanups.get(name);
-    this.unresolved.delete(name);
+    await this.cleanups.get(k);
+    this.unresolved.delete(k);
     this.assertOpen();
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
     const until = this.host.now() + waitMs;
     for (;;) {
       const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
-      let g: Grant & { sentAt: number };
+      let g: G;
       try {
-        g = await this.host.acquireFor(name, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}) });
+        g = await call(chunk, signal);
       } catch (err) {
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
-        if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;
+        if (err instanceof RaftlockError && err.code === fullCode && this.host.now() < until - 1) continue;
         // The server may have granted it (or still queue this session and grant it later).
-        // A lost or closed session needs nothing: its end frees its locks and waits.
-        if (!definitelyNotApplied(err) && this.state === 'open') await this.cleanUp(name, undefined);
+        // A lost or closed session needs nothing: its end frees its grants and waits.
+        if (!definitelyNotApplied(err) && this.state === 'open') {
+          // A semaphore release does not withdraw a queued wait (src/lock-fsm/semaphores.ts),
+          // so until that wait has surely ended a "not_holder" answer proves nothing.
+          const entry: Unresolved = { kind, name, token: undefined, ...(kind === 'semaphore' ? { waitUntil: this.host.now() + chunk + SEM_WAIT_SLACK_MS } : {}) };
+          await this.cleanUp(entry);
+        }
         throw err;
       }
       // A granted acquire renewed the session from its arrival (spec: "A successful acquire
       // … also renews its session"), which is no earlier than its send time.
       this.noteAck(g.sentAt);
-      const lock = new Lock(this.owner, g);
+      const lock = make(g);
       this.locks.add(lock);
       if (this.state !== 'open') {
         lock.markLost(`session ${this.id} was lost while acquiring ${name}`);
@@ -189,9 +269,9 @@ export class Session extends EventEmitter<SessionEvents> {
         // Granted after a long wait whose only proof is older than the lease: we cannot
         // prove holding it, so we do not claim to (keepalives normally prevent this), and
         // give it back rather than keep a grant nobody uses.
-        lock.markLost(`lock ${name} was granted but the session could not be proven alive`);
+        lock.markLost(`${kind} ${name} was granted but the session could not be proven alive`);
         await lock.release().catch((err: unknown) => {
-          if (!(err instanceof NotHolderError)) this.host.warn(`could not release ${name} (token ${lock.fencingToken}), granted while the session could not be proven alive; retrying after the next keepalive`, err);
+          if (!(err instanceof NotHolderError)) this.host.warn(`could not release ${kind} ${name} (token ${lock.fencingToken}), granted while the session could not be proven alive; retrying after the next keepalive`, err);
         });
       }
       return lock;
@@ -272,7 +352,7 @@ export class Session extends EventEmitter<SessionEvents> {
       const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
       this.noteAck(r.sentAt);
       this.scheduleKeepalive(this.jittered());
-      for (const [name, token] of this.unresolved) void this.cleanUp(name, token);
+      for (const u of [...this.unresolved.values()]) void this.cleanUp(u);
     } catch (err) {
       if (this.state !== 'open') return;
       if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id} (expired or closed)`, err);
@@ -288,27 +368,48 @@ export class Session extends EventEmitter<SessionEvents> {
    * Releases `name` in this session after an acquire whose outcome the caller never saw
    * (token undefined: whatever this session holds of it, and its wait — docs/api.md
    * "Release"), or a grant it could not use (its token). 200, 409 not_holder and 404 all
-   * mean nothing is left; any other failure keeps the name unresolved for the keepalives
-   * to retry. Never throws.
+   * mean nothing is left — except a semaphore's not_holder before its wait surely ended,
+   * which is retried with the keepalives until then; any other failure keeps the name
+   * unresolved for the keepalives to retry. Never throws.
    */
-  private cleanUp(name: string, token: number | undefined): Promise<void> {
-    const running = this.cleanups.get(name);
+  private cleanUp(u: Unresolved): Promise<void> {
+    const k = key(u.kind, u.name);
+    const running = this.cleanups.get(k);
     if (running) return running;
-    this.unresolved.delete(name);
+    this.unresolved.delete(k);
     const p = (async () => {
+      // The release ends whatever this session holds of the name: no grant object of it
+      // may go on claiming it is held.
+      if (u.token === undefined || u.kind === 'semaphore') this.dropGrants(u.kind, u.name);
       try {
-        await this.host.release(name, this.id, token, { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS });
+        const o = { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS };
+        if (u.kind === 'lock') await this.host.release(u.name, this.id, u.token, o);
+        else await this.host.releaseSemaphore(u.name, this.id, o);
       } catch (err) {
-        if (err instanceof NotHolderError || this.state !== 'open') return;
+        if (this.state !== 'open') return;
+        if (err instanceof NotHolderError) {
+          // Nothing held now; a semaphore wait may still be queued and granted later.
+          if (u.waitUntil !== undefined && this.host.now() < u.waitUntil) this.unresolved.set(k, u);
+          return;
+        }
         if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id}`, err);
-        this.unresolved.set(name, token);
-        this.host.warn(`could not release ${name} in session ${this.id} after an acquire that did not succeed; retrying after the next keepalive (closing the session also frees it)`, err);
+        this.unresolved.set(k, u);
+        this.host.warn(`could not release ${u.kind} ${u.name} in session ${this.id} after an acquire that did not succeed; retrying after the next keepalive (closing the session also frees it)`, err);
       } finally {
-        this.cleanups.delete(name);
+        this.cleanups.delete(k);
       }
     })();
-    this.cleanups.set(name, p);
+    this.cleanups.set(k, p);
     return p;
+  }
+
+  /** Aborts the signal of every grant of `kind` `name` in this session (but `except`). */
+  private dropGrants(kind: Kind, name: string, except?: Lock): void {
+    for (const l of [...this.locks]) {
+      if (l === except || l.name !== name || (l instanceof SemaphoreGrant) !== (kind === 'semaphore')) continue;
+      l.markLost(`${kind} ${name} (token ${l.fencingToken}) was released in session ${this.id}`);
+      this.locks.delete(l);
+    }
   }
 
   private stopTimers(): void {

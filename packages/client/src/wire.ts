@@ -15,6 +15,16 @@ export interface Grant {
   mode: 'exclusive' | 'shared';
 }
 
+/** A semaphore grant: `permits` of `limit`, with a token from the one global sequence. */
+export interface SemaphoreGrantInfo {
+  name: string;
+  sessionId: string;
+  fencingToken: number;
+  ttlMs: number;
+  permits: number;
+  limit: number;
+}
+
 export interface SessionGrant {
   sessionId: string;
   ttlMs: number;
@@ -82,6 +92,13 @@ export function decodeGrant(v: unknown, what: string): Grant {
   return g;
 }
 
+export function decodeSemaphoreGrant(v: unknown, what: string): SemaphoreGrantInfo {
+  const o = obj(v, what);
+  const g: SemaphoreGrantInfo = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what), permits: num(o, 'permits', what), limit: num(o, 'limit', what) };
+  if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
+  return g;
+}
+
 export function decodeSessionGrant(v: unknown, what: string): SessionGrant {
   const o = obj(v, what);
   return { sessionId: str(o, 'session_id', what), ttlMs: num(o, 'ttl_ms', what) };
@@ -137,6 +154,12 @@ export function decodeCluster(v: unknown, what: string): ClusterInfo {
 export function lockPath(name: string, action?: 'acquire' | 'renew' | 'release' | 'check'): string {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'lock name must be a non-empty string');
   return `/v1/locks/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
+}
+
+/** As lockPath, for /v1/semaphores/{name} (docs/contract.md §4 "Semaphores"). */
+export function semaphorePath(name: string, action?: 'acquire' | 'release' | 'limit'): string {
+  if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'semaphore name must be a non-empty string');
+  return `/v1/semaphores/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
 }
 
 export function sessionPath(id: string, suffix = ''): string {

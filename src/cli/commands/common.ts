@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../../config.js';
 import {
-  DurationError, InvalidRequestError, LockHeldError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
+  DurationError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
   PermissionDeniedError, RaftlockClient, RaftlockError, SessionLostError, SessionNotFoundError, UnavailableError,
 } from '@raftlock/client';
 
@@ -154,6 +154,8 @@ export function describeError(err: unknown): { code: number; line: string; error
     const who = err.holder ? ` (holder: session ${err.holder.sessionId}${err.holder.owner ? `, owner ${err.holder.owner}` : ''}, token ${err.holder.fencingToken})` : ' (in lock-delay after its holder expired)';
     return { code: EXIT.held, line: `${msg}${who}; wait with --wait 30s or try again later`, errorCode: err.code };
   }
+  if (err instanceof SemaphoreFullError) return { code: EXIT.held, line: `${msg}${err.inUse !== undefined && err.limit !== undefined ? ` (${err.inUse} of ${err.limit} permits in use)` : ''}; wait with --wait 30s or try again later`, errorCode: err.code };
+  if (err instanceof LimitMismatchError) return { code: EXIT.usage, line: `${msg}; it is busy with --limit ${err.limit ?? '?'}: use that limit (or wait until it is idle)`, errorCode: err.code };
   if (err instanceof NotHolderError) return { code: EXIT.held, line: `${msg}; the lock was released, expired or re-granted — acquire it again`, errorCode: err.code };
   if (err instanceof SessionNotFoundError) return { code: EXIT.lost, line: `${msg}; the session expired or was closed — open a new one`, errorCode: err.code };
   if (err instanceof SessionLostError || err instanceof LockLostError) return { code: EXIT.lost, line: msg, errorCode: err.code };

@@ -16,11 +16,7 @@ import type { Lock, RaftlockClient, Session } from '@raftlock/client';
 import { formatDuration } from '@raftlock/client';
 import { durationFlag, EXIT, makeClient, reportError, withClientOptions, type ClientFlags } from './common.js';
 
-interface Flags extends ClientFlags {
-  ttl: string;
-  wait: string;
-  owner?: string;
-  killGrace: string;
+interface Flags extends HoldFlags {
   /** --shared: a shared (read) lock */
   shared?: boolean;
 }
@@ -29,15 +25,12 @@ const FORWARDED: NodeJS.Signals[] = ['SIGINT', 'SIGTERM', 'SIGHUP', 'SIGQUIT'];
 
 export function registerLock(program: Command): void {
   withClientOptions(
-    program
+    holdOptions(program
       .command('lock')
       .description("hold a lock while a command runs; exits with the command's code (4 if the lock was lost)")
       .argument('<name>', 'lock name')
-      .argument('<command...>', 'the command and its arguments, after --')
-      .option('--ttl <duration>', 'session ttl: how long the lock survives if raftlock dies', '10s')
-      .option('--wait <duration>', 'how long to wait for the lock before giving up (exit 1)', '30s')
-      .option('--owner <text>', 'who holds it, shown by get/ls (default: host:pid)')
-      .option('--kill-grace <duration>', 'after the lock is lost: time between SIGTERM and SIGKILL', '10s')
+      .argument('<command...>', 'the command and its arguments, after --'), 'lock',
+  )
       .option('--shared', 'take it shared (a read lock): other shared holders may hold it too')
       .addHelpText('after', '\nExample:\n  raftlock lock nightly-report --ttl 30s -- ./report.sh --date today\n\nThe command sees RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK.'),
   ).action(async (name: string, command: string[], f: Flags) => {
@@ -46,6 +39,37 @@ export function registerLock(program: Command): void {
 }
 
 export async function runLock(name: string, command: string[], f: Flags): Promise<number> {
+  return holdWhileRunning('lock', name, command, f, (session, o) =>
+    session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...(f.shared === true ? { mode: 'shared' as const } : {}) }));
+}
+
+/** The options of every "hold while CMD runs" command (lock, semaphore). */
+export function holdOptions(cmd: Command, what: 'lock' | 'semaphore'): Command {
+  return cmd
+    .option('--ttl <duration>', `session ttl: how long the ${what} survives if raftlock dies`, '10s')
+    .option('--wait <duration>', `how long to wait for the ${what} before giving up (exit 1)`, '30s')
+    .option('--owner <text>', 'who holds it, shown by get/ls (default: host:pid)')
+    .option('--kill-grace <duration>', `after the ${what} is lost: time between SIGTERM and SIGKILL`, '10s');
+}
+
+/** The flags every "hold while CMD runs" command has (lock, semaphore). */
+export interface HoldFlags extends ClientFlags {
+  ttl: string;
+  wait: string;
+  owner?: string;
+  killGrace: string;
+}
+
+/**
+ * `raftlock lock` and `raftlock semaphore`: open a session, `take` the grant in it (Ctrl-C
+ * while waiting gives up cleanly, 130), run CMD while it is held, close the session (which
+ * releases the grant in one committed command) and return CMD's exit code.
+ */
+export async function holdWhileRunning<L extends Lock = Lock>(
+  what: 'lock' | 'semaphore', name: string, command: string[], f: HoldFlags,
+  take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
+  extraEnv: (lock: L) => Record<string, string> = () => ({}),
+): Promise<number> {
   let client: RaftlockClient | undefined;
   let session: Session | undefined;
   try {
@@ -53,25 +77,28 @@ export async function runLock(name: string, command: string[], f: Flags): Promis
     const waitMs = durationFlag(f.wait, '--wait');
     const graceMs = durationFlag(f.killGrace, '--kill-grace');
     client = makeClient(f);
-    const got = await acquire(client, name, { ttlMs, waitMs, owner: f.owner ?? `${hostname()}:${process.pid}`, shared: f.shared === true });
+    const got = await acquire(what, client, name, { ttlMs, waitMs, owner: f.owner ?? `${hostname()}:${process.pid}` }, take);
     if (typeof got === 'number') return got;
     session = got.session;
-    return await runWhileHeld(got.lock, command, graceMs);
+    return await runWhileHeld(what, got.lock, command, graceMs, extraEnv(got.lock));
   } catch (err) {
-    return reportError('lock', err, f.json === true);
+    return reportError(what, err, f.json === true);
   } finally {
     if (session) {
-      // Closing the session releases the lock in one committed command.
+      // Closing the session releases the grant in one committed command.
       await session.close().catch((err: unknown) =>
-        process.stderr.write(`raftlock lock: could not release ${name} (${(err as Error).message}); it frees itself when the session's ttl runs out\n`),
+        process.stderr.write(`raftlock ${what}: could not release ${name} (${(err as Error).message}); it frees itself when the session's ttl runs out\n`),
       );
     }
     await client?.close().catch(() => undefined);
   }
 }
 
-/** Opens the session and waits for the lock; Ctrl-C while waiting gives up cleanly (130). */
-async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number; waitMs: number; owner: string; shared: boolean }): Promise<{ session: Session; lock: Lock } | number> {
+/** Opens the session and waits for the grant; Ctrl-C while waiting gives up cleanly (130). */
+async function acquire<L extends Lock>(
+  what: string, client: RaftlockClient, name: string, o: { ttlMs: number; waitMs: number; owner: string },
+  take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
+): Promise<{ session: Session; lock: L } | number> {
   const ac = new AbortController();
   let signalled: NodeJS.Signals | undefined;
   const onSignal = (sig: NodeJS.Signals): void => {
@@ -82,12 +109,12 @@ async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number;
   let session: Session | undefined;
   try {
     session = await client.session({ ttlMs: o.ttlMs, owner: o.owner, signal: ac.signal });
-    const lock = await session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: ac.signal, ...(o.shared ? { mode: 'shared' as const } : {}) });
+    const lock = await take(session, { waitMs: o.waitMs, owner: o.owner, signal: ac.signal });
     return { session, lock };
   } catch (err) {
     await session?.close().catch(() => undefined);
     if (signalled) {
-      process.stderr.write(`raftlock lock: interrupted by ${signalled} while waiting for ${name}; nothing was run\n`);
+      process.stderr.write(`raftlock ${what}: interrupted by ${signalled} while waiting for ${name}; nothing was run\n`);
       return 128 + (constants.signals[signalled] ?? 0);
     }
     throw err;
@@ -97,10 +124,10 @@ async function acquire(client: RaftlockClient, name: string, o: { ttlMs: number;
 }
 
 /** Runs CMD; resolves with the exit code raftlock should return. */
-function runWhileHeld(lock: Lock, command: string[], graceMs: number): Promise<number> {
+function runWhileHeld(what: string, lock: Lock, command: string[], graceMs: number, extraEnv: Record<string, string>): Promise<number> {
   const [file, ...args] = command;
   if (file === undefined) return Promise.resolve(EXIT.usage);
-  const env = { ...process.env, RAFTLOCK_FENCING_TOKEN: String(lock.fencingToken), RAFTLOCK_SESSION_ID: lock.sessionId, RAFTLOCK_LOCK: lock.name };
+  const env = { ...process.env, RAFTLOCK_FENCING_TOKEN: String(lock.fencingToken), RAFTLOCK_SESSION_ID: lock.sessionId, ...(what === 'lock' ? { RAFTLOCK_LOCK: lock.name } : {}), ...extraEnv };
   return new Promise<number>((resolve) => {
     let lost = false;
     let killTimer: NodeJS.Timeout | undefined;
@@ -111,7 +138,7 @@ function runWhileHeld(lock: Lock, command: string[], graceMs: number): Promise<n
     const onLost = (): void => {
       lost = true;
       const why = lock.signal.reason instanceof Error ? lock.signal.reason.message : 'the lock can no longer be proven held';
-      process.stderr.write(`raftlock lock: LOST ${lock.name} (fencing token ${lock.fencingToken}): ${why}; sending SIGTERM to ${file} (pid ${child.pid ?? '?'}), SIGKILL in ${formatDuration(graceMs)}\n`);
+      process.stderr.write(`raftlock ${what}: LOST ${lock.name} (fencing token ${lock.fencingToken}): ${why}; sending SIGTERM to ${file} (pid ${child.pid ?? '?'}), SIGKILL in ${formatDuration(graceMs)}\n`);
       child.kill('SIGTERM');
       killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     };
@@ -127,12 +154,12 @@ function runWhileHeld(lock: Lock, command: string[], graceMs: number): Promise<n
     child.once('error', (err: NodeJS.ErrnoException) => {
       // spawn failed: the shell's conventions, 127 not found, 126 not executable
       const code = err.code === 'ENOENT' ? 127 : 126;
-      process.stderr.write(`raftlock lock: cannot run ${file}: ${err.message}\n`);
+      process.stderr.write(`raftlock ${what}: cannot run ${file}: ${err.message}\n`);
       finish(code);
     });
     child.once('exit', (code, signal) => {
       if (lost) {
-        process.stderr.write(`raftlock lock: ${file} stopped (${signal ?? `exit ${code}`}) after the lock was lost; exiting ${EXIT.lost}\n`);
+        process.stderr.write(`raftlock ${what}: ${file} stopped (${signal ?? `exit ${code}`}) after the ${what} was lost; exiting ${EXIT.lost}\n`);
         return finish(EXIT.lost);
       }
       finish(code ?? 128 + (signal ? constants.signals[signal] ?? 0 : 0));
