@@ -185,7 +185,8 @@ describe('bad input against real nodes (3-node cluster)', { timeout: 120_000 }, 
     }
     for (const name of names) {
       const g = await h.request(l, 'GET', `/v1/locks/${name}`);
-      assert.deepEqual(g.body, { name, held: true, holder: { session_id: grants.get(name)!.sid, owner: name, fencing_token: grants.get(name)!.token }, waiters: 0 });
+      const holder = { session_id: grants.get(name)!.sid, owner: name, fencing_token: grants.get(name)!.token };
+      assert.deepEqual(g.body, { name, held: true, holder, waiters: 0, mode: 'exclusive', holders: [{ ...holder, mode: 'exclusive' }] });
     }
     // a fresh name is still free: nothing leaked into a shared prototype
     assert.deepEqual((await h.request(l, 'GET', '/v1/locks/innocent')).body, { name: 'innocent', held: false, waiters: 0 });

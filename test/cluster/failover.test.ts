@@ -6,7 +6,7 @@
 // over while a client loop keeps acquiring and releasing with no failed request.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
-import { ClusterHarness, eventually, type HarnessResponse } from '../support/cluster-harness.js';
+import { ClusterHarness, delay, eventually, type HarnessResponse } from '../support/cluster-harness.js';
 import { TokenWitness, sendRetrying503, uniqueKey, type RetryLog } from './helpers.js';
 
 const ELECTION_MS: [number, number] = [300, 600];
@@ -35,7 +35,13 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
   async function assertHeldEverywhere(among: string[], what: string): Promise<void> {
     for (const [name, want] of held) {
       for (const id of among) {
-        const g = await get(id, `/v1/locks/${name}`);
+        // a 503 (no leader known: one may be elected again right after a restart) says
+        // "retry": do, until a deadline; any other answer is the one to check
+        let g = await get(id, `/v1/locks/${name}`);
+        for (const deadline = Date.now() + 20_000; g.status === 503 && Date.now() < deadline; ) {
+          await delay(200);
+          g = await get(id, `/v1/locks/${name}`);
+        }
         assert.equal(g.status, 200, `${what}: GET ${name} via ${id}: ${g.text}`);
         assert.equal(g.body.holder?.session_id, want.sid, `${what}: holder of ${name} via ${id}`);
         assert.equal(g.body.holder?.fencing_token, want.token, `${what}: token of ${name} via ${id}`);
