@@ -137,6 +137,24 @@ test('fencing: tokens grow in real-time order across locks; one token is never t
     ['c2', 'acquire', { lock: 'L2', session: SB }, 25, 'ok', { token: 4 }, 45],
   ]);
   assert.equal(checkTokenOrder(acquiredLate).length, 1);
+  // a renew, or an acquire retried with its Idempotency-Key (the replay answers the first
+  // grant), returns a token granted earlier, by an attempt answered 504: its lower bound is
+  // that first attempt, not the retry (CI false positive, seed 272702)
+  const replayed = ops([
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 0, 'info', {}, 8],
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 10, 'ok', { token: 5 }, 20],
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 25, 'ok', { token: 4 }, 45],
+    ['c2', 'renew', { lock: 'L2', session: SB }, 50, 'ok', { token: 4 }, 55],
+  ]);
+  assert.deepEqual(checkTokenOrder(replayed), []);
+  // after the session released the lock, a new cycle's acquire bounds it again
+  const newCycle = ops([
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 0, 'ok', { token: 3 }, 8],
+    ['c2', 'release', { lock: 'L2', session: SB }, 9, 'ok', {}, 9.5],
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 10, 'ok', { token: 5 }, 20],
+    ['c2', 'acquire', { lock: 'L2', session: SB }, 25, 'ok', { token: 4 }, 45],
+  ]);
+  assert.equal(checkTokenOrder(newCycle).length, 1);
 });
 
 test('resource: stale tokens accepted and lost updates are violations with fencing, counted without', () => {

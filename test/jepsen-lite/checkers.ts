@@ -23,15 +23,39 @@ interface Grant {
   op: Op;
 }
 
+function push(m: Map<string, number[]>, k: string, t: number): void {
+  const a = m.get(k);
+  if (a) a.push(t);
+  else m.set(k, [t]);
+}
+
 export function knownGrants(ops: readonly Op[]): Grant[] {
   const m = new Map<string, Grant>();
   // `invoke` is a lower bound of the grant's time: only the acquire/renew that got the
   // token gives one. A read proves the grant had happened by the time the read completed,
   // nothing about when it started (the acquire may have been answered 504 long before),
   // so a grant seen by reads only has no lower bound (-Infinity).
+  // An acquire or renew answered with a token need not be the one that got it: a renew,
+  // a re-acquire by the holder, or a retry whose Idempotency-Key replays the first answer
+  // (docs/api.md) returns a grant made earlier, perhaps by an attempt answered 504. So the
+  // lower bound is the earliest acquire of that lock by that session (any outcome but
+  // "fail") since the session last released it before this op.
+  const releasesOf = new Map<string, number[]>();
+  const acquiresOf = new Map<string, number[]>();
+  for (const o of ops) {
+    if (!o.input.lock) continue;
+    if (o.f === 'release' && o.type === 'ok' && o.input.session) push(releasesOf, `${o.input.session}#${o.input.lock}`, o.complete);
+    const s = o.input.session ?? o.output.session;
+    if (o.f === 'acquire' && o.type !== 'fail' && s) push(acquiresOf, `${s}#${o.input.lock}`, o.invoke);
+  }
+  const cycleStart = (lock: string, session: string, before: number): number => {
+    const sk = `${session}#${lock}`;
+    const cut = Math.max(-Infinity, ...(releasesOf.get(sk) ?? []).filter((t) => t < before));
+    return Math.min(before, ...(acquiresOf.get(sk) ?? []).filter((t) => t <= before && t > cut));
+  };
   const add = (lock: string, session: string, token: number, op: Op, fromRead: boolean): void => {
     const k = `${lock}#${token}`;
-    const start = fromRead ? -Infinity : op.invoke;
+    const start = fromRead ? -Infinity : cycleStart(lock, session, op.invoke);
     const g = m.get(k);
     if (!g) m.set(k, { lock, session, token, invoke: start, complete: op.complete, op });
     else {
