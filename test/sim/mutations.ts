@@ -1,5 +1,5 @@
-// Mutations: a safety fix switched off for one run, to show that the simulator still
-// finds the bug it prevents (docs/simulation.md "Mutation table"). Each name maps to the
+// Mutations: a safety (or liveness) fix switched off for one run, to show that the
+// simulator still finds the bug it prevents (docs/simulation.md "Mutation table"). Each name maps to the
 // test-only core option that reverts the fix; nothing outside tests sets those options.
 import type { RaftConfig } from '../../src/raft/core/raft.js';
 
@@ -9,6 +9,10 @@ export const MUTATIONS = {
   /** a voter whose disk was lost comes back under its id and votes with the state it forgot
    *  (incarnations ignored: docs/membership.md "Incarnations") */
   'amnesia-guard-off': { testOnlyDisableAmnesiaGuard: true },
+  /** a voter whose removal (or demotion) is appended but not committed never campaigns, so
+   *  a leader that appended its own removal and then lost its quorum can strand the
+   *  cluster without a leader (a liveness bug: docs/raft-core.md "Membership") */
+  'removed-never-campaigns': { testOnlyNoCampaignWhileRemovalPending: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;

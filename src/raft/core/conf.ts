@@ -144,6 +144,13 @@ export class ConfHistory {
   current(): ConfState {
     return this.changes[this.changes.length - 1]?.conf ?? this.base;
   }
+  /** the configuration in force at log index `i` (the latest change at or below it), for
+   *  any `i` at or above the base's index: e.g. the commit index, since history is only
+   *  compacted up to the commit index */
+  at(i: Index): ConfState {
+    for (let k = this.changes.length - 1; k >= 0; k--) if (this.changes[k]!.index <= i) return this.changes[k]!.conf;
+    return this.base;
+  }
   /** index of the latest conf entry not yet known committed (0 when there is none) */
   lastIndex(): Index {
     return this.changes[this.changes.length - 1]?.index ?? 0;

@@ -53,6 +53,13 @@ export interface RaftConfig {
    *  until an entry of its own term has committed (see proposeConfChange), bringing back
    *  the single-server membership bug it prevents, so tests can show they catch it. */
   unsafeAllowConfChangeBeforeTermCommit?: boolean;
+  /** TEST ONLY — never set outside tests and the simulator's mutation table
+   *  (docs/simulation.md). Switches OFF the rule that a voter whose removal (or demotion)
+   *  is appended but not yet committed may still campaign (see campaignConf), bringing
+   *  back the dead end it prevents: a leader that appended its own removal and lost its
+   *  quorum (or crashed) before that entry committed can leave a cluster that only it
+   *  could lead, and that then never elects a leader again. */
+  testOnlyNoCampaignWhileRemovalPending?: boolean;
   trace?: (e: TraceEvent) => void;
 }
 
@@ -152,14 +159,41 @@ export class Raft {
   isVoter(id: NodeId = this.id): boolean {
     return this.conf().voters.includes(id);
   }
-  /** may this node campaign? Only bootstrapped voters, and not while a received snapshot is unpersisted */
+  /** may this node campaign? Only bootstrapped voters (see campaignConf), and not while a
+   *  received snapshot is unpersisted */
   promotable(): boolean {
-    return this.bootstrapped && this.isVoter() && this.log.unstable.snapshot === undefined && this.mayCampaign();
+    if (!this.bootstrapped || this.log.unstable.snapshot !== undefined) return false;
+    const conf = this.campaignConf();
+    return conf !== null && this.mayCampaign(conf);
   }
-  /** incarnations: only a bound member campaigns, or a fresh one for a new cluster's first election */
-  private mayCampaign(): boolean {
-    const st = this.standing();
-    return st === undefined || st === 'bound' || st === 'fresh' || st === 'legacy';
+  /**
+   * The configuration that makes this node a voter, or null when it is none. Normally its
+   * latest one. But a node that its latest configuration removes (or demotes to learner)
+   * while the entry that does so is above its commit index is still a voter of the
+   * committed configuration, and it may still be needed to elect anyone: thesis §4.2.2
+   * ("a server that is not part of its own latest configuration should still start new
+   * elections, as it might still be needed until the Cnew entry is committed"). Example:
+   * the leader appended its own removal, lost its quorum before the entry committed and
+   * stepped down; the others cannot win without its vote, and it refuses them because its
+   * log is longer. So it campaigns; as a candidate and as a leader it counts only the
+   * voters of its latest configuration — never itself — so every quorum it forms is a
+   * majority of a configuration in its log, as any other candidate's is (the single-server
+   * overlap argument is unchanged), and once the removal commits it steps down
+   * (stepDownIfRemoved) and never campaigns again. docs/raft-core.md "Membership".
+   */
+  private campaignConf(): ConfState | null {
+    const latest = this.conf();
+    if (latest.voters.includes(this.id)) return latest;
+    if (this.cfg.testOnlyNoCampaignWhileRemovalPending === true) return null;
+    const committed = this.confs.at(this.log.committed);
+    return committed.voters.includes(this.id) ? committed : null;
+  }
+  /** incarnations: only a member bound by `conf` (the one that makes it a voter)
+   *  campaigns, or a fresh one for a new cluster's first election */
+  private mayCampaign(conf: ConfState): boolean {
+    if (this.inc === undefined) return true;
+    const st = standingOf(conf, this.log.lastIndex(), this.id, this.inc);
+    return st === 'bound' || st === 'fresh' || st === 'legacy';
   }
   standing(): Standing | undefined {
     return this.inc === undefined ? undefined : standingOf(this.conf(), this.log.lastIndex(), this.id, this.inc);
@@ -278,8 +312,9 @@ export class Raft {
   /**
    * Leader: make prs mirror the conf (plus self); new members start probing at the end.
    * Nodes removed by a conf entry that is not committed yet keep their progress, so they
-   * still receive the entry that removes them (and so never campaign afterwards); they
-   * are dropped once it commits. They are not voters meanwhile, so they never count.
+   * still receive the entry that removes them and then its commit; they are dropped once
+   * it commits, after one heartbeat that carries that commit. They are not voters
+   * meanwhile, so they never count.
    */
   private syncProgress(): void {
     const conf = this.conf();
@@ -298,7 +333,28 @@ export class Raft {
       }
     }
     if (this.log.committed < this.confs.lastIndex()) return;
-    for (const id of [...this.prs.keys()]) if (!members.includes(id)) this.prs.delete(id);
+    for (const [id, pr] of [...this.prs]) {
+      if (members.includes(id)) continue;
+      if (this.role === 'leader' && this.cfg.testOnlyNoCampaignWhileRemovalPending !== true) this.sendFarewell(id, pr);
+      this.prs.delete(id);
+    }
+  }
+
+  /**
+   * Last word to a node whose removal just committed: an empty append after everything we
+   * sent it, carrying the commit index. Once it holds what we sent (the removal entry
+   * included, as a rule: its acknowledgement is often still on the way, since the
+   * removal commits without it), the consistency check passes and it learns that its
+   * removal committed, so it stops campaigning (campaignConf). A node that misses this
+   * may campaign until it learns the commit; followers that hear from a leader ignore it
+   * meanwhile (the lease, thesis §4.2.3), and if it wins an election it commits the
+   * removal and steps down.
+   */
+  private sendFarewell(to: NodeId, pr: Progress): void {
+    const prevIndex = pr.next - 1;
+    const prevTerm = this.log.term(prevIndex);
+    if (prevTerm === undefined) return; // compacted past it: it is far behind and holds no removal
+    this.send({ type: 'append', from: this.id, to, term: this.term, prevIndex, prevTerm, entries: [], commit: this.log.committed });
   }
 
   // ---- time ---------------------------------------------------------------------------
