@@ -76,6 +76,7 @@ export class Network {
       ...(o.trace ? { trace: o.trace } : {}),
       ...(o.incarnations ? { incarnation: `${id}#${this.disks.get(id) ?? 1}` } : {}),
       ...(o.testOnlyDisableAmnesiaGuard ? { testOnlyDisableAmnesiaGuard: true } : {}),
+      ...(o.testOnlyNoCampaignWhileRemovalPending ? { testOnlyNoCampaignWhileRemovalPending: true } : {}),
     };
   }
 
