@@ -212,7 +212,7 @@ export class Membership {
     if (state !== this.lastState) {
       const prev = this.lastState;
       this.lastState = state;
-      if (state === 'removed') this.o.logger.error({ previously: prev }, 'this node was removed from the cluster: it no longer votes, campaigns or serves requests; stop it (and empty its data dir before it ever joins again)');
+      if (state === 'removed') this.o.logger.error({ previously: prev }, 'this node was removed from the cluster: it no longer serves requests, and takes no part in elections once the removal commits; stop it (and empty its data dir before it ever joins again)');
       else if (prev !== null) this.o.logger.info({ state, previously: prev }, `this node is now a ${state === 'joining' ? 'joining node' : state}`);
     }
   }

@@ -84,7 +84,8 @@ test('thesis ch.4: remove a follower; the rest keep committing with the smaller 
   net.isolate('n3');
   net.propose('n1', 'x');
   assert.deepEqual(net.appliedData('n2'), ['x']);
-  // the removed node never campaigns once it has the removal in its log
+  // the removed node never campaigns once it knows its removal committed (the leader's
+  // last append told it; docs/raft-core.md "Removed, but not yet committed")
   net.tick('n3', 100);
   net.stabilize();
   assert.equal(net.node('n3').raw.status().role, 'follower');

@@ -12,7 +12,9 @@
 //  - a promotion (addVoter) binds the incarnation the leader has been replicating to;
 //  - only a bound incarnation's votes, commit acks and ReadIndex/quorum acks count, and a
 //    node that is not bound grants no vote (unless the candidate's log binds it) and
-//    never campaigns.
+//    never campaigns (its standing is judged under the configuration that makes it a
+//    voter: normally its latest, the committed one while its removal is pending —
+//    docs/raft-core.md "Removed, but not yet committed").
 // A member whose id is bound to another incarnation is 'superseded': it lost its data,
 // and only `member remove` then a fresh join (a new binding) brings it back.
 // Pure functions only; the Raft class calls them.

@@ -26,8 +26,9 @@ export function committedIndex(voters: readonly NodeId[], acked: (id: NodeId) =>
 /**
  * Outcome of an election given the answers so far: 'won' once a majority granted,
  * 'lost' once a majority can no longer be reached, else 'pending'. Answers from nodes
- * outside `voters` are ignored. An empty voter set never wins (a node that is not a
- * voter never campaigns).
+ * outside `voters` are ignored — among them the candidate's own, when its pending
+ * removal already took it out of `voters` (docs/raft-core.md "Removed, but not yet
+ * committed"). An empty voter set never wins (no conf change may leave one).
  */
 export function voteResult(voters: readonly NodeId[], votes: ReadonlyMap<NodeId, boolean>): VoteResult {
   const n = voters.length;
