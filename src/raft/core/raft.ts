@@ -179,7 +179,8 @@ export class Raft {
    * voters of its latest configuration — never itself — so every quorum it forms is a
    * majority of a configuration in its log, as any other candidate's is (the single-server
    * overlap argument is unchanged), and once the removal commits it steps down
-   * (stepDownIfRemoved) and never campaigns again. docs/raft-core.md "Membership".
+   * (stepDownIfRemoved) and never campaigns again. docs/raft-core.md "Removed, but not
+   * yet committed".
    */
   private campaignConf(): ConfState | null {
     const latest = this.conf();
@@ -312,8 +313,8 @@ export class Raft {
   /**
    * Leader: make prs mirror the conf (plus self); new members start probing at the end.
    * Nodes removed by a conf entry that is not committed yet keep their progress, so they
-   * still receive the entry that removes them and then its commit; they are dropped once
-   * it commits, after one heartbeat that carries that commit. They are not voters
+   * still receive the entry that removes them; they are dropped once it commits, after a
+   * last empty append that carries that commit (sendFarewell). They are not voters
    * meanwhile, so they never count.
    */
   private syncProgress(): void {
