@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Network, enc } from './harness.js';
-import { applyConfChange, ConfChangeError, decodeConfChange, encodeConfChange } from '../../src/raft/core/conf.js';
+import { applyConfChange, ConfChangeError, ConfHistory, decodeConfChange, encodeConfChange } from '../../src/raft/core/conf.js';
 import type { ConfChange, ConfState } from '../../src/raft/core/types.js';
 import { MemoryStorage } from '../../src/raft/core/storage.js';
 
@@ -35,6 +35,19 @@ test('applyConfChange: add, promote, demote, remove; pure', () => {
   assert.deepEqual(applyConfChange(c2, { type: 'removeNode', nodeId: 'a' }), { voters: ['b'], learners: [] });
   assert.deepEqual(applyConfChange(c2, { type: 'removeNode', nodeId: 'zz' }), c2);
   assert.deepEqual(c0, { voters: ['a'], learners: [] }, 'input untouched');
+});
+
+test('ConfHistory.at: the configuration in force at an index, also after compaction to the commit index', () => {
+  const h = new ConfHistory(conf3);
+  h.record(5, { type: 'addLearner', nodeId: 'n4' });
+  h.record(9, { type: 'removeNode', nodeId: 'n3' });
+  assert.deepEqual(h.at(4), conf3);
+  assert.deepEqual(h.at(5).learners, ['n4']);
+  assert.deepEqual(h.at(8).voters, ['n1', 'n2', 'n3']);
+  assert.deepEqual(h.at(9).voters, ['n1', 'n2']);
+  h.compactTo(6); // commit index 6: the removal at 9 is still pending
+  assert.deepEqual(h.at(6), { voters: ['n1', 'n2', 'n3'], learners: ['n4'] });
+  assert.deepEqual(h.current().voters, ['n1', 'n2']);
 });
 
 test('thesis ch.4: add a voter to a 3-node cluster; the new node catches up and counts toward quorum', () => {
