@@ -65,6 +65,7 @@ export const viewSchemas = {
   Lock: lockView,
   SemaphoreGrant: z.object({ name: lockName, session_id: sessionId, permits: z.number().int().min(1), limit: z.number().int().min(1), fencing_token: token, ttl_ms: z.number().int() }),
   Semaphore: z.object({ name: lockName, limit: z.number().int().min(0).describe('0 for an idle semaphore (it keeps no state)'), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) }),
+  SemaphoreList: z.object({ semaphores: z.array(z.object({ name: lockName, limit: z.number().int().min(1), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) })).describe('semaphores with holders or waiters, sorted by name') }),
   SemaphoreLimit: z.object({ name: lockName, limit: z.number().int().min(1) }),
   LockList: z.object({ locks: z.array(lockView) }),
   ClusterView: clusterView,

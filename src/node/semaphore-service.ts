@@ -89,6 +89,11 @@ export class SemaphoreService {
     return semaphoreView(this.svc.d.app.fsm.getSemaphore(name));
   }
 
+  async list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView[]> {
+    if (consistency === 'linearizable') await this.svc.readBarrier(ctx);
+    return this.svc.d.app.fsm.listSemaphores(prefix, limit).map(semaphoreView);
+  }
+
   private holds(name: string, sessionId: string, token: number): boolean {
     return this.svc.d.app.fsm.getSemaphore(name).holders.some((h) => h.sessionId === sessionId && h.fencingToken === token);
   }

@@ -147,3 +147,19 @@ test("a release by a waiting session: semRelease is not_holder and keeps the wai
   assert.deepEqual(g.fsm.getSemaphore('S').holders.map((h) => h.sessionId), ['c', 'b']);
   assertFsmInvariants(g.fsm);
 });
+
+test('listSemaphores: semaphores with holders or waiters, by prefix, sorted by name, limited; each entry is getSemaphore', () => {
+  const g = new Log();
+  for (const s of ['a', 'b']) g.open(s);
+  for (const n of ['pool/b', 'pool/a', 'other', 'pool']) g.do({ kind: 'semAcquire', name: n, sessionId: 'a', limit: 1, permits: 1, waitMs: 0 });
+  g.do({ kind: 'semAcquire', name: 'pool/b', sessionId: 'b', limit: 1, permits: 1, waitMs: 5000 });
+  g.do({ kind: 'semAcquire', name: 'gone', sessionId: 'b', limit: 1, permits: 1, waitMs: 0 });
+  g.do({ kind: 'semRelease', name: 'gone', sessionId: 'b' });
+  assert.deepEqual(g.fsm.listSemaphores('', 100).map((s) => s.name), ['other', 'pool', 'pool/a', 'pool/b'], 'an idle semaphore is not listed');
+  assert.deepEqual(g.fsm.listSemaphores('pool/', 10).map((s) => s.name), ['pool/a', 'pool/b']);
+  assert.deepEqual(g.fsm.listSemaphores('pool', 2).map((s) => s.name), ['pool', 'pool/a']);
+  assert.deepEqual(g.fsm.listSemaphores('x', 10), []);
+  assert.deepEqual(g.fsm.listSemaphores('', 0), []);
+  assert.deepEqual(g.fsm.listSemaphores('pool/b', 1), [g.fsm.getSemaphore('pool/b')]);
+  assert.deepEqual(g.fsm.listSemaphores('pool/b', 1)[0]?.waiters.map((w) => [w.sessionId, w.position]), [['b', 1]]);
+});
