@@ -60,7 +60,8 @@ export class SemaphoreService {
    * A release by a session that holds no permits of `name` but waits for them withdraws
    * that wait, as a lock release does (docs/api.md "Release"): a client cleaning up after
    * an acquire it gave up on cannot be granted permits later. The cancel names the wait
-   * seen after the release applied, so a wait queued after it is left alone. If the grant
+   * it found (its `since`): if that wait ends before the cancel applies, a newer wait of
+   * the session (a later acquire) is left alone. If the grant
    * wins the race against the cancel, the permits are released after all: returns true
    * (the answer is then 200 released). The release was applied first, so its permission
    * check (actor) already passed for this session.
