@@ -174,12 +174,12 @@ describe('raftlock CLI against a real 3-node cluster', () => {
       assert.ok(a.status >= 200 && a.status < 300, `${a.status} ${JSON.stringify(a.body)}`);
       return a.body;
     };
-    const r1 = ok(await call('POST', '/v1/locks/lsx%2Fdoc/acquire', { mode: 'shared', owner: 'r1', ttl_ms: 30_000 }));
-    const r2 = ok(await call('POST', '/v1/locks/lsx%2Fdoc/acquire', { mode: 'shared', owner: 'r2', ttl_ms: 30_000 }));
-    const w = ok(await call('POST', '/v1/locks/lsx%2Fsolo/acquire', { owner: 'w', ttl_ms: 30_000 }));
-    const p1 = ok(await call('POST', '/v1/semaphores/lsx%2Fpool/acquire', { limit: 3, permits: 2, owner: 'p1', ttl_ms: 30_000 }));
-    const p2 = ok(await call('POST', '/v1/sessions', { ttl_ms: 30_000, owner: 'p2' }));
-    const waiting = call('POST', '/v1/semaphores/lsx%2Fpool/acquire', { session_id: p2['session_id'], limit: 3, permits: 2, wait_ms: 20_000 });
+    const r1 = ok(await call('POST', '/v1/locks/lsx%2Fdoc/acquire', { mode: 'shared', owner: 'r1', ttl_ms: 90_000 }));
+    const r2 = ok(await call('POST', '/v1/locks/lsx%2Fdoc/acquire', { mode: 'shared', owner: 'r2', ttl_ms: 90_000 }));
+    const w = ok(await call('POST', '/v1/locks/lsx%2Fsolo/acquire', { owner: 'w', ttl_ms: 90_000 }));
+    const p1 = ok(await call('POST', '/v1/semaphores/lsx%2Fpool/acquire', { limit: 3, permits: 2, owner: 'p1', ttl_ms: 90_000 }));
+    const p2 = ok(await call('POST', '/v1/sessions', { ttl_ms: 90_000, owner: 'p2' }));
+    const waiting = call('POST', '/v1/semaphores/lsx%2Fpool/acquire', { session_id: p2['session_id'], limit: 3, permits: 2, wait_ms: 60_000 });
     await eventually(async () => ((await call('GET', '/v1/semaphores/lsx%2Fpool')).body['waiters'] as unknown[]).length === 1, 10_000, 'p2 to queue');
 
     const ls = await raftlock(['ls', ...ep, '--prefix', 'lsx/']);
