@@ -93,6 +93,7 @@ export function etcdVersion(): string | null {
 export function externalEtcd(endpoints: string[]): Deployment {
   return {
     system: 'etcd',
+    hasModes: false,
     endpoints,
     description: `existing etcd ${endpoints.join(',')}`,
     leader: () => etcdLeader(endpoints),
@@ -135,6 +136,7 @@ export async function startLocalEtcd(o: { members: number; log: (line: string) =
     }, children);
     return {
       system: 'etcd',
+      hasModes: false,
       endpoints,
       description: `local ${o.members}-member ${version} (logs in ${dir})`,
       leader: () => etcdLeader(endpoints),

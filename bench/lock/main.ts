@@ -10,8 +10,8 @@ import cliProgress from 'cli-progress';
 import { parseOptions, UsageError, type BenchOptions } from './options.js';
 import { externalRaftlock, startLocalRaftlock } from './raftlock-target.js';
 import { etcdVersion, externalEtcd, startLocalEtcd } from './etcd-target.js';
-import { runWorkload, type Busy, type RunResult, type RunSpec } from './workloads.js';
-import { compare, comparisonTable, resultsTable, summarize } from './report.js';
+import { runWorkload, supports, type Busy, type RunResult, type RunSpec } from './workloads.js';
+import { compare, comparisonTable, raftlockOnlyNote, resultsTable, summarize } from './report.js';
 import type { Deployment } from './target.js';
 import { runScale, scaleTable } from './scale.js';
 
@@ -99,7 +99,11 @@ async function main(): Promise<number> {
     for (const { workload, clients } of o.matrix) {
       for (let rep = 0; rep < o.reps; rep++) {
         // A/B, then B/A: neither system always runs first (after the other's load)
-        const order = rep % 2 === 0 ? ds : [...ds].reverse();
+        const order = (rep % 2 === 0 ? ds : [...ds].reverse()).filter((d) => {
+          const ok = supports(d.hasModes, workload);
+          if (!ok && rep === 0) log(`${d.system} ${workload} C=${clients}: skipped, ${d.system} has no shared lock or semaphore primitive (raftlock-only row)`);
+          return ok;
+        });
         for (const d of order) {
           const spec: RunSpec = { workload, clients, durationMs: o.durationMs, warmupMs: o.warmupMs, sessions: o.sessions, runId: `b${process.pid}-${++seq}` };
           runs.push(await runOne(d, spec, `${d.system} ${workload} C=${clients} rep ${rep + 1}/${o.reps}`, bar));
@@ -115,13 +119,15 @@ async function main(): Promise<number> {
   out('');
   out(`Results (median of ${o.reps} run${o.reps > 1 ? 's' : ''} per row, ${o.durationMs / 1000} s measured after ${o.warmupMs / 1000} s warm-up; latencies in ms; entries and fsyncs per op from the leader's /metrics):`);
   out(resultsTable(rows));
+  const note = raftlockOnlyNote(rows, ds.length > 1);
+  if (note) out(note);
   if (comparisons.length > 0) {
     out('');
     out('raftlock vs etcd (ratio of median throughputs; targets from issue 8):');
     out(comparisonTable(comparisons));
   }
   if (o.json) {
-    process.stdout.write(`${JSON.stringify({ machine: m, options: { ...o, matrix: o.matrix }, rows, comparisons }, null, 2)}\n`);
+    process.stdout.write(`${JSON.stringify({ machine: m, options: { ...o, matrix: o.matrix }, rows, comparisons, ...(note ? { note } : {}) }, null, 2)}\n`);
   }
   return 0;
 }

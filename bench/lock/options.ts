@@ -38,6 +38,15 @@ export const SUITE_ISSUE8: { workload: WorkloadName; clients: number }[] = [
   { workload: 'read', clients: 16 },
 ];
 
+/** shared locks and semaphores beside the exclusive lock of the same shape (BENCHMARKS.md) */
+export const SUITE_MODES: { workload: WorkloadName; clients: number }[] = [
+  { workload: 'contended', clients: 16 },
+  { workload: 'shared', clients: 16 },
+  { workload: 'semaphore', clients: 16 },
+];
+
+const SUITES: Record<string, { workload: WorkloadName; clients: number }[]> = { issue8: SUITE_ISSUE8, modes: SUITE_MODES };
+
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter(Boolean);
 
 function intArg(name: string, min: number, max: number) {
@@ -77,9 +86,9 @@ function urls(name: string) {
 export function parseOptions(argv: string[]): BenchOptions {
   const cmd = new Command('npm run bench --')
     .description('Load generator for raftlock (issue 8): lock workloads against a 3-node cluster, optionally side by side with etcd')
-    .option('-w, --workload <list>', `comma-separated: ${WORKLOADS.join(', ')}, or all`, 'uncontended')
+    .option('-w, --workload <list>', `comma-separated: ${WORKLOADS.join(', ')}, or all (shared and semaphore: raftlock only)`, 'uncontended')
     .option('-c, --clients <list>', 'comma-separated client counts (one request in flight per client)', '16')
-    .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets)')
+    .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets), modes (contended, shared and semaphore at C=16)')
     .option('-d, --duration <dur>', 'measured time per run', durationArg('--duration'), 10_000)
     .option('--warmup <dur>', 'unmeasured time before each run', durationArg('--warmup'), 2_000)
     .option('--reps <n>', 'repetitions per row (with --compare: alternating A/B); medians are reported', intArg('--reps', 1, 100), 1)
@@ -103,8 +112,9 @@ export function parseOptions(argv: string[]): BenchOptions {
 
   let matrix: BenchOptions['matrix'];
   if (o.suite !== undefined) {
-    if (o.suite !== 'issue8') throw new UsageError(`--suite: only "issue8" is defined, got ${JSON.stringify(o.suite)}`);
-    matrix = SUITE_ISSUE8;
+    const suite = SUITES[o.suite];
+    if (suite === undefined) throw new UsageError(`--suite: one of ${Object.keys(SUITES).join(', ')}, got ${JSON.stringify(o.suite)}`);
+    matrix = suite;
   } else {
     const ws = o.workload === 'all' ? [...WORKLOADS] : list(o.workload);
     for (const w of ws) if (!(WORKLOADS as readonly string[]).includes(w)) throw new UsageError(`--workload: unknown workload ${JSON.stringify(w)} (one of ${WORKLOADS.join(', ')}, all)`);

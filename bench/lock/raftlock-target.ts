@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JsonHttp } from './http.js';
 import { freePort, getJson, pollUntil, removeDir, startChild, stopChild, type Child } from './procs.js';
-import { memberCpuSeconds, sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
+import { memberCpuSeconds, sumMetric, type Deployment, type LockTarget, type ModeOps, type RaftCounters } from './target.js';
 import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -17,9 +17,24 @@ const binPath = join(repoRoot, 'bin', 'raftlock.js');
 class RaftlockTarget implements LockTarget {
   readonly system = 'raftlock' as const;
   readonly http: JsonHttp;
+  readonly modes: ModeOps;
 
   constructor(readonly endpoint: string, connections: number) {
     this.http = new JsonHttp(endpoint, connections);
+    const http = this.http;
+    this.modes = {
+      async acquireShared(name, sessionId, waitMs) {
+        const r = (await http.call('POST', `/v1/locks/${name}/acquire`, { session_id: sessionId, mode: 'shared', ...(waitMs > 0 ? { wait_ms: waitMs } : {}) })) as { fencing_token: number };
+        return String(r.fencing_token);
+      },
+      async acquireSemaphore(name, sessionId, limit, permits, waitMs) {
+        const r = (await http.call('POST', `/v1/semaphores/${name}/acquire`, { session_id: sessionId, limit, permits, ...(waitMs > 0 ? { wait_ms: waitMs } : {}) })) as { fencing_token: number };
+        return String(r.fencing_token);
+      },
+      async releaseSemaphore(name, sessionId) {
+        await http.call('POST', `/v1/semaphores/${name}/release`, { session_id: sessionId });
+      },
+    };
   }
 
   async openSession(ttlMs: number): Promise<string> {
@@ -81,6 +96,7 @@ async function raftlockLeader(endpoints: string[]): Promise<string> {
 export function externalRaftlock(endpoints: string[]): Deployment {
   return {
     system: 'raftlock',
+    hasModes: true,
     endpoints,
     description: `existing cluster ${endpoints.join(',')}`,
     leader: () => raftlockLeader(endpoints),
@@ -146,6 +162,7 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Local
     }, children);
     return {
       system: 'raftlock',
+      hasModes: true,
       endpoints,
       description: `local ${o.nodes}-node cluster (dist/, fsync on, logs in ${dir})`,
       leader: () => raftlockLeader(endpoints),

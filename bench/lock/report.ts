@@ -1,7 +1,7 @@
 // Turning runs into numbers people compare: one row per (workload, clients, system) with
 // the MEDIAN over repetitions of each statistic, a side-by-side table with ratios and the
 // issue-8 targets, and a JSON form for machines.
-import type { RunResult, WorkloadName } from './workloads.js';
+import { MODE_WORKLOADS, SEMAPHORE_LIMIT, SHARED_LOCKS, WRITE_EVERY, type RunResult, type WorkloadName } from './workloads.js';
 import type { SystemName } from './target.js';
 
 export interface Row {
@@ -90,8 +90,18 @@ export function summarize(runs: RunResult[]): Row[] {
   return rows;
 }
 
-const UNIT: Record<WorkloadName, string> = { uncontended: 'cycles/s', contended: 'grants/s', churn: 'cycles/s', keepalive: 'keepalives/s', read: 'reads/s' };
-const LAT: Record<WorkloadName, string> = { uncontended: 'acquire', contended: 'acquire (wait)', churn: 'acquire', keepalive: 'keepalive', read: 'read' };
+const UNIT: Record<WorkloadName, string> = { uncontended: 'cycles/s', contended: 'grants/s', churn: 'cycles/s', keepalive: 'keepalives/s', read: 'reads/s', shared: 'grants/s', semaphore: 'grants/s' };
+const LAT: Record<WorkloadName, string> = { uncontended: 'acquire', contended: 'acquire (wait)', churn: 'acquire', keepalive: 'keepalive', read: 'read', shared: 'acquire (wait)', semaphore: 'acquire (wait)' };
+
+/** The line under the tables for rows only raftlock can run (no ratio is made up), or null. */
+export function raftlockOnlyNote(rows: Row[], compared: boolean): string | null {
+  const only = [...new Set(rows.filter((r) => MODE_WORKLOADS.has(r.workload)).map((r) => r.workload))];
+  if (only.length === 0) return null;
+  const shape = `${only.join(' and ')}: raftlock only${compared ? ' (no etcd row and no ratio)' : ''}: etcd has no shared lock or semaphore primitive, only client-side recipes on plain locks`;
+  const mix = only.includes('shared') ? `; shared = readers and writers ${WRITE_EVERY - 1}:1 on ${SHARED_LOCKS} locks` : '';
+  const sem = only.includes('semaphore') ? `; semaphore = every client on one semaphore of limit ${SEMAPHORE_LIMIT}` : '';
+  return `${shape}${mix}${sem}. Compare them with the exclusive contended row.`;
+}
 
 const f0 = (x: number): string => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : '-');
 const fms = (x: number): string => (!Number.isFinite(x) ? '-' : x < 10 ? x.toFixed(2) : x < 100 ? x.toFixed(1) : Math.round(x).toString());

@@ -24,8 +24,21 @@ export interface RaftCounters {
   atMs?: number;
 }
 
+/** Shared locks and semaphores (docs/contract.md §4): raftlock only — etcd has no such
+ *  primitive (its read-write lock and semaphore are client-side recipes), so a target
+ *  without it runs no `shared` or `semaphore` row. */
+export interface ModeOps {
+  /** a shared (read) grant, waiting FIFO up to waitMs; returns the release handle */
+  acquireShared(name: string, sessionId: string, waitMs: number): Promise<string>;
+  /** `permits` of semaphore `name` (limit `limit`), waiting FIFO up to waitMs */
+  acquireSemaphore(name: string, sessionId: string, limit: number, permits: number, waitMs: number): Promise<string>;
+  releaseSemaphore(name: string, sessionId: string): Promise<void>;
+}
+
 export interface LockTarget {
   readonly system: SystemName;
+  /** absent: the system has no shared locks or semaphores */
+  readonly modes?: ModeOps;
   /** the API URL the clients talk to */
   readonly endpoint: string;
   openSession(ttlMs: number): Promise<string>;
@@ -43,6 +56,8 @@ export interface LockTarget {
 /** A cluster under test: its API endpoints and how to find the current leader. */
 export interface Deployment {
   readonly system: SystemName;
+  /** do its targets have ModeOps (shared locks and semaphores)? */
+  readonly hasModes: boolean;
   readonly endpoints: string[];
   readonly description: string;
   /** the leader's API URL (polls until one is known) */

@@ -1,9 +1,14 @@
-// The five workloads, as closed-loop clients with one request in flight each (issue 8):
+// The workloads, as closed-loop clients with one request in flight each (BENCHMARKS.md):
 //   uncontended  each client its own session and lock: acquire → release
 //   contended    every client on ONE lock: blocking acquire (FIFO wait) → release
 //   churn        open session → acquire → release → close session
 //   keepalive    `sessions` sessions spread over the clients, renewed round-robin
 //   read         linearizable reads of a lock the client holds
+//   shared       readers and writers 9:1 on SHARED_LOCKS locks: blocking shared (read) or
+//                exclusive (write) acquire → release; each client writes every tenth cycle
+//   semaphore    every client on ONE semaphore of limit SEMAPHORE_LIMIT: blocking acquire
+//                of one permit → release
+// shared and semaphore need the target's ModeOps (raftlock only: etcd has no such primitive).
 // A run warms up, then measures for `durationMs`: it counts operations that complete
 // inside the window, records the latency of the measured request (acquire, keepalive or
 // read) into an HDR histogram in microseconds, and reads the leader's Raft counters at
@@ -12,8 +17,22 @@ import { build, type Histogram } from 'hdr-histogram-js';
 import { HttpStatusError } from './http.js';
 import type { LockTarget, RaftCounters, SystemName } from './target.js';
 
-export const WORKLOADS = ['uncontended', 'contended', 'churn', 'keepalive', 'read'] as const;
+export const WORKLOADS = ['uncontended', 'contended', 'churn', 'keepalive', 'read', 'shared', 'semaphore'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
+
+/** workloads of shared locks and semaphores: only a target with ModeOps runs them */
+export const MODE_WORKLOADS: ReadonlySet<WorkloadName> = new Set(['shared', 'semaphore']);
+/** shared: the clients spread over this many locks (client i on lock i mod SHARED_LOCKS) */
+export const SHARED_LOCKS = 4;
+/** shared: one cycle in this many is a write (exclusive); the others read (shared) */
+export const WRITE_EVERY = 10;
+/** semaphore: the limit of the one semaphore every client acquires a permit of */
+export const SEMAPHORE_LIMIT = 4;
+
+/** does a system run this workload? (etcd, without ModeOps, runs no shared or semaphore row) */
+export function supports(hasModes: boolean, w: WorkloadName): boolean {
+  return hasModes || !MODE_WORKLOADS.has(w);
+}
 
 export interface RunSpec {
   workload: WorkloadName;
@@ -82,7 +101,43 @@ async function timed(f: () => Promise<unknown>): Promise<{ t0: number; t1: numbe
   return { t0, t1: performance.now() };
 }
 
+function modesOf(t: LockTarget): NonNullable<LockTarget['modes']> {
+  if (!t.modes) throw new Error(`${t.system} has no shared locks or semaphores`);
+  return t.modes;
+}
+
 const setups: Record<WorkloadName, SetupFn> = {
+  async shared(t, spec, i) {
+    const m = modesOf(t);
+    const sid = await t.openSession(sessionTtlMs(spec));
+    const name = `${spec.runId}/s${i % SHARED_LOCKS}`;
+    // the clients' writes are staggered (client i writes at cycles i, i+10, …) so the 9:1
+    // mix holds at every moment, not only on average
+    let n = i;
+    return {
+      async cycle() {
+        const write = n++ % WRITE_EVERY === 0;
+        let handle = '';
+        const r = await timed(async () => (handle = write ? await t.acquire(name, sid, WAIT_MS) : await m.acquireShared(name, sid, WAIT_MS)));
+        await t.release(name, sid, handle);
+        return r;
+      },
+      teardown: () => t.closeSession(sid),
+    };
+  },
+  async semaphore(t, spec) {
+    const m = modesOf(t);
+    const sid = await t.openSession(sessionTtlMs(spec));
+    const name = `${spec.runId}/sem`;
+    return {
+      async cycle() {
+        const r = await timed(() => m.acquireSemaphore(name, sid, SEMAPHORE_LIMIT, 1, WAIT_MS));
+        await m.releaseSemaphore(name, sid);
+        return r;
+      },
+      teardown: () => t.closeSession(sid),
+    };
+  },
   async uncontended(t, spec, i) {
     const sid = await t.openSession(sessionTtlMs(spec));
     const name = `${spec.runId}/u${i}`;

@@ -135,6 +135,9 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     '/v1/locks/{name}/check': {
       get: operation('checkToken', { summary: 'does this fencing token still hold the lock? (Chubby CheckSequencer)', tags: ['locks'], params: [LOCK_NAME_PARAM, ...queryParams(querySchemas.check)], ok: { status: 200, schema: 'Check', example: { name: 'billing/invoice-42', current: true } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
     },
+    '/v1/semaphores': {
+      get: operation('listSemaphores', { summary: 'list semaphores that have holders or waiters, sorted by name, with limit, in_use, holders and waiters (linearizable; ?consistency=stale answers locally)', tags: ['semaphores'], params: queryParams(querySchemas.list), ok: { status: 200, schema: 'SemaphoreList', example: { semaphores: [{ name: 'db/pool', limit: 4, in_use: 1, holders: [{ session_id: 's-4fzq9c2k', owner: 'worker-7', permits: 1, fencing_token: 1042 }], waiters: [] }] } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
     '/v1/semaphores/{name}': {
       get: operation('getSemaphore', { summary: 'read a semaphore: limit, in_use, holders, waiters with positions (linearizable; ?consistency=stale answers locally)', tags: ['semaphores'], params: [SEM_NAME_PARAM, ...queryParams(querySchemas.read)], ok: { status: 200, schema: 'Semaphore', example: { name: 'db/pool', limit: 4, in_use: 1, holders: [{ session_id: 's-4fzq9c2k', owner: 'worker-7', permits: 1, fencing_token: 1042 }], waiters: [] } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
     },

@@ -61,10 +61,13 @@ const clusterView = z.object({
 const semHolder = z.object({ session_id: sessionId, owner: z.string(), permits: z.number().int().min(1), fencing_token: token });
 const semWaiter = z.object({ session_id: sessionId, owner: z.string(), permits: z.number().int().min(1), position: z.number().int().min(1) });
 
+const semaphoreView = z.object({ name: lockName, limit: z.number().int().min(0).describe('0 for an idle semaphore (it keeps no state)'), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) });
+
 export const viewSchemas = {
   Lock: lockView,
   SemaphoreGrant: z.object({ name: lockName, session_id: sessionId, permits: z.number().int().min(1), limit: z.number().int().min(1), fencing_token: token, ttl_ms: z.number().int() }),
-  Semaphore: z.object({ name: lockName, limit: z.number().int().min(0).describe('0 for an idle semaphore (it keeps no state)'), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) }),
+  Semaphore: semaphoreView,
+  SemaphoreList: z.object({ semaphores: z.array(z.object({ name: lockName, limit: z.number().int().min(1), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) })).describe('semaphores with holders or waiters, sorted by name') }),
   SemaphoreLimit: z.object({ name: lockName, limit: z.number().int().min(1) }),
   LockList: z.object({ locks: z.array(lockView) }),
   ClusterView: clusterView,
@@ -92,7 +95,13 @@ export const viewSchemas = {
       locks_in_delay: z.number().int(),
       last_token: z.number().int(),
     }),
-    locks: z.array(z.object({ name: lockName, session_id: z.string(), owner: z.string(), fencing_token: token, waiters: z.number().int(), held_since_ms: z.number(), held_since_exact: z.boolean() })),
+    locks: z.array(z.object({
+      name: lockName, session_id: z.string().describe('the first holder (in grant order)'), owner: z.string(), fencing_token: token, waiters: z.number().int(), held_since_ms: z.number(), held_since_exact: z.boolean(),
+      mode: z.enum(['exclusive', 'shared']).optional(),
+      holders: z.array(z.object({ session_id: z.string(), owner: z.string(), fencing_token: token, held_since_ms: z.number(), held_since_exact: z.boolean() })).optional().describe('every holder, in grant order (a shared lock has several)'),
+    })),
     locks_truncated: z.boolean(),
+    semaphores: z.array(semaphoreView).optional().describe('semaphores with holders or waiters, sorted by name, as GET /v1/semaphores shows them'),
+    semaphores_truncated: z.boolean().optional(),
   }),
 };

@@ -60,6 +60,8 @@ export interface SemaphoreApi {
   release(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; released: true }>;
   setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }>;
   get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView>;
+  /** semaphores with holders or waiters whose name starts with prefix, sorted by name, at most limit */
+  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView[]>;
 }
 export interface SessionView {
   session_id: string;

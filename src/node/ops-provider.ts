@@ -51,7 +51,7 @@ export class OpsProvider implements OpsService {
     const c = fsm.counts();
     // bound the tracker by what is actually held (it only needs current grants)
     if (this.d.tracker.trackedGrants > 2 * c.heldLocks + 1024) {
-      this.d.tracker.prune((name, token) => fsm.getLock(name).holder?.fencingToken === token);
+      this.d.tracker.prune((name, token) => fsm.check(name, token));
     }
     return {
       node_id: this.d.nodeId,

@@ -12,8 +12,9 @@ const MAX_LEADER_CHANGES = 2000;
 export class OpsTracker {
   private readonly changes: LeaderChange[] = [];
   private lastLeader: string | null | undefined = undefined;
-  /** lock name → the grant this node applied (token) and when */
-  private readonly grants = new Map<string, { token: number; atMs: number }>();
+  /** lock name → the grants this node applied (token → when): one exclusive grant, or the
+   *  shared grants of a shared lock */
+  private readonly grants = new Map<string, Map<number, number>>();
   /** grants applied before this moment were not seen (start, snapshot install) */
   private blindUntilMs: number;
 
@@ -33,10 +34,17 @@ export class OpsTracker {
   onApplied(out: ApplyOutput | undefined): void {
     if (!out) return;
     const now = this.wallMs();
-    if (out.result.ok && out.result.kind === 'released') this.grants.delete(out.result.name);
+    // A release does not say which share it gave up: only a lone grant is dropped at once,
+    // the others when prune finds them gone (a stale entry never answers: tokens differ).
+    if (out.result.ok && out.result.kind === 'released' && (this.grants.get(out.result.name)?.size ?? 0) <= 1) this.grants.delete(out.result.name);
     for (const e of out.events) {
-      if (e.type === 'granted') this.grants.set(e.name, { token: e.fencingToken, atMs: now });
-      else if (e.type === 'sessionEnded') for (const n of e.released) this.grants.delete(n);
+      if (e.type === 'granted') {
+        const shares = e.mode === 'shared' ? this.grants.get(e.name) : undefined;
+        if (shares) shares.set(e.fencingToken, now);
+        else this.grants.set(e.name, new Map([[e.fencingToken, now]]));
+      } else if (e.type === 'sessionEnded') {
+        for (const n of e.released) if ((this.grants.get(n)?.size ?? 0) <= 1) this.grants.delete(n);
+      }
     }
   }
 
@@ -53,18 +61,23 @@ export class OpsTracker {
   }
 
   heldSince(name: string, token: number): HeldSince {
-    const g = this.grants.get(name);
-    if (g && g.token === token) return { since_ms: g.atMs, exact: true };
+    const at = this.grants.get(name)?.get(token);
+    if (at !== undefined) return { since_ms: at, exact: true };
     return { since_ms: this.blindUntilMs, exact: false };
   }
 
   /** Drop entries whose lock is no longer held under that token (a bound, not a need:
    *  releases and session ends already delete). `holds(name, token)` asks the FSM. */
   prune(holds: (name: string, token: number) => boolean): void {
-    for (const [name, g] of this.grants) if (!holds(name, g.token)) this.grants.delete(name);
+    for (const [name, g] of this.grants) {
+      for (const token of g.keys()) if (!holds(name, token)) g.delete(token);
+      if (g.size === 0) this.grants.delete(name);
+    }
   }
 
   get trackedGrants(): number {
-    return this.grants.size;
+    let n = 0;
+    for (const g of this.grants.values()) n += g.size;
+    return n;
   }
 }

@@ -49,8 +49,34 @@ export class SemaphoreService {
     if (actor !== undefined) cmd.actor = actor;
     const r = (await this.svc.submitOutput(cmd, ctx)).result;
     if (r.ok && r.kind === 'sem_released') return { name, released: true };
-    if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
+    if (!r.ok && r.code === 'not_holder') {
+      if (await this.withdrawWait(name, sessionId, ctx)) return { name, released: true };
+      throw new ApiError('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
+    }
     throw resultError(r);
+  }
+
+  /**
+   * A release by a session that holds no permits of `name` but waits for them withdraws
+   * that wait, as a lock release does (docs/api.md "Release"): a client cleaning up after
+   * an acquire it gave up on cannot be granted permits later. The cancel names the wait
+   * it found (its `since`): if that wait ends before the cancel applies, a newer wait of
+   * the session (a later acquire) is left alone. If the grant
+   * wins the race against the cancel, the permits are released after all: returns true
+   * (the answer is then 200 released). The release was applied first, so its permission
+   * check (actor) already passed for this session.
+   */
+  private async withdrawWait(name: string, sessionId: string, ctx: RequestContext): Promise<boolean> {
+    const wait = this.svc.d.app.fsm.semWaitOf(name, sessionId);
+    if (wait === undefined) return false;
+    const inner: RequestContext = { signal: ctx.signal, ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}) };
+    const c = (await this.svc.submitOutput({ kind: 'semCancelWait', name, sessionId, since: wait.since }, inner)).result;
+    if (!(c.ok && c.kind === 'sem_acquired')) return false;
+    const again: Command = { kind: 'semRelease', name, sessionId };
+    const actor = this.svc.actor(ctx, name);
+    if (actor !== undefined) again.actor = actor;
+    const r = (await this.svc.submitOutput(again, inner)).result;
+    return r.ok && r.kind === 'sem_released';
   }
 
   async setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }> {
@@ -62,6 +88,11 @@ export class SemaphoreService {
   async get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView> {
     if (consistency === 'linearizable') await this.svc.readBarrier(ctx);
     return semaphoreView(this.svc.d.app.fsm.getSemaphore(name));
+  }
+
+  async list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView[]> {
+    if (consistency === 'linearizable') await this.svc.readBarrier(ctx);
+    return this.svc.d.app.fsm.listSemaphores(prefix, limit).map(semaphoreView);
   }
 
   private holds(name: string, sessionId: string, token: number): boolean {

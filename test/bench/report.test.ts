@@ -4,9 +4,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'hdr-histogram-js';
 import { sumMetric } from '../../bench/lock/target.js';
-import { busyCell, compare, median, resultsTable, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
-import { parseOptions, SUITE_ISSUE8, UsageError } from '../../bench/lock/options.js';
-import type { RunResult } from '../../bench/lock/workloads.js';
+import { busyCell, compare, median, raftlockOnlyNote, resultsTable, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
+import { parseOptions, SUITE_ISSUE8, SUITE_MODES, UsageError } from '../../bench/lock/options.js';
+import { supports, type RunResult, type WorkloadName } from '../../bench/lock/workloads.js';
 
 test('sumMetric adds every label set of one metric and ignores metrics that share a prefix', () => {
   const text = [
@@ -30,10 +30,10 @@ test('median of odd and even counts', () => {
   assert.ok(Number.isNaN(median([])));
 });
 
-function run(system: 'raftlock' | 'etcd', clients: number, opsPerSec: number, latMs: number[]): RunResult {
+function run(system: 'raftlock' | 'etcd', clients: number, opsPerSec: number, latMs: number[], workload: WorkloadName = 'uncontended'): RunResult {
   const latency = build({ numberOfSignificantValueDigits: 3 });
   for (const ms of latMs) latency.recordValue(ms * 1000);
-  return { system, workload: 'uncontended', clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5, busy: { leader: 0.75, followers: [0.2, 0.3], generator: 0.1 } };
+  return { system, workload, clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5, busy: { leader: 0.75, followers: [0.2, 0.3], generator: 0.1 } };
 }
 
 test('summarize takes medians per row; compare applies the issue-8 target of that row', () => {
@@ -76,4 +76,26 @@ test('command line: defaults, the issue-8 suite, and usage errors', () => {
   assert.throws(() => parseOptions(['-c', '0']), UsageError);
   assert.throws(() => parseOptions(['--compare', 'consul']), UsageError);
   assert.throws(() => parseOptions(['--scale', '10', '--compare', 'etcd']), UsageError);
+});
+
+test('shared and semaphore rows: grants/s and p99 beside the exclusive contended row, raftlock only, no ratio made up', () => {
+  assert.equal(supports(false, 'shared'), false, 'etcd runs no shared row');
+  assert.equal(supports(false, 'semaphore'), false);
+  assert.equal(supports(false, 'contended'), true);
+  assert.equal(supports(true, 'semaphore'), true);
+  const rows = summarize([
+    run('raftlock', 16, 500, [2, 4, 8], 'contended'), run('etcd', 16, 100, [9, 10, 11], 'contended'),
+    run('raftlock', 16, 900, [1, 2, 3], 'shared'), run('raftlock', 16, 700, [1, 5, 6], 'semaphore'),
+  ]);
+  const table = resultsTable(rows);
+  assert.match(table, /\| shared +\| +16 \| raftlock \| +900 grants\/s \|/);
+  assert.match(table, /\| semaphore +\| +16 \| raftlock \| +700 grants\/s \|/);
+  assert.deepEqual(compare(rows).map((c) => c.workload), ['contended'], 'only the exclusive row has a ratio');
+  const note = raftlockOnlyNote(rows, true);
+  assert.match(note ?? '', /^shared and semaphore: raftlock only \(no etcd row and no ratio\): etcd has no shared lock or semaphore primitive/);
+  assert.match(note ?? '', /9:1 on 4 locks.*limit 4/);
+  assert.equal(raftlockOnlyNote(summarize([run('raftlock', 16, 1, [1], 'contended')]), true), null);
+  assert.deepEqual(parseOptions(['--suite', 'modes']).matrix, SUITE_MODES);
+  assert.deepEqual(parseOptions(['-w', 'shared,semaphore', '-c', '16']).matrix.map((m) => m.workload), ['shared', 'semaphore']);
+  assert.throws(() => parseOptions(['--suite', 'nope']), /one of issue8, modes/);
 });

@@ -164,6 +164,49 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     assert.equal(await semInUse('jobs/one'), 0);
   });
 
+  it('ls shows locks with their mode and every holder, and semaphores with in-use/limit, holders and how many wait (text and --json); get shows a shared lock', async () => {
+    type Answer = { status: number; body: Record<string, unknown> };
+    const call = async (method: string, path: string, body?: unknown): Promise<Answer> => {
+      const r = await fetch(`${h.endpoints[0]}${path}`, { method, ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> };
+    };
+    const ok = (a: Answer): Record<string, unknown> => {
+      assert.ok(a.status >= 200 && a.status < 300, `${a.status} ${JSON.stringify(a.body)}`);
+      return a.body;
+    };
+    const r1 = ok(await call('POST', '/v1/locks/lsx%2Fdoc/acquire', { mode: 'shared', owner: 'r1', ttl_ms: 90_000 }));
+    const r2 = ok(await call('POST', '/v1/locks/lsx%2Fdoc/acquire', { mode: 'shared', owner: 'r2', ttl_ms: 90_000 }));
+    const w = ok(await call('POST', '/v1/locks/lsx%2Fsolo/acquire', { owner: 'w', ttl_ms: 90_000 }));
+    const p1 = ok(await call('POST', '/v1/semaphores/lsx%2Fpool/acquire', { limit: 3, permits: 2, owner: 'p1', ttl_ms: 90_000 }));
+    const p2 = ok(await call('POST', '/v1/sessions', { ttl_ms: 90_000, owner: 'p2' }));
+    const waiting = call('POST', '/v1/semaphores/lsx%2Fpool/acquire', { session_id: p2['session_id'], limit: 3, permits: 2, wait_ms: 60_000 });
+    await eventually(async () => ((await call('GET', '/v1/semaphores/lsx%2Fpool')).body['waiters'] as unknown[]).length === 1, 10_000, 'p2 to queue');
+
+    const ls = await raftlock(['ls', ...ep, '--prefix', 'lsx/']);
+    assert.equal(ls.code, 0, ls.stderr);
+    const row = (...cells: unknown[]): RegExp => new RegExp(`^${cells.map((c) => String(c).replace(/[/.]/g, '\\$&')).join('\\s+')}$`, 'm');
+    assert.match(ls.stdout, /^LOCK\s+MODE\s+TOKEN\s+SESSION\s+OWNER\s+WAITERS$/m);
+    assert.match(ls.stdout, row('lsx/doc', 'shared', r1['fencing_token'], r1['session_id'], 'r1', 0));
+    assert.match(ls.stdout, row('lsx/doc', 'shared', r2['fencing_token'], r2['session_id'], 'r2', 0));
+    assert.match(ls.stdout, row('lsx/solo', 'exclusive', w['fencing_token'], w['session_id'], 'w', 0));
+    assert.match(ls.stdout, /^SEMAPHORE\s+IN USE\s+PERMITS\s+TOKEN\s+SESSION\s+OWNER\s+WAITING$/m);
+    assert.match(ls.stdout, row('lsx/pool', '2/3', 2, p1['fencing_token'], p1['session_id'], 'p1', 1));
+    const js = await raftlock(['ls', ...ep, '--prefix', 'lsx/', '--json']);
+    const parsed = JSON.parse(js.stdout) as { locks: { name: string; mode: string; holders: unknown[] }[]; semaphores: { name: string; inUse: number; limit: number; waiters: { owner: string; position: number }[] }[] };
+    assert.deepEqual(parsed.locks.map((l) => [l.name, l.mode, l.holders.length]), [['lsx/doc', 'shared', 2], ['lsx/solo', 'exclusive', 1]]);
+    assert.deepEqual(parsed.semaphores.map((s) => [s.name, s.inUse, s.limit, s.waiters.map((x) => [x.owner, x.position])]), [['lsx/pool', 2, 3, [['p2', 1]]]]);
+    const get = await raftlock(['get', 'lsx/doc', ...ep]);
+    assert.match(get.stdout, new RegExp(`^lsx/doc: held shared by 2 sessions: ${String(r1['session_id'])} \\(owner r1\\) token ${String(r1['fencing_token'])}, ${String(r2['session_id'])}`));
+
+    // p2 gives up: its release withdraws the queued wait (docs/api.md "Release")
+    assert.equal((await call('POST', '/v1/semaphores/lsx%2Fpool/release', { session_id: p2['session_id'] })).status, 409);
+    const gaveUp = await waiting;
+    assert.equal(gaveUp.status, 409);
+    assert.equal((gaveUp.body['error'] as { code: string }).code, 'semaphore_full');
+    for (const s of [r1, r2, w, p1, p2]) assert.equal((await call('DELETE', `/v1/sessions/${String(s['session_id'])}`)).status, 200);
+    assert.deepEqual((await call('GET', '/v1/semaphores?prefix=lsx/')).body, { semaphores: [] }, 'nobody was granted what p2 gave up');
+  });
+
   it('forwards SIGTERM to the command and exits with its code', async () => {
     const out = join(dir, 'fwd');
     let proc: ChildProcess | undefined;

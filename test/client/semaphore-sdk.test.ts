@@ -1,7 +1,7 @@
 // session.semaphore and client.withSemaphore against a stub server (stub-lock-server.ts):
 // grants, release, the typed errors, and the rule that an acquire that fails never leaves
 // a grant behind (docs/client.md) — including a wait the server grants after the caller
-// gave up, which a semaphore release alone does not withdraw.
+// gave up, which a release did not withdraw on servers of earlier versions (the stub acts as one).
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LimitMismatchError, LockLostError, OutcomeUnknownError, RaftlockClient, SemaphoreFullError, UnavailableError } from '@raftlock/client';

@@ -189,8 +189,9 @@ export class StubLockServer {
     return { name, session_id: sid, permits: h.permits, limit: sem.limit, fencing_token: h.token, ttl_ms: 60_000 };
   }
 
-  /** As the real server: a release gives back the session's permits and does NOT withdraw
-   *  a queued wait (src/lock-fsm/semaphores.ts). */
+  /** As a server of an earlier version: a release gives back the session's permits and
+   *  does NOT withdraw a queued wait (this version's server does: docs/api.md "Release"),
+   *  the harder case for the SDK's cleanup. */
   private handleSemaphore(name: string, action: string, body: Record<string, unknown>, res: ServerResponse, send: (status: number, b: unknown) => void, err: (status: number, code: string) => void): void {
     const sid = String(body.session_id);
     if (!this.sessions.has(sid)) return err(404, 'session_not_found');

@@ -269,6 +269,35 @@ describe('RaftlockClient failover and retries (fake servers)', () => {
   });
 });
 
+describe('list and read answers (fake server)', () => {
+  it('listSemaphores, getSemaphore and listLocks send the list query and decode holders, waiters and modes; a broken body is bad_response', async () => {
+    const urls: string[] = [];
+    const sem = { name: 'db/pool', limit: 4, in_use: 3, holders: [{ session_id: 's1', owner: 'w', permits: 3, fencing_token: 9 }], waiters: [{ session_id: 's2', owner: '', permits: 2, position: 1 }] };
+    const lock = { name: 'doc', held: true, waiters: 1, mode: 'shared', holders: [{ session_id: 's3', owner: 'r', fencing_token: 11, mode: 'shared' }, { session_id: 's4', owner: '', fencing_token: 12, mode: 'shared' }] };
+    const ep = await fake((req, res) => {
+      urls.push(req.url ?? '');
+      if (req.url?.startsWith('/v1/semaphores?prefix=bad')) return json(res, 200, { semaphores: [{ name: 'x', limit: 1, in_use: 0, holders: 'no', waiters: [] }] });
+      if (req.url?.startsWith('/v1/semaphores?')) return json(res, 200, { semaphores: [sem] });
+      if (req.url?.startsWith('/v1/semaphores/')) return json(res, 200, sem);
+      return json(res, 200, { locks: [lock] });
+    });
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      const want = { name: 'db/pool', limit: 4, inUse: 3, holders: [{ sessionId: 's1', owner: 'w', permits: 3, fencingToken: 9 }], waiters: [{ sessionId: 's2', owner: '', permits: 2, position: 1 }] };
+      assert.deepEqual(await c.listSemaphores({ prefix: 'db/', limit: 5, consistency: 'stale' }), [want]);
+      assert.deepEqual(await c.getSemaphore('db/pool'), want);
+      const [l] = await c.listLocks({ prefix: 'd' });
+      assert.equal(l?.mode, 'shared');
+      assert.deepEqual(l?.holders, [{ sessionId: 's3', owner: 'r', fencingToken: 11, mode: 'shared' }, { sessionId: 's4', owner: '', fencingToken: 12, mode: 'shared' }]);
+      assert.equal(l?.holder, undefined);
+      await assert.rejects(c.listSemaphores({ prefix: 'bad' }), (e: unknown) => e instanceof RaftlockError && e.code === 'bad_response' && /holders/.test(e.message));
+      assert.deepEqual(urls, ['/v1/semaphores?prefix=db%2F&limit=5&consistency=stale', '/v1/semaphores/db%2Fpool', '/v1/locks?prefix=d', '/v1/semaphores?prefix=bad']);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
 describe('Session lease proof (fake server)', () => {
   it('fires lost at lastAck + ttl − margin, before the server could expire the session', async () => {
     let answering = true;

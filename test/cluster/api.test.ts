@@ -404,6 +404,24 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assert.deepEqual(resized.body, { name: 'pool/db', limit: 5 });
     assert.equal((await get(f1!, '/v1/semaphores/pool/db')).body.limit, 5);
     assertError(await post(f1!, '/v1/semaphores/pool/db/release', { session_id: a.body.session_id }), 409, 'not_holder', 'a released session');
+
+    // GET /v1/semaphores through a follower (relayed to the leader), and stale on it
+    const d = await post(f2!, '/v1/semaphores/pool/db/acquire', { limit: 5, permits: 3, owner: 'd' });
+    assert.equal(d.status, 200, d.text);
+    tokens.grant(d.body.fencing_token, 'pool/db');
+    const listed = await get(f1!, '/v1/semaphores?prefix=pool/');
+    assert.equal(listed.status, 200, listed.text);
+    assert.deepEqual(listed.body.semaphores.map((s: { name: string; limit: number; in_use: number; holders: unknown[] }) => [s.name, s.limit, s.in_use, s.holders.length]), [['pool/db', 5, 5, 3]]);
+    assert.equal((await get(f2!, '/v1/semaphores?prefix=pool/&consistency=stale&limit=1')).status, 200);
+    // a session that waits and gives up: its release withdraws the wait (docs/api.md "Release")
+    const e = await post(f1!, '/v1/sessions', { ttl_ms: 30_000 });
+    const waitingE = post(f2!, '/v1/semaphores/pool/db/acquire', { session_id: e.body.session_id, limit: 5, wait_ms: 30_000 });
+    await eventually(async () => (await get(f1!, '/v1/semaphores/pool/db')).body.waiters?.length === 1, 10_000, 'e to queue');
+    assertError(await post(f1!, '/v1/semaphores/pool/db/release', { session_id: e.body.session_id }), 409, 'not_holder', 'a waiting session');
+    assertError(await waitingE, 409, 'semaphore_full', 'the waiting request, withdrawn');
+    assert.deepEqual((await get(f1!, '/v1/semaphores/pool/db')).body.waiters, []);
+    assert.equal((await post(f1!, '/v1/semaphores/pool/db/release', { session_id: d.body.session_id })).status, 200);
+    assert.equal((await get(f1!, '/v1/semaphores/pool/db')).body.in_use, 2, 'the permits d gave back went to nobody');
   });
 
   it('POST /v1/cluster/transfer-leadership moves the leader (through a follower, to a chosen node and by default); held locks keep their tokens', async () => {

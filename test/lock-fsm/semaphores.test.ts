@@ -123,3 +123,43 @@ test("idempotency: a queued semaphore acquire's key answers with its grant; snap
   bad.sems![0]![2][0]![3] = bad.lastToken + 1;
   assert.throws(() => LockFsm.fromState(bad), /sems\[0\]\[2\]\[0\]\[3\] must be a fencing token/);
 });
+
+test("a release by a waiting session: semRelease is not_holder and keeps the wait; the semCancelWait naming it withdraws it and admits the next; if the grant won, it answers the grant", () => {
+  // the two steps of the API's withdrawal (src/node/semaphore-service.ts, docs/api.md "Release")
+  const g = new Log();
+  for (const s of ['a', 'b', 'c']) g.open(s);
+  sem(g, 'a', 2, 2);
+  sem(g, 'b', 2, 2, 5000); // the head: blocks c's smaller request behind it
+  sem(g, 'c', 1, 2, 5000);
+  assert.deepEqual(g.do({ kind: 'semRelease', name: 'S', sessionId: 'b' }), { ok: false, code: 'not_holder' });
+  const since = g.fsm.semWaitOf('S', 'b')!.since;
+  g.do({ kind: 'semRelease', name: 'S', sessionId: 'a' }); // a frees 2: b is granted
+  assert.equal(g.fsm.semWaitOf('S', 'b'), undefined);
+  const won = g.do({ kind: 'semCancelWait', name: 'S', sessionId: 'b', since });
+  assert.ok(won.ok && won.kind === 'sem_acquired' && won.sessionId === 'b', 'the grant won the race: the cancel reports it');
+  assert.deepEqual(g.do({ kind: 'semRelease', name: 'S', sessionId: 'b' }), { ok: true, kind: 'sem_released', name: 'S' });
+  assert.deepEqual(g.fsm.getSemaphore('S').holders.map((h) => h.sessionId), ['c'], 'c was granted once b gave the permits back');
+  // a waiting head withdrawn admits the request behind it at once
+  sem(g, 'a', 2, 2, 5000);
+  sem(g, 'b', 1, 2, 5000);
+  const out = g.run({ kind: 'semCancelWait', name: 'S', sessionId: 'a', since: g.fsm.semWaitOf('S', 'a')!.since });
+  assert.deepEqual(out.events.map((e) => e.type), ['semWaitEnded', 'semGranted']);
+  assert.deepEqual(g.fsm.getSemaphore('S').holders.map((h) => h.sessionId), ['c', 'b']);
+  assertFsmInvariants(g.fsm);
+});
+
+test('listSemaphores: semaphores with holders or waiters, by prefix, sorted by name, limited; each entry is getSemaphore', () => {
+  const g = new Log();
+  for (const s of ['a', 'b']) g.open(s);
+  for (const n of ['pool/b', 'pool/a', 'other', 'pool']) g.do({ kind: 'semAcquire', name: n, sessionId: 'a', limit: 1, permits: 1, waitMs: 0 });
+  g.do({ kind: 'semAcquire', name: 'pool/b', sessionId: 'b', limit: 1, permits: 1, waitMs: 5000 });
+  g.do({ kind: 'semAcquire', name: 'gone', sessionId: 'b', limit: 1, permits: 1, waitMs: 0 });
+  g.do({ kind: 'semRelease', name: 'gone', sessionId: 'b' });
+  assert.deepEqual(g.fsm.listSemaphores('', 100).map((s) => s.name), ['other', 'pool', 'pool/a', 'pool/b'], 'an idle semaphore is not listed');
+  assert.deepEqual(g.fsm.listSemaphores('pool/', 10).map((s) => s.name), ['pool/a', 'pool/b']);
+  assert.deepEqual(g.fsm.listSemaphores('pool', 2).map((s) => s.name), ['pool', 'pool/a']);
+  assert.deepEqual(g.fsm.listSemaphores('x', 10), []);
+  assert.deepEqual(g.fsm.listSemaphores('', 0), []);
+  assert.deepEqual(g.fsm.listSemaphores('pool/b', 1), [g.fsm.getSemaphore('pool/b')]);
+  assert.deepEqual(g.fsm.listSemaphores('pool/b', 1)[0]?.waiters.map((w) => [w.sessionId, w.position]), [['b', 1]]);
+});

@@ -47,7 +47,7 @@ describe('OpenAPI document', () => {
       ['post', '/v1/locks/{name}/acquire'], ['post', '/v1/locks/{name}/renew'], ['post', '/v1/locks/{name}/release'], ['get', '/v1/locks/{name}'],
       ['get', '/v1/locks'], ['get', '/v1/locks/{name}/check'], ['get', '/healthz'], ['get', '/readyz'], ['get', '/metrics'], ['get', '/v1/cluster'],
       ['post', '/v1/cluster/members'], ['delete', '/v1/cluster/members/{id}'], ['post', '/v1/cluster/transfer-leadership'], ['get', '/v1/status'], ['get', '/v1/snapshot'],
-      ['get', '/v1/semaphores/{name}'], ['post', '/v1/semaphores/{name}/acquire'], ['put', '/v1/semaphores/{name}/limit'], ['post', '/v1/semaphores/{name}/release'],
+      ['get', '/v1/semaphores'], ['get', '/v1/semaphores/{name}'], ['post', '/v1/semaphores/{name}/acquire'], ['put', '/v1/semaphores/{name}/limit'], ['post', '/v1/semaphores/{name}/release'],
     ];
     const ids = new Set<string>();
     for (const [method, path] of want) {
@@ -84,6 +84,8 @@ describe('OpenAPI document', () => {
       ['Lock', { name: 'a', held: true, holder: { session_id: 's-1', owner: 'w', fencing_token: 7 }, waiters: 2 }], ['Lock', { name: 'a', held: false, waiters: 0 }],
       ['LockList', { locks: [{ name: 'a', held: true, holder: { session_id: 's-1', owner: '', fencing_token: 7 }, waiters: 0 }] }],
       ['Check', { name: 'a', current: false }],
+      ['SemaphoreList', { semaphores: [] }],
+      ['SemaphoreList', { semaphores: [{ name: 'db/pool', limit: 4, in_use: 1, holders: [{ session_id: 's-1', owner: 'w', permits: 1, fencing_token: 9 }], waiters: [{ session_id: 's-2', owner: '', permits: 3, position: 1 }] }] }],
       ['ClusterView', { node_id: 'n1', role: 'leader', term: 3, leader_id: 'n1', commit_index: 10, applied_index: 10, members: [{ id: 'n1', api: 'http://127.0.0.1:7001', peer: 'http://127.0.0.1:7101', role: 'leader', match_index: 10 }] }],
       ['ClusterView', { node_id: 'n2', role: 'follower', term: 3, leader_id: null, commit_index: 0, applied_index: 0, members: [] }],
       ['Error', { error: { code: 'lock_held', message: 'the lock is held by another session', holder: { session_id: 's-1', owner: 'w', fencing_token: 7 } } }],
@@ -94,7 +96,7 @@ describe('OpenAPI document', () => {
     const bad: [string, unknown][] = [
       ['AcquireRequest', { wait_ms: 300_001 }], ['AcquireRequest', { ttl_ms: 5 }], ['AcquireRequest', { extra: 1 }], ['AcquireRequest', { wait_ms: 1.5 }],
       ['RenewRequest', {}], ['ReleaseRequest', { session_id: 's-1', fencing_token: 0 }], ['OpenSessionRequest', { lock_delay_ms: -1 }],
-      ['AddMemberRequest', { id: '-bad', api: 'http://x:1', peer: 'http://x:2' }], ['Grant', { name: 'a' }], ['Error', { error: { code: 'Bad Code', message: 'x' } }],
+      ['AddMemberRequest', { id: '-bad', api: 'http://x:1', peer: 'http://x:2' }], ['Grant', { name: 'a' }], ['SemaphoreList', { semaphores: [{ name: 'p', limit: 0, in_use: 0, holders: [], waiters: [] }] }], ['Error', { error: { code: 'Bad Code', message: 'x' } }],
     ];
     for (const [schema, value] of bad) assert.notEqual(check(schema, value), null, `${schema} ${JSON.stringify(value)} must not validate`);
     await app.close();

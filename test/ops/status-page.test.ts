@@ -2,7 +2,8 @@
 // installed by scripts/install-test-deps.sh) driven by playwright-core. The page is loaded
 // from a follower of a running cluster; it must show the members and a held lock, follow
 // a leader kill to the new leader without a reload, and load nothing from outside the
-// node. A screenshot goes to test-output/ (gitignored) for a human to look at.
+// node. A shared lock shows its mode and every holder; a semaphore its in-use/limit, its
+// holders and its queue (docs/contract.md §4). A screenshot goes to test-output/ (gitignored) for a human to look at.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -40,6 +41,15 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     const grant = await h.request(leader, 'POST', '/v1/locks/billing%2Finvoice-42/acquire', { ttl_ms: 60_000, owner: 'worker-7' });
     assert.equal(grant.status, 200, grant.text);
     for (let i = 0; i < 3; i++) assert.equal((await h.request(leader, 'POST', `/v1/locks/jobs/nightly-${i}/acquire`, { ttl_ms: 60_000, owner: `cron@host-${i}` })).status, 200);
+    const readers = [];
+    for (const owner of ['reader-a', 'reader-b']) {
+      const r = await h.request(leader, 'POST', '/v1/locks/docs%2Fmanual/acquire', { ttl_ms: 60_000, owner, mode: 'shared' });
+      assert.equal(r.status, 200, r.text);
+      readers.push(r.body);
+    }
+    for (const owner of ['pool-a', 'pool-b']) assert.equal((await h.request(leader, 'POST', '/v1/semaphores/db%2Fpool/acquire', { ttl_ms: 60_000, owner, limit: 2 })).status, 200);
+    // a third asks and waits (answered when the leader is killed below)
+    const queued = h.requestRaw(leader, 'POST', '/v1/semaphores/db%2Fpool/acquire', JSON.stringify({ ttl_ms: 60_000, owner: 'pool-c', limit: 2, wait_ms: 120_000 }), { 'content-type': 'application/json' }, 130_000).catch(() => undefined);
     const follower = h.nodes.find((n) => n.id !== leader)!;
 
     const { chromium } = await import('playwright-core');
@@ -70,7 +80,21 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     await row.waitFor({ timeout: 10_000 });
     assert.match((await row.textContent()) ?? '', /worker-7/);
     assert.equal(await row.locator('td[data-token]').getAttribute('data-token'), String(grant.body.fencing_token));
-    assert.equal((await page.textContent('#locks-count'))?.trim(), '4');
+    assert.equal((await page.textContent('#locks-count'))?.trim(), '5');
+    // the shared lock: its mode and both holders with their tokens
+    const shared = page.locator('tr[data-lock="docs/manual"]');
+    await shared.waitFor({ timeout: 10_000 });
+    assert.equal(await shared.getAttribute('data-mode'), 'shared');
+    const sharedText = (await shared.textContent()) ?? '';
+    for (const r of readers) assert.ok(sharedText.includes(String(r.fencing_token)), `token ${r.fencing_token} shown: ${sharedText}`);
+    assert.match(sharedText, /reader-a[\s\S]*reader-b/);
+    assert.equal(await shared.locator('.who').count(), 2);
+    assert.equal(await row.getAttribute('data-mode'), 'exclusive');
+    // the semaphore: 2 of 2 in use, both holders, one waiting (the page polls: wait for it)
+    const sem = page.locator('tr[data-semaphore="db/pool"]');
+    await page.waitForSelector('tr[data-semaphore="db/pool"] td[data-waiting="1"]', { timeout: 10_000 });
+    assert.equal(await sem.locator('td[data-in-use]').getAttribute('data-in-use'), '2/2');
+    assert.match((await sem.textContent()) ?? '', /pool-a[\s\S]*pool-b[\s\S]*1 waiting[\s\S]*pool-c/);
     // page-side functions reach the DOM through globalThis: this project compiles without
     // the DOM library (and the page's CSP forbids evaluating strings)
     const navigations = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).performance.getEntriesByType('navigation').length);
@@ -102,6 +126,7 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.match((await page.textContent('h1')) ?? '', /raftlock API/);
     assert.ok((await page.locator('details.op').count()) >= 18);
 
+    await queued;
     assert.deepEqual(foreign, [], 'the page loaded something from outside the node');
     assert.deepEqual(pageErrors, [], 'script errors on the page');
   });

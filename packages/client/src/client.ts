@@ -14,8 +14,8 @@ import type { Lock } from './lock.js';
 import type { SemaphoreGrant } from './semaphore.js';
 import { Session, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
 import {
-  decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSessionGrant, decodeSessionInfo, lockPath, semaphorePath, sessionPath,
-  type ClusterInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SessionGrant, type SessionInfo,
+  decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, lockPath, semaphorePath, sessionPath,
+  type ClusterInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
 } from './wire.js';
 
 export interface ClientOptions {
@@ -68,6 +68,13 @@ export interface ReadOptions {
   /** 'stale' answers from the contacted node without a quorum round */
   consistency?: 'linearizable' | 'stale';
   signal?: AbortSignal;
+}
+
+/** listLocks and listSemaphores: names starting with `prefix`, at most `limit` (1-10000;
+ *  the server's default is 1000) */
+export interface ListOptions extends ReadOptions {
+  prefix?: string;
+  limit?: number;
 }
 
 export interface WithLockContext {
@@ -234,13 +241,9 @@ export class RaftlockClient {
     return decodeLockInfo(a.body, `get ${name}`);
   }
 
-  async listLocks(o: ReadOptions & { prefix?: string; limit?: number } = {}): Promise<LockInfo[]> {
-    const q = new URLSearchParams();
-    if (o.prefix) q.set('prefix', o.prefix);
-    if (o.limit !== undefined) q.set('limit', String(o.limit));
-    if (o.consistency === 'stale') q.set('consistency', 'stale');
-    const qs = q.toString();
-    const a = await this.http.call({ method: 'GET', path: `/v1/locks${qs ? `?${qs}` : ''}`, retry: 'read', ...opt('signal', o.signal) });
+  /** GET /v1/locks: held locks whose name starts with `prefix`, sorted by name */
+  async listLocks(o: ListOptions = {}): Promise<LockInfo[]> {
+    const a = await this.http.call({ method: 'GET', path: `/v1/locks${listQuery(o)}`, retry: 'read', ...opt('signal', o.signal) });
     return decodeLockList(a.body, 'list locks');
   }
 
@@ -268,6 +271,21 @@ export class RaftlockClient {
     const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
     const a = await this.mutate({ method: 'POST', path: semaphorePath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
     return { ...decodeSemaphoreGrant(a.body, `acquire semaphore ${name}`), sentAt: a.sentAt };
+  }
+
+  /** GET /v1/semaphores/{name}: limit, permits in use, holders, waiters with positions
+   *  (an idle semaphore: limit 0, nobody) */
+  async getSemaphore(name: string, o: ReadOptions = {}): Promise<SemaphoreInfo> {
+    const q = o.consistency === 'stale' ? '?consistency=stale' : '';
+    const a = await this.http.call({ method: 'GET', path: semaphorePath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    return decodeSemaphoreInfo(a.body, `get semaphore ${name}`);
+  }
+
+  /** GET /v1/semaphores: the semaphores with holders or waiters whose name starts with
+   *  `prefix`, sorted by name (the same options as listLocks) */
+  async listSemaphores(o: ListOptions = {}): Promise<SemaphoreInfo[]> {
+    const a = await this.http.call({ method: 'GET', path: `/v1/semaphores${listQuery(o)}`, retry: 'read', ...opt('signal', o.signal) });
+    return decodeSemaphoreList(a.body, 'list semaphores');
   }
 
   /** POST /v1/semaphores/{name}/release: gives back every permit the session holds of it
@@ -377,6 +395,16 @@ function lostWith(reason: LockLostError, extra: { result?: unknown; cause?: unkn
 function positive(v: number, what: string): number {
   if (!Number.isFinite(v) || v <= 0) throw new InvalidRequestError('invalid_request', `${what} must be a positive number of ms, got ${v}`);
   return v;
+}
+
+/** the query string of a list request ("" when it needs none) */
+function listQuery(o: ListOptions): string {
+  const q = new URLSearchParams();
+  if (o.prefix) q.set('prefix', o.prefix);
+  if (o.limit !== undefined) q.set('limit', String(o.limit));
+  if (o.consistency === 'stale') q.set('consistency', 'stale');
+  const qs = q.toString();
+  return qs ? `?${qs}` : '';
 }
 
 /** `{ [k]: v }` when v is defined, else `{}` (keeps optional fields truly absent). */

@@ -249,8 +249,9 @@ export class Session extends EventEmitter<SessionEvents> {
         // The server may have granted it (or still queue this session and grant it later).
         // A lost or closed session needs nothing: its end frees its grants and waits.
         if (!definitelyNotApplied(err) && this.state === 'open') {
-          // A semaphore release does not withdraw a queued wait (src/lock-fsm/semaphores.ts),
-          // so until that wait has surely ended a "not_holder" answer proves nothing.
+          // A server of an earlier version did not withdraw a queued semaphore wait on
+          // release (this one does: docs/api.md "Release"), so until that wait has surely
+          // ended a "not_holder" answer proves nothing.
           const entry: Unresolved = { kind, name, token: undefined, ...(kind === 'semaphore' ? { waitUntil: this.host.now() + chunk + SEM_WAIT_SLACK_MS } : {}) };
           await this.cleanUp(entry);
         }

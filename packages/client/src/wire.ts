@@ -40,8 +40,24 @@ export interface SessionInfo {
 export interface LockInfo {
   name: string;
   held: boolean;
+  /** the exclusive holder */
   holder?: HolderInfo;
   waiters: number;
+  /** while held: the mode of its grants (docs/contract.md §4 "Shared (read) locks") */
+  mode?: 'exclusive' | 'shared';
+  /** while held: every holder in grant order (one exclusive, or the shared holders) */
+  holders?: (HolderInfo & { mode: 'exclusive' | 'shared' })[];
+}
+
+/** GET /v1/semaphores/{name} (docs/contract.md §4 "Semaphores"); limit 0: idle */
+export interface SemaphoreInfo {
+  name: string;
+  limit: number;
+  inUse: number;
+  /** in grant order */
+  holders: { sessionId: string; owner: string; permits: number; fencingToken: number }[];
+  /** in queue order, position 1 first */
+  waiters: { sessionId: string; owner: string; permits: number; position: number }[];
 }
 
 export interface MemberInfo {
@@ -117,7 +133,35 @@ export function decodeLockInfo(v: unknown, what: string): LockInfo {
   const info: LockInfo = { name: str(o, 'name', what), held: o.held, waiters: typeof o.waiters === 'number' ? o.waiters : 0 };
   const holder = decodeHolder(o.holder);
   if (holder) info.holder = holder;
+  if (o.mode === 'exclusive' || o.mode === 'shared') info.mode = o.mode;
+  if (Array.isArray(o.holders)) {
+    info.holders = o.holders.map((x) => {
+      const h = decodeHolder(x);
+      if (!h) throw bad(what, 'an entry of holders lacks session_id or fencing_token');
+      return { ...h, mode: (x as Obj).mode === 'shared' ? 'shared' : 'exclusive' };
+    });
+  }
   return info;
+}
+
+export function decodeSemaphoreInfo(v: unknown, what: string): SemaphoreInfo {
+  const o = obj(v, what);
+  if (!Array.isArray(o.holders) || !Array.isArray(o.waiters)) throw bad(what, 'field holders or waiters is not a list');
+  const holders = o.holders.map((x) => {
+    const h = obj(x, what);
+    return { sessionId: str(h, 'session_id', what), owner: typeof h.owner === 'string' ? h.owner : '', permits: num(h, 'permits', what), fencingToken: num(h, 'fencing_token', what) };
+  });
+  const waiters = o.waiters.map((x) => {
+    const w = obj(x, what);
+    return { sessionId: str(w, 'session_id', what), owner: typeof w.owner === 'string' ? w.owner : '', permits: num(w, 'permits', what), position: num(w, 'position', what) };
+  });
+  return { name: str(o, 'name', what), limit: num(o, 'limit', what), inUse: num(o, 'in_use', what), holders, waiters };
+}
+
+export function decodeSemaphoreList(v: unknown, what: string): SemaphoreInfo[] {
+  const o = obj(v, what);
+  if (!Array.isArray(o.semaphores)) throw bad(what, 'field semaphores is not a list');
+  return o.semaphores.map((s) => decodeSemaphoreInfo(s, what));
 }
 
 export function decodeLockList(v: unknown, what: string): LockInfo[] {

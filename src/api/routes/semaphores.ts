@@ -4,7 +4,7 @@
 // lock's: `lock` on the name to acquire, release or resize, `read` to look.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
-import { assertLockName, decodeSegment, parseBody, parseQuery, querySchemas } from '../validate.js';
+import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RouteEnv } from './context.js';
 
 const ACTIONS = new Set(['acquire', 'release', 'limit']);
@@ -25,6 +25,23 @@ export function parseSemaphorePath(rawUrl: string): { name: string; action: Acti
 
 export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
   const { service, schemas } = env;
+
+  // the list, as GET /v1/locks (routes/locks.ts): the same query, right and read rules
+  app.get('/v1/semaphores', async (req, reply) => {
+    req.routeLabel = '/v1/semaphores';
+    const q = parseQuery(querySchemas.list, req.query);
+    const sems = service.semaphores;
+    if (sems === undefined) throw new ApiError('not_found', 'this node does not serve semaphores');
+    const prefix = q.prefix ?? '';
+    if (prefix !== '') {
+      const p = lockNameProblem(prefix, 'prefix');
+      if (p) throw invalid('query.prefix', p);
+    }
+    const consistency = q.consistency ?? 'linearizable';
+    return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) => ({
+      semaphores: await sems.list(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx),
+    }));
+  });
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const { name, action } = parseSemaphorePath(req.raw.url ?? '');
     req.routeLabel = action === 'get' ? '/v1/semaphores/{name}' : `/v1/semaphores/{name}/${action}`;

@@ -7,9 +7,10 @@ import { ApiError } from '../errors.js';
 import type { MemberProbe } from '../member-probe.js';
 import type { OpsService } from '../ops-service.js';
 import { parseQuery, querySchemas } from '../validate.js';
+import type { HolderView, LockView } from '../service.js';
 import type { RouteEnv } from './context.js';
 
-/** the page lists at most this many locks (the counts are exact) */
+/** the page lists at most this many locks, and this many semaphores (the counts are exact) */
 export const STATUS_MAX_LOCKS = 500;
 
 export function statusRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsService | undefined, probe: MemberProbe): void {
@@ -20,12 +21,15 @@ export function statusRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsServic
     if (!ops) throw new ApiError('not_found', 'this server has no status source');
     const signal = req.abortController.signal;
     const local = env.service.cluster();
-    const [{ leaderId, members }, locks] = await Promise.all([
+    const [{ leaderId, members }, locks, sems] = await Promise.all([
       probe.members(local, req.headers.authorization, signal),
       env.service.listLocks('', STATUS_MAX_LOCKS + 1, 'stale', { signal }),
+      env.service.semaphores?.list('', STATUS_MAX_LOCKS + 1, 'stale', { signal }) ?? Promise.resolve([]),
     ]);
     const observations = ops.observations();
-    const held = locks.filter((l) => l.held && l.holder).slice(0, STATUS_MAX_LOCKS);
+    // every holder, in grant order: one exclusive, or the shared holders (docs/contract.md §4)
+    const holdersOf = (l: LockView): (HolderView & { mode: 'exclusive' | 'shared' })[] => l.holders ?? (l.holder ? [{ ...l.holder, mode: 'exclusive' }] : []);
+    const held = locks.filter((l) => l.held && holdersOf(l).length > 0).slice(0, STATUS_MAX_LOCKS);
     return {
       generated_at_ms: Date.now(),
       node: local,
@@ -33,11 +37,17 @@ export function statusRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsServic
       members,
       observations,
       locks: held.map((l) => {
-        const h = l.holder!;
-        const since = ops.heldSince(l.name, h.fencing_token);
-        return { name: l.name, session_id: h.session_id, owner: h.owner, fencing_token: h.fencing_token, waiters: l.waiters, held_since_ms: since.since_ms, held_since_exact: since.exact };
+        const holders = holdersOf(l).map((h) => {
+          const since = ops.heldSince(l.name, h.fencing_token);
+          return { session_id: h.session_id, owner: h.owner, fencing_token: h.fencing_token, held_since_ms: since.since_ms, held_since_exact: since.exact };
+        });
+        // the first holder's fields stay at the top, as before shared locks
+        const first = holders[0]!;
+        return { name: l.name, session_id: first.session_id, owner: first.owner, fencing_token: first.fencing_token, waiters: l.waiters, held_since_ms: first.held_since_ms, held_since_exact: first.held_since_exact, mode: holdersOf(l)[0]!.mode, holders };
       }),
       locks_truncated: locks.length > STATUS_MAX_LOCKS,
+      semaphores: sems.slice(0, STATUS_MAX_LOCKS),
+      semaphores_truncated: sems.length > STATUS_MAX_LOCKS,
     };
   });
 }

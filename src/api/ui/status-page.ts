@@ -35,7 +35,7 @@ export const STATUS_HTML = String.raw`<!doctype html>
   <div class="cols">
     <section>
       <h2>Locks <span class="hint" id="locks-hint"></span><input id="lock-filter" type="search" placeholder="filter by name or owner"></h2>
-      <table id="locks"><thead><tr><th>Name</th><th>Holder</th><th class="num">Token</th><th class="num">Held for</th><th class="num">Waiters</th></tr></thead><tbody></tbody></table>
+      <table id="locks"><thead><tr><th>Name</th><th>Mode</th><th>Holder</th><th class="num">Token</th><th class="num">Held for</th><th class="num">Waiters</th></tr></thead><tbody></tbody></table>
       <div class="empty" id="locks-empty">No lock is held.</div>
     </section>
     <section>
@@ -43,6 +43,11 @@ export const STATUS_HTML = String.raw`<!doctype html>
       <ol class="changes" id="changes"></ol>
     </section>
   </div>
+  <section id="semaphores-section">
+    <h2>Semaphores <span class="hint" id="semaphores-hint"></span></h2>
+    <table id="semaphores"><thead><tr><th>Name</th><th>In use</th><th>Holders</th><th>Queue</th></tr></thead><tbody></tbody></table>
+    <div class="empty" id="semaphores-empty">No semaphore is in use.</div>
+  </section>
   <footer id="footer"></footer>
 </main>
 <script src="/ui/status.js" defer></script>

@@ -70,20 +70,25 @@ export const STATUS_JS = String.raw`(function () {
     body.textContent = '';
     var shown = 0;
     s.locks.forEach(function (l) {
-      if (f && l.name.toLowerCase().indexOf(f) < 0 && l.owner.toLowerCase().indexOf(f) < 0) return;
+      // every holder, in grant order (a shared lock has several; a server of an earlier
+      // version sends only the one holder's fields)
+      var holders = l.holders || [{ session_id: l.session_id, owner: l.owner, fencing_token: l.fencing_token }];
+      var mode = l.mode || 'exclusive';
+      if (f && l.name.toLowerCase().indexOf(f) < 0 && !holders.some(function (h) { return h.owner.toLowerCase().indexOf(f) >= 0; })) return;
       shown++;
       var tr = el('tr');
       tr.setAttribute('data-lock', l.name);
+      tr.setAttribute('data-mode', mode);
       var name = el('td', 'mono name', l.name);
       name.title = l.name;
       tr.appendChild(name);
+      var modeCell = el('td');
+      modeCell.appendChild(el('span', 'badge ' + mode, mode === 'shared' ? 'shared · ' + holders.length : 'exclusive'));
+      tr.appendChild(modeCell);
       var holder = el('td');
-      holder.appendChild(el('span', null, l.owner || '(no owner)'));
-      var sid = el('span', 'mono muted sid', l.session_id.length > 12 ? l.session_id.slice(0, 8) + '…' : l.session_id);
-      sid.title = 'session ' + l.session_id;
-      holder.appendChild(sid);
+      holders.forEach(function (h) { holder.appendChild(who(h.owner, h.session_id, null)); });
       tr.appendChild(holder);
-      var tok = el('td', 'num mono', l.fencing_token);
+      var tok = el('td', 'num mono', holders.map(function (h) { return h.fencing_token; }).join(', '));
       tok.setAttribute('data-token', String(l.fencing_token));
       tr.appendChild(tok);
       var held = el('td', 'num', (l.held_since_exact ? '' : '≥ ') + dur(s.generated_at_ms - l.held_since_ms));
@@ -95,6 +100,57 @@ export const STATUS_JS = String.raw`(function () {
     $('locks-empty').style.display = shown === 0 ? 'block' : 'none';
     $('locks-empty').textContent = s.locks.length === 0 ? 'No lock is held.' : 'No lock matches the filter.';
     setText('locks-hint', s.locks_truncated ? 'first ' + s.locks.length + ' of ' + num(s.observations.locks_held) : num(s.locks.length) + ' held');
+  }
+
+  /** one holder or waiter: owner, shortened session id, and an optional note */
+  function who(owner, sessionId, note) {
+    var line = el('span', 'who');
+    line.setAttribute('data-session', sessionId);
+    line.appendChild(el('span', null, owner || '(no owner)'));
+    var sid = el('span', 'mono muted sid', sessionId.length > 12 ? sessionId.slice(0, 8) + '…' : sessionId);
+    sid.title = 'session ' + sessionId;
+    line.appendChild(sid);
+    if (note) line.appendChild(el('span', 'muted sid', note));
+    return line;
+  }
+
+  function renderSemaphores(s) {
+    var sems = s.semaphores || [];
+    var body = $('semaphores').tBodies[0];
+    var f = ($('lock-filter').value || '').toLowerCase();
+    body.textContent = '';
+    var shown = 0;
+    sems.forEach(function (m) {
+      if (f && m.name.toLowerCase().indexOf(f) < 0 && !m.holders.some(function (h) { return h.owner.toLowerCase().indexOf(f) >= 0; })) return;
+      shown++;
+      var tr = el('tr');
+      tr.setAttribute('data-semaphore', m.name);
+      var name = el('td', 'mono name', m.name);
+      name.title = m.name;
+      tr.appendChild(name);
+      var use = el('td', 'num');
+      use.setAttribute('data-in-use', m.in_use + '/' + m.limit);
+      use.appendChild(el('span', null, m.in_use + ' / ' + m.limit));
+      var meter = el('span', 'meter' + (m.in_use >= m.limit ? ' full' : ''));
+      var fill = el('span');
+      fill.style.width = Math.min(100, Math.round(100 * m.in_use / Math.max(1, m.limit))) + '%';
+      meter.appendChild(fill);
+      use.appendChild(meter);
+      tr.appendChild(use);
+      var holders = el('td');
+      m.holders.forEach(function (h) { holders.appendChild(who(h.owner, h.session_id, '×' + h.permits + ' · token ' + h.fencing_token)); });
+      tr.appendChild(holders);
+      var queue = el('td', 'queue');
+      queue.setAttribute('data-waiting', String(m.waiters.length));
+      queue.appendChild(el('span', null, m.waiters.length === 0 ? 'empty' : m.waiters.length + ' waiting'));
+      m.waiters.slice(0, 5).forEach(function (w) { queue.appendChild(who(w.owner, w.session_id, '#' + w.position + ' wants ' + w.permits)); });
+      if (m.waiters.length > 5) queue.appendChild(el('span', 'who', '…'));
+      tr.appendChild(queue);
+      body.appendChild(tr);
+    });
+    $('semaphores-empty').style.display = shown === 0 ? 'block' : 'none';
+    $('semaphores-empty').textContent = sems.length === 0 ? 'No semaphore is in use.' : 'No semaphore matches the filter.';
+    setText('semaphores-hint', s.semaphores_truncated ? 'first ' + sems.length : num(sems.length) + ' in use');
   }
 
   function renderChanges(s) {
@@ -128,6 +184,7 @@ export const STATUS_JS = String.raw`(function () {
     setText('last-token', num(s.observations.last_token));
     renderMembers(s);
     renderLocks(s);
+    renderSemaphores(s);
     renderChanges(s);
     setText('footer', 'Locks, sessions and history as applied by ' + s.node.node_id + ' (applied index ' + num(s.node.applied_index) + '); members as each reports itself.');
   }
@@ -189,7 +246,7 @@ export const STATUS_JS = String.raw`(function () {
   }
 
   document.addEventListener('visibilitychange', function () { if (!document.hidden && timer === null) poll(); });
-  $('lock-filter').addEventListener('input', function () { if (last) renderLocks(last); });
+  $('lock-filter').addEventListener('input', function () { if (last) { renderLocks(last); renderSemaphores(last); } });
   $('auth').addEventListener('submit', function (ev) {
     ev.preventDefault();
     token = $('token').value.trim();

@@ -65,5 +65,12 @@ ol.changes .none { color: var(--bad); }
 .auth.show { display: flex; gap: 10px; align-items: center; }
 .auth input { flex: 1; font: inherit; padding: 6px 8px; border: 1px solid var(--line); border-radius: 6px; background: var(--bg); color: var(--text); }
 .auth button { font: inherit; padding: 6px 14px; border: 0; border-radius: 6px; background: var(--accent); color: #fff; cursor: pointer; }
+.cols + section { margin-top: 18px; }
+.who { display: block; }
+.badge.shared { background: var(--ok-bg); color: var(--ok); }
+.meter { display: inline-block; vertical-align: middle; width: 80px; height: 8px; margin-left: 8px; border-radius: 4px; background: var(--idle-bg); overflow: hidden; }
+.meter > span { display: block; height: 100%; background: var(--accent); }
+.meter.full > span { background: var(--warn); }
+td.queue .who { color: var(--muted); }
 footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 8px; }
 `;

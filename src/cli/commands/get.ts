@@ -9,6 +9,11 @@ interface Flags extends ClientFlags {
 
 export function describeLock(l: LockInfo): string {
   const waiters = `${l.waiters} waiter${l.waiters === 1 ? '' : 's'}`;
+  const shares = l.mode === 'shared' ? l.holders ?? [] : [];
+  if (shares.length > 0) {
+    const who = shares.map((h) => `${h.sessionId}${h.owner ? ` (owner ${h.owner})` : ''} token ${h.fencingToken}`).join(', ');
+    return `${l.name}: held shared by ${shares.length} session${shares.length === 1 ? '' : 's'}: ${who}; ${waiters}`;
+  }
   if (!l.held || !l.holder) return `${l.name}: free${l.held ? ' (in lock-delay)' : ''}, ${waiters}`;
   const owner = l.holder.owner ? ` (owner ${l.holder.owner})` : '';
   return `${l.name}: held by session ${l.holder.sessionId}${owner}, fencing token ${l.holder.fencingToken}, ${waiters}`;
