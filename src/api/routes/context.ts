@@ -23,8 +23,13 @@ declare module 'fastify' {
   interface FastifyRequest {
     /** route TEMPLATE for metrics and logs, never the raw URL (bounded label cardinality) */
     routeLabel: string;
-    /** aborted when the client goes away or the server closes */
-    abortController: AbortController;
+    /** aborted when the client goes away or the server closes; made on first use
+     *  (src/api/server.ts installLifecycle) */
+    readonly abortController: AbortController;
+    /** internal to installLifecycle: the response whose 'close' aborts the controller,
+     *  and the controller once made */
+    rawResponse: import('node:http').ServerResponse | null;
+    abortArmed: AbortController | null;
   }
 }
 

@@ -1,0 +1,123 @@
+// CPU per HTTP request of raftlock's REST layer, against bare fastify, in one run.
+//
+//   npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR]
+//
+// Each rep starts one server child per mode (bench/http/server.ts: `ours` is
+// src/api/server.ts around a service that answers at once; `bare` is fastify with the same
+// routes and answers and nothing else), in alternating order (A B, B A, …), warms it up,
+// then sends --requests requests at --concurrency over keep-alive connections, a mix of
+// keepalive : acquire : release = 2 : 1 : 1 (what a lock client sends). The figure is
+// the server process's CPU time (user + system) over the window divided by the requests:
+// CPU per request is stable on a loaded machine where throughput is not. The summary is
+// the median of the reps and the ratio ours / bare.
+import { fork, type ChildProcess } from 'node:child_process';
+import { loadavg } from 'node:os';
+import { parseArgs } from 'node:util';
+import { Pool } from 'undici';
+
+interface Cpu { user: number; system: number }
+interface Sample { mode: Mode; cpuUsPerReq: number; reqPerS: number; p99Ms: number }
+type Mode = 'ours' | 'bare';
+
+const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' } } });
+function posInt(name: string, v: string | undefined): number {
+  const n = Number(v);
+  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${String(v)}`);
+  return n;
+}
+const C = posInt('concurrency', values.concurrency);
+const N = posInt('requests', values.requests);
+const REPS = posInt('reps', values.reps);
+
+const REQUESTS = [
+  { method: 'POST' as const, path: '/v1/sessions/s-bench/keepalive', body: undefined },
+  { method: 'POST' as const, path: '/v1/locks/bench/lock/acquire', body: JSON.stringify({ session_id: 's-bench', wait_ms: 0 }) },
+  { method: 'POST' as const, path: '/v1/sessions/s-bench/keepalive', body: undefined },
+  { method: 'POST' as const, path: '/v1/locks/bench/lock/release', body: JSON.stringify({ session_id: 's-bench', fencing_token: 7 }) },
+];
+
+function start(mode: Mode): Promise<{ child: ChildProcess; url: string }> {
+  // --cpu-prof-dir DIR writes each server's V8 CPU profiles under DIR/<mode>/ (one per
+  // thread: the largest is the main thread; bench/profile-summary.ts reads them)
+  const prof = values['cpu-prof-dir'] === undefined ? [] : ['--cpu-prof', `--cpu-prof-dir=${values['cpu-prof-dir']}/${mode}`];
+  const child = fork(new URL('./server.ts', import.meta.url).pathname, [mode], { execArgv: ['--import', 'tsx', ...prof], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('error', reject);
+    child.once('exit', (code) => reject(new Error(`${mode} server exited with ${String(code)} before it listened`)));
+    child.once('message', (m) => resolve({ child, url: (m as { url: string }).url }));
+  });
+}
+
+function cpuOf(child: ChildProcess): Promise<Cpu> {
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve((m as { cpu: Cpu }).cpu));
+    child.send('cpu');
+  });
+}
+
+/** n requests at concurrency c; returns each request's latency in ms */
+async function load(pool: Pool, n: number, c: number): Promise<number[]> {
+  const lat: number[] = [];
+  let next = 0;
+  const worker = async (): Promise<void> => {
+    while (next < n) {
+      const r = REQUESTS[next++ % REQUESTS.length]!;
+      const t0 = performance.now();
+      const res = await pool.request({ method: r.method, path: r.path, body: r.body, headers: r.body === undefined ? {} : { 'content-type': 'application/json' } });
+      await res.body.text();
+      if (res.statusCode !== 200) throw new Error(`${r.method} ${r.path} answered ${res.statusCode}`);
+      lat.push(performance.now() - t0);
+    }
+  };
+  await Promise.all(Array.from({ length: c }, worker));
+  return lat;
+}
+
+async function one(mode: Mode): Promise<Sample> {
+  const { child, url } = await start(mode);
+  const pool = new Pool(url, { connections: C, pipelining: 1 });
+  try {
+    await load(pool, Math.min(N, 5000), C); // warm-up: JIT, connections, caches
+    const before = await cpuOf(child);
+    const t0 = performance.now();
+    const lat = await load(pool, N, C);
+    const wallS = (performance.now() - t0) / 1000;
+    const after = await cpuOf(child);
+    lat.sort((a, b) => a - b);
+    const cpuUs = after.user - before.user + (after.system - before.system);
+    return { mode, cpuUsPerReq: cpuUs / N, reqPerS: N / wallS, p99Ms: lat[Math.floor(lat.length * 0.99)] ?? 0 };
+  } finally {
+    await pool.close();
+    // disconnecting makes the server exit by itself, which writes its CPU profile
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.disconnect();
+    await exited;
+  }
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.floor(s.length / 2)] ?? NaN;
+}
+
+async function main(): Promise<void> {
+  console.log(`http bench: C=${C}, ${N} requests per run, ${REPS} rep(s) per mode, mix keepalive:acquire:release 2:1:1; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
+  const samples: Sample[] = [];
+  for (let rep = 0; rep < REPS; rep++) {
+    const order: Mode[] = rep % 2 === 0 ? ['ours', 'bare'] : ['bare', 'ours'];
+    for (const mode of order) {
+      const s = await one(mode);
+      samples.push(s);
+      console.log(`  rep ${rep + 1} ${mode.padEnd(4)} ${s.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/request  ${s.reqPerS.toFixed(0).padStart(6)} req/s  p99 ${s.p99Ms.toFixed(2)} ms`);
+    }
+  }
+  const med = (m: Mode, f: (s: Sample) => number): number => median(samples.filter((s) => s.mode === m).map(f));
+  const ours = med('ours', (s) => s.cpuUsPerReq);
+  const bare = med('bare', (s) => s.cpuUsPerReq);
+  console.log(`median: ours ${ours.toFixed(1)} µs, bare ${bare.toFixed(1)} µs CPU per request; ours/bare = ${(ours / bare).toFixed(2)}; req/s ours ${med('ours', (s) => s.reqPerS).toFixed(0)}, bare ${med('bare', (s) => s.reqPerS).toFixed(0)}`);
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
