@@ -121,6 +121,11 @@ test('shared locks: a paused holder acting after its window closed is fencing\'s
   const v = checkSharedLocks(h, broken, TTL, true).violations.join('\n');
   assert.match(v, /shared lock fencing: the resource accepted the end of a write on js-0 with token 5 after an access with token 6 had begun/);
   assert.match(v, /accepted the write with token 5 .* and the read with token 6 .* which overlap/);
+  // a control run (fencing off) counts the same instead of failing
+  const control = checkSharedLocks(h, broken, TTL, false);
+  assert.deepEqual(control.violations, []);
+  assert.equal(control.staleAccepted, 1);
+  assert.equal(control.overlapsAccepted, 1);
   // a read accepted below a write's token; with fencing off (a control run) nothing is claimed
   const staleRead = log([
     [20, 'begin', L, 6, 'write'],

@@ -69,6 +69,11 @@ export interface SharedReport {
   rejected: number;
   /** two reads in progress together inside their safe windows: the sharing that is allowed */
   concurrentReads: number;
+  /** begins/ends the resource accepted below the fencing bound, and pairs of accepted
+   *  accesses overlapping with a write: violations with fencing on, the control run's
+   *  evidence with it off */
+  staleAccepted: number;
+  overlapsAccepted: number;
   violations: string[];
 }
 
@@ -132,6 +137,8 @@ export function checkSharedLocks(ops: readonly Op[], log: readonly AccessLogEntr
 
   // fencing, as the resource's own log shows it
   let rejected = 0;
+  let staleAccepted = 0;
+  let overlapsAccepted = 0;
   let reads = 0;
   let writes = 0;
   const highest = new Map<string, { write: number; any: number }>();
@@ -148,6 +155,7 @@ export function checkSharedLocks(ops: readonly Op[], log: readonly AccessLogEntr
     const h = highest.get(e.name) ?? { write: 0, any: 0 };
     highest.set(e.name, h);
     const bound = e.mode === 'read' ? h.write : h.any;
+    if (e.token < bound) staleAccepted++;
     if (fencing && e.token < bound) {
       violations.push(`shared lock fencing: the resource accepted the ${e.phase} of a ${e.mode} on ${e.name} with token ${e.token} after ${e.mode === 'read' ? 'a write' : 'an access'} with token ${bound} had begun (entry ${e.seq})`);
     }
@@ -156,14 +164,15 @@ export function checkSharedLocks(ops: readonly Op[], log: readonly AccessLogEntr
       if (e.mode === 'write') h.write = Math.max(h.write, e.token);
     }
   }
-  if (fencing) {
+  {
     const done = accesses.filter((a) => a.end?.accepted === true).sort((x, y) => x.begin.t - y.begin.t);
     for (let i = 0; i < done.length; i++) {
       const x = done[i]!;
       for (let j = i + 1; j < done.length && done[j]!.begin.seq < x.end!.seq; j++) {
         const y = done[j]!;
         if (y.name !== x.name || y.token === x.token || (x.mode === 'read' && y.mode === 'read')) continue;
-        violations.push(`shared lock fencing: the resource accepted the ${x.mode} with token ${x.token} (entries ${x.begin.seq}–${x.end!.seq}) and the ${y.mode} with token ${y.token} (entries ${y.begin.seq}–${y.end?.seq ?? '?'}) on ${x.name}, which overlap`);
+        overlapsAccepted++;
+        if (fencing) violations.push(`shared lock fencing: the resource accepted the ${x.mode} with token ${x.token} (entries ${x.begin.seq}–${x.end!.seq}) and the ${y.mode} with token ${y.token} (entries ${y.begin.seq}–${y.end?.seq ?? '?'}) on ${x.name}, which overlap`);
       }
     }
   }
@@ -175,6 +184,8 @@ export function checkSharedLocks(ops: readonly Op[], log: readonly AccessLogEntr
     writes,
     rejected,
     concurrentReads,
+    staleAccepted,
+    overlapsAccepted,
     violations,
   };
 }
