@@ -10,6 +10,9 @@
 // with a shorter deadline would, and then release the name in their session
 // (docs/client.md "An acquire that fails never leaves a grant behind").
 //
+// That is the `lock` workload; `shared` and `semaphore` (client-workloads.ts) replace
+// the iteration and read their own names, on the same session, keepalives and reader.
+//
 // Probe mode (role "probe"): no workload; answers the runner's commands on stdin
 // (cluster views for leader discovery, reads of every lock after crashes), so that every
 // request to the nodes comes from the client network namespace.

@@ -236,8 +236,9 @@ class Run {
       endpoints: this.specs.map((s) => s.api),
       resource: `http://127.0.0.1:${port}`,
       locks: Array.from({ length: this.opts.locks }, (_, i) => `${LOCK_PREFIX}${i}`),
-      sharedLocks: Array.from({ length: SHARED_LOCKS }, (_, i) => `${SHARED_PREFIX}${i}`),
-      semaphores: Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`),
+      // only the names some client uses (the probe reads every one at the end)
+      sharedLocks: this.opts.workloads.includes('shared') ? Array.from({ length: SHARED_LOCKS }, (_, i) => `${SHARED_PREFIX}${i}`) : [],
+      semaphores: this.opts.workloads.includes('semaphore') ? Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`) : [],
       semLimit: SEM_LIMIT,
       ttlMs: this.opts.ttlMs,
       t0: this.t0.toString(),
