@@ -235,8 +235,8 @@ class Run {
     const base = {
       endpoints: this.specs.map((s) => s.api),
       resource: `http://127.0.0.1:${port}`,
-      locks: Array.from({ length: this.opts.locks }, (_, i) => `${LOCK_PREFIX}${i}`),
       // only the names some client uses (the probe reads every one at the end)
+      locks: this.opts.workloads.includes('lock') ? Array.from({ length: this.opts.locks }, (_, i) => `${LOCK_PREFIX}${i}`) : [],
       sharedLocks: this.opts.workloads.includes('shared') ? Array.from({ length: SHARED_LOCKS }, (_, i) => `${SHARED_PREFIX}${i}`) : [],
       semaphores: this.opts.workloads.includes('semaphore') ? Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`) : [],
       semLimit: SEM_LIMIT,
