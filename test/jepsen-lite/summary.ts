@@ -147,7 +147,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
   };
 }
 
