@@ -12,10 +12,16 @@ export interface FaultRecord {
 }
 
 /** A grant we know of: an acquire that returned ok, or a read/renew that saw the holder. */
-interface Grant {
+export interface Grant {
+  /** the lock's (or the semaphore's) name */
   lock: string;
   session: string;
   token: number;
+  /** locks: the mode the acquire or renew named (exclusive when none did: a read's holder
+   *  is always exclusive); semaphores: exclusive, unused */
+  mode: 'exclusive' | 'shared';
+  /** semaphores: the permits of the grant (1 for locks) */
+  permits: number;
   /** the earliest call that could have seen the grant happen */
   invoke: number;
   /** the earliest completion that proves the grant */
@@ -29,7 +35,15 @@ function push(m: Map<string, number[]>, k: string, t: number): void {
   else m.set(k, [t]);
 }
 
-export function knownGrants(ops: readonly Op[]): Grant[] {
+/** which ops acquire, release, renew and read grants: locks, or semaphores */
+export type GrantKind = 'lock' | 'semaphore';
+const KIND_FNS: Record<GrantKind, { acquire: Op['f']; release: Op['f']; renew: Op['f'] | null }> = {
+  lock: { acquire: 'acquire', release: 'release', renew: 'renew' },
+  semaphore: { acquire: 'sem-acquire', release: 'sem-release', renew: null },
+};
+
+export function knownGrants(ops: readonly Op[], kind: GrantKind = 'lock'): Grant[] {
+  const F = KIND_FNS[kind];
   const m = new Map<string, Grant>();
   // `invoke` is a lower bound of the grant's time: only the acquire/renew that got the
   // token gives one. A read proves the grant had happened by the time the read completed,
@@ -44,21 +58,23 @@ export function knownGrants(ops: readonly Op[]): Grant[] {
   const acquiresOf = new Map<string, number[]>();
   for (const o of ops) {
     if (!o.input.lock) continue;
-    if (o.f === 'release' && o.type === 'ok' && o.input.session) push(releasesOf, `${o.input.session}#${o.input.lock}`, o.complete);
+    if (o.f === F.release && o.type === 'ok' && o.input.session) push(releasesOf, `${o.input.session}#${o.input.lock}`, o.complete);
     const s = o.input.session ?? o.output.session;
-    if (o.f === 'acquire' && o.type !== 'fail' && s) push(acquiresOf, `${s}#${o.input.lock}`, o.invoke);
+    if (o.f === F.acquire && o.type !== 'fail' && s) push(acquiresOf, `${s}#${o.input.lock}`, o.invoke);
   }
   const cycleStart = (lock: string, session: string, before: number): number => {
     const sk = `${session}#${lock}`;
     const cut = Math.max(-Infinity, ...(releasesOf.get(sk) ?? []).filter((t) => t < before));
     return Math.min(before, ...(acquiresOf.get(sk) ?? []).filter((t) => t <= before && t > cut));
   };
-  const add = (lock: string, session: string, token: number, op: Op, fromRead: boolean): void => {
+  const add = (lock: string, session: string, token: number, op: Op, fromRead: boolean, permits = 1): void => {
     const k = `${lock}#${token}`;
     const start = fromRead ? -Infinity : cycleStart(lock, session, op.invoke);
+    const mode = op.input.mode ?? 'exclusive';
     const g = m.get(k);
-    if (!g) m.set(k, { lock, session, token, invoke: start, complete: op.complete, op });
+    if (!g) m.set(k, { lock, session, token, mode, permits, invoke: start, complete: op.complete, op });
     else {
+      if (!fromRead && op.input.mode !== undefined) g.mode = op.input.mode;
       if (g.session !== session) g.session = `${g.session}|${session}`; // reported below
       if (op.complete < g.complete) {
         g.complete = op.complete;
@@ -69,7 +85,12 @@ export function knownGrants(ops: readonly Op[]): Grant[] {
   };
   for (const op of ops) {
     if (op.type !== 'ok' || !op.input.lock) continue;
-    if ((op.f === 'acquire' || op.f === 'renew') && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op, false);
+    if (kind === 'semaphore') {
+      if (op.f === 'sem-acquire' && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op, false, op.output.permits ?? op.input.permits ?? 1);
+      if (op.f === 'sem-read') for (const h of op.output.holders ?? []) add(op.input.lock, h.session, h.token, op, true, h.permits);
+      continue;
+    }
+    if ((op.f === F.acquire || op.f === F.renew) && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op, false);
     if (op.f === 'read' && op.output.holder && op.output.holder_token !== undefined) add(op.input.lock, op.output.holder, op.output.holder_token, op, true);
   }
   return [...m.values()];
@@ -86,37 +107,7 @@ export function knownGrants(ops: readonly Op[]): Grant[] {
  */
 export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
   const violations: string[] = [];
-  const safeUntil = new Map<string, { t: number; op: Op }>();
-  for (const op of ops) {
-    if (op.type !== 'ok' || !op.input.session) continue;
-    if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive') continue;
-    const until = op.invoke + ttlMs;
-    const cur = safeUntil.get(op.input.session);
-    if (!cur || until > cur.t) safeUntil.set(op.input.session, { t: until, op });
-  }
-  // when each (session, lock, token) started to let go: release of that token, or session
-  // close; or a release without a token (a client cleaning up after an acquire it gave up
-  // on lets go of whatever grant of the lock that acquire got: see tokenlessAfter)
-  const letGo = new Map<string, number>();
-  const closeAt = new Map<string, number>();
-  const tokenless = new Map<string, Op[]>();
-  const acquiresOf = new Map<string, Op[]>();
-  for (const op of ops) {
-    if (!op.input.session) continue;
-    if (op.f === 'release' && op.input.lock && op.input.token === undefined) {
-      const k = `${op.input.session}#${op.input.lock}`;
-      tokenless.set(k, [...(tokenless.get(k) ?? []), op]);
-    }
-    if (op.f === 'acquire' && op.input.lock && op.type !== 'fail') {
-      const k = `${op.input.session}#${op.input.lock}`;
-      acquiresOf.set(k, [...(acquiresOf.get(k) ?? []), op]);
-    }
-    if (op.f === 'release' && op.input.lock && op.input.token !== undefined) {
-      const k = `${op.input.session}#${op.input.lock}#${op.input.token}`;
-      letGo.set(k, Math.min(letGo.get(k) ?? Infinity, op.invoke));
-    }
-    if (op.f === 'close') closeAt.set(op.input.session, Math.min(closeAt.get(op.input.session) ?? Infinity, op.invoke));
-  }
+  const win = grantWindows(ops, ttlMs);
   // a grant is proven by its acquire's answer or by an earlier read or renew that saw it
   const grants = knownGrants(ops);
   const byLock = new Map<string, Grant[]>();
@@ -125,16 +116,9 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
     gs.sort((a, b) => a.token - b.token);
     for (let i = 0; i < gs.length; i++) {
       const g1 = gs[i]!;
-      const w = safeUntil.get(g1.session);
+      const w = win.safeUntil(g1.session);
       if (!w) continue;
-      // A tokenless release lets go of g1 only if it was sent after the acquire that can
-      // have produced g1 started: g1's own acquire, or for a grant only reads saw, the last
-      // acquire of the lock by that session (not answered "failed") sent before the read
-      // completed.
-      const sk = `${g1.session}#${lock}`;
-      const from = Number.isFinite(g1.invoke) ? g1.invoke : Math.max(-Infinity, ...(acquiresOf.get(sk) ?? []).filter((a) => a.invoke < g1.complete).map((a) => a.invoke));
-      const any = Math.min(Infinity, ...(tokenless.get(sk) ?? []).filter((r) => r.invoke >= from).map((r) => r.invoke));
-      const released = Math.min(letGo.get(`${g1.session}#${lock}#${g1.token}`) ?? Infinity, closeAt.get(g1.session) ?? Infinity, any);
+      const released = win.releasedAt(g1);
       for (let j = i + 1; j < gs.length; j++) {
         const g2 = gs[j]!;
         if (g2.session === g1.session) continue;
@@ -151,13 +135,88 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
   return violations;
 }
 
+export interface GrantWindows {
+  /** the session's lease is safe until `t`: an acknowledged op of it sent at t − TTL */
+  safeUntil(session: string): { t: number; op: Op } | undefined;
+  /** when the holder of `g` started to let go of it (Infinity: never seen) */
+  releasedAt(g: Grant): number;
+  /** the end of g's safe window: min(safeUntil, releasedAt); −Infinity without a lease */
+  end(g: Grant): number;
+}
+
+/**
+ * How long each grant is known to be held: from its proof (the acquire's answer) until its
+ * session's lease may lapse — the SEND time of any acknowledged acquire/renew/keepalive of
+ * the session (or semaphore acquire) plus the TTL (the contract's "never early") — or
+ * until the holder started to let go: a release of that token, the session's close, or a
+ * release without a token sent after the acquire that can have produced the grant started
+ * (a client cleaning up after an acquire it gave up on lets go of whatever grant of the
+ * name that acquire got). For semaphores every release is tokenless.
+ */
+export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind = 'lock'): GrantWindows {
+  const F = KIND_FNS[kind];
+  const safe = new Map<string, { t: number; op: Op }>();
+  for (const op of ops) {
+    if (op.type !== 'ok' || !op.input.session) continue;
+    if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive' && op.f !== 'sem-acquire') continue;
+    const until = op.invoke + ttlMs;
+    const cur = safe.get(op.input.session);
+    if (!cur || until > cur.t) safe.set(op.input.session, { t: until, op });
+  }
+  // when each (session, lock, token) started to let go: release of that token, or session
+  // close; or a release without a token (see the comment above)
+  const letGo = new Map<string, number>();
+  const closeAt = new Map<string, number>();
+  const tokenless = new Map<string, Op[]>();
+  const acquiresOf = new Map<string, Op[]>();
+  for (const op of ops) {
+    if (!op.input.session) continue;
+    if (op.f === F.release && op.input.lock && (op.input.token === undefined || kind === 'semaphore')) {
+      const k = `${op.input.session}#${op.input.lock}`;
+      tokenless.set(k, [...(tokenless.get(k) ?? []), op]);
+    }
+    if (op.f === F.acquire && op.input.lock && op.type !== 'fail') {
+      const k = `${op.input.session}#${op.input.lock}`;
+      acquiresOf.set(k, [...(acquiresOf.get(k) ?? []), op]);
+    }
+    if (op.f === F.release && op.input.lock && op.input.token !== undefined && kind === 'lock') {
+      const k = `${op.input.session}#${op.input.lock}#${op.input.token}`;
+      letGo.set(k, Math.min(letGo.get(k) ?? Infinity, op.invoke));
+    }
+    if (op.f === 'close') closeAt.set(op.input.session, Math.min(closeAt.get(op.input.session) ?? Infinity, op.invoke));
+  }
+  const releasedAt = (g: Grant): number => {
+    // A tokenless release lets go of g only if it was sent after the acquire that can
+    // have produced g started: g's own acquire, or for a grant only reads saw, the last
+    // acquire of the name by that session (not answered "failed") sent before the read
+    // completed.
+    const sk = `${g.session}#${g.lock}`;
+    const from = Number.isFinite(g.invoke) ? g.invoke : Math.max(-Infinity, ...(acquiresOf.get(sk) ?? []).filter((a) => a.invoke < g.complete).map((a) => a.invoke));
+    const any = Math.min(Infinity, ...(tokenless.get(sk) ?? []).filter((r) => r.invoke >= from).map((r) => r.invoke));
+    return Math.min(letGo.get(`${g.session}#${g.lock}#${g.token}`) ?? Infinity, closeAt.get(g.session) ?? Infinity, any);
+  };
+  return {
+    safeUntil: (session) => safe.get(session),
+    releasedAt,
+    end: (g) => Math.min(safe.get(g.session)?.t ?? -Infinity, releasedAt(g)),
+  };
+}
+
 // ---- 3. fencing ------------------------------------------------------------------------
 
-/** Tokens strictly increase in real-time grant order, across all locks. */
+/** Tokens strictly increase in real-time grant order, across all locks and semaphores
+ *  (one global sequence: docs/contract.md §4). */
 export function checkTokenOrder(ops: readonly Op[]): string[] {
   const violations: string[] = [];
-  const grants = knownGrants(ops);
+  const sems = knownGrants(ops, 'semaphore');
+  const grants = [...knownGrants(ops), ...sems];
   for (const g of grants) if (g.session.includes('|')) violations.push(`fencing: token ${g.token} of ${g.lock} was granted to two sessions (${g.session})`);
+  // one token is one grant: not a lock's and a semaphore's
+  const lockTokens = new Map(grants.filter((g) => !sems.includes(g)).map((g) => [g.token, g]));
+  for (const g of sems) {
+    const l = lockTokens.get(g.token);
+    if (l) violations.push(`fencing: token ${g.token} was granted for lock ${l.lock} and for semaphore ${g.lock}\n    ${describeOp(l.op)}\n    ${describeOp(g.op)}`);
+  }
   const byInvoke = [...grants].sort((a, b) => a.invoke - b.invoke);
   const byComplete = [...grants].sort((a, b) => a.complete - b.complete);
   let k = 0;
@@ -329,7 +388,7 @@ export interface Recovery {
 }
 
 export function recoveries(ops: readonly Op[], faults: readonly FaultRecord[], runEnd: number): Recovery[] {
-  const grants = ops.filter((o) => o.f === 'acquire' && o.type === 'ok').map((o) => o.complete).sort((a, b) => a - b);
+  const grants = ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire') && o.type === 'ok').map((o) => o.complete).sort((a, b) => a - b);
   return faults.map((f) => {
     const next = grants.find((t) => t >= f.end);
     return { variant: f.variant, healedAt: f.end, recoveryMs: next === undefined || next > runEnd ? null : next - f.end };

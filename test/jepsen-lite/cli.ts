@@ -6,6 +6,7 @@ import { parseDurationMs } from '../../src/config.js';
 import { DEFAULT_FAULTS, FAULT_CATEGORIES, FAULT_VARIANTS, categoryOf, type FaultCategory, type Variant } from './nemesis.js';
 import { defaultOptions, runJepsen, summaryText } from './run.js';
 import { recheck } from './recheck.js';
+import { defaultClients, parseWorkloads, WORKLOADS, type Workload } from './workloads.js';
 
 function duration(v: string): number {
   const ms = parseDurationMs(/^\d+$/.test(v) ? `${v}s` : v);
@@ -30,6 +31,12 @@ function faults(v: string): FaultCategory[] {
   return out;
 }
 
+function workloads(v: string): Workload[] {
+  const w = parseWorkloads(v);
+  if (typeof w === 'string') throw new InvalidArgumentError(w);
+  return w;
+}
+
 function variants(v: string): Variant[] {
   const out: Variant[] = [];
   for (const f of v.split(',').map((s) => s.trim()).filter(Boolean)) {
@@ -47,7 +54,8 @@ const program = new Command()
   .option('--seed <n>', 'seed of the fault schedule and the workload (default: random, printed)', int)
   .option('--faults <list>', `comma-separated: ${FAULT_CATEGORIES.join(', ')}, or all / none (default: all but membership and wipe)`, faults, [...DEFAULT_FAULTS])
   .option('--emphasise <variants>', 'fault variants to schedule once more in every round, e.g. kill-all (normally once per run); their category must be in --faults', variants, [])
-  .option('--clients <n>', 'client processes (default: nodes + 2)', int)
+  .option('--workload <list>', `what the clients run, comma-separated, assigned to c1, c2, … in turn (a name twice weights it): ${WORKLOADS.join(', ')}, or all — lock: exclusive locks and the fenced register; shared: readers and writers of a shared lock; semaphore: permits of a semaphore with a fixed limit`, workloads, ['lock'])
+  .option('--clients <n>', 'client processes (default: nodes + 2, and at least 2 per workload)', int)
   .option('--locks <n>', 'lock names the clients compete for', int, 3)
   .option('--ttl <d>', 'session TTL', duration, 2000)
   .option('--out <dir>', 'where the run folder goes', 'jepsen-runs')
@@ -55,7 +63,7 @@ const program = new Command()
   .option('--no-netns', 'run on loopback without network namespaces (partitions and packet faults are skipped)')
   .option('--rss-limit-mb <n>', 'resident memory bound per node', int, 400)
   .option('--recheck <dir>', 'run the history checkers again on an existing run folder, and nothing else')
-  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults: FaultCategory[]; emphasise: Variant[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; rssLimitMb: number }) => {
+  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults: FaultCategory[]; emphasise: Variant[]; workload: Workload[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; rssLimitMb: number }) => {
     if (o.recheck !== undefined) {
       const r = recheck(o.recheck);
       process.stdout.write(`recheck ${o.recheck}: ${r.ops} operations, linearizable: ${r.linearizable}, violations: ${r.violations.length}\n${r.violations.map((v) => `  - ${v}\n`).join('')}`);
@@ -64,6 +72,7 @@ const program = new Command()
     }
     if (o.nodes !== 3 && o.nodes !== 5) throw new InvalidArgumentError('--nodes must be 3 or 5');
     if (o.duration < 10_000) throw new InvalidArgumentError('--duration must be at least 10s');
+    if (o.clients !== undefined && o.clients < 1) throw new InvalidArgumentError('--clients must be at least 1');
     if (o.locks < 1) throw new InvalidArgumentError('--locks must be at least 1');
     for (const v of o.emphasise) if (!o.faults.includes(categoryOf(v))) throw new InvalidArgumentError(`--emphasise ${v} needs its category "${categoryOf(v)}" in --faults`);
     const opts = defaultOptions({
@@ -72,7 +81,8 @@ const program = new Command()
       ...(o.seed !== undefined ? { seed: o.seed } : {}),
       faults: o.faults,
       emphasise: o.emphasise,
-      clients: o.clients ?? o.nodes + 2,
+      workloads: o.workload,
+      clients: o.clients ?? defaultClients(o.nodes, o.workload),
       locks: o.locks,
       ttlMs: o.ttl,
       outDir: o.out,

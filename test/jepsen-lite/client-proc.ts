@@ -10,13 +10,19 @@
 // with a shorter deadline would, and then release the name in their session
 // (docs/client.md "An acquire that fails never leaves a grant behind").
 //
+// That is the `lock` workload; `shared` and `semaphore` (client-workloads.ts) replace
+// the iteration and read their own names, on the same session, keepalives and reader.
+//
 // Probe mode (role "probe"): no workload; answers the runner's commands on stdin
 // (cluster views for leader discovery, reads of every lock after crashes), so that every
 // request to the nodes comes from the client network namespace.
 import { createInterface } from 'node:readline';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
-import { clockFrom, errorCode, httpJson, Recorder, type HttpAnswer, type Outcome } from './recorder.js';
-import type { HistoryEvent, OpValue } from './history.js';
+import { clockFrom, httpJson, Recorder, type Outcome } from './recorder.js';
+import type { HistoryEvent } from './history.js';
+import { definite, enc, get, holderOf, num, post, sleep, str } from './client-http.js';
+import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
+import type { Workload } from './workloads.js';
 
 export interface ClientArgs {
   role: 'client' | 'probe';
@@ -24,6 +30,12 @@ export interface ClientArgs {
   endpoints: string[];
   resource: string;
   locks: string[];
+  /** the shared-lock and semaphore workloads' names (client-workloads.ts) */
+  sharedLocks: string[];
+  semaphores: string[];
+  semLimit: number;
+  /** what this client runs (absent: lock) */
+  workload?: Workload;
   ttlMs: number;
   seed: number;
   /** process.hrtime.bigint() of the run's start, as a string */
@@ -36,35 +48,11 @@ const write = (o: unknown): void => {
   process.stdout.write(JSON.stringify(o) + '\n');
 };
 const rec = new Recorder(args.id, args.endpoints, now, (e: HistoryEvent) => write(e), args.seed);
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 let stopping = false;
-
-const enc = encodeURIComponent;
-const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
-const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
-
-function holderOf(body: Record<string, unknown> | undefined): OpValue {
-  const h = (body?.holder ?? (body?.error as Record<string, unknown> | undefined)?.holder) as Record<string, unknown> | undefined;
-  if (!h) return {};
-  const out: OpValue = {};
-  const s = str(h.session_id);
-  const t = num(h.fencing_token);
-  if (s !== undefined) out.holder = s;
-  if (t !== undefined) out.holder_token = t;
-  return out;
-}
-
-/** 2xx → ok; 4xx → a definite failure naming the code */
-function definite(a: HttpAnswer, ok: (body: Record<string, unknown>) => OpValue): Outcome {
-  if (a.status >= 200 && a.status < 300) return { type: 'ok', value: ok(a.body ?? {}), body: a.body ?? {} };
-  return { type: 'fail', value: { code: errorCode(a), ...holderOf(a.body) }, body: a.body ?? {} };
-}
-
-const post = (path: string, body: unknown, timeoutMs: number, signal?: AbortSignal) => (ep: string, key: string) => httpJson(ep + path, 'POST', body, timeoutMs, { 'idempotency-key': key }, signal);
-const get = (path: string, timeoutMs: number) => (ep: string) => httpJson(ep + path, 'GET', undefined, timeoutMs);
 
 // ---- session ---------------------------------------------------------------------
 
+const workload: Workload = args.workload ?? 'lock';
 let session: string | null = null;
 /** the session is in doubt (an indeterminate write): drop it and start a new one */
 let sessionSuspect = false;
@@ -105,6 +93,15 @@ async function keepaliveLoop(): Promise<void> {
     await sleep(Math.floor(args.ttlMs / 4));
   }
 }
+
+const workloadCtx: WorkloadCtx = {
+  rec,
+  resource: args.resource,
+  sharedLocks: args.sharedLocks,
+  semaphores: args.semaphores,
+  semLimit: args.semLimit,
+  noteSession: (s, r) => noteSession(s, r),
+};
 
 // ---- the workload ------------------------------------------------------------------
 
@@ -148,6 +145,8 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
     return;
   }
   const s = session;
+  if (workload === 'shared') return sharedIteration(workloadCtx, rng, s);
+  if (workload === 'semaphore') return semaphoreIteration(workloadCtx, rng, s);
   const lock = args.locks[rng.int(0, args.locks.length)]!;
   if (rng.next() < 0.25) {
     if (rng.next() < 0.5 || !lastTokens.has(lock)) await readLock(lock);
@@ -197,7 +196,12 @@ async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<vo
   const reader = new Recorder(`${args.id}r`, args.endpoints, now, (e: HistoryEvent) => write(e), args.seed + 1);
   while (!stopping) {
     await sleep(rng.int(100, 300));
-    const lock = args.locks[rng.int(0, args.locks.length)]!;
+    if (workload === 'semaphore') {
+      await readSemaphore(reader, args.semaphores[rng.int(0, args.semaphores.length)]!);
+      continue;
+    }
+    const names = workload === 'shared' ? args.sharedLocks : args.locks;
+    const lock = names[rng.int(0, names.length)]!;
     const token = lastTokens.get(lock);
     if (token !== undefined && rng.next() < 0.3) {
       await reader.run('check', { lock, token }, get(`/v1/locks/${enc(lock)}/check?fencing_token=${token}`, 1500), 2000, (a) => definite(a, (b) => ({ current: b.current === true })));
@@ -256,13 +260,14 @@ async function anyEndpoint(method: string, path: string): Promise<{ endpoint: st
   return last;
 }
 
-/** read every lock until each read has a definite answer (or the deadline) */
+/** read every lock and semaphore until each read has a definite answer (or the deadline) */
 async function readAll(deadlineMs: number): Promise<boolean> {
   const end = now() + deadlineMs;
-  const pending = new Set(args.locks);
+  const sems = new Set(args.semaphores);
+  const pending = new Set([...args.locks, ...args.sharedLocks, ...args.semaphores]);
   while (pending.size > 0 && now() < end) {
     for (const lock of [...pending]) {
-      const r = await readLock(lock);
+      const r = sems.has(lock) ? await readSemaphore(rec, lock) : await readLock(lock);
       if (r.type === 'ok') pending.delete(lock);
     }
   }

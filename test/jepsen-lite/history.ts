@@ -16,7 +16,12 @@ export type Fn =
   | 'read' // linearizable GET /v1/locks/{name}
   | 'check' // GET /v1/locks/{name}/check
   | 'res-read' // read the fenced register
-  | 'res-write'; // write the fenced register
+  | 'res-write' // write the fenced register
+  | 'res-begin' // start using the access-logged resource (shared locks, semaphores)
+  | 'res-end' // stop using it
+  | 'sem-acquire' // POST /v1/semaphores/{name}/acquire (the semaphore's name in `lock`)
+  | 'sem-release'
+  | 'sem-read'; // linearizable GET /v1/semaphores/{name}
 
 /** One flat value shape for every Fn (JSON-friendly; fields used depend on f and type). */
 export interface OpValue {
@@ -39,6 +44,14 @@ export interface OpValue {
   /** res-write: the value the client read before writing (lost-update detection) */
   read?: number;
   released?: string[];
+  /** acquire (the shared-lock workload) and renew: the mode of the grant asked for / held */
+  mode?: 'exclusive' | 'shared';
+  /** sem-acquire: permits asked for and the semaphore's limit; sem-read: the limit in force */
+  permits?: number;
+  limit?: number;
+  /** sem-read: permits in use and the holders */
+  in_use?: number;
+  holders?: { session: string; token: number; permits: number }[];
   /** how many HTTP attempts the logical operation took (retries with one Idempotency-Key) */
   attempts?: number;
   /** the node that gave the final answer */

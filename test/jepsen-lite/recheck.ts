@@ -1,12 +1,14 @@
 // Re-run the history checkers on an existing run folder (`npm run jepsen -- --recheck DIR`),
 // as Jepsen's `analyze`: useful after changing a checker, or to look again at a failure.
 // Node-level checks (exits, memory) need the live processes and are not repeated.
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pairOps, parseHistory } from './history.js';
 import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
 import { checkLinearizable } from './lock-model.js';
-import type { ResourceLogEntry } from './resource-proc.js';
+import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
+import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
+import { isSharedLock } from './workloads.js';
 
 export interface RecheckResult {
   ops: number;
@@ -37,10 +39,15 @@ export function recheck(dir: string): RecheckResult {
   const ttl = cfg.session.default_ttl_ms;
   const faults = faultsFrom(readFileSync(join(dir, 'faults.jsonl'), 'utf8'));
   const resource = readFileSync(join(dir, 'resource.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
+  // runs from before the access-logged resource have no access.jsonl
+  const accessFile = join(dir, 'access.jsonl');
+  const access = existsSync(accessFile) ? readFileSync(accessFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry) : [];
   const violations: string[] = [];
-  const lin = checkLinearizable(ops);
+  const exclusive = ops.filter((o) => !isSharedLock(o.input.lock));
+  const lin = checkLinearizable(exclusive);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(ops, ttl), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource, summary.fencing).violations);
+  violations.push(...checkLeaseSafety(exclusive, ttl), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource, summary.fencing).violations);
+  violations.push(...checkSharedLocks(ops, access, ttl, summary.fencing).violations, ...checkSemaphores(ops, access, ttl).violations);
   violations.push(...checkDurability(ops, faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
   const end = Math.max(...ops.map((o) => o.completedAt));
   violations.push(...checkLiveness(recoveries(ops, faults, end), summary.livenessBoundMs));

@@ -6,6 +6,18 @@
 // Every read and write is appended to a JSON-lines log (its own order is the register's
 // linearization), from which the fencing checker counts accepted-after-higher tokens and
 // lost updates (a write whose client read a value another write has since replaced).
+//
+// The access-logged resource (`POST /begin`, `POST /end`) serves the shared-lock and
+// semaphore workloads: a client holding a grant begins using the resource, "works", and
+// ends. Every begin and end is logged (access.jsonl) with the grant's token, the mode
+// (read for a shared holder, write for an exclusive one) or the permits (a semaphore
+// holder), and the resource's own count of accesses in progress, so the checkers see the
+// interval of every access (checkers-shared.ts). Fencing for shared locks, at begin and at
+// end (a reader validates what it read, as a seqlock does): a read is refused when a write
+// with a higher token has begun since; a write is refused when any access with a higher
+// token has begun since. Then no two accepted accesses on a name overlap with one of them
+// a write. Semaphore holders run side by side, so their tokens are not ordered against
+// each other and fence nothing here: the resource only counts them.
 // Started by the runner with one JSON argument; prints {"port": N} once listening.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { appendFileSync } from 'node:fs';
@@ -13,6 +25,8 @@ import { clockFrom } from './recorder.js';
 
 export interface ResourceArgs {
   logFile: string;
+  /** where begin/end of the access-logged resource go */
+  accessLogFile: string;
   fencing: boolean;
   t0: string;
   host: string;
@@ -36,10 +50,64 @@ export interface ResourceLogEntry {
   lost?: boolean;
 }
 
+/** One begin or end at the access-logged resource. */
+export interface AccessLogEntry {
+  seq: number;
+  t: number;
+  phase: 'begin' | 'end';
+  /** a shared-lock name (js-…) or a semaphore name (jm-…) */
+  name: string;
+  token: number;
+  /** shared locks: read (a shared holder) or write (an exclusive one) */
+  mode?: 'read' | 'write';
+  /** semaphores: the permits the holder has */
+  permits?: number;
+  /** the fencing verdict (always true for semaphores, and with fencing off) */
+  accepted: boolean;
+  /** highest token of a write / of any access begun on the name before this entry */
+  highestWrite: number;
+  highestAny: number;
+  /** after this entry: accesses (shared locks) or permits (semaphores) in progress on the
+   *  name, as the resource sees them — stale holders included */
+  active: number;
+}
+
 const args = JSON.parse(process.argv[2] ?? '{}') as ResourceArgs;
 const now = clockFrom(BigInt(args.t0));
 const registers = new Map<string, { value: number; highest: number }>();
 let seq = 0;
+/** per name: accesses in progress by token, and the highest tokens begun */
+const access = new Map<string, { open: Map<number, { mode?: 'read' | 'write'; permits: number }>; highestWrite: number; highestAny: number }>();
+let accessSeq = 0;
+
+/** the begin/end of one access (see the header); answers 200, or 409 stale_token */
+function onAccess(phase: 'begin' | 'end', b: Record<string, unknown>): { status: number; body: unknown } {
+  const name = b.name;
+  const token = b.token;
+  const mode = b.mode === 'read' || b.mode === 'write' ? b.mode : undefined;
+  const permits = b.permits;
+  if (typeof name !== 'string' || typeof token !== 'number' || !Number.isSafeInteger(token) || (mode === undefined && (typeof permits !== 'number' || !Number.isSafeInteger(permits) || permits < 1))) {
+    return { status: 400, body: { error: { code: 'invalid_request', message: 'name (string), token (integer), and mode (read|write) or permits (integer ≥ 1) are required' } } };
+  }
+  const st = access.get(name) ?? { open: new Map(), highestWrite: 0, highestAny: 0 };
+  access.set(name, st);
+  const fenced = args.fencing && mode !== undefined;
+  const accepted = !fenced || (mode === 'read' ? token >= st.highestWrite : token >= st.highestAny);
+  const entry: AccessLogEntry = { seq: accessSeq++, t: now(), phase, name, token, accepted, highestWrite: st.highestWrite, highestAny: st.highestAny, active: 0 };
+  if (mode !== undefined) entry.mode = mode;
+  else entry.permits = permits as number;
+  if (phase === 'begin' && accepted) {
+    st.open.set(token, { ...(mode ? { mode } : {}), permits: mode ? 1 : (permits as number) });
+    st.highestAny = Math.max(st.highestAny, token);
+    if (mode === 'write') st.highestWrite = Math.max(st.highestWrite, token);
+  }
+  // an end closes the access whatever the verdict: a refused end means its work is void
+  if (phase === 'end') st.open.delete(token);
+  entry.active = [...st.open.values()].reduce((n, a) => n + a.permits, 0);
+  appendFileSync(args.accessLogFile, JSON.stringify(entry) + '\n');
+  if (!accepted) return { status: 409, body: { error: { code: 'stale_token', message: `token ${token} is below ${mode === 'read' ? st.highestWrite : st.highestAny}` } } };
+  return { status: 200, body: { ok: true, active: entry.active } };
+}
 
 function body(req: IncomingMessage): Promise<Record<string, unknown>> {
   return new Promise((resolve, reject) => {
@@ -66,8 +134,12 @@ function answer(res: ServerResponse, status: number, b: unknown): void {
 }
 
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method === 'POST' && (req.url === '/begin' || req.url === '/end')) {
+    const a = onAccess(req.url === '/begin' ? 'begin' : 'end', await body(req));
+    return answer(res, a.status, a.body);
+  }
   const op = req.url === '/read' ? 'read' : req.url === '/write' ? 'write' : null;
-  if (req.method !== 'POST' || !op) return answer(res, 404, { error: { code: 'not_found', message: 'POST /read or /write' } });
+  if (req.method !== 'POST' || !op) return answer(res, 404, { error: { code: 'not_found', message: 'POST /read, /write, /begin or /end' } });
   const b = await body(req);
   const lock = b.lock;
   const token = b.token;

@@ -15,7 +15,8 @@ import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from 
 import { categoryOf, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
 import { clockFrom } from './recorder.js';
 import { electionsInLog, type FaultRecord } from './checkers.js';
-import type { ResourceLogEntry } from './resource-proc.js';
+import type { AccessLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
+import { assignWorkloads, defaultClients, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
 import { check, summaryText, type RunSummary } from './summary.js';
@@ -31,6 +32,9 @@ export interface RunOptions {
   /** variants scheduled once more in every round (e.g. kill-all, normally once per run) */
   emphasise: Variant[];
   clients: number;
+  /** what the clients run, assigned round-robin (c1 the first, c2 the second, …; a name
+   *  may appear more than once to weight it): workloads.ts */
+  workloads: Workload[];
   locks: number;
   ttlMs: number;
   electionMs: [number, number];
@@ -55,7 +59,8 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     seed: Date.now() % 1_000_000,
     faults: ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'],
     emphasise: [],
-    clients: (over.nodes ?? 3) + 2,
+    clients: defaultClients(over.nodes ?? 3, over.workloads ?? ['lock']),
+    workloads: ['lock'],
     locks: 3,
     ttlMs,
     electionMs,
@@ -147,10 +152,10 @@ class Run {
   async execute(): Promise<RunSummary> {
     const o = this.opts;
     mkdirSync(this.dir, { recursive: true });
-    for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl']) writeFileSync(this.file(f), '');
+    for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl', 'access.jsonl']) writeFileSync(this.file(f), '');
     // node logs carry wall-clock times; this puts them on the run's clock (also for --recheck)
     this.faultLog({ clock: 'run start', wallAtZero: this.wallAtZero });
-    this.log(`jepsen-lite: SEED=${o.seed} nodes=${o.nodes} clients=${o.clients} duration=${o.durationMs}ms faults=${o.faults.join(',')} fencing=${o.fencing} dir=${this.dir}`);
+    this.log(`jepsen-lite: SEED=${o.seed} nodes=${o.nodes} clients=${o.clients} workloads=${[...new Set(o.workloads)].join(',')} duration=${o.durationMs}ms faults=${o.faults.join(',')} fencing=${o.fencing} dir=${this.dir}`);
     await this.buildNetwork();
     await this.startNodes();
     const base = await this.startHelpers();
@@ -158,9 +163,10 @@ class Run {
     const first = await this.waitLeader(RESTART_LIMIT_MS);
     if (!first) throw new Error(`no leader within ${RESTART_LIMIT_MS / 1000} s (${this.netnsNote}); node logs in ${this.dir}`);
     this.log(`jepsen-lite: leader ${first}; network: ${this.netnsNote}${this.lab ? `; packet faults: ${this.lab.packetMode}` : ''}`);
+    const workloads = assignWorkloads(o.workloads, o.clients);
     for (let i = 0; i < o.clients; i++) {
       const id = `c${i + 1}`;
-      const c = new Helper(siblingArgv('client-proc'), { ...base, role: 'client', id, seed: this.clientSeeds.int(1, 2 ** 31) } satisfies ClientArgs, this.lab, (e) => this.onEvent(e), this.file(`${id}.err`));
+      const c = new Helper(siblingArgv('client-proc'), { ...base, role: 'client', id, seed: this.clientSeeds.int(1, 2 ** 31), workload: workloads[i]! } satisfies ClientArgs, this.lab, (e) => this.onEvent(e), this.file(`${id}.err`));
       this.clients.push(c);
       this.helpers.push(c);
     }
@@ -218,7 +224,7 @@ class Run {
   /** the fenced resource and the probe; returns what every client needs to know */
   private async startHelpers(): Promise<Omit<ClientArgs, 'role' | 'id' | 'seed'>> {
     const portP = new Promise<number>((resolve) => {
-      const args = { logFile: this.file('resource.jsonl'), fencing: this.opts.fencing, t0: this.t0.toString(), host: '127.0.0.1' };
+      const args: ResourceArgs = { logFile: this.file('resource.jsonl'), accessLogFile: this.file('access.jsonl'), fencing: this.opts.fencing, t0: this.t0.toString(), host: '127.0.0.1' };
       const h = new Helper(siblingArgv('resource-proc'), args, this.lab, (o) => {
         if (typeof o.port === 'number') resolve(o.port);
       }, this.file('resource.err'));
@@ -229,7 +235,11 @@ class Run {
     const base = {
       endpoints: this.specs.map((s) => s.api),
       resource: `http://127.0.0.1:${port}`,
-      locks: Array.from({ length: this.opts.locks }, (_, i) => `jl-${i}`),
+      // only the names some client uses (the probe reads every one at the end)
+      locks: this.opts.workloads.includes('lock') ? Array.from({ length: this.opts.locks }, (_, i) => `${LOCK_PREFIX}${i}`) : [],
+      sharedLocks: this.opts.workloads.includes('shared') ? Array.from({ length: SHARED_LOCKS }, (_, i) => `${SHARED_PREFIX}${i}`) : [],
+      semaphores: this.opts.workloads.includes('semaphore') ? Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`) : [],
+      semLimit: SEM_LIMIT,
       ttlMs: this.opts.ttlMs,
       t0: this.t0.toString(),
     };
@@ -287,14 +297,14 @@ class Run {
     this.faultLog({ restart: problem });
   }
 
-  /** clients whose latest completed event is a successful res-read: inside the critical section */
+  /** clients whose latest completed event is a successful res-read or res-begin: inside the critical section */
   private holding(): string[] {
     const last = new Map<string, HistoryEvent>();
     for (let i = this.events.length - 1; i >= 0 && last.size < this.clients.length; i--) {
       const e = this.events[i]!;
       if (/^c\d+$/.test(e.process) && !last.has(e.process) && e.type !== 'invoke') last.set(e.process, e);
     }
-    return [...last.entries()].filter(([, e]) => e.f === 'res-read' && e.type === 'ok').map(([p]) => p);
+    return [...last.entries()].filter(([, e]) => (e.f === 'res-read' || e.f === 'res-begin') && e.type === 'ok').map(([p]) => p);
   }
 
   private client(c: string): Helper {
@@ -446,7 +456,7 @@ class Run {
   private grantAfter(t: number): boolean {
     for (let i = this.events.length - 1; i >= 0 && this.events[i]!.t >= t - 60_000; i--) {
       const e = this.events[i]!;
-      if (e.f === 'acquire' && e.type === 'ok' && e.t >= t) return true;
+      if ((e.f === 'acquire' || e.f === 'sem-acquire') && e.type === 'ok' && e.t >= t) return true;
     }
     return false;
   }
@@ -505,6 +515,7 @@ class Run {
     const finalOk = await this.probe!.ask({ cmd: 'read-all', deadlineMs: 15_000 }, 20_000);
     await this.probe!.stop(5000);
     const resourceLog = readFileSync(this.file('resource.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
+    const accessLog = readFileSync(this.file('access.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry);
     await this.cleanup();
     const leftovers = this.lab ? await this.lab.leftovers() : [];
     const ops = pairOps(this.events, this.now());
@@ -518,6 +529,7 @@ class Run {
       ops,
       faults: this.faults,
       resourceLog,
+      accessLog,
       runEnd,
       nodes: np,
       netnsNote: this.netnsNote,

@@ -4,13 +4,17 @@ import type { Op } from './history.js';
 import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LeaderElection } from './checkers.js';
 import { checkLinearizable } from './lock-model.js';
 import type { NodeProcs } from './procs.js';
-import type { ResourceLogEntry } from './resource-proc.js';
+import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
 import type { RunOptions } from './run.js';
+import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from './checkers-shared.js';
+import { assignWorkloads, isSharedLock } from './workloads.js';
 
 export interface RunSummary {
   seed: number;
   nodes: number;
   clients: number;
+  /** clients per workload (lock, shared, semaphore) */
+  workloads: Record<string, number>;
   durationMs: number;
   dir: string;
   netns: boolean;
@@ -26,6 +30,10 @@ export interface RunSummary {
   linearizable: boolean | 'unknown';
   perLock: { lock: string; ops: number; result: string; steps: number }[];
   resource: { reads: number; writes: number; rejected: number; lostUpdates: number; staleAccepted: number };
+  /** the shared-lock workload (checkSharedLocks) */
+  shared: Omit<SharedReport, 'violations'>;
+  /** the semaphore workload (checkSemaphores) */
+  semaphore: Omit<SemaphoreReport, 'violations'>;
   recoveries: { variant: string; recoveryMs: number | null }[];
   worstRecoveryMs: number | null;
   livenessBoundMs: number;
@@ -50,6 +58,8 @@ export interface RunFacts {
   /** leaders taking office, from the node logs (none: the check is skipped) */
   elections?: LeaderElection[];
   resourceLog: ResourceLogEntry[];
+  /** begin/end at the access-logged resource (shared locks, semaphores); none before it existed */
+  accessLog?: AccessLogEntry[];
   /** when the last fault was healed and the workload began to stop */
   runEnd: number;
   nodes: Pick<NodeProcs, 'unexpected' | 'rss'>;
@@ -69,13 +79,20 @@ export interface RunFacts {
 /** Run every checker over what a run recorded and build its summary. */
 export function check(opts: RunOptions, r: RunFacts): RunSummary {
   const violations: string[] = [];
-  const lin = checkLinearizable(r.ops);
+  // the single-holder model and the exclusive lease rule do not apply to shared locks
+  // (checkSharedLocks does); semaphore ops are another kind (f sem-*) they skip
+  const exclusive = r.ops.filter((o) => !isSharedLock(o.input.lock));
+  const lin = checkLinearizable(exclusive);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(r.ops, opts.ttlMs));
+  violations.push(...checkLeaseSafety(exclusive, opts.ttlMs));
   violations.push(...checkTokenOrder(r.ops));
   violations.push(...checkNoOrphanGrants(r.ops));
   const res = checkResource(r.resourceLog, opts.fencing);
   violations.push(...res.violations);
+  const { violations: sharedViolations, ...shared } = checkSharedLocks(r.ops, r.accessLog ?? [], opts.ttlMs, opts.fencing);
+  violations.push(...sharedViolations);
+  const { violations: semViolations, ...semaphore } = checkSemaphores(r.ops, r.accessLog ?? [], opts.ttlMs);
+  violations.push(...semViolations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
   violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-') || f.variant === 'wipe-restart')));
   violations.push(...(r.memberProblems ?? []));
@@ -91,6 +108,8 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   for (const l of r.leftovers) violations.push(`cleanup: ${l} still exists after the run`);
   const opsByType: Record<string, number> = {};
   for (const o of r.ops) opsByType[`${o.f}:${o.type}`] = (opsByType[`${o.f}:${o.type}`] ?? 0) + 1;
+  const workloads: Record<string, number> = {};
+  for (const w of assignWorkloads(opts.workloads, opts.clients)) workloads[w] = (workloads[w] ?? 0) + 1;
   const faultCounts: Record<string, number> = {};
   for (const f of r.faults) faultCounts[f.variant] = (faultCounts[f.variant] ?? 0) + 1;
   const finite = recs.map((x) => x.recoveryMs).filter((x): x is number => x !== null);
@@ -99,6 +118,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     seed: opts.seed,
     nodes: opts.nodes,
     clients: opts.clients,
+    workloads,
     durationMs: opts.durationMs,
     dir: r.dir,
     netns: r.packetMode !== 'none',
@@ -107,13 +127,15 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     fencing: opts.fencing,
     ops: r.ops.length,
     opsByType,
-    grants: r.ops.filter((o) => o.f === 'acquire' && o.type === 'ok').length,
+    grants: r.ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire') && o.type === 'ok').length,
     faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end) })),
     faultCounts,
     skippedCategories: r.skipped,
     linearizable: lin.valid,
     perLock: lin.perLock.map(({ lock, ops, result, steps }) => ({ lock, ops, result, steps })),
     resource: { reads: res.reads, writes: res.writes, rejected: res.rejected, lostUpdates: res.lostUpdates, staleAccepted: res.staleAccepted },
+    shared,
+    semaphore,
     recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
     worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
     livenessBoundMs: opts.livenessBoundMs,
@@ -125,8 +147,15 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
   };
+}
+
+/** `--workload …` when it is not the default; a weighted list (a name twice) replays only
+ *  with the same list, which the CLI cannot express: then the test's own seed line does */
+function workloadArg(ws: readonly string[]): string {
+  if (ws.length === 1 && ws[0] === 'lock') return '';
+  return ` --workload ${ws.join(',')}`;
 }
 
 export function summaryText(s: RunSummary): string {
@@ -134,7 +163,10 @@ export function summaryText(s: RunSummary): string {
     `jepsen-lite run: ${s.valid ? 'VALID' : 'INVALID'}  (seed ${s.seed}, ${s.nodes} nodes, ${s.clients} clients, ${Math.round(s.durationMs / 1000)} s, fencing ${s.fencing ? 'on' : 'OFF (control run)'})`,
     `network: ${s.netnsNote}; packet faults: ${s.packetMode}${s.skippedCategories.length ? `; SKIPPED: ${s.skippedCategories.join(', ')}` : ''}`,
     `operations: ${s.ops} (${Object.entries(s.opsByType).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
+    `workloads: ${Object.entries(s.workloads ?? { lock: s.clients }).map(([k, v]) => `${k} ${v}`).join(', ')} clients`,
     `grants: ${s.grants}; resource: ${s.resource.writes} writes, ${s.resource.reads} reads, ${s.resource.rejected} rejected stale, ${s.resource.lostUpdates} lost updates`,
+    ...(s.shared?.grants ? [`shared locks: ${s.shared.grants} grants (${s.shared.sharedGrants} shared, ${s.shared.exclusiveGrants} exclusive); resource: ${s.shared.reads} reads, ${s.shared.writes} writes, ${s.shared.rejected} rejected stale${s.fencing ? '' : `, ${s.shared.staleAccepted} stale accepted, ${s.shared.overlapsAccepted} accepted accesses overlapping a write`}; reads overlapping reads inside their windows: ${s.shared.concurrentReads}`] : []),
+    ...(s.semaphore?.grants ? [`semaphores: ${s.semaphore.grants} grants; ${Object.keys(s.semaphore.limits).map((n) => `${n}: limit ${s.semaphore.limits[n]}, most permits in use inside safe windows ${s.semaphore.maxInWindows[n] ?? 0}, at the resource (stale holders too) ${s.semaphore.maxAtResource[n] ?? 0}`).join('; ')}`] : []),
     `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
     `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms); ${s.recoveries.map((x) => `${x.variant} ${x.recoveryMs === null ? 'none' : x.recoveryMs}`).join(', ')}`,

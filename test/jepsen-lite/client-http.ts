@@ -1,0 +1,31 @@
+// The request helpers every client workload shares (client-proc.ts, client-workloads.ts):
+// how an HTTP answer becomes a history outcome, and the POST/GET attempts the recorder
+// retries under one Idempotency-Key.
+import { errorCode, httpJson, type HttpAnswer, type Outcome } from './recorder.js';
+import type { OpValue } from './history.js';
+
+export const enc = encodeURIComponent;
+export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+export const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/** the exclusive holder a read or a lock_held answer names */
+export function holderOf(body: Record<string, unknown> | undefined): OpValue {
+  const h = (body?.holder ?? (body?.error as Record<string, unknown> | undefined)?.holder) as Record<string, unknown> | undefined;
+  if (!h) return {};
+  const out: OpValue = {};
+  const s = str(h.session_id);
+  const t = num(h.fencing_token);
+  if (s !== undefined) out.holder = s;
+  if (t !== undefined) out.holder_token = t;
+  return out;
+}
+
+/** 2xx → ok; 4xx → a definite failure naming the code */
+export function definite(a: HttpAnswer, ok: (body: Record<string, unknown>) => OpValue): Outcome {
+  if (a.status >= 200 && a.status < 300) return { type: 'ok', value: ok(a.body ?? {}), body: a.body ?? {} };
+  return { type: 'fail', value: { code: errorCode(a), ...holderOf(a.body) }, body: a.body ?? {} };
+}
+
+export const post = (path: string, body: unknown, timeoutMs: number, signal?: AbortSignal) => (ep: string, key: string) => httpJson(ep + path, 'POST', body, timeoutMs, { 'idempotency-key': key }, signal);
+export const get = (path: string, timeoutMs: number) => (ep: string) => httpJson(ep + path, 'GET', undefined, timeoutMs);

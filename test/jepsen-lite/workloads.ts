@@ -1,0 +1,51 @@
+// The workloads a jepsen-lite client process can run (docs/jepsen-lite.md "Workloads"):
+// `lock` (exclusive locks and the fenced register), `shared` (readers and writers of a
+// shared lock against the access-logged resource) and `semaphore` (permits of a
+// semaphore with a fixed limit against the same resource). Each client process runs one;
+// the names each workload uses are disjoint, so the checkers can tell them apart from
+// the history alone (also on --recheck).
+
+export const WORKLOADS = ['lock', 'shared', 'semaphore'] as const;
+export type Workload = (typeof WORKLOADS)[number];
+
+/** exclusive lock names: jl-0, jl-1, … (the linearizability and lease checkers' locks) */
+export const LOCK_PREFIX = 'jl-';
+/** the shared-lock workload's lock names: js-0, … */
+export const SHARED_PREFIX = 'js-';
+/** the semaphore workload's semaphore names: jm-0, … */
+export const SEM_PREFIX = 'jm-';
+
+/** how many names the shared and semaphore workloads compete for: one each, so that a
+ *  handful of clients contend (readers with writers, permits with the limit) */
+export const SHARED_LOCKS = 1;
+export const SEMAPHORES = 1;
+/** the fixed limit of every semaphore of the workload; clients ask for 1 or 2 permits */
+export const SEM_LIMIT = 2;
+
+/** A lock of the shared-lock workload: checked by checkSharedLocks, not by the
+ *  single-holder model (lock-model.ts) nor the exclusive lease checker. */
+export function isSharedLock(name: string | undefined): boolean {
+  return name !== undefined && name.startsWith(SHARED_PREFIX);
+}
+
+/** the workload of each client c1…cN: round-robin over the list, so every workload of a
+ *  run gets ⌊N/k⌋ or ⌈N/k⌉ clients */
+export function assignWorkloads(workloads: readonly Workload[], clients: number): Workload[] {
+  return Array.from({ length: clients }, (_, i) => workloads[i % workloads.length]!);
+}
+
+/** nodes + 2 clients, and at least two per workload (one shared client or one semaphore
+ *  client contends with nobody) */
+export function defaultClients(nodes: number, workloads: readonly Workload[]): number {
+  return Math.max(nodes + 2, 2 * workloads.length);
+}
+
+export function parseWorkloads(v: string): Workload[] | string {
+  if (v === 'all') return [...WORKLOADS];
+  const out: Workload[] = [];
+  for (const w of v.split(',').map((s) => s.trim()).filter(Boolean)) {
+    if (!(WORKLOADS as readonly string[]).includes(w)) return `unknown workload "${w}" (known: ${WORKLOADS.join(', ')}, all)`;
+    out.push(w as Workload); // a name twice weights it (round-robin)
+  }
+  return out.length ? out : `no workload in "${v}"`;
+}
