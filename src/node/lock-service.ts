@@ -107,7 +107,8 @@ export class RaftLockService implements LockService {
     if (this.d.driver.currentRole !== 'leader') return;
     const now = this.d.nowMs();
     for (const sid of this.waits.sessionsWaiting()) this.d.lessor.renew(sid, now);
-    this.lessorProposer.proposeDue(this.d.lessor.due(now));
+    const fsm = this.d.app.fsm;
+    this.lessorProposer.proposeDue(this.d.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token)));
   }
 
   /** graceful shutdown: every waiting request is answered. Not with 503: each of those
