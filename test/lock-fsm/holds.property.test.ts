@@ -18,7 +18,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { Lessor, LockFsm, assertFsmInvariants, type Command, type Envelope, type FsmEvent, type LockFsmOptions } from '../../src/lock-fsm/index.js';
+import { Lessor, LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent, type LockFsmOptions } from '../../src/lock-fsm/index.js';
 import { SharedModel } from './shared-model.js';
 import { decode, encode } from './helpers.js';
 
@@ -144,4 +144,21 @@ test('revoke and max hold: FSM ≡ model through the lessor; revoked grants gone
 test('mutation: an expireHold that ignores its token (a late duplicate ends a later grant) is caught', () => {
   const r = fc.check(fc.property(history, (steps) => run(steps, { testExpireHoldIgnoresToken: true })), { seed, numRuns: 300 });
   assert.equal(r.failed, true, 'the property should fail with the token check off');
+});
+
+test('snapshots: version 2 (no max holds) still restores; a maxHold section is refused in a version 2 snapshot and checked against the state', () => {
+  const fsm = new LockFsm();
+  fsm.apply(1, { atMs: 5000, cmd: { kind: 'openSession', sessionId: 's1', ttlMs: 10_000, owner: '', lockDelayMs: 0 } });
+  fsm.apply(2, { atMs: 5000, cmd: { kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0 } });
+  const plain = JSON.parse(JSON.stringify(exportState(fsm))) as Record<string, unknown>;
+  assert.equal(plain['v'], 3);
+  assert.equal(plain['maxHold'], undefined, 'no section without max holds');
+  assert.deepEqual(exportState(LockFsm.fromState({ ...plain, v: 2 })), exportState(fsm), 'a version 2 snapshot restores');
+  fsm.apply(3, { atMs: 6000, cmd: { kind: 'semAcquire', name: 'p', sessionId: 's1', limit: 2, permits: 1, waitMs: 0, maxHoldMs: 1000 } });
+  const st = JSON.parse(JSON.stringify(exportState(fsm))) as Record<string, unknown>;
+  assert.deepEqual(st['maxHold'], { grants: [['semaphore', 'p', 's1', 1000, 6000]], waits: [] });
+  assert.throws(() => LockFsm.fromState({ ...st, v: 2 }), /maxHold is not a field of version 2/);
+  assert.throws(() => LockFsm.fromState({ ...st, maxHold: { grants: [['lock', 'p', 's1', 1000, 6000]], waits: [] } }), /maxHold\.grants\[0\] names a grant of p that session s1 does not hold/);
+  assert.throws(() => LockFsm.fromState({ ...st, maxHold: { grants: [['semaphore', 'p', 's1', 1000, 7000]], waits: [] } }), /maxHold\.grants\[0\]\[4\] must be a log time/);
+  assert.deepEqual(LockFsm.fromState(st).grantsWithMaxHold(), fsm.grantsWithMaxHold());
 });
