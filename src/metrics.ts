@@ -10,6 +10,8 @@ export const LATENCY_BUCKETS_S = [
 ];
 /** Seconds. Lock waits are bounded by wait_ms ≤ 300 s. */
 export const WAIT_BUCKETS_S = [0.001, 0.01, 0.05, 0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** grant hold times: from a second to a day */
+export const HOLD_BUCKETS_S = [0.1, 1, 5, 10, 30, 60, 300, 600, 1800, 3600, 4 * 3600, 24 * 3600];
 
 export type ProposalResult = 'committed' | 'dropped' | 'not_leader' | 'timeout' | 'lost';
 export type AcquireResult = 'acquired' | 'queued' | 'lock_held' | 'session_not_found' | 'timeout' | 'error';
@@ -41,6 +43,9 @@ export class Metrics {
   readonly lockAcquire: Counter<'result'>;
   /** time from enqueue to grant (or give-up) of a waiting acquire, seconds */
   readonly lockWait: Histogram;
+  /** how long grants (locks, shares, semaphore permits) were held, grant → release /
+   *  expiry / revoke, seconds; observed by every node as it applies the end (src/node/hold-timer.ts) */
+  readonly lockHold: Histogram<'kind' | 'end'>;
   /** route = the route TEMPLATE (e.g. /v1/locks/{name}/acquire), never the raw URL */
   readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>;
 
@@ -63,6 +68,7 @@ export class Metrics {
     this.lockWaiters = new Gauge({ name: 'raftlock_lock_waiters', help: 'acquires waiting in lock queues', registers });
     this.lockAcquire = new Counter({ name: 'raftlock_lock_acquire_total', help: 'acquire requests by outcome', labelNames: ['result'], registers });
     this.lockWait = new Histogram({ name: 'raftlock_lock_wait_seconds', help: 'time an acquire waited in the queue', buckets: WAIT_BUCKETS_S, registers });
+    this.lockHold = new Histogram({ name: 'raftlock_lock_hold_seconds', help: 'how long grants were held (grant to release, expiry or revoke), as this node applied them', labelNames: ['kind', 'end'], buckets: HOLD_BUCKETS_S, registers });
     this.httpRequestDuration = new Histogram({
       name: 'raftlock_http_request_duration_seconds',
       help: 'REST request duration by route template',

@@ -23,12 +23,12 @@ const jsonContent = (schema: Json, example?: unknown): Json => ({ 'application/j
 
 const SEM_NAME_PARAM: Json = {
   name: 'name', in: 'path', required: true,
-  description: 'semaphore name: the rules of a lock name; when the last segment is itself acquire|release|limit, encode the slash before it.',
+  description: 'semaphore name: the rules of a lock name; when the last segment is itself acquire|release|limit|revoke, encode the slash before it.',
   schema: { type: 'string' },
 };
 const LOCK_NAME_PARAM: Json = {
   name: 'name', in: 'path', required: true,
-  description: `lock name: 1-${MAX_NAME_BYTES} bytes of [A-Za-z0-9._:/-], no "." or ".." segments. A "/" inside the name may be sent raw or as %2F; when the last segment is itself acquire|renew|release|check, encode the slash before it.`,
+  description: `lock name: 1-${MAX_NAME_BYTES} bytes of [A-Za-z0-9._:/-], no "." or ".." segments. A "/" inside the name may be sent raw or as %2F; when the last segment is itself acquire|renew|release|check|revoke, encode the slash before it.`,
   schema: { type: 'string', minLength: 1, maxLength: MAX_NAME_BYTES, pattern: '^[A-Za-z0-9._:/-]+$' },
 };
 const SESSION_ID_PARAM: Json = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9._~-]{1,128}$' } };
@@ -102,6 +102,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     SemaphoreAcquireRequest: schemaOf(b.semAcquire),
     SemaphoreLimitRequest: schemaOf(b.semLimit),
     SemaphoreReleaseRequest: schemaOf(b.semRelease),
+    RevokeRequest: schemaOf(b.revoke),
   };
   for (const [k, s] of Object.entries({ ...responseSchemas, ...viewSchemas })) schemas[k] = schemaOf(s);
 
@@ -132,6 +133,9 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     '/v1/locks/{name}/release': {
       post: operation('release', { summary: 'give a lock up; the next waiter gets it', description: 'Without fencing_token, a release by a session that waits for the lock (and does not hold it) withdraws that wait: the answer stays 409 not_holder, or 200 if the grant won the race and was released at once (docs/api.md "Release").', tags: ['locks'], params: [LOCK_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'ReleaseRequest', required: true, example: { session_id: 's-4fzq9c2k', fencing_token: 1042 } }, ok: { status: 200, schema: 'Released', example: { name: 'billing/invoice-42', released: true } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
     },
+    '/v1/locks/{name}/revoke': {
+      post: operation('revoke', { summary: "take a lock's grant away (the admin right)", description: "Frees the grant of session_id, or every grant of the lock without it, at once and without lock-delay; the next waiter gets a larger token. The holder learns it from its next renew (409 not_holder) and from GET /v1/sessions/{id}; its session stays alive. A session_id that holds no grant of the lock gets 409 not_holder.", tags: ['locks'], params: [LOCK_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'RevokeRequest', required: false, example: { session_id: 's-4fzq9c2k' } }, ok: { status: 200, schema: 'Revoked', example: { name: 'billing/invoice-42', revoked: [{ session_id: 's-4fzq9c2k', fencing_token: 1042 }] } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
+    },
     '/v1/locks/{name}/check': {
       get: operation('checkToken', { summary: 'does this fencing token still hold the lock? (Chubby CheckSequencer)', tags: ['locks'], params: [LOCK_NAME_PARAM, ...queryParams(querySchemas.check)], ok: { status: 200, schema: 'Check', example: { name: 'billing/invoice-42', current: true } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
     },
@@ -143,6 +147,9 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     },
     '/v1/semaphores/{name}/acquire': {
       post: operation('acquireSemaphore', { summary: 'take permits of a semaphore (FIFO wait up to wait_ms)', description: 'The first acquire of an idle semaphore sets its limit; another limit while it has holders or waiters gets 409 limit_mismatch. FIFO: a larger request at the head blocks smaller ones behind it. Without session_id a new session is opened.', tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'SemaphoreAcquireRequest', required: true, example: { limit: 4, permits: 1, wait_ms: 30000 } }, ok: { status: 200, schema: 'SemaphoreGrant', example: { name: 'db/pool', session_id: 's-4fzq9c2k', permits: 1, limit: 4, fencing_token: 1042, ttl_ms: 10000 } }, errors: errors('permission_denied', 'session_not_found', 'limit_mismatch', 'semaphore_full', 'unsupported_media_type', 'payload_too_large', 'too_many_requests', 'unavailable', 'timeout') }),
+    },
+    '/v1/semaphores/{name}/revoke': {
+      post: operation('revokeSemaphore', { summary: "take a semaphore's grants away (the admin right)", description: "Frees session_id's permits, or every holder's without it, at once; the next waiters are granted with larger tokens. The holder's session stays alive.", tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'RevokeRequest', required: false, example: {} }, ok: { status: 200, schema: 'Revoked', example: { name: 'db/pool', revoked: [{ session_id: 's-4fzq9c2k', fencing_token: 1042 }] } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
     },
     '/v1/semaphores/{name}/limit': {
       put: operation('setSemaphoreLimit', { summary: 'resize a semaphore; shrinking never takes permits away', tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'SemaphoreLimitRequest', required: true, example: { limit: 8 } }, ok: { status: 200, schema: 'SemaphoreLimit', example: { name: 'db/pool', limit: 8 } }, errors: errors('permission_denied', 'unsupported_media_type', 'unavailable', 'timeout') }),

@@ -18,6 +18,7 @@ export const responseSchemas = {
   Holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }),
   Released: z.object({ name: lockName, released: z.literal(true) }),
   Check: z.object({ name: lockName, current: z.boolean() }),
+  Revoked: z.object({ name: lockName, revoked: z.array(z.object({ session_id: sessionId, fencing_token: token })).describe('the grants taken away, by session id (empty when none was held and no session_id was given)') }),
   TransferResult: z.object({ leader_id: z.string() }),
   Health: z.object({ status: z.string() }),
   Error: z.object({

@@ -54,9 +54,16 @@ export interface SemaphoreView {
   holders: { session_id: string; owner: string; permits: number; fencing_token: number }[];
   waiters: { session_id: string; owner: string; permits: number; position: number }[];
 }
+/** the grants a revoke ended (docs/contract.md §4 "Revocation and maximum hold") */
+export interface RevokedView {
+  name: string;
+  revoked: { session_id: string; fencing_token: number }[];
+}
 /** docs/contract.md §4 "Semaphores"; a service without it answers their routes 404 */
 export interface SemaphoreApi {
-  acquire(name: string, p: { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<SemaphoreGrantView>;
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<SemaphoreGrantView>;
+  /** the caller has the `admin` right on the name (checked by the route) */
+  revoke?(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView>;
   release(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; released: true }>;
   setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }>;
   get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView>;
@@ -111,7 +118,10 @@ export interface LockService {
   getSession(sessionId: string, ctx: RequestContext): Promise<SessionView>;
   closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
 
-  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared' }, ctx: RequestContext): Promise<GrantView>;
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<GrantView>;
+  /** take the grant of sessionId (or every grant) away, without lock-delay; the caller has
+   *  the `admin` right on the name (checked by the route). Absent: the route answers 404 */
+  revoke?(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView>;
   renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView>;
   release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }>;
   /** consistency 'stale' answers from local state without a quorum round (allowed on followers) */

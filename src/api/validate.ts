@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
 // One source of truth with the FSM, which re-checks every committed value.
-import { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
+import { MAX_DURATION_MS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
 export const MAX_NAME_BYTES = 256;
 export { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS };
@@ -13,6 +13,11 @@ export const MAX_LIST_LIMIT = 10_000;
 export const DEFAULT_LIST_LIMIT = 1000;
 /** Chubby caps lock-delay at one minute; a longer delay only strands locks. */
 export const MAX_LOCK_DELAY_MS = 60_000;
+/** max_hold_ms (docs/contract.md §4 "Revocation and maximum hold"): the leader checks
+ *  deadlines once per tick (100 ms by default), so a shorter bound means nothing; the
+ *  upper bound is the log's duration bound (2^31-1 ms, ~24.8 days). */
+export const MIN_MAX_HOLD_MS = 100;
+export const MAX_MAX_HOLD_MS = MAX_DURATION_MS;
 
 /** TTL bounds come from the cluster file (session.min_ttl_ms / max_ttl_ms). */
 export interface ApiLimits {
@@ -86,6 +91,7 @@ const owner = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_OWNER
 });
 const fencingToken = z.number().int().min(1).max(Number.MAX_SAFE_INTEGER);
 const waitMs = z.number().int().min(0).max(MAX_WAIT_MS);
+const maxHoldMs = z.number().int().min(MIN_MAX_HOLD_MS).max(MAX_MAX_HOLD_MS);
 const ttl = (l: ApiLimits) => z.number().int().min(l.minTtlMs).max(l.maxTtlMs);
 const httpUrl = z.string().max(2048).refine((s) => {
   try {
@@ -103,9 +109,11 @@ export function bodySchemas(l: ApiLimits) {
   return {
     openSession: z.strictObject({ ttl_ms: ttl(l).optional(), owner: owner.optional(), lock_delay_ms: z.number().int().min(0).max(MAX_LOCK_DELAY_MS).optional() }),
     empty: z.strictObject({}),
-    acquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), wait_ms: waitMs.optional(), owner: owner.optional(), mode: z.enum(['exclusive', 'shared']).optional() }),
+    acquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), wait_ms: waitMs.optional(), owner: owner.optional(), mode: z.enum(['exclusive', 'shared']).optional(), max_hold_ms: maxHoldMs.optional() }),
     renew: z.strictObject({ session_id: sessionId }),
-    semAcquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), limit: permits, permits: permits.optional(), wait_ms: waitMs.optional(), owner: owner.optional() }),
+    semAcquire: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), limit: permits, permits: permits.optional(), wait_ms: waitMs.optional(), owner: owner.optional(), max_hold_ms: maxHoldMs.optional() }),
+    /** POST /v1/locks/{name}/revoke and /v1/semaphores/{name}/revoke: that session's grant, or every grant */
+    revoke: z.strictObject({ session_id: sessionId.optional() }),
     semLimit: z.strictObject({ limit: permits }),
     semRelease: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),

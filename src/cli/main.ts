@@ -11,6 +11,7 @@ import { registerLock } from './commands/lock.js';
 import { registerSemaphore } from './commands/semaphore.js';
 import { registerAcquire } from './commands/acquire.js';
 import { registerRelease } from './commands/release.js';
+import { registerRevoke } from './commands/revoke.js';
 import { registerRenew } from './commands/renew.js';
 import { registerGet } from './commands/get.js';
 import { registerLs } from './commands/ls.js';
@@ -74,6 +75,7 @@ export function buildProgram(): Command {
   registerSemaphore(program);
   registerAcquire(program);
   registerRelease(program);
+  registerRevoke(program);
   registerRenew(program);
   registerGet(program);
   registerLs(program);

@@ -6,6 +6,7 @@
 // The msgpack codec lives outside this pure folder (src/node); after decoding it MUST call
 // parseEnvelope, which checks every field and rebuilds the value with only known fields.
 
+import { GRANT_KINDS, type GrantKind } from './results.js';
 import {
   MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
 } from './names.js';
@@ -35,10 +36,20 @@ export type Command =
   /** waitMs 0: fail at once when held. newSession: open sessionId with these parameters
    *  and acquire, atomically (nothing is created if the acquire fails). owner: the
    *  holder's owner label for this lock; defaults to the session's owner. */
-  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; mode?: 'shared' }
+  /** maxHoldMs: the grant is freed that long after it was made, even while its session
+   *  lives (the lessor's expireHold; docs/lock-fsm.md "Revocation and maximum hold") */
+  | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; mode?: 'shared'; maxHoldMs?: number }
   /** semaphores (docs/lock-fsm.md "Semaphores"): take `permits` of `limit`; newSession,
    *  owner and actor as for acquire */
-  | { kind: 'semAcquire'; name: string; sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
+  | { kind: 'semAcquire'; name: string; sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; maxHoldMs?: number }
+  /** an administrator takes grants away: sessionId's grant of `name`, or every grant of
+   *  it; no lock-delay, the next waiters are served in the same apply. The API checks the
+   *  `admin` right before proposing it. */
+  | { kind: 'revoke'; target: GrantKind; name: string; sessionId?: string }
+  /** proposed by the leader's lessor when a grant's max hold has run out. It names the
+   *  grant by its fencing token (tokens are never reused): a no-op once that grant is
+   *  over, so a stale or duplicated copy cannot end a later grant of the same session */
+  | { kind: 'expireHold'; target: GrantKind; name: string; sessionId: string; fencingToken: number }
   | { kind: 'semRelease'; name: string; sessionId: string; actor?: string }
   /** resize: shrinking never takes permits away */
   | { kind: 'semSetLimit'; name: string; limit: number }
@@ -134,6 +145,12 @@ function parseNewSession(x: unknown, path: string): NewSessionSpec {
   return spec;
 }
 
+function grantKind(x: Obj, p: string): GrantKind {
+  const v = x['target'];
+  if (typeof v !== 'string' || !(GRANT_KINDS as readonly string[]).includes(v)) throw new InvalidCommandError(`${p}.target`, `must be one of ${GRANT_KINDS.join(', ')}, got ${describe(v)}`);
+  return v as GrantKind;
+}
+
 /** the optional `actor` field (closeSession, acquire, release) */
 function withActor<C extends { actor?: string }>(cmd: C, x: Obj, p: string): C {
   if (has(x, 'actor')) cmd.actor = str(x, p, 'actor', isPrincipal, PRINCIPAL);
@@ -155,7 +172,7 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'sessionId', 'actor']);
       return withActor<Extract<Command, { kind: 'closeSession' }>>({ kind: 'closeSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
     case 'acquire': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor', 'mode']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor', 'mode', 'maxHoldMs']);
       const cmd: Command = { kind: 'acquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
       if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
       if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
@@ -165,17 +182,28 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       // only 'shared' is written: an exclusive acquire encodes as it did before modes
       if (has(x, 'mode') && x['mode'] !== 'shared') throw new InvalidCommandError(`${p}.mode`, `must be "shared" when present, got ${describe(x['mode'])}`);
       if (has(x, 'mode')) cmd.mode = 'shared';
+      if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
       return cmd;
     }
     case 'semAcquire': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'limit', 'permits', 'waitMs', 'owner', 'newSession', 'actor']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'limit', 'permits', 'waitMs', 'owner', 'newSession', 'actor', 'maxHoldMs']);
       const cmd: Command = { kind: 'semAcquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), limit: int(x, p, 'limit', 1, MAX_PERMITS), permits: int(x, p, 'permits', 1, MAX_PERMITS), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
       if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
       if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
       withActor(cmd, x, p);
       if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
+      if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
       return cmd;
     }
+    case 'revoke': {
+      checkKeys(x, p, ['kind', 'target', 'name', 'sessionId']);
+      const cmd: Command = { kind: 'revoke', target: grantKind(x, p), name: str(x, p, 'name', isLockName, NAME) };
+      if (has(x, 'sessionId')) cmd.sessionId = str(x, p, 'sessionId', isSessionId, SID);
+      return cmd;
+    }
+    case 'expireHold':
+      checkKeys(x, p, ['kind', 'target', 'name', 'sessionId', 'fencingToken']);
+      return { kind: 'expireHold', target: grantKind(x, p), name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), fencingToken: int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER) };
     case 'semRelease':
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor']);
       return withActor<Extract<Command, { kind: 'semRelease' }>>({ kind: 'semRelease', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
@@ -210,7 +238,7 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'term']);
       return { kind: 'barrier', term: int(x, p, 'term', 0, Number.MAX_SAFE_INTEGER) };
     default:
-      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait; got ${describe(x['kind'])}`);
+      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait, revoke, expireHold; got ${describe(x['kind'])}`);
   }
 }
 

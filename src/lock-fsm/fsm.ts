@@ -13,8 +13,11 @@ import { exportState, importState } from './snapshot.js';
 import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type Waiter } from './state.js';
 import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit, type SemState } from './semaphores.js';
 import { compareStrings } from './names.js';
+import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
+import type { GrantKind } from './results.js';
 
 export type { LockFsmOptions } from './state.js';
+export type { HoldInfo } from './holds.js';
 
 export interface SessionInfo {
   sessionId: string;
@@ -129,6 +132,8 @@ export class LockFsm {
         return this.refuseActor(cmd.sessionId, cmd.actor) ?? semRelease(this.core, index, cmd.name, s, ev);
       }
       case 'semSetLimit': return semSetLimit(this.core, index, cmd.name, cmd.limit, ev);
+      case 'revoke': return revoke(this.core, index, cmd, ev);
+      case 'expireHold': return expireHold(this.core, index, cmd, ev, this.options.testExpireHoldIgnoresToken !== true);
       case 'semCancelWait': {
         const s = this.core.sessions.get(cmd.sessionId);
         if (s === undefined) return { ok: false, code: 'session_not_found' };
@@ -250,10 +255,10 @@ export class LockFsm {
       s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
       const lock = c.lockFor(cmd.name);
       if (shared) {
-        const token = c.grantShare(lock, s, owner, index, ev);
+        const token = c.grantShare(lock, s, owner, index, ev, cmd.maxHoldMs ?? 0);
         return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs, mode: 'shared' };
       }
-      const token = c.grant(lock, s, owner, index, ev);
+      const token = c.grant(lock, s, owner, index, ev, cmd.maxHoldMs ?? 0);
       return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs };
     }
     if (cmd.waitMs === 0) return lockHeld(l);
@@ -262,7 +267,7 @@ export class LockFsm {
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-    c.enqueue(l, s, owner, cmd.waitMs, index, key, shared);
+    c.enqueue(l, s, owner, cmd.waitMs, index, key, shared, cmd.maxHoldMs ?? 0);
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
 
@@ -397,6 +402,17 @@ export class LockFsm {
     for (const sem of this.core.sems.values()) {
       for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, semaphore: true };
     }
+  }
+
+  /** every grant with a max hold (for Lessor.promote): its deadline is grantedAtMs +
+   *  maxHoldMs in log time (docs/lock-fsm.md "Revocation and maximum hold") */
+  grantsWithMaxHold(): HoldInfo[] {
+    return grantsWithMaxHold(this.core);
+  }
+
+  /** does this grant (by its token) still stand? */
+  holdsGrant(target: GrantKind, name: string, sessionId: string, fencingToken: number): boolean {
+    return holdsGrant(this.core, target, name, sessionId, fencingToken);
   }
 
   /** the session's current wait for `name`, if it waits (since: the wait's identity) */

@@ -23,14 +23,22 @@
 
 import type { Command } from './commands.js';
 import { DeadlineHeap } from './deadline-heap.js';
-import type { FsmEvent } from './results.js';
+import type { FsmEvent, GrantKind } from './results.js';
 
 /** What promote() reads from the state machine (LockFsm implements it). */
 export interface LessorSource {
   sessions(): Iterable<{ sessionId: string; ttlMs: number }>;
   locksInDelay(): Iterable<{ name: string; delayMs: number; since: number }>;
   waits(): Iterable<{ name: string; sessionId: string; waitMs: number; since: number; semaphore?: true }>;
+  /** grants with a max hold, and the log time of the applied state (LockFsm); optional so
+   *  a source without max holds need not say so */
+  grantsWithMaxHold?(): Iterable<{ target: GrantKind; name: string; sessionId: string; fencingToken: number; maxHoldMs: number; grantedAtMs: number }>;
+  readonly logTimeMs?: number;
 }
+
+/** does this grant still stand (LockFsm.holdsGrant)? due() drops a max-hold deadline of a
+ *  grant that ended otherwise (released, or its session closed) without proposing */
+export type GrantLive = (target: GrantKind, name: string, sessionId: string, fencingToken: number) => boolean;
 
 export interface LessorOptions {
   /** how often the driver calls due(); used as the default retry unit (default 100) */
@@ -45,10 +53,17 @@ export interface LessorOptions {
 type Track =
   | { kind: 'session'; sessionId: string; ttlMs: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
   | { kind: 'delay'; name: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
-  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean };
+  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean }
+  /** a grant's max hold (docs/lock-fsm.md "Revocation and maximum hold") */
+  | { kind: 'hold'; target: GrantKind; name: string; sessionId: string; token: number; deadlineMs: number; proposedAtMs: number; dead: boolean };
 
 const NOT_PROPOSED = -1;
 const WAIT_ATTEMPTS = 3;
+
+/** a grant's max-hold track: one per (kind, name, session), so a later grant replaces it */
+function holdKey(target: GrantKind, name: string, sessionId: string): string {
+  return `${target === 'semaphore' ? 's' : 'l'}${name}\u0000${sessionId}`;
+}
 
 /** a lock and a semaphore may share a name: their waits are told apart by the prefix */
 function waitKey(name: string, sessionId: string, semaphore = false): string {
@@ -63,6 +78,9 @@ export class Lessor {
   private readonly sessionTracks = new Map<string, Track & { kind: 'session' }>();
   private readonly delayTracks = new Map<string, Track & { kind: 'delay' }>();
   private readonly waitTracks = new Map<string, Track & { kind: 'wait' }>();
+  private readonly holdTracks = new Map<string, Track & { kind: 'hold' }>();
+  /** session id → its hold keys, so a session's end forgets them all at once */
+  private readonly holdsBySession = new Map<string, Set<string>>();
   private readonly heap = new DeadlineHeap<Track>();
 
   constructor(opts: LessorOptions = {}) {
@@ -90,6 +108,15 @@ export class Lessor {
     this.heap.pushAll(armed);
     for (const d of src.locksInDelay()) this.trackDelay(d.name, d.since, nowMs + d.delayMs);
     for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs, w.since, w.semaphore === true);
+    // A max hold ends grantedAtMs + maxHoldMs in LOG time. Log time runs no faster than
+    // real time (docs/lock-fsm.md "Log time"), so the log time that passed since the grant
+    // is at most the real time that did: arming the rest from now never frees a grant
+    // before max_hold_ms of real time after it was made. It may free it later, by what log
+    // time lost (elections, idle gaps), never by more than max_hold_ms.
+    const logNow = src.logTimeMs ?? 0;
+    for (const h of src.grantsWithMaxHold?.() ?? []) {
+      this.trackHold(h.target, h.name, h.sessionId, h.fencingToken, nowMs + Math.max(0, Math.min(h.maxHoldMs, h.grantedAtMs + h.maxHoldMs - logNow)));
+    }
   }
 
   /** Leaves office: forget everything; a follower never expires anything. */
@@ -102,9 +129,12 @@ export class Lessor {
     for (const t of this.sessionTracks.values()) t.dead = true;
     for (const t of this.delayTracks.values()) t.dead = true;
     for (const t of this.waitTracks.values()) t.dead = true;
+    for (const t of this.holdTracks.values()) t.dead = true;
     this.sessionTracks.clear();
     this.delayTracks.clear();
     this.waitTracks.clear();
+    this.holdTracks.clear();
+    this.holdsBySession.clear();
     this.heap.clear();
   }
 
@@ -149,13 +179,25 @@ export class Lessor {
     for (const e of events) {
       switch (e.type) {
         case 'sessionOpened': this.trackSession(e.sessionId, e.ttlMs, nowMs); break;
-        case 'sessionEnded': this.untrack(this.sessionTracks, e.sessionId); break;
+        case 'sessionEnded':
+          this.untrack(this.sessionTracks, e.sessionId);
+          this.untrackHolds(e.sessionId);
+          break;
         case 'lockDelayStarted': this.trackDelay(e.name, e.since, nowMs + e.delayMs); break;
         case 'lockDelayEnded': this.untrack(this.delayTracks, e.name); break;
         case 'granted':
+          this.untrack(this.waitTracks, waitKey(e.name, e.sessionId));
+          // the grant was made by this apply: its max hold is counted from now
+          if (e.maxHoldMs !== undefined) this.trackHold('lock', e.name, e.sessionId, e.fencingToken, nowMs + e.maxHoldMs);
+          break;
         case 'waitEnded': this.untrack(this.waitTracks, waitKey(e.name, e.sessionId)); break;
         case 'semGranted':
+          this.untrack(this.waitTracks, waitKey(e.name, e.sessionId, true));
+          if (e.maxHoldMs !== undefined) this.trackHold('semaphore', e.name, e.sessionId, e.fencingToken, nowMs + e.maxHoldMs);
+          break;
         case 'semWaitEnded': this.untrack(this.waitTracks, waitKey(e.name, e.sessionId, true)); break;
+        case 'revoked':
+        case 'grantExpired': this.untrackHold(e.kind, e.name, e.sessionId, e.fencingToken); break;
       }
     }
   }
@@ -174,6 +216,32 @@ export class Lessor {
     this.heap.push(deadlineMs, t);
   }
 
+  private trackHold(target: GrantKind, name: string, sessionId: string, token: number, deadlineMs: number): void {
+    const k = holdKey(target, name, sessionId);
+    this.untrack(this.holdTracks, k);
+    const t = { kind: 'hold' as const, target, name, sessionId, token, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false };
+    this.holdTracks.set(k, t);
+    let keys = this.holdsBySession.get(sessionId);
+    if (keys === undefined) this.holdsBySession.set(sessionId, (keys = new Set()));
+    keys.add(k);
+    this.heap.push(deadlineMs, t);
+  }
+
+  /** forgets the hold of that grant (not a later grant of the same name and session) */
+  private untrackHold(target: GrantKind, name: string, sessionId: string, token: number): void {
+    const k = holdKey(target, name, sessionId);
+    if (this.holdTracks.get(k)?.token !== token) return;
+    this.untrack(this.holdTracks, k);
+    const keys = this.holdsBySession.get(sessionId);
+    keys?.delete(k);
+    if (keys?.size === 0) this.holdsBySession.delete(sessionId);
+  }
+
+  private untrackHolds(sessionId: string): void {
+    for (const k of this.holdsBySession.get(sessionId) ?? []) this.untrack(this.holdTracks, k);
+    this.holdsBySession.delete(sessionId);
+  }
+
   private untrack(m: Map<string, Track>, key: string): void {
     const t = m.get(key);
     if (t === undefined) return;
@@ -181,8 +249,9 @@ export class Lessor {
     m.delete(key);
   }
 
-  /** Commands to propose now: each due item once, then again every retryMs until done. */
-  due(nowMs: number): Command[] {
+  /** Commands to propose now: each due item once, then again every retryMs until done.
+   *  live: when given, a max hold whose grant no longer stands is dropped unproposed. */
+  due(nowMs: number, live?: GrantLive): Command[] {
     const out: Command[] = [];
     if (!this.leader) return out;
     for (let at = this.heap.peekAt(); at !== undefined && at <= nowMs; at = this.heap.peekAt()) {
@@ -191,6 +260,10 @@ export class Lessor {
       const dueAt = t.proposedAtMs === NOT_PROPOSED ? t.deadlineMs : t.proposedAtMs + this.retryMs;
       if (dueAt > nowMs) {
         this.heap.push(dueAt, t); // renewed since it was pushed: lazy re-insert
+        continue;
+      }
+      if (t.kind === 'hold' && live !== undefined && !live(t.target, t.name, t.sessionId, t.token)) {
+        this.untrackHold(t.target, t.name, t.sessionId, t.token); // released or ended otherwise
         continue;
       }
       t.proposedAtMs = nowMs;
@@ -206,6 +279,7 @@ export class Lessor {
   private commandFor(t: Track): Command {
     switch (t.kind) {
       case 'session': return { kind: 'expireSession', sessionId: t.sessionId };
+      case 'hold': return { kind: 'expireHold', target: t.target, name: t.name, sessionId: t.sessionId, fencingToken: t.token };
       case 'delay': return t.since === 0 || this.legacy.includes('endLockDelay') ? { kind: 'endLockDelay', name: t.name } : { kind: 'endLockDelay', name: t.name, since: t.since };
       case 'wait':
         if (t.semaphore) return { kind: 'semCancelWait', name: t.name, sessionId: t.sessionId, since: t.since };
@@ -216,5 +290,10 @@ export class Lessor {
   /** tracked items, for metrics and tests */
   counts(): { sessions: number; delays: number; waits: number } {
     return { sessions: this.sessionTracks.size, delays: this.delayTracks.size, waits: this.waitTracks.size };
+  }
+
+  /** tracked max-hold deadlines, for tests */
+  holdCount(): number {
+    return this.holdTracks.size;
   }
 }

@@ -27,6 +27,9 @@ export type ApplyResult =
   | { ok: true; kind: 'sem_queued'; name: string; sessionId: string; position: number }
   | { ok: true; kind: 'sem_released'; name: string }
   | { ok: true; kind: 'sem_limit'; name: string; limit: number }
+  /** revoke (docs/lock-fsm.md "Revocation and maximum hold"): the grants it ended, sorted
+   *  by session id (empty when the name had none and no session was named) */
+  | { ok: true; kind: 'revoked'; target: GrantKind; name: string; revoked: RevokedGrant[] }
   /** a semaphore acquire naming another limit than the one in force */
   | { ok: false; code: 'limit_mismatch'; limit: number }
   /** a semaphore acquire that could not be granted at once and did not wait */
@@ -43,15 +46,32 @@ export type ApplyResult =
    *  max_sessions_per_token; locks: max_locks (lock entries plus queued waits) */
   | { ok: false; code: 'too_many_requests'; limit: LimitName };
 
+/** what a grant is of: revoke and expireHold name it (an election, when it has a grant
+ *  path of its own, becomes one more kind) */
+export type GrantKind = 'lock' | 'semaphore';
+export const GRANT_KINDS: readonly GrantKind[] = ['lock', 'semaphore'];
+
+export interface RevokedGrant { sessionId: string; fencingToken: number }
+
 export type LimitName = 'sessions' | 'waiters' | 'sessions_per_token' | 'locks';
 const LIMIT_NAMES: readonly string[] = ['sessions', 'waiters', 'sessions_per_token', 'locks'] satisfies LimitName[];
 
 export type FsmEvent =
   /** a lock was granted: to the acquirer, or to a waiter handed the lock by a
-   *  release / close / expiry / endLockDelay in this same apply */
-  | { type: 'granted'; name: string; sessionId: string; fencingToken: number; mode?: 'shared' }
-  /** permits of a semaphore were granted (to the acquirer or a waiter) */
-  | { type: 'semGranted'; name: string; sessionId: string; fencingToken: number; permits: number; limit: number }
+   *  release / close / expiry / endLockDelay in this same apply. maxHoldMs: present when
+   *  the acquire asked for a maximum hold (the lessor arms its deadline from this event) */
+  | { type: 'granted'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; maxHoldMs?: number }
+  /** permits of a semaphore were granted (to the acquirer or a waiter); maxHoldMs as for granted */
+  | { type: 'semGranted'; name: string; sessionId: string; fencingToken: number; permits: number; limit: number; maxHoldMs?: number }
+  /** a grant was taken away by a `revoke` command (an administrator), with no lock-delay;
+   *  any waiter it lets in follows as `granted` / `semGranted` in the same apply. The
+   *  watch stream's `revoked` event. mode: 'shared' for a lock's shared grant */
+  | { type: 'revoked'; kind: GrantKind; name: string; sessionId: string; fencingToken: number; mode?: 'shared' }
+  /** a grant reached its max_hold_ms and was freed by the lessor's `expireHold` (its
+   *  session stays alive). A lock's grant then enters lock-delay if its session has one
+   *  (lockDelayStarted follows), as on session expiry. The watch stream's `expired` event
+   *  with "reason": "max_hold" (a session's expiry shows as sessionEnded instead) */
+  | { type: 'grantExpired'; kind: GrantKind; name: string; sessionId: string; fencingToken: number; reason: 'max_hold'; mode?: 'shared' }
   | { type: 'semWaitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'waitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'sessionEnded'; sessionId: string; reason: 'closed' | 'expired'; released: string[] }
@@ -121,6 +141,21 @@ function parseOk(o: Obj, path: string): ApplyResult {
     case 'sem_limit':
       exact(o, ['ok', 'kind', 'name', 'limit'], p);
       return { ok: true, kind: 'sem_limit', name: s(o, 'name', isLockName, p), limit: n(o, 'limit', 1, MAX_PERMITS, p) };
+    case 'revoked': {
+      exact(o, ['ok', 'kind', 'target', 'name', 'revoked'], p);
+      const target = o['target'];
+      if (typeof target !== 'string' || !(GRANT_KINDS as readonly string[]).includes(target)) fail(`${p}.target`, `must be one of ${GRANT_KINDS.join(', ')}`);
+      const rows = o['revoked'];
+      if (!Array.isArray(rows)) fail(`${p}.revoked`, 'must be an array');
+      const revoked = rows.map((x: unknown, i): RevokedGrant => {
+        const q = `${p}.revoked[${i}]`;
+        if (typeof x !== 'object' || x === null || Array.isArray(x)) fail(q, 'must be an object');
+        const g = x as Obj;
+        exact(g, ['sessionId', 'fencingToken'], q);
+        return { sessionId: s(g, 'sessionId', isSessionId, q), fencingToken: n(g, 'fencingToken', 1, MAXI, q) };
+      });
+      return { ok: true, kind: 'revoked', target: target as GrantKind, name: s(o, 'name', isLockName, p), revoked };
+    }
     case 'queued':
       exact(o, ['ok', 'kind', 'name', 'sessionId', 'position'], p);
       return { ok: true, kind: 'queued', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), position: n(o, 'position', 1, MAXI, p) };

@@ -9,10 +9,12 @@
 
 import type { Command } from './commands.js';
 import type { ApplyResult, FsmEvent } from './results.js';
-import { assert, type FsmCore, type Session } from './state.js';
+import { assert, type FsmCore, type MaxHold, type Session } from './state.js';
 import { compareStrings } from './names.js';
 
-export class SemHolder {
+export class SemHolder implements MaxHold {
+  maxHoldMs = 0;
+  grantedAtMs = 0;
   constructor(readonly sem: SemState, readonly session: Session, readonly owner: string, readonly permits: number, readonly token: number) {}
 }
 
@@ -27,6 +29,8 @@ export class SemWaiter {
     readonly since: number,
     /** the Idempotency-Key of the acquire that queued it (settled to the grant) */
     readonly key: string | undefined,
+    /** the acquire's max_hold_ms, given to the grant (0: none; see Waiter.maxHoldMs) */
+    public maxHoldMs = 0,
   ) {}
 }
 
@@ -59,13 +63,13 @@ export function semAcquire(c: FsmCore, index: number, cmd: SemAcquire, s: Sessio
   if (sem === undefined || (sem.queue.length === 0 && sem.inUse + cmd.permits <= sem.limit)) {
     if (sem === undefined && full()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     const st = sem ?? newSem(c, cmd.name, cmd.limit);
-    const h = grant(c, st, s ?? open(), owner, cmd.permits, index, ev);
+    const h = grant(c, st, s ?? open(), owner, cmd.permits, index, ev, cmd.maxHoldMs ?? 0);
     return acquired(st, h);
   }
   if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse: sem.inUse, limit: sem.limit };
   if (sem.queue.length >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
   if (full()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
-  const w = enqueue(c, sem, s ?? open(), owner, cmd.permits, cmd.waitMs, index, key);
+  const w = enqueue(c, sem, s ?? open(), owner, cmd.permits, cmd.waitMs, index, key, cmd.maxHoldMs ?? 0);
   return { ok: true, kind: 'sem_queued', name: sem.name, sessionId: w.session.id, position: sem.queue.length };
 }
 
@@ -129,11 +133,14 @@ function newSem(c: FsmCore, name: string, limit: number): SemState {
   return sem;
 }
 
-function grant(c: FsmCore, sem: SemState, s: Session, owner: string, permits: number, index: number, ev: FsmEvent[]): SemHolder {
+function grant(c: FsmCore, sem: SemState, s: Session, owner: string, permits: number, index: number, ev: FsmEvent[], maxHoldMs: number): SemHolder {
   assert(c.sessions.get(s.id) === s, `semaphore grant of ${sem.name} to dead session ${s.id}`);
   assert(sem.inUse + permits <= sem.limit, `semaphore ${sem.name} over its limit`);
   const h = attachSemHolder(c, sem, s, owner, permits, c.nextToken(index));
-  ev.push({ type: 'semGranted', name: sem.name, sessionId: s.id, fencingToken: h.token, permits, limit: sem.limit });
+  c.setMaxHold(h, maxHoldMs);
+  const e: FsmEvent = { type: 'semGranted', name: sem.name, sessionId: s.id, fencingToken: h.token, permits, limit: sem.limit };
+  if (maxHoldMs > 0) e.maxHoldMs = maxHoldMs;
+  ev.push(e);
   return h;
 }
 
@@ -147,8 +154,8 @@ export function attachSemHolder(c: FsmCore, sem: SemState, s: Session, owner: st
   return h;
 }
 
-export function enqueue(c: FsmCore, sem: SemState, s: Session, owner: string, permits: number, waitMs: number, since: number, key: string | undefined): SemWaiter {
-  const w = new SemWaiter(sem, s, owner, permits, waitMs, since, key);
+export function enqueue(c: FsmCore, sem: SemState, s: Session, owner: string, permits: number, waitMs: number, since: number, key: string | undefined, maxHoldMs = 0): SemWaiter {
+  const w = new SemWaiter(sem, s, owner, permits, waitMs, since, key, maxHoldMs);
   sem.queue.push(w);
   c.semWaiterTotal++;
   (s.semWaits ??= new Map()).set(sem.name, w);
@@ -166,7 +173,9 @@ function unlinkWaiter(c: FsmCore, w: SemWaiter): void {
   if (waits.size === 0) w.session.semWaits = null;
 }
 
-function releaseHolder(c: FsmCore, h: SemHolder, index: number, ev: FsmEvent[]): void {
+/** gives a holder's permits back and grants what now fits (release, session end, revoke,
+ *  max-hold expiry: semaphores have no lock-delay) */
+export function releaseHolder(c: FsmCore, h: SemHolder, index: number, ev: FsmEvent[]): void {
   const sem = h.sem;
   sem.holders.delete(h.session.id);
   sem.inUse -= h.permits;
@@ -181,7 +190,7 @@ function releaseHolder(c: FsmCore, h: SemHolder, index: number, ev: FsmEvent[]):
 function pump(c: FsmCore, sem: SemState, index: number, ev: FsmEvent[]): void {
   for (let w = sem.queue[0]; w !== undefined && sem.inUse + w.permits <= sem.limit; w = sem.queue[0]) {
     unlinkWaiter(c, w);
-    const h = grant(c, sem, w.session, w.owner, w.permits, index, ev);
+    const h = grant(c, sem, w.session, w.owner, w.permits, index, ev, w.maxHoldMs);
     if (w.key !== undefined) c.idem.settle(w.key, acquired(sem, h) as Extract<ApplyResult, { kind: 'sem_acquired' }>);
   }
   if (sem.holders.size === 0 && sem.queue.length === 0) c.sems.delete(sem.name);

@@ -11,14 +11,15 @@
 import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
 import { SemState, attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
 import type { IdempotencyEntry } from './idempotency.js';
-import { parseApplyResult, type ApplyResult } from './results.js';
+import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';
+import { grantsWithMaxHold } from './holds.js';
 import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
-/** 2: shared lock grants and waits, semaphores. Version 1 snapshots still restore (no
- *  shares, no semaphores: docs/lock-fsm.md "Snapshots"). */
-export const SNAPSHOT_VERSION = 2;
-const READABLE_VERSIONS: readonly number[] = [1, 2];
+/** 2: shared lock grants and waits, semaphores. 3: the `maxHold` section. Versions 1 and
+ *  2 still restore (no shares, no semaphores, no max holds: docs/lock-fsm.md "Snapshots"). */
+export const SNAPSHOT_VERSION = 3;
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (issue 10), so states without auth encode exactly as before */
@@ -39,6 +40,12 @@ export type LockTuple = [string, string | null, string | null, number, number, W
 /** [name, limit, holders [sessionId, owner, permits, fencingToken] sorted by session id,
  *  waiters [sessionId, owner, permits, waitMs, since, key | null] in queue order] */
 export type SemTuple = [string, number, [string, string, number, number][], [string, string, number, number, number, string | null][]];
+/** version 3, `maxHold.grants`: [target, name, sessionId, maxHoldMs, grantedAtMs] of every
+ *  grant with a max hold, sorted by (target, name, sessionId) */
+export type HoldTuple = [GrantKind, string, string, number, number];
+/** version 3, `maxHold.waits`: [target, name, sessionId, maxHoldMs] of every queued
+ *  request that asked for one, in the same order */
+export type HoldWaitTuple = [GrantKind, string, string, number];
 /** [key, atMs, first result] */
 export type IdemTuple = [string, number, ApplyResult];
 
@@ -51,6 +58,9 @@ export interface StateV1 {
   locks: LockTuple[];
   /** version 2; sorted by name */
   sems?: SemTuple[];
+  /** version 3, only when some grant or wait has a max hold (states without one encode
+   *  as version 2 did, but for `v`) */
+  maxHold?: { grants: HoldTuple[]; waits: HoldWaitTuple[] };
   idem: { nowMs: number; entries: IdemTuple[] };
 }
 
@@ -76,7 +86,21 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   const entries: IdemTuple[] = [];
   for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result]);
   const sems = [...c.sems.keys()].sort(compareStrings).map((name) => semTuple(c.sems.get(name) as SemState));
-  return { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, idem: { nowMs: c.idem.nowMs, entries } };
+  const st: StateV1 = { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, idem: { nowMs: c.idem.nowMs, entries } };
+  const maxHold = maxHoldSection(c);
+  return maxHold === undefined ? st : { format: st.format, v: st.v, lastApplied: st.lastApplied, lastToken: st.lastToken, sessions, locks, sems, maxHold, idem: st.idem };
+}
+
+const byTargetNameSession = (a: readonly [string, string, string, ...unknown[]], b: readonly [string, string, string, ...unknown[]]): number =>
+  compareStrings(a[0], b[0]) || compareStrings(a[1], b[1]) || compareStrings(a[2], b[2]);
+
+function maxHoldSection(c: FsmCore): StateV1['maxHold'] {
+  const grants: HoldTuple[] = grantsWithMaxHold(c).map((h): HoldTuple => [h.target, h.name, h.sessionId, h.maxHoldMs, h.grantedAtMs]).sort(byTargetNameSession);
+  const waits: HoldWaitTuple[] = [];
+  for (const l of c.locks.values()) for (let w = l.head; w !== null; w = w.next) if (w.maxHoldMs > 0) waits.push(['lock', l.name, w.session.id, w.maxHoldMs]);
+  for (const sem of c.sems.values()) for (const w of sem.queue) if (w.maxHoldMs > 0) waits.push(['semaphore', sem.name, w.session.id, w.maxHoldMs]);
+  waits.sort(byTargetNameSession);
+  return grants.length === 0 && waits.length === 0 ? undefined : { grants, waits };
 }
 
 function lockTuple(l: LockState): LockTuple {
@@ -118,13 +142,14 @@ const MAXI = Number.MAX_SAFE_INTEGER;
 export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
   const o = x as Record<string, unknown>;
-  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'idem'];
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'maxHold', 'idem'];
   for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
   if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
   const v = o['v'];
   if (typeof v !== 'number' || !READABLE_VERSIONS.includes(v)) fail('v', `must be one of ${READABLE_VERSIONS.join(', ')} (the versions this build reads)`);
   const v2 = v >= 2;
   if (!v2 && o['sems'] !== undefined) fail('sems', 'is not a field of version 1');
+  if (v < 3 && o['maxHold'] !== undefined) fail('maxHold', `is not a field of version ${v}`);
   const c = newCore(options);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
@@ -135,7 +160,50 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   const sorted = Float64Array.from(tokens).sort();
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
   importIdem(c, o['idem']);
+  if (o['maxHold'] !== undefined) importMaxHold(c, o['maxHold']);
   return c;
+}
+
+/** version 3's maxHold section: every row names a grant or wait imported above */
+function importMaxHold(c: FsmCore, x: unknown): void {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('maxHold', 'must be an object');
+  const o = x as Record<string, unknown>;
+  for (const k of Object.keys(o)) if (k !== 'grants' && k !== 'waits') fail(`maxHold.${k}`, 'is not a known field');
+  const grants = array(o['grants'], 'maxHold.grants');
+  const waits = array(o['waits'], 'maxHold.waits');
+  if (grants.length === 0 && waits.length === 0) fail('maxHold', 'is written only when some grant or wait has a max hold');
+  const ref = (r: unknown, len: number, p: string): [GrantKind, string, Session, number] => {
+    const t = row(r, len, () => p);
+    if (!(GRANT_KINDS as readonly unknown[]).includes(t[0])) fail(`${p}[0]`, `must be one of ${GRANT_KINDS.join(', ')}`);
+    const name = check(t[1], isLockName, `${p}[1]`, 'a name');
+    const s = sessionRef(c, t[2], () => `${p}[2]`);
+    return [t[0] as GrantKind, name, s, check(t[3], intIn(1, MAX_DURATION_MS), `${p}[3]`, 'a max hold in ms')];
+  };
+  let prev: [string, string, string] | null = null;
+  const ordered = (k: [string, string, string], p: string): void => {
+    if (prev !== null && byTargetNameSession(prev, k) >= 0) fail(p, 'is out of order or duplicated (sorted by target, name, session id)');
+    prev = k;
+  };
+  grants.forEach((r, i) => {
+    const p = `maxHold.grants[${i}]`;
+    const [target, name, s, maxHoldMs] = ref(r, 5, p);
+    ordered([target, name, s.id], p);
+    const grantedAtMs = check((r as unknown[])[4], intIn(0, c.idem.nowMs), `${p}[4]`, `a log time in [0, idem.nowMs=${c.idem.nowMs}]`);
+    const l = target === 'lock' ? c.locks.get(name) : undefined;
+    const g = target === 'lock' ? (l?.holder === s ? l : l?.shares?.get(s.id)) : c.sems.get(name)?.holders.get(s.id);
+    if (g === undefined || g === null) fail(p, `names a grant of ${name} that session ${s.id} does not hold`);
+    g.maxHoldMs = maxHoldMs;
+    g.grantedAtMs = grantedAtMs;
+  });
+  prev = null;
+  waits.forEach((r, i) => {
+    const p = `maxHold.waits[${i}]`;
+    const [target, name, s, maxHoldMs] = ref(r, 4, p);
+    ordered([target, name, s.id], p);
+    const w = target === 'lock' ? s.waits?.get(name) : s.semWaits?.get(name);
+    if (w === undefined) fail(p, `names a wait for ${name} that session ${s.id} does not have`);
+    w.maxHoldMs = maxHoldMs;
+  });
 }
 
 // The row importers below run a million times for a large state: their checks are inline

@@ -57,11 +57,27 @@ export class Waiter {
     readonly key: string | undefined = undefined,
     /** asks for a shared grant (mode 'shared') */
     readonly shared = false,
+    /** the acquire's max_hold_ms, given to the grant when it is made (0: none; set once
+     *  more by snapshot import, which reads it from its own section) */
+    public maxHoldMs = 0,
   ) {}
 }
 
+/**
+ * A grant's maximum hold (docs/lock-fsm.md "Revocation and maximum hold"), the same for
+ * every kind of grant (exclusive, shared, semaphore): maxHoldMs 0 means none. grantedAtMs
+ * is the log time of the apply that made the grant (FsmCore.idem.nowMs): a new leader
+ * arms the deadline from it (Lessor.promote), so a leader change never frees it early.
+ */
+export interface MaxHold {
+  maxHoldMs: number;
+  grantedAtMs: number;
+}
+
 /** one session's shared grant of a lock */
-export class Share {
+export class Share implements MaxHold {
+  maxHoldMs = 0;
+  grantedAtMs = 0;
   constructor(readonly lock: LockState, readonly session: Session, readonly owner: string, readonly token: number) {}
 }
 
@@ -75,6 +91,9 @@ export class LockState {
   holderOwner = '';
   /** the current grant's fencing token (0 when not held) */
   token = 0;
+  /** the exclusive grant's max hold (MaxHold; 0 when none or not held) */
+  maxHoldMs = 0;
+  grantedAtMs = 0;
   heldPrev: LockState | null = null;
   heldNext: LockState | null = null;
   /** Chubby lock-delay: freed by an expiry, unavailable until endLockDelay */
@@ -103,6 +122,9 @@ export interface LockFsmOptions {
   idempotencyTtlMs?: number;
   /** bound on remembered keys; the oldest go first past it (default 500000) */
   idempotencyMaxKeys?: number;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): expireHold ends the
+   *  session's current grant of the name whatever token it names */
+  testExpireHoldIgnoresToken?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -200,26 +222,35 @@ export class FsmCore {
     return l.holder === null && !l.inDelay && l.head === null && (shared || l.shares === null);
   }
 
-  /** Grants the lock exclusively; the caller has checked it is free. */
-  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[]): number {
+  /** Grants the lock exclusively; the caller has checked it is free. maxHoldMs: the
+   *  acquire's max_hold_ms (0: none), carried on the `granted` event for the lessor. */
+  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[], maxHoldMs = 0): number {
     assert(l.holder === null && l.shares === null && !l.inDelay, `grant of ${l.name} while held or delayed`);
     assert(this.sessions.get(s.id) === s, `grant of ${l.name} to dead session ${s.id}`);
     const token = this.nextToken(index);
     this.attachHolder(l, s, owner, token, true);
+    this.setMaxHold(l, maxHoldMs);
     this.reindex(l);
-    events.push({ type: 'granted', name: l.name, sessionId: s.id, fencingToken: token });
+    events.push(maxHoldMs > 0 ? { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token, maxHoldMs } : { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token });
     return token;
   }
 
   /** Grants a share; the caller has checked no exclusive holder or delay is in the way. */
-  grantShare(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[]): number {
+  grantShare(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[], maxHoldMs = 0): number {
     assert(l.holder === null && !l.inDelay, `shared grant of ${l.name} while held exclusively or delayed`);
     assert(this.sessions.get(s.id) === s, `grant of ${l.name} to dead session ${s.id}`);
     const token = this.nextToken(index);
-    this.attachShare(l, s, owner, token);
+    const sh = this.attachShare(l, s, owner, token);
+    this.setMaxHold(sh, maxHoldMs);
     this.reindex(l);
-    events.push({ type: 'granted', name: l.name, sessionId: s.id, fencingToken: token, mode: 'shared' });
+    events.push(maxHoldMs > 0 ? { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token, mode: 'shared', maxHoldMs } : { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token, mode: 'shared' });
     return token;
+  }
+
+  /** gives a grant made by this apply its max hold, from the applied log time */
+  setMaxHold(g: MaxHold, maxHoldMs: number): void {
+    g.maxHoldMs = maxHoldMs;
+    g.grantedAtMs = maxHoldMs > 0 ? this.idem.nowMs : 0;
   }
 
   /** links a holder in (also used by snapshot restore, which brings its own tokens);
@@ -236,10 +267,11 @@ export class FsmCore {
     if (!indexed) this.held.add(l.name);
   }
 
-  attachShare(l: LockState, s: Session, owner: string, token: number): void {
+  attachShare(l: LockState, s: Session, owner: string, token: number): Share {
     const sh = new Share(l, s, owner, token);
     (l.shares ??= new Map()).set(s.id, sh);
     (s.shares ??= new Map()).set(l.name, sh);
+    return sh;
   }
 
   /** puts a lock into lock-delay without an event (snapshot restore) */
@@ -263,6 +295,8 @@ export class FsmCore {
     l.holder = null;
     l.holderOwner = '';
     l.token = 0;
+    l.maxHoldMs = 0;
+    l.grantedAtMs = 0;
     this.afterFree(l, delayMs, index, events);
   }
 
@@ -311,10 +345,10 @@ export class FsmCore {
       if (!w.shared && l.shares !== null) break;
       this.unlinkWaiter(w);
       if (w.shared) {
-        const token = this.grantShare(l, w.session, w.owner, index, events);
+        const token = this.grantShare(l, w.session, w.owner, index, events, w.maxHoldMs);
         if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs, mode: 'shared' });
       } else {
-        const token = this.grant(l, w.session, w.owner, index, events);
+        const token = this.grant(l, w.session, w.owner, index, events, w.maxHoldMs);
         if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs });
         break;
       }
@@ -323,8 +357,8 @@ export class FsmCore {
     this.maybeDrop(l);
   }
 
-  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false): Waiter {
-    const w = new Waiter(l, s, owner, waitMs, since, key, shared);
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false, maxHoldMs = 0): Waiter {
+    const w = new Waiter(l, s, owner, waitMs, since, key, shared, maxHoldMs);
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;

@@ -16,6 +16,9 @@ function itemKey(cmd: Command): string {
       return `d\u0000${cmd.name}\u0000${cmd.since ?? 0}`;
     case 'cancelWait':
       return `w\u0000${cmd.name}\u0000${cmd.sessionId}\u0000${cmd.since ?? 0}`;
+    // one item per grant: its token names it
+    case 'expireHold':
+      return `h\u0000${cmd.target}\u0000${cmd.fencingToken}`;
     default:
       return `${cmd.kind}\u0000${JSON.stringify(cmd)}`;
   }

@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LimitName, LockInfo, NewSessionSpec } from '../lock-fsm/index.js';
 import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
-import type { ClusterView, GrantView, HolderView, LeaderOp, LockService, LockView, RequestContext, Routing, SessionView } from '../api/service.js';
+import type { ClusterView, GrantView, HolderView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../api/service.js';
 import type { RaftDriver, ProposalOutcome } from '../raft/node.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionConfig } from '../config.js';
@@ -15,6 +15,7 @@ import type { LockApp } from './lock-app.js';
 import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
 import { LogClock } from './log-clock.js';
+import { HoldTimer } from './hold-timer.js';
 import { SemaphoreService } from './semaphore-service.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
@@ -57,9 +58,12 @@ export class RaftLockService implements LockService {
 
   /** semaphores (docs/contract.md §4 "Semaphores") */
   readonly semaphores: SemaphoreService;
+  /** raftlock_lock_hold_seconds (hold-timer.ts) */
+  readonly holdTimer: HoldTimer;
 
   constructor(readonly d: ServiceDeps) {
     this.semaphores = new SemaphoreService(this);
+    this.holdTimer = new HoldTimer(d.metrics);
     this.logClock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
   }
 
@@ -85,7 +89,9 @@ export class RaftLockService implements LockService {
 
   /** every applied entry's output, in log order (driver hook) */
   onApplied(out: ApplyOutput | undefined): void {
-    if (!out || out.events.length === 0) return;
+    if (!out) return;
+    this.holdTimer.onApplied(out, this.d.app.fsm, this.d.nowMs());
+    if (out.events.length === 0) return;
     this.d.lessor.observe(out.events, this.d.nowMs());
     for (const e of out.events) this.waits.onEvent(e, (name) => this.holderOf(name));
   }
@@ -107,7 +113,8 @@ export class RaftLockService implements LockService {
     if (this.d.driver.currentRole !== 'leader') return;
     const now = this.d.nowMs();
     for (const sid of this.waits.sessionsWaiting()) this.d.lessor.renew(sid, now);
-    this.lessorProposer.proposeDue(this.d.lessor.due(now));
+    const fsm = this.d.app.fsm;
+    this.lessorProposer.proposeDue(this.d.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token)));
   }
 
   /** graceful shutdown: every waiting request is answered. Not with 503: each of those
@@ -158,7 +165,7 @@ export class RaftLockService implements LockService {
 
   // ---- locks -----------------------------------------------------------------------
 
-  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared' }, ctx: RequestContext): Promise<GrantView> {
+  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<GrantView> {
     const arrival = this.d.nowMs();
     let cmd: Command;
     if (p.sessionId === undefined) {
@@ -173,6 +180,7 @@ export class RaftLockService implements LockService {
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
+    if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
     let out: ApplyOutput;
     try {
       out = await this.submitOutput(cmd, ctx);
@@ -213,6 +221,20 @@ export class RaftLockService implements LockService {
     const r = await this.submit(cmd, ctx);
     if (r.ok && r.kind === 'released') return { name, released: true };
     if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.withdrawWait(name, sessionId, ctx))) return { name, released: true };
+    throw resultError(r);
+  }
+
+  /** revoke (the route checked `admin` on the name): docs/contract.md §4 "Revocation and maximum hold" */
+  async revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
+    return this.revokeGrants('lock', name, sessionId, ctx);
+  }
+
+  /** @internal (also semaphore-service.ts) */
+  async revokeGrants(target: 'lock' | 'semaphore', name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
+    if (sessionId !== undefined && !isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const r = await this.submit(sessionId === undefined ? { kind: 'revoke', target, name } : { kind: 'revoke', target, name, sessionId }, ctx);
+    if (r.ok && r.kind === 'revoked') return { name, revoked: r.revoked.map((g) => ({ session_id: g.sessionId, fencing_token: g.fencingToken })) };
+    if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId ?? ''} holds no grant of ${target} ${name}`);
     throw resultError(r);
   }
 

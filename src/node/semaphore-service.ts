@@ -6,12 +6,12 @@ import type { ApplyResult, Command, NewSessionSpec, SemaphoreInfo } from '../loc
 import { isSessionId } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { RequestContext } from '../api/service.js';
-import type { SemaphoreGrantView, SemaphoreView } from '../api/service.js';
+import type { RevokedView, SemaphoreGrantView, SemaphoreView } from '../api/service.js';
 import { encodeCommand } from './command-codec.js';
 import { newSessionId, resultError, sessionNotFound, type RaftLockService } from './lock-service.js';
 import { SEMAPHORE_PREFIX } from './wait-registry.js';
 
-export interface SemaphoreAcquire { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string }
+export interface SemaphoreAcquire { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string; maxHoldMs?: number }
 
 export class SemaphoreService {
   constructor(private readonly svc: RaftLockService) {}
@@ -31,6 +31,7 @@ export class SemaphoreService {
       if (actor !== undefined) cmd.actor = actor;
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
+    if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
     const out = await this.svc.submitOutput(cmd, ctx);
     const r = out.result;
     if (r.ok && r.kind === 'sem_acquired') {
@@ -77,6 +78,11 @@ export class SemaphoreService {
     if (actor !== undefined) again.actor = actor;
     const r = (await this.svc.submitOutput(again, inner)).result;
     return r.ok && r.kind === 'sem_released';
+  }
+
+  /** revoke (the route checked `admin` on the name) */
+  revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
+    return this.svc.revokeGrants('semaphore', name, sessionId, ctx);
   }
 
   async setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }> {

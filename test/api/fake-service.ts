@@ -95,6 +95,17 @@ export class FakeService implements LockService {
     s.locks.delete(name);
     return { name, released: true as const };
   }
+  async revoke(name: string, sessionId: string | undefined, ctx: RequestContext) {
+    this.record('revoke', ctx, name, sessionId);
+    const l = this.locks.get(name);
+    if (!l || (sessionId !== undefined && l.holder !== sessionId)) {
+      if (sessionId !== undefined) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
+      return { name, revoked: [] };
+    }
+    this.locks.delete(name);
+    this.sessions.get(l.holder)?.locks.delete(name);
+    return { name, revoked: [{ session_id: l.holder, fencing_token: l.token }] };
+  }
   private view(name: string): LockView {
     const l = this.locks.get(name);
     if (!l) return { name, held: false, waiters: 0 };

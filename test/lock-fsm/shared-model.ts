@@ -3,15 +3,17 @@
 // arrays and linear scans. It covers sessions without principals, acquires without
 // newSession, and Idempotency-Keys without ageing (the lock model, model.ts, covers
 // those); its views use the shapes of LockFsm's queries so they compare directly.
+// Revocation and max hold (docs/lock-fsm.md "Revocation and maximum hold") too: every
+// grant keeps its max hold (0: none) and the log time it was made.
 
-import type { ApplyResult, Command, Envelope, FsmEvent, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import type { ApplyResult, Command, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
 
 type Mode = 'exclusive' | 'shared';
-interface MHolder { sid: string; owner: string; token: number; mode: Mode }
-interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string }
+interface MHolder { sid: string; owner: string; token: number; mode: Mode; maxHoldMs: number; at: number }
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number }
 interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
-interface MSemHolder { sid: string; owner: string; permits: number; token: number }
-interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string }
+interface MSemHolder { sid: string; owner: string; permits: number; token: number; maxHoldMs: number; at: number }
+interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number }
 interface MSem { limit: number; holders: MSemHolder[]; queue: MSemWait[] }
 interface MSession { ttlMs: number; owner: string; lockDelayMs: number }
 
@@ -23,11 +25,14 @@ export class SharedModel {
   sems = new Map<string, MSem>();
   lastToken = 0;
   idem = new Map<string, ApplyResult>();
+  /** log time: the highest atMs applied */
+  nowMs = 0;
   private key: string | undefined;
 
   constructor(readonly maxWaiters: number) {}
 
   apply(index: number, env: Envelope): { result: ApplyResult; events: FsmEvent[]; replayed?: true } {
+    this.nowMs = Math.max(this.nowMs, env.atMs);
     const key = env.idempotencyKey;
     const hit = key === undefined ? undefined : this.idem.get(key);
     if (hit) return { result: hit, events: [], replayed: true };
@@ -94,6 +99,8 @@ export class SharedModel {
         return { ok: true, kind: 'noop' };
       }
       case 'barrier': return { ok: true, kind: 'noop' };
+      case 'revoke': return this.revoke(index, cmd, ev);
+      case 'expireHold': return this.expireHold(index, cmd, ev);
       case 'semAcquire': return this.semAcquire(index, cmd, ev);
       case 'semRelease': {
         if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
@@ -140,13 +147,77 @@ export class SharedModel {
     return { ok: true, kind: 'sem_acquired', name, sessionId: h.sid, permits: h.permits, limit: sem.limit, fencingToken: h.token, ttlMs: this.sessions.get(h.sid)!.ttlMs };
   }
 
-  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[]): MHolder {
+  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[], maxHoldMs: number): MHolder {
     const l = this.locks.get(name) ?? { holders: [], queue: [], delayMs: 0, delaySince: 0 };
     this.locks.set(name, l);
-    const h = { sid, owner, token: this.token(index), mode };
+    const h = { sid, owner, token: this.token(index), mode, maxHoldMs, at: maxHoldMs > 0 ? this.nowMs : 0 };
     l.holders.push(h);
-    ev.push(mode === 'shared' ? { type: 'granted', name, sessionId: sid, fencingToken: h.token, mode: 'shared' } : { type: 'granted', name, sessionId: sid, fencingToken: h.token });
+    const e: FsmEvent = { type: 'granted', name, sessionId: sid, fencingToken: h.token };
+    if (mode === 'shared') e.mode = 'shared';
+    if (maxHoldMs > 0) e.maxHoldMs = maxHoldMs;
+    ev.push(e);
     return h;
+  }
+
+  /** the grants of a name, sorted by session id */
+  private grantsOf(target: 'lock' | 'semaphore', name: string): (MHolder | MSemHolder)[] {
+    const hs = target === 'lock' ? this.locks.get(name)?.holders ?? [] : this.sems.get(name)?.holders ?? [];
+    return [...hs].sort((a, b) => cmp(a.sid, b.sid));
+  }
+
+  /** a grant is gone: a lock's enters lock-delay when delayMs > 0, else the queue moves */
+  private drop(index: number, target: 'lock' | 'semaphore', name: string, sid: string, delayMs: number, ev: FsmEvent[]): void {
+    if (target === 'semaphore') {
+      const sem = this.sems.get(name)!;
+      sem.holders = sem.holders.filter((h) => h.sid !== sid);
+      this.semPump(index, name, ev);
+      return;
+    }
+    const l = this.locks.get(name)!;
+    l.holders = l.holders.filter((h) => h.sid !== sid);
+    if (delayMs > 0) {
+      l.delayMs = l.delayMs > 0 ? Math.max(l.delayMs, delayMs) : delayMs;
+      l.delaySince = index;
+      ev.push({ type: 'lockDelayStarted', name, delayMs: l.delayMs, since: index });
+    } else this.pump(index, name, ev);
+  }
+
+  private revoke(index: number, cmd: Extract<Command, { kind: 'revoke' }>, ev: FsmEvent[]): ApplyResult {
+    let gs = this.grantsOf(cmd.target, cmd.name);
+    if (cmd.sessionId !== undefined) {
+      if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+      gs = gs.filter((g) => g.sid === cmd.sessionId);
+      if (gs.length === 0) return { ok: false, code: 'not_holder' };
+    }
+    for (const g of gs) {
+      const e: FsmEvent = { type: 'revoked', kind: cmd.target, name: cmd.name, sessionId: g.sid, fencingToken: g.token };
+      if ('mode' in g && g.mode === 'shared') e.mode = 'shared';
+      ev.push(e);
+      this.drop(index, cmd.target, cmd.name, g.sid, 0, ev);
+    }
+    return { ok: true, kind: 'revoked', target: cmd.target, name: cmd.name, revoked: gs.map((g) => ({ sessionId: g.sid, fencingToken: g.token })) };
+  }
+
+  private expireHold(index: number, cmd: Extract<Command, { kind: 'expireHold' }>, ev: FsmEvent[]): ApplyResult {
+    const g = this.grantsOf(cmd.target, cmd.name).find((x) => x.sid === cmd.sessionId);
+    if (!g || g.token !== cmd.fencingToken || g.maxHoldMs === 0) return { ok: true, kind: 'noop' };
+    const e: FsmEvent = { type: 'grantExpired', kind: cmd.target, name: cmd.name, sessionId: g.sid, fencingToken: g.token, reason: 'max_hold' };
+    if ('mode' in g && g.mode === 'shared') e.mode = 'shared';
+    ev.push(e);
+    this.drop(index, cmd.target, cmd.name, g.sid, cmd.target === 'lock' ? this.sessions.get(g.sid)!.lockDelayMs : 0, ev);
+    return { ok: true, kind: 'noop' };
+  }
+
+  /** every grant with a max hold, in LockFsm.grantsWithMaxHold's order */
+  holdsView(): HoldInfo[] {
+    const out: HoldInfo[] = [];
+    for (const name of [...this.locks.keys()].sort(cmp)) {
+      for (const h of this.grantsOf('lock', name)) if (h.maxHoldMs > 0) out.push({ target: 'lock', name, sessionId: h.sid, fencingToken: h.token, maxHoldMs: h.maxHoldMs, grantedAtMs: h.at });
+    }
+    for (const name of [...this.sems.keys()].sort(cmp)) {
+      for (const h of this.grantsOf('semaphore', name)) if (h.maxHoldMs > 0) out.push({ target: 'semaphore', name, sessionId: h.sid, fencingToken: h.token, maxHoldMs: h.maxHoldMs, grantedAtMs: h.at });
+    }
+    return out;
   }
 
   private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
@@ -160,7 +231,7 @@ export class SharedModel {
     if (mine && (mine.mode === 'exclusive' || mode === 'shared')) return this.acquired(cmd.name, mine, s);
     if (mine) return { ok: false, code: 'lock_held' };
     const free = !l || (l.delayMs === 0 && l.queue.length === 0 && l.holders.every((h) => mode === 'shared' && h.mode === 'shared'));
-    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev), s);
+    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev, cmd.maxHoldMs ?? 0), s);
     if (cmd.waitMs === 0) {
       const x = l.holders.find((h) => h.mode === 'exclusive');
       return x ? { ok: false, code: 'lock_held', holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token } } : { ok: false, code: 'lock_held' };
@@ -168,7 +239,7 @@ export class SharedModel {
     const pos = l.queue.findIndex((w) => w.sid === cmd.sessionId);
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
     if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
   }
 
@@ -179,7 +250,7 @@ export class SharedModel {
       const w = l.queue[0]!;
       if (w.mode === 'exclusive' && l.holders.length > 0) break;
       l.queue.shift();
-      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev);
+      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.maxHoldMs);
       const r = this.acquired(name, h, this.sessions.get(w.sid)!) as ApplyResult & { ok: true; name: string; sessionId: string };
       this.settle(w.key, 'queued', r);
       if (w.mode === 'exclusive') break;
@@ -202,18 +273,20 @@ export class SharedModel {
     if (!sem || (sem.queue.length === 0 && inUse + cmd.permits <= sem.limit)) {
       const st = sem ?? { limit: cmd.limit, holders: [], queue: [] };
       this.sems.set(cmd.name, st);
-      return this.semAcquired(cmd.name, st, this.semGrant(index, cmd.name, st, cmd.sessionId, owner, cmd.permits, ev));
+      return this.semAcquired(cmd.name, st, this.semGrant(index, cmd.name, st, cmd.sessionId, owner, cmd.permits, ev, cmd.maxHoldMs ?? 0));
     }
     if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
     if (sem.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
     return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
   }
 
-  private semGrant(index: number, name: string, sem: MSem, sid: string, owner: string, permits: number, ev: FsmEvent[]): MSemHolder {
-    const h = { sid, owner, permits, token: this.token(index) };
+  private semGrant(index: number, name: string, sem: MSem, sid: string, owner: string, permits: number, ev: FsmEvent[], maxHoldMs: number): MSemHolder {
+    const h = { sid, owner, permits, token: this.token(index), maxHoldMs, at: maxHoldMs > 0 ? this.nowMs : 0 };
     sem.holders.push(h);
-    ev.push({ type: 'semGranted', name, sessionId: sid, fencingToken: h.token, permits, limit: sem.limit });
+    const e: FsmEvent = { type: 'semGranted', name, sessionId: sid, fencingToken: h.token, permits, limit: sem.limit };
+    if (maxHoldMs > 0) e.maxHoldMs = maxHoldMs;
+    ev.push(e);
     return h;
   }
 
@@ -222,7 +295,7 @@ export class SharedModel {
     const sem = this.sems.get(name)!;
     while (sem.queue.length > 0 && used(sem) + sem.queue[0]!.permits <= sem.limit) {
       const w = sem.queue.shift()!;
-      const h = this.semGrant(index, name, sem, w.sid, w.owner, w.permits, ev);
+      const h = this.semGrant(index, name, sem, w.sid, w.owner, w.permits, ev, w.maxHoldMs);
       this.settle(w.key, 'sem_queued', this.semAcquired(name, sem, h) as ApplyResult & { ok: true; name: string; sessionId: string });
     }
     if (sem.holders.length === 0 && sem.queue.length === 0) this.sems.delete(name);

@@ -36,6 +36,9 @@ const TABLE: Row[] = [
   { method: 'POST', url: '/v1/locks/billing/a/release', body: { session_id: 's1' }, want: [A, A, D, ok, ok, ok] },
   { method: 'POST', url: '/v1/locks/payroll/a/release', body: { session_id: 's1' }, want: [A, A, D, D, D, ok] },
   { method: 'GET', url: '/v1/locks/billing/a', want: [A, A, ok, ok, ok, ok] },
+  // revoking another session's grant is an operator's act: admin on the name
+  { method: 'POST', url: '/v1/locks/billing/a/revoke', body: {}, want: [A, A, D, D, ok, ok] },
+  { method: 'POST', url: '/v1/locks/payroll/a/revoke', body: { session_id: 's1' }, want: [A, A, D, D, D, ok] },
   { method: 'GET', url: '/v1/locks/payroll/a', want: [A, A, ok, D, D, ok] },
   { method: 'GET', url: '/v1/locks/billing/a/check?fencing_token=1', want: [A, A, ok, ok, ok, ok] },
   { method: 'GET', url: '/v1/locks/payroll/a/check?fencing_token=1', want: [A, A, ok, D, D, ok] },

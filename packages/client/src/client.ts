@@ -62,6 +62,22 @@ export interface AcquireOptions {
   idempotencyKey?: string;
   /** 'shared': a shared (read) lock (docs/contract.md §4 "Shared (read) locks") */
   mode?: 'exclusive' | 'shared';
+  /** max_hold_ms: the server frees the grant this long after it was made (docs/contract.md §4 "Revocation and maximum hold") */
+  maxHoldMs?: number;
+}
+
+export interface RevokeOptions {
+  /** revoke this session's grant only (default: every grant of the name) */
+  sessionId?: string;
+  /** 'semaphore': revoke grants of semaphore `name` (default 'lock') */
+  kind?: 'lock' | 'semaphore';
+  signal?: AbortSignal;
+  idempotencyKey?: string;
+}
+
+export interface RevokedGrant {
+  sessionId: string;
+  fencingToken: number;
 }
 
 export interface ReadOptions {
@@ -103,6 +119,7 @@ export interface SemaphoreAcquireOptions {
   owner?: string;
   signal?: AbortSignal;
   idempotencyKey?: string;
+  maxHoldMs?: number;
 }
 
 export interface WithSemaphoreContext {
@@ -215,6 +232,7 @@ export class RaftlockClient {
     if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
     if (o.owner !== undefined) base.owner = o.owner;
     if (o.mode === 'shared') base.mode = 'shared';
+    if (o.maxHoldMs !== undefined) base.max_hold_ms = o.maxHoldMs;
     // A retry (same Idempotency-Key) asks only for the wait that is left.
     const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
     const a = await this.mutate({ method: 'POST', path: lockPath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
@@ -256,6 +274,25 @@ export class RaftlockClient {
     return current;
   }
 
+  /**
+   * POST /v1/locks/{name}/revoke (or /v1/semaphores/{name}/revoke with kind 'semaphore'),
+   * the `admin` right: takes the grant of `sessionId`, or every grant of the name, away at
+   * once and without lock-delay; the next waiter gets it with a larger token. Returns the
+   * grants revoked. NotHolderError when `sessionId` holds no grant of it.
+   */
+  async revoke(name: string, o: RevokeOptions = {}): Promise<RevokedGrant[]> {
+    const body: Record<string, unknown> = o.sessionId === undefined ? {} : { session_id: o.sessionId };
+    const path = o.kind === 'semaphore' ? semaphorePath(name, 'revoke') : lockPath(name, 'revoke');
+    const a = await this.mutate({ method: 'POST', path, body, signal: o.signal }, o.idempotencyKey);
+    const rows = (a.body as { revoked?: unknown } | undefined)?.revoked;
+    if (!Array.isArray(rows)) throw new InvalidRequestError('bad_response', `unexpected answer to revoke ${name}: no "revoked" list`);
+    return rows.map((r: unknown) => {
+      const g = r as { session_id?: unknown; fencing_token?: unknown };
+      if (typeof g.session_id !== 'string' || typeof g.fencing_token !== 'number') throw new InvalidRequestError('bad_response', `unexpected answer to revoke ${name}: a malformed grant`);
+      return { sessionId: g.session_id, fencingToken: g.fencing_token };
+    });
+  }
+
   // ---- semaphores (docs/contract.md §4 "Semaphores") -----------------------------------
 
   /** POST /v1/semaphores/{name}/acquire. SemaphoreFullError when full past waitMs,
@@ -267,6 +304,7 @@ export class RaftlockClient {
     if (o.sessionId !== undefined) base.session_id = o.sessionId;
     if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
     if (o.owner !== undefined) base.owner = o.owner;
+    if (o.maxHoldMs !== undefined) base.max_hold_ms = o.maxHoldMs;
     // A retry (same Idempotency-Key) asks only for the wait that is left.
     const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
     const a = await this.mutate({ method: 'POST', path: semaphorePath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
@@ -300,7 +338,7 @@ export class RaftlockClient {
    * (fn runs at most once; LockLostError if the grant was lost before fn settled).
    */
   async withSemaphore<T>(name: string, fn: (ctx: WithSemaphoreContext) => Promise<T> | T, o: WithSemaphoreOptions): Promise<T> {
-    return this.withGrant(o, (session) => session.semaphore(name, { limit: o.limit, ...opt('permits', o.permits), ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal) }),
+    return this.withGrant(o, (session) => session.semaphore(name, { limit: o.limit, ...opt('permits', o.permits), ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('maxHoldMs', o.maxHoldMs) }),
       (g, session) => fn({ fencingToken: g.fencingToken, permits: g.permits, limit: g.limit, signal: g.signal, sessionId: session.id, grant: g }));
   }
 
@@ -319,7 +357,7 @@ export class RaftlockClient {
    * (`.result` holds fn's value, `.cause` its error) — the work was not protected.
    */
   async withLock<T>(name: string, fn: (ctx: WithLockContext) => Promise<T> | T, o: WithLockOptions = {}): Promise<T> {
-    return this.withGrant(o, (session) => session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode) }),
+    return this.withGrant(o, (session) => session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode), ...opt('maxHoldMs', o.maxHoldMs) }),
       (l, session) => fn({ fencingToken: l.fencingToken, signal: l.signal, sessionId: session.id, lock: l }));
   }
 
@@ -375,9 +413,10 @@ export class RaftlockClient {
       now: this.clock,
       random: this.rand,
       keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
-      acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared' }) => this.acquire(name, p),
+      acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }) => this.acquire(name, p),
       release: (name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }) => this.release(name, sessionId, fencingToken, o ?? {}),
-      acquireSemaphoreFor: (name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal }) => this.acquireSemaphore(name, p),
+      acquireSemaphoreFor: (name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }) => this.acquireSemaphore(name, p),
+      sessionLocks: async (sessionId: string, signal: AbortSignal) => (await this.getSession(sessionId, { signal })).locks,
       releaseSemaphore: (name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.releaseSemaphore(name, sessionId, o ?? {}),
       checkToken: (name: string, token: number) => this.checkToken(name, token),
       closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),

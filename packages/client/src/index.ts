@@ -1,6 +1,6 @@
 // The raftlock SDK: everything a program needs to use locks safely (docs/client.md).
 export { RaftlockClient } from './client.js';
-export type { ClientOptions, OpenSessionOptions, SessionOptions, AcquireOptions, ReadOptions, ListOptions, WithLockContext, WithLockOptions, SemaphoreAcquireOptions, WithSemaphoreContext, WithSemaphoreOptions } from './client.js';
+export type { ClientOptions, OpenSessionOptions, SessionOptions, AcquireOptions, ReadOptions, ListOptions, WithLockContext, WithLockOptions, SemaphoreAcquireOptions, WithSemaphoreContext, WithSemaphoreOptions, RevokeOptions, RevokedGrant } from './client.js';
 export { Session, defaultSafetyMarginMs } from './session.js';
 export type { SessionLockOptions, SessionSemaphoreOptions, SessionTiming } from './session.js';
 export { Lock } from './lock.js';

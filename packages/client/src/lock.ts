@@ -1,6 +1,7 @@
 // A held lock, as the client can prove it. `signal` aborts the moment the lock can no
 // longer be proven held: its session's proven lease ran out, the server said the session
-// is gone, or the lock was released. Work done under the lock should pass `fencingToken`
+// is gone, the lock was released, its max hold (maxHoldMs) is about to run out, or the
+// session's view no longer lists it (revoked by an administrator, or freed by max hold). Work done under the lock should pass `fencingToken`
 // to every resource it touches (spec §3 "Fencing tokens"): the signal says "stop", the
 // token makes a late writer harmless when stopping was not quick enough.
 import { LockLostError } from './errors.js';
@@ -25,6 +26,9 @@ export class Lock {
   readonly ttlMs: number;
   private readonly controller = new AbortController();
   private released = false;
+  /** client clock (ms) past which the grant's max hold may have freed it (Infinity: none) */
+  private holdUntilMs = Infinity;
+  private holdTimer: NodeJS.Timeout | undefined;
 
   /** 'shared' for a shared (read) grant */
   readonly mode: 'exclusive' | 'shared';
@@ -44,7 +48,26 @@ export class Lock {
 
   /** True while not released and the session's proven lease has not run out. */
   get held(): boolean {
-    return !this.controller.signal.aborted && this.owner.now() < this.owner.provenUntil();
+    const now = this.owner.now();
+    return !this.controller.signal.aborted && now < this.owner.provenUntil() && now < this.holdUntilMs;
+  }
+
+  /** client clock (ms) until which the grant's max hold cannot have freed it (Infinity: no max hold) */
+  get holdUntil(): number {
+    return this.holdUntilMs;
+  }
+
+  /** @internal the grant's max hold ends no sooner than untilMs on the client's clock: the
+   *  signal aborts then (docs/client.md "Maximum hold") */
+  limitHold(untilMs: number): void {
+    if (!(untilMs < this.holdUntilMs) || this.controller.signal.aborted) return;
+    this.holdUntilMs = untilMs;
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    const fire = (): void => {
+      if (this.owner.now() < this.holdUntilMs) return void (this.holdTimer = setTimeout(fire, Math.max(1, this.holdUntilMs - this.owner.now())));
+      this.abort(`lock ${this.name} (token ${this.fencingToken}) reached its max hold: the server frees it then even while the session lives`);
+    };
+    this.holdTimer = setTimeout(fire, Math.max(0, untilMs - this.owner.now()));
   }
 
   /** Throws LockLostError unless `held`: call it right before an action that needs the lock. */
@@ -81,6 +104,8 @@ export class Lock {
   }
 
   private abort(message: string, cause?: unknown): void {
+    if (this.holdTimer) clearTimeout(this.holdTimer);
+    this.holdTimer = undefined;
     if (this.controller.signal.aborted) return;
     this.controller.abort(new LockLostError(this.name, this.fencingToken, message, cause === undefined ? {} : { cause }));
   }

@@ -25,9 +25,11 @@ export interface SessionHost {
   now(): number;
   random(): number;
   keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number }>;
-  acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared' }): Promise<Grant & { sentAt: number }>;
+  acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }): Promise<Grant & { sentAt: number }>;
   release(name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
-  acquireSemaphoreFor(name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal }): Promise<SemaphoreGrantInfo & { sentAt: number }>;
+  acquireSemaphoreFor(name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }): Promise<SemaphoreGrantInfo & { sentAt: number }>;
+  /** GET /v1/sessions/{id}: the locks the session holds (revocation check after keepalives) */
+  sessionLocks(sessionId: string, signal: AbortSignal): Promise<string[]>;
   /** gives back every permit this session holds of `name` */
   releaseSemaphore(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   checkToken(name: string, fencingToken: number): Promise<boolean>;
@@ -50,6 +52,9 @@ export interface SessionLockOptions {
   signal?: AbortSignal;
   /** 'shared': a shared (read) lock; shared holders coexist, an exclusive one waits for all */
   mode?: 'exclusive' | 'shared';
+  /** the server frees the grant this long after it was made, even while the session lives
+   *  (100 ms – 2147483647 ms); the lock's signal aborts safetyMarginMs before (docs/client.md) */
+  maxHoldMs?: number;
 }
 
 export interface SessionSemaphoreOptions {
@@ -61,6 +66,8 @@ export interface SessionSemaphoreOptions {
   waitMs?: number;
   owner?: string;
   signal?: AbortSignal;
+  /** as SessionLockOptions.maxHoldMs */
+  maxHoldMs?: number;
 }
 
 /** Locks and semaphores are separate name spaces; cleanups are kept per resource. */
@@ -109,6 +116,9 @@ export class Session extends EventEmitter<SessionEvents> {
   private lastAckSent: number;
   private readonly controller = new AbortController();
   private readonly locks = new Set<Lock>();
+  /** client clock when each lock's grant was answered (the revocation check, checkRevoked) */
+  private readonly seenAt = new WeakMap<Lock, number>();
+  private checking = false;
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private lostTimer: NodeJS.Timeout | undefined;
   private inflight = false;
@@ -196,7 +206,7 @@ export class Session extends EventEmitter<SessionEvents> {
    */
   async lock(name: string, opts: SessionLockOptions = {}): Promise<Lock> {
     return this.acquireIn('lock', name, opts, 'lock_held',
-      (waitMs, signal) => this.host.acquireFor(name, { sessionId: this.id, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}) }),
+      (waitMs, signal) => this.host.acquireFor(name, { sessionId: this.id, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(opts.maxHoldMs !== undefined ? { maxHoldMs: opts.maxHoldMs } : {}) }),
       (g) => new Lock(this.owner, g));
   }
 
@@ -214,7 +224,7 @@ export class Session extends EventEmitter<SessionEvents> {
     if (!Number.isSafeInteger(limit) || limit < 1 || limit > 10_000) throw new InvalidRequestError('invalid_request', `limit must be a whole number in 1..10000, got ${String(limit)}`);
     if (!Number.isSafeInteger(permits) || permits < 1 || permits > limit) throw new InvalidRequestError('invalid_request', `permits must be a whole number in 1..limit (${limit}), got ${String(permits)}`);
     return this.acquireIn('semaphore', name, opts, 'semaphore_full',
-      (waitMs, signal) => this.host.acquireSemaphoreFor(name, { sessionId: this.id, limit, permits, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}) }),
+      (waitMs, signal) => this.host.acquireSemaphoreFor(name, { sessionId: this.id, limit, permits, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.maxHoldMs !== undefined ? { maxHoldMs: opts.maxHoldMs } : {}) }),
       (g) => new SemaphoreGrant(this.semOwner, g));
   }
 
@@ -224,12 +234,14 @@ export class Session extends EventEmitter<SessionEvents> {
    * have taken effect unseen (docs/client.md "An acquire that fails…").
    */
   private async acquireIn<G extends { name: string; fencingToken: number; sentAt: number }, L extends Lock>(
-    kind: Kind, name: string, opts: { waitMs?: number; signal?: AbortSignal }, fullCode: string,
+    kind: Kind, name: string, opts: { waitMs?: number; signal?: AbortSignal; maxHoldMs?: number }, fullCode: string,
     call: (waitMs: number, signal: AbortSignal) => Promise<G>, make: (g: G) => L,
   ): Promise<L> {
     this.assertOpen();
     const waitMs = opts.waitMs ?? 0;
     if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new InvalidRequestError('invalid_request', `waitMs must be a whole number of ms >= 0, got ${waitMs}`);
+    const maxHoldMs = opts.maxHoldMs;
+    if (maxHoldMs !== undefined && (!Number.isSafeInteger(maxHoldMs) || maxHoldMs < 100 || maxHoldMs > 2_147_483_647)) throw new InvalidRequestError('invalid_request', `maxHoldMs must be a whole number of ms in 100..2147483647, got ${maxHoldMs}`);
     opts.signal?.throwIfAborted();
     const k = key(kind, name);
     // A cleanup of an earlier acquire of this name must not release what this one gets.
@@ -261,7 +273,13 @@ export class Session extends EventEmitter<SessionEvents> {
       // … also renews its session"), which is no earlier than its send time.
       this.noteAck(g.sentAt);
       const lock = make(g);
+      // The grant was made after this request was sent (or is the grant an earlier Lock of
+      // this session carries: same token, and the server keeps its first max hold), and the
+      // server frees it no sooner than max_hold_ms of real time after it was made.
+      for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
+      if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
       this.locks.add(lock);
+      this.seenAt.set(lock, this.host.now());
       if (this.state !== 'open') {
         lock.markLost(`session ${this.id} was lost while acquiring ${name}`);
         throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
@@ -354,6 +372,7 @@ export class Session extends EventEmitter<SessionEvents> {
       this.noteAck(r.sentAt);
       this.scheduleKeepalive(this.jittered());
       for (const u of [...this.unresolved.values()]) void this.cleanUp(u);
+      void this.checkRevoked();
     } catch (err) {
       if (this.state !== 'open') return;
       if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id} (expired or closed)`, err);
@@ -402,6 +421,33 @@ export class Session extends EventEmitter<SessionEvents> {
     })();
     this.cleanups.set(k, p);
     return p;
+  }
+
+  /**
+   * After a keepalive, while the session holds locks: ask the server which it still holds
+   * (GET /v1/sessions/{id}, linearizable) and abort every lock it no longer lists — revoked
+   * by an administrator or freed by its max hold, while the session lives on. Only locks
+   * answered before the question was sent are judged: a grant applied later is not yet in
+   * the answer. Semaphores are not listed by the session view, so a revoked semaphore grant
+   * is not noticed here (its fencing token still fences it). Never throws.
+   */
+  private async checkRevoked(): Promise<void> {
+    const judged = [...this.locks].filter((l) => !(l instanceof SemaphoreGrant));
+    if (judged.length === 0 || this.checking || this.state !== 'open') return;
+    this.checking = true;
+    const askedAt = this.host.now();
+    try {
+      const held = new Set(await this.host.sessionLocks(this.id, this.signal));
+      for (const l of judged) {
+        if (held.has(l.name) || !this.locks.has(l) || (this.seenAt.get(l) ?? Infinity) > askedAt) continue;
+        l.markLost(`lock ${l.name} (token ${l.fencingToken}) is no longer held by session ${this.id}: revoked, or freed by its max hold`);
+        this.locks.delete(l);
+      }
+    } catch (err) {
+      if (this.state === 'open' && !(err instanceof SessionNotFoundError)) this.host.warn(`could not check which locks session ${this.id} still holds; retrying after the next keepalive`, err);
+    } finally {
+      this.checking = false;
+    }
   }
 
   /** Aborts the signal of every grant of `kind` `name` in this session (but `except`). */

@@ -195,13 +195,13 @@ export function decodeCluster(v: unknown, what: string): ClusterInfo {
 
 /** Percent-encodes a lock name as ONE path segment ("/" becomes %2F), so a name ending
  *  in an action word ("jobs/check") is never mistaken for that action (docs/api.md). */
-export function lockPath(name: string, action?: 'acquire' | 'renew' | 'release' | 'check'): string {
+export function lockPath(name: string, action?: 'acquire' | 'renew' | 'release' | 'check' | 'revoke'): string {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'lock name must be a non-empty string');
   return `/v1/locks/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
 }
 
 /** As lockPath, for /v1/semaphores/{name} (docs/contract.md §4 "Semaphores"). */
-export function semaphorePath(name: string, action?: 'acquire' | 'release' | 'limit'): string {
+export function semaphorePath(name: string, action?: 'acquire' | 'release' | 'limit' | 'revoke'): string {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'semaphore name must be a non-empty string');
   return `/v1/semaphores/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
 }

@@ -1,6 +1,6 @@
 // Locks (spec §3 "Locks"). Lock names may contain "/", so one wildcard route takes
 // everything under /v1/locks/ and splits the RAW path itself: the last raw segment is the
-// action when it is acquire|renew|release|check, every other segment belongs to the name.
+// action when it is acquire|renew|release|check|revoke, every other segment belongs to the name.
 // A "/" inside a name may be sent raw or as %2F; a name whose last segment is itself an
 // action word must encode that slash (GET /v1/locks/jobs%2Fcheck reads lock "jobs/check").
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -9,8 +9,8 @@ import { invalid } from '../errors.js';
 import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RouteEnv } from './context.js';
 
-const ACTIONS = new Set(['acquire', 'renew', 'release', 'check']);
-type Action = 'get' | 'acquire' | 'renew' | 'release' | 'check';
+const ACTIONS = new Set(['acquire', 'renew', 'release', 'check', 'revoke']);
+type Action = 'get' | 'acquire' | 'renew' | 'release' | 'check' | 'revoke';
 
 /** "/v1/locks/a/b%2Fc/acquire?x" → { name: "a/b/c", action: "acquire" } */
 export function parseLockPath(rawUrl: string): { name: string; action: Action } {
@@ -63,7 +63,7 @@ export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
         const b = parseBody(schemas.acquire, req.body, true);
         const waitMs = b.wait_ms ?? 0;
         return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
-          service.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, waitMs, owner: b.owner, ...(b.mode !== undefined ? { mode: b.mode } : {}) }, ctx),
+          service.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, waitMs, owner: b.owner, ...(b.mode !== undefined ? { mode: b.mode } : {}), ...(b.max_hold_ms !== undefined ? { maxHoldMs: b.max_hold_ms } : {}) }, ctx),
         );
       }
       case 'renew': {
@@ -75,6 +75,14 @@ export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
         parseQuery(querySchemas.none, req.query);
         const b = parseBody(schemas.release, req.body, false);
         return onLeader(env, req, reply, { right: 'lock', name }, (ctx) => service.release(name, b.session_id, b.fencing_token, ctx));
+      }
+      case 'revoke': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.revoke, req.body, true);
+        const revoke = service.revoke?.bind(service);
+        if (revoke === undefined) throw new ApiError('not_found', 'this node does not serve revocation');
+        // taking another session's grant away is an operator's act: the admin right on the name
+        return onLeader(env, req, reply, { right: 'admin', name }, (ctx) => revoke(name, b.session_id, ctx));
       }
     }
   };

@@ -1,15 +1,15 @@
 // Semaphores (docs/contract.md §4 "Semaphores"). Names follow the lock-name rules and may
 // contain "/", so, as for locks (routes/locks.ts), one wildcard route splits the raw path:
-// the last raw segment is the action when it is acquire|release|limit. The rights are a
-// lock's: `lock` on the name to acquire, release or resize, `read` to look.
+// the last raw segment is the action when it is acquire|release|limit|revoke. The rights are a
+// lock's: `lock` on the name to acquire, release or resize, `read` to look, `admin` to revoke.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
 import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RouteEnv } from './context.js';
 
-const ACTIONS = new Set(['acquire', 'release', 'limit']);
-type Action = 'get' | 'acquire' | 'release' | 'limit';
-const METHOD: Record<Action, string> = { get: 'GET', acquire: 'POST', release: 'POST', limit: 'PUT' };
+const ACTIONS = new Set(['acquire', 'release', 'limit', 'revoke']);
+type Action = 'get' | 'acquire' | 'release' | 'limit' | 'revoke';
+const METHOD: Record<Action, string> = { get: 'GET', acquire: 'POST', release: 'POST', limit: 'PUT', revoke: 'POST' };
 
 /** "/v1/semaphores/a/b%2Fc/acquire?x" → { name: "a/b/c", action: "acquire" } */
 export function parseSemaphorePath(rawUrl: string): { name: string; action: Action } {
@@ -61,7 +61,7 @@ export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
         if (permits > b.limit) throw invalid('body.permits', `must be at most limit (${b.limit}), got ${permits}`);
         const waitMs = b.wait_ms ?? 0;
         return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
-          sems.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, limit: b.limit, permits, waitMs, owner: b.owner }, ctx),
+          sems.acquire(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, limit: b.limit, permits, waitMs, owner: b.owner, ...(b.max_hold_ms !== undefined ? { maxHoldMs: b.max_hold_ms } : {}) }, ctx),
         );
       }
       case 'release': {
@@ -73,6 +73,13 @@ export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
         parseQuery(querySchemas.none, req.query);
         const b = parseBody(schemas.semLimit, req.body, false);
         return onLeader(env, req, reply, { right: 'lock', name }, (ctx) => sems.setLimit(name, b.limit, ctx));
+      }
+      case 'revoke': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.revoke, req.body, true);
+        const revoke = sems.revoke?.bind(sems);
+        if (revoke === undefined) throw new ApiError('not_found', 'this node does not serve revocation');
+        return onLeader(env, req, reply, { right: 'admin', name }, (ctx) => revoke(name, b.session_id, ctx));
       }
     }
   };

@@ -4,6 +4,7 @@
 import type { Command } from 'commander';
 import { formatDuration } from '@raftlock/client';
 import { durationFlag, printJson, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
+import { maxHoldFlag } from './lock.js';
 
 interface Flags extends ClientFlags {
   session?: string;
@@ -11,6 +12,7 @@ interface Flags extends ClientFlags {
   wait: string;
   owner?: string;
   idempotencyKey?: string;
+  maxHold?: string;
 }
 
 export function registerAcquire(program: Command): void {
@@ -23,6 +25,7 @@ export function registerAcquire(program: Command): void {
       .option('--ttl <duration>', 'ttl of the new session (without --session)')
       .option('--wait <duration>', 'wait in the FIFO queue this long', '0s')
       .option('--owner <text>', 'who holds it (shown to others)')
+      .option('--max-hold <duration>', 'the server frees it this long after granting it, even while the session lives')
       .option('--idempotency-key <key>', 'repeat an earlier call safely (after an unknown outcome)'),
   ).action(async (name: string, f: Flags) =>
     runClientCommand('acquire', f, async (client) => {
@@ -31,6 +34,7 @@ export function registerAcquire(program: Command): void {
         ...(f.session !== undefined ? { sessionId: f.session } : {}),
         ...(f.ttl !== undefined ? { ttlMs: durationFlag(f.ttl, '--ttl', 1) } : {}),
         ...(f.owner !== undefined ? { owner: f.owner } : {}),
+        ...maxHoldFlag(f.maxHold),
         ...(f.idempotencyKey !== undefined ? { idempotencyKey: f.idempotencyKey } : {}),
       });
       const out = { name: g.name, sessionId: g.sessionId, fencingToken: g.fencingToken, ttlMs: g.ttlMs };

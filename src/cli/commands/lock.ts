@@ -39,8 +39,19 @@ export function registerLock(program: Command): void {
 }
 
 export async function runLock(name: string, command: string[], f: Flags): Promise<number> {
+  let maxHold: { maxHoldMs?: number };
+  try {
+    maxHold = maxHoldFlag(f.maxHold);
+  } catch (err) {
+    return reportError('lock', err, f.json === true);
+  }
   return holdWhileRunning('lock', name, command, f, (session, o) =>
-    session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...(f.shared === true ? { mode: 'shared' as const } : {}) }));
+    session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...(f.shared === true ? { mode: 'shared' as const } : {}), ...maxHold }));
+}
+
+/** --max-hold D (docs/contract.md §4 "Revocation and maximum hold"): 100 ms or more */
+export function maxHoldFlag(v: string | undefined): { maxHoldMs?: number } {
+  return v === undefined ? {} : { maxHoldMs: durationFlag(v, '--max-hold', 100) };
 }
 
 /** The options of every "hold while CMD runs" command (lock, semaphore). */
@@ -49,7 +60,8 @@ export function holdOptions(cmd: Command, what: 'lock' | 'semaphore'): Command {
     .option('--ttl <duration>', `session ttl: how long the ${what} survives if raftlock dies`, '10s')
     .option('--wait <duration>', `how long to wait for the ${what} before giving up (exit 1)`, '30s')
     .option('--owner <text>', 'who holds it, shown by get/ls (default: host:pid)')
-    .option('--kill-grace <duration>', `after the ${what} is lost: time between SIGTERM and SIGKILL`, '10s');
+    .option('--kill-grace <duration>', `after the ${what} is lost: time between SIGTERM and SIGKILL`, '10s')
+    .option('--max-hold <duration>', `the server frees the ${what} this long after granting it, even while raftlock keeps the session alive (CMD is stopped first, as on any loss)`);
 }
 
 /** The flags every "hold while CMD runs" command has (lock, semaphore). */
@@ -58,6 +70,8 @@ export interface HoldFlags extends ClientFlags {
   wait: string;
   owner?: string;
   killGrace: string;
+  /** --max-hold */
+  maxHold?: string;
 }
 
 /**

@@ -9,7 +9,7 @@
 import type { Command } from 'commander';
 import type { SemaphoreGrant } from '@raftlock/client';
 import { reportError, UsageError, withClientOptions } from './common.js';
-import { holdOptions, holdWhileRunning, type HoldFlags } from './lock.js';
+import { holdOptions, holdWhileRunning, maxHoldFlag, type HoldFlags } from './lock.js';
 
 interface Flags extends HoldFlags {
   limit?: string;
@@ -33,15 +33,16 @@ export function registerSemaphore(program: Command): void {
 }
 
 export async function runSemaphore(name: string, command: string[], f: Flags): Promise<number> {
-  let limit: number, permits: number;
+  let limit: number, permits: number, maxHold: { maxHoldMs?: number };
   try {
     limit = whole(f.limit, '--limit');
     permits = whole(f.permits, '--permits');
+    maxHold = maxHoldFlag(f.maxHold);
   } catch (err) {
     return reportError('semaphore', err, f.json === true);
   }
   return holdWhileRunning<SemaphoreGrant>('semaphore', name, command, f,
-    (session, o) => session.semaphore(name, { limit, permits, waitMs: o.waitMs, owner: o.owner, signal: o.signal }),
+    (session, o) => session.semaphore(name, { limit, permits, waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...maxHold }),
     (g) => ({ RAFTLOCK_SEMAPHORE: g.name, RAFTLOCK_PERMITS: String(g.permits) }));
 }
 

@@ -1,0 +1,71 @@
+// The SDK's view of revocation and max hold (docs/client.md "Revocation and maximum hold"),
+// over real HTTP against the real REST server and the node's service on a stand-in driver
+// (test/node/service-fixture.ts): a lock's signal aborts before its max hold can have
+// freed it, and after the keepalive that follows a revoke; client.revoke answers the grants.
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { LockLostError, NotHolderError, RaftlockClient } from '@raftlock/client';
+import { buildServer } from '../../src/api/server.js';
+import { Metrics } from '../../src/metrics.js';
+import { LIMITS } from '../api/helpers.js';
+import { setup } from '../node/service-fixture.js';
+
+let app: FastifyInstance;
+let url: string;
+let fx: ReturnType<typeof setup>;
+before(async () => {
+  fx = setup();
+  app = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
+  url = await app.listen({ host: '127.0.0.1', port: 0 });
+});
+after(async () => {
+  app.server.closeAllConnections();
+  await app.close();
+});
+
+async function aborted(signal: AbortSignal, ms: number, what: string): Promise<unknown> {
+  const deadline = Date.now() + ms;
+  while (!signal.aborted) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  return signal.reason;
+}
+
+test('maxHoldMs: the lock is sent with max_hold_ms and its signal aborts (LockLostError) a safety margin before it runs out', async () => {
+  const client = new RaftlockClient({ endpoints: [url] });
+  try {
+    const s = await client.session({ ttlMs: 3000 });
+    const started = Date.now();
+    const lock = await s.lock('held-briefly', { maxHoldMs: 1500 });
+    assert.ok(lock.holdUntil < Infinity);
+    assert.deepEqual(fx.app.fsm.grantsWithMaxHold().map((h) => [h.name, h.maxHoldMs]), [['held-briefly', 1500]]);
+    const why = await aborted(lock.signal, 5000, 'the max-hold abort');
+    assert.ok(why instanceof LockLostError && /max hold/.test(why.message), String(why));
+    assert.ok(Date.now() - started < 1500, 'before the max hold ran out');
+    assert.equal(lock.held, false);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
+test('revoke: client.revoke answers the grant; the holder\'s lock signal aborts after its next keepalive; a second revoke is NotHolderError', async () => {
+  const client = new RaftlockClient({ endpoints: [url] });
+  try {
+    const s = await client.session({ ttlMs: 1000 }); // keepalives every ~330 ms
+    const lock = await s.lock('stuck');
+    const revoked = await client.revoke('stuck', { sessionId: s.id });
+    assert.deepEqual(revoked, [{ sessionId: s.id, fencingToken: lock.fencingToken }]);
+    const why = await aborted(lock.signal, 5000, 'the revocation abort');
+    assert.ok(why instanceof LockLostError && /revoked/.test(why.message), String(why));
+    assert.equal(s.isOpen, true, 'the session lives on');
+    await assert.rejects(client.revoke('stuck', { sessionId: s.id }), NotHolderError);
+    const g = await s.semaphore('pool', { limit: 2 });
+    assert.deepEqual(await client.revoke('pool', { kind: 'semaphore' }), [{ sessionId: s.id, fencingToken: g.fencingToken }]);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
