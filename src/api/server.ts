@@ -52,6 +52,8 @@ export interface ServerDeps {
   ops?: OpsService;
   /** the node's watch feed (GET /v1/watch); without it the route answers 404 */
   watch?: WatchFeed;
+  /** test hook: a watch stream's unsent-bytes bound (default WATCH_STREAM_BUFFER_BYTES) */
+  watchStreamBufferBytes?: number;
 }
 
 /**
@@ -128,7 +130,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   uiRoutes(app, deps.limits);
   statusRoutes(app, env, deps.ops, probe);
   snapshotRoutes(app, env, deps.ops);
-  watchRoutes(app, env, deps.watch);
+  watchRoutes(app, env, deps.watch, deps.watchStreamBufferBytes);
   return app;
 }
 
