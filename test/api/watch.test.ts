@@ -3,7 +3,6 @@
 // from_index and Last-Event-ID, 410 compacted, 429 at max_watch_streams, a slow reader cut
 // off, shutdown ending the streams. Streams are read over a real socket.
 import assert from 'node:assert/strict';
-import http from 'node:http';
 import { after, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
 import { WatchHub } from '../../src/node/watch-hub.js';
@@ -11,6 +10,7 @@ import { currentHolders } from '../../src/node/watch-state.js';
 import type { ApplyOutput, Command } from '../../src/lock-fsm/index.js';
 import { Log } from '../lock-fsm/helpers.js';
 import { assertError, makeApp } from './helpers.js';
+import { openSse as open, sseFrames as frames } from '../support/sse.js';
 
 interface Fixture { app: FastifyInstance; hub: WatchHub; log: Log; base: string; run(cmd: Command): ApplyOutput }
 
@@ -26,48 +26,6 @@ async function fixture(o: { retained?: number; maxStreams?: number; bufferBytes?
     return out;
   };
   return { app, hub, log, base: `http://127.0.0.1:${addr.port}`, run };
-}
-
-/** an open SSE response whose text accumulates; `until` polls it with a deadline */
-interface Stream { status: number; headers: http.IncomingHttpHeaders; text: () => string; until(re: RegExp | string, ms?: number): Promise<string>; ended: Promise<void>; close(): void; res: http.IncomingMessage }
-
-function open(url: string, headers: Record<string, string> = {}): Promise<Stream> {
-  return new Promise((resolve, reject) => {
-    const req = http.get(url, { headers }, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      const ended = new Promise<void>((r) => res.once('close', () => r()));
-      resolve({
-        status: res.statusCode ?? 0, headers: res.headers, res, ended, text: () => text, close: () => req.destroy(),
-        async until(want, ms = 3000) {
-          const deadline = Date.now() + ms;
-          while (!(typeof want === 'string' ? text.includes(want) : want.test(text))) {
-            if (Date.now() > deadline) throw new Error(`stream never showed ${String(want)}; got ${JSON.stringify(text.slice(-600))}`);
-            await new Promise((r) => setTimeout(r, 10));
-          }
-          return text;
-        },
-      });
-    });
-    req.on('error', reject);
-  });
-}
-
-/** SSE text → events (comments dropped), as the SDK parses it */
-function frames(text: string): { id?: string; event?: string; data?: Record<string, unknown> }[] {
-  return text.split('\n\n').filter((b) => b.trim() !== '' && !b.startsWith(':')).map((b) => {
-    const f: { id?: string; event?: string; data?: Record<string, unknown> } = {};
-    for (const line of b.split('\n')) {
-      const i = line.indexOf(': ');
-      const k = line.slice(0, i);
-      const v = line.slice(i + 2);
-      if (k === 'id') f.id = v;
-      else if (k === 'event') f.event = v;
-      else if (k === 'data') f.data = JSON.parse(v) as Record<string, unknown>;
-    }
-    return f;
-  });
 }
 
 async function json(url: string, headers: Record<string, string> = {}): Promise<{ statusCode: number; body: string; headers: Record<string, unknown> }> {
