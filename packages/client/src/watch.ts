@@ -222,21 +222,35 @@ export async function* watchEvents(d: Deps, prefix: string, o: WatchOptions = {}
 
 /**
  * client.observe: the election's leader each time it changes (null: nobody leads), first
- * the current one. A change made by one command (a resign and the next candidate's win)
- * is one step. Built on the feed's `kind: "election"` events for exactly `name`.
+ * the current one. One step per command: a resign and the next candidate's win (one
+ * index) give the new leader, never a null in between. Built on the feed's `kind: "election"` events for exactly `name`.
  */
 export async function* observeLeaders(d: Deps, name: string, o: Omit<WatchOptions, 'fromIndex'> = {}): AsyncGenerator<Leader | null> {
   let leader = null as Leader | null;
   let given: string | undefined;
   let synced = false;
+  /** index of the events applied to `leader` since the last step */
+  let at: number | null = null;
   const key = (l: Leader | null): string => (l === null ? 'null' : `${l.session_id}\u0000${l.fencing_token}\u0000${l.value}`);
+  /** the leader after a whole command, if it changed (one step per index) */
+  const step = (): Leader | null | undefined => {
+    if (!synced || key(leader) === given) return undefined;
+    given = key(leader);
+    return leader;
+  };
   for await (const batch of watchBatches(d, name, o)) {
+    const out: (Leader | null)[] = [];
     for (const e of batch) {
       if (e.event === 'synced') {
         synced = true;
         continue;
       }
       if (e.kind !== 'election' || e.name !== name) continue;
+      if (e.event !== 'state' && at !== null && e.index !== at) {
+        const s = step();
+        if (s !== undefined) out.push(s);
+      }
+      at = e.index;
       switch (e.event) {
         case 'state':
         case 'acquired':
@@ -255,11 +269,10 @@ export async function* observeLeaders(d: Deps, name: string, o: Omit<WatchOption
           break;
       }
     }
-    if (!synced) continue;
-    if (key(leader) !== given) {
-      given = key(leader);
-      yield leader;
-    }
+    // a batch normally ends on a whole command: the server writes one command's events at once
+    const s = step();
+    if (s !== undefined) out.push(s);
+    yield* out;
   }
 }
 
