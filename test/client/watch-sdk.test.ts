@@ -4,10 +4,12 @@
 // follows an election's leader from its `kind: "election"` events (a resign and the next
 // win in one command are one step).
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { CompactedError, RaftlockClient, type WatchEvent, type WatchSynced } from '@raftlock/client';
+import { binPath } from '../support/cluster-harness.js';
 
 type Handler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
@@ -117,5 +119,50 @@ describe('client.observe', () => {
     closers.push(() => client.close());
     const got = await take(client.observe('svc'), 4);
     assert.deepEqual(got.map((l) => (l === null ? null : `${l.session_id} ${l.value} ${l.fencing_token}`)), ['a host-a 10', 'b host-b 21', 'b host-b2 21', null]);
+  });
+});
+
+/** runs the CLI until it printed `lines` lines on stdout, then Ctrl-C; its lines and exit code */
+function cliLines(args: string[], lines: number): Promise<{ out: string[]; code: number | null }> {
+  return new Promise((resolve, reject) => {
+    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RAFTLOCK_ENDPOINTS: '' } });
+    let text = '';
+    let err = '';
+    const timer = setTimeout(() => {
+      p.kill('SIGKILL');
+      reject(new Error(`raftlock ${args.join(' ')}: ${lines} lines not printed in time; stdout ${JSON.stringify(text)} stderr ${JSON.stringify(err)}`));
+    }, 30_000);
+    p.stdout.on('data', (c: Buffer) => {
+      text += c.toString();
+      if (text.split('\n').length > lines) p.kill('SIGINT');
+    });
+    p.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    p.on('exit', (code) => {
+      clearTimeout(timer);
+      resolve({ out: text.split('\n').filter(Boolean), code });
+    });
+  });
+}
+
+describe('raftlock watch / observe', () => {
+  it('watch --json prints one JSON object per line; the table has a header; observe prints leaders; Ctrl-C exits 0', async () => {
+    const s = await stub((_req, res) => {
+      sse(res);
+      res.write(`event: state\ndata: ${JSON.stringify({ kind: 'election', name: 'svc', session_id: 'a', fencing_token: 3, value: 'host-a', index: 9 })}\n\n`);
+      res.write('id: 9\n\n');
+      res.write(ev(10, 'acquired', { kind: 'lock', name: 'jobs/x', session_id: 's1', fencing_token: 10, mode: 'exclusive' }));
+    });
+    try {
+      const j = await cliLines(['watch', '--endpoints', s.url, '--json'], 3);
+      assert.equal(j.code, 0);
+      assert.deepEqual(j.out.map((l) => (JSON.parse(l) as { event: string }).event), ['state', 'synced', 'acquired']);
+      const t = await cliLines(['watch', '--endpoints', s.url, '--prefix', 'jobs/'], 4);
+      assert.match(t.out[0]!, /^INDEX\s+EVENT\s+KIND\s+NAME/);
+      assert.match(t.out[3]!, /^10\s+acquired\s+lock\s+jobs\/x\s+s1\s+10/);
+      const o = await cliLines(['observe', 'svc', '--endpoints', s.url], 1);
+      assert.equal(o.out[0], 'svc: host-a (session a, token 3, index 9)');
+    } finally {
+      await s.close();
+    }
   });
 });
