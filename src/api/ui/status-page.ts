@@ -43,6 +43,11 @@ export const STATUS_HTML = String.raw`<!doctype html>
       <ol class="changes" id="changes"></ol>
     </section>
   </div>
+  <section>
+    <h2>Live events <span class="hint" id="events-hint">GET /v1/watch on this node</span></h2>
+    <ol class="changes events" id="events"></ol>
+    <div class="empty" id="events-empty">No event since the page opened.</div>
+  </section>
   <footer id="footer"></footer>
 </main>
 <script src="/ui/status.js" defer></script>
