@@ -10,14 +10,16 @@ import { currentHolders } from '../../src/node/watch-state.js';
 import type { ApplyOutput, Command } from '../../src/lock-fsm/index.js';
 import { Log } from '../lock-fsm/helpers.js';
 import { assertError, makeApp } from './helpers.js';
+import { ApiError } from '../../src/api/errors.js';
+import type { Authorizer } from '../../src/api/routes/context.js';
 import { openSse as open, sseFrames as frames } from '../support/sse.js';
 
 interface Fixture { app: FastifyInstance; hub: WatchHub; log: Log; base: string; run(cmd: Command): ApplyOutput }
 
-async function fixture(o: { retained?: number; maxStreams?: number; bufferBytes?: number } = {}): Promise<Fixture> {
+async function fixture(o: { retained?: number; maxStreams?: number; bufferBytes?: number; authorize?: Authorizer } = {}): Promise<Fixture> {
   const log = new Log();
   const hub = new WatchHub({ retained: o.retained ?? 1000, maxStreams: o.maxStreams ?? 10, appliedIndex: 0, holders: (p) => currentHolders(log.fsm, p) });
-  const { app } = makeApp({ watch: hub, ...(o.bufferBytes !== undefined ? { watchStreamBufferBytes: o.bufferBytes } : {}) });
+  const { app } = makeApp({ watch: hub, ...(o.bufferBytes !== undefined ? { watchStreamBufferBytes: o.bufferBytes } : {}), ...(o.authorize ? { authorize: o.authorize } : {}) });
   await app.listen({ host: '127.0.0.1', port: 0 });
   const addr = app.server.address() as { port: number };
   const run = (cmd: Command): ApplyOutput => {
@@ -133,6 +135,23 @@ describe('GET /v1/watch', () => {
     }
     assert.equal(f.hub.streamCount, 0, 'the slow stream was cut off');
     st.close();
+  });
+
+  it('needs the read right on the prefix, as a list does', async () => {
+    const asked: string[] = [];
+    const f = await fixture({
+      authorize: ({ right, name }) => {
+        asked.push(`${right} ${name ?? ''}`);
+        if (!(name ?? '').startsWith('billing/')) throw new ApiError('permission_denied', 'no right');
+        return 'billing';
+      },
+    });
+    closers.push(() => f.app.close());
+    assertError(await json(`${f.base}/v1/watch`), 403, 'permission_denied');
+    const ok = await open(`${f.base}/v1/watch?prefix=billing/`);
+    assert.equal(ok.status, 200);
+    ok.close();
+    assert.deepEqual(asked, ['read ', 'read billing/']);
   });
 
   it('shutdown ends open streams, and the server closes', async () => {
