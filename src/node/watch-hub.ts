@@ -3,10 +3,11 @@
 // since they come from the same entries through the same pure mapping (watch-events.ts) —
 // kept in a bounded window (watch-ring.ts) and pushed to the open streams.
 //
-// Cost: an event is serialized once and written to each stream whose prefix matches; idle
-// streams cost one shared keepalive timer, no timer or buffer of their own. A stream whose
-// socket has more than WATCH_STREAM_BUFFER_BYTES (api/watch-feed.ts) unsent is cut off (its client resumes
-// from the last index it saw), so a slow reader cannot make the node buffer without limit.
+// Cost: an event is serialized once, matched once per distinct prefix, and written to each
+// stream whose prefix matches; idle streams cost one shared keepalive timer, no timer or
+// buffer of their own. A stream whose socket has more than WATCH_STREAM_BUFFER_BYTES
+// (api/watch-feed.ts) unsent is cut off (its client resumes from the last index it saw),
+// so a slow reader cannot make the node buffer without limit.
 import type { ApplyOutput, FsmEvent } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { WatchFeed, WatchSink, WatchSubscription } from '../api/watch-feed.js';
@@ -39,6 +40,7 @@ interface Stream {
 export class WatchHub implements WatchFeed {
   private readonly ring: WatchRing;
   private readonly streams = new Set<Stream>();
+  private readonly byPrefix = new Map<string, Set<Stream>>();
   private applied: number;
   private timer: NodeJS.Timeout | null = null;
   private closed = false;
@@ -72,16 +74,20 @@ export class WatchHub implements WatchFeed {
     const names = wes.map((w) => w.data.name);
     this.ring.push(index, names, frames);
     if (this.streams.size === 0) return;
+    // per distinct prefix, not per stream: streams on prefixes an event does not match cost
+    // nothing, and the chunk for a prefix is built once for all its streams
     const all = frames.join('');
-    for (const s of this.streams) {
+    const slow: Stream[] = [];
+    for (const [prefix, group] of this.byPrefix) {
       let chunk = all;
-      if (s.prefix !== '') {
+      if (prefix !== '') {
         chunk = '';
-        for (let i = 0; i < frames.length; i++) if ((names[i] as string).startsWith(s.prefix)) chunk += frames[i] as string;
+        for (let i = 0; i < frames.length; i++) if ((names[i] as string).startsWith(prefix)) chunk += frames[i] as string;
         if (chunk === '') continue;
       }
-      if (!s.sink.write(chunk)) this.cut(s, 'the client reads too slowly; resume from the last index it received');
+      for (const s of group) if (!s.sink.write(chunk)) slow.push(s);
     }
+    for (const s of slow) this.cut(s, 'the client reads too slowly; resume from the last index it received');
   }
 
   /** A snapshot replaced the state (installed from the leader): events up to `index` are
@@ -114,6 +120,9 @@ export class WatchHub implements WatchFeed {
       opening = this.ring.replay(fromIndex, prefix);
     }
     this.streams.add(s);
+    let group = this.byPrefix.get(prefix);
+    if (group === undefined) this.byPrefix.set(prefix, (group = new Set()));
+    group.add(s);
     this.o.onStreams?.(this.streams.size);
     this.ensureTimer();
     // the opening is bounded by the window (or the holder set): it is not held to the
@@ -139,6 +148,9 @@ export class WatchHub implements WatchFeed {
     if (!s.open) return;
     s.open = false;
     this.streams.delete(s);
+    const group = this.byPrefix.get(s.prefix);
+    group?.delete(s);
+    if (group?.size === 0) this.byPrefix.delete(s.prefix);
     this.o.onStreams?.(this.streams.size);
     if (this.streams.size === 0 && this.timer) {
       clearInterval(this.timer);

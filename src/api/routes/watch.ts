@@ -48,7 +48,7 @@ export function watchRoutes(app: FastifyInstance, env: RouteEnv, feed: WatchFeed
         return raw.writableLength <= bufferBytes;
       },
       end() {
-        if (raw.writableEnded) return;
+        if (raw.writableEnded || raw.destroyed) return;
         writeHead();
         // a stream cut for being slow must not wait for its backlog to drain
         if (raw.writableLength > bufferBytes) raw.destroy();
