@@ -4,6 +4,8 @@
 // the one FsmEvent→watch mapping: each stream must be exactly that sequence (log order, no
 // gap, no duplicate) from the index it opened at — the killed node's up to its death — and
 // the SDK's, which started on the node that is killed, must be too, across the failover.
+// The killed node, restarted, rebuilds its window from its log: a resume from before the
+// kill gets the same events.
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
@@ -112,10 +114,20 @@ describe('watch: every node streams its applied log', { timeout: 120_000 }, () =
     const survivors = h.nodes.map((n) => n.id).filter((id) => id !== leader);
     for (const id of survivors) await streams.get(id)!.until('"name":"zz/end"', 10_000);
     await eventually(async () => seen.some((e) => e.event === 'acquired' && e.name === 'zz/end'), 15_000, 'the SDK to see the last event after failing over');
+    // the killed node restarts: it rebuilds its window from the log it replays, and a
+    // resume from before the kill is served from it
+    h.start(leader);
+    const commit = (await h.view(next)).commit_index;
+    await h.waitForApplied(commit, [leader], 60_000);
+    const opened = streamLines(streams.get(survivors[0]!)!).openedAt;
+    const resumed = await openSse(`${victim.api}/v1/watch?from_index=${opened}`);
+    streams.set(`${leader}-restarted`, resumed);
+    await resumed.until('"name":"zz/end"', 10_000);
     ac.abort();
     await sdkDone;
     for (const s of streams.values()) s.close();
     for (const id of survivors) await h.stop(id);
+    await h.stop(leader);
 
     // the applied log, replayed: both survivors agree, and each stream is that log
     const logs = new Map<string, Line[]>();
@@ -136,6 +148,9 @@ describe('watch: every node streams its applied log', { timeout: 120_000 }, () =
         assert.deepEqual(upToEnd(lines), upToEnd(want), `${n.id}: its stream is its applied log`);
       }
     }
+    const restarted = sseFrames(streams.get(`${leader}-restarted`)!.text()).filter((f) => f.event !== undefined).map((f) => line(Number(f.id), f.event!, f.data!));
+    const opened0 = streamLines(streams.get(survivors[0]!)!).openedAt;
+    assert.deepEqual(upToEnd(restarted), upToEnd(full.filter((l) => Number(l.split(' ')[0]) > opened0)), 'the restarted node resumes from its rebuilt window');
     const synced = seen.find((e) => e.event === 'synced')!;
     const sdkLines = seen.filter((e): e is WatchEvent => e.event !== 'synced' && e.event !== 'state').map((e) => line(e.index, e.event, e));
     assert.deepEqual(upToEnd(sdkLines), upToEnd(full.filter((l) => Number(l.split(' ')[0]) > synced.index)), 'the SDK saw every event once, in order, across the kill');
