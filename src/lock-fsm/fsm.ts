@@ -222,7 +222,9 @@ export class LockFsm {
         ev.push({ type: 'released', name, sessionId: id, fencingToken: l.token, reason });
         c.free(l, delayMs, index, ev);
       } else {
-        ev.push({ type: 'released', name, sessionId: id, fencingToken: l.shares?.get(id)?.token ?? 0, mode: 'shared', reason });
+        const share = l.shares?.get(id);
+        assert(share !== undefined, `session ${id} lists ${name} but holds no share of it`);
+        ev.push({ type: 'released', name, sessionId: id, fencingToken: share.token, mode: 'shared', reason });
         c.freeShare(l, s, delayMs, index, ev);
       }
     }
