@@ -54,6 +54,8 @@ export interface LimitsConfig {
   /** issue 10 (optional field): lock entries (held or in lock-delay) plus queued waits,
    *  cluster-wide; with maxSessions, the FSM's memory bound */
   maxLocks: number;
+  /** open watch streams one node serves (429 beyond) */
+  maxWatchStreams: number;
 }
 /** membership changes (docs/membership.md) */
 export interface MembershipConfig {
@@ -73,6 +75,8 @@ export interface Config {
   heartbeatMs: number;
   session: SessionConfig;
   snapshotEveryEntries: number;
+  /** watch events each node keeps in memory for resumption (docs/contract.md §4 "Watch") */
+  eventsRetained: number;
   tls?: TlsConfig;
   peerTls?: PeerTlsConfig;
   clusterSecretFile?: string;
@@ -195,6 +199,7 @@ const fileSchema = z.strictObject({
     })
     .default({ default_ttl_ms: 10_000, min_ttl_ms: 1000, max_ttl_ms: 3_600_000, lock_delay_ms: 0 }),
   snapshot_every_entries: count(1).default(10_000),
+  events_retained: count(1).default(10_000),
   tls: z.strictObject({ cert_file: path, key_file: path, ca_file: path.optional(), client_cert_auth: z.boolean().default(false) }).optional(),
   peer_tls: z.strictObject({ cert_file: path, key_file: path, ca_file: path }).optional(),
   cluster_secret_file: path.optional(),
@@ -207,8 +212,9 @@ const fileSchema = z.strictObject({
       max_waiters_per_lock: count(1).default(1000),
       requests_per_second_per_client: count(0).default(0),
       max_locks: count(1).default(1_000_000),
+      max_watch_streams: count(0).default(10_000),
     })
-    .default({ max_sessions: 1_000_000, max_sessions_per_token: 10_000, max_waiters_per_lock: 1000, requests_per_second_per_client: 0, max_locks: 1_000_000 }),
+    .default({ max_sessions: 1_000_000, max_sessions_per_token: 10_000, max_waiters_per_lock: 1000, requests_per_second_per_client: 0, max_locks: 1_000_000, max_watch_streams: 10_000 }),
   membership: z
     .strictObject({
       promote_max_lag_entries: count(0).default(1000),
@@ -362,12 +368,14 @@ function toConfig(c: RawConfig, file: string): Config {
       lockDelayMs: c.session.lock_delay_ms,
     },
     snapshotEveryEntries: c.snapshot_every_entries,
+    eventsRetained: c.events_retained,
     limits: {
       maxSessions: c.limits.max_sessions,
       maxSessionsPerToken: c.limits.max_sessions_per_token,
       maxWaitersPerLock: c.limits.max_waiters_per_lock,
       requestsPerSecondPerClient: c.limits.requests_per_second_per_client,
       maxLocks: c.limits.max_locks,
+      maxWatchStreams: c.limits.max_watch_streams,
     },
     membership: {
       promoteMaxLagEntries: c.membership.promote_max_lag_entries,

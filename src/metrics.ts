@@ -39,6 +39,8 @@ export class Metrics {
   readonly sessionsActive: Gauge;
   readonly locksHeld: Gauge;
   readonly semaphoresInUse: Gauge;
+  /** open GET /v1/watch streams on this node */
+  readonly watchStreams: Gauge;
   readonly lockWaiters: Gauge;
   readonly lockAcquire: Counter<'result'>;
   /** time from enqueue to grant (or give-up) of a waiting acquire, seconds */
@@ -65,6 +67,7 @@ export class Metrics {
     this.sessionsActive = new Gauge({ name: 'raftlock_sessions_active', help: 'open sessions', registers });
     this.locksHeld = new Gauge({ name: 'raftlock_locks_held', help: 'locks currently held', registers });
     this.semaphoresInUse = new Gauge({ name: 'raftlock_semaphores_in_use', help: 'semaphore permits currently held, over all semaphores', registers });
+    this.watchStreams = new Gauge({ name: 'raftlock_watch_streams', help: 'open watch streams (GET /v1/watch) on this node', registers });
     this.lockWaiters = new Gauge({ name: 'raftlock_lock_waiters', help: 'acquires waiting in lock queues', registers });
     this.lockAcquire = new Counter({ name: 'raftlock_lock_acquire_total', help: 'acquire requests by outcome', labelNames: ['result'], registers });
     this.lockWait = new Histogram({ name: 'raftlock_lock_wait_seconds', help: 'time an acquire waited in the queue', buckets: WAIT_BUCKETS_S, registers });

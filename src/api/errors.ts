@@ -18,6 +18,8 @@ export const ERROR_CATALOG = {
   semaphore_full: { status: 409, message: 'the semaphore is full' },
   /** a membership change is already in flight (one at a time, thesis §4.1) */
   conflict: { status: 409, message: 'a conflicting operation is in progress' },
+  /** a watch resume point older than the events the node keeps (body: compacted_index) */
+  compacted: { status: 410, message: 'the events after that index are no longer kept' },
   payload_too_large: { status: 413, message: 'the body is over 64 KiB' },
   unsupported_media_type: { status: 415, message: 'the body must be application/json' },
   too_many_requests: { status: 429, message: 'a configured limit was reached' },

@@ -157,6 +157,9 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     '/v1/semaphores/{name}/release': {
       post: operation('releaseSemaphore', { summary: "give this session's permits back", tags: ['semaphores'], params: [SEM_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'SemaphoreReleaseRequest', required: true, example: { session_id: 's-4fzq9c2k' } }, ok: { status: 200, schema: 'Released', example: { name: 'db/pool', released: true } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
     },
+    '/v1/watch': {
+      get: operation('watch', { summary: 'server-sent events of every applied change under a prefix, in log order (this node\'s own feed)', description: 'Each event: id (the log index), event (acquired, released, expired, waiting, limit, …), data (JSON: kind, name, session_id, fencing_token?, mode?, permits?, limit?, reason?, index). Without from_index (or a Last-Event-ID header) the stream opens with one state event per current holder and a frame holding only the id of that snapshot; with it, it resumes after that index if this node still keeps it (events_retained), else 410 compacted. A comment line every 15 s. docs/api.md "Watch".', tags: ['watch'], params: queryParams(querySchemas.watch), ok: { status: 200, contentType: 'text/event-stream', description: 'an endless stream of events' }, errors: errors('permission_denied', 'compacted', 'too_many_requests', 'unavailable') }),
+    },
     '/v1/cluster': {
       get: operation('cluster', { summary: "this node's view of the cluster", tags: ['cluster'], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied') }),
     },

@@ -19,6 +19,8 @@ import { sessionRoutes } from './routes/sessions.js';
 import { snapshotRoutes } from './routes/snapshot.js';
 import { statusRoutes } from './routes/status.js';
 import { uiRoutes } from './routes/ui.js';
+import { watchRoutes } from './routes/watch.js';
+import type { WatchFeed } from './watch-feed.js';
 import { MemberProbe, PROBE_TIMEOUT_MS } from './member-probe.js';
 import type { OpsService } from './ops-service.js';
 import type { LockService } from './service.js';
@@ -49,6 +51,10 @@ export interface ServerDeps {
   requestLogging?: boolean;
   /** status page data and backups (issue 11); without it /v1/status and /v1/snapshot answer 404 */
   ops?: OpsService;
+  /** the node's watch feed (GET /v1/watch); without it the route answers 404 */
+  watch?: WatchFeed;
+  /** test hook: a watch stream's unsent-bytes bound (default WATCH_STREAM_BUFFER_BYTES) */
+  watchStreamBufferBytes?: number;
 }
 
 /**
@@ -125,6 +131,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   uiRoutes(app, deps.limits);
   statusRoutes(app, env, deps.ops, probe);
   snapshotRoutes(app, env, deps.ops);
+  watchRoutes(app, env, deps.watch, deps.watchStreamBufferBytes);
   return app;
 }
 
@@ -240,7 +247,7 @@ function installLifecycle(app: FastifyInstance, deps: ServerDeps, forwarder: For
 
 const STATUS_TO_CODE = new Map<number, keyof typeof ERROR_CATALOG>([
   [400, 'invalid_request'], [401, 'unauthenticated'], [403, 'permission_denied'], [404, 'not_found'],
-  [413, 'payload_too_large'], [415, 'unsupported_media_type'], [429, 'too_many_requests'], [503, 'unavailable'], [504, 'timeout'],
+  [410, 'compacted'], [413, 'payload_too_large'], [415, 'unsupported_media_type'], [429, 'too_many_requests'], [503, 'unavailable'], [504, 'timeout'],
 ]);
 
 /** Anything thrown → an ApiError. fastify's own errors keep their meaning; the rest is 500. */

@@ -146,6 +146,7 @@ export const querySchemas = {
     consistency: consistency.optional(),
   }),
   check: z.strictObject({ fencing_token: intString(1, Number.MAX_SAFE_INTEGER), consistency: z.literal('linearizable').optional() }),
+  watch: z.strictObject({ prefix: z.string().max(MAX_NAME_BYTES).optional(), from_index: intString(0, Number.MAX_SAFE_INTEGER).optional() }),
 };
 
 // ---------------------------------------------------------------------------------------

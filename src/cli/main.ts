@@ -20,6 +20,7 @@ import { registerSession } from './commands/session.js';
 import { registerMember, registerTransferLeader } from './commands/member.js';
 import { registerCerts } from './commands/certs.js';
 import { registerSnapshot } from './commands/snapshot.js';
+import { registerWatch } from './commands/watch.js';
 import { serveOptions } from './serve-options.js';
 
 export { resolveEndpoints, UsageError } from './commands/common.js';
@@ -85,6 +86,7 @@ export function buildProgram(): Command {
   registerTransferLeader(program);
   registerCerts(program);
   registerSnapshot(program);
+  registerWatch(program);
 
   return program;
 }

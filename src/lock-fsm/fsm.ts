@@ -223,10 +223,17 @@ export class LockFsm {
     const delayMs = reason === 'expired' ? s.lockDelayMs : 0;
     for (const name of released) {
       const l = c.locks.get(name) as LockState;
-      if (l.holder === s) c.free(l, delayMs, index, ev);
-      else c.freeShare(l, s, delayMs, index, ev);
+      if (l.holder === s) {
+        ev.push({ type: 'released', name, sessionId: id, fencingToken: l.token, reason });
+        c.free(l, delayMs, index, ev);
+      } else {
+        const share = l.shares?.get(id);
+        assert(share !== undefined, `session ${id} lists ${name} but holds no share of it`);
+        ev.push({ type: 'released', name, sessionId: id, fencingToken: share.token, mode: 'shared', reason });
+        c.freeShare(l, s, delayMs, index, ev);
+      }
     }
-    semEndSession(c, index, s, ev);
+    semEndSession(c, index, s, reason, ev);
     assert(s.heldHead === null && s.heldCount === 0 && s.waits === null && s.shares === null && s.sems === null && s.semWaits === null, `session ${id} still linked after its end`);
     c.removeSession(s);
     ev.push({ type: 'sessionEnded', sessionId: id, reason, released });
@@ -268,6 +275,7 @@ export class LockFsm {
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
     c.enqueue(l, s, owner, cmd.waitMs, index, key, shared, cmd.maxHoldMs ?? 0);
+    ev.push(shared ? { type: 'waiting', name: cmd.name, sessionId: s.id, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: s.id });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
 
@@ -282,11 +290,13 @@ export class LockFsm {
     if (l !== undefined && share !== undefined) {
       // a shared holder releases its own share only
       if (cmd.fencingToken !== undefined && cmd.fencingToken !== share.token) return { ok: false, code: 'not_holder' };
+      ev.push({ type: 'released', name: cmd.name, sessionId: s.id, fencingToken: share.token, mode: 'shared', reason: 'released' });
       c.freeShare(l, s, 0, index, ev);
       return { ok: true, kind: 'released', name: cmd.name };
     }
     if (l === undefined || l.holder !== s) return { ok: false, code: 'not_holder' };
     if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.token) return { ok: false, code: 'not_holder' };
+    ev.push({ type: 'released', name: cmd.name, sessionId: s.id, fencingToken: l.token, reason: 'released' });
     c.free(l, 0, index, ev);
     return { ok: true, kind: 'released', name: cmd.name };
   }

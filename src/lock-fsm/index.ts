@@ -1,7 +1,7 @@
 // Public API of the lock state machine (pure, synchronous; see docs/lock-fsm.md).
 export type { Command, CommandKind, Envelope, NewSessionSpec } from './commands.js';
 export { InvalidCommandError, parseCommand, parseEnvelope } from './commands.js';
-export type { ApplyOutput, ApplyResult, FsmEvent, GrantKind, HolderInfo, LimitName, RevokedGrant } from './results.js';
+export type { ApplyOutput, ApplyResult, FsmEvent, GrantEndReason, GrantKind, HolderInfo, LimitName, RevokedGrant } from './results.js';
 export { parseApplyResult } from './results.js';
 export type { FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionInfo } from './fsm.js';
 export { LockFsm } from './fsm.js';

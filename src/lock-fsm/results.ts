@@ -78,7 +78,24 @@ export type FsmEvent =
   /** since: the index of this entry, the delay's identity (endLockDelay names it) */
   | { type: 'lockDelayStarted'; name: string; delayMs: number; since: number }
   | { type: 'lockDelayEnded'; name: string }
-  | { type: 'sessionOpened'; sessionId: string; ttlMs: number };
+  | { type: 'sessionOpened'; sessionId: string; ttlMs: number }
+  // The events below exist for the watch feed (docs/lock-fsm.md "Events for watch"): every
+  // change a watcher can see is one event, in apply order, so the node never has to diff
+  // states. A grant's end comes before the grants it lets through (released, then granted).
+  /** a lock grant (exclusive, or one share) ended: reason released (a release), closed
+   *  (its session was closed) or expired (its session expired) */
+  | { type: 'released'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; reason: GrantEndReason }
+  /** a semaphore grant ended, reasons as for released */
+  | { type: 'semReleased'; name: string; sessionId: string; fencingToken: number; permits: number; reason: GrantEndReason }
+  /** a request joined a lock's queue */
+  | { type: 'waiting'; name: string; sessionId: string; mode?: 'shared' }
+  /** a request joined a semaphore's queue */
+  | { type: 'semWaiting'; name: string; sessionId: string; permits: number }
+  /** a semaphore with holders or waiters got another limit (before the grants it admits) */
+  | { type: 'semLimit'; name: string; limit: number };
+
+/** why a grant ended (FsmEvent released / semReleased) */
+export type GrantEndReason = 'released' | 'closed' | 'expired';
 
 export interface ApplyOutput {
   result: ApplyResult;

@@ -70,12 +70,14 @@ export function semAcquire(c: FsmCore, index: number, cmd: SemAcquire, s: Sessio
   if (sem.queue.length >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
   if (full()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
   const w = enqueue(c, sem, s ?? open(), owner, cmd.permits, cmd.waitMs, index, key, cmd.maxHoldMs ?? 0);
+  ev.push({ type: 'semWaiting', name: sem.name, sessionId: w.session.id, permits: cmd.permits });
   return { ok: true, kind: 'sem_queued', name: sem.name, sessionId: w.session.id, position: sem.queue.length };
 }
 
 export function semRelease(c: FsmCore, index: number, name: string, s: Session, ev: FsmEvent[]): ApplyResult {
   const h = c.sems.get(name)?.holders.get(s.id);
   if (h === undefined) return { ok: false, code: 'not_holder' };
+  ev.push({ type: 'semReleased', name, sessionId: s.id, fencingToken: h.token, permits: h.permits, reason: 'released' });
   releaseHolder(c, h, index, ev);
   return { ok: true, kind: 'sem_released', name };
 }
@@ -85,6 +87,7 @@ export function semRelease(c: FsmCore, index: number, name: string, s: Session, 
 export function semSetLimit(c: FsmCore, index: number, name: string, limit: number, ev: FsmEvent[]): ApplyResult {
   const sem = c.sems.get(name);
   if (sem !== undefined) {
+    if (sem.limit !== limit) ev.push({ type: 'semLimit', name, limit });
     sem.limit = limit;
     pump(c, sem, index, ev); // a larger limit may admit the head
   }
@@ -108,7 +111,7 @@ export function semCancelWait(c: FsmCore, index: number, name: string, s: Sessio
 
 /** A session's end: its waits go first (so none of its own permits come back to it), then
  *  its permits, each semaphore in name order. Returns the semaphores it held, sorted. */
-export function semEndSession(c: FsmCore, index: number, s: Session, ev: FsmEvent[]): string[] {
+export function semEndSession(c: FsmCore, index: number, s: Session, reason: 'closed' | 'expired', ev: FsmEvent[]): string[] {
   if (s.semWaits !== null) {
     const waits = [...s.semWaits.values()].sort((a, b) => compareStrings(a.sem.name, b.sem.name));
     for (const w of waits) {
@@ -119,7 +122,10 @@ export function semEndSession(c: FsmCore, index: number, s: Session, ev: FsmEven
   }
   if (s.sems === null) return [];
   const held = [...s.sems.values()].sort((a, b) => compareStrings(a.sem.name, b.sem.name));
-  for (const h of held) releaseHolder(c, h, index, ev);
+  for (const h of held) {
+    ev.push({ type: 'semReleased', name: h.sem.name, sessionId: s.id, fencingToken: h.token, permits: h.permits, reason });
+    releaseHolder(c, h, index, ev);
+  }
   return held.map((h) => h.sem.name);
 }
 

@@ -21,6 +21,8 @@ import { ClusterOps } from './cluster-ops.js';
 import { guardEmptyLog } from './join-guard.js';
 import { OpsProvider } from './ops-provider.js';
 import { OpsTracker } from './ops-tracker.js';
+import { WatchHub } from './watch-hub.js';
+import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
 import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
 import type { Role } from '../raft/core/types.js';
@@ -99,6 +101,15 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     (index, err) => logger.error({ index, err: err.message }, 'malformed log entry applied as a no-op'),
   );
   if (snap.meta.index > 0) app.restore(snap.data, snap.meta.index);
+  // the watch feed starts where the state does: events up to the snapshot are gone, the
+  // log after it is replayed through onApplied and refills the window (docs/operations.md)
+  const watchHub = new WatchHub({
+    retained: config.eventsRetained,
+    maxStreams: config.limits.maxWatchStreams,
+    appliedIndex: snap.meta.index,
+    holders: (prefix) => currentHolders(app.fsm, prefix),
+    onStreams: (n) => metrics.watchStreams.set(n),
+  });
 
   const raw = new RawNode(
     {
@@ -181,7 +192,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         metrics.raftIsLeader.set(role === 'leader' ? 1 : 0);
         service.onRoleChange(role === 'leader');
       },
-      onApplied: (_entry, result) => {
+      onApplied: (entry, result) => {
+        watchHub.onApplied(entry.index, result as ApplyOutput | undefined);
         service.onApplied(result as ApplyOutput | undefined);
         opsTracker.onApplied(result as ApplyOutput | undefined);
       },
@@ -192,6 +204,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       onSnapshotRestored: (index) => {
         logger.info({ index }, 'installed a snapshot from the leader');
         opsTracker.onSnapshotRestored();
+        watchHub.onSnapshotRestored(index);
         membership.onRestored();
       },
       onCommitLatency: (s) => metrics.raftCommitLatency.observe(s),
@@ -259,6 +272,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     requestLogging: logger.isLevelEnabled('debug'),
     limits: { minTtlMs: config.session.minTtlMs, maxTtlMs: config.session.maxTtlMs },
     forwardTimeoutMs,
+    watch: watchHub,
     ...(security.https ? { https: security.https } : {}),
     ...(security.apiClientConnect ? { apiClientConnect: security.apiClientConnect } : {}),
     ...(security.authorize ? { authorize: security.authorize } : {}),
@@ -354,6 +368,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       }
       joinAbort.abort();
       service.shutdown();
+      watchHub.close();
       clearInterval(ticker);
       await server.close();
       await driver.stop();

@@ -36,7 +36,8 @@ describe('config: good files', () => {
     assert.deepEqual(c.session, { defaultTtlMs: 10000, minTtlMs: 1000, maxTtlMs: 3600000, lockDelayMs: 0 });
     assert.equal(c.snapshotEveryEntries, 10000);
     assert.ok(c.dataDir.endsWith('/data') && c.dataDir.startsWith('/'));
-    assert.deepEqual(c.limits, { maxSessions: 1_000_000, maxSessionsPerToken: 10_000, maxWaitersPerLock: 1000, requestsPerSecondPerClient: 0, maxLocks: 1_000_000 });
+    assert.deepEqual(c.limits, { maxSessions: 1_000_000, maxSessionsPerToken: 10_000, maxWaitersPerLock: 1000, requestsPerSecondPerClient: 0, maxLocks: 1_000_000, maxWatchStreams: 10_000 });
+    assert.equal(c.eventsRetained, 10_000);
   });
 
   it('only nodes is required; the rest defaults to the documented values', () => {
@@ -127,6 +128,8 @@ const bad: Bad[] = [
   ['min ttl zero', (j) => { j.session.min_ttl_ms = 0; }, 'session.min_ttl_ms: must be > 0, got 0'],
   ['snapshot fractional', (j) => { j.snapshot_every_entries = 1.5; }, 'snapshot_every_entries: expected an integer, got 1.5'],
   ['snapshot zero', (j) => { j.snapshot_every_entries = 0; }, 'snapshot_every_entries: must be >= 1, got 0'],
+  ['events_retained zero', (j) => { j.events_retained = 0; }, 'events_retained: must be >= 1, got 0'],
+  ['max_watch_streams negative', (j) => { j.limits = { max_watch_streams: -1 }; }, 'limits.max_watch_streams: must be >= 0, got -1'],
   ['cluster wrong type', (j) => { j.cluster = 7; }, 'cluster: expected string, got 7'],
   ['data_dir empty', (j) => { j.data_dir = ''; }, 'data_dir: must not be empty'],
   ['tls without https', (j) => { j.tls = { cert_file: 'a', key_file: 'b' }; }, 'nodes[0].api: must be https:// because "tls" is set, got "http://127.0.0.1:7001"'],

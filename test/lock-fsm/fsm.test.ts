@@ -56,8 +56,9 @@ test('FIFO waiters: queued positions, a repeated acquire keeps its place, releas
   assert.equal(g.fsm.getLock('a').waiters, 3, '…and the earlier wait stays queued');
   const out = g.run({ kind: 'release', name: 'a', sessionId: 's1', fencingToken: t1 });
   assert.deepEqual(out.result, { ok: true, kind: 'released', name: 'a' });
-  assert.equal(out.events.length, 1);
-  const ev = out.events[0];
+  assert.equal(out.events.length, 2);
+  assert.deepEqual(out.events[0], { type: 'released', name: 'a', sessionId: 's1', fencingToken: t1, reason: 'released' }, 'the release comes before the grant it lets through');
+  const ev = out.events[1];
   assert.ok(ev?.type === 'granted' && ev.sessionId === 's2' && ev.fencingToken === g.index && ev.fencingToken > t1);
   assert.equal(g.fsm.getLock('a').holder?.sessionId, 's2');
   g.do({ kind: 'release', name: 'a', sessionId: 's2' });
@@ -93,7 +94,9 @@ test('a session end hands every lock to its next waiter with distinct, increasin
   const out = g.run({ kind: 'closeSession', sessionId: 's1' });
   assert.deepEqual(out.result, { ok: true, kind: 'session_closed', sessionId: 's1', released: ['a', 'b'] });
   assert.deepEqual(out.events, [
+    { type: 'released', name: 'a', sessionId: 's1', fencingToken: 5, reason: 'closed' },
     { type: 'granted', name: 'a', sessionId: 's2', fencingToken: g.index },
+    { type: 'released', name: 'b', sessionId: 's1', fencingToken: 4, reason: 'closed' },
     { type: 'granted', name: 'b', sessionId: 's3', fencingToken: g.index + 1 },
     { type: 'sessionEnded', sessionId: 's1', reason: 'closed', released: ['a', 'b'] },
   ]);
@@ -131,6 +134,7 @@ test('lock-delay: a lock freed by expiry stays unavailable until endLockDelay, t
   const since = g.index;
   assert.deepEqual(out.result, { ok: true, kind: 'session_closed', sessionId: 's1', released: ['a'] });
   assert.deepEqual(out.events, [
+    { type: 'released', name: 'a', sessionId: 's1', fencingToken: 4, reason: 'expired' },
     { type: 'lockDelayStarted', name: 'a', delayMs: 15_000, since },
     { type: 'sessionEnded', sessionId: 's1', reason: 'expired', released: ['a'] },
   ]);

@@ -82,6 +82,7 @@ export class Model {
     const released = [...this.locks.entries()].filter(([, l]) => l.holder?.sid === id).map(([n]) => n).sort(cmp);
     for (const name of released) {
       const l = this.locks.get(name)!;
+      ev.push({ type: 'released', name, sessionId: id, fencingToken: l.holder!.token, reason });
       l.holder = null;
       if (reason === 'expired' && s.lockDelayMs > 0) {
         l.delayMs = s.lockDelayMs;
@@ -111,6 +112,7 @@ export class Model {
         const l = this.locks.get(cmd.name);
         if (!l || l.holder?.sid !== cmd.sessionId) return { ok: false, code: 'not_holder' };
         if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.holder.token) return { ok: false, code: 'not_holder' };
+        ev.push({ type: 'released', name: cmd.name, sessionId: cmd.sessionId, fencingToken: l.holder.token, reason: 'released' });
         l.holder = null;
         this.passOn(index, cmd.name, ev);
         return { ok: true, kind: 'released', name: cmd.name };
@@ -175,6 +177,7 @@ export class Model {
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     open();
     l.queue.push({ sid, owner, waitMs: cmd.waitMs, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    ev.push({ type: 'waiting', name: cmd.name, sessionId: sid });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
 

@@ -69,6 +69,7 @@ export class SharedModel {
         const l = this.locks.get(cmd.name);
         const h = l?.holders.find((x) => x.sid === cmd.sessionId);
         if (!l || !h || (cmd.fencingToken !== undefined && cmd.fencingToken !== h.token)) return { ok: false, code: 'not_holder' };
+        ev.push(grantEnded(cmd.name, cmd.sessionId, h, 'released'));
         l.holders.splice(l.holders.indexOf(h), 1);
         this.pump(index, cmd.name, ev);
         return { ok: true, kind: 'released', name: cmd.name };
@@ -107,6 +108,7 @@ export class SharedModel {
         const sem = this.sems.get(cmd.name);
         const h = sem?.holders.find((x) => x.sid === cmd.sessionId);
         if (!sem || !h) return { ok: false, code: 'not_holder' };
+        ev.push({ type: 'semReleased', name: cmd.name, sessionId: cmd.sessionId, fencingToken: h.token, permits: h.permits, reason: 'released' });
         sem.holders.splice(sem.holders.indexOf(h), 1);
         this.semPump(index, cmd.name, ev);
         return { ok: true, kind: 'sem_released', name: cmd.name };
@@ -114,6 +116,7 @@ export class SharedModel {
       case 'semSetLimit': {
         const sem = this.sems.get(cmd.name);
         if (sem) {
+          if (sem.limit !== cmd.limit) ev.push({ type: 'semLimit', name: cmd.name, limit: cmd.limit });
           sem.limit = cmd.limit;
           this.semPump(index, cmd.name, ev);
         }
@@ -240,6 +243,7 @@ export class SharedModel {
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
     if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
+    ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
   }
 
@@ -278,6 +282,7 @@ export class SharedModel {
     if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
     if (sem.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
+    ev.push({ type: 'semWaiting', name: cmd.name, sessionId: cmd.sessionId, permits: cmd.permits });
     return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
   }
 
@@ -315,6 +320,7 @@ export class SharedModel {
     const released = [...this.locks.entries()].filter(([, l]) => l.holders.some((h) => h.sid === id)).map(([n]) => n).sort(cmp);
     for (const name of released) {
       const l = this.locks.get(name)!;
+      ev.push(grantEnded(name, id, l.holders.find((h) => h.sid === id)!, reason));
       l.holders = l.holders.filter((h) => h.sid !== id);
       if (reason === 'expired' && s.lockDelayMs > 0) {
         l.delayMs = l.delayMs > 0 ? Math.max(l.delayMs, s.lockDelayMs) : s.lockDelayMs;
@@ -332,7 +338,9 @@ export class SharedModel {
     }
     for (const name of [...this.sems.keys()].sort(cmp)) {
       const sem = this.sems.get(name)!;
-      if (!sem.holders.some((h) => h.sid === id)) continue;
+      const h = sem.holders.find((x) => x.sid === id);
+      if (!h) continue;
+      ev.push({ type: 'semReleased', name, sessionId: id, fencingToken: h.token, permits: h.permits, reason });
       sem.holders = sem.holders.filter((h) => h.sid !== id);
       this.semPump(index, name, ev);
     }
@@ -371,4 +379,9 @@ export class SharedModel {
 
 function used(sem: MSem): number {
   return sem.holders.reduce((n, h) => n + h.permits, 0);
+}
+
+/** the FsmEvent of a lock grant's end */
+function grantEnded(name: string, sid: string, h: MHolder, reason: 'released' | 'closed' | 'expired'): FsmEvent {
+  return h.mode === 'shared' ? { type: 'released', name, sessionId: sid, fencingToken: h.token, mode: 'shared', reason } : { type: 'released', name, sessionId: sid, fencingToken: h.token, reason };
 }

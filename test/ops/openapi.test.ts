@@ -48,6 +48,7 @@ describe('OpenAPI document', () => {
       ['get', '/v1/locks'], ['get', '/v1/locks/{name}/check'], ['get', '/healthz'], ['get', '/readyz'], ['get', '/metrics'], ['get', '/v1/cluster'],
       ['post', '/v1/cluster/members'], ['delete', '/v1/cluster/members/{id}'], ['post', '/v1/cluster/transfer-leadership'], ['get', '/v1/status'], ['get', '/v1/snapshot'],
       ['get', '/v1/semaphores'], ['get', '/v1/semaphores/{name}'], ['post', '/v1/semaphores/{name}/acquire'], ['put', '/v1/semaphores/{name}/limit'], ['post', '/v1/semaphores/{name}/release'],
+      ['get', '/v1/watch'],
     ];
     const ids = new Set<string>();
     for (const [method, path] of want) {

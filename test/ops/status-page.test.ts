@@ -99,6 +99,9 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     // the DOM library (and the page's CSP forbids evaluating strings)
     const navigations = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).performance.getEntriesByType('navigation').length);
     const loads = await navigations();
+    // the live event feed (GET /v1/watch): a grant made now shows up without a reload
+    assert.equal((await h.request(leader, 'POST', '/v1/locks/feed%2Fdemo/acquire', { ttl_ms: 60_000 })).status, 200);
+    await page.waitForFunction(() => ((globalThis as unknown as PageGlobals).document.getElementById('events')?.textContent ?? '').includes('acquiredlock feed/demo'), undefined, { timeout: 10_000 });
 
     // kill the leader: the page (served by a follower) shows the new one on its own
     await h.kill(leader);

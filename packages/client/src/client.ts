@@ -13,6 +13,7 @@ import { HttpCaller, type Answer, type CallSpec } from './http.js';
 import type { Lock } from './lock.js';
 import type { SemaphoreGrant } from './semaphore.js';
 import { Session, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
+import { observeLeaders, watchEvents, type Leader, type WatchEvent, type WatchOptions, type WatchSynced } from './watch.js';
 import {
   decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, lockPath, semaphorePath, sessionPath,
   type ClusterInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
@@ -340,6 +341,27 @@ export class RaftlockClient {
   async withSemaphore<T>(name: string, fn: (ctx: WithSemaphoreContext) => Promise<T> | T, o: WithSemaphoreOptions): Promise<T> {
     return this.withGrant(o, (session) => session.semaphore(name, { limit: o.limit, ...opt('permits', o.permits), ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('maxHoldMs', o.maxHoldMs) }),
       (g, session) => fn({ fencingToken: g.fencingToken, permits: g.permits, limit: g.limit, signal: g.signal, sessionId: session.id, grant: g }));
+  }
+
+  // ---- watch -----------------------------------------------------------------------
+
+  /**
+   * GET /v1/watch as an async iterator (docs/client.md "Watching"): events of every lock,
+   * semaphore and election whose name starts with `prefix`, in log order. Without
+   * `fromIndex` it first gives one `state` event per current holder, then `synced`. It
+   * reconnects to another endpoint when a node fails and resumes after the last event it
+   * gave: no event is lost or given twice. Ends with CompactedError when no endpoint keeps
+   * the resume point any more; `signal` (or leaving the loop) ends it.
+   */
+  watch(prefix = '', o: WatchOptions = {}): AsyncGenerator<WatchEvent | WatchSynced> {
+    if (o.fromIndex !== undefined && !(Number.isSafeInteger(o.fromIndex) && o.fromIndex >= 0)) throw new InvalidRequestError('invalid_request', `watch: fromIndex must be a log index (an integer ≥ 0), got ${String(o.fromIndex)}`);
+    return watchEvents({ http: this.http, now: this.clock, random: this.rand }, prefix, o);
+  }
+
+  /** The leader of election `name` each time it changes (null: nobody leads), starting
+   *  with the current one; built on watch(name). */
+  observe(name: string, o: Omit<WatchOptions, 'fromIndex'> = {}): AsyncGenerator<Leader | null> {
+    return observeLeaders({ http: this.http, now: this.clock, random: this.rand }, name, o);
   }
 
   /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */

@@ -159,6 +159,18 @@ export class LimitMismatchError extends RaftlockError {
   }
 }
 
+/** 410 compacted: a watch resume point older than every endpoint still keeps
+ *  (`compactedIndex`: the oldest index after which the answering node can resume). Open
+ *  the watch again without `fromIndex` for the current state. */
+export class CompactedError extends RaftlockError {
+  readonly compactedIndex: number | undefined;
+  constructor(message: string, compactedIndex: number | undefined, opts: RaftlockErrorOptions = {}) {
+    super('compacted', message, opts);
+    this.name = 'CompactedError';
+    this.compactedIndex = compactedIndex;
+  }
+}
+
 /** Decodes the contract's `holder` object ({ session_id, owner, fencing_token }). */
 export function decodeHolder(v: unknown): HolderInfo | undefined {
   if (typeof v !== 'object' || v === null) return undefined;
@@ -189,6 +201,8 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
       return new LimitMismatchError(message, count(e.limit), opts);
     case 'session_not_found':
       return new SessionNotFoundError(message, opts);
+    case 'compacted':
+      return new CompactedError(message, count(e.compacted_index), opts);
     case 'unavailable':
       return new UnavailableError(message, opts);
     case 'too_many_requests':

@@ -87,6 +87,16 @@ export class HttpCaller {
     if (this.ownDispatcher) await this.dispatcher.close();
   }
 
+  /** A streaming GET on one endpoint (watch): the raw response, body unread. The caller
+   *  reads and destroys the body; `signal` aborts the whole request. */
+  async stream(url: string, path: string, headers: Record<string, string>, signal: AbortSignal, connectTimeoutMs: number): Promise<Dispatcher.ResponseData> {
+    const h: Record<string, string> = { 'user-agent': 'raftlock-client', accept: 'text/event-stream', ...headers };
+    if (this.o.token !== undefined) h.authorization = `Bearer ${this.o.token}`;
+    // headersTimeout bounds the connect and the answer; the body's silence is the
+    // caller's to judge (keepalive comments), so bodyTimeout is off
+    return request(url + path, { dispatcher: this.dispatcher, method: 'GET', headers: h, signal, headersTimeout: connectTimeoutMs, bodyTimeout: 0 });
+  }
+
   async call(spec: CallSpec): Promise<Answer> {
     if (spec.endpoint !== undefined) return this.callOne(spec.endpoint, spec);
     const start = this.o.now();

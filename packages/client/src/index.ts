@@ -7,9 +7,11 @@ export { Lock } from './lock.js';
 export { SemaphoreGrant } from './semaphore.js';
 export {
   RaftlockError, LockHeldError, NotHolderError, SessionNotFoundError, UnavailableError, TooManyRequestsError,
-  OutcomeUnknownError, InvalidRequestError, PermissionDeniedError, SessionLostError, LockLostError, SemaphoreFullError, LimitMismatchError, errorFromResponse,
+  OutcomeUnknownError, InvalidRequestError, CompactedError, PermissionDeniedError, SessionLostError, LockLostError, SemaphoreFullError, LimitMismatchError, errorFromResponse,
 } from './errors.js';
 export type { HolderInfo, RaftlockErrorOptions } from './errors.js';
+export type { WatchEvent, WatchEventName, WatchOptions, WatchSynced, Leader } from './watch.js';
+export { parseFrame as parseWatchFrame } from './watch.js';
 export type { Grant, SemaphoreGrantInfo, SemaphoreInfo, SessionGrant, SessionInfo, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
 export { parseDuration, formatDuration, DurationError } from './duration.js';
 export { fencedQuery, StaleFencingTokenError, STALE_FENCING_TOKEN_SQLSTATE } from './fenced-query.js';

@@ -48,6 +48,11 @@ export const STATUS_HTML = String.raw`<!doctype html>
     <table id="semaphores"><thead><tr><th>Name</th><th>In use</th><th>Holders</th><th>Queue</th></tr></thead><tbody></tbody></table>
     <div class="empty" id="semaphores-empty">No semaphore is in use.</div>
   </section>
+  <section>
+    <h2>Live events <span class="hint" id="events-hint">GET /v1/watch on this node</span></h2>
+    <ol class="changes events" id="events"></ol>
+    <div class="empty" id="events-empty">No event since the page opened.</div>
+  </section>
   <footer id="footer"></footer>
 </main>
 <script src="/ui/status.js" defer></script>

@@ -253,7 +253,79 @@ export const STATUS_JS = String.raw`(function () {
     sessionStorage.setItem('raftlock-token', token);
     if (timer !== null) { clearTimeout(timer); timer = null; }
     poll();
+    if (feedCtl) feedCtl.abort();
   });
+  // ---- live event feed: GET /v1/watch read with fetch (EventSource cannot send the
+  // bearer token); resumes after the last id it saw, keeps the newest MAX_EVENTS
+  var MAX_EVENTS = 100;
+  var lastEventId = null;
+  var feedCtl = null;
+  function showEvent(ev, d) {
+    var list = $('events');
+    var li = el('li');
+    li.appendChild(el('span', 'when', clock(Date.now())));
+    li.appendChild(el('span', 'mono', '#' + d.index));
+    li.appendChild(el('b', ev === 'released' || ev === 'expired' || ev === 'revoked' ? 'none' : '', ev));
+    li.appendChild(el('span', '', d.kind + ' ' + d.name));
+    var extra = [];
+    if (d.session_id) extra.push('session ' + d.session_id);
+    if (d.fencing_token !== undefined) extra.push('token ' + d.fencing_token);
+    if (d.mode && d.mode !== 'exclusive') extra.push(d.mode);
+    if (d.permits !== undefined) extra.push(d.permits + ' permits');
+    if (d.limit !== undefined) extra.push('limit ' + d.limit);
+    if (d.value !== undefined) extra.push('value ' + JSON.stringify(d.value));
+    if (d.reason) extra.push(d.reason);
+    li.appendChild(el('span', 'when', extra.join(' · ')));
+    list.insertBefore(li, list.firstChild);
+    while (list.childNodes.length > MAX_EVENTS) list.removeChild(list.lastChild);
+    $('events-empty').style.display = 'none';
+  }
+  function onFrame(frame) {
+    var id = null, ev = null, data = '';
+    frame.split('\n').forEach(function (line) {
+      if (line === '' || line.charAt(0) === ':') return;
+      var i = line.indexOf(':');
+      var k = i < 0 ? line : line.slice(0, i);
+      var v = i < 0 ? '' : line.slice(i + 1).replace(/^ /, '');
+      if (k === 'id') id = v; else if (k === 'event') ev = v; else if (k === 'data') data += v;
+    });
+    if (id !== null) lastEventId = id;
+    // the opening holder snapshot is what the Locks table shows already
+    if (ev && ev !== 'state' && data) { try { showEvent(ev, JSON.parse(data)); } catch (e) { /* not ours */ } }
+  }
+  function feed() {
+    if (feedCtl) return;
+    feedCtl = new AbortController();
+    var headers = { accept: 'text/event-stream' };
+    if (token) headers.authorization = 'Bearer ' + token;
+    var url = '/v1/watch' + (lastEventId !== null ? '?from_index=' + encodeURIComponent(lastEventId) : '');
+    var buf = '';
+    fetch(url, { headers: headers, signal: feedCtl.signal, cache: 'no-store' })
+      .then(function (r) {
+        if (r.status === 410) { lastEventId = null; throw new Error('compacted'); }
+        if (!r.ok || !r.body) throw new Error('HTTP ' + r.status);
+        setText('events-hint', 'live from this node');
+        var reader = r.body.getReader();
+        var dec = new TextDecoder();
+        function pump() {
+          return reader.read().then(function (x) {
+            if (x.done) return;
+            buf += dec.decode(x.value, { stream: true });
+            var cut;
+            while ((cut = buf.indexOf('\n\n')) >= 0) { onFrame(buf.slice(0, cut)); buf = buf.slice(cut + 2); }
+            return pump();
+          });
+        }
+        return pump();
+      })
+      .catch(function () { /* retried below */ })
+      .then(function () {
+        feedCtl = null;
+        setText('events-hint', 'reconnecting…');
+        setTimeout(feed, 2000);
+      });
+  }
   poll();
+  feed();
 })();
 `;

@@ -57,6 +57,7 @@ td.muted { color: var(--muted); }
 .cols { display: grid; grid-template-columns: 2fr 1fr; gap: 18px; }
 @media (max-width: 900px) { .cols { grid-template-columns: 1fr; } }
 .cols section { margin-bottom: 0; }
+.cols + section { margin-top: 18px; }
 ol.changes { list-style: none; margin: 0; padding: 6px 0; max-height: 330px; overflow-y: auto; }
 ol.changes li { display: flex; gap: 10px; padding: 5px 16px; }
 ol.changes .when { color: var(--muted); font-variant-numeric: tabular-nums; min-width: 72px; }

@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../../config.js';
 import {
-  DurationError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
+  CompactedError, DurationError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
   PermissionDeniedError, RaftlockClient, RaftlockError, SessionLostError, SessionNotFoundError, UnavailableError,
 } from '@raftlock/client';
 
@@ -163,6 +163,7 @@ export function describeError(err: unknown): { code: number; line: string; error
     return { code: EXIT.unavailable, line: `${msg}; run the same command with --idempotency-key ${err.idempotencyKey ?? 'KEY'} to retry safely`, errorCode: err.code };
   }
   if (err instanceof UnavailableError) return { code: EXIT.unavailable, line: `${msg}; check the cluster with \`raftlock status\` and the endpoints (--endpoints / RAFTLOCK_ENDPOINTS)`, errorCode: err.code };
+  if (err instanceof CompactedError) return { code: EXIT.usage, line: `${msg}; start without --from-index for the current state`, errorCode: err.code };
   if (err instanceof InvalidRequestError) return { code: EXIT.usage, line: `${msg}; fix the arguments (see --help)`, errorCode: err.code };
   if (err instanceof PermissionDeniedError) return { code: EXIT.denied, line: `${msg}; check --token / RAFTLOCK_TOKEN and its rights`, errorCode: err.code };
   if (err instanceof RaftlockError) return { code: EXIT.internal, line: `${msg}; this looks like a server problem — check the node's log`, errorCode: err.code };

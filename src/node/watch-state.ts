@@ -1,0 +1,15 @@
+// The holders a watch stream opens with (one `state` event each, docs/contract.md §4
+// "Watch"): every lock grant, then every semaphore grant, under the prefix, by name.
+import type { LockFsm } from '../lock-fsm/index.js';
+import type { WatchData } from './watch-events.js';
+
+export function currentHolders(fsm: LockFsm, prefix: string): Omit<WatchData, 'index'>[] {
+  const out: Omit<WatchData, 'index'>[] = [];
+  for (const l of fsm.listLocks(prefix, Number.MAX_SAFE_INTEGER)) {
+    for (const h of l.holders ?? []) out.push({ kind: 'lock', name: l.name, session_id: h.sessionId, fencing_token: h.fencingToken, mode: h.mode });
+  }
+  for (const s of fsm.listSemaphores(prefix, Number.MAX_SAFE_INTEGER)) {
+    for (const h of s.holders) out.push({ kind: 'semaphore', name: s.name, session_id: h.sessionId, fencing_token: h.fencingToken, permits: h.permits, limit: s.limit });
+  }
+  return out;
+}

@@ -1,0 +1,82 @@
+// The watch feed's parts without a server: the window evicts whole index groups and says
+// exactly which resume points it can serve; a snapshot install ends every stream and
+// moves the floor; a stream whose sink reports a full buffer is cut off; every FsmEvent
+// maps to the contract's events (docs/api.md "Watch").
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { WatchRing } from '../../src/node/watch-ring.js';
+import { WatchHub } from '../../src/node/watch-hub.js';
+import { watchEventsOf } from '../../src/node/watch-events.js';
+import { ApiError } from '../../src/api/errors.js';
+import type { FsmEvent } from '../../src/lock-fsm/index.js';
+
+describe('WatchRing', () => {
+  it('evicts whole index groups; covers(after) iff every event after it is kept', () => {
+    const r = new WatchRing(4, 10);
+    assert.ok(r.covers(10) && !r.covers(9), 'starts at its floor');
+    r.push(11, ['a', 'b'], ['A11', 'B11']);
+    r.push(12, ['a'], ['A12']);
+    r.push(14, ['b', 'a'], ['B14', 'A14']); // 5 > 4: index 11's two events go together
+    assert.equal(r.floor, 11);
+    assert.equal(r.size, 3);
+    assert.ok(!r.covers(10) && r.covers(11) && r.covers(13));
+    assert.equal(r.replay(11, ''), 'A12B14A14');
+    assert.equal(r.replay(12, 'a'), 'A14');
+    assert.equal(r.replay(14, ''), '');
+    r.push(15, ['x', 'x', 'x', 'x', 'x'], ['1', '2', '3', '4', '5']); // bigger than the window: kept whole
+    assert.equal(r.floor, 14);
+    assert.equal(r.replay(14, ''), '12345');
+    r.reset(40);
+    assert.equal(r.size, 0);
+    assert.ok(!r.covers(39) && r.covers(40));
+  });
+});
+
+describe('WatchHub', () => {
+  const sink = (room = true): { text: string; ended: string | null; write(c: string): boolean; end(r: string): void } => ({
+    text: '', ended: null,
+    write(c) { this.text += c; return room; },
+    end(r) { this.ended = r; },
+  });
+  const granted = (name: string, token: number): FsmEvent => ({ type: 'granted', name, sessionId: 's', fencingToken: token });
+
+  it('a snapshot install ends every stream and moves the floor; a full sink is cut off; limits', () => {
+    const hub = new WatchHub({ retained: 100, maxStreams: 2, appliedIndex: 5, holders: () => [] });
+    const a = sink();
+    const b = sink(false);
+    hub.open('', null, a);
+    assert.match(a.text, /^id: 5\n\n$/);
+    hub.open('', 5, b);
+    assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof ApiError && e.code === 'too_many_requests');
+    hub.onApplied(6, { result: { ok: true, kind: 'noop' }, events: [granted('k', 6)] });
+    assert.ok(b.ended !== null, 'the sink with no room was cut off');
+    assert.equal(hub.streamCount, 1);
+    assert.match(a.text, /id: 6\nevent: acquired\ndata: \{"kind":"lock","name":"k","session_id":"s","fencing_token":6,"mode":"exclusive","index":6\}\n\n$/);
+    hub.onSnapshotRestored(50);
+    assert.ok(a.ended !== null, 'the open stream was ended');
+    assert.equal(hub.streamCount as number, 0);
+    assert.equal(hub.floor, 50);
+    assert.throws(() => hub.open('', 49, sink()), (e: unknown) => e instanceof ApiError && e.code === 'compacted');
+    hub.close();
+    assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof ApiError && e.code === 'unavailable');
+  });
+
+  it('maps every FSM event: grants, ends with their reason, waits, limits; bookkeeping to nothing', () => {
+    const m = (e: FsmEvent): string[] => watchEventsOf(e, 9).map((w) => `${w.event} ${w.data.kind} ${w.data.reason ?? '-'}`);
+    assert.deepEqual(m({ type: 'released', name: 'n', sessionId: 's', fencingToken: 1, reason: 'released' }), ['released lock -']);
+    assert.deepEqual(m({ type: 'released', name: 'n', sessionId: 's', fencingToken: 1, mode: 'shared', reason: 'closed' }), ['released lock session_closed']);
+    assert.deepEqual(m({ type: 'semReleased', name: 'n', sessionId: 's', fencingToken: 1, permits: 2, reason: 'expired' }), ['expired semaphore session_expired']);
+    assert.deepEqual(m({ type: 'semGranted', name: 'n', sessionId: 's', fencingToken: 1, permits: 2, limit: 3 }), ['acquired semaphore -']);
+    assert.deepEqual(m({ type: 'waiting', name: 'n', sessionId: 's', mode: 'shared' }), ['waiting lock -']);
+    assert.deepEqual(m({ type: 'semWaiting', name: 'n', sessionId: 's', permits: 1 }), ['waiting semaphore -']);
+    assert.deepEqual(m({ type: 'semLimit', name: 'n', limit: 4 }), ['limit semaphore -']);
+    for (const e of [
+      { type: 'waitEnded', name: 'n', sessionId: 's', reason: 'cancelled' },
+      { type: 'semWaitEnded', name: 'n', sessionId: 's', reason: 'session_ended' },
+      { type: 'sessionOpened', sessionId: 's', ttlMs: 1 },
+      { type: 'sessionEnded', sessionId: 's', reason: 'closed', released: [] },
+      { type: 'lockDelayStarted', name: 'n', delayMs: 1, since: 1 },
+      { type: 'lockDelayEnded', name: 'n' },
+    ] as FsmEvent[]) assert.deepEqual(m(e), [], e.type);
+  });
+});
