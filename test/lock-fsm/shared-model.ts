@@ -1,14 +1,15 @@
-// A small reference model of shared locks and semaphores for property tests, written
+// A small reference model of shared locks, semaphores and elections for property tests, written
 // from the contract (docs/contract.md §4) and docs/lock-fsm.md, not from fsm.ts: plain
 // arrays and linear scans. It covers sessions without principals, acquires without
 // newSession, and Idempotency-Keys without ageing (the lock model, model.ts, covers
 // those); its views use the shapes of LockFsm's queries so they compare directly.
 
-import type { ApplyResult, Command, Envelope, FsmEvent, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
 
 type Mode = 'exclusive' | 'shared';
-interface MHolder { sid: string; owner: string; token: number; mode: Mode }
-interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string }
+/** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
+interface MHolder { sid: string; owner: string; token: number; mode: Mode; value?: string }
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; value?: string }
 interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
 interface MSemHolder { sid: string; owner: string; permits: number; token: number }
 interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string }
@@ -59,6 +60,37 @@ export class SharedModel {
       case 'closeSession': return this.end(index, cmd.sessionId, 'closed', ev);
       case 'expireSession': return this.end(index, cmd.sessionId, 'expired', ev);
       case 'acquire': return this.acquire(index, cmd, ev);
+      case 'campaign': {
+        const { value, ...rest } = cmd;
+        return this.acquire(index, { ...rest, kind: 'acquire' }, ev, value);
+      }
+      case 'proclaim': {
+        if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+        const h = this.locks.get(cmd.name)?.holders.find((x) => x.sid === cmd.sessionId);
+        if (!h || h.value === undefined) return { ok: false, code: 'not_holder' };
+        h.value = cmd.value;
+        ev.push({ type: 'proclaimed', name: cmd.name, sessionId: cmd.sessionId, fencingToken: h.token, value: cmd.value });
+        return { ok: true, kind: 'proclaimed', name: cmd.name, value: cmd.value };
+      }
+      case 'resign': {
+        if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+        const l = this.locks.get(cmd.name);
+        const h = l?.holders.find((x) => x.sid === cmd.sessionId);
+        if (l && h && h.value !== undefined) {
+          ev.push({ type: 'resigned', name: cmd.name, sessionId: cmd.sessionId, fencingToken: h.token });
+          l.holders.splice(l.holders.indexOf(h), 1);
+          this.pump(index, cmd.name, ev);
+          return { ok: true, kind: 'resigned', name: cmd.name, wasLeader: true };
+        }
+        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && w.value !== undefined) : -1;
+        if (l && i >= 0) {
+          l.queue.splice(i, 1);
+          ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
+          this.pump(index, cmd.name, ev);
+          return { ok: true, kind: 'resigned', name: cmd.name, wasLeader: false };
+        }
+        return { ok: false, code: 'not_holder' };
+      }
       case 'release': {
         if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
         const l = this.locks.get(cmd.name);
@@ -133,6 +165,7 @@ export class SharedModel {
   private acquired(name: string, h: MHolder, s: MSession): ApplyResult {
     const r: ApplyResult = { ok: true, kind: 'acquired', name, sessionId: h.sid, fencingToken: h.token, ttlMs: s.ttlMs };
     if (h.mode === 'shared') r.mode = 'shared';
+    if (h.value !== undefined) r.value = h.value;
     return r;
   }
 
@@ -140,35 +173,48 @@ export class SharedModel {
     return { ok: true, kind: 'sem_acquired', name, sessionId: h.sid, permits: h.permits, limit: sem.limit, fencingToken: h.token, ttlMs: this.sessions.get(h.sid)!.ttlMs };
   }
 
-  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[]): MHolder {
+  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[], value?: string): MHolder {
     const l = this.locks.get(name) ?? { holders: [], queue: [], delayMs: 0, delaySince: 0 };
     this.locks.set(name, l);
-    const h = { sid, owner, token: this.token(index), mode };
+    const h: MHolder = { sid, owner, token: this.token(index), mode, ...(value !== undefined ? { value } : {}) };
     l.holders.push(h);
-    ev.push(mode === 'shared' ? { type: 'granted', name, sessionId: sid, fencingToken: h.token, mode: 'shared' } : { type: 'granted', name, sessionId: sid, fencingToken: h.token });
+    ev.push(mode === 'shared' ? { type: 'granted', name, sessionId: sid, fencingToken: h.token, mode: 'shared' } : { type: 'granted', name, sessionId: sid, fencingToken: h.token, ...(value !== undefined ? { value } : {}) });
     return h;
   }
 
-  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
+  /** value: a campaign (an exclusive acquire whose grant leads the election) */
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], value?: string): ApplyResult {
     const s = this.sessions.get(cmd.sessionId);
     if (!s) return { ok: false, code: 'session_not_found' };
     const mode: Mode = cmd.mode === 'shared' ? 'shared' : 'exclusive';
     const owner = cmd.owner ?? s.owner;
     const l = this.locks.get(cmd.name);
     const mine = l?.holders.find((h) => h.sid === cmd.sessionId);
+    const held = (): ApplyResult => {
+      const x = l?.holders.find((h) => h.mode === 'exclusive');
+      if (!x) return { ok: false, code: 'lock_held' };
+      const holder = { sessionId: x.sid, owner: x.owner, fencingToken: x.token };
+      return x.value === undefined ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: x.value };
+    };
+    if (value !== undefined && mine) {
+      // a campaign by the leader answers its leadership; by a plain or shared holder: refused
+      if (mine.mode === 'exclusive' && mine.value !== undefined) return this.acquired(cmd.name, mine, s);
+      return held();
+    }
     // an exclusive holder's grant answers any request; a share is never upgraded
-    if (mine && (mine.mode === 'exclusive' || mode === 'shared')) return this.acquired(cmd.name, mine, s);
+    if (mine && (mine.mode === 'exclusive' || mode === 'shared')) {
+      const r = this.acquired(cmd.name, mine, s);
+      if (r.ok && r.kind === 'acquired') delete r.value; // a plain acquire by the leader: a plain answer
+      return r;
+    }
     if (mine) return { ok: false, code: 'lock_held' };
     const free = !l || (l.delayMs === 0 && l.queue.length === 0 && l.holders.every((h) => mode === 'shared' && h.mode === 'shared'));
-    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev), s);
-    if (cmd.waitMs === 0) {
-      const x = l.holders.find((h) => h.mode === 'exclusive');
-      return x ? { ok: false, code: 'lock_held', holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token } } : { ok: false, code: 'lock_held' };
-    }
+    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev, value), s);
+    if (cmd.waitMs === 0) return held();
     const pos = l.queue.findIndex((w) => w.sid === cmd.sessionId);
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
     if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), ...(value !== undefined ? { value } : {}) });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
   }
 
@@ -179,7 +225,7 @@ export class SharedModel {
       const w = l.queue[0]!;
       if (w.mode === 'exclusive' && l.holders.length > 0) break;
       l.queue.shift();
-      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev);
+      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.value);
       const r = this.acquired(name, h, this.sessions.get(w.sid)!) as ApplyResult & { ok: true; name: string; sessionId: string };
       this.settle(w.key, 'queued', r);
       if (w.mode === 'exclusive') break;
@@ -279,6 +325,12 @@ export class SharedModel {
     const x = l.holders.find((h) => h.mode === 'exclusive');
     if (x) return { ...base, held: true, holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token }, mode: 'exclusive', holders };
     return { ...base, held: true, mode: 'shared', holders };
+  }
+
+  electionView(name: string): ElectionInfo {
+    const l = this.locks.get(name);
+    const x = l?.holders.find((h) => h.mode === 'exclusive' && h.value !== undefined);
+    return { name, leader: x ? { sessionId: x.sid, owner: x.owner, value: x.value!, fencingToken: x.token } : null, waiters: l?.queue.length ?? 0 };
   }
 
   queueView(name: string): LockWaiterInfo[] {
