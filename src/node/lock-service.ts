@@ -16,6 +16,7 @@ import { WaitRegistry, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
 import { LogClock } from './log-clock.js';
 import { SemaphoreService } from './semaphore-service.js';
+import { ElectionService } from './election-service.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
 
@@ -57,9 +58,12 @@ export class RaftLockService implements LockService {
 
   /** semaphores (docs/contract.md §4 "Semaphores") */
   readonly semaphores: SemaphoreService;
+  /** leader election (docs/contract.md §4 "Leader election") */
+  readonly elections: ElectionService;
 
   constructor(readonly d: ServiceDeps) {
     this.semaphores = new SemaphoreService(this);
+    this.elections = new ElectionService(this);
     this.logClock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
   }
 
