@@ -43,8 +43,8 @@ export async function runLock(name: string, command: string[], f: Flags): Promis
     session.lock(name, { waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...(f.shared === true ? { mode: 'shared' as const } : {}) }));
 }
 
-/** The options of every "hold while CMD runs" command (lock, semaphore). */
-export function holdOptions(cmd: Command, what: 'lock' | 'semaphore'): Command {
+/** The options of every "hold while CMD runs" command (lock, semaphore, elect). */
+export function holdOptions(cmd: Command, what: 'lock' | 'semaphore' | 'leadership'): Command {
   return cmd
     .option('--ttl <duration>', `session ttl: how long the ${what} survives if raftlock dies`, '10s')
     .option('--wait <duration>', `how long to wait for the ${what} before giving up (exit 1)`, '30s')
@@ -52,7 +52,7 @@ export function holdOptions(cmd: Command, what: 'lock' | 'semaphore'): Command {
     .option('--kill-grace <duration>', `after the ${what} is lost: time between SIGTERM and SIGKILL`, '10s');
 }
 
-/** The flags every "hold while CMD runs" command has (lock, semaphore). */
+/** The flags every "hold while CMD runs" command has (lock, semaphore, elect). */
 export interface HoldFlags extends ClientFlags {
   ttl: string;
   wait: string;
@@ -66,7 +66,7 @@ export interface HoldFlags extends ClientFlags {
  * releases the grant in one committed command) and return CMD's exit code.
  */
 export async function holdWhileRunning<L extends Lock = Lock>(
-  what: 'lock' | 'semaphore', name: string, command: string[], f: HoldFlags,
+  what: 'lock' | 'semaphore' | 'elect', name: string, command: string[], f: HoldFlags,
   take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
   extraEnv: (lock: L) => Record<string, string> = () => ({}),
 ): Promise<number> {
