@@ -37,7 +37,7 @@ export class Metrics {
   readonly sessionsActive: Gauge;
   readonly locksHeld: Gauge;
   readonly semaphoresInUse: Gauge;
-  /** elections with a leader (docs/operations.md); they are locks, so also in raftlock_locks_held */
+  /** elections with a leader (docs/api.md "Metrics"); they are locks, so also in raftlock_locks_held */
   readonly electionsLed: Gauge;
   readonly lockWaiters: Gauge;
   readonly lockAcquire: Counter<'result'>;

@@ -4,7 +4,7 @@
 // settlement, value validation, and snapshots (version 3 and older versions).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { InvalidCommandError, LockFsm, assertFsmInvariants, exportState, parseEnvelope } from '../../src/lock-fsm/index.js';
+import { InvalidCommandError, Lessor, LockFsm, assertFsmInvariants, exportState, parseEnvelope, type Command } from '../../src/lock-fsm/index.js';
 import { Log, decode, encode } from './helpers.js';
 
 function three(): Log {
@@ -158,4 +158,31 @@ test('snapshots: version 3 keeps leaders and candidates with their values; a cor
   assertFsmInvariants(old);
   assert.equal(old.getElection('E').leader, null);
   assert.equal(old.getLock('E').holder?.sessionId, 'a');
+});
+
+test("the lessor times a campaign's wait out with cancelWait naming it (since), re-arms it on promotion, and a leader's expiry ends the leadership", () => {
+  const g = new Log();
+  const lessor = new Lessor({ tickMs: 100, retryMs: 1000 });
+  let now = 0;
+  lessor.promote(now, g.fsm);
+  const run = (cmd: Command): void => lessor.observe(g.run(cmd, { atMs: now }).events, now);
+  run({ kind: 'openSession', sessionId: 'a', ttlMs: 5000, owner: '', lockDelayMs: 0 });
+  run({ kind: 'openSession', sessionId: 'b', ttlMs: 60_000, owner: '', lockDelayMs: 0 });
+  run({ kind: 'campaign', name: 'E', sessionId: 'a', value: 'va', waitMs: 0 });
+  run({ kind: 'campaign', name: 'E', sessionId: 'b', value: 'vb', waitMs: 2000 });
+  const since = g.fsm.waitOf('E', 'b')!.since;
+  lessor.trackWait('E', 'b', now + 2000, since);
+  const due: Command[] = [];
+  for (; now <= 2100 && due.length === 0; now += 100) due.push(...lessor.due(now));
+  assert.deepEqual(due, [{ kind: 'cancelWait', name: 'E', sessionId: 'b', since }]);
+  // a new leader re-arms the wait from the FSM's own list (the election's waits are the lock's)
+  run({ kind: 'campaign', name: 'E', sessionId: 'b', value: 'vb', waitMs: 2000 }); // still queued: the same wait
+  const fresh = new Lessor({ tickMs: 100, retryMs: 1000 });
+  fresh.promote(now, g.fsm);
+  const later: Command[] = [];
+  for (let t = now; t <= now + 6000; t += 100) later.push(...fresh.due(t));
+  assert.ok(later.some((c) => c.kind === 'cancelWait' && c.name === 'E' && c.sessionId === 'b' && c.since === since), JSON.stringify(later));
+  assert.ok(later.some((c) => c.kind === 'expireSession' && c.sessionId === 'a'), 'the leader that stopped renewing expires');
+  for (const c of later) g.run(c);
+  assert.equal(g.fsm.getElection('E').leader, null);
 });
