@@ -451,8 +451,11 @@ export class LockWorkload {
     const name = `elect-${e.int(0, this.p.elections ?? 1)}`;
     const mine = [...c.held.keys()].filter((k) => k.startsWith('elect-'));
     const pick = (): string => mine[e.int(0, mine.length)]!;
+    // a stray proclaim or resign by a client that does not lead (or no longer does): the
+    // FSM must refuse it, or the election checker sees a second voice
+    if (r >= 0.9) return e.next() < 0.5 ? this.proclaim(c, n, name, `x${c.id}-${c.seq + 1}`) : this.resign(c, n, name);
     if (r < 0.5 || mine.length === 0) return this.campaign(c, n, name, e.next() < 0.5 ? this.p.waitMs : 0, `v${c.id}-${c.seq + 1}`);
-    if (r < 0.8) return this.proclaim(c, n, pick(), `p${c.id}-${c.seq + 1}`);
+    if (r < 0.75) return this.proclaim(c, n, pick(), `p${c.id}-${c.seq + 1}`);
     return this.resign(c, n, pick());
   }
 
