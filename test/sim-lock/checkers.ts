@@ -188,7 +188,9 @@ export class LockCheckers {
           const k = `${sem ? 'sem\u0000' : ''}${e.name}\u0000${e.sessionId}`;
           const w = this.waits.get(k);
           this.waits.delete(k);
-          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w) {
+          // a candidate's own resign withdraws its wait when it likes (docs/lock-fsm.md
+          // "Elections"): only the timeouts must wait for wait_ms
+          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w && cmd.kind !== 'resign') {
             this.counts.waitsCancelled++;
             if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${sem ? 'semaphore ' : ''}${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
           }
