@@ -44,10 +44,17 @@ export class Leadership extends Lock {
     }
   }
 
-  /** Steps down: `signal` aborts first, then the next candidate leads. Resigning twice is a no-op. */
+  /**
+   * Steps down: `signal` aborts first, then the next candidate leads. Resigning twice is a
+   * no-op, and so is resigning a leadership already lost (the server answers not_holder:
+   * nothing is left to give up). Call it in `finally` either way: with the session that
+   * client.campaign() opened, it also closes that session.
+   */
   async resign(): Promise<void> {
     try {
       await this.release();
+    } catch (err) {
+      if (!(err instanceof NotHolderError)) throw err;
     } finally {
       await this.host.afterResign?.();
     }
