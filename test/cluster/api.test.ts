@@ -435,6 +435,9 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assertError(tooBig, 400, 'invalid_request', '4098 bytes');
     assert.match(tooBig.body.error.message, /value.*4096 bytes/);
     assertError(await post(f1!, '/v1/elections/svc/primary/campaign', {}), 400, 'invalid_request', 'campaign without a value');
+    assertError(await post(f1!, '/v1/elections/svc/primary/campaign', { value: 'x', max_hold: 1 }), 400, 'invalid_request', 'an unknown field');
+    assertError(await post(f1!, '/v1/elections/bad%20name/campaign', { value: 'x' }), 400, 'invalid_request', 'a bad election name');
+    assertError(await get(f1!, '/v1/elections/svc/primary/campaign'), 404, 'not_found', 'GET of an action');
     const other = await post(f1!, '/v1/sessions', {});
     assertError(await post(f1!, '/v1/elections/svc/primary/proclaim', { session_id: other.body.session_id, value: 'x' }), 409, 'not_holder', 'proclaim by a non-leader');
     assertError(await post(f1!, '/v1/elections/svc/primary/resign', { session_id: other.body.session_id }), 409, 'not_holder', 'resign by a stranger');
