@@ -65,7 +65,7 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // a stale endLockDelay copy ends a later lock-delay of the same lock
   { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [38] },
   // a stale cancelWait copy ends a later wait of the same session early
-  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [49] },
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [55] },
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
   { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
 ];
