@@ -41,6 +41,8 @@ export class Metrics {
   readonly semaphoresInUse: Gauge;
   /** open GET /v1/watch streams on this node */
   readonly watchStreams: Gauge;
+  /** elections with a leader (docs/api.md "Metrics"); they are locks, so also in raftlock_locks_held */
+  readonly electionsLed: Gauge;
   readonly lockWaiters: Gauge;
   readonly lockAcquire: Counter<'result'>;
   /** time from enqueue to grant (or give-up) of a waiting acquire, seconds */
@@ -68,6 +70,7 @@ export class Metrics {
     this.locksHeld = new Gauge({ name: 'raftlock_locks_held', help: 'locks currently held', registers });
     this.semaphoresInUse = new Gauge({ name: 'raftlock_semaphores_in_use', help: 'semaphore permits currently held, over all semaphores', registers });
     this.watchStreams = new Gauge({ name: 'raftlock_watch_streams', help: 'open watch streams (GET /v1/watch) on this node', registers });
+    this.electionsLed = new Gauge({ name: 'raftlock_elections_led', help: 'elections that have a leader (each is also a held lock in raftlock_locks_held)', registers });
     this.lockWaiters = new Gauge({ name: 'raftlock_lock_waiters', help: 'acquires waiting in lock queues', registers });
     this.lockAcquire = new Counter({ name: 'raftlock_lock_acquire_total', help: 'acquire requests by outcome', labelNames: ['result'], registers });
     this.lockWait = new Histogram({ name: 'raftlock_lock_wait_seconds', help: 'time an acquire waited in the queue', buckets: WAIT_BUCKETS_S, registers });

@@ -26,6 +26,11 @@ const SEM_NAME_PARAM: Json = {
   description: 'semaphore name: the rules of a lock name; when the last segment is itself acquire|release|limit|revoke, encode the slash before it.',
   schema: { type: 'string' },
 };
+const ELECTION_NAME_PARAM: Json = {
+  name: 'name', in: 'path', required: true,
+  description: 'election name: the rules of a lock name (an election is a lock whose holder publishes a value); when the last segment is itself campaign|proclaim|resign, encode the slash before it.',
+  schema: { type: 'string' },
+};
 const LOCK_NAME_PARAM: Json = {
   name: 'name', in: 'path', required: true,
   description: `lock name: 1-${MAX_NAME_BYTES} bytes of [A-Za-z0-9._:/-], no "." or ".." segments. A "/" inside the name may be sent raw or as %2F; when the last segment is itself acquire|renew|release|check|revoke, encode the slash before it.`,
@@ -103,6 +108,9 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     SemaphoreLimitRequest: schemaOf(b.semLimit),
     SemaphoreReleaseRequest: schemaOf(b.semRelease),
     RevokeRequest: schemaOf(b.revoke),
+    CampaignRequest: schemaOf(b.campaign),
+    ProclaimRequest: schemaOf(b.proclaim),
+    ResignRequest: schemaOf(b.resign),
   };
   for (const [k, s] of Object.entries({ ...responseSchemas, ...viewSchemas })) schemas[k] = schemaOf(s);
 
@@ -160,6 +168,18 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
     '/v1/watch': {
       get: operation('watch', { summary: 'server-sent events of every applied change under a prefix, in log order (this node\'s own feed)', description: 'Each event: id (the log index), event (acquired, released, expired, waiting, limit, …), data (JSON: kind, name, session_id, fencing_token?, mode?, permits?, limit?, reason?, index). Without from_index (or a Last-Event-ID header) the stream opens with one state event per current holder and a frame holding only the id of that snapshot; with it, it resumes after that index if this node still keeps it (events_retained), else 410 compacted. A comment line every 15 s. docs/api.md "Watch".', tags: ['watch'], params: queryParams(querySchemas.watch), ok: { status: 200, contentType: 'text/event-stream', description: 'an endless stream of events' }, errors: errors('permission_denied', 'compacted', 'too_many_requests', 'unavailable') }),
     },
+    '/v1/elections/{name}': {
+      get: operation('getElection', { summary: "read an election: its leader and the leader's value (linearizable; ?consistency=stale answers locally)", tags: ['elections'], params: [ELECTION_NAME_PARAM, ...queryParams(querySchemas.read)], ok: { status: 200, schema: 'Election', example: { name: 'svc/primary', leader: { session_id: 's-4fzq9c2k', value: 'http://10.0.0.7:8080', fencing_token: 1042 } } }, errors: errors('permission_denied', 'unavailable', 'timeout') }),
+    },
+    '/v1/elections/{name}/campaign': {
+      post: operation('campaign', { summary: 'become leader, waiting FIFO up to wait_ms', description: "An exclusive acquire of the lock {name} whose grant publishes value (up to 4 KiB of UTF-8). Without session_id a new session is opened. A campaign by the leader answers its leadership (its value unchanged). wait_ms ran out: 409 lock_held with the current leader.", tags: ['elections'], params: [ELECTION_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'CampaignRequest', required: true, example: { value: 'http://10.0.0.7:8080', wait_ms: 30000 } }, ok: { status: 200, schema: 'Campaign', example: { name: 'svc/primary', session_id: 's-4fzq9c2k', value: 'http://10.0.0.7:8080', fencing_token: 1042, ttl_ms: 10000 } }, errors: errors('permission_denied', 'session_not_found', 'lock_held', 'unsupported_media_type', 'payload_too_large', 'too_many_requests', 'unavailable', 'timeout') }),
+    },
+    '/v1/elections/{name}/proclaim': {
+      post: operation('proclaim', { summary: 'the leader changes its value; anyone else gets 409 not_holder', tags: ['elections'], params: [ELECTION_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'ProclaimRequest', required: true, example: { session_id: 's-4fzq9c2k', value: 'http://10.0.0.8:8080' } }, ok: { status: 200, schema: 'Proclaimed', example: { name: 'svc/primary', value: 'http://10.0.0.8:8080' } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'payload_too_large', 'unavailable', 'timeout') }),
+    },
+    '/v1/elections/{name}/resign': {
+      post: operation('resign', { summary: 'step down; the next candidate leads (a waiting candidate withdraws)', tags: ['elections'], params: [ELECTION_NAME_PARAM, IDEMPOTENCY_PARAM], body: { schema: 'ResignRequest', required: true, example: { session_id: 's-4fzq9c2k' } }, ok: { status: 200, schema: 'Resigned', example: { name: 'svc/primary', resigned: true } }, errors: errors('permission_denied', 'session_not_found', 'not_holder', 'unsupported_media_type', 'unavailable', 'timeout') }),
+    },
     '/v1/cluster': {
       get: operation('cluster', { summary: "this node's view of the cluster", tags: ['cluster'], ok: { status: 200, schema: 'ClusterView' }, errors: errors('permission_denied') }),
     },
@@ -200,6 +220,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
       { name: 'sessions', description: 'TTL leases; a session holds locks' },
       { name: 'locks', description: 'acquire, renew, release, read, check a fencing token' },
       { name: 'semaphores', description: 'counted permits with FIFO waiters' },
+      { name: 'elections', description: 'leader election: a lock whose holder publishes a value' },
       { name: 'cluster', description: 'membership and leadership' },
       { name: 'operations', description: 'health, metrics, status, backups' },
     ],

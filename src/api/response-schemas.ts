@@ -26,6 +26,7 @@ export const responseSchemas = {
       code: z.string().regex(/^[a-z_]+$/).describe('stable snake_case code (spec §3 "Errors")'),
       message: z.string().describe('what went wrong, naming the field for invalid_request'),
       holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }).optional().describe('lock_held: the current holder'),
+      leader: z.object({ session_id: sessionId, value: z.string(), fencing_token: token }).nullable().optional().describe("lock_held on a campaign: the election's current leader (null while none leads)"),
     }),
   }),
 };
@@ -70,6 +71,10 @@ export const viewSchemas = {
   Semaphore: semaphoreView,
   SemaphoreList: z.object({ semaphores: z.array(z.object({ name: lockName, limit: z.number().int().min(1), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) })).describe('semaphores with holders or waiters, sorted by name') }),
   SemaphoreLimit: z.object({ name: lockName, limit: z.number().int().min(1) }),
+  Campaign: z.object({ name: lockName, session_id: sessionId, value: z.string().describe("the leader's value"), fencing_token: token, ttl_ms: z.number().int() }),
+  Election: z.object({ name: lockName, leader: z.object({ session_id: sessionId, value: z.string(), fencing_token: token }).nullable().describe('null while no campaign holds the election') }),
+  Proclaimed: z.object({ name: lockName, value: z.string() }),
+  Resigned: z.object({ name: lockName, resigned: z.literal(true) }),
   LockList: z.object({ locks: z.array(lockView) }),
   ClusterView: clusterView,
   Status: z.object({

@@ -14,6 +14,7 @@ import { clusterRoutes } from './routes/cluster.js';
 import type { Authorizer, RouteEnv } from './routes/context.js';
 import { lockRoutes } from './routes/locks.js';
 import { semaphoreRoutes } from './routes/semaphores.js';
+import { electionRoutes } from './routes/elections.js';
 import { opsRoutes } from './routes/ops.js';
 import { sessionRoutes } from './routes/sessions.js';
 import { snapshotRoutes } from './routes/snapshot.js';
@@ -123,6 +124,7 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
   sessionRoutes(app, env);
   lockRoutes(app, env);
   semaphoreRoutes(app, env);
+  electionRoutes(app, env);
   clusterRoutes(app, env);
   opsRoutes(app, env, deps.metrics);
   // issue 11: status page, API docs, backups

@@ -70,6 +70,30 @@ export interface SemaphoreApi {
   /** semaphores with holders or waiters whose name starts with prefix, sorted by name, at most limit */
   list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView[]>;
 }
+/** docs/contract.md §4 "Leader election" */
+export interface ElectionLeaderView {
+  session_id: string;
+  value: string;
+  fencing_token: number;
+}
+export interface CampaignView {
+  name: string;
+  session_id: string;
+  value: string;
+  fencing_token: number;
+  ttl_ms: number;
+}
+export interface ElectionView {
+  name: string;
+  leader: ElectionLeaderView | null;
+}
+/** docs/contract.md §4 "Leader election"; a service without it answers their routes 404 */
+export interface ElectionApi {
+  campaign(name: string, p: { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string }, ctx: RequestContext): Promise<CampaignView>;
+  proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }>;
+  resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }>;
+  get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionView>;
+}
 export interface SessionView {
   session_id: string;
   owner: string;
@@ -108,6 +132,8 @@ export interface Routing {
 export interface LockService {
   routing(): Routing;
   readonly semaphores?: SemaphoreApi;
+  /** leader election (docs/contract.md §4 "Leader election"); absent: routes answer 404 */
+  readonly elections?: ElectionApi;
   /** /readyz: knows a leader and has applied up to the commit index it knows */
   ready(): boolean;
   /** why /readyz answers 503 beyond ready() (e.g. the node was removed), or null */

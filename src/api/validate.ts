@@ -5,7 +5,7 @@
 import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
 // One source of truth with the FSM, which re-checks every committed value.
-import { MAX_DURATION_MS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
+import { MAX_DURATION_MS, MAX_ELECTION_VALUE_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
 export const MAX_NAME_BYTES = 256;
 export { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS };
@@ -102,6 +102,13 @@ const httpUrl = z.string().max(2048).refine((s) => {
   }
 }, { error: (i) => `expected an http(s) URL (scheme://host:port), got ${show(i.input)}` });
 
+/** an election's value: up to 4 KiB of UTF-8, counted in bytes (docs/contract.md §4 "Leader election") */
+const electionValue = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_ELECTION_VALUE_BYTES && !LONE_SURROGATE.test(s), {
+  error: (i) => LONE_SURROGATE.test(String(i.input))
+    ? 'must be well-formed UTF-8 (it holds a lone surrogate)'
+    : `must be at most ${MAX_ELECTION_VALUE_BYTES} bytes (4 KiB) of UTF-8, got ${Buffer.byteLength(String(i.input), 'utf8')} bytes`,
+});
+
 /** a semaphore's limit, or the permits of a request: 1–10000 */
 const permits = z.number().int().min(1).max(MAX_PERMITS);
 
@@ -116,6 +123,9 @@ export function bodySchemas(l: ApiLimits) {
     revoke: z.strictObject({ session_id: sessionId.optional() }),
     semLimit: z.strictObject({ limit: permits }),
     semRelease: z.strictObject({ session_id: sessionId }),
+    campaign: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), value: electionValue, wait_ms: waitMs.optional(), owner: owner.optional() }),
+    proclaim: z.strictObject({ session_id: sessionId, value: electionValue }),
+    resign: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),
     addMember: z.strictObject({
       id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(i.input)}` }),

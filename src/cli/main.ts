@@ -9,6 +9,7 @@ import { DEFAULT_CONFIG, UsageError } from './commands/common.js';
 import { registerStatus } from './commands/status.js';
 import { registerLock } from './commands/lock.js';
 import { registerSemaphore } from './commands/semaphore.js';
+import { registerElect } from './commands/elect.js';
 import { registerAcquire } from './commands/acquire.js';
 import { registerRelease } from './commands/release.js';
 import { registerRevoke } from './commands/revoke.js';
@@ -74,6 +75,7 @@ export function buildProgram(): Command {
   registerStatus(program);
   registerLock(program);
   registerSemaphore(program);
+  registerElect(program);
   registerAcquire(program);
   registerRelease(program);
   registerRevoke(program);

@@ -8,7 +8,7 @@
 
 import { GRANT_KINDS, type GrantKind } from './results.js';
 import {
-  MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
+  MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
 } from './names.js';
 
 /** Parameters of a session opened by the same entry as an acquire (acquire without session_id). */
@@ -51,6 +51,16 @@ export type Command =
    *  over, so a stale or duplicated copy cannot end a later grant of the same session */
   | { kind: 'expireHold'; target: GrantKind; name: string; sessionId: string; fencingToken: number }
   | { kind: 'semRelease'; name: string; sessionId: string; actor?: string }
+  /** leader election (docs/lock-fsm.md "Elections"): an exclusive acquire of the lock
+   *  `name` whose grant publishes `value`; it waits in the lock's FIFO queue, takes its
+   *  token from the one sequence and ends with its session, exactly as an acquire.
+   *  newSession, owner and actor as for acquire. */
+  | { kind: 'campaign'; name: string; sessionId: string; value: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
+  /** the leader replaces its value; anyone else gets not_holder */
+  | { kind: 'proclaim'; name: string; sessionId: string; value: string; actor?: string }
+  /** the leader steps down (the next candidate leads in the same apply), or a waiting
+   *  candidate withdraws; anyone else gets not_holder */
+  | { kind: 'resign'; name: string; sessionId: string; actor?: string }
   /** resize: shrinking never takes permits away */
   | { kind: 'semSetLimit'; name: string; limit: number }
   /** the lessor's semaphore wait timeout; since as for cancelWait (always present) */
@@ -134,6 +144,7 @@ function describe(v: unknown): string {
 const NAME = 'a lock name (1–256 chars of [A-Za-z0-9._:/-])';
 const SID = 'a session id (1–128 chars of [A-Za-z0-9._~-])';
 const OWNER = 'an owner (≤256 bytes of well-formed UTF-8)';
+const VALUE = 'an election value (≤4096 bytes of well-formed UTF-8)';
 const PRINCIPAL = 'a principal (1–128 chars of [A-Za-z0-9._:@-])';
 const MAXD = MAX_DURATION_MS;
 
@@ -204,6 +215,21 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
     case 'expireHold':
       checkKeys(x, p, ['kind', 'target', 'name', 'sessionId', 'fencingToken']);
       return { kind: 'expireHold', target: grantKind(x, p), name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), fencingToken: int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER) };
+    case 'campaign': {
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'value', 'waitMs', 'owner', 'newSession', 'actor']);
+      const cmd: Command = { kind: 'campaign', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), value: str(x, p, 'value', isElectionValue, VALUE), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
+      if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
+      if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
+      withActor(cmd, x, p);
+      if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
+      return cmd;
+    }
+    case 'proclaim':
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'value', 'actor']);
+      return withActor<Extract<Command, { kind: 'proclaim' }>>({ kind: 'proclaim', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), value: str(x, p, 'value', isElectionValue, VALUE) }, x, p);
+    case 'resign':
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor']);
+      return withActor<Extract<Command, { kind: 'resign' }>>({ kind: 'resign', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
     case 'semRelease':
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor']);
       return withActor<Extract<Command, { kind: 'semRelease' }>>({ kind: 'semRelease', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
@@ -238,7 +264,7 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'term']);
       return { kind: 'barrier', term: int(x, p, 'term', 0, Number.MAX_SAFE_INTEGER) };
     default:
-      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait, revoke, expireHold; got ${describe(x['kind'])}`);
+      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait, revoke, expireHold, campaign, proclaim, resign; got ${describe(x['kind'])}`);
   }
 }
 

@@ -15,6 +15,7 @@ import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit, type
 import { compareStrings } from './names.js';
 import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
 import type { GrantKind } from './results.js';
+import { proclaim, resign } from './elections.js';
 
 export type { LockFsmOptions } from './state.js';
 export type { HoldInfo } from './holds.js';
@@ -57,6 +58,15 @@ export interface SemaphoreInfo {
   waiters: { sessionId: string; owner: string; permits: number; position: number }[];
 }
 
+export interface ElectionInfo {
+  name: string;
+  /** the session whose campaign holds the lock, with its value; null while no campaign
+   *  holds it (free, in lock-delay, or held by a plain acquire or shares) */
+  leader: { sessionId: string; owner: string; value: string; fencingToken: number } | null;
+  /** requests queued for the lock (campaigns and plain acquires alike) */
+  waiters: number;
+}
+
 export interface FsmCounts {
   sessions: number;
   heldLocks: number;
@@ -67,6 +77,8 @@ export interface FsmCounts {
   /** permits held over all semaphores */
   semaphoresInUse: number;
   semaphoreWaiters: number;
+  /** elections with a leader (locks held by a campaign's grant) */
+  electionLeaders: number;
 }
 
 export class LockFsm {
@@ -121,6 +133,18 @@ export class LockFsm {
       }
       case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
       case 'acquire': return this.acquire(index, cmd, ev, key);
+      case 'campaign': {
+        const { value, ...rest } = cmd;
+        return this.acquire(index, { ...rest, kind: 'acquire' }, ev, key, value);
+      }
+      case 'proclaim':
+      case 'resign': {
+        const s = this.core.sessions.get(cmd.sessionId);
+        if (s === undefined) return { ok: false, code: 'session_not_found' };
+        const denied = this.refuseActor(cmd.sessionId, cmd.actor);
+        if (denied) return denied;
+        return cmd.kind === 'proclaim' ? proclaim(this.core, cmd.name, s, cmd.value, ev) : resign(this.core, index, cmd.name, s, ev);
+      }
       case 'release': return this.release(index, cmd, ev);
       case 'cancelWait': return this.cancelWait(index, cmd, ev);
       case 'endLockDelay': return this.endLockDelay(index, cmd, ev);
@@ -224,7 +248,7 @@ export class LockFsm {
     for (const name of released) {
       const l = c.locks.get(name) as LockState;
       if (l.holder === s) {
-        ev.push({ type: 'released', name, sessionId: id, fencingToken: l.token, reason });
+        ev.push(l.value !== null ? { type: 'released', name, sessionId: id, fencingToken: l.token, reason, election: true } : { type: 'released', name, sessionId: id, fencingToken: l.token, reason });
         c.free(l, delayMs, index, ev);
       } else {
         const share = l.shares?.get(id);
@@ -240,7 +264,9 @@ export class LockFsm {
     return { ok: true, kind: 'session_closed', sessionId: id, released };
   }
 
-  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], key: string | undefined): ApplyResult {
+  /** value: a campaign's (docs/lock-fsm.md "Elections"): an exclusive acquire whose grant
+   *  makes the session the election's leader with that value */
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], key: string | undefined, value?: string): ApplyResult {
     const c = this.core;
     const ns = cmd.newSession;
     const who = this.acquirer(cmd);
@@ -252,11 +278,14 @@ export class LockFsm {
     // Re-acquiring a lock the session holds is not a new grant: same token. An exclusive
     // grant also answers a shared request; a share is never upgraded (two sharers
     // upgrading would wait for each other for ever): refused as held.
+    // A campaign by the leader answers its leadership (value unchanged: proclaim changes
+    // it); a campaign by the holder of a plain grant is refused (a name is not both).
     if (l !== undefined && s !== null && l.holder === s) {
+      if (value !== undefined) return l.value === null ? lockHeld(l) : { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs, value: l.value };
       return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
     }
     const share = s === null ? undefined : l?.shares?.get(s.id);
-    if (share !== undefined) return shared ? { ok: true, kind: 'acquired', name: share.lock.name, sessionId: share.session.id, fencingToken: share.token, ttlMs: share.session.ttlMs, mode: 'shared' } : lockHeld(share.lock);
+    if (share !== undefined) return shared && value === undefined ? { ok: true, kind: 'acquired', name: share.lock.name, sessionId: share.session.id, fencingToken: share.token, ttlMs: share.session.ttlMs, mode: 'shared' } : lockHeld(share.lock);
     if (l === undefined || c.grantable(l, shared)) {
       if (l === undefined && this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
       s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
@@ -265,7 +294,8 @@ export class LockFsm {
         const token = c.grantShare(lock, s, owner, index, ev, cmd.maxHoldMs ?? 0);
         return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs, mode: 'shared' };
       }
-      const token = c.grant(lock, s, owner, index, ev, cmd.maxHoldMs ?? 0);
+      const token = c.grant(lock, s, owner, index, ev, cmd.maxHoldMs ?? 0, value);
+      if (value !== undefined) return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs, value };
       return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: token, ttlMs: s.ttlMs };
     }
     if (cmd.waitMs === 0) return lockHeld(l);
@@ -274,7 +304,7 @@ export class LockFsm {
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
-    c.enqueue(l, s, owner, cmd.waitMs, index, key, shared, cmd.maxHoldMs ?? 0);
+    c.enqueue(l, s, owner, cmd.waitMs, index, key, shared, cmd.maxHoldMs ?? 0, value);
     ev.push(shared ? { type: 'waiting', name: cmd.name, sessionId: s.id, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: s.id });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: s.id, position: l.waiterCount };
   }
@@ -296,7 +326,7 @@ export class LockFsm {
     }
     if (l === undefined || l.holder !== s) return { ok: false, code: 'not_holder' };
     if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.token) return { ok: false, code: 'not_holder' };
-    ev.push({ type: 'released', name: cmd.name, sessionId: s.id, fencingToken: l.token, reason: 'released' });
+    ev.push(l.value !== null ? { type: 'released', name: cmd.name, sessionId: s.id, fencingToken: l.token, reason: 'released', election: true } : { type: 'released', name: cmd.name, sessionId: s.id, fencingToken: l.token, reason: 'released' });
     c.free(l, 0, index, ev);
     return { ok: true, kind: 'released', name: cmd.name };
   }
@@ -315,7 +345,10 @@ export class LockFsm {
     }
     // The grant may have won the race against the timeout: tell the proposer it holds it.
     const l = c.locks.get(cmd.name);
-    if (l !== undefined && l.holder === s) return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
+    if (l !== undefined && l.holder === s) {
+      if (l.value !== null) return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs, value: l.value };
+      return { ok: true, kind: 'acquired', name: l.name, sessionId: s.id, fencingToken: l.token, ttlMs: s.ttlMs };
+    }
     const share = l?.shares?.get(s.id);
     if (share !== undefined) return { ok: true, kind: 'acquired', name: cmd.name, sessionId: s.id, fencingToken: share.token, ttlMs: s.ttlMs, mode: 'shared' };
     return { ok: true, kind: 'noop' };
@@ -342,6 +375,14 @@ export class LockFsm {
     const l = this.core.locks.get(name);
     if (l === undefined) return { name, held: false, waiters: 0, inDelay: false };
     return lockInfo(l);
+  }
+
+  /** an election's leader and value (docs/lock-fsm.md "Elections") */
+  getElection(name: string): ElectionInfo {
+    const l = this.core.locks.get(name);
+    if (l === undefined) return { name, leader: null, waiters: 0 };
+    const leader = l.holder !== null && l.value !== null ? { sessionId: l.holder.id, owner: l.holderOwner, value: l.value, fencingToken: l.token } : null;
+    return { name, leader, waiters: l.waiterCount };
   }
 
   /** the lock's queue in order, with the mode each waiter asks for */
@@ -439,7 +480,7 @@ export class LockFsm {
 
   counts(): FsmCounts {
     const c = this.core;
-    return { sessions: c.sessions.size, heldLocks: c.held.size, waiters: c.waiterTotal, locksInDelay: c.delayed.size, semaphores: c.sems.size, semaphoresInUse: c.semInUse, semaphoreWaiters: c.semWaiterTotal };
+    return { sessions: c.sessions.size, heldLocks: c.held.size, waiters: c.waiterTotal, locksInDelay: c.delayed.size, semaphores: c.sems.size, semaphoresInUse: c.semInUse, semaphoreWaiters: c.semWaiterTotal, electionLeaders: c.electionLeaders };
   }
 
   // ---- snapshots ----
@@ -479,8 +520,9 @@ function names(current: number, since: number | undefined): boolean {
 }
 
 function lockHeld(l: LockState): ApplyResult {
-  if (l.holder === null) return { ok: false, code: 'lock_held' }; // in lock-delay: nobody holds it
-  return { ok: false, code: 'lock_held', holder: { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token } };
+  if (l.holder === null) return { ok: false, code: 'lock_held' }; // in lock-delay or shared: no exclusive holder
+  const holder = { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token };
+  return l.value === null ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: l.value };
 }
 
 function lockInfo(l: LockState): LockInfo {

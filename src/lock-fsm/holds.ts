@@ -80,6 +80,7 @@ export function revoke(c: FsmCore, index: number, cmd: Revoke, ev: FsmEvent[]): 
   for (const g of grants) {
     const e: FsmEvent = { type: 'revoked', kind: cmd.target, name: cmd.name, sessionId: g.session.id, fencingToken: g.token };
     if (g.shared) e.mode = 'shared';
+    else if (cmd.target === 'lock' && c.locks.get(cmd.name)?.value != null) e.election = true;
     ev.push(e);
     g.end(0, index, ev);
     revoked.push({ sessionId: g.session.id, fencingToken: g.token });
@@ -95,6 +96,7 @@ export function expireHold(c: FsmCore, index: number, cmd: ExpireHold, ev: FsmEv
   if (g === undefined || (matchToken && (g.token !== cmd.fencingToken || g.hold.maxHoldMs === 0))) return { ok: true, kind: 'noop' };
   const e: FsmEvent = { type: 'grantExpired', kind: cmd.target, name: cmd.name, sessionId: g.session.id, fencingToken: g.token, reason: 'max_hold' };
   if (g.shared) e.mode = 'shared';
+  else if (cmd.target === 'lock' && c.locks.get(cmd.name)?.value != null) e.election = true;
   ev.push(e);
   g.end(cmd.target === 'lock' ? g.session.lockDelayMs : 0, index, ev);
   return { ok: true, kind: 'noop' };

@@ -3,14 +3,14 @@ export type { Command, CommandKind, Envelope, NewSessionSpec } from './commands.
 export { InvalidCommandError, parseCommand, parseEnvelope } from './commands.js';
 export type { ApplyOutput, ApplyResult, FsmEvent, GrantEndReason, GrantKind, HolderInfo, LimitName, RevokedGrant } from './results.js';
 export { parseApplyResult } from './results.js';
-export type { FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionInfo } from './fsm.js';
+export type { ElectionInfo, FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionInfo } from './fsm.js';
 export { LockFsm } from './fsm.js';
 export type { StateV1 } from './snapshot.js';
 export { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, exportState, importState } from './snapshot.js';
 export type { GrantLive, LessorOptions, LessorSource } from './lessor.js';
 export { Lessor } from './lessor.js';
 export {
-  LOCK_NAME_RE, MAX_DURATION_MS, MAX_PERMITS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS, SESSION_ID_RE,
-  isIdempotencyKey, isLockName, isOwner, isSessionId, utf8Length,
+  LOCK_NAME_RE, MAX_DURATION_MS, MAX_ELECTION_VALUE_BYTES, MAX_PERMITS, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS, SESSION_ID_RE,
+  isElectionValue, isIdempotencyKey, isLockName, isOwner, isSessionId, utf8Length,
 } from './names.js';
 export { assertFsmInvariants } from './invariants.js';

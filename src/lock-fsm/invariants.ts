@@ -3,11 +3,12 @@
 // from scratch; any disagreement throws with a message naming the lock or session.
 
 import type { LockFsm } from './fsm.js';
+import { isElectionValue } from './names.js';
 import { assert, type LockState, type Session, type Waiter } from './state.js';
 
 export function assertFsmInvariants(fsm: LockFsm): void {
   const c = fsm.core;
-  let heldCount = 0, waiterTotal = 0, delayedCount = 0;
+  let heldCount = 0, waiterTotal = 0, delayedCount = 0, leaders = 0;
   const tokens = new Set<number>();
   for (const [name, l] of c.locks) {
     assert(l.name === name, `lock entry ${name} is named ${l.name}`);
@@ -40,6 +41,11 @@ export function assertFsmInvariants(fsm: LockFsm): void {
       assert(!c.held.has(name), `free lock ${name} in the sorted index`);
       assert(l.token === 0, `free lock ${name} keeps token ${l.token}`);
     }
+    // an election's leader is its exclusive holder (docs/lock-fsm.md "Elections")
+    if (l.value !== null) {
+      leaders++;
+      assert(l.holder !== null && isElectionValue(l.value), `lock ${name} keeps an election value without an exclusive holder, or a malformed one`);
+    }
     if (l.inDelay) {
       assert(l.holder === null, `lock ${name} in delay with an exclusive holder`);
       delayedCount++;
@@ -47,6 +53,7 @@ export function assertFsmInvariants(fsm: LockFsm): void {
     }
     waiterTotal += checkQueue(fsm, l);
   }
+  assert(c.electionLeaders === leaders, `electionLeaders ${c.electionLeaders} != ${leaders} locks held by a campaign`);
   assert(c.held.size === heldCount, `sorted index has ${c.held.size} names, ${heldCount} locks held`);
   assert(c.delayed.size === delayedCount, `delayed set has ${c.delayed.size}, ${delayedCount} locks in delay`);
   assert(c.waiterTotal === waiterTotal, `waiterTotal ${c.waiterTotal} != ${waiterTotal}`);
@@ -111,6 +118,7 @@ function checkQueue(fsm: LockFsm, l: LockState): number {
     seen.add(w.session);
     assert(w.session.waits?.get(l.name) === w, `session ${w.session.id} does not know its wait on ${l.name}`);
     assert(w.waitMs > 0, `waiter on ${l.name} with waitMs ${w.waitMs}`);
+    assert(w.value === undefined || (!w.shared && isElectionValue(w.value)), `candidate ${w.session.id} on ${l.name}: shared or malformed value`);
   }
   assert(l.tail === prev, `queue of ${l.name}: tail is not the last waiter`);
   assert(l.waiterCount === n, `queue of ${l.name}: count ${l.waiterCount} != ${n}`);

@@ -16,6 +16,8 @@ export const PRINCIPAL_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
 
 export const MAX_OWNER_BYTES = 256;
 export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
+/** api.md §4 "Leader election": an election's value is up to 4 KiB of UTF-8. */
+export const MAX_ELECTION_VALUE_BYTES = 4096;
 /** api.md §3: wait_ms is 0–300000. */
 export const MAX_WAIT_MS = 300_000;
 /** api.md §4 "Semaphores": a limit (and so a request's permits) is 1–10000. */
@@ -63,6 +65,13 @@ export function isOwner(x: unknown): x is string {
   if (typeof x !== 'string') return false;
   const n = utf8Length(x);
   return n >= 0 && n <= MAX_OWNER_BYTES;
+}
+
+/** an election value: 0–4096 bytes of well-formed UTF-8 (measured in bytes, not chars) */
+export function isElectionValue(x: unknown): x is string {
+  if (typeof x !== 'string') return false;
+  const n = utf8Length(x);
+  return n >= 0 && n <= MAX_ELECTION_VALUE_BYTES;
 }
 
 /** Idempotency-Key: 1–128 bytes of well-formed UTF-8. */

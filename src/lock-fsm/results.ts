@@ -3,7 +3,7 @@
 // lessor react to. Results are also stored in the idempotency table and in snapshots, so
 // they are plain data and parseApplyResult can validate and canonicalize a decoded one.
 
-import { isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS, MAX_PERMITS } from './names.js';
+import { isElectionValue, isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS, MAX_PERMITS } from './names.js';
 
 export interface HolderInfo {
   sessionId: string;
@@ -12,8 +12,14 @@ export interface HolderInfo {
 }
 
 export type ApplyResult =
-  /** mode: present ('shared') for a shared grant only, so exclusive results keep their shape */
-  | { ok: true; kind: 'acquired'; name: string; sessionId: string; fencingToken: number; ttlMs: number; mode?: 'shared' }
+  /** mode: present ('shared') for a shared grant only, so exclusive results keep their shape.
+   *  value: present for an election's grant only (a campaign won, docs/lock-fsm.md
+   *  "Elections"): the leader's value at the time of this apply */
+  | { ok: true; kind: 'acquired'; name: string; sessionId: string; fencingToken: number; ttlMs: number; mode?: 'shared'; value?: string }
+  /** an election leader's new value */
+  | { ok: true; kind: 'proclaimed'; name: string; value: string }
+  /** the leader stepped down, or a waiting candidate withdrew (wasLeader false) */
+  | { ok: true; kind: 'resigned'; name: string; wasLeader: boolean }
   /** position: 1-based place in the lock's FIFO queue at the time of this apply */
   | { ok: true; kind: 'queued'; name: string; sessionId: string; position: number }
   | { ok: true; kind: 'released'; name: string }
@@ -34,8 +40,9 @@ export type ApplyResult =
   | { ok: false; code: 'limit_mismatch'; limit: number }
   /** a semaphore acquire that could not be granted at once and did not wait */
   | { ok: false; code: 'semaphore_full'; inUse: number; limit: number }
-  /** holder is absent while the lock is free but in lock-delay */
-  | { ok: false; code: 'lock_held'; holder?: HolderInfo }
+  /** holder is absent while the lock is free but in lock-delay; value: present when the
+   *  holder is an election's leader (its value), so a campaign can name the leader */
+  | { ok: false; code: 'lock_held'; holder?: HolderInfo; value?: string }
   | { ok: false; code: 'not_holder' }
   | { ok: false; code: 'session_not_found' }
   /** openSession / acquire+newSession with an id that is already live: the leader must draw again */
@@ -58,20 +65,32 @@ const LIMIT_NAMES: readonly string[] = ['sessions', 'waiters', 'sessions_per_tok
 
 export type FsmEvent =
   /** a lock was granted: to the acquirer, or to a waiter handed the lock by a
-   *  release / close / expiry / endLockDelay in this same apply. maxHoldMs: present when
-   *  the acquire asked for a maximum hold (the lessor arms its deadline from this event) */
-  | { type: 'granted'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; maxHoldMs?: number }
+   *  release / close / expiry / endLockDelay / resign in this same apply. maxHoldMs: present
+   *  when the acquire asked for a maximum hold (the lessor arms its deadline from this
+   *  event). value: present exactly when the grant is an election's (a campaign won): the
+   *  leader's value. The watch reports such a grant as `acquired` with kind "election"
+   *  and this value (docs/contract.md "Watch"); every other consumer treats it as the lock
+   *  grant it is. */
+  | { type: 'granted'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; maxHoldMs?: number; value?: string }
+  /** an election's leader changed its value (proclaim): watch event `proclaimed` */
+  | { type: 'proclaimed'; name: string; sessionId: string; fencingToken: number; value: string }
+  /** an election's leader stepped down (resign): watch event `resigned`. It comes before
+   *  the `granted` (with value) of the next candidate, which the same apply makes leader.
+   *  A candidate that withdraws while waiting emits waitEnded {reason: 'cancelled'} instead. */
+  | { type: 'resigned'; name: string; sessionId: string; fencingToken: number }
   /** permits of a semaphore were granted (to the acquirer or a waiter); maxHoldMs as for granted */
   | { type: 'semGranted'; name: string; sessionId: string; fencingToken: number; permits: number; limit: number; maxHoldMs?: number }
   /** a grant was taken away by a `revoke` command (an administrator), with no lock-delay;
    *  any waiter it lets in follows as `granted` / `semGranted` in the same apply. The
    *  watch stream's `revoked` event. mode: 'shared' for a lock's shared grant */
-  | { type: 'revoked'; kind: GrantKind; name: string; sessionId: string; fencingToken: number; mode?: 'shared' }
+  | { type: 'revoked'; kind: GrantKind; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; election?: true }
   /** a grant reached its max_hold_ms and was freed by the lessor's `expireHold` (its
    *  session stays alive). A lock's grant then enters lock-delay if its session has one
    *  (lockDelayStarted follows), as on session expiry. The watch stream's `expired` event
    *  with "reason": "max_hold" (a session's expiry shows as sessionEnded instead) */
-  | { type: 'grantExpired'; kind: GrantKind; name: string; sessionId: string; fencingToken: number; reason: 'max_hold'; mode?: 'shared' }
+  | { type: 'grantExpired'; kind: GrantKind; name: string; sessionId: string; fencingToken: number; reason: 'max_hold'; mode?: 'shared'; election?: true }
+  // election: true on released / revoked / grantExpired when the grant that ended was an
+  // election's leadership (the watch reports it with kind "election")
   | { type: 'semWaitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'waitEnded'; name: string; sessionId: string; reason: 'cancelled' | 'session_ended' }
   | { type: 'sessionEnded'; sessionId: string; reason: 'closed' | 'expired'; released: string[] }
@@ -84,7 +103,7 @@ export type FsmEvent =
   // states. A grant's end comes before the grants it lets through (released, then granted).
   /** a lock grant (exclusive, or one share) ended: reason released (a release), closed
    *  (its session was closed) or expired (its session expired) */
-  | { type: 'released'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; reason: GrantEndReason }
+  | { type: 'released'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; reason: GrantEndReason; election?: true }
   /** a semaphore grant ended, reasons as for released */
   | { type: 'semReleased'; name: string; sessionId: string; fencingToken: number; permits: number; reason: GrantEndReason }
   /** a request joined a lock's queue */
@@ -140,12 +159,23 @@ function parseOk(o: Obj, path: string): ApplyResult {
   const p = path;
   switch (o['kind']) {
     case 'acquired': {
-      exact(o, ['ok', 'kind', 'name', 'sessionId', 'fencingToken', 'ttlMs', 'mode'], p);
+      exact(o, ['ok', 'kind', 'name', 'sessionId', 'fencingToken', 'ttlMs', 'mode', 'value'], p);
       const r: ApplyResult = { ok: true, kind: 'acquired', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), fencingToken: n(o, 'fencingToken', 1, MAXI, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
       if (o['mode'] !== undefined && o['mode'] !== 'shared') fail(`${p}.mode`, 'must be "shared" when present');
       if (o['mode'] === 'shared') r.mode = 'shared';
+      if (o['value'] !== undefined) {
+        if (r.mode === 'shared') fail(`${p}.value`, 'is not a field of a shared grant');
+        r.value = s(o, 'value', isElectionValue, p);
+      }
       return r;
     }
+    case 'proclaimed':
+      exact(o, ['ok', 'kind', 'name', 'value'], p);
+      return { ok: true, kind: 'proclaimed', name: s(o, 'name', isLockName, p), value: s(o, 'value', isElectionValue, p) };
+    case 'resigned':
+      exact(o, ['ok', 'kind', 'name', 'wasLeader'], p);
+      if (typeof o['wasLeader'] !== 'boolean') fail(`${p}.wasLeader`, 'must be a boolean');
+      return { ok: true, kind: 'resigned', name: s(o, 'name', isLockName, p), wasLeader: o['wasLeader'] };
     case 'sem_acquired':
       exact(o, ['ok', 'kind', 'name', 'sessionId', 'permits', 'limit', 'fencingToken', 'ttlMs'], p);
       return { ok: true, kind: 'sem_acquired', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), permits: n(o, 'permits', 1, MAX_PERMITS, p), limit: n(o, 'limit', 1, MAX_PERMITS, p), fencingToken: n(o, 'fencingToken', 1, MAXI, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p) };
@@ -202,8 +232,13 @@ function parseOk(o: Obj, path: string): ApplyResult {
 function parseErr(o: Obj, path: string): ApplyResult {
   switch (o['code']) {
     case 'lock_held':
-      exact(o, ['ok', 'code', 'holder'], path);
-      return o['holder'] === undefined ? { ok: false, code: 'lock_held' } : { ok: false, code: 'lock_held', holder: parseHolder(o['holder'], `${path}.holder`) };
+      exact(o, ['ok', 'code', 'holder', 'value'], path);
+      if (o['holder'] === undefined) {
+        if (o['value'] !== undefined) fail(`${path}.value`, 'needs a holder');
+        return { ok: false, code: 'lock_held' };
+      }
+      if (o['value'] === undefined) return { ok: false, code: 'lock_held', holder: parseHolder(o['holder'], `${path}.holder`) };
+      return { ok: false, code: 'lock_held', holder: parseHolder(o['holder'], `${path}.holder`), value: s(o, 'value', isElectionValue, path) };
     case 'not_holder':
     case 'session_not_found':
     case 'session_exists':

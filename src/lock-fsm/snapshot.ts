@@ -13,11 +13,12 @@ import { SemState, attachSemHolder, enqueue as semEnqueue } from './semaphores.j
 import type { IdempotencyEntry } from './idempotency.js';
 import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';
 import { grantsWithMaxHold } from './holds.js';
-import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
+import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
-/** 2: shared lock grants and waits, semaphores. 3: the `maxHold` section. Versions 1 and
- *  2 still restore (no shares, no semaphores, no max holds: docs/lock-fsm.md "Snapshots"). */
+/** 2: shared lock grants and waits, semaphores. 3: elections (the `elections` section) and
+ *  the `maxHold` section. Version 1 and 2 snapshots still restore (no shares, no
+ *  semaphores, no elections, no max holds: docs/lock-fsm.md "Snapshots"). */
 export const SNAPSHOT_VERSION = 3;
 const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 
@@ -46,6 +47,11 @@ export type HoldTuple = [GrantKind, string, string, number, number];
 /** version 3, `maxHold.waits`: [target, name, sessionId, maxHoldMs] of every queued
  *  request that asked for one, in the same order */
 export type HoldWaitTuple = [GrantKind, string, string, number];
+/** version 3: the election values of one lock entry (docs/lock-fsm.md "Elections"):
+ *  [name, the leader's value (null when the holder is not a campaign's), candidates
+ *  [sessionId, value] of the waiters that campaign, in queue order]. Only entries with an
+ *  election value are listed, sorted by name; the lock itself is in `locks`. */
+export type ElectionTuple = [string, string | null, [string, string][]];
 /** [key, atMs, first result] */
 export type IdemTuple = [string, number, ApplyResult];
 
@@ -61,6 +67,8 @@ export interface StateV1 {
   /** version 3, only when some grant or wait has a max hold (states without one encode
    *  as version 2 did, but for `v`) */
   maxHold?: { grants: HoldTuple[]; waits: HoldWaitTuple[] };
+  /** version 3; sorted by name */
+  elections?: ElectionTuple[];
   idem: { nowMs: number; entries: IdemTuple[] };
 }
 
@@ -86,9 +94,16 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   const entries: IdemTuple[] = [];
   for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result]);
   const sems = [...c.sems.keys()].sort(compareStrings).map((name) => semTuple(c.sems.get(name) as SemState));
-  const st: StateV1 = { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, idem: { nowMs: c.idem.nowMs, entries } };
+  const elections: ElectionTuple[] = [];
+  for (const t of locks) {
+    const e = electionTuple(c.locks.get(t[0]) as LockState);
+    if (e !== null) elections.push(e);
+  }
+  const idem = { nowMs: c.idem.nowMs, entries };
   const maxHold = maxHoldSection(c);
-  return maxHold === undefined ? st : { format: st.format, v: st.v, lastApplied: st.lastApplied, lastToken: st.lastToken, sessions, locks, sems, maxHold, idem: st.idem };
+  return maxHold === undefined
+    ? { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections, idem }
+    : { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections, maxHold, idem };
 }
 
 const byTargetNameSession = (a: readonly [string, string, string, ...unknown[]], b: readonly [string, string, string, ...unknown[]]): number =>
@@ -112,6 +127,13 @@ function lockTuple(l: LockState): LockTuple {
   const shares: ShareTuple[] = l.shares === null ? [] : [...l.shares.values()].map((sh): ShareTuple => [sh.session.id, sh.owner, sh.token]).sort((a, b) => compareStrings(a[0], b[0]));
   if (l.holder === null) return [l.name, null, null, 0, l.delayMs, waiters, l.delaySince, shares];
   return [l.name, l.holder.id, l.holderOwner, l.token, 0, waiters, 0, shares];
+}
+
+function electionTuple(l: LockState): ElectionTuple | null {
+  const candidates: [string, string][] = [];
+  for (let w = l.head; w !== null; w = w.next) if (w.value !== undefined) candidates.push([w.session.id, w.value]);
+  if (l.value === null && candidates.length === 0) return null;
+  return [l.name, l.value, candidates];
 }
 
 function semTuple(sem: SemState): SemTuple {
@@ -142,7 +164,7 @@ const MAXI = Number.MAX_SAFE_INTEGER;
 export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
   const o = x as Record<string, unknown>;
-  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'maxHold', 'idem'];
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'idem'];
   for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
   if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
   const v = o['v'];
@@ -150,6 +172,7 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   const v2 = v >= 2;
   if (!v2 && o['sems'] !== undefined) fail('sems', 'is not a field of version 1');
   if (v < 3 && o['maxHold'] !== undefined) fail('maxHold', `is not a field of version ${v}`);
+  if (v < 3 && o['elections'] !== undefined) fail('elections', `is not a field of version ${v}`);
   const c = newCore(options);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
@@ -157,6 +180,7 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   const tokens: number[] = [];
   importLocks(c, array(o['locks'], 'locks'), v2, tokens);
   if (v2) importSems(c, array(o['sems'], 'sems'), tokens);
+  if (o['elections'] !== undefined) importElections(c, array(o['elections'], 'elections'));
   const sorted = Float64Array.from(tokens).sort();
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
   importIdem(c, o['idem']);
@@ -331,6 +355,38 @@ function importSems(c: FsmCore, rows: unknown[], tokens: number[]): void {
       semEnqueue(c, sem, s, owner, permits, waitMs, since, key);
     });
     if (sem.holders.size === 0 && sem.queue.length === 0) fail(p, 'has neither holders nor waiters (an idle semaphore is not stored)');
+  });
+}
+
+function importElections(c: FsmCore, rows: unknown[]): void {
+  let prev = '';
+  rows.forEach((r, i) => {
+    const p = `elections[${i}]`;
+    const t = row(r, 3, () => p);
+    const name = check(t[0], isLockName, `${p}[0]`, 'a lock name');
+    if (i > 0 && !(prev < name)) fail(`${p}[0]`, 'is out of order or duplicated (elections are sorted by name)');
+    prev = name;
+    const l = c.locks.get(name);
+    if (l === undefined) fail(`${p}[0]`, `names lock ${name}, which is not in locks`);
+    if (t[1] !== null) {
+      const value = check(t[1], isElectionValue, `${p}[1]`, 'an election value or null');
+      if (l.holder === null) fail(`${p}[1]`, `is a leader's value, but lock ${name} has no exclusive holder`);
+      c.setLeaderValue(l, value);
+    }
+    const candidates = array(t[2], `${p}[2]`);
+    // candidates come in queue order: walk the queue once alongside them
+    let w = l.head;
+    candidates.forEach((cr, j) => {
+      const cp = `${p}[2][${j}]`;
+      const ct = row(cr, 2, () => cp);
+      const sid = check(ct[0], isSessionId, `${cp}[0]`, 'a session id');
+      while (w !== null && w.session.id !== sid) w = w.next;
+      if (w === null) fail(`${cp}[0]`, `names no waiter of lock ${name} after the previous candidate (candidates are in queue order)`);
+      if (w.shared) fail(`${cp}[0]`, `names a shared request of lock ${name} (a campaign is exclusive)`);
+      w.value = check(ct[1], isElectionValue, `${cp}[1]`, 'an election value');
+      w = w.next;
+    });
+    if (t[1] === null && candidates.length === 0) fail(p, 'has neither a leader value nor candidates (such an entry is not stored)');
   });
 }
 

@@ -12,7 +12,7 @@
 // A LockState exists only while the lock is held (in either mode), in lock-delay, or has waiters.
 
 import { IdempotencyTable } from './idempotency.js';
-import type { FsmEvent } from './results.js';
+import type { ApplyResult, FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';
 import { compareStrings } from './names.js';
 import type { SemHolder, SemState, SemWaiter } from './semaphores.js';
@@ -60,6 +60,10 @@ export class Waiter {
     /** the acquire's max_hold_ms, given to the grant when it is made (0: none; set once
      *  more by snapshot import, which reads it from its own section) */
     public maxHoldMs = 0,
+    /** a campaign's value (docs/lock-fsm.md "Elections"): the grant makes this session the
+     *  election's leader with it. undefined for a plain acquire. Never with shared. (Not
+     *  readonly: snapshot import sets it from the `elections` section.) */
+    public value: string | undefined = undefined,
   ) {}
 }
 
@@ -89,6 +93,9 @@ export class LockState {
    *  lock-delay (a share freed by expiry starts one while other shares stay held). */
   shares: Map<string, Share> | null = null;
   holderOwner = '';
+  /** the leader's value while the exclusive grant is an election's (a campaign won:
+   *  docs/lock-fsm.md "Elections"); null for a plain grant and while not held */
+  value: string | null = null;
   /** the current grant's fencing token (0 when not held) */
   token = 0;
   /** the exclusive grant's max hold (MaxHold; 0 when none or not held) */
@@ -164,6 +171,8 @@ export class FsmCore {
    *  rebuilt on snapshot import, never serialized */
   readonly perPrincipal = new Map<string, number>();
   waiterTotal = 0;
+  /** locks held by a campaign's grant (LockState.value !== null): elections with a leader */
+  electionLeaders = 0;
   /** fencing-token counter: every grant takes max(index, lastToken + 1) */
   lastToken = 0;
   lastApplied = 0;
@@ -223,15 +232,22 @@ export class FsmCore {
   }
 
   /** Grants the lock exclusively; the caller has checked it is free. maxHoldMs: the
-   *  acquire's max_hold_ms (0: none), carried on the `granted` event for the lessor. */
-  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[], maxHoldMs = 0): number {
+   *  acquire's max_hold_ms (0: none), carried on the `granted` event for the lessor.
+   *  value: a campaign's (the grant makes s the election's leader), undefined for a plain acquire. */
+  grant(l: LockState, s: Session, owner: string, index: number, events: FsmEvent[], maxHoldMs = 0, value?: string): number {
     assert(l.holder === null && l.shares === null && !l.inDelay, `grant of ${l.name} while held or delayed`);
     assert(this.sessions.get(s.id) === s, `grant of ${l.name} to dead session ${s.id}`);
     const token = this.nextToken(index);
     this.attachHolder(l, s, owner, token, true);
     this.setMaxHold(l, maxHoldMs);
     this.reindex(l);
-    events.push(maxHoldMs > 0 ? { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token, maxHoldMs } : { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token });
+    const e: Extract<FsmEvent, { type: 'granted' }> = { type: 'granted', name: l.name, sessionId: s.id, fencingToken: token };
+    if (maxHoldMs > 0) e.maxHoldMs = maxHoldMs;
+    if (value !== undefined) {
+      this.setLeaderValue(l, value);
+      e.value = value;
+    }
+    events.push(e);
     return token;
   }
 
@@ -267,6 +283,13 @@ export class FsmCore {
     if (!indexed) this.held.add(l.name);
   }
 
+  /** makes the exclusive grant an election's, with this value (grant, snapshot restore) */
+  setLeaderValue(l: LockState, value: string): void {
+    assert(l.holder !== null && l.value === null, `election value on ${l.name} without a fresh exclusive grant`);
+    l.value = value;
+    this.electionLeaders++;
+  }
+
   attachShare(l: LockState, s: Session, owner: string, token: number): Share {
     const sh = new Share(l, s, owner, token);
     (l.shares ??= new Map()).set(s.id, sh);
@@ -297,6 +320,8 @@ export class FsmCore {
     l.token = 0;
     l.maxHoldMs = 0;
     l.grantedAtMs = 0;
+    if (l.value !== null) this.electionLeaders--;
+    l.value = null;
     this.afterFree(l, delayMs, index, events);
   }
 
@@ -348,8 +373,12 @@ export class FsmCore {
         const token = this.grantShare(l, w.session, w.owner, index, events, w.maxHoldMs);
         if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs, mode: 'shared' });
       } else {
-        const token = this.grant(l, w.session, w.owner, index, events, w.maxHoldMs);
-        if (w.key !== undefined) this.idem.settle(w.key, { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs });
+        const token = this.grant(l, w.session, w.owner, index, events, w.maxHoldMs, w.value);
+        if (w.key !== undefined) {
+          const won: Extract<ApplyResult, { kind: 'acquired' }> = { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs };
+          if (w.value !== undefined) won.value = w.value;
+          this.idem.settle(w.key, won);
+        }
         break;
       }
     }
@@ -357,8 +386,8 @@ export class FsmCore {
     this.maybeDrop(l);
   }
 
-  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false, maxHoldMs = 0): Waiter {
-    const w = new Waiter(l, s, owner, waitMs, since, key, shared, maxHoldMs);
+  enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false, maxHoldMs = 0, value?: string): Waiter {
+    const w = new Waiter(l, s, owner, waitMs, since, key, shared, maxHoldMs, value);
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;

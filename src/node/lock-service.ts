@@ -17,6 +17,7 @@ import { LessorProposer } from './lessor-proposer.js';
 import { LogClock } from './log-clock.js';
 import { HoldTimer } from './hold-timer.js';
 import { SemaphoreService } from './semaphore-service.js';
+import { ElectionService } from './election-service.js';
 import type { Membership } from './membership.js';
 import type { ClusterOps } from './cluster-ops.js';
 
@@ -60,9 +61,12 @@ export class RaftLockService implements LockService {
   readonly semaphores: SemaphoreService;
   /** raftlock_lock_hold_seconds (hold-timer.ts) */
   readonly holdTimer: HoldTimer;
+  /** leader election (docs/contract.md §4 "Leader election") */
+  readonly elections: ElectionService;
 
   constructor(readonly d: ServiceDeps) {
     this.semaphores = new SemaphoreService(this);
+    this.elections = new ElectionService(this);
     this.holdTimer = new HoldTimer(d.metrics);
     this.logClock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
   }

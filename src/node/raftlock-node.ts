@@ -302,6 +302,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics.locksHeld.set(c.heldLocks);
     metrics.lockWaiters.set(c.waiters);
     metrics.semaphoresInUse.set(c.semaphoresInUse);
+    metrics.electionsLed.set(c.electionLeaders);
   };
   let lastTickAt = nowMs();
   let superseded = false;

@@ -35,12 +35,20 @@ const REASON = { released: undefined, closed: 'session_closed', expired: 'sessio
 export function watchEventsOf(e: FsmEvent, index: number): WatchEvent[] {
   switch (e.type) {
     case 'granted':
+      // a campaign won: its grant carries the leader's value
+      if (e.value !== undefined) return [{ event: 'acquired', data: { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, value: e.value, index } }];
       return [{ event: 'acquired', data: { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index } }];
+    case 'proclaimed':
+      return [{ event: 'proclaimed', data: { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, value: e.value, index } }];
+    case 'resigned':
+      return [{ event: 'resigned', data: { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index } }];
     case 'semGranted':
       return [{ event: 'acquired', data: { kind: 'semaphore', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, permits: e.permits, limit: e.limit, index } }];
     case 'released': {
       const reason = REASON[e.reason];
-      const data: WatchData = { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index };
+      const data: WatchData = e.election === true
+        ? { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index }
+        : { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index };
       return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: withReason(data, reason) }];
     }
     case 'semReleased': {
@@ -80,7 +88,8 @@ export function watchEventsOfEntry(events: readonly FsmEvent[], index: number): 
 }
 
 /** a grant ended by revoke or max hold: a lock's (with its mode) or a semaphore's */
-function grantData(e: { kind: 'lock' | 'semaphore'; name: string; sessionId: string; fencingToken: number; mode?: 'shared' }, index: number): WatchData {
+function grantData(e: { kind: 'lock' | 'semaphore'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; election?: true }, index: number): WatchData {
+  if (e.election === true) return { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index };
   return e.kind === 'lock'
     ? { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index }
     : { kind: 'semaphore', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index };

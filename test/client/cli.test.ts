@@ -53,7 +53,7 @@ if (mode === 'wait') {
   process.on('SIGTERM', () => fs.writeFileSync(out + '.term', String(Date.now())));
   setInterval(() => {}, 1000);
 }
-fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK, semaphore: process.env.RAFTLOCK_SEMAPHORE, permits: process.env.RAFTLOCK_PERMITS }));
+fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK, semaphore: process.env.RAFTLOCK_SEMAPHORE, permits: process.env.RAFTLOCK_PERMITS, election: process.env.RAFTLOCK_ELECTION, value: process.env.RAFTLOCK_VALUE }));
 if (mode !== 'wait' && mode !== 'stubborn') process.exit(Number(mode));`;
 
 describe('raftlock CLI against a real 3-node cluster', () => {
@@ -205,6 +205,34 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     assert.equal((gaveUp.body['error'] as { code: string }).code, 'semaphore_full');
     for (const s of [r1, r2, w, p1, p2]) assert.equal((await call('DELETE', `/v1/sessions/${String(s['session_id'])}`)).status, 200);
     assert.deepEqual((await call('GET', '/v1/semaphores?prefix=lsx/')).body, { semaphores: [] }, 'nobody was granted what p2 gave up');
+  });
+
+  it('elect runs the command while leader (token and value in its env); leader shows it; a second candidate exits 1 naming the leader; --value is required', async () => {
+    const out = join(dir, 'elect');
+    let proc: ChildProcess | undefined;
+    const run = raftlock(['elect', 'svc/sched', ...ep, '--value', 'host-a:8080', '--', process.execPath, '-e', CHILD, out, 'wait'], { onSpawn: (p) => (proc = p) });
+    await eventually(async () => existsSync(`${out}.env`), 10_000, 'the leader to start');
+    const env = JSON.parse(readFileSync(`${out}.env`, 'utf8')) as { token: string; session: string; election: string; value: string; lock?: string };
+    assert.match(env.token, /^[1-9]\d*$/);
+    assert.deepEqual([env.election, env.value, env.lock], ['svc/sched', 'host-a:8080', undefined]);
+    const shown = await raftlock(['leader', 'svc/sched', ...ep]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.equal(shown.stdout.trim(), `svc/sched: led by session ${env.session}, fencing token ${env.token}, value "host-a:8080"`);
+    const json = await raftlock(['leader', 'svc/sched', ...ep, '--json']);
+    assert.deepEqual(JSON.parse(json.stdout), { name: 'svc/sched', leader: { sessionId: env.session, value: 'host-a:8080', fencingToken: Number(env.token) } });
+    const second = await raftlock(['elect', 'svc/sched', ...ep, '--value', 'host-b', '--wait', '200ms', '--', process.execPath, '-e', CHILD, join(dir, 'elect-never'), '0']);
+    assert.equal(second.code, 1, second.stderr);
+    assert.equal(second.stderr.trim().split('\n').length, 1, second.stderr);
+    assert.match(second.stderr, /^raftlock elect: .*leader: session .*value "host-a:8080".*--wait/);
+    const usage = await raftlock(['elect', 'svc/sched', ...ep, '--', process.execPath, '-e', CHILD, join(dir, 'elect-never'), '0']);
+    assert.equal(usage.code, 2);
+    assert.match(usage.stderr, /--value is required/);
+    assert.equal(existsSync(join(dir, 'elect-never.env')), false, 'no second leader ever ran');
+    proc!.kill('SIGTERM');
+    assert.equal((await run).code, 0);
+    const none = await raftlock(['leader', 'svc/sched', ...ep]);
+    assert.equal(none.code, 1);
+    assert.equal(none.stdout.trim(), 'svc/sched: no leader');
   });
 
   it('forwards SIGTERM to the command and exits with its code', async () => {

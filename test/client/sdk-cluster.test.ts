@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ClusterHarness, delay, eventually, repoRoot } from '../support/cluster-harness.js';
-import { LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '@raftlock/client';
+import { LockHeldError, LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '@raftlock/client';
 
 /** A resource that remembers the highest token it saw and refuses older ones (spec "Fencing tokens"). */
 class FencedCounter {
@@ -94,6 +94,32 @@ describe('SDK against a real 3-node cluster', () => {
     assert.equal(g.permits, 2, 'all permits are free again');
     await g.release();
     await s.close();
+  });
+
+  it('campaign: one leader, a waiting candidate leads on resign with a larger token; proclaim, getLeader, LockHeldError.leader; signal aborts on resign and on the session end', async () => {
+    const c1 = client();
+    const c2 = client();
+    const a = await c1.campaign('sdk/election', 'node-a', { ttlMs: 10_000 });
+    assert.equal(a.value, 'node-a');
+    assert.ok(a.held);
+    const lost = await c2.campaign('sdk/election', 'node-b').then(() => null, (e: unknown) => e);
+    assert.ok(lost instanceof LockHeldError, String(lost));
+    assert.deepEqual(lost.leader, { sessionId: a.sessionId, value: 'node-a', fencingToken: a.fencingToken });
+    const bP = c2.campaign('sdk/election', 'node-b', { waitMs: 20_000, ttlMs: 10_000 });
+    await a.proclaim('node-a2');
+    assert.equal(a.value, 'node-a2');
+    assert.deepEqual(await c2.getLeader('sdk/election'), { name: 'sdk/election', leader: { sessionId: a.sessionId, value: 'node-a2', fencingToken: a.fencingToken } });
+    await eventually(async () => (await c1.getLock('sdk/election')).waiters === 1, 10_000, 'b to queue');
+    await a.resign();
+    assert.ok(a.signal.aborted, 'resign aborts the signal');
+    const b = await bP;
+    assert.equal(b.value, 'node-b');
+    assert.ok(b.fencingToken > a.fencingToken);
+    assert.equal((await c1.getLeader('sdk/election')).leader?.sessionId, b.sessionId);
+    // the session's end, seen by the keepalives, ends the leadership
+    await c1.closeSession(b.sessionId);
+    await eventually(async () => b.signal.aborted, 10_000, "b's signal to abort after its session ended");
+    assert.equal((await c1.getLeader('sdk/election')).leader, null);
   });
 
   it('withLock under contention from several clients keeps mutual exclusion; tokens increase', async () => {

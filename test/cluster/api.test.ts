@@ -424,6 +424,61 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assert.equal((await get(f1!, '/v1/semaphores/pool/db')).body.in_use, 2, 'the permits d gave back went to nobody');
   });
 
+  it('elections through followers: campaign, lock_held with the leader, FIFO succession on resign, proclaim, value limits, Idempotency-Key, linearizable read on every node, metric', async () => {
+    const [f1, f2] = await followers();
+    const a = await post(f1!, '/v1/elections/svc/primary/campaign', { value: 'http://a:1', owner: 'a' });
+    assert.equal(a.status, 200, a.text);
+    assert.equal(a.body.name, 'svc/primary');
+    assert.equal(a.body.value, 'http://a:1');
+    assert.ok(Number.isInteger(a.body.ttl_ms));
+    tokens.grant(a.body.fencing_token, 'svc/primary');
+    const lost = await post(f2!, '/v1/elections/svc/primary/campaign', { value: 'http://b:1' });
+    assertError(lost, 409, 'lock_held', 'campaign without wait');
+    assert.deepEqual(lost.body.error.leader, { session_id: a.body.session_id, value: 'http://a:1', fencing_token: a.body.fencing_token });
+    // a queued candidate, through the other follower
+    const cKey = uniqueKey('campaign-c');
+    const c = post(f2!, '/v1/elections/svc/primary/campaign', { value: 'http://c:1', wait_ms: 30_000 }, cKey);
+    await eventually(async () => (await get(f1!, '/v1/locks/svc/primary')).body.waiters === 1, 10_000, 'c to queue');
+    for (const id of ids) {
+      const g = await get(id, '/v1/elections/svc/primary');
+      assert.equal(g.status, 200, g.text);
+      assert.deepEqual(g.body, { name: 'svc/primary', leader: { session_id: a.body.session_id, value: 'http://a:1', fencing_token: a.body.fencing_token } }, `via ${id}`);
+    }
+    // proclaim: the leader only; value up to 4 KiB of UTF-8 bytes
+    const big = '€'.repeat(1365); // 4095 bytes
+    const p = await post(f2!, '/v1/elections/svc/primary/proclaim', { session_id: a.body.session_id, value: big });
+    assert.equal(p.status, 200, p.text);
+    assert.deepEqual(p.body, { name: 'svc/primary', value: big });
+    const tooBig = await post(f1!, '/v1/elections/svc/primary/proclaim', { session_id: a.body.session_id, value: '€'.repeat(1366) });
+    assertError(tooBig, 400, 'invalid_request', '4098 bytes');
+    assert.match(tooBig.body.error.message, /value.*4096 bytes/);
+    assertError(await post(f1!, '/v1/elections/svc/primary/campaign', {}), 400, 'invalid_request', 'campaign without a value');
+    assertError(await post(f1!, '/v1/elections/svc/primary/campaign', { value: 'x', max_hold: 1 }), 400, 'invalid_request', 'an unknown field');
+    assertError(await post(f1!, '/v1/elections/bad%20name/campaign', { value: 'x' }), 400, 'invalid_request', 'a bad election name');
+    assertError(await get(f1!, '/v1/elections/svc/primary/campaign'), 404, 'not_found', 'GET of an action');
+    const other = await post(f1!, '/v1/sessions', {});
+    assertError(await post(f1!, '/v1/elections/svc/primary/proclaim', { session_id: other.body.session_id, value: 'x' }), 409, 'not_holder', 'proclaim by a non-leader');
+    assertError(await post(f1!, '/v1/elections/svc/primary/resign', { session_id: other.body.session_id }), 409, 'not_holder', 'resign by a stranger');
+    assert.equal((await get(f1!, '/v1/elections/svc/primary?consistency=stale')).status, 200);
+    const l = await leader();
+    assert.equal(await gauge(h, l, 'raftlock_elections_led'), 1);
+    // resign: the next candidate leads, with its own value and a larger token
+    const r = await post(f1!, '/v1/elections/svc/primary/resign', { session_id: a.body.session_id });
+    assert.deepEqual(r.body, { name: 'svc/primary', resigned: true });
+    const cg = await c;
+    assert.equal(cg.status, 200, cg.text);
+    assert.equal(cg.body.value, 'http://c:1');
+    assert.ok(cg.body.fencing_token > a.body.fencing_token);
+    tokens.grant(cg.body.fencing_token, 'svc/primary');
+    // a retry with the same key answers the first answer
+    const again = await post(f1!, '/v1/elections/svc/primary/campaign', { value: 'http://c:1', wait_ms: 30_000 }, cKey);
+    assert.deepEqual(again.body, cg.body);
+    assert.equal((await get(f1!, '/v1/elections/svc/primary')).body.leader.session_id, cg.body.session_id);
+    // the session's end ends its leadership
+    assert.equal((await h.request(f2!, 'DELETE', `/v1/sessions/${cg.body.session_id}`)).status, 200);
+    assert.deepEqual((await get(f2!, '/v1/elections/svc/primary')).body, { name: 'svc/primary', leader: null });
+  });
+
   it('POST /v1/cluster/transfer-leadership moves the leader (through a follower, to a chosen node and by default); held locks keep their tokens', async () => {
     const hold = await post('n1', '/v1/locks/transfer/held/acquire', {});
     assert.equal(hold.status, 200, hold.text);

@@ -189,6 +189,6 @@ export class Model {
       l.queue.map((w): WaiterTuple => (w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key])), l.delaySince, [],
     ]);
     const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result]);
-    return { format: 'raftlock/lock-fsm', v: 3, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], idem: { nowMs: this.nowMs, entries } };
+    return { format: 'raftlock/lock-fsm', v: 3, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], elections: [], idem: { nowMs: this.nowMs, entries } };
   }
 }

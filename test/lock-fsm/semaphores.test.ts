@@ -113,7 +113,7 @@ test("idempotency: a queued semaphore acquire's key answers with its grant; snap
   const v1 = new Log();
   v1.open('x');
   v1.token('L', 'x');
-  const { sems: _s, ...rest } = exportState(v1.fsm);
+  const { sems: _s, elections: _e, ...rest } = exportState(v1.fsm);
   const old = { ...rest, v: 1, locks: rest.locks.map((l) => l.slice(0, 7)) };
   const restored = LockFsm.fromSnapshot(encode(old), decode);
   assertFsmInvariants(restored);

@@ -1,4 +1,4 @@
-// A small reference model of shared locks and semaphores for property tests, written
+// A small reference model of shared locks, semaphores and elections for property tests, written
 // from the contract (docs/contract.md §4) and docs/lock-fsm.md, not from fsm.ts: plain
 // arrays and linear scans. It covers sessions without principals, acquires without
 // newSession, and Idempotency-Keys without ageing (the lock model, model.ts, covers
@@ -6,11 +6,12 @@
 // Revocation and max hold (docs/lock-fsm.md "Revocation and maximum hold") too: every
 // grant keeps its max hold (0: none) and the log time it was made.
 
-import type { ApplyResult, Command, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
 
 type Mode = 'exclusive' | 'shared';
-interface MHolder { sid: string; owner: string; token: number; mode: Mode; maxHoldMs: number; at: number }
-interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number }
+/** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
+interface MHolder { sid: string; owner: string; token: number; mode: Mode; maxHoldMs: number; at: number; value?: string }
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string }
 interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
 interface MSemHolder { sid: string; owner: string; permits: number; token: number; maxHoldMs: number; at: number }
 interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number }
@@ -64,6 +65,37 @@ export class SharedModel {
       case 'closeSession': return this.end(index, cmd.sessionId, 'closed', ev);
       case 'expireSession': return this.end(index, cmd.sessionId, 'expired', ev);
       case 'acquire': return this.acquire(index, cmd, ev);
+      case 'campaign': {
+        const { value, ...rest } = cmd;
+        return this.acquire(index, { ...rest, kind: 'acquire' }, ev, value);
+      }
+      case 'proclaim': {
+        if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+        const h = this.locks.get(cmd.name)?.holders.find((x) => x.sid === cmd.sessionId);
+        if (!h || h.value === undefined) return { ok: false, code: 'not_holder' };
+        h.value = cmd.value;
+        ev.push({ type: 'proclaimed', name: cmd.name, sessionId: cmd.sessionId, fencingToken: h.token, value: cmd.value });
+        return { ok: true, kind: 'proclaimed', name: cmd.name, value: cmd.value };
+      }
+      case 'resign': {
+        if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
+        const l = this.locks.get(cmd.name);
+        const h = l?.holders.find((x) => x.sid === cmd.sessionId);
+        if (l && h && h.value !== undefined) {
+          ev.push({ type: 'resigned', name: cmd.name, sessionId: cmd.sessionId, fencingToken: h.token });
+          l.holders.splice(l.holders.indexOf(h), 1);
+          this.pump(index, cmd.name, ev);
+          return { ok: true, kind: 'resigned', name: cmd.name, wasLeader: true };
+        }
+        const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && w.value !== undefined) : -1;
+        if (l && i >= 0) {
+          l.queue.splice(i, 1);
+          ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
+          this.pump(index, cmd.name, ev);
+          return { ok: true, kind: 'resigned', name: cmd.name, wasLeader: false };
+        }
+        return { ok: false, code: 'not_holder' };
+      }
       case 'release': {
         if (!this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_not_found' };
         const l = this.locks.get(cmd.name);
@@ -143,6 +175,7 @@ export class SharedModel {
   private acquired(name: string, h: MHolder, s: MSession): ApplyResult {
     const r: ApplyResult = { ok: true, kind: 'acquired', name, sessionId: h.sid, fencingToken: h.token, ttlMs: s.ttlMs };
     if (h.mode === 'shared') r.mode = 'shared';
+    if (h.value !== undefined) r.value = h.value;
     return r;
   }
 
@@ -150,14 +183,15 @@ export class SharedModel {
     return { ok: true, kind: 'sem_acquired', name, sessionId: h.sid, permits: h.permits, limit: sem.limit, fencingToken: h.token, ttlMs: this.sessions.get(h.sid)!.ttlMs };
   }
 
-  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[], maxHoldMs: number): MHolder {
+  private grant(index: number, name: string, sid: string, owner: string, mode: Mode, ev: FsmEvent[], maxHoldMs: number, value?: string): MHolder {
     const l = this.locks.get(name) ?? { holders: [], queue: [], delayMs: 0, delaySince: 0 };
     this.locks.set(name, l);
-    const h = { sid, owner, token: this.token(index), mode, maxHoldMs, at: maxHoldMs > 0 ? this.nowMs : 0 };
+    const h: MHolder = { sid, owner, token: this.token(index), mode, maxHoldMs, at: maxHoldMs > 0 ? this.nowMs : 0, ...(value !== undefined ? { value } : {}) };
     l.holders.push(h);
     const e: FsmEvent = { type: 'granted', name, sessionId: sid, fencingToken: h.token };
     if (mode === 'shared') e.mode = 'shared';
     if (maxHoldMs > 0) e.maxHoldMs = maxHoldMs;
+    if (value !== undefined) e.value = value;
     ev.push(e);
     return h;
   }
@@ -195,6 +229,7 @@ export class SharedModel {
     for (const g of gs) {
       const e: FsmEvent = { type: 'revoked', kind: cmd.target, name: cmd.name, sessionId: g.sid, fencingToken: g.token };
       if ('mode' in g && g.mode === 'shared') e.mode = 'shared';
+      else if ('value' in g && g.value !== undefined) e.election = true;
       ev.push(e);
       this.drop(index, cmd.target, cmd.name, g.sid, 0, ev);
     }
@@ -206,6 +241,7 @@ export class SharedModel {
     if (!g || g.token !== cmd.fencingToken || g.maxHoldMs === 0) return { ok: true, kind: 'noop' };
     const e: FsmEvent = { type: 'grantExpired', kind: cmd.target, name: cmd.name, sessionId: g.sid, fencingToken: g.token, reason: 'max_hold' };
     if ('mode' in g && g.mode === 'shared') e.mode = 'shared';
+    else if ('value' in g && g.value !== undefined) e.election = true;
     ev.push(e);
     this.drop(index, cmd.target, cmd.name, g.sid, cmd.target === 'lock' ? this.sessions.get(g.sid)!.lockDelayMs : 0, ev);
     return { ok: true, kind: 'noop' };
@@ -223,26 +259,39 @@ export class SharedModel {
     return out;
   }
 
-  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[]): ApplyResult {
+  /** value: a campaign (an exclusive acquire whose grant leads the election) */
+  private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], value?: string): ApplyResult {
     const s = this.sessions.get(cmd.sessionId);
     if (!s) return { ok: false, code: 'session_not_found' };
     const mode: Mode = cmd.mode === 'shared' ? 'shared' : 'exclusive';
     const owner = cmd.owner ?? s.owner;
     const l = this.locks.get(cmd.name);
     const mine = l?.holders.find((h) => h.sid === cmd.sessionId);
+    const held = (): ApplyResult => {
+      const x = l?.holders.find((h) => h.mode === 'exclusive');
+      if (!x) return { ok: false, code: 'lock_held' };
+      const holder = { sessionId: x.sid, owner: x.owner, fencingToken: x.token };
+      return x.value === undefined ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: x.value };
+    };
+    if (value !== undefined && mine) {
+      // a campaign by the leader answers its leadership; by a plain or shared holder: refused
+      if (mine.mode === 'exclusive' && mine.value !== undefined) return this.acquired(cmd.name, mine, s);
+      return held();
+    }
     // an exclusive holder's grant answers any request; a share is never upgraded
-    if (mine && (mine.mode === 'exclusive' || mode === 'shared')) return this.acquired(cmd.name, mine, s);
+    if (mine && (mine.mode === 'exclusive' || mode === 'shared')) {
+      const r = this.acquired(cmd.name, mine, s);
+      if (r.ok && r.kind === 'acquired') delete r.value; // a plain acquire by the leader: a plain answer
+      return r;
+    }
     if (mine) return { ok: false, code: 'lock_held' };
     const free = !l || (l.delayMs === 0 && l.queue.length === 0 && l.holders.every((h) => mode === 'shared' && h.mode === 'shared'));
-    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev, cmd.maxHoldMs ?? 0), s);
-    if (cmd.waitMs === 0) {
-      const x = l.holders.find((h) => h.mode === 'exclusive');
-      return x ? { ok: false, code: 'lock_held', holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token } } : { ok: false, code: 'lock_held' };
-    }
+    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev, cmd.maxHoldMs ?? 0, value), s);
+    if (cmd.waitMs === 0) return held();
     const pos = l.queue.findIndex((w) => w.sid === cmd.sessionId);
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
     if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
+    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}) });
     ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
   }
@@ -254,7 +303,7 @@ export class SharedModel {
       const w = l.queue[0]!;
       if (w.mode === 'exclusive' && l.holders.length > 0) break;
       l.queue.shift();
-      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.maxHoldMs);
+      const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.maxHoldMs, w.value);
       const r = this.acquired(name, h, this.sessions.get(w.sid)!) as ApplyResult & { ok: true; name: string; sessionId: string };
       this.settle(w.key, 'queued', r);
       if (w.mode === 'exclusive') break;
@@ -362,6 +411,12 @@ export class SharedModel {
     return { ...base, held: true, mode: 'shared', holders };
   }
 
+  electionView(name: string): ElectionInfo {
+    const l = this.locks.get(name);
+    const x = l?.holders.find((h) => h.mode === 'exclusive' && h.value !== undefined);
+    return { name, leader: x ? { sessionId: x.sid, owner: x.owner, value: x.value!, fencingToken: x.token } : null, waiters: l?.queue.length ?? 0 };
+  }
+
   queueView(name: string): LockWaiterInfo[] {
     return (this.locks.get(name)?.queue ?? []).map((w, i) => ({ sessionId: w.sid, owner: w.owner, mode: w.mode, position: i + 1 }));
   }
@@ -383,5 +438,6 @@ function used(sem: MSem): number {
 
 /** the FsmEvent of a lock grant's end */
 function grantEnded(name: string, sid: string, h: MHolder, reason: 'released' | 'closed' | 'expired'): FsmEvent {
-  return h.mode === 'shared' ? { type: 'released', name, sessionId: sid, fencingToken: h.token, mode: 'shared', reason } : { type: 'released', name, sessionId: sid, fencingToken: h.token, reason };
+  if (h.mode === 'shared') return { type: 'released', name, sessionId: sid, fencingToken: h.token, mode: 'shared', reason };
+  return h.value !== undefined ? { type: 'released', name, sessionId: sid, fencingToken: h.token, reason, election: true } : { type: 'released', name, sessionId: sid, fencingToken: h.token, reason };
 }

@@ -24,6 +24,7 @@ import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/
 import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
 import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
+import { ElectionShadow } from './election-checker.js';
 
 export class LockViolation extends Error {
   constructor(readonly checker: string, message: string) {
@@ -64,6 +65,7 @@ export class LockCheckers {
   private readonly grants = new Map<number, Grant>();
   /** holders by mode, semaphore permits and FIFO queues over the applied stream */
   readonly modes = new ModeShadow(violation);
+  readonly elections = new ElectionShadow(violation);
   private readonly stateAt = new Map<number, { hash: number; node: string }>();
   private readonly lastToken = new Map<string, number>();
   private readonly lastChecked = new Map<string, number>();
@@ -111,6 +113,7 @@ export class LockCheckers {
       if (out) {
         this.counts.grants += out.events.filter((e) => e.type === 'granted').length;
         this.modes.onApplied(index, out.replayed ? undefined : env?.cmd, out);
+        this.elections.onApplied(index, out.replayed ? undefined : env?.cmd, out);
       }
       if (out && env) this.timing(index, env, out);
     } else if (c.term !== term || c.digest !== digest) {
@@ -139,6 +142,7 @@ export class LockCheckers {
     }
     checkLockModes(lockModesOf(node.app.fsm), violation, `${node.id} after applying ${index}`);
     checkSemLimits(semsOf(node.app.fsm), this.modes.grantLimit, violation, `${node.id} after applying ${index}`);
+    this.elections.checkNode(node.app.fsm, index, `${node.id} after applying ${index}`);
   }
 
   /** a request with this key (its first attempt) was sent at sentMs */
@@ -156,7 +160,7 @@ export class LockCheckers {
       this.keys.push({ key, index, atMs: now });
     }
     const cmd = env.cmd;
-    if (cmd.kind === 'acquire' && r.ok && r.kind === 'queued') {
+    if ((cmd.kind === 'acquire' || cmd.kind === 'campaign') && r.ok && r.kind === 'queued') {
       const k = `${cmd.name}\u0000${r.sessionId}`;
       if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
     }
@@ -184,7 +188,9 @@ export class LockCheckers {
           const k = `${sem ? 'sem\u0000' : ''}${e.name}\u0000${e.sessionId}`;
           const w = this.waits.get(k);
           this.waits.delete(k);
-          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w) {
+          // a candidate's own resign withdraws its wait when it likes (docs/lock-fsm.md
+          // "Elections"): only the timeouts must wait for wait_ms
+          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w && cmd.kind !== 'resign') {
             this.counts.waitsCancelled++;
             if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${sem ? 'semaphore ' : ''}${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
           }

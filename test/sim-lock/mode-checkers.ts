@@ -72,6 +72,8 @@ export class ModeShadow {
     const r = out.result;
     if (cmd && r.ok) {
       if (r.kind === 'released' && cmd.kind === 'release') this.dropLock(cmd.name, cmd.sessionId);
+      // an election's leader stepping down frees its lock (election-checker.ts has the rest)
+      if (r.kind === 'resigned' && r.wasLeader && cmd.kind === 'resign') this.dropLock(cmd.name, cmd.sessionId);
       if (r.kind === 'sem_released' && cmd.kind === 'semRelease') this.sems.get(cmd.name)?.delete(cmd.sessionId);
       if (r.kind === 'queued' && !queue(this.lockQueues, r.name).includes(r.sessionId)) queue(this.lockQueues, r.name).push(r.sessionId);
       if (r.kind === 'sem_queued' && !queue(this.semQueues, r.name).includes(r.sessionId)) queue(this.semQueues, r.name).push(r.sessionId);

@@ -32,6 +32,7 @@ async function main(): Promise<void> {
       `expiries=${st['expiries']} lessorExpire=${st['lessorExpire']} keepalives=${st['ackedKeepalives']} crashes=${st['crashes']} restarts=${st['restarts']} snapshots=${st['snapshotsRestored']} ` +
       `lessorDelayed=${st['lessorDelayed']} lessorDuplicated=${st['lessorDuplicated']} delaysEnded=${st['delaysEnded']} waitsCancelled=${st['waitsCancelled']} clockSteps=${st['clockSteps']} ` +
       `sharedGrants=${st['sharedGrants']} ackedShares=${st['ackedShares']} semGrants=${st['semGrants']} semAcked=${st['semAcked']} semResized=${st['semResized']} fifoChecked=${st['fifoChecked']} ` +
+      `electionsWon=${st['electionsWon']} proclaims=${st['proclaims']} resigns=${st['resigns']} electionChecks=${st['electionChecks']} ` +
       `${((performance.now() - t0) / 1000).toFixed(2)}s`);
     if (!r.ok) {
       failed++;

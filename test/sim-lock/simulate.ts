@@ -79,10 +79,20 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
 /** the shared-lock and semaphore knobs, from a stream past faultRng's (the earlier
  *  streams keep their draws, so the exclusive workload of a seed is drawn as before);
  *  a quarter of the seeds run the exclusive workload alone */
-function modeKnobs(seed: number): Pick<WorkloadParams, 'modeShare' | 'semaphores' | 'semLimit' | 'maxLimit'> {
+function modeKnobs(seed: number): Pick<WorkloadParams, 'modeShare' | 'semaphores' | 'semLimit' | 'maxLimit' | 'electionShare' | 'elections'> {
   const m = modeRng(seed);
   const maxLimit = m.int(1, 6);
-  return { modeShare: m.next() < 0.25 ? 0 : 0.1 + m.next() * 0.4, semaphores: m.int(1, 4), semLimit: m.int(1, maxLimit + 1), maxLimit };
+  const knobs = { modeShare: m.next() < 0.25 ? 0 : 0.1 + m.next() * 0.4, semaphores: m.int(1, 4), semLimit: m.int(1, maxLimit + 1), maxLimit };
+  // drawn after the others, so their values per seed are as before elections existed;
+  // a third of the seeds run no election step
+  return { ...knobs, electionShare: m.next() < 0.33 ? 0 : 0.1 + m.next() * 0.3, elections: m.int(1, 3) };
+}
+
+/** the workload's election draws (a stream past modeRng's) */
+export function electionRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 9; k++) root.fork();
+  return root.fork();
 }
 
 /** the workload's shared-lock and semaphore draws (the knobs' stream forked once more) */
@@ -347,12 +357,12 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     fail: (err) => {
       cluster.failure ??= err;
     },
-  }, cluster.checkers, rngs.workload, modeRng(seed).fork());
+  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed));
   const nemesis = rngs.nemesis;
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
     seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
-    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
   });
   try {
     for (let t = 0; t < o.ticks; t++) {

@@ -10,7 +10,10 @@
 //    some sessions carry a lock-delay;
 //  - on most seeds clients also take and release shared locks and semaphore permits and
 //    resize semaphores, drawn from a stream of their own (docs/simulation-lock.md "Shared
-//    locks and semaphores").
+//    locks and semaphores");
+//  - on some seeds clients also campaign in elections, proclaim and resign, drawn from a
+//    stream of their own (docs/simulation-lock.md "Elections"). A leadership is a held
+//    lock (`elect-k` names), so the lock checkers and clean-up paths cover it.
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../src/raft/core/rng.js';
@@ -40,6 +43,10 @@ export interface WorkloadParams {
   /** the limit a semaphore is first acquired with; resizes draw 1..maxLimit */
   semLimit: number;
   maxLimit: number;
+  /** share of a client's steps that are election steps (0 or absent: none, and the
+   *  election stream is never drawn from) */
+  electionShare?: number;
+  elections?: number;
 }
 
 export interface ClusterView {
@@ -83,20 +90,27 @@ export interface WorkloadStats {
   semReleased: number;
   semResized: number;
   semMismatch: number;
+  campaignsWon: number;
+  campaignsQueued: number;
+  proclaimed: number;
+  resigned: number;
 }
 
 export class LockWorkload {
   private readonly clients: Client[] = [];
   private sessionSeq = 0;
   readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0,
-    sharedAcked: 0, sharedReleased: 0, semAcked: 0, semQueued: 0, semReleased: 0, semResized: 0, semMismatch: 0 };
+    sharedAcked: 0, sharedReleased: 0, semAcked: 0, semQueued: 0, semReleased: 0, semResized: 0, semMismatch: 0,
+    campaignsWon: 0, campaignsQueued: 0, proclaimed: 0, resigned: 0 };
   /** the limit each semaphore is believed to have (learned from limit_mismatch answers) */
   private readonly semLimits = new Map<string, number>();
 
   constructor(private readonly p: WorkloadParams, private readonly cluster: ClusterView, private readonly checkers: LockCheckers, private readonly rng: Rng,
     /** the shared-lock and semaphore draws: a stream of their own, so the exclusive
      *  operations keep their draws from `rng` */
-    private readonly x: Rng) {
+    private readonly x: Rng,
+    /** the election draws: a stream of their own, so the other operations keep theirs */
+    private readonly e?: Rng) {
     for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
   }
 
@@ -126,6 +140,7 @@ export class LockWorkload {
       await this.keepalive(c, n);
       return;
     }
+    if (this.e !== undefined && (this.p.electionShare ?? 0) > 0 && this.e.next() < this.p.electionShare!) return this.electionStep(c, n, this.e);
     if (this.p.modeShare > 0 && this.x.next() < this.p.modeShare) return this.modeStep(c, n);
     const r = this.rng.next();
     const name = `lock-${this.rng.int(0, this.p.locks)}`;
@@ -427,6 +442,84 @@ export class LockWorkload {
       this.stats.semResized++;
       this.semLimits.set(name, limit);
     }
+  }
+
+  // ---- elections (drawn from `e`) ----
+
+  private electionStep(c: Client, n: LockNode, e: Rng): Promise<void> {
+    const r = e.next();
+    const name = `elect-${e.int(0, this.p.elections ?? 1)}`;
+    const mine = [...c.held.keys()].filter((k) => k.startsWith('elect-'));
+    const pick = (): string => mine[e.int(0, mine.length)]!;
+    // a stray proclaim or resign by a client that does not lead (or no longer does): the
+    // FSM must refuse it, or the election checker sees a second voice
+    if (r >= 0.9) return e.next() < 0.5 ? this.proclaim(c, n, name, `x${c.id}-${c.seq + 1}`) : this.resign(c, n, name);
+    if (r < 0.5 || mine.length === 0) return this.campaign(c, n, name, e.next() < 0.5 ? this.p.waitMs : 0, `v${c.id}-${c.seq + 1}`);
+    if (r < 0.75) return this.proclaim(c, n, pick(), `p${c.id}-${c.seq + 1}`);
+    return this.resign(c, n, pick());
+  }
+
+  private async campaign(c: Client, n: LockNode, name: string, waitMs: number, value: string): Promise<void> {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
+    const out = await n.propose({ kind: 'campaign', name, sessionId: sid, value, waitMs }, key);
+    const r = result(out);
+    if (r === null) {
+      this.stats.unknown++;
+      this.abandon(c); // unsure whether it leads: give the session up
+      return;
+    }
+    if (r.ok && r.kind === 'acquired') {
+      if (this.confirmLead(c, n, name, sid, r.fencingToken, sent, out.ok ? out.index : 0)) this.stats.campaignsWon++;
+      return;
+    }
+    if (r.ok && r.kind === 'queued') {
+      this.stats.campaignsQueued++;
+      const w = n.app.fsm.waitOf(name, sid);
+      await this.poll(c, n, name, sent, waitMs, w, false, (asked) => {
+        const l = n.app.fsm.getElection(name).leader;
+        if (l?.sessionId !== sid) return n.app.fsm.getSession(sid)?.waiting.includes(name) === true ? 'waiting' : 'gone';
+        if (this.confirmLead(c, n, name, sid, l.fencingToken, asked, n.driver.appliedIndex)) this.stats.campaignsWon++;
+        return 'done';
+      });
+      return;
+    }
+    if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
+    if (!r.ok && r.code === 'session_not_found') this.forget(c);
+  }
+
+  /** election-service confirm: the leadership stands and the leader renewed the session */
+  private confirmLead(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, index: number): boolean {
+    const s = n.app.fsm.getSession(sid);
+    const l = n.app.fsm.getElection(name).leader;
+    if (!s || l?.sessionId !== sid || l.fencingToken !== token) return false;
+    if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
+    this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'campaign');
+    this.checkers.onGrantAck(name, sid, token, index);
+    if (c.sessionId === sid) c.held.set(name, { token });
+    return true;
+  }
+
+  private async proclaim(c: Client, n: LockNode, name: string, value: string): Promise<void> {
+    const sid = c.sessionId!;
+    c.seq++;
+    const r = result(await n.propose({ kind: 'proclaim', name, sessionId: sid, value }));
+    if (r?.ok && r.kind === 'proclaimed') this.stats.proclaimed++;
+    if (r !== null && !r.ok && r.code === 'not_holder') {
+      c.held.delete(name); // it no longer leads (its session ended and it was not told yet)
+      this.checkers.onLetGo(sid, name);
+    }
+  }
+
+  private async resign(c: Client, n: LockNode, name: string): Promise<void> {
+    const sid = c.sessionId!;
+    c.held.delete(name);
+    this.checkers.onLetGo(sid, name);
+    const r = result(await n.propose({ kind: 'resign', name, sessionId: sid }));
+    if (r?.ok && r.kind === 'resigned') this.stats.resigned++;
+    if (r === null) this.stats.unknown++;
   }
 
   /** as waitForGrant: the leader's lessor times the wait out, the client polls with read

@@ -12,11 +12,12 @@ import { normalizeEndpoint } from './endpoints.js';
 import { HttpCaller, type Answer, type CallSpec } from './http.js';
 import type { Lock } from './lock.js';
 import type { SemaphoreGrant } from './semaphore.js';
-import { Session, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
+import type { Leadership } from './leadership.js';
+import { Session, type SessionCampaignOptions, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
 import { observeLeaders, watchEvents, type Leader, type WatchEvent, type WatchOptions, type WatchSynced } from './watch.js';
 import {
-  decodeCluster, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, lockPath, semaphorePath, sessionPath,
-  type ClusterInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
+  decodeCampaignGrant, decodeCluster, decodeElection, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
+  type CampaignGrant, type ClusterInfo, type ElectionInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
 } from './wire.js';
 
 export interface ClientOptions {
@@ -139,6 +140,24 @@ export interface WithSemaphoreOptions extends SessionSemaphoreOptions {
   /** use this open session instead of opening one */
   session?: Session;
   safetyMarginMs?: number;
+}
+
+export interface CampaignOptions extends SessionCampaignOptions {
+  /** campaign in this open session; without one, campaign() opens a session (ttlMs) that
+   *  the leadership owns: resign() closes it, and losing it ends the leadership */
+  session?: Session;
+  ttlMs?: number;
+  safetyMarginMs?: number;
+}
+
+export interface CampaignRequestOptions {
+  /** campaign in this session; without one the server opens a new session with ttlMs */
+  sessionId?: string;
+  ttlMs?: number;
+  waitMs?: number;
+  owner?: string;
+  signal?: AbortSignal;
+  idempotencyKey?: string;
 }
 
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -364,6 +383,59 @@ export class RaftlockClient {
     return observeLeaders({ http: this.http, now: this.clock, random: this.rand }, name, o);
   }
 
+  // ---- elections (docs/contract.md §4 "Leader election") --------------------------------
+
+  /**
+   * Campaigns in election `name` with `value` and returns the Leadership once this client
+   * leads: `fencingToken` (the epoch followers' writes must carry), `signal` (aborts when
+   * leadership is lost: session expiry, resign, revoke), `proclaim(value)`, `resign()`.
+   * Waits up to `waitMs` (default 0: LockHeldError naming the `leader`). Without `session`
+   * it opens one for the leadership, closed by resign() or when the campaign fails.
+   */
+  async campaign(name: string, value: string, o: CampaignOptions = {}): Promise<Leadership> {
+    const own = o.session === undefined;
+    const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
+    try {
+      return await session.campaign(name, value, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal) }, own ? { afterResign: () => session.close().then(() => undefined, (err: unknown) => this.warn(`could not close the session of election ${name} after resigning (it will expire after its ttl)`, err)) } : {});
+    } catch (err) {
+      if (own) await session.close().catch((e: unknown) => this.warn('could not close the session of a failed campaign (it will expire after its ttl)', e));
+      throw err;
+    }
+  }
+
+  /** GET /v1/elections/{name}: the leader and its value, or null while none leads (linearizable unless stale). */
+  async getLeader(name: string, o: ReadOptions = {}): Promise<ElectionInfo> {
+    const q = o.consistency === 'stale' ? '?consistency=stale' : '';
+    const a = await this.http.call({ method: 'GET', path: electionPath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    return decodeElection(a.body, `get election ${name}`);
+  }
+
+  /** POST /v1/elections/{name}/campaign, one request (campaign() is the safe pattern). */
+  async requestCampaign(name: string, value: string, o: CampaignRequestOptions = {}): Promise<CampaignGrant & { sentAt: number }> {
+    const waitMs = o.waitMs ?? 0;
+    const base: Record<string, unknown> = { value };
+    if (o.sessionId !== undefined) base.session_id = o.sessionId;
+    if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
+    if (o.owner !== undefined) base.owner = o.owner;
+    // A retry (same Idempotency-Key) asks only for the wait that is left.
+    const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
+    const a = await this.mutate({ method: 'POST', path: electionPath(name, 'campaign'), body, waitMs, signal: o.signal }, o.idempotencyKey);
+    return { ...decodeCampaignGrant(a.body, `campaign ${name}`), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/elections/{name}/proclaim: the leader's new value (NotHolderError for anyone else). */
+  async proclaim(name: string, sessionId: string, value: string, o: { signal?: AbortSignal; idempotencyKey?: string } = {}): Promise<{ value: string }> {
+    const a = await this.mutate({ method: 'POST', path: electionPath(name, 'proclaim'), body: { session_id: sessionId, value }, signal: o.signal }, o.idempotencyKey);
+    const v = (a.body as { value?: unknown } | undefined)?.value;
+    return { value: typeof v === 'string' ? v : value };
+  }
+
+  /** POST /v1/elections/{name}/resign: step down (or withdraw a waiting candidacy); NotHolderError otherwise. */
+  async resign(name: string, sessionId: string, o: { signal?: AbortSignal; idempotencyKey?: string; budgetMs?: number } = {}): Promise<void> {
+    const deadline = o.budgetMs !== undefined ? this.clock() + o.budgetMs : undefined;
+    await this.mutate({ method: 'POST', path: electionPath(name, 'resign'), body: { session_id: sessionId }, signal: o.signal, ...opt('deadline', deadline) }, o.idempotencyKey);
+  }
+
   /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */
   async cluster(o: { endpoint?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ClusterInfo & { endpoint: string }> {
     const deadline = o.timeoutMs === undefined ? undefined : this.clock() + o.timeoutMs;
@@ -441,6 +513,9 @@ export class RaftlockClient {
       sessionLocks: async (sessionId: string, signal: AbortSignal) => (await this.getSession(sessionId, { signal })).locks,
       releaseSemaphore: (name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.releaseSemaphore(name, sessionId, o ?? {}),
       checkToken: (name: string, token: number) => this.checkToken(name, token),
+      campaignFor: (name: string, p: { sessionId: string; value: string; waitMs: number; owner?: string; signal: AbortSignal }) => this.requestCampaign(name, p.value, p),
+      proclaim: (name: string, sessionId: string, value: string) => this.proclaim(name, sessionId, value),
+      resign: (name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.resign(name, sessionId, o ?? {}),
       closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),
       warn: (m: string, e?: unknown) => this.warn(m, e),
     };

@@ -35,10 +35,14 @@ export class RaftlockError extends Error {
 export class LockHeldError extends RaftlockError {
   /** absent when the lock is in lock-delay after its holder's session expired */
   readonly holder: HolderInfo | undefined;
-  constructor(message: string, holder: HolderInfo | undefined, opts: RaftlockErrorOptions = {}) {
-    super('lock_held', message, opts);
+  /** a lost campaign: the election's leader (null while none leads); undefined otherwise */
+  readonly leader: { sessionId: string; value: string; fencingToken: number } | null | undefined;
+  constructor(message: string, holder: HolderInfo | undefined, opts: RaftlockErrorOptions & { leader?: { sessionId: string; value: string; fencingToken: number } | null } = {}) {
+    const { leader, ...rest } = opts;
+    super('lock_held', message, rest);
     this.name = 'LockHeldError';
     this.holder = holder;
+    this.leader = leader;
   }
 }
 
@@ -192,7 +196,7 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
   const opts = { status, endpoint };
   switch (code) {
     case 'lock_held':
-      return new LockHeldError(message, decodeHolder(e.holder), opts);
+      return new LockHeldError(message, decodeHolder(e.holder), { ...opts, ...leaderOf(e.leader) });
     case 'not_holder':
       return new NotHolderError(message, opts);
     case 'semaphore_full':
@@ -219,6 +223,15 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
     default:
       return new RaftlockError(code, message, opts);
   }
+}
+
+/** the `leader` of a lost campaign's lock_held (null: none leads), as an option */
+function leaderOf(v: unknown): { leader?: { sessionId: string; value: string; fencingToken: number } | null } {
+  if (v === null) return { leader: null };
+  if (typeof v !== 'object' || v === undefined) return {};
+  const o = v as Record<string, unknown>;
+  if (typeof o.session_id !== 'string' || typeof o.value !== 'string' || typeof o.fencing_token !== 'number') return {};
+  return { leader: { sessionId: o.session_id, value: o.value, fencingToken: o.fencing_token } };
 }
 
 function count(v: unknown): number | undefined {

@@ -18,7 +18,8 @@ import { LockLostError, RaftlockError, SessionLostError, SessionNotFoundError, I
 import { definitelyNotApplied } from './outcome.js';
 import { Lock, type LockOwner } from './lock.js';
 import { SemaphoreGrant } from './semaphore.js';
-import type { Grant, SemaphoreGrantInfo } from './wire.js';
+import { Leadership, type LeadershipHost } from './leadership.js';
+import type { CampaignGrant, Grant, SemaphoreGrantInfo } from './wire.js';
 
 /** The slice of RaftlockClient a Session uses. */
 export interface SessionHost {
@@ -33,6 +34,10 @@ export interface SessionHost {
   /** gives back every permit this session holds of `name` */
   releaseSemaphore(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   checkToken(name: string, fencingToken: number): Promise<boolean>;
+  /** elections (docs/contract.md §4 "Leader election") */
+  campaignFor(name: string, p: { sessionId: string; value: string; waitMs: number; owner?: string; signal: AbortSignal }): Promise<CampaignGrant & { sentAt: number }>;
+  proclaim(name: string, sessionId: string, value: string): Promise<{ value: string }>;
+  resign(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   closeSession(sessionId: string, opts?: { budgetMs?: number }): Promise<{ released: string[] }>;
   warn(message: string, err?: unknown): void;
 }
@@ -55,6 +60,13 @@ export interface SessionLockOptions {
   /** the server frees the grant this long after it was made, even while the session lives
    *  (100 ms – 2147483647 ms); the lock's signal aborts safetyMarginMs before (docs/client.md) */
   maxHoldMs?: number;
+}
+
+export interface SessionCampaignOptions {
+  /** how long to wait in the election's FIFO queue (default 0: fail at once with LockHeldError, whose `leader` names the leader) */
+  waitMs?: number;
+  owner?: string;
+  signal?: AbortSignal;
 }
 
 export interface SessionSemaphoreOptions {
@@ -124,6 +136,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private inflight = false;
   private readonly owner: LockOwner;
   private readonly semOwner: LockOwner;
+  private readonly electionOwner: LockOwner;
   /** cleanup releases in flight, by kind and name (docs/client.md "An acquire that fails…") */
   private readonly cleanups = new Map<string, Promise<void>>();
   /** resources whose cleanup release failed (by kind and name); released again after
@@ -170,6 +183,10 @@ export class Session extends EventEmitter<SessionEvents> {
     this.semOwner = ownerOf('semaphore', (l) => (this.dropGrants('semaphore', l.name, l), host.releaseSemaphore(l.name, id)), (l) =>
       Promise.reject(new InvalidRequestError('invalid_request', `semaphore ${l.name}: the server offers no fencing-token check for semaphores; check the token at the resource`)),
     );
+    // An election is the lock of its name on the server: its cleanup is the lock's
+    // (a release withdraws a wait and frees a grant, docs/api.md "Release"); stepping
+    // down is a resign, so the next candidate leads and watchers see `resigned`.
+    this.electionOwner = ownerOf('lock', (l) => host.resign(l.name, id), (l) => host.checkToken(l.name, l.fencingToken));
     this.armLostTimer();
     this.scheduleKeepalive(this.jittered());
   }
@@ -226,6 +243,38 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.acquireIn('semaphore', name, opts, 'semaphore_full',
       (waitMs, signal) => this.host.acquireSemaphoreFor(name, { sessionId: this.id, limit, permits, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.maxHoldMs !== undefined ? { maxHoldMs: opts.maxHoldMs } : {}) }),
       (g) => new SemaphoreGrant(this.semOwner, g));
+  }
+
+  /**
+   * Campaigns in election `name` with `value` in this session: leads at once, or waits up
+   * to `waitMs` in the FIFO queue (LockHeldError when it runs out, with the `leader`).
+   * The rules of lock(): a campaign that ends without a definite "not applied" withdraws
+   * in this session before it throws. The Leadership's `signal` aborts when the session
+   * can no longer be proven alive, on resign(), and when a check after a keepalive finds
+   * that this session no longer leads (a revoke, docs/client.md "Elections").
+   */
+  async campaign(name: string, value: string, opts: SessionCampaignOptions = {}, leadershipHost: Partial<LeadershipHost> = {}): Promise<Leadership> {
+    if (typeof value !== 'string') throw new InvalidRequestError('invalid_request', `value must be a string, got ${typeof value}`);
+    if (Buffer.byteLength(value, 'utf8') > 4096) throw new InvalidRequestError('invalid_request', `value must be at most 4096 bytes (4 KiB) of UTF-8, got ${Buffer.byteLength(value, 'utf8')} bytes`);
+    const lh: LeadershipHost = { proclaim: (n, sid, v) => this.host.proclaim(n, sid, v), ...leadershipHost };
+    const l = await this.acquireIn('lock', name, opts, 'lock_held',
+      (waitMs, signal) => this.host.campaignFor(name, { sessionId: this.id, value, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}) }),
+      (g) => new Leadership(this.electionOwner, g, lh));
+    this.watchLeadership(l);
+    return l;
+  }
+
+  /** After every acknowledged keepalive, ask whether the leadership's token still holds
+   *  the election (one linearizable read): a revoke or max-hold end reaches no keepalive. */
+  private watchLeadership(l: Leadership): void {
+    if (l.signal.aborted) return;
+    const onKeepalive = (): void => {
+      void l.check().then((current) => {
+        if (!current) l.markLost(`election ${l.name}: token ${l.fencingToken} no longer leads (revoked, or the grant ended)`);
+      }, (err: unknown) => this.host.warn(`could not check the leadership of election ${l.name}; checking again after the next keepalive`, err));
+    };
+    this.on('keepalive', onKeepalive);
+    l.signal.addEventListener('abort', () => this.off('keepalive', onKeepalive), { once: true });
   }
 
   /**

@@ -25,6 +25,26 @@ export interface SemaphoreGrantInfo {
   limit: number;
 }
 
+/** A campaign won (docs/contract.md §4 "Leader election"): a lock grant with the leader's value. */
+export interface CampaignGrant {
+  name: string;
+  sessionId: string;
+  value: string;
+  fencingToken: number;
+  ttlMs: number;
+}
+
+/** GET /v1/elections/{name}: the leader and its value, or null while none leads. */
+export interface ElectionInfo {
+  name: string;
+  leader: LeaderInfo | null;
+}
+export interface LeaderInfo {
+  sessionId: string;
+  value: string;
+  fencingToken: number;
+}
+
 export interface SessionGrant {
   sessionId: string;
   ttlMs: number;
@@ -106,6 +126,29 @@ export function decodeGrant(v: unknown, what: string): Grant {
   const g: Grant = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what), mode: o['mode'] === 'shared' ? 'shared' : 'exclusive' };
   if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
   return g;
+}
+
+export function decodeCampaignGrant(v: unknown, what: string): CampaignGrant {
+  const o = obj(v, what);
+  const g: CampaignGrant = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), value: str(o, 'value', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what) };
+  if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
+  return g;
+}
+
+/** the contract's `leader` object, or null; undefined when absent or malformed */
+export function decodeLeader(v: unknown): LeaderInfo | null | undefined {
+  if (v === null) return null;
+  if (typeof v !== 'object' || v === undefined) return undefined;
+  const o = v as Record<string, unknown>;
+  if (typeof o.session_id !== 'string' || typeof o.value !== 'string' || typeof o.fencing_token !== 'number') return undefined;
+  return { sessionId: o.session_id, value: o.value, fencingToken: o.fencing_token };
+}
+
+export function decodeElection(v: unknown, what: string): ElectionInfo {
+  const o = obj(v, what);
+  const leader = decodeLeader(o['leader']);
+  if (leader === undefined) throw bad(what, 'no "leader" (an object with session_id, value, fencing_token, or null)');
+  return { name: str(o, 'name', what), leader };
 }
 
 export function decodeSemaphoreGrant(v: unknown, what: string): SemaphoreGrantInfo {
@@ -204,6 +247,12 @@ export function lockPath(name: string, action?: 'acquire' | 'renew' | 'release' 
 export function semaphorePath(name: string, action?: 'acquire' | 'release' | 'limit' | 'revoke'): string {
   if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'semaphore name must be a non-empty string');
   return `/v1/semaphores/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
+}
+
+/** As lockPath, for /v1/elections/{name} (docs/contract.md §4 "Leader election"). */
+export function electionPath(name: string, action?: 'campaign' | 'proclaim' | 'resign'): string {
+  if (typeof name !== 'string' || name.length === 0) throw new InvalidRequestError('invalid_request', 'election name must be a non-empty string');
+  return `/v1/elections/${encodeURIComponent(name)}${action ? `/${action}` : ''}`;
 }
 
 export function sessionPath(id: string, suffix = ''): string {

@@ -150,6 +150,10 @@ export function describeError(err: unknown): { code: number; line: string; error
   const msg = err instanceof Error ? err.message : String(err);
   if (err instanceof CliExit) return { code: err.exitCode, line: msg, errorCode: 'cli' };
   if (err instanceof UsageError || err instanceof DurationError || err instanceof ConfigError) return { code: EXIT.usage, line: `${msg} (see --help)`, errorCode: 'usage' };
+  if (err instanceof LockHeldError && err.leader !== undefined) {
+    const who = err.leader === null ? ' (no leader yet: lock-delay, or the name is held as a plain lock)' : ` (leader: session ${err.leader.sessionId}, value ${JSON.stringify(err.leader.value.length > 200 ? `${err.leader.value.slice(0, 200)}…` : err.leader.value)}, token ${err.leader.fencingToken})`;
+    return { code: EXIT.held, line: `${msg}${who}; wait with --wait 30s or try again later`, errorCode: err.code };
+  }
   if (err instanceof LockHeldError) {
     const who = err.holder ? ` (holder: session ${err.holder.sessionId}${err.holder.owner ? `, owner ${err.holder.owner}` : ''}, token ${err.holder.fencingToken})` : ' (in lock-delay after its holder expired)';
     return { code: EXIT.held, line: `${msg}${who}; wait with --wait 30s or try again later`, errorCode: err.code };

@@ -54,8 +54,8 @@ export function maxHoldFlag(v: string | undefined): { maxHoldMs?: number } {
   return v === undefined ? {} : { maxHoldMs: durationFlag(v, '--max-hold', 100) };
 }
 
-/** The options of every "hold while CMD runs" command (lock, semaphore). */
-export function holdOptions(cmd: Command, what: 'lock' | 'semaphore'): Command {
+/** The options of every "hold while CMD runs" command (lock, semaphore, elect). */
+export function holdOptions(cmd: Command, what: 'lock' | 'semaphore' | 'leadership'): Command {
   return cmd
     .option('--ttl <duration>', `session ttl: how long the ${what} survives if raftlock dies`, '10s')
     .option('--wait <duration>', `how long to wait for the ${what} before giving up (exit 1)`, '30s')
@@ -64,7 +64,7 @@ export function holdOptions(cmd: Command, what: 'lock' | 'semaphore'): Command {
     .option('--max-hold <duration>', `the server frees the ${what} this long after granting it, even while raftlock keeps the session alive (CMD is stopped first, as on any loss)`);
 }
 
-/** The flags every "hold while CMD runs" command has (lock, semaphore). */
+/** The flags every "hold while CMD runs" command has (lock, semaphore, elect). */
 export interface HoldFlags extends ClientFlags {
   ttl: string;
   wait: string;
@@ -80,7 +80,7 @@ export interface HoldFlags extends ClientFlags {
  * releases the grant in one committed command) and return CMD's exit code.
  */
 export async function holdWhileRunning<L extends Lock = Lock>(
-  what: 'lock' | 'semaphore', name: string, command: string[], f: HoldFlags,
+  what: 'lock' | 'semaphore' | 'elect', name: string, command: string[], f: HoldFlags,
   take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
   extraEnv: (lock: L) => Record<string, string> = () => ({}),
 ): Promise<number> {

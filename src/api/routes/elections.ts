@@ -1,0 +1,61 @@
+// Leader election (docs/contract.md §4 "Leader election"). An election is a lock whose
+// holder publishes a value, so its name follows the lock-name rules and may contain "/":
+// as for locks (routes/locks.ts), one wildcard route splits the raw path, the last raw
+// segment being the action when it is campaign|proclaim|resign. The rights are a lock's:
+// `lock` on the name to campaign, proclaim or resign, `read` to look.
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ApiError, invalid } from '../errors.js';
+import { assertLockName, decodeSegment, parseBody, parseQuery, querySchemas } from '../validate.js';
+import { onLeader, type RouteEnv } from './context.js';
+
+const ACTIONS = new Set(['campaign', 'proclaim', 'resign']);
+type Action = 'get' | 'campaign' | 'proclaim' | 'resign';
+
+/** "/v1/elections/a/b%2Fc/campaign?x" → { name: "a/b/c", action: "campaign" } */
+export function parseElectionPath(rawUrl: string): { name: string; action: Action } {
+  const path = rawUrl.split('?', 1)[0] ?? '';
+  const rest = path.slice('/v1/elections/'.length);
+  const segs = rest.split('/');
+  let action: Action = 'get';
+  if (segs.length > 1 && ACTIONS.has(segs[segs.length - 1] as string)) action = segs.pop() as Action;
+  if (rest.length > 3 * 256 + 16) throw invalid('path.name', 'election name is longer than 256 bytes');
+  const name = segs.map((s) => decodeSegment(s, 'path.name')).join('/');
+  return { name: assertLockName(name), action };
+}
+
+export function electionRoutes(app: FastifyInstance, env: RouteEnv): void {
+  const { service, schemas } = env;
+  const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
+    const { name, action } = parseElectionPath(req.raw.url ?? '');
+    req.routeLabel = action === 'get' ? '/v1/elections/{name}' : `/v1/elections/{name}/${action}`;
+    if (req.method !== (action === 'get' ? 'GET' : 'POST')) throw new ApiError('not_found', `no route ${req.method} ${req.routeLabel}`);
+    const elections = service.elections;
+    if (elections === undefined) throw new ApiError('not_found', 'this node does not serve elections');
+    switch (action) {
+      case 'get': {
+        const q = parseQuery(querySchemas.read, req.query);
+        const consistency = q.consistency ?? 'linearizable';
+        return onLeader(env, req, reply, { right: 'read', name, stale: consistency === 'stale' }, (ctx) => elections.get(name, consistency, ctx));
+      }
+      case 'campaign': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.campaign, req.body, false);
+        const waitMs = b.wait_ms ?? 0;
+        return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
+          elections.campaign(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, value: b.value, waitMs, owner: b.owner }, ctx),
+        );
+      }
+      case 'proclaim': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.proclaim, req.body, false);
+        return onLeader(env, req, reply, { right: 'lock', name }, (ctx) => elections.proclaim(name, b.session_id, b.value, ctx));
+      }
+      case 'resign': {
+        parseQuery(querySchemas.none, req.query);
+        const b = parseBody(schemas.resign, req.body, false);
+        return onLeader(env, req, reply, { right: 'lock', name }, (ctx) => elections.resign(name, b.session_id, ctx));
+      }
+    }
+  };
+  app.route({ method: ['GET', 'POST', 'DELETE', 'PUT', 'PATCH'], url: '/v1/elections/*', handler: handle });
+}

@@ -1,0 +1,133 @@
+// Leader election on a real node (docs/contract.md §4 "Leader election"). A campaign is
+// the lock FSM's exclusive acquire with a value (docs/lock-fsm.md "Elections"), so this is
+// the flow of a lock acquire in lock-service.ts: propose; on a grant, renew the lease from
+// the request's arrival; on 'queued', wait for the FSM's granted / waitEnded events of
+// the lock, with the lessor timing the wait out by cancelWait (the election's waits are
+// the lock's waits).
+import type { ApplyResult, Command, ElectionInfo, NewSessionSpec } from '../lock-fsm/index.js';
+import { isSessionId } from '../lock-fsm/index.js';
+import { ApiError } from '../api/errors.js';
+import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionView, RequestContext } from '../api/service.js';
+import { encodeCommand } from './command-codec.js';
+import { newSessionId, resultError, sessionNotFound, type RaftLockService } from './lock-service.js';
+
+export interface Campaign { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string }
+
+export class ElectionService implements ElectionApi {
+  constructor(private readonly svc: RaftLockService) {}
+
+  async campaign(name: string, p: Campaign, ctx: RequestContext): Promise<CampaignView> {
+    const d = this.svc.d;
+    const arrival = d.nowMs();
+    let cmd: Extract<Command, { kind: 'campaign' }>;
+    if (p.sessionId === undefined) {
+      const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: d.session.lockDelayMs };
+      if (ctx.principal !== undefined) newSession.principal = ctx.principal;
+      cmd = { kind: 'campaign', name, sessionId: newSessionId(), value: p.value, waitMs: p.waitMs, newSession };
+    } else {
+      if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
+      cmd = { kind: 'campaign', name, sessionId: p.sessionId, value: p.value, waitMs: p.waitMs };
+      const actor = this.svc.actor(ctx, name);
+      if (actor !== undefined) cmd.actor = actor;
+    }
+    if (p.owner !== undefined) cmd.owner = p.owner;
+    const out = await this.svc.submitOutput(cmd, ctx);
+    const r = out.result;
+    if (r.ok && r.kind === 'acquired') {
+      // a replayed leadership that is gone since answers as stored (as for locks)
+      if (out.replayed && !this.leads(name, r.sessionId, r.fencingToken)) return { name, session_id: r.sessionId, value: r.value ?? '', fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
+      return this.confirm(name, r.sessionId, r.fencingToken, arrival);
+    }
+    if (r.ok && r.kind === 'queued') return this.waitForLeadership(name, r.sessionId, p.waitMs, arrival, ctx);
+    if (!r.ok && r.code === 'lock_held') throw campaignLost(name, r);
+    throw resultError(r);
+  }
+
+  async proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }> {
+    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const cmd: Command = { kind: 'proclaim', name, sessionId, value };
+    const actor = this.svc.actor(ctx, name);
+    if (actor !== undefined) cmd.actor = actor;
+    const r = (await this.svc.submitOutput(cmd, ctx)).result;
+    if (r.ok && r.kind === 'proclaimed') return { name, value: r.value };
+    if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} does not lead election ${name}`);
+    throw resultError(r);
+  }
+
+  async resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }> {
+    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const cmd: Command = { kind: 'resign', name, sessionId };
+    const actor = this.svc.actor(ctx, name);
+    if (actor !== undefined) cmd.actor = actor;
+    const r = (await this.svc.submitOutput(cmd, ctx)).result;
+    if (r.ok && r.kind === 'resigned') return { name, resigned: true };
+    if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`);
+    throw resultError(r);
+  }
+
+  async get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionView> {
+    if (consistency === 'linearizable') await this.svc.readBarrier(ctx);
+    return { name, leader: leaderView(this.svc.d.app.fsm.getElection(name)) };
+  }
+
+  private leads(name: string, sessionId: string, token: number): boolean {
+    const l = this.svc.d.app.fsm.getElection(name).leader;
+    return l !== null && l.sessionId === sessionId && l.fencingToken === token;
+  }
+
+  /** the leadership stands and the lease is renewed from the request's arrival, or say what is true now */
+  private confirm(name: string, sessionId: string, token: number, arrival: number): CampaignView {
+    const fsm = this.svc.d.app.fsm;
+    const s = fsm.getSession(sessionId);
+    if (!s) throw sessionNotFound(sessionId);
+    const e = fsm.getElection(name);
+    if (e.leader === null || e.leader.sessionId !== sessionId || e.leader.fencingToken !== token) throw heldBy(name, e);
+    this.svc.renewLease(sessionId, arrival, 'timeout');
+    return { name, session_id: sessionId, value: e.leader.value, fencing_token: token, ttl_ms: s.ttlMs };
+  }
+
+  private async waitForLeadership(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<CampaignView> {
+    const d = this.svc.d;
+    const fsm = d.app.fsm;
+    const now = fsm.getElection(name).leader;
+    if (now !== null && now.sessionId === sessionId) return this.confirm(name, sessionId, now.fencingToken, arrival);
+    if (!d.lessor.isLeader) throw new ApiError('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership');
+    const wait = fsm.waitOf(name, sessionId);
+    if (!wait) throw heldBy(name, fsm.getElection(name));
+    d.lessor.trackWait(name, sessionId, arrival + waitMs, wait.since);
+    const outcome = await this.svc.waits.wait(name, sessionId, waitMs + Math.max(5000, d.electionTimeoutMaxMs), ctx.signal);
+    switch (outcome.kind) {
+      case 'granted': return this.confirm(name, sessionId, outcome.fencingToken, arrival);
+      case 'cancelled': throw heldBy(name, fsm.getElection(name));
+      case 'session_ended': throw sessionNotFound(sessionId);
+      case 'aborted':
+        // the client went away: give the place up so nobody is made leader unheard
+        if (d.driver.currentRole === 'leader') {
+          const cancel: Command = wait.since === 0 ? { kind: 'cancelWait', name, sessionId } : { kind: 'cancelWait', name, sessionId, since: wait.since };
+          void d.driver.propose(encodeCommand({ atMs: this.svc.logClock.stamp(), cmd: cancel }));
+        }
+        throw new ApiError('timeout', 'the request was aborted while the campaign was queued; the outcome is unknown: retry with the same Idempotency-Key, or resign in this session');
+      case 'shutdown': throw new ApiError('timeout', 'the node is shutting down while the campaign was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or resign in this session');
+      case 'unknown': throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your leadership');
+    }
+  }
+}
+
+function leaderView(e: ElectionInfo): ElectionLeaderView | null {
+  return e.leader === null ? null : { session_id: e.leader.sessionId, value: e.leader.value, fencing_token: e.leader.fencingToken };
+}
+
+/** 409 lock_held with the current leader (null while none leads: the lock is in
+ *  lock-delay, or held by a plain acquire) */
+function heldBy(name: string, e: ElectionInfo): ApiError {
+  const leader = leaderView(e);
+  const msg = leader === null ? `election ${name} has no leader to hand over yet (lock-delay, or the name is held as a plain lock)` : `election ${name} is led by session ${leader.session_id}`;
+  return new ApiError('lock_held', msg, { details: { leader } });
+}
+
+function campaignLost(name: string, r: Extract<ApplyResult, { ok: false; code: 'lock_held' }>): ApiError {
+  if (r.holder !== undefined && r.value !== undefined) {
+    return new ApiError('lock_held', `election ${name} is led by session ${r.holder.sessionId}`, { details: { leader: { session_id: r.holder.sessionId, value: r.value, fencing_token: r.holder.fencingToken } } });
+  }
+  return heldBy(name, { name, leader: null, waiters: 0 });
+}
