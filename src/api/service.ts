@@ -89,7 +89,7 @@ export interface ElectionView {
 }
 /** docs/contract.md §4 "Leader election"; a service without it answers their routes 404 */
 export interface ElectionApi {
-  campaign(name: string, p: { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string }, ctx: RequestContext): Promise<CampaignView>;
+  campaign(name: string, p: { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<CampaignView>;
   proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }>;
   resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }>;
   get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionView>;

@@ -123,7 +123,7 @@ export function bodySchemas(l: ApiLimits) {
     revoke: z.strictObject({ session_id: sessionId.optional() }),
     semLimit: z.strictObject({ limit: permits }),
     semRelease: z.strictObject({ session_id: sessionId }),
-    campaign: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), value: electionValue, wait_ms: waitMs.optional(), owner: owner.optional() }),
+    campaign: z.strictObject({ session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), value: electionValue, wait_ms: waitMs.optional(), owner: owner.optional(), max_hold_ms: maxHoldMs.optional() }),
     proclaim: z.strictObject({ session_id: sessionId, value: electionValue }),
     resign: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),

@@ -55,7 +55,7 @@ export type Command =
    *  `name` whose grant publishes `value`; it waits in the lock's FIFO queue, takes its
    *  token from the one sequence and ends with its session, exactly as an acquire.
    *  newSession, owner and actor as for acquire. */
-  | { kind: 'campaign'; name: string; sessionId: string; value: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string }
+  | { kind: 'campaign'; name: string; sessionId: string; value: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; maxHoldMs?: number }
   /** the leader replaces its value; anyone else gets not_holder */
   | { kind: 'proclaim'; name: string; sessionId: string; value: string; actor?: string }
   /** the leader steps down (the next candidate leads in the same apply), or a waiting
@@ -216,8 +216,9 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'target', 'name', 'sessionId', 'fencingToken']);
       return { kind: 'expireHold', target: grantKind(x, p), name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), fencingToken: int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER) };
     case 'campaign': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'value', 'waitMs', 'owner', 'newSession', 'actor']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'value', 'waitMs', 'owner', 'newSession', 'actor', 'maxHoldMs']);
       const cmd: Command = { kind: 'campaign', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), value: str(x, p, 'value', isElectionValue, VALUE), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
+      if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
       if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
       if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
       withActor(cmd, x, p);

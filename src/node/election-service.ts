@@ -11,7 +11,7 @@ import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionView, Reque
 import { encodeCommand } from './command-codec.js';
 import { newSessionId, resultError, sessionNotFound, type RaftLockService } from './lock-service.js';
 
-export interface Campaign { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string }
+export interface Campaign { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }
 
 export class ElectionService implements ElectionApi {
   constructor(private readonly svc: RaftLockService) {}
@@ -31,6 +31,7 @@ export class ElectionService implements ElectionApi {
       if (actor !== undefined) cmd.actor = actor;
     }
     if (p.owner !== undefined) cmd.owner = p.owner;
+    if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs; // docs/contract.md §4 "Revocation and maximum hold"
     const out = await this.svc.submitOutput(cmd, ctx);
     const r = out.result;
     if (r.ok && r.kind === 'acquired') {

@@ -186,3 +186,18 @@ test("the lessor times a campaign's wait out with cancelWait naming it (since), 
   for (const c of later) g.run(c);
   assert.equal(g.fsm.getElection('E').leader, null);
 });
+
+test('max_hold_ms on a campaign: the leadership is freed by expireHold like any grant (then lock-delay), and its end is an election event', () => {
+  const g = three();
+  const r = g.run({ kind: 'campaign', name: 'E', sessionId: 'a', value: 'va', waitMs: 0, maxHoldMs: 500 });
+  const t = g.index;
+  assert.deepEqual(r.events, [{ type: 'granted', name: 'E', sessionId: 'a', fencingToken: t, maxHoldMs: 500, value: 'va' }]);
+  assert.deepEqual(g.do({ kind: 'campaign', name: 'E', sessionId: 'b', value: 'vb', waitMs: 1000 }), { ok: true, kind: 'queued', name: 'E', sessionId: 'b', position: 1 });
+  const end = g.run({ kind: 'expireHold', target: 'lock', name: 'E', sessionId: 'a', fencingToken: t });
+  assert.deepEqual(end.events[0], { type: 'grantExpired', kind: 'lock', name: 'E', sessionId: 'a', fencingToken: t, reason: 'max_hold', election: true });
+  assert.equal(end.events[1]?.type, 'lockDelayStarted', "a's session has a lock-delay: the next candidate waits for it");
+  assert.equal(g.fsm.getElection('E').leader, null);
+  assertFsmInvariants(g.fsm);
+  // a stale copy of the same expiry does nothing to a later leadership
+  assert.deepEqual(g.do({ kind: 'expireHold', target: 'lock', name: 'E', sessionId: 'a', fencingToken: t }), { ok: true, kind: 'noop' });
+});

@@ -42,7 +42,7 @@ export function electionRoutes(app: FastifyInstance, env: RouteEnv): void {
         const b = parseBody(schemas.campaign, req.body, false);
         const waitMs = b.wait_ms ?? 0;
         return onLeader(env, req, reply, { right: 'lock', name, waitMs, op: 'acquire' }, (ctx) =>
-          elections.campaign(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, value: b.value, waitMs, owner: b.owner }, ctx),
+          elections.campaign(name, { sessionId: b.session_id, ttlMs: b.ttl_ms, value: b.value, waitMs, owner: b.owner, ...(b.max_hold_ms !== undefined ? { maxHoldMs: b.max_hold_ms } : {}) }, ctx),
         );
       }
       case 'proclaim': {
