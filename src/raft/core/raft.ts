@@ -247,6 +247,7 @@ export class Raft {
   private becomeLeader(): void {
     assert(this.role === 'candidate', `only a candidate becomes leader (was ${this.role})`);
     const boot = this.bootstrapEntry(); // before reset(): it reads who voted for us
+    const voterIncs = new Map(this.voteIncs);
     this.reset(this.term);
     this.lead = this.id;
     this.role = 'leader';
@@ -258,6 +259,16 @@ export class Raft {
     self.state = 'replicate';
     self.recentActive = true;
     if (this.inc !== undefined) self.inc = this.inc;
+    // A vote that counted came from the incarnation its voter is bound to, in this term:
+    // that is the same proof an answer to our first append gives. Without it, a fresh
+    // progress counts for nothing (progressCounts) until that answer arrives, and the
+    // check-quorum one election timeout from now deposed a leader whose followers were
+    // slow to answer (a synced write each, on a loaded machine), although each is given
+    // one lease period to answer (syncProgress).
+    for (const [id, inc] of voterIncs) {
+      const pr = this.prs.get(id);
+      if (pr !== undefined && id !== this.id && pr.inc === undefined) pr.inc = inc;
+    }
     this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
     // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it; the
     // first leader of a new cluster appends the bootstrap entry instead (also of our term)
