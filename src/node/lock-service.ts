@@ -222,9 +222,10 @@ export class RaftLockService implements LockService {
     if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
     const actor = this.actor(ctx, name);
     if (actor !== undefined) cmd.actor = actor;
-    const r = await this.submit(cmd, ctx);
+    const out = await this.submitOutput(cmd, ctx);
+    const r = out.result;
     if (r.ok && r.kind === 'released') return { name, released: true };
-    if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.withdrawWait(name, sessionId, ctx))) return { name, released: true };
+    if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.withdrawWait(name, sessionId, ctx, out.replayed === true))) return { name, released: true };
     throw resultError(r);
   }
 
@@ -321,8 +322,23 @@ export class RaftLockService implements LockService {
    * answer is then 200 released). The release was applied first, so its permission check
    * (actor) already passed for this session.
    */
-  private async withdrawWait(name: string, sessionId: string, ctx: RequestContext): Promise<boolean> {
-    if (!this.d.app.fsm.getSession(sessionId)?.waiting.includes(name)) return false;
+  /**
+   * A release without a token by a session that is not the holder withdraws its wait; if
+   * the grant won the race (the session holds the lock now), the lock is released (200).
+   * Only for the attempt whose release command applied first (`replayed` false): right
+   * after it, the state says whether that release met a wait or a grant that followed it.
+   * A retry with the same Idempotency-Key (`replayed`) changes nothing and answers the
+   * stored result: by the time a late copy arrives, the session may hold a later grant or
+   * wait for it, which the client asked for after the first answer. jepsen-lite (seed
+   * 5151) caught a retry that ran the withdrawal again and released such a grant.
+   * Known gap: if the first attempt's withdrawal released a grant (200) and that answer
+   * was lost, the retry says 409 (docs/recovery.md "A vote is a lease too").
+   */
+  private async withdrawWait(name: string, sessionId: string, ctx: RequestContext, replayed: boolean): Promise<boolean> {
+    if (replayed) return false;
+    const waits = this.d.app.fsm.getSession(sessionId)?.waiting.includes(name) === true;
+    // granted between the release's commit and now: the grant is this session's to undo
+    if (!waits && grantOf(this.d.app.fsm.getLock(name), sessionId) === undefined) return false;
     const inner: RequestContext = { signal: ctx.signal, ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}) };
     const c = await this.submit({ kind: 'cancelWait', name, sessionId }, inner);
     if (!(c.ok && c.kind === 'acquired')) return false;

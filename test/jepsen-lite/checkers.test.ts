@@ -74,6 +74,22 @@ test('no orphan grant: a lock held by a session whose every acquire of it was an
   assert.deepEqual(checkNoOrphanGrants(fine), []);
 });
 
+test('no orphan grant: an acquire answered session_not_found may have granted before the session died, not after', () => {
+  // jepsen-lite seed 5151 (5 nodes, 5 min): the acquire committed and granted, the lessor
+  // expired the session 360 ms later, and the answer said what was true then
+  const expired = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 0 }, 0, 'fail', { code: 'lock_held', holder: SB, holder_token: 2 }, 500],
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 228 }, 1000, 'fail', { code: 'session_not_found' }, 2100],
+    ['c2', 'read', { lock: 'L' }, 500, 'ok', { held: true, holder: SA, holder_token: 4 }, 2000],
+  ]);
+  assert.deepEqual(checkNoOrphanGrants(expired), []);
+  const heldAfterDeath = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 228 }, 1000, 'fail', { code: 'session_not_found' }, 2100],
+    ['c2', 'read', { lock: 'L' }, 2500, 'ok', { held: true, holder: SA, holder_token: 4 }, 2600],
+  ]);
+  assert.match(checkNoOrphanGrants(heldAfterDeath).join('\n'), /orphan grant: L held by aaaaaaaa although every acquire of it by that session failed, was given up and cleaned up, or found the session gone/);
+});
+
 test('no orphan grant: a given-up acquire that was cleaned up may linger until the session\'s next close, not beyond', () => {
   const rows: Parameters<typeof ops>[0] = [
     ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 1000, give_up_ms: 100 }, 0, 'info', { code: 'gave-up' }, 100],

@@ -283,6 +283,9 @@ export function checkResource(log: readonly ResourceLogEntry[], fencing: boolean
  *   of L in s (the client's cleanup): allowed up to s's next close after the give-up (a
  *   copy of the acquire the cluster applies after the cleanup can grant it until then),
  *   a violation after that close completed;
+ * - an acquire answered `session_not_found` may have granted just before the session died
+ *   (expiry after the grant, before the answer): that grant ends with the session, so the
+ *   evidence may come until that answer, a violation after it;
  * - any other (an `ok` acquire, an info one the client did not clean up): no claim.
  */
 export function checkNoOrphanGrants(ops: readonly Op[]): string[] {
@@ -312,7 +315,16 @@ export function checkNoOrphanGrants(ops: readonly Op[]): string[] {
     if (before.length === 0) continue;
     let graceEnds = -Infinity; // the evidence must come before this (the give-ups' next close)
     let claim = true;
+    let diedWithIt = false;
     for (const a of before) {
+      if (a.type === 'fail' && a.output.code === 'session_not_found') {
+        // It may have granted just before the session died (the lock model treats this
+        // answer as indeterminate: grant, expiry, then the answer). The session's end
+        // released that grant, so it may be seen until this answer proved the session dead.
+        graceEnds = Math.max(graceEnds, a.complete);
+        diedWithIt = true;
+        continue;
+      }
       if (a.type === 'fail') continue;
       const gaveUp = a.type === 'info' && a.output.code === 'gave-up';
       const cleaned = gaveUp && (cleanups.get(k) ?? []).some((r) => r.invoke >= a.completedAt);
@@ -327,7 +339,11 @@ export function checkNoOrphanGrants(ops: readonly Op[]): string[] {
     const allFailed = graceEnds === -Infinity;
     if (!allFailed && e.op.invoke < graceEnds) continue;
     seen.add(k);
-    const why = allFailed ? 'every acquire of it by that session was answered as failed' : 'its client gave up on every acquire of it, released it, and the session was closed since';
+    const why = allFailed
+      ? 'every acquire of it by that session was answered as failed'
+      : diedWithIt
+        ? 'every acquire of it by that session failed, was given up and cleaned up, or found the session gone, and the session has ended since'
+        : 'its client gave up on every acquire of it, released it, and the session was closed since';
     violations.push(`orphan grant: ${e.lock} held by ${e.session.slice(0, 8)} although ${why}\n    ${describeOp(e.op)}\n${before.map((a) => `    ${describeOp(a)}`).join('\n')}`);
   }
   return violations;

@@ -113,6 +113,10 @@ export class Raft {
   electionElapsed = 0;
   heartbeatElapsed = 0;
   randomizedElectionTimeout = 0;
+  /** follower: we granted our vote in this term, in this process (volatile: a vote read
+   *  back from storage after a restart does not count), to a candidate we have not heard
+   *  from as leader yet. Check-Quorum's lease then covers that candidate (see step). */
+  grantedThisTerm = false;
   leadTransferee: NodeId | null = null;
   /** leader: index of the latest conf entry it may not yet know committed (one change at
    *  a time); a new leader starts it at its noop (see proposeConfChange) */
@@ -233,6 +237,7 @@ export class Raft {
       assert(term > this.term, `term moving backwards from ${this.term} to ${term}`);
       this.term = term;
       this.vote = null;
+      this.grantedThisTerm = false;
     }
     this.lead = null;
     this.electionElapsed = 0;
@@ -277,6 +282,7 @@ export class Raft {
   private becomeLeader(): void {
     assert(this.role === 'candidate', `only a candidate becomes leader (was ${this.role})`);
     const boot = this.bootstrapEntry(); // before reset(): it reads who voted for us
+    const voterIncs = new Map(this.voteIncs);
     this.reset(this.term);
     this.lead = this.id;
     this.role = 'leader';
@@ -288,6 +294,16 @@ export class Raft {
     self.state = 'replicate';
     self.recentActive = true;
     if (this.inc !== undefined) self.inc = this.inc;
+    // A vote that counted came from the incarnation its voter is bound to, in this term:
+    // that is the same proof an answer to our first append gives. Without it, a fresh
+    // progress counts for nothing (progressCounts) until that answer arrives, and the
+    // check-quorum one election timeout from now deposed a leader whose followers were
+    // slow to answer (a synced write each, on a loaded machine), although each is given
+    // one lease period to answer (syncProgress).
+    for (const [id, inc] of voterIncs) {
+      const pr = this.prs.get(id);
+      if (pr !== undefined && id !== this.id && pr.inc === undefined) pr.inc = inc;
+    }
     this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
     // §5.4.2 / §8: a noop of our term lets us commit (and learn) everything before it; the
     // first leader of a new cluster appends the bootstrap entry instead (also of our term)
@@ -467,6 +483,23 @@ export class Raft {
     }
   }
 
+  /**
+   * The leader lease extended to the candidate we just voted for (docs/recovery.md, "A
+   * vote is a lease too"). It may have won already, and its first append is on its way:
+   * until one minimum election timeout after our grant, we treat it as the leader we hear
+   * from and ignore would-be leaders of later terms, as inLease does. Without this, a
+   * (pre-)candidate whose requests reach us between our grant and that first append wins
+   * a later term and deposes a leader that has just won. Only ever refuses: a vote we do
+   * not give cannot break election safety (§5.2); a candidate that lost costs us at most
+   * the one timeout we would wait for it anyway.
+   */
+  private inVoteLease(candidate: NodeId): boolean {
+    return (
+      this.cfg.checkQuorum && this.role === 'follower' && this.grantedThisTerm && this.lead === null &&
+      this.vote !== null && this.vote !== candidate && this.electionElapsed < this.cfg.electionTicks
+    );
+  }
+
   private handleVoteRequest(m: Extract<Message, { type: 'vote' | 'preVote' }>): void {
     const resp = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
     // §5.2: at most one vote per term; a pre-vote for a future term promises nothing
@@ -481,6 +514,7 @@ export class Raft {
       if (m.type === 'vote') {
         this.electionElapsed = 0;
         this.vote = m.from;
+        this.grantedThisTerm = true;
         this.trace({ type: 'voteGranted', id: this.id, term: this.term, to: m.from });
       }
     } else {
@@ -497,7 +531,7 @@ export class Raft {
         // leader lease (thesis §4.2.3): while we hear from a leader, ignore would-be
         // leaders, so a rejoining or removed node cannot depose a healthy leader
         const inLease = this.cfg.checkQuorum && this.lead !== null && this.electionElapsed < this.cfg.electionTicks;
-        if (inLease && m.transfer !== true) return;
+        if ((inLease || this.inVoteLease(m.from)) && m.transfer !== true) return;
       }
       if (m.type === 'preVote' || (m.type === 'preVoteResp' && !m.reject)) {
         // pre-votes never change our term (thesis §9.6)
