@@ -18,6 +18,7 @@ import type { DurableStorage } from './core/storage.js';
 import type { Transport } from '../transport/transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
+import { trace, tracing } from './trace.js';
 
 /** What the driver needs from the core: RawNode satisfies it. */
 export interface RawNodeLike {
@@ -382,6 +383,7 @@ export class RaftDriver {
         older.resolve({ ok: false, kind: 'unknown' });
       }
       this.pending.set(r.index, { term: r.term, resolve: p.resolve, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
+      if (tracing) trace('propose', this.opts.id, r.index);
     }
 
     // One ReadIndex round at a time, as etcd's linearizableReadLoop: reads that arrive
@@ -402,6 +404,7 @@ export class RaftDriver {
     const { storage } = this.opts;
     if (rd.soft) this.onSoftState(rd.soft.role, rd.soft.leader);
     if (rd.hardState) this.term = rd.hardState.term;
+    if (tracing && this.role === 'leader') for (const e of rd.committed) trace('commit', this.opts.id, e.index);
 
     // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term)
     if (rd.earlyMessages.length > 0) this.sendMessages(rd.earlyMessages);
@@ -428,6 +431,7 @@ export class RaftDriver {
         const t0 = this.opts.clock.nowMs();
         await this.waitForDisk(storage.save(batch, { sync: true }));
         this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
+        if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
       } else {
         // Only the commit index changed (mustSync is false: no entries, snapshot, term or
         // vote). The commit index is volatile state (§5, Figure 2): nothing below depends
@@ -528,6 +532,7 @@ export class RaftDriver {
       this.opts.hooks.onConfApplied?.(this.appliedConf, cc, e.index);
     }
     this.applied = e.index;
+    if (tracing && this.role === 'leader') trace('apply', this.opts.id, e.index);
     this.opts.hooks.onApplied?.(e, result);
     const p = this.pending.get(e.index);
     if (p) {
