@@ -3,8 +3,9 @@
 //
 //   inbox (messages, ticks, proposals, reads)  →  core.step/tick/propose/readIndex
 //   Ready: send earlyMessages → apply committed entries already durable here → persist
-//          (one batch, fsync if mustSync) → send messages → restore snapshot → apply the
-//          rest of committed → serve read states → advance
+//          (one synced batch when mustSync; a commit-only change waits for the next one)
+//          → send messages → restore snapshot → apply the rest of committed → serve read
+//          states → advance
 //
 // Nothing touches the core while a Ready is in flight: everything that arrives during
 // `await storage.save(...)` waits in the inbox and enters the core after advance(). That is
@@ -13,7 +14,7 @@
 //
 // The same driver runs in production (autoRun: setImmediate scheduling, a real timer
 // calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
-import type { ConfState, Entry, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
+import type { ConfState, Entry, HardState, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
 import type { DurableStorage } from './core/storage.js';
 import type { Transport } from '../transport/transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
@@ -162,8 +163,8 @@ export class RaftDriver {
   /** followers the core replicated to as leader in coverTerm (heartbeat cover) */
   private readonly coverPeers = new Set<NodeId>();
   private coverTerm: Term = 0;
-  /** the latest write-behind (storage runs writes in order, so it settles last) */
-  private lastWriteBehind: Promise<void> = Promise.resolve();
+  /** a commit-only hard state not written yet: the next synced batch carries it */
+  private deferredHardState: HardState | undefined;
   /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
   private compactWaiters: ((ok: boolean) => void)[] = [];
 
@@ -425,23 +426,25 @@ export class RaftDriver {
     }
 
     // 3. persist as one atomic batch
-    if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
-      const batch = { hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries };
-      if (rd.mustSync) {
-        const t0 = this.opts.clock.nowMs();
-        await this.waitForDisk(storage.save(batch, { sync: true }));
-        this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
-        if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
-      } else {
-        // Only the commit index changed (mustSync is false: no entries, snapshot, term or
-        // vote). The commit index is volatile state (§5, Figure 2): nothing below depends
-        // on it being on disk, and every committed entry to apply is already durable here
-        // (no entries are unstable once the previous Ready was advanced). So the write
-        // goes behind, and the apply (the client's answer) does not wait for a threadpool
-        // round trip per commit. The storage serialises writes, so later synced batches
-        // still land after it, and a failure still stops the node.
-        this.writeBehind(storage.save(batch, { sync: false }));
-      }
+    if (rd.mustSync) {
+      // A commit-only change of an earlier Ready rides this synced batch (see below); a
+      // hard state of this Ready is newer and carries that commit index already.
+      const hardState = rd.hardState ?? this.deferredHardState;
+      this.deferredHardState = undefined;
+      const batch = { ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}), entries: rd.entries };
+      const t0 = this.opts.clock.nowMs();
+      await this.waitForDisk(storage.save(batch, { sync: true }));
+      this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
+      if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
+    } else if (rd.hardState) {
+      // Only the commit index changed (mustSync is false: no entries, snapshot, term or
+      // vote). The commit index is volatile state (§5, Figure 2): a restarted node learns
+      // it again from the leader, and nothing applied depends on it being on disk (every
+      // committed entry is durable here already: none is unstable once the previous Ready
+      // was advanced). So it is not written on its own (a LevelDB write and a thread-pool
+      // round trip per commit); the next synced batch carries it, or the flush before a
+      // compaction (docs/storage.md "What is written when").
+      this.deferredHardState = rd.hardState;
     }
     if (this.stopped) return;
 
@@ -494,15 +497,6 @@ export class RaftDriver {
       this.readsAwaitingApply.push({ index: rs.index, reads });
     }
     this.serveReads();
-  }
-
-  /** an unsynced write the loop does not wait for; a failure is fatal all the same */
-  private writeBehind(p: Promise<void>): void {
-    const tracked = p.then(
-      () => undefined,
-      (err: unknown) => this.fail(err),
-    );
-    this.lastWriteBehind = tracked;
   }
 
   private onSoftState(role: Role, leader: NodeId | null): void {
@@ -592,6 +586,13 @@ export class RaftDriver {
     if (term === undefined) return false; // applied entries not all durable here yet
     this.compacting = true;
     try {
+      // the snapshot is of applied (so committed) state: the stored commit index must
+      // reach it first (storage refuses a compaction beyond it)
+      const hs = this.deferredHardState;
+      if (hs !== undefined) {
+        this.deferredHardState = undefined;
+        await this.waitForDisk(storage.save({ hardState: hs, entries: [] }, { sync: false }));
+      }
       const data = this.opts.app.snapshot();
       await this.waitForDisk(storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data }));
       return true;
@@ -656,7 +657,6 @@ export class RaftDriver {
     if (this.stopped && !this.running) return;
     this.stopped = true;
     if (this.running) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    await this.lastWriteBehind;
     this.rejectAll('stopped');
   }
 }
