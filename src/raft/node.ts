@@ -194,7 +194,12 @@ export class RaftDriver {
     if (this.stopped) return;
     this.inboxMessages.push(m);
     this.inboxMessageTicks.push(this.inboxTicks);
-    this.kick();
+    // A follower steps what the leader sent as soon as the frame (every message of the
+    // socket read) is handed over: receive → step → save issued in the same turn, no
+    // setImmediate hop. A leader keeps the hop: acks and proposals that arrive in one
+    // turn share a Ready (group commit).
+    if (this.role === 'leader') this.kick();
+    else this.kickNow();
   }
 
   tick(): void {
@@ -295,6 +300,16 @@ export class RaftDriver {
     if (!this.opts.autoRun || this.scheduled || this.running || this.stopped) return;
     this.scheduled = true;
     setImmediate(() => {
+      this.scheduled = false;
+      void this.drain();
+    });
+  }
+
+  /** like kick(), but the loop runs once the current callback returns (a microtask) */
+  private kickNow(): void {
+    if (!this.opts.autoRun || this.scheduled || this.running || this.stopped) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
       this.scheduled = false;
       void this.drain();
     });
@@ -407,8 +422,14 @@ export class RaftDriver {
     if (rd.hardState) this.term = rd.hardState.term;
     if (tracing && this.role === 'leader') for (const e of rd.committed) trace('commit', this.opts.id, e.index);
 
-    // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term)
-    if (rd.earlyMessages.length > 0) this.sendMessages(rd.earlyMessages);
+    // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term).
+    //    Before a synced save they go to the wire now, not at the end of this turn: the
+    //    followers' saves then run in parallel with ours (a leader may persist in parallel
+    //    with sending, thesis §10.2.1; commit counts us only once our own write is durable).
+    if (rd.earlyMessages.length > 0) {
+      this.sendMessages(rd.earlyMessages);
+      if (rd.mustSync) this.opts.transport.flush?.();
+    }
 
     // 2. committed entries that are already durable HERE are applied before this Ready's
     //    write, as etcd's server applies concurrently with its WAL save: they are
@@ -448,8 +469,13 @@ export class RaftDriver {
     }
     if (this.stopped) return;
 
-    // 4. messages that rely on what was just persisted (votes, append responses, …)
-    if (rd.messages.length > 0) this.sendMessages(rd.messages);
+    // 4. messages that rely on what was just persisted (votes, append responses, …); after
+    //    a synced save they are what the sender waits for (a follower's ack), so they are
+    //    written at once
+    if (rd.messages.length > 0) {
+      this.sendMessages(rd.messages);
+      if (rd.mustSync) this.opts.transport.flush?.();
+    }
 
     // 5. snapshot, the remaining committed entries (those written by this Ready), read states
     if (rd.snapshot) this.restoreSnapshot(rd.snapshot.meta.index, rd.snapshot.meta.conf, rd.snapshot.data);

@@ -233,11 +233,24 @@ export class HttpTransport extends TransportEvents implements Transport {
     if (this.dirty.size > 0 && this.flushScheduled === null) {
       this.flushScheduled = setImmediate(() => {
         this.flushScheduled = null;
-        const links = [...this.dirty];
-        this.dirty.clear();
-        for (const l of links) l.flush();
+        this.flushLinks();
       });
     }
+  }
+
+  flush(): void {
+    if (this.flushScheduled !== null) {
+      clearImmediate(this.flushScheduled);
+      this.flushScheduled = null;
+    }
+    this.flushLinks();
+  }
+
+  private flushLinks(): void {
+    if (this.dirty.size === 0) return;
+    const links = [...this.dirty];
+    this.dirty.clear();
+    for (const l of links) l.flush();
   }
 
   setPeers(peers: ReadonlyMap<NodeId, string>): void {

@@ -115,6 +115,37 @@ test('driver: before a compaction the stored commit index is brought up to the s
   assert.equal(storage.hardState().commit, 3);
 });
 
+test('driver: a follower writes its ack as soon as its save resolved; a leader writes its appends before its own save', async () => {
+  const f = node('n2');
+  f.driver.receive(append(0, 1, 0));
+  await f.driver.drain();
+  const save = f.calls.findIndex((c) => c.op === 'save');
+  const flush = f.calls.findIndex((c) => c.op === 'flush' && c.queued.some((m) => m.type === 'appendResp'));
+  assert.ok(save >= 0 && flush > save, 'the ack is flushed after the save');
+  assert.deepEqual(f.transport.queued, [], 'nothing left for the end-of-turn flush');
+
+  const l = node('n1');
+  for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
+  await l.driver.drain();
+  assert.equal(l.driver.currentRole, 'leader');
+  // the noop of the new term: its appends go out with the term durable already
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
+  await l.driver.drain();
+  l.calls.length = 0;
+  const p = l.driver.propose(new Uint8Array([9]));
+  await l.driver.drain();
+  const firstSave = l.calls.findIndex((c) => c.op === 'save' && c.batch.entries.length > 0);
+  const appendsOut = l.calls.findIndex((c) => c.op === 'flush' && c.queued.some((m) => m.type === 'append' && m.entries.length > 0));
+  assert.ok(appendsOut >= 0 && firstSave > appendsOut, `appends flushed before the leader's own save (${JSON.stringify(l.calls.map((c) => c.op))})`);
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
+  await l.driver.drain();
+  assert.equal((await p).ok, true);
+});
+
 test('driver: a ReadIndex round completes at a quorum of acks (leader + one of two followers)', async () => {
   const l = node('n1');
   for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
