@@ -3,7 +3,10 @@
 // node internals, GC, idle). Used for issue 8's profile-first rule:
 //
 //   npm run bench -- --node-args "--cpu-prof --cpu-prof-dir=/tmp/prof" …
-//   node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 30]
+//   node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 30] [--last S]
+//
+// --last S keeps only the samples of the profile's last S seconds (the measured window,
+// without start-up: on a loaded machine module compilation is a large share otherwise).
 import { readFileSync } from 'node:fs';
 
 interface CallFrame {
@@ -67,18 +70,30 @@ function main(): void {
   const callersOf = ci >= 0 ? args[ci + 1] : undefined;
   const di = args.indexOf('--depth');
   const depth = di >= 0 ? Number(args[di + 1]) : 4;
-  const skip = new Set([ti, ci, di].filter((i) => i >= 0).flatMap((i) => [i, i + 1]));
+  const li = args.indexOf('--last');
+  const lastS = li >= 0 ? Number(args[li + 1]) : Infinity;
+  if (!(lastS > 0)) {
+    console.error('--last: expected a positive number of seconds');
+    process.exit(2);
+  }
+  const skip = new Set([ti, ci, di, li].filter((i) => i >= 0).flatMap((i) => [i, i + 1]));
   const files = args.filter((_, i) => !skip.has(i));
   if (files.length === 0) {
-    console.error('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile… [--top N] [--callers NAME [--depth N]]');
+    console.error('usage: node --import tsx bench/profile-summary.ts FILE.cpuprofile… [--top N] [--callers NAME [--depth N]] [--last SECONDS]');
     process.exit(2);
   }
   for (const f of files) {
     const p = JSON.parse(readFileSync(f, 'utf8')) as Profile;
     const byId = new Map(p.nodes.map((n) => [n.id, n]));
     const selfUs = new Map<number, number>();
-    for (let i = 0; i < p.samples.length; i++) selfUs.set(p.samples[i]!, (selfUs.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
-    const total = p.endTime - p.startTime;
+    const from = p.endTime - lastS * 1e6;
+    let t = p.startTime;
+    for (let i = 0; i < p.samples.length; i++) {
+      t += p.timeDeltas[i] ?? 0;
+      if (t < from) continue;
+      selfUs.set(p.samples[i]!, (selfUs.get(p.samples[i]!) ?? 0) + (p.timeDeltas[i] ?? 0));
+    }
+    const total = p.endTime - Math.max(p.startTime, from);
     const byFn = new Map<string, number>();
     const byArea = new Map<string, number>();
     for (const [id, us] of selfUs) {

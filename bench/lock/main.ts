@@ -14,6 +14,10 @@ import { runWorkload, supports, type Busy, type RunResult, type RunSpec } from '
 import { compare, comparisonTable, raftlockOnlyNote, resultsTable, summarize } from './report.js';
 import type { Deployment } from './target.js';
 import { runScale, scaleTable } from './scale.js';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { analyseTrace, traceTable } from './trace.js';
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -30,10 +34,11 @@ function machine(): Record<string, string | number> {
   };
 }
 
-async function deployments(o: BenchOptions): Promise<Deployment[]> {
+async function deployments(o: BenchOptions, traceDir: string | null): Promise<Deployment[]> {
   const out: Deployment[] = [];
   try {
-    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep, snapshotEvery: o.snapshotEvery }));
+    const env: Record<string, string> = traceDir !== null ? { RAFTLOCK_TRACE_DIR: traceDir } : {};
+    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep, snapshotEvery: o.snapshotEvery, env }));
     log(`raftlock: ${out[0]!.description}`);
     if (o.compare === 'etcd') {
       if (o.etcdEndpoints) out.push(externalEtcd(o.etcdEndpoints));
@@ -89,7 +94,9 @@ async function main(): Promise<number> {
   const m = machine();
   log(`machine: ${m.cpu}, ${m.cores} cores, ${m.memGiB} GiB, node ${m.node}, ${m.etcd}; load average ${loadavg().map((x) => x.toFixed(2)).join(' ')}`);
   if (o.scale !== null) return scaleMain(o, o.scale);
-  const ds = await deployments(o);
+  const traceDir = o.trace ? mkdtempSync(join(tmpdir(), 'raftlock-trace-')) : null;
+  const samples: { t0: number; t1: number }[] = [];
+  const ds = await deployments(o, traceDir);
   const runs: RunResult[] = [];
   const bar = o.progress && process.stderr.isTTY
     ? new cliProgress.SingleBar({ format: '{label} [{bar}] {percentage}% | {ops} ops', stream: process.stderr, clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic)
@@ -105,13 +112,23 @@ async function main(): Promise<number> {
           return ok;
         });
         for (const d of order) {
-          const spec: RunSpec = { workload, clients, durationMs: o.durationMs, warmupMs: o.warmupMs, sessions: o.sessions, runId: `b${process.pid}-${++seq}` };
+          const spec: RunSpec = { workload, clients, durationMs: o.durationMs, warmupMs: o.warmupMs, sessions: o.sessions, runId: `b${process.pid}-${++seq}`, ...(o.trace ? { samples } : {}) };
           runs.push(await runOne(d, spec, `${d.system} ${workload} C=${clients} rep ${rep + 1}/${o.reps}`, bar));
         }
       }
     }
   } finally {
     await Promise.all(ds.map((d) => d.stop()));
+  }
+  if (traceDir !== null) {
+    // performance.now() ms here → the nodes' monotonic µs (both clocks are CLOCK_MONOTONIC)
+    const hrOffsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
+    const r = analyseTrace(traceDir, samples, hrOffsetUs);
+    if (o.keep) log(`trace files kept in ${traceDir}`);
+    else rmSync(traceDir, { recursive: true, force: true });
+    process.stdout.write(`\n${traceTable(r)}\n`);
+    if (o.json) process.stdout.write(`${JSON.stringify({ machine: m, trace: r }, null, 2)}\n`);
+    return r.matched > 0 ? 0 : 1;
   }
   const rows = summarize(runs);
   const comparisons = compare(rows);

@@ -21,6 +21,8 @@ export interface BenchOptions {
   scale: number | null;
   /** the local cluster's snapshot_every_entries */
   snapshotEvery: number;
+  /** per-step trace of uncontended C=1 acquires (bench/lock/trace.ts) */
+  trace: boolean;
 }
 
 /** bad input found after commander parsed the line (commander prints its own errors) */
@@ -45,7 +47,16 @@ export const SUITE_MODES: { workload: WorkloadName; clients: number }[] = [
   { workload: 'semaphore', clients: 16 },
 ];
 
-const SUITES: Record<string, { workload: WorkloadName; clients: number }[]> = { issue8: SUITE_ISSUE8, modes: SUITE_MODES };
+/** issue 18's rows: the cost per synced batch, the critical path, keepalive reads */
+export const SUITE_ISSUE18: { workload: WorkloadName; clients: number }[] = [
+  { workload: 'uncontended', clients: 1 },
+  { workload: 'uncontended', clients: 16 },
+  { workload: 'uncontended', clients: 64 },
+  { workload: 'contended', clients: 16 },
+  { workload: 'keepalive', clients: 64 },
+];
+
+const SUITES: Record<string, { workload: WorkloadName; clients: number }[]> = { issue8: SUITE_ISSUE8, issue18: SUITE_ISSUE18, modes: SUITE_MODES };
 
 const list = (v: string): string[] => v.split(',').map((s) => s.trim()).filter(Boolean);
 
@@ -88,7 +99,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     .description('Load generator for raftlock (issue 8): lock workloads against a 3-node cluster, optionally side by side with etcd')
     .option('-w, --workload <list>', `comma-separated: ${WORKLOADS.join(', ')}, or all (shared and semaphore: raftlock only)`, 'uncontended')
     .option('-c, --clients <list>', 'comma-separated client counts (one request in flight per client)', '16')
-    .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets), modes (contended, shared and semaphore at C=16)')
+    .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets), issue18 (uncontended C=1/16/64, contended C=16, keepalive C=64), modes (contended, shared and semaphore at C=16)')
     .option('-d, --duration <dur>', 'measured time per run', durationArg('--duration'), 10_000)
     .option('--warmup <dur>', 'unmeasured time before each run', durationArg('--warmup'), 2_000)
     .option('--reps <n>', 'repetitions per row (with --compare: alternating A/B); medians are reported', intArg('--reps', 1, 100), 1)
@@ -102,12 +113,13 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('--no-progress', 'no progress bar')
     .option('--snapshot-every <n>', 'local cluster: snapshot_every_entries (the cluster file default is 10000)', intArg('--snapshot-every', 1, 1_000_000_000), 10_000)
     .option('--scale <n>', 'instead of workloads: N sessions each holding a lock, then RSS, snapshot size and restart time per node (local cluster only)', intArg('--scale', 1, 10_000_000))
+    .option('--trace', 'per-step trace of uncontended acquires at C=1 on the local cluster (client → leader → follower save → ack → commit → apply → answer), p50/p99 per step', false)
     .exitOverride()
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts<{
     workload: string; clients: string; suite?: string; duration: number; warmup: number; reps: number; sessions: number;
-    endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean; scale?: number; snapshotEvery: number;
+    endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean; scale?: number; snapshotEvery: number; trace: boolean;
   }>();
 
   let matrix: BenchOptions['matrix'];
@@ -132,6 +144,11 @@ export function parseOptions(argv: string[]): BenchOptions {
   if (o.etcdEndpoints && o.compare !== 'etcd') throw new UsageError('--etcd-endpoints needs --compare etcd');
   if (o.scale !== undefined && (o.endpoints || o.compare)) throw new UsageError('--scale needs the local cluster: no --endpoints or --compare');
   if (o.duration === 0) throw new UsageError('--duration must be positive');
+  if (o.trace) {
+    if (o.endpoints || o.compare || o.scale !== undefined) throw new UsageError('--trace needs the local cluster: no --endpoints, --compare or --scale');
+    if (o.suite !== undefined || o.workload !== 'uncontended' || o.clients !== '16') throw new UsageError('--trace runs uncontended at C=1 only: no --suite, --workload or --clients');
+    matrix = [{ workload: 'uncontended', clients: 1 }];
+  }
   return {
     matrix,
     durationMs: o.duration,
@@ -147,5 +164,6 @@ export function parseOptions(argv: string[]): BenchOptions {
     progress: o.progress,
     scale: o.scale ?? null,
     snapshotEvery: o.snapshotEvery,
+    trace: o.trace,
   };
 }

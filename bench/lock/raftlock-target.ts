@@ -114,6 +114,8 @@ export interface LocalRaftlockOptions {
   keepDir: boolean;
   /** snapshot_every_entries (default 10000, the cluster file's default) */
   snapshotEvery?: number;
+  /** extra environment for the nodes (e.g. RAFTLOCK_TRACE_DIR for --trace) */
+  env?: Record<string, string>;
 }
 
 /** A local cluster: a Deployment plus verbs the scale measurement needs. */
@@ -152,7 +154,7 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Local
     else o.log(`raftlock data and logs kept in ${dir}`);
   };
   // the memory settings every launcher applies (src/cli/serve-runtime.ts)
-  const spawnNode = (id: string): Child => startChild(`raftlock ${id}`, process.execPath, [...SERVE_NODE_FLAGS, ...o.nodeArgs, binPath, 'serve', '--config', configPath, '--node', id, '--log-level', 'warn'], join(dir, `${id}.log`), serveEnv());
+  const spawnNode = (id: string): Child => startChild(`raftlock ${id}`, process.execPath, [...SERVE_NODE_FLAGS, ...o.nodeArgs, binPath, 'serve', '--config', configPath, '--node', id, '--log-level', 'warn'], join(dir, `${id}.log`), { ...serveEnv(), ...o.env });
   try {
     for (const n of nodes) children.push(spawnNode(n.id));
     const endpoints = nodes.map((n) => n.api);

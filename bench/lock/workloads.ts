@@ -43,6 +43,9 @@ export interface RunSpec {
   sessions: number;
   /** unique per run, so runs never share lock names */
   runId: string;
+  /** when set, every measured request's start and end (performance.now ms) is pushed here
+   *  (the per-step trace, trace.ts) */
+  samples?: { t0: number; t1: number }[];
 }
 
 export interface RunResult {
@@ -250,7 +253,10 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
         const done = performance.now();
         if (done >= w.start && done <= w.end) {
           ops++;
-          if (t0 >= w.start) latency.recordValue(Math.max(1, Math.round((t1 - t0) * 1000)));
+          if (t0 >= w.start) {
+            latency.recordValue(Math.max(1, Math.round((t1 - t0) * 1000)));
+            spec.samples?.push({ t0, t1 });
+          }
         }
       } catch (err) {
         const k = errorKey(err);

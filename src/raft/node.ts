@@ -3,8 +3,9 @@
 //
 //   inbox (messages, ticks, proposals, reads)  →  core.step/tick/propose/readIndex
 //   Ready: send earlyMessages → apply committed entries already durable here → persist
-//          (one batch, fsync if mustSync) → send messages → restore snapshot → apply the
-//          rest of committed → serve read states → advance
+//          (one synced batch when mustSync; a commit-only change waits for the next one)
+//          → send messages → restore snapshot → apply the rest of committed → serve read
+//          states → advance
 //
 // Nothing touches the core while a Ready is in flight: everything that arrives during
 // `await storage.save(...)` waits in the inbox and enters the core after advance(). That is
@@ -13,11 +14,12 @@
 //
 // The same driver runs in production (autoRun: setImmediate scheduling, a real timer
 // calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
-import type { ConfState, Entry, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
+import type { ConfState, Entry, HardState, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
 import type { DurableStorage } from './core/storage.js';
 import type { Transport } from '../transport/transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
+import { trace, tracing } from './trace.js';
 
 /** What the driver needs from the core: RawNode satisfies it. */
 export interface RawNodeLike {
@@ -161,8 +163,8 @@ export class RaftDriver {
   /** followers the core replicated to as leader in coverTerm (heartbeat cover) */
   private readonly coverPeers = new Set<NodeId>();
   private coverTerm: Term = 0;
-  /** the latest write-behind (storage runs writes in order, so it settles last) */
-  private lastWriteBehind: Promise<void> = Promise.resolve();
+  /** a commit-only hard state not written yet: the next synced batch carries it */
+  private deferredHardState: HardState | undefined;
   /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
   private compactWaiters: ((ok: boolean) => void)[] = [];
 
@@ -192,7 +194,12 @@ export class RaftDriver {
     if (this.stopped) return;
     this.inboxMessages.push(m);
     this.inboxMessageTicks.push(this.inboxTicks);
-    this.kick();
+    // A follower steps what the leader sent as soon as the frame (every message of the
+    // socket read) is handed over: receive → step → save issued in the same turn, no
+    // setImmediate hop. A leader keeps the hop: acks and proposals that arrive in one
+    // turn share a Ready (group commit).
+    if (this.role === 'leader') this.kick();
+    else this.kickNow();
   }
 
   tick(): void {
@@ -298,6 +305,16 @@ export class RaftDriver {
     });
   }
 
+  /** like kick(), but the loop runs once the current callback returns (a microtask) */
+  private kickNow(): void {
+    if (!this.opts.autoRun || this.scheduled || this.running || this.stopped) return;
+    this.scheduled = true;
+    queueMicrotask(() => {
+      this.scheduled = false;
+      void this.drain();
+    });
+  }
+
   /** Run the loop until the core has nothing more to do. Safe to call concurrently: a
    *  second caller waits for the running loop to go idle. */
   async drain(): Promise<void> {
@@ -382,6 +399,7 @@ export class RaftDriver {
         older.resolve({ ok: false, kind: 'unknown' });
       }
       this.pending.set(r.index, { term: r.term, resolve: p.resolve, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
+      if (tracing) trace('propose', this.opts.id, r.index);
     }
 
     // One ReadIndex round at a time, as etcd's linearizableReadLoop: reads that arrive
@@ -402,9 +420,16 @@ export class RaftDriver {
     const { storage } = this.opts;
     if (rd.soft) this.onSoftState(rd.soft.role, rd.soft.leader);
     if (rd.hardState) this.term = rd.hardState.term;
+    if (tracing && this.role === 'leader') for (const e of rd.committed) trace('commit', this.opts.id, e.index);
 
-    // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term)
-    if (rd.earlyMessages.length > 0) this.sendMessages(rd.earlyMessages);
+    // 1. messages that depend on nothing in this Ready (a leader's appends in a durable term).
+    //    Before a synced save they go to the wire now, not at the end of this turn: the
+    //    followers' saves then run in parallel with ours (a leader may persist in parallel
+    //    with sending, thesis §10.2.1; commit counts us only once our own write is durable).
+    if (rd.earlyMessages.length > 0) {
+      this.sendMessages(rd.earlyMessages);
+      if (rd.mustSync) this.opts.transport.flush?.();
+    }
 
     // 2. committed entries that are already durable HERE are applied before this Ready's
     //    write, as etcd's server applies concurrently with its WAL save: they are
@@ -422,27 +447,35 @@ export class RaftDriver {
     }
 
     // 3. persist as one atomic batch
-    if (rd.hardState || rd.snapshot || rd.entries.length > 0) {
-      const batch = { hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries };
-      if (rd.mustSync) {
-        const t0 = this.opts.clock.nowMs();
-        await this.waitForDisk(storage.save(batch, { sync: true }));
-        this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
-      } else {
-        // Only the commit index changed (mustSync is false: no entries, snapshot, term or
-        // vote). The commit index is volatile state (§5, Figure 2): nothing below depends
-        // on it being on disk, and every committed entry to apply is already durable here
-        // (no entries are unstable once the previous Ready was advanced). So the write
-        // goes behind, and the apply (the client's answer) does not wait for a threadpool
-        // round trip per commit. The storage serialises writes, so later synced batches
-        // still land after it, and a failure still stops the node.
-        this.writeBehind(storage.save(batch, { sync: false }));
-      }
+    if (rd.mustSync) {
+      // A commit-only change of an earlier Ready rides this synced batch (see below); a
+      // hard state of this Ready is newer and carries that commit index already.
+      const hardState = rd.hardState ?? this.deferredHardState;
+      this.deferredHardState = undefined;
+      const batch = { ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}), entries: rd.entries };
+      const t0 = this.opts.clock.nowMs();
+      await this.waitForDisk(storage.save(batch, { sync: true }));
+      this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
+      if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
+    } else if (rd.hardState) {
+      // Only the commit index changed (mustSync is false: no entries, snapshot, term or
+      // vote). The commit index is volatile state (§5, Figure 2): a restarted node learns
+      // it again from the leader, and nothing applied depends on it being on disk (every
+      // committed entry is durable here already: none is unstable once the previous Ready
+      // was advanced). So it is not written on its own (a LevelDB write and a thread-pool
+      // round trip per commit); the next synced batch carries it, or the flush before a
+      // compaction (docs/storage.md "What is written when").
+      this.deferredHardState = rd.hardState;
     }
     if (this.stopped) return;
 
-    // 4. messages that rely on what was just persisted (votes, append responses, …)
-    if (rd.messages.length > 0) this.sendMessages(rd.messages);
+    // 4. messages that rely on what was just persisted (votes, append responses, …); after
+    //    a synced save they are what the sender waits for (a follower's ack), so they are
+    //    written at once
+    if (rd.messages.length > 0) {
+      this.sendMessages(rd.messages);
+      if (rd.mustSync) this.opts.transport.flush?.();
+    }
 
     // 5. snapshot, the remaining committed entries (those written by this Ready), read states
     if (rd.snapshot) this.restoreSnapshot(rd.snapshot.meta.index, rd.snapshot.meta.conf, rd.snapshot.data);
@@ -492,15 +525,6 @@ export class RaftDriver {
     this.serveReads();
   }
 
-  /** an unsynced write the loop does not wait for; a failure is fatal all the same */
-  private writeBehind(p: Promise<void>): void {
-    const tracked = p.then(
-      () => undefined,
-      (err: unknown) => this.fail(err),
-    );
-    this.lastWriteBehind = tracked;
-  }
-
   private onSoftState(role: Role, leader: NodeId | null): void {
     const wasLeader = this.role === 'leader';
     if (role !== 'leader') this.coverPeers.clear();
@@ -528,6 +552,7 @@ export class RaftDriver {
       this.opts.hooks.onConfApplied?.(this.appliedConf, cc, e.index);
     }
     this.applied = e.index;
+    if (tracing && this.role === 'leader') trace('apply', this.opts.id, e.index);
     this.opts.hooks.onApplied?.(e, result);
     const p = this.pending.get(e.index);
     if (p) {
@@ -587,6 +612,13 @@ export class RaftDriver {
     if (term === undefined) return false; // applied entries not all durable here yet
     this.compacting = true;
     try {
+      // the snapshot is of applied (so committed) state: the stored commit index must
+      // reach it first (storage refuses a compaction beyond it)
+      const hs = this.deferredHardState;
+      if (hs !== undefined) {
+        this.deferredHardState = undefined;
+        await this.waitForDisk(storage.save({ hardState: hs, entries: [] }, { sync: false }));
+      }
       const data = this.opts.app.snapshot();
       await this.waitForDisk(storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data }));
       return true;
@@ -651,7 +683,6 @@ export class RaftDriver {
     if (this.stopped && !this.running) return;
     this.stopped = true;
     if (this.running) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
-    await this.lastWriteBehind;
     this.rejectAll('stopped');
   }
 }

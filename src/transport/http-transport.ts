@@ -19,6 +19,7 @@ import { SnapshotAssembler, sendSnapshot } from './snapshot-transfer.js';
 import type { StreamAuth } from './stream-frames.js';
 import { TransportMetrics, type TransportStats } from './transport-metrics.js';
 import { LogLimiter } from './log-limiter.js';
+import { trace, tracing } from '../raft/trace.js';
 
 export interface HttpTransportOptions {
   self: NodeId;
@@ -111,6 +112,14 @@ const MIN_SERVER_REQUEST_TIMEOUT_MS = 30_000;
 
 /** room for the chunk's header (ids, meta with up to 1024 members) next to its bytes */
 const CHUNK_OVERHEAD_BYTES = 256 * 1024;
+
+/** trace.ts steps: an append arrives at a follower, an accepting ack at the leader */
+function traceReceived(msgs: readonly Message[]): void {
+  for (const m of msgs) {
+    if (m.type === 'append' && m.entries.length > 0) trace('recv_append', m.to, m.entries.at(-1)!.index, m.from);
+    else if (m.type === 'appendResp' && !m.reject) trace('ack_recv', m.to, m.index, m.from);
+  }
+}
 
 function statusFor(f: DecodeFailure): Verdict {
   const status = f.reason === 'too_large' ? 413 : f.reason === 'cluster' || f.reason === 'unknown_peer' ? 403 : 400;
@@ -224,11 +233,24 @@ export class HttpTransport extends TransportEvents implements Transport {
     if (this.dirty.size > 0 && this.flushScheduled === null) {
       this.flushScheduled = setImmediate(() => {
         this.flushScheduled = null;
-        const links = [...this.dirty];
-        this.dirty.clear();
-        for (const l of links) l.flush();
+        this.flushLinks();
       });
     }
+  }
+
+  flush(): void {
+    if (this.flushScheduled !== null) {
+      clearImmediate(this.flushScheduled);
+      this.flushScheduled = null;
+    }
+    this.flushLinks();
+  }
+
+  private flushLinks(): void {
+    if (this.dirty.size === 0) return;
+    const links = [...this.dirty];
+    this.dirty.clear();
+    for (const l of links) l.flush();
   }
 
   setPeers(peers: ReadonlyMap<NodeId, string>): void {
@@ -336,6 +358,7 @@ export class HttpTransport extends TransportEvents implements Transport {
     this.metrics.received(r.from, r.messages.length, body.length);
     // the sender is up: our link to it need not wait out a backoff (peer-link.ts)
     this.links.get(r.from)?.peerAlive();
+    if (tracing) traceReceived(r.messages);
     for (const m of r.messages) this.deliver(m);
     return { status: 204 };
   }

@@ -27,6 +27,7 @@ import { STREAM_CONTENT_TYPE, STREAM_PATH, type StreamAuth } from './stream-fram
 import { PeerStream, connectorFor, type Connector, type StreamEnd } from './peer-stream.js';
 import type { TransportMetrics } from './transport-metrics.js';
 import { LogLimiter } from './log-limiter.js';
+import { trace, tracing } from '../raft/trace.js';
 
 export interface PeerLinkOptions {
   self: NodeId;
@@ -68,6 +69,14 @@ export interface PeerLinkOptions {
 }
 
 const EMPTY = new Uint8Array(0);
+
+/** trace.ts steps: an append (by its last entry) or an accepting ack handed to the socket */
+function traceWritten(batch: readonly Message[]): void {
+  for (const m of batch) {
+    if (m.type === 'append' && m.entries.length > 0) trace('append_sent', m.from, m.entries.at(-1)!.index, m.to);
+    else if (m.type === 'appendResp' && !m.reject) trace('ack_sent', m.from, m.index, m.to);
+  }
+}
 
 export class PeerLink {
   private readonly queue: PeerQueue;
@@ -186,6 +195,7 @@ export class PeerLink {
       const body = this.encode(batch);
       if (body === null) continue;
       s.write(body, batch.length);
+      if (tracing) traceWritten(batch);
       if (s.bytesWritten >= this.o.streamRotateBytes) s.end();
     }
     this.o.metrics.queueLength(this.o.peer, this.queue.length);

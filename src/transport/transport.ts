@@ -7,6 +7,12 @@ export interface Transport {
   /** queue messages for delivery; never throws, never waits for delivery. Queues are
    *  bounded: under backpressure messages are dropped (Raft tolerates loss) and counted. */
   send(msgs: readonly Message[]): void;
+  /** write what send() queued now, instead of at the end of this event-loop turn (which
+   *  lets everything sent in one turn share writes). The driver calls it where a message
+   *  is on the critical path: a leader's appends before its own save is issued, and the
+   *  answers of a Ready right after its synced save. Optional: twins without batching
+   *  deliver on send(). */
+  flush?(): void;
   /** every validated inbound message addressed to this node */
   onMessage(handler: (m: Message) => void): void;
   /** a peer could not be reached (connection refused, timeout): the core probes it gently */

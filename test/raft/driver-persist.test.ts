@@ -1,0 +1,174 @@
+// What the driver writes, and when (src/raft/node.ts handleReady; docs/storage.md "What is
+// written when"): a commit-only change is never a write of its own (the commit index is
+// volatile, §5 Figure 2) but rides the next synced batch; a compaction first makes the
+// stored commit reach the snapshot; a leader's appends are on the wire before its own
+// save is issued, and a follower's ack right after its save; a ReadIndex round (reads and
+// keepalives) completes at a quorum of acks, not when every follower answered.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { RawNode } from '../../src/raft/core/raw-node.js';
+import { seededRng } from '../../src/raft/core/rng.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
+import type { Message, Snapshot } from '../../src/raft/core/types.js';
+import { MemoryDurableStorage } from '../../src/raft/memory-durable-storage.js';
+import { RaftDriver } from '../../src/raft/node.js';
+import { TransportEvents, type Transport } from '../../src/transport/transport.js';
+
+type Call = { op: 'save'; sync: boolean; batch: PersistBatch } | { op: 'compact'; index: number } | { op: 'flush'; queued: Message[] };
+
+class RecordingStorage extends MemoryDurableStorage implements DurableStorage {
+  constructor(conf: { voters: string[]; learners: string[] }, private readonly calls: Call[]) {
+    super(conf);
+  }
+  override save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
+    this.calls.push({ op: 'save', sync: opts.sync, batch });
+    return super.save(batch, opts);
+  }
+  override compact(snapshot: Snapshot): Promise<void> {
+    this.calls.push({ op: 'compact', index: snapshot.meta.index });
+    return super.compact(snapshot);
+  }
+}
+
+/** queues on send(), writes on flush() (like HttpTransport without its end-of-turn flush) */
+class QueueTransport extends TransportEvents implements Transport {
+  queued: Message[] = [];
+  readonly written: Message[] = [];
+  constructor(private readonly calls: Call[]) {
+    super();
+  }
+  send(msgs: readonly Message[]): void {
+    this.queued.push(...msgs);
+  }
+  flush(): void {
+    this.calls.push({ op: 'flush', queued: this.queued });
+    this.written.push(...this.queued);
+    this.queued = [];
+  }
+  setPeers(): void {}
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+}
+
+const ELECTION_TICKS = 10;
+
+function node(id: string, snapshotEveryEntries = 1_000_000) {
+  const calls: Call[] = [];
+  const conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
+  const storage = new RecordingStorage(conf, calls);
+  const transport = new QueueTransport(calls);
+  const raw = new RawNode({ id, electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20 }, storage);
+  const driver = new RaftDriver({
+    id, raw, storage, transport,
+    app: { apply: () => undefined, snapshot: () => new Uint8Array([7]), restore: () => undefined },
+    snapshotConf: conf, applied: 0, snapshotEveryEntries, proposalTimeoutMs: 5000,
+    clock: { nowMs: () => 0 }, autoRun: false, hooks: { onFatal: (err) => assert.fail(String(err)) },
+  });
+  return { driver, storage, transport, calls };
+}
+
+const entry = (index: number) => ({ index, term: 1, kind: 'normal' as const, data: new Uint8Array([index]) });
+const append = (prevIndex: number, n: number, commit: number): Message => ({
+  from: 'n1', to: 'n2', term: 1, type: 'append', prevIndex, prevTerm: prevIndex === 0 ? 0 : 1, commit,
+  entries: Array.from({ length: n }, (_, k) => entry(prevIndex + 1 + k)),
+});
+const heartbeat = (commit: number): Message => ({ from: 'n1', to: 'n2', term: 1, type: 'heartbeat', commit, ctx: 0 });
+
+test('driver: a commit-only change is not written on its own; the next synced batch carries it', async () => {
+  const { driver, storage, calls } = node('n2');
+  driver.receive(append(0, 2, 0));
+  await driver.drain();
+  assert.deepEqual(calls.filter((c) => c.op === 'save').map((c) => (c as { sync: boolean }).sync), [true]);
+  calls.length = 0;
+
+  // the leader says entries 1..2 are committed: they apply, nothing is written
+  driver.receive(heartbeat(2));
+  await driver.drain();
+  assert.equal(driver.appliedIndex, 2);
+  assert.deepEqual(calls.filter((c) => c.op === 'save'), [], 'no standalone write for a commit advance');
+  assert.equal(storage.hardState().commit, 0, 'the stored commit index lags (it is volatile)');
+
+  // the next append is one synced batch that carries the commit index as well
+  driver.receive(append(2, 1, 2));
+  await driver.drain();
+  const saves = calls.filter((c): c is Extract<Call, { op: 'save' }> => c.op === 'save');
+  assert.equal(saves.length, 1);
+  assert.equal(saves[0]!.sync, true);
+  assert.equal(saves[0]!.batch.hardState?.commit, 2, 'the deferred commit index rides the synced batch');
+  assert.equal(storage.hardState().commit, 2);
+});
+
+test('driver: before a compaction the stored commit index is brought up to the snapshot', async () => {
+  const { driver, storage, calls } = node('n2', 3);
+  driver.receive(append(0, 3, 0));
+  await driver.drain();
+  calls.length = 0;
+  // commit (and so apply) 1..3 through a heartbeat alone: the snapshot at 3 is due, while
+  // the stored commit index is still 0 (storage refuses to compact beyond it)
+  driver.receive(heartbeat(3));
+  await driver.drain();
+  assert.equal(driver.appliedIndex, 3);
+  const ops = calls.map((c) => (c.op === 'save' ? `save sync=${c.sync} commit=${c.batch.hardState?.commit}` : c.op === 'compact' ? `compact ${c.index}` : 'flush'));
+  assert.deepEqual(ops.filter((o) => o !== 'flush'), ['save sync=false commit=3', 'compact 3']);
+  assert.equal(storage.snapshot().meta.index, 3);
+  assert.equal(storage.hardState().commit, 3);
+});
+
+test('driver: a follower writes its ack as soon as its save resolved; a leader writes its appends before its own save', async () => {
+  const f = node('n2');
+  f.driver.receive(append(0, 1, 0));
+  await f.driver.drain();
+  const save = f.calls.findIndex((c) => c.op === 'save');
+  const flush = f.calls.findIndex((c) => c.op === 'flush' && c.queued.some((m) => m.type === 'appendResp'));
+  assert.ok(save >= 0 && flush > save, 'the ack is flushed after the save');
+  assert.deepEqual(f.transport.queued, [], 'nothing left for the end-of-turn flush');
+
+  const l = node('n1');
+  for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
+  await l.driver.drain();
+  assert.equal(l.driver.currentRole, 'leader');
+  // the noop of the new term: its appends go out with the term durable already
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
+  await l.driver.drain();
+  l.calls.length = 0;
+  const p = l.driver.propose(new Uint8Array([9]));
+  await l.driver.drain();
+  const firstSave = l.calls.findIndex((c) => c.op === 'save' && c.batch.entries.length > 0);
+  const appendsOut = l.calls.findIndex((c) => c.op === 'flush' && c.queued.some((m) => m.type === 'append' && m.entries.length > 0));
+  assert.ok(appendsOut >= 0 && firstSave > appendsOut, `appends flushed before the leader's own save (${JSON.stringify(l.calls.map((c) => c.op))})`);
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
+  await l.driver.drain();
+  assert.equal((await p).ok, true);
+});
+
+test('driver: a ReadIndex round completes at a quorum of acks (leader + one of two followers)', async () => {
+  const l = node('n1');
+  for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
+  await l.driver.drain();
+  l.transport.flush();
+  l.transport.written.length = 0;
+  const read = l.driver.readIndex(5000);
+  await l.driver.drain();
+  l.transport.flush();
+  const hbs = l.transport.written.filter((m): m is Extract<Message, { type: 'heartbeat' }> => m.type === 'heartbeat' && m.ctx > 0);
+  assert.deepEqual(hbs.map((m) => m.to).sort(), ['n2', 'n3']);
+  let done = false;
+  void read.then(() => (done = true));
+  // n3 never answers
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'heartbeatResp', ctx: hbs[0]!.ctx });
+  await l.driver.drain();
+  await new Promise((r) => setImmediate(r));
+  assert.equal(done, true, 'one follower ack plus the leader is a quorum of three');
+  assert.deepEqual(await read, { ok: true, index: l.storage.lastIndex() });
+});
