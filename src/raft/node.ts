@@ -684,6 +684,15 @@ export class RaftDriver {
     this.stopped = true;
     if (this.running) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
     this.rejectAll('stopped');
+    // A graceful stop leaves the commit index on disk as it is in memory (a commit-only
+    // change waits for the next synced batch, see step 3 of the Ready loop), so a restart
+    // applies at once everything this node knew committed, and tools that read the data
+    // directory see it (docs/storage.md "What is written when").
+    const hs = this.deferredHardState;
+    if (hs !== undefined) {
+      this.deferredHardState = undefined;
+      await this.opts.storage.save({ hardState: hs, entries: [] }, { sync: false }).catch(() => undefined); // a failing disk: the next start learns the commit again
+    }
   }
 }
 

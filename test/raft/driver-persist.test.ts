@@ -99,6 +99,20 @@ test('driver: a commit-only change is not written on its own; the next synced ba
   assert.equal(storage.hardState().commit, 2);
 });
 
+test('driver: a graceful stop writes the deferred commit index, so a clean restart has it', async () => {
+  const { driver, storage, calls } = node('n2');
+  driver.receive(append(0, 2, 0));
+  await driver.drain();
+  driver.receive(heartbeat(2));
+  await driver.drain();
+  assert.equal(storage.hardState().commit, 0, 'deferred while running');
+  calls.length = 0;
+  await driver.stop();
+  const saves = calls.filter((c): c is Extract<Call, { op: 'save' }> => c.op === 'save');
+  assert.deepEqual(saves.map((c) => [c.sync, c.batch.hardState?.commit, c.batch.entries.length]), [[false, 2, 0]]);
+  assert.equal(storage.hardState().commit, 2);
+});
+
 test('driver: before a compaction the stored commit index is brought up to the snapshot', async () => {
   const { driver, storage, calls } = node('n2', 3);
   driver.receive(append(0, 3, 0));
