@@ -97,5 +97,5 @@ test('shared and semaphore rows: grants/s and p99 beside the exclusive contended
   assert.equal(raftlockOnlyNote(summarize([run('raftlock', 16, 1, [1], 'contended')]), true), null);
   assert.deepEqual(parseOptions(['--suite', 'modes']).matrix, SUITE_MODES);
   assert.deepEqual(parseOptions(['-w', 'shared,semaphore', '-c', '16']).matrix.map((m) => m.workload), ['shared', 'semaphore']);
-  assert.throws(() => parseOptions(['--suite', 'nope']), /one of issue8, modes/);
+  assert.throws(() => parseOptions(['--suite', 'nope']), /one of issue8, issue18, modes/);
 });
