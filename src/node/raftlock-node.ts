@@ -372,7 +372,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       watchHub.close();
       clearInterval(ticker);
       await server.close();
-      await driver.stop();
+      await driver.stop({ writeCommit: true }); // a clean restart has the commit index it had
       await httpTransport.close();
       await storage.close();
       logger.info('node stopped');

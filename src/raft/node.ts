@@ -678,8 +678,10 @@ export class RaftDriver {
     for (const w of this.compactWaiters.splice(0)) w(false);
   }
 
-  /** Stop taking input, let the Ready in flight finish, answer everything still waiting. */
-  async stop(): Promise<void> {
+  /** Stop taking input, let the Ready in flight finish, answer everything still waiting.
+   *  writeCommit: a graceful shutdown (not a simulated crash) also writes the deferred
+   *  commit index. */
+  async stop(o: { writeCommit?: boolean } = {}): Promise<void> {
     if (this.stopped && !this.running) return;
     this.stopped = true;
     if (this.running) await new Promise<void>((resolve) => this.idleWaiters.push(resolve));
@@ -689,12 +691,19 @@ export class RaftDriver {
     // applies at once everything this node knew committed, and tools that read the data
     // directory see it (docs/storage.md "What is written when").
     const hs = this.deferredHardState;
-    if (hs !== undefined) {
+    if (o.writeCommit === true && hs !== undefined) {
       this.deferredHardState = undefined;
-      await this.opts.storage.save({ hardState: hs, entries: [] }, { sync: false }).catch(() => undefined); // a failing disk: the next start learns the commit again
+      // a failing or stuck disk must not hold the shutdown: the next start learns the commit again
+      const saved = this.opts.storage.save({ hardState: hs, entries: [] }, { sync: false }).catch(() => undefined);
+      let timer: ReturnType<typeof setTimeout> | undefined;
+      await Promise.race([saved, new Promise<void>((resolve) => (timer = setTimeout(resolve, STOP_WRITE_WAIT_MS)))]);
+      clearTimeout(timer);
     }
   }
 }
+
+/** how long stop() waits for its last write of the commit index */
+const STOP_WRITE_WAIT_MS = 1000;
 
 function assert(cond: boolean, msg: string): asserts cond {
   if (!cond) throw new Error(`driver invariant broken: ${msg}`);

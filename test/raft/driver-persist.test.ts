@@ -107,7 +107,7 @@ test('driver: a graceful stop writes the deferred commit index, so a clean resta
   await driver.drain();
   assert.equal(storage.hardState().commit, 0, 'deferred while running');
   calls.length = 0;
-  await driver.stop();
+  await driver.stop({ writeCommit: true });
   const saves = calls.filter((c): c is Extract<Call, { op: 'save' }> => c.op === 'save');
   assert.deepEqual(saves.map((c) => [c.sync, c.batch.hardState?.commit, c.batch.entries.length]), [[false, 2, 0]]);
   assert.equal(storage.hardState().commit, 2);
