@@ -50,7 +50,8 @@ export type Command =
    *  grant by its fencing token (tokens are never reused): a no-op once that grant is
    *  over, so a stale or duplicated copy cannot end a later grant of the same session */
   | { kind: 'expireHold'; target: GrantKind; name: string; sessionId: string; fencingToken: number }
-  | { kind: 'semRelease'; name: string; sessionId: string; actor?: string }
+  /** settles: as for release (the service's withdrawal completing the client's release) */
+  | { kind: 'semRelease'; name: string; sessionId: string; actor?: string; settles?: string }
   /** leader election (docs/lock-fsm.md "Elections"): an exclusive acquire of the lock
    *  `name` whose grant publishes `value`; it waits in the lock's FIFO queue, takes its
    *  token from the one sequence and ends with its session, exactly as an acquire.
@@ -66,7 +67,11 @@ export type Command =
   /** the lessor's semaphore wait timeout; since as for cancelWait (always present) */
   | { kind: 'semCancelWait'; name: string; sessionId: string; since: number }
   /** fencingToken: when given, must match the current grant (a stale holder is refused). */
-  | { kind: 'release'; name: string; sessionId: string; fencingToken?: number; actor?: string }
+  /** settles: the Idempotency-Key of the client's own release that this one completes (the
+   *  service's withdrawal of a wait whose grant won the race, docs/api.md "Release"): when
+   *  this release succeeds, that key's stored `not_holder` becomes this `released`, so a
+   *  retry answers as the first attempt did */
+  | { kind: 'release'; name: string; sessionId: string; fencingToken?: number; actor?: string; settles?: string }
   /** since: the log index at which the wait it ends began (Waiter.since); a no-op when
    *  that wait is gone, so a stale copy cannot end a later wait of the same session.
    *  Absent (entries written before waits had an identity): ends the current wait
@@ -231,9 +236,12 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
     case 'resign':
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor']);
       return withActor<Extract<Command, { kind: 'resign' }>>({ kind: 'resign', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
-    case 'semRelease':
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor']);
-      return withActor<Extract<Command, { kind: 'semRelease' }>>({ kind: 'semRelease', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
+    case 'semRelease': {
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'actor', 'settles']);
+      const cmd = withActor<Extract<Command, { kind: 'semRelease' }>>({ kind: 'semRelease', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
+      if (has(x, 'settles')) cmd.settles = str(x, p, 'settles', isIdempotencyKey, 'an Idempotency-Key (1-128 bytes)');
+      return cmd;
+    }
     case 'semSetLimit':
       checkKeys(x, p, ['kind', 'name', 'limit']);
       return { kind: 'semSetLimit', name: str(x, p, 'name', isLockName, NAME), limit: int(x, p, 'limit', 1, MAX_PERMITS) };
@@ -241,9 +249,10 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'since']);
       return { kind: 'semCancelWait', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), since: int(x, p, 'since', 1, Number.MAX_SAFE_INTEGER) };
     case 'release': {
-      checkKeys(x, p, ['kind', 'name', 'sessionId', 'fencingToken', 'actor']);
+      checkKeys(x, p, ['kind', 'name', 'sessionId', 'fencingToken', 'actor', 'settles']);
       const cmd: Command = { kind: 'release', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID) };
       if (has(x, 'fencingToken')) cmd.fencingToken = int(x, p, 'fencingToken', 1, Number.MAX_SAFE_INTEGER);
+      if (has(x, 'settles')) cmd.settles = str(x, p, 'settles', isIdempotencyKey, 'an Idempotency-Key (1-128 bytes)');
       return withActor(cmd, x, p);
     }
     case 'cancelWait': {

@@ -153,7 +153,9 @@ export class LockFsm {
       case 'semRelease': {
         const s = this.core.sessions.get(cmd.sessionId);
         if (s === undefined) return { ok: false, code: 'session_not_found' };
-        return this.refuseActor(cmd.sessionId, cmd.actor) ?? semRelease(this.core, index, cmd.name, s, ev);
+        const r = this.refuseActor(cmd.sessionId, cmd.actor) ?? semRelease(this.core, index, cmd.name, s, ev);
+        if (r.ok && cmd.settles !== undefined) this.core.idem.settleRelease(cmd.settles, cmd.name, 'sem_released');
+        return r;
       }
       case 'semSetLimit': return semSetLimit(this.core, index, cmd.name, cmd.limit, ev);
       case 'revoke': return revoke(this.core, index, cmd, ev);
@@ -322,12 +324,14 @@ export class LockFsm {
       if (cmd.fencingToken !== undefined && cmd.fencingToken !== share.token) return { ok: false, code: 'not_holder' };
       ev.push({ type: 'released', name: cmd.name, sessionId: s.id, fencingToken: share.token, mode: 'shared', reason: 'released' });
       c.freeShare(l, s, 0, index, ev);
+      if (cmd.settles !== undefined) c.idem.settleRelease(cmd.settles, cmd.name);
       return { ok: true, kind: 'released', name: cmd.name };
     }
     if (l === undefined || l.holder !== s) return { ok: false, code: 'not_holder' };
     if (cmd.fencingToken !== undefined && cmd.fencingToken !== l.token) return { ok: false, code: 'not_holder' };
     ev.push(l.value !== null ? { type: 'released', name: cmd.name, sessionId: s.id, fencingToken: l.token, reason: 'released', election: true } : { type: 'released', name: cmd.name, sessionId: s.id, fencingToken: l.token, reason: 'released' });
     c.free(l, 0, index, ev);
+    if (cmd.settles !== undefined) c.idem.settleRelease(cmd.settles, cmd.name);
     return { ok: true, kind: 'released', name: cmd.name };
   }
 

@@ -80,6 +80,17 @@ export class IdempotencyTable {
     st.result = freeze(grant);
   }
 
+  /** The service's withdrawal released a grant that won the race against the client's own
+   *  release (Command release.settles): that release's stored `not_holder` becomes the
+   *  `released` the client was answered. Any other stored answer stays. */
+  settleRelease(key: string, name: string, kind: 'released' | 'sem_released' = 'released'): void {
+    const st = this.map.get(key);
+    if (st === undefined) return;
+    const r = st.result;
+    if (!(!r.ok && r.code === 'not_holder')) return;
+    st.result = freeze({ ok: true, kind, name });
+  }
+
   private popFront(): void {
     const key = this.queue[this.head] as string;
     this.map.delete(key);

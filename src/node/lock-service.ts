@@ -331,8 +331,9 @@ export class RaftLockService implements LockService {
    * stored result: by the time a late copy arrives, the session may hold a later grant or
    * wait for it, which the client asked for after the first answer. jepsen-lite (seed
    * 5151) caught a retry that ran the withdrawal again and released such a grant.
-   * Known gap: if the first attempt's withdrawal released a grant (200) and that answer
-   * was lost, the retry says 409 (docs/recovery.md "A vote is a lease too").
+   * If the first attempt's withdrawal released a grant (200) and that answer was lost, the
+   * retry answers 200 too: the withdrawal's release names the client's key (`settles`), and
+   * the state machine makes that key's stored answer the release.
    */
   private async withdrawWait(name: string, sessionId: string, ctx: RequestContext, replayed: boolean): Promise<boolean> {
     if (replayed) return false;
@@ -345,6 +346,8 @@ export class RaftLockService implements LockService {
     const again: Command = { kind: 'release', name, sessionId };
     const actor = this.actor(ctx, name);
     if (actor !== undefined) again.actor = actor;
+    // the client's key then answers this release, not the first attempt's not_holder
+    if (ctx.idempotencyKey !== undefined) again.settles = ctx.idempotencyKey;
     const r = await this.submit(again, inner);
     return r.ok && r.kind === 'released';
   }

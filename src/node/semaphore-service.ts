@@ -48,10 +48,13 @@ export class SemaphoreService {
     const cmd: Command = { kind: 'semRelease', name, sessionId };
     const actor = this.svc.actor(ctx, name);
     if (actor !== undefined) cmd.actor = actor;
-    const r = (await this.svc.submitOutput(cmd, ctx)).result;
+    const out = await this.svc.submitOutput(cmd, ctx);
+    const r = out.result;
     if (r.ok && r.kind === 'sem_released') return { name, released: true };
     if (!r.ok && r.code === 'not_holder') {
-      if (await this.withdrawWait(name, sessionId, ctx)) return { name, released: true };
+      // a retry with the same key (replayed) changes nothing, as for a lock: a late copy
+      // must not withdraw a wait the session began since (docs/api.md "Release")
+      if (out.replayed !== true && (await this.withdrawWait(name, sessionId, ctx))) return { name, released: true };
       throw new ApiError('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
     }
     throw resultError(r);
@@ -76,6 +79,8 @@ export class SemaphoreService {
     const again: Command = { kind: 'semRelease', name, sessionId };
     const actor = this.svc.actor(ctx, name);
     if (actor !== undefined) again.actor = actor;
+    // the client's key then answers this release, not the first attempt's not_holder
+    if (ctx.idempotencyKey !== undefined) again.settles = ctx.idempotencyKey;
     const r = (await this.svc.submitOutput(again, inner)).result;
     return r.ok && r.kind === 'sem_released';
   }

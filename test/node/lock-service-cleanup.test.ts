@@ -52,7 +52,7 @@ test('a release by a queued session releases the lock when the grant wins the ra
 // (docs/contract.md "Idempotency") wants the first answer. Running the withdrawal again on
 // the retry is not the fix (see the next-but-one test); the release command itself would
 // have to withdraw the wait, so that its stored result is the whole answer.
-test('a retry of a release whose withdrawal released the lock answers as the first attempt did (200)', { todo: 'known gap: the retry answers 409 not_holder (docs/recovery.md "A vote is a lease too")' }, async () => {
+test('a retry of a release whose withdrawal released the lock answers as the first attempt did (200)', async () => {
   const { svc, app, ctx, driver, a, b, waiting } = await heldAndQueued();
   const propose = driver.propose.bind(driver);
   driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome> => {

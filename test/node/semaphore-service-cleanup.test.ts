@@ -51,3 +51,30 @@ test('a semaphore release by a session that neither holds nor waits is 409 not_h
   svc.shutdown();
   assert.equal(await waiting, 'timeout');
 });
+
+test('a retry of a semaphore release whose withdrawal released the permits answers 200 as the first attempt did, and changes nothing', async () => {
+  const { sems, app, ctx, driver, a, b, waiting } = await heldAndQueued();
+  const propose = driver.propose.bind(driver);
+  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome> => {
+    if (Buffer.from(bytes).includes(Buffer.from('semCancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'semRelease', name: 'S', sessionId: a } }));
+    return propose(bytes);
+  };
+  assert.deepEqual(await sems.release('S', b, ctx('rb')), { name: 'S', released: true }, 'first attempt');
+  driver.propose = propose;
+  await waiting;
+  assert.deepEqual(await sems.release('S', b, ctx('rb')), { name: 'S', released: true }, 'the retry with the same key');
+  assert.deepEqual(app.fsm.getSemaphore('S').holders, []);
+});
+
+test('a late copy of a keyed semaphore release does not withdraw a wait the session began since', async () => {
+  const { sems, app, ctx, a, b, waiting } = await heldAndQueued();
+  assert.equal(await codeOf(sems.release('S', b, ctx('rb'))), 'not_holder', 'the first attempt withdraws the wait');
+  assert.equal(await waiting, 'semaphore_full');
+  const again = codeOf(sems.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 30_000 }, ctx('kb2')));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(app.fsm.semWaitOf('S', b)?.waitMs, 30_000, 'b waits again');
+  assert.equal(await codeOf(sems.release('S', b, ctx('rb'))), 'not_holder', 'the late copy: the stored answer');
+  assert.equal(app.fsm.semWaitOf('S', b)?.waitMs, 30_000, "and b's new wait stays");
+  await sems.release('S', a, ctx('ra'));
+  assert.equal(await again, 'ok');
+});
