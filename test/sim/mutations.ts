@@ -13,6 +13,10 @@ export const MUTATIONS = {
    *  a leader that appended its own removal and then lost its quorum can strand the
    *  cluster without a leader (a liveness bug: docs/raft-core.md "Membership") */
   'removed-never-campaigns': { testOnlyNoCampaignWhileRemovalPending: true },
+  /** a node with a blank disk campaigns with real votes when Pre-Vote is off, so a member
+   *  whose disk was lost deposes each leader of a cluster running neither Pre-Vote nor
+   *  Check-Quorum, and its removal never commits (a liveness bug: docs/raft-core.md "Incarnations") */
+  'fresh-campaigns-without-prevote': { testOnlyFreshCampaignsWithoutPreVote: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;

@@ -60,6 +60,11 @@ export interface RaftConfig {
    *  quorum (or crashed) before that entry committed can leave a cluster that only it
    *  could lead, and that then never elects a leader again. */
   testOnlyNoCampaignWhileRemovalPending?: boolean;
+  /** TEST ONLY — never set outside tests and the simulator's mutation table
+   *  (docs/simulation.md). Switches OFF the rule that a fresh node (empty log, no bootstrap
+   *  entry) always pre-votes (see freshPreVote): without Pre-Vote, a member that lost its
+   *  disk then deposes every leader once per election timeout. */
+  testOnlyFreshCampaignsWithoutPreVote?: boolean;
   trace?: (e: TraceEvent) => void;
 }
 
@@ -437,13 +442,28 @@ export class Raft {
   /** start an election (pre-vote first unless this is a leadership transfer) */
   hup(transfer: boolean): void {
     if (this.role === 'leader' || !this.promotable()) return;
-    if (this.cfg.preVote && !transfer) {
+    if ((this.cfg.preVote || this.freshPreVote()) && !transfer) {
       this.becomePreCandidate();
       this.requestVotes('preVote', this.term + 1, false);
     } else {
       this.becomeCandidate();
       this.requestVotes('vote', this.term, transfer);
     }
+  }
+
+  /**
+   * A fresh node (empty log, no bootstrap entry) always pre-votes, even without
+   * cfg.preVote. It can only win a brand-new cluster's unanimous first election, where every
+   * voter is blank and grants the pre-vote as well; but a member that lost its disk is
+   * fresh too, and a real vote request of a higher term from it deposes the leader (no
+   * lease without Check-Quorum) although nobody with a log grants it — every election
+   * timeout, until the operator's removal commits, which those depositions keep from
+   * happening (simulator seed 808003; docs/raft-core.md "Incarnations"). Its pre-votes
+   * change no one's term, and a rejection carries the cluster's term, so the leader's
+   * appends reach it and it learns from the log that it is superseded.
+   */
+  private freshPreVote(): boolean {
+    return this.inc !== undefined && this.cfg.testOnlyFreshCampaignsWithoutPreVote !== true && this.standing() === 'fresh';
   }
 
   private requestVotes(type: 'vote' | 'preVote', term: Term, transfer: boolean): void {
