@@ -3,8 +3,8 @@
 // In a cluster running neither Pre-Vote nor Check-Quorum, its real vote requests of a
 // higher term deposed the leader once per election timeout, although nobody with a log
 // grants them, so nothing committed — not even the operator's removal of that member
-// (simulator seed 808003: about a hundred elections in the 1,525 ticks after healing,
-// commit index stuck). A fresh node now always pre-votes (Raft.freshPreVote,
+// (simulator seed 808003: terms 74 → 121, ten short-lived leaders, commit index stuck in
+// the 1,525 ticks after healing). A fresh node now always pre-votes (Raft.freshPreVote,
 // docs/raft-core.md "Incarnations").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';

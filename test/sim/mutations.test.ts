@@ -23,6 +23,9 @@ const CASES: { mutation: Mutation; seeds: number[]; fails: 'safety' | 'Liveness'
   // a leader that appended its own removal, then lost its quorum (701255) or crashed
   // (703322) before the removal committed, never campaigns again: no leader ever after
   { mutation: 'removed-never-campaigns', seeds: [701255, 703322], fails: 'Liveness' },
+  // a wiped member campaigns with real votes in a cluster without Pre-Vote/Check-Quorum and
+  // deposes every leader, so its removal never commits (soak seed 808003)
+  { mutation: 'fresh-campaigns-without-prevote', seeds: [808003], fails: 'Liveness' },
 ];
 
 for (const { mutation, seeds, fails } of CASES) {
