@@ -17,12 +17,14 @@ const NOT_SAFETY = new Set(['Liveness', 'Stability', 'Exception']);
 
 const CASES: { mutation: Mutation; seeds: number[]; fails: 'safety' | 'Liveness' }[] = [
   // a new leader changes membership before its term commits (conf-churn.ts)
-  { mutation: 'conf-change-before-term-commit', seeds: [603, 937], fails: 'safety' },
+  { mutation: 'conf-change-before-term-commit', seeds: [248, 1185], fails: 'safety' },
   // a wiped voter comes back under its old id and votes with forgotten state (amnesia fault)
   { mutation: 'amnesia-guard-off', seeds: [50, 86], fails: 'safety' },
-  // a leader that appended its own removal, then lost its quorum (701255) or crashed
-  // (703322) before the removal committed, never campaigns again: no leader ever after
-  { mutation: 'removed-never-campaigns', seeds: [701255, 703322], fails: 'Liveness' },
+  // a leader that appended its own removal, then lost its quorum (701255) before the
+  // removal committed, never campaigns again: no leader ever after (the crash variant,
+  // 703322, no longer meets the bug since fresh nodes pre-vote; its directed test in
+  // test/raft/removed-leader-lost-quorum.test.ts remains)
+  { mutation: 'removed-never-campaigns', seeds: [701255], fails: 'Liveness' },
   // a wiped member campaigns with real votes in a cluster without Pre-Vote/Check-Quorum and
   // deposes every leader, so its removal never commits (soak seed 808003)
   { mutation: 'fresh-campaigns-without-prevote', seeds: [808003], fails: 'Liveness' },
