@@ -77,6 +77,7 @@ export class Network {
       ...(o.incarnations ? { incarnation: `${id}#${this.disks.get(id) ?? 1}` } : {}),
       ...(o.testOnlyDisableAmnesiaGuard ? { testOnlyDisableAmnesiaGuard: true } : {}),
       ...(o.testOnlyNoCampaignWhileRemovalPending ? { testOnlyNoCampaignWhileRemovalPending: true } : {}),
+      ...(o.testOnlyNoLearnerCampaign ? { testOnlyNoLearnerCampaign: true } : {}),
     };
   }
 

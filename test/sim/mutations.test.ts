@@ -15,20 +15,26 @@ import { parseMutations, type Mutation } from './mutations.js';
 
 const NOT_SAFETY = new Set(['Liveness', 'Stability', 'Exception']);
 
-const CASES: { mutation: Mutation; seeds: number[]; fails: 'safety' | 'Liveness' }[] = [
+// `also`: further fixes switched off with it, where another fix happens to rescue the
+// same schedule (a learner with the newest log may lead where the removed voter would)
+const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 'safety' | 'Liveness' }[] = [
   // a new leader changes membership before its term commits (conf-churn.ts)
   { mutation: 'conf-change-before-term-commit', seeds: [603, 937], fails: 'safety' },
   // a wiped voter comes back under its old id and votes with forgotten state (amnesia fault)
   { mutation: 'amnesia-guard-off', seeds: [50, 86], fails: 'safety' },
   // a leader that appended its own removal, then lost its quorum (701255) or crashed
   // (703322) before the removal committed, never campaigns again: no leader ever after
-  { mutation: 'removed-never-campaigns', seeds: [701255, 703322], fails: 'Liveness' },
+  { mutation: 'removed-never-campaigns', also: ['learner-never-campaigns'], seeds: [701255, 703322], fails: 'Liveness' },
+  // a learner holds the only copy of the newest term's entries (its promotion is on
+  // another voter only, the leader that wrote them lost its disk): it refuses every voter
+  // that needs it, and never campaigns itself
+  { mutation: 'learner-never-campaigns', seeds: [806416], fails: 'Liveness' },
 ];
 
-for (const { mutation, seeds, fails } of CASES) {
+for (const { mutation, also = [], seeds, fails } of CASES) {
   test(`mutation ${mutation}: seeds ${seeds.join(', ')} fail ${fails === 'safety' ? 'a safety checker' : fails} with the fix off, and pass with it on`, () => {
     for (const seed of seeds) {
-      const off = runSchedule(seed, { mutations: [mutation], traceLines: 40 });
+      const off = runSchedule(seed, { mutations: [mutation, ...also], traceLines: 40 });
       assert.equal(off.ok, false, `SEED=${seed} with ${mutation}: the simulator no longer finds the bug (see docs/simulation.md "Mutation table")`);
       if (fails === 'safety') assert.ok(!NOT_SAFETY.has(off.failure!.kind), `SEED=${seed} with ${mutation} failed, but not a safety checker:\n${formatFailure(off)}`);
       else assert.equal(off.failure!.kind, fails, `SEED=${seed} with ${mutation} failed, but not ${fails}:\n${formatFailure(off)}`);

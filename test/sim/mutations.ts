@@ -13,6 +13,9 @@ export const MUTATIONS = {
    *  a leader that appended its own removal and then lost its quorum can strand the
    *  cluster without a leader (a liveness bug: docs/raft-core.md "Membership") */
   'removed-never-campaigns': { testOnlyNoCampaignWhileRemovalPending: true },
+  /** a learner never campaigns, even holding the newest log, which no voter can then beat
+   *  (a liveness bug: docs/raft-core.md "Learners with uncommitted entries") */
+  'learner-never-campaigns': { testOnlyNoLearnerCampaign: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;
