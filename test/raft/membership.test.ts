@@ -136,7 +136,7 @@ test('thesis §4.2.1: a learner receives the log but never votes toward quorum o
   net.propose('n1', 'b');
   assert.equal(net.node('n1').raw.status().commit, net.node('n4').raw.status().commit);
   assert.ok(!net.appliedData('n4').includes('b'));
-  // a learner never campaigns
+  // a learner never campaigns without Pre-Vote (with it, see learner-newest-log.test.ts)
   net.tick('n4', 100);
   assert.equal(net.node('n4').raw.status().role, 'follower');
   net.recover();

@@ -128,3 +128,30 @@ test('without Check-Quorum there is no lease: the early pre-vote does depose the
   assert.equal(net.node('n4').raw.status().role, 'leader');
   assert.equal(net.node('n4').raw.status().term, 2);
 });
+
+test("a node that lost its own pre-vote no longer leases the vote it granted: its failed campaigns do not keep refusing the others", () => {
+  // n2 grants n1 its vote for term 2; n1 is never heard from again. n2's timer fires and it
+  // pre-votes for term 3, which n3, n4 and n5 reject (their logs are newer, say). Back to
+  // follower, n2 must not treat the old grant as a fresh lease: the lease is for a
+  // candidate that may have just won, and n2 has given up on it by campaigning itself.
+  const net = Network.create(5, opts);
+  const n2 = net.node('n2').raw;
+  const answers = (to: NodeId) => {
+    net.handleReady('n2');
+    const out = net.queue.filter((m) => m.from === 'n2' && m.to === to && m.type === 'preVoteResp');
+    net.queue = [];
+    return out;
+  };
+  n2.step({ type: 'vote', from: 'n1', to: 'n2', term: 2, lastIndex: 0, lastTerm: 0 });
+  answers('n1');
+  assert.equal(n2.status().term, 2);
+  n2.campaign();
+  assert.equal(n2.status().role, 'preCandidate');
+  for (const from of ['n3', 'n4', 'n5']) n2.step({ type: 'preVoteResp', from, to: 'n2', term: 2, reject: true });
+  assert.equal(n2.status().role, 'follower', 'n2 lost its pre-vote');
+  net.queue = [];
+  n2.step({ type: 'preVote', from: 'n3', to: 'n2', term: 3, lastIndex: 0, lastTerm: 0 });
+  const got = answers('n3');
+  assert.equal(got.length, 1, 'n2 answers n3 (it ignored n3: the old grant still leased after its own failed pre-vote)');
+  assert.equal(got[0]!.type === 'preVoteResp' && got[0]!.reject, false, 'and grants it');
+});

@@ -15,7 +15,9 @@ import { parseMutations, type Mutation } from './mutations.js';
 
 const NOT_SAFETY = new Set(['Liveness', 'Stability', 'Exception']);
 
-const CASES: { mutation: Mutation; seeds: number[]; fails: 'safety' | 'Liveness' }[] = [
+// `also`: further fixes switched off with it, where another fix happens to rescue the
+// same schedule (a learner with the newest log may lead where the removed voter would)
+const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 'safety' | 'Liveness' }[] = [
   // a new leader changes membership before its term commits (conf-churn.ts)
   { mutation: 'conf-change-before-term-commit', seeds: [248, 1185], fails: 'safety' },
   // a wiped voter comes back under its old id and votes with forgotten state (amnesia fault)
@@ -24,16 +26,20 @@ const CASES: { mutation: Mutation; seeds: number[]; fails: 'safety' | 'Liveness'
   // removal committed, never campaigns again: no leader ever after (the crash variant,
   // 703322, no longer meets the bug since fresh nodes pre-vote; its directed test in
   // test/raft/removed-leader-lost-quorum.test.ts remains)
-  { mutation: 'removed-never-campaigns', seeds: [701255], fails: 'Liveness' },
+  { mutation: 'removed-never-campaigns', also: ['learner-never-campaigns'], seeds: [701255], fails: 'Liveness' },
   // a wiped member campaigns with real votes in a cluster without Pre-Vote/Check-Quorum and
   // deposes every leader, so its removal never commits (soak seed 808003)
   { mutation: 'fresh-campaigns-without-prevote', seeds: [808003], fails: 'Liveness' },
+  // a learner holds the only copy of the newest term's entries (its promotion is on
+  // another voter only, the leader that wrote them lost its disk): it refuses every voter
+  // that needs it, and never campaigns itself
+  { mutation: 'learner-never-campaigns', seeds: [806416], fails: 'Liveness' },
 ];
 
-for (const { mutation, seeds, fails } of CASES) {
+for (const { mutation, also = [], seeds, fails } of CASES) {
   test(`mutation ${mutation}: seeds ${seeds.join(', ')} fail ${fails === 'safety' ? 'a safety checker' : fails} with the fix off, and pass with it on`, () => {
     for (const seed of seeds) {
-      const off = runSchedule(seed, { mutations: [mutation], traceLines: 40 });
+      const off = runSchedule(seed, { mutations: [mutation, ...also], traceLines: 40 });
       assert.equal(off.ok, false, `SEED=${seed} with ${mutation}: the simulator no longer finds the bug (see docs/simulation.md "Mutation table")`);
       if (fails === 'safety') assert.ok(!NOT_SAFETY.has(off.failure!.kind), `SEED=${seed} with ${mutation} failed, but not a safety checker:\n${formatFailure(off)}`);
       else assert.equal(off.failure!.kind, fails, `SEED=${seed} with ${mutation} failed, but not ${fails}:\n${formatFailure(off)}`);

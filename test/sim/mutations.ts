@@ -17,6 +17,9 @@ export const MUTATIONS = {
    *  whose disk was lost deposes each leader of a cluster running neither Pre-Vote nor
    *  Check-Quorum, and its removal never commits (a liveness bug: docs/raft-core.md "Incarnations") */
   'fresh-campaigns-without-prevote': { testOnlyFreshCampaignsWithoutPreVote: true },
+  /** a learner never campaigns, even holding the newest log, which no voter can then beat
+   *  (a liveness bug: docs/raft-core.md "Learners with uncommitted entries") */
+  'learner-never-campaigns': { testOnlyNoLearnerCampaign: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;

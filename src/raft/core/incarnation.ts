@@ -14,7 +14,8 @@
 //    node that is not bound grants no vote (unless the candidate's log binds it) and
 //    never campaigns (its standing is judged under the configuration that makes it a
 //    voter: normally its latest, the committed one while its removal is pending —
-//    docs/raft-core.md "Removed, but not yet committed").
+//    docs/raft-core.md "Removed, but not yet committed"; a learner, never bound, may
+//    campaign while it holds uncommitted entries: "Learners with uncommitted entries").
 // A member whose id is bound to another incarnation is 'superseded': it lost its data,
 // and only `member remove` then a fresh join (a new binding) brings it back.
 // Pure functions only; the Raft class calls them.

@@ -65,8 +65,17 @@ export interface RaftConfig {
    *  entry) always pre-votes (see freshPreVote): without Pre-Vote, a member that lost its
    *  disk then deposes every leader once per election timeout. */
   testOnlyFreshCampaignsWithoutPreVote?: boolean;
+  /** TEST ONLY — as above. Switches OFF the rule that a learner whose log holds entries
+   *  above its commit index may campaign (see campaignConf), bringing back the dead end
+   *  it prevents: a learner holding the only copy of a newer term's entries refuses every
+   *  voter its configuration needs, and can never lead itself. */
+  testOnlyNoLearnerCampaign?: boolean;
   trace?: (e: TraceEvent) => void;
 }
+
+/** how many election timeouts more than a voter a learner waits before it campaigns
+ *  (campaignConf): the learner rule is for a dead end no voter can leave, not a race */
+const LEARNER_PATIENCE = 3;
 
 export class RaftConfigError extends Error {}
 
@@ -194,15 +203,30 @@ export class Raft {
   private campaignConf(): ConfState | null {
     const latest = this.conf();
     if (latest.voters.includes(this.id)) return latest;
-    if (this.cfg.testOnlyNoCampaignWhileRemovalPending === true) return null;
     const committed = this.confs.at(this.log.committed);
-    return committed.voters.includes(this.id) ? committed : null;
+    if (committed.voters.includes(this.id) && this.cfg.testOnlyNoCampaignWhileRemovalPending !== true) return committed;
+    // a learner holding uncommitted entries may hold the newest log there is — newer than
+    // any voter's, so that it refuses every candidate that needs its vote (the conf that
+    // promotes it is only on the candidate) — and then only it can be elected. It
+    // campaigns under its latest conf, counting only that conf's voters, commits, and
+    // steps down (stepDownIfRemoved). docs/raft-core.md "Learners with uncommitted entries"
+    return this.learnerMayCampaign() ? latest : null;
+  }
+  /** the learner rule of campaignConf: only with Pre-Vote (so it never bumps a term), and
+   *  only after LEARNER_PATIENCE more election timeouts than a voter waits (tickElection),
+   *  so the voters get every chance to elect one of themselves first */
+  private learnerMayCampaign(): boolean {
+    if (this.cfg.testOnlyNoLearnerCampaign === true || !this.cfg.preVote) return false;
+    return this.conf().learners.includes(this.id) && this.log.lastIndex() > this.log.committed;
   }
   /** incarnations: only a member bound by `conf` (the one that makes it a voter)
-   *  campaigns, or a fresh one for a new cluster's first election */
+   *  campaigns, or a fresh one for a new cluster's first election, or a learner of
+   *  `conf` (see campaignConf) */
   private mayCampaign(conf: ConfState): boolean {
     if (this.inc === undefined) return true;
     const st = standingOf(conf, this.log.lastIndex(), this.id, this.inc);
+    // a learner is never bound (only voters are); its own vote never counts
+    if (conf.learners.includes(this.id)) return st === 'unbound' || st === 'bound' || st === 'legacy';
     return st === 'bound' || st === 'fresh' || st === 'legacy';
   }
   standing(): Standing | undefined {
@@ -271,6 +295,10 @@ export class Raft {
     this.votes.clear();
     this.voteIncs.clear();
     this.lead = null;
+    // campaigning itself, a node has given up on the candidate it voted for: the vote's
+    // lease (inVoteLease) ends, or every pre-vote it lost would renew it for another
+    // timeout and keep it refusing the others' (docs/recovery.md "A vote is a lease too")
+    this.grantedThisTerm = false;
     this.role = 'preCandidate';
     this.trace({ type: 'becomeCandidate', id: this.id, term: this.term + 1, preVote: true });
   }
@@ -388,7 +416,8 @@ export class Raft {
 
   private tickElection(): void {
     this.electionElapsed++;
-    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout) {
+    const patience = this.learnerMayCampaign() ? LEARNER_PATIENCE * this.cfg.electionTicks : 0;
+    if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout + patience) {
       this.electionElapsed = 0;
       this.hup(false);
     }
