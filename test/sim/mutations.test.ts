@@ -30,10 +30,9 @@ const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 's
   // a wiped member campaigns with real votes in a cluster without Pre-Vote/Check-Quorum and
   // deposes every leader, so its removal never commits (soak seed 808003)
   { mutation: 'fresh-campaigns-without-prevote', seeds: [808003], fails: 'Liveness' },
-  // a learner holds the only copy of the newest term's entries (its promotion is on
-  // another voter only, the leader that wrote them lost its disk): it refuses every voter
-  // that needs it, and never campaigns itself
-  { mutation: 'learner-never-campaigns', seeds: [806416], fails: 'Liveness' },
+  // learner-never-campaigns has no sweep seed: its soak seed 806416 no longer meets the
+  // bug since fresh nodes pre-vote and a lost pre-vote ends the vote lease (the schedule
+  // changed); test/raft/learner-newest-log.test.ts scripts it with the switch on and off
 ];
 
 for (const { mutation, also = [], seeds, fails } of CASES) {
