@@ -7,7 +7,7 @@ import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LimitName
 import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { ClusterView, GrantView, HolderView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../api/service.js';
-import type { RaftDriver, ProposalOutcome } from '../raft/node.js';
+import type { RaftDriver, ProposalOutcome } from '../raft/driver.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionConfig } from '../config.js';
 import { encodeCommand } from './command-codec.js';

@@ -11,7 +11,7 @@
 //   nodes and addresses are gone (a restored node that kept them would try to reach dead
 //   peers, and "persisted addresses win over the file" would never let the new ones in).
 import { existsSync, readdirSync } from 'node:fs';
-import { LevelStorage } from '../raft/level-storage.js';
+import { LevelStorage } from '../raft/storage/level-storage.js';
 import type { Snapshot } from '../raft/core/types.js';
 import { resolveNode, type Config } from '../config.js';
 import { LockApp } from '../node/lock-app.js';

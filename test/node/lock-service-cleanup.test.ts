@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeCommand } from '../../src/node/command-codec.js';
-import type { ProposalOutcome } from '../../src/raft/node.js';
+import type { ProposalOutcome } from '../../src/raft/driver.js';
 import { codeOf, setup } from './service-fixture.js';
 
 async function heldAndQueued() {

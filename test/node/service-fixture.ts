@@ -7,7 +7,7 @@ import { decodeCommand } from '../../src/node/command-codec.js';
 import { Lessor } from '../../src/lock-fsm/index.js';
 import { Metrics } from '../../src/metrics.js';
 import { ApiError } from '../../src/api/errors.js';
-import type { RaftDriver, ProposalOutcome } from '../../src/raft/node.js';
+import type { RaftDriver, ProposalOutcome } from '../../src/raft/driver.js';
 import type { Membership } from '../../src/node/membership.js';
 import type { ClusterOps } from '../../src/node/cluster-ops.js';
 import type { RequestContext } from '../../src/api/service.js';

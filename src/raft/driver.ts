@@ -16,7 +16,7 @@
 // calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
 import type { ConfState, Entry, HardState, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
 import type { DurableStorage } from './core/storage.js';
-import type { Transport } from '../transport/transport.js';
+import type { Transport } from './transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
 import { trace, tracing } from './trace.js';
