@@ -25,7 +25,7 @@ interface AppSnapshotV1 {
 
 export const NOOP_OUTPUT: ApplyOutput = { result: { ok: true, kind: 'noop' }, events: [] };
 
-export class LockApp implements Application {
+export class LockApp implements Application<ApplyOutput> {
   fsm: LockFsm;
   /** every member this node has heard of, current or past, by id */
   readonly members = new Map<string, MemberAddress>();

@@ -48,7 +48,7 @@ export interface NodeOptions {
 export interface RunningNode {
   readonly id: string;
   readonly server: FastifyInstance;
-  readonly driver: RaftDriver;
+  readonly driver: RaftDriver<ApplyOutput>;
   readonly metrics: Metrics;
   /** graceful stop: hand leadership over if leading, answer waiting requests, close everything */
   close(): Promise<void>;
@@ -160,7 +160,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   // issue 11: leader history and grant times for the status page
   const opsTracker = new OpsTracker(() => Date.now());
   let lastLeader: string | null = null;
-  const driver: RaftDriver = new RaftDriver({
+  const driver: RaftDriver<ApplyOutput> = new RaftDriver({
     id: nodeId,
     raw,
     storage,
@@ -193,9 +193,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         service.onRoleChange(role === 'leader');
       },
       onApplied: (entry, result) => {
-        watchHub.onApplied(entry.index, result as ApplyOutput | undefined);
-        service.onApplied(result as ApplyOutput | undefined);
-        opsTracker.onApplied(result as ApplyOutput | undefined);
+        watchHub.onApplied(entry.index, result);
+        service.onApplied(result);
+        opsTracker.onApplied(result);
       },
       onConfApplied: (conf, cc, index) => {
         logger.info({ index, change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
