@@ -15,6 +15,7 @@ import { buildServer } from '../api/server.js';
 import { Metrics } from '../metrics.js';
 import { resolveNode, type Config } from '../config.js';
 import { LockApp } from './lock-app.js';
+import { lockFsmOptions } from './fsm-options.js';
 import { RaftLockService } from './lock-service.js';
 import { Membership } from './membership.js';
 import { ClusterOps } from './cluster-ops.js';
@@ -97,7 +98,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   if (storage !== levelStorage) logger.warn('RAFTLOCK_TEST_UNSYNCED_LOSS=1: unsynced writes are lost on a crash (test hook)');
   const snap = storage.snapshot();
   const app = new LockApp(
-    { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock, maxSessionsPerPrincipal: config.limits.maxSessionsPerToken, maxLocks: config.limits.maxLocks },
+    lockFsmOptions(config),
     (index, err) => logger.error({ index, err: err.message }, 'malformed log entry applied as a no-op'),
   );
   if (snap.meta.index > 0) app.restore(snap.data, snap.meta.index);
