@@ -133,7 +133,9 @@ export function crossLayerImports(root = repoRoot) {
 
 function main() {
   const edges = crossLayerImports();
-  let bad = 0;
+  const orphans = sourceFiles().filter((f) => !layerOf(f));
+  let bad = orphans.length;
+  for (const f of orphans) console.log(`no layer for ${f}: add it to the table in scripts/layers.mjs`);
   console.log('layers, bottom first (a layer may import only those in its list):');
   for (const l of layers) console.log(`  ${l.name.padEnd(13)} ← ${l.mayImport.length ? l.mayImport.join(', ') : '(nothing in src)'}`);
   console.log('\nimports between layers (from → to: count):');
@@ -144,7 +146,7 @@ function main() {
       for (const x of e.examples) console.log(`        ${x}`);
     }
   }
-  console.log(bad ? `\n${bad} forbidden import(s)` : '\nno forbidden imports');
+  console.log(bad ? `\n${bad} forbidden import(s) or file(s) outside the table` : '\nno forbidden imports');
   process.exitCode = bad ? 1 : 0;
 }
 
