@@ -1,14 +1,69 @@
-// ESLint flat config. The one rule that matters most: src/raft/core and src/lock-fsm
-// are pure (architecture rule 1). No I/O imports, no clocks, timers, randomness or
-// process access there; time and randomness arrive as inputs.
+// ESLint flat config. The rules that matter most: src/raft/core and src/lock-fsm are pure
+// (no I/O imports, no clocks, timers, randomness or process access; time and randomness
+// arrive as inputs), and no import runs back up the layers (docs/architecture.md#layers).
+import { posix } from 'node:path';
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import { layerOf, layers, sourceDirs, sourceFiles } from './scripts/layers.mjs';
 
 const impureModules = [
   'node:*', 'fs', 'fs/*', 'net', 'http', 'https', 'http2', 'dgram', 'child_process', 'os', 'path',
   'crypto', 'timers', 'timers/*', 'worker_threads', 'level', 'classic-level', 'msgpackr', 'fastify',
   'undici', 'pino', 'prom-client', 'commander',
 ];
+
+const pureLayers = new Set(['raft/core', 'lock-fsm']);
+const pureImports = impureModules.map((group) => ({ group: [group], message: 'the Raft core and the lock FSM are pure: no I/O (docs/architecture.md#layers)' }));
+
+const escapeRe = (s) => s.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+const relFrom = (dir, to) => {
+  const r = posix.relative(dir, to);
+  return r.startsWith('..') ? r : `./${r}`;
+};
+
+/**
+ * One no-restricted-imports block per directory and layer, from the table in
+ * scripts/layers.mjs: a file may import only the layers its own layer lists. The patterns
+ * are the import specifiers that reach a forbidden layer from that directory (a relative
+ * path is spelled from where the file is). Dynamic import() is not checked by the rule;
+ * `node scripts/layers.mjs` checks it.
+ */
+function layerBlocks() {
+  const dirs = sourceDirs();
+  const files = sourceFiles();
+  const orphans = files.filter((f) => !layerOf(f));
+  if (orphans.length > 0) throw new Error(`no layer for ${orphans.join(', ')}: add it to scripts/layers.mjs`);
+  const dirsOf = (layer) => dirs.filter((d) => layerOf(`${d}/x.ts`) === layer);
+  const groups = new Map();
+  for (const f of files) {
+    const key = `${posix.dirname(f)}|${layerOf(f).name}`;
+    groups.set(key, [...(groups.get(key) ?? []), f]);
+  }
+  const blocks = [];
+  for (const [key, groupFiles] of groups) {
+    const [dir, name] = key.split('|');
+    const layer = layers.find((l) => l.name === name);
+    const patterns = [];
+    for (const target of layers) {
+      if (target === layer || layer.mayImport.includes(target.name)) continue;
+      const res = [
+        ...dirsOf(target).map((d) => `${escapeRe(relFrom(dir, d))}/[^/]+`),
+        ...(target.files ?? []).map((f) => escapeRe(relFrom(dir, f.replace(/\.ts$/, '.js')))),
+        ...(target.packageName ? [`${escapeRe(target.packageName)}(/.*)?`] : []),
+        ...(target.name === 'index' ? ['raftlock(/.*)?'] : []),
+      ];
+      if (res.length === 0) continue;
+      patterns.push({
+        regex: `^(${res.join('|')})$`,
+        caseSensitive: true,
+        message: `${layer.name} may not import ${target.name}: ${layer.mayImport.length ? `it may import ${layer.mayImport.join(', ')}` : 'it imports no other layer'} (scripts/layers.mjs, docs/architecture.md#layers)`,
+      });
+    }
+    if (pureLayers.has(layer.name)) patterns.push(...pureImports);
+    if (patterns.length > 0) blocks.push({ files: groupFiles, rules: { 'no-restricted-imports': ['error', { patterns }] } });
+  }
+  return blocks;
+}
 
 export default tseslint.config(
   { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', 'data/**', 'test-output/**', 'jepsen-runs/**'] },
@@ -25,7 +80,8 @@ export default tseslint.config(
   {
     files: ['src/raft/core/**/*.ts', 'src/lock-fsm/**/*.ts'],
     rules: {
-      'no-restricted-imports': ['error', { patterns: impureModules.map((group) => ({ group: [group], message: 'the Raft core and the lock FSM are pure: no I/O (architecture rule 1)' })) }],
+      // no-restricted-imports for these files is in layerBlocks (one rule per file: a second
+      // block would replace the first's patterns)
       'no-restricted-globals': ['error',
         { name: 'Date', message: 'time arrives as ticks or inside commands' },
         { name: 'setTimeout', message: 'timers belong to the driver' },
@@ -40,4 +96,5 @@ export default tseslint.config(
       'no-restricted-properties': ['error', { object: 'Math', property: 'random', message: 'randomness comes from an injected Rng' }],
     },
   },
+  ...layerBlocks(),
 );

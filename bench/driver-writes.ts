@@ -7,8 +7,8 @@
 import { RawNode } from '../src/raft/core/raw-node.js';
 import { seededRng } from '../src/raft/core/rng.js';
 import type { PersistBatch } from '../src/raft/core/storage.js';
-import { MemoryDurableStorage } from '../src/raft/memory-durable-storage.js';
-import { RaftDriver } from '../src/raft/node.js';
+import { MemoryDurableStorage } from '../src/raft/storage/memory-durable-storage.js';
+import { RaftDriver } from '../src/raft/driver.js';
 import { MemoryNetwork } from '../src/transport/memory-transport.js';
 
 const ei = process.argv.indexOf('--entries');

@@ -13,8 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { Level } from 'level';
-import { LevelStorage } from '../src/raft/level-storage.js';
-import { KEY_HARD_STATE, encodeHardState, encodeSegment, entryKey } from '../src/raft/storage-codec.js';
+import { LevelStorage } from '../src/raft/storage/level-storage.js';
+import { KEY_HARD_STATE, encodeHardState, encodeSegment, entryKey } from '../src/raft/storage/storage-codec.js';
 import type { Entry } from '../src/raft/core/types.js';
 
 const { values } = parseArgs({

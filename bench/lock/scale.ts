@@ -5,7 +5,7 @@
 // leader and has applied up to the commit index it knows).
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { LevelStorage } from '../../src/raft/level-storage.js';
+import { LevelStorage } from '../../src/raft/storage/level-storage.js';
 import { HttpStatusError, JsonHttp } from './http.js';
 import { getJson, pollUntil } from './procs.js';
 import type { LocalRaftlock } from './raftlock-target.js';

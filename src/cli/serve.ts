@@ -3,7 +3,7 @@
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../config.js';
 import { startNode } from '../node/raftlock-node.js';
-import { StorageError } from '../raft/level-storage.js';
+import { StorageError } from '../raft/storage/level-storage.js';
 import { joinConfig } from './join-config.js';
 import { memoryTuning } from './serve-runtime.js';
 import { AmnesiaError } from '../node/amnesia-check.js';

@@ -4,7 +4,7 @@
 import type { ClusterView, MemberView, RequestContext } from '../api/service.js';
 import { ApiError } from '../api/errors.js';
 import type { NodeId } from '../raft/core/types.js';
-import type { RaftDriver } from '../raft/node.js';
+import type { RaftDriver } from '../raft/driver.js';
 import type { Membership } from './membership.js';
 
 export interface ClusterOpsDeps {

@@ -3,7 +3,7 @@
 // (outside the pure FSM); a malformed entry — which our own leaders never write — is
 // applied as a no-op on every node alike, so replicas stay identical and the node lives.
 import type { Entry, Index } from '../raft/core/types.js';
-import type { Application } from '../raft/node.js';
+import type { Application } from '../raft/driver.js';
 import { LockFsm, type ApplyOutput, type LockFsmOptions } from '../lock-fsm/index.js';
 import { decodeCommand, decodeValue, encodeValue } from './command-codec.js';
 
@@ -25,7 +25,7 @@ interface AppSnapshotV1 {
 
 export const NOOP_OUTPUT: ApplyOutput = { result: { ok: true, kind: 'noop' }, events: [] };
 
-export class LockApp implements Application {
+export class LockApp implements Application<ApplyOutput> {
   fsm: LockFsm;
   /** every member this node has heard of, current or past, by id */
   readonly members = new Map<string, MemberAddress>();

@@ -7,7 +7,7 @@ import type { ApplyOutput, ApplyResult, Command, FsmEvent, HolderInfo, LimitName
 import { InvalidCommandError, isSessionId, parseEnvelope, type Lessor } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { ClusterView, GrantView, HolderView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../api/service.js';
-import type { RaftDriver, ProposalOutcome } from '../raft/node.js';
+import type { RaftDriver, ProposalOutcome } from '../raft/driver.js';
 import type { Metrics } from '../metrics.js';
 import type { SessionConfig } from '../config.js';
 import { encodeCommand } from './command-codec.js';
@@ -23,7 +23,7 @@ import type { ClusterOps } from './cluster-ops.js';
 
 export interface ServiceDeps {
   nodeId: string;
-  driver: RaftDriver;
+  driver: RaftDriver<ApplyOutput>;
   app: LockApp;
   lessor: Lessor;
   metrics: Metrics;
@@ -372,11 +372,11 @@ export class RaftLockService implements LockService {
     return this.proposalResult(out);
   }
 
-  private proposalResult(out: ProposalOutcome): ApplyOutput {
+  private proposalResult(out: ProposalOutcome<ApplyOutput>): ApplyOutput {
     const m = this.d.metrics;
     if (out.ok) {
       m.proposal('committed');
-      return out.result as ApplyOutput;
+      return out.result;
     }
     switch (out.kind) {
       case 'rejected':

@@ -17,8 +17,8 @@
 // survives leader changes and nobody has to hold a request open for it.
 import type { Logger } from 'pino';
 import type { ConfChange, Index, NodeId } from '../raft/core/types.js';
-import type { ProposalOutcome, RaftDriver } from '../raft/node.js';
-import type { Transport } from '../transport/transport.js';
+import type { ProposalOutcome, RaftDriver } from '../raft/driver.js';
+import type { Transport } from '../raft/transport.js';
 import { ApiError } from '../api/errors.js';
 import type { LockApp, MemberAddress } from './lock-app.js';
 import { addressContext, decodeMemberContext } from './member-address.js';

@@ -6,7 +6,7 @@ import { ApiError } from '../api/errors.js';
 import type { BackupResult, HeldSince, NodeObservations, OpsService } from '../api/ops-service.js';
 import type { RequestContext } from '../api/service.js';
 import type { Index, Term } from '../raft/core/types.js';
-import type { RaftDriver } from '../raft/node.js';
+import type { RaftDriver } from '../raft/driver.js';
 import { encodeBackup } from '../ops/backup-file.js';
 import { raftlockVersion } from '../ops/version.js';
 import type { LockApp } from './lock-app.js';

@@ -6,15 +6,16 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import { RawNode } from '../raft/core/raw-node.js';
 import { seededRng } from '../raft/core/rng.js';
-import { LevelStorage } from '../raft/level-storage.js';
-import { UnsyncedLossStorage } from '../raft/unsynced-loss-storage.js';
-import { RaftDriver } from '../raft/node.js';
+import { LevelStorage } from '../raft/storage/level-storage.js';
+import { UnsyncedLossStorage } from '../raft/storage/unsynced-loss-storage.js';
+import { RaftDriver } from '../raft/driver.js';
 import { HttpTransport } from '../transport/http-transport.js';
 import { Lessor, type ApplyOutput } from '../lock-fsm/index.js';
 import { buildServer } from '../api/server.js';
 import { Metrics } from '../metrics.js';
 import { resolveNode, type Config } from '../config.js';
 import { LockApp } from './lock-app.js';
+import { lockFsmOptions } from './fsm-options.js';
 import { RaftLockService } from './lock-service.js';
 import { Membership } from './membership.js';
 import { ClusterOps } from './cluster-ops.js';
@@ -48,7 +49,7 @@ export interface NodeOptions {
 export interface RunningNode {
   readonly id: string;
   readonly server: FastifyInstance;
-  readonly driver: RaftDriver;
+  readonly driver: RaftDriver<ApplyOutput>;
   readonly metrics: Metrics;
   /** graceful stop: hand leadership over if leading, answer waiting requests, close everything */
   close(): Promise<void>;
@@ -97,7 +98,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   if (storage !== levelStorage) logger.warn('RAFTLOCK_TEST_UNSYNCED_LOSS=1: unsynced writes are lost on a crash (test hook)');
   const snap = storage.snapshot();
   const app = new LockApp(
-    { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock, maxSessionsPerPrincipal: config.limits.maxSessionsPerToken, maxLocks: config.limits.maxLocks },
+    lockFsmOptions(config),
     (index, err) => logger.error({ index, err: err.message }, 'malformed log entry applied as a no-op'),
   );
   if (snap.meta.index > 0) app.restore(snap.data, snap.meta.index);
@@ -160,7 +161,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   // issue 11: leader history and grant times for the status page
   const opsTracker = new OpsTracker(() => Date.now());
   let lastLeader: string | null = null;
-  const driver: RaftDriver = new RaftDriver({
+  const driver: RaftDriver<ApplyOutput> = new RaftDriver({
     id: nodeId,
     raw,
     storage,
@@ -193,9 +194,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         service.onRoleChange(role === 'leader');
       },
       onApplied: (entry, result) => {
-        watchHub.onApplied(entry.index, result as ApplyOutput | undefined);
-        service.onApplied(result as ApplyOutput | undefined);
-        opsTracker.onApplied(result as ApplyOutput | undefined);
+        watchHub.onApplied(entry.index, result);
+        service.onApplied(result);
+        opsTracker.onApplied(result);
       },
       onConfApplied: (conf, cc, index) => {
         logger.info({ index, change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');

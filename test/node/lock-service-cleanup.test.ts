@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeCommand } from '../../src/node/command-codec.js';
-import type { ProposalOutcome } from '../../src/raft/node.js';
+import type { ProposalOutcome } from '../../src/raft/driver.js';
+import type { ApplyOutput } from '../../src/lock-fsm/index.js';
 import { codeOf, setup } from './service-fixture.js';
 
 async function heldAndQueued() {
@@ -33,7 +34,7 @@ test('a release by a queued session withdraws its wait (409 not_holder), so the 
 test('a release by a queued session releases the lock when the grant wins the race against the withdrawal', async () => {
   const { svc, app, ctx, driver, a, b, waiting } = await heldAndQueued();
   const propose = driver.propose.bind(driver);
-  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome> => {
+  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> => {
     // a's release commits between b's release and b's cancel: b is granted L
     if (Buffer.from(bytes).includes(Buffer.from('cancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'release', name: 'L', sessionId: a } }));
     return propose(bytes);
@@ -55,7 +56,7 @@ test('a release by a queued session releases the lock when the grant wins the ra
 test('a retry of a release whose withdrawal released the lock answers as the first attempt did (200)', async () => {
   const { svc, app, ctx, driver, a, b, waiting } = await heldAndQueued();
   const propose = driver.propose.bind(driver);
-  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome> => {
+  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> => {
     if (Buffer.from(bytes).includes(Buffer.from('cancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'release', name: 'L', sessionId: a } }));
     return propose(bytes);
   };
@@ -96,7 +97,7 @@ test('a release by a session granted the lock after the release committed (not y
   // time the service looks, b is the holder and no longer waits
   const propose = driver.propose.bind(driver);
   let once = false;
-  driver.propose = async (bytes: Uint8Array): Promise<ProposalOutcome> => {
+  driver.propose = async (bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> => {
     const out = await propose(bytes);
     if (!once && Buffer.from(bytes).includes(Buffer.from('release'))) {
       once = true;

@@ -5,7 +5,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeCommand } from '../../src/node/command-codec.js';
-import type { ProposalOutcome } from '../../src/raft/node.js';
+import type { ProposalOutcome } from '../../src/raft/driver.js';
+import type { ApplyOutput } from '../../src/lock-fsm/index.js';
 import { codeOf, setup } from './service-fixture.js';
 
 async function heldAndQueued() {
@@ -32,7 +33,7 @@ test('a semaphore release by a queued session withdraws its wait (409 not_holder
 test('a semaphore release by a queued session releases the permits when the grant wins the race against the withdrawal', async () => {
   const { sems, app, ctx, driver, a, b, waiting } = await heldAndQueued();
   const propose = driver.propose.bind(driver);
-  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome> => {
+  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> => {
     // a's release commits between b's release and b's cancel: b is granted the permit
     if (Buffer.from(bytes).includes(Buffer.from('semCancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'semRelease', name: 'S', sessionId: a } }));
     return propose(bytes);
@@ -55,7 +56,7 @@ test('a semaphore release by a session that neither holds nor waits is 409 not_h
 test('a retry of a semaphore release whose withdrawal released the permits answers 200 as the first attempt did, and changes nothing', async () => {
   const { sems, app, ctx, driver, a, b, waiting } = await heldAndQueued();
   const propose = driver.propose.bind(driver);
-  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome> => {
+  driver.propose = (bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> => {
     if (Buffer.from(bytes).includes(Buffer.from('semCancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'semRelease', name: 'S', sessionId: a } }));
     return propose(bytes);
   };

@@ -4,10 +4,10 @@ import assert from 'node:assert/strict';
 import { RaftLockService } from '../../src/node/lock-service.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { decodeCommand } from '../../src/node/command-codec.js';
-import { Lessor } from '../../src/lock-fsm/index.js';
+import { Lessor, type ApplyOutput } from '../../src/lock-fsm/index.js';
 import { Metrics } from '../../src/metrics.js';
 import { ApiError } from '../../src/api/errors.js';
-import type { RaftDriver, ProposalOutcome } from '../../src/raft/node.js';
+import type { RaftDriver, ProposalOutcome } from '../../src/raft/driver.js';
 import type { Membership } from '../../src/node/membership.js';
 import type { ClusterOps } from '../../src/node/cluster-ops.js';
 import type { RequestContext } from '../../src/api/service.js';
@@ -18,10 +18,10 @@ export class FakeDriver {
   currentLeader: string | null = 'n1';
   appliedIndex = 0;
   hold = false;
-  private held: { bytes: Uint8Array; resolve: (o: ProposalOutcome) => void }[] = [];
+  private held: { bytes: Uint8Array; resolve: (o: ProposalOutcome<ApplyOutput>) => void }[] = [];
   constructor(private readonly app: LockApp, private readonly svc: () => RaftLockService) {}
 
-  propose(bytes: Uint8Array): Promise<ProposalOutcome> {
+  propose(bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> {
     if (this.currentRole !== 'leader') return Promise.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
     return new Promise((resolve) => {
       if (this.hold) this.held.push({ bytes, resolve });
@@ -48,7 +48,7 @@ export class FakeDriver {
     this.apply(bytes);
   }
 
-  private apply(bytes: Uint8Array): ProposalOutcome {
+  private apply(bytes: Uint8Array): ProposalOutcome<ApplyOutput> {
     decodeCommand(bytes); // what a real log would carry
     const index = ++this.appliedIndex;
     const out = this.app.apply({ index, term: 1, kind: 'normal', data: bytes });
@@ -74,7 +74,7 @@ export function setup() {
   const membership = { selfState: () => 'member', address: () => undefined, notReadyReason: () => null } as unknown as Membership;
   const svc = new RaftLockService({
     nodeId: 'n1',
-    driver: driver as unknown as RaftDriver,
+    driver: driver as unknown as RaftDriver<ApplyOutput>,
     app,
     lessor,
     metrics: new Metrics(),

@@ -10,9 +10,9 @@ import { parseConfig } from '../../src/config.js';
 import { encodeCommand } from '../../src/node/command-codec.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import type { ApplyOutput, Command } from '../../src/lock-fsm/index.js';
-import { LevelStorage } from '../../src/raft/level-storage.js';
+import { LevelStorage } from '../../src/raft/storage/level-storage.js';
 import { BackupFormatError, decodeBackup, encodeBackup } from '../../src/ops/backup-file.js';
-import { prepareRestore, restoreNode } from '../../src/ops/restore.js';
+import { prepareRestore, restoreNode } from '../../src/node/restore.js';
 
 const dirs: string[] = [];
 after(() => {

@@ -1,4 +1,4 @@
-// The driver's inbox keeps ticks and messages in arrival order (src/raft/node.ts feedInbox):
+// The driver's inbox keeps ticks and messages in arrival order (src/raft/driver.ts feedInbox):
 // while a Ready waits for a slow write, a follower keeps receiving the leader's heartbeats
 // and counting ticks; after the write, only the ticks since the last heartbeat may count
 // towards its election timeout. Stepping all messages first and all ticks after made a
@@ -9,9 +9,10 @@ import { RawNode } from '../../src/raft/core/raw-node.js';
 import { seededRng } from '../../src/raft/core/rng.js';
 import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
 import type { Message, Snapshot } from '../../src/raft/core/types.js';
-import { MemoryDurableStorage } from '../../src/raft/memory-durable-storage.js';
-import { RaftDriver } from '../../src/raft/node.js';
-import { TransportEvents, type Transport } from '../../src/transport/transport.js';
+import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
+import { RaftDriver } from '../../src/raft/driver.js';
+import type { Transport } from '../../src/raft/transport.js';
+import { TransportEvents } from '../../src/transport/transport-events.js';
 
 /** memory storage whose synced writes can be held until release() */
 class HeldStorage extends MemoryDurableStorage implements DurableStorage {

@@ -1,4 +1,4 @@
-// What the driver writes, and when (src/raft/node.ts handleReady; docs/storage.md "What is
+// What the driver writes, and when (src/raft/driver.ts handleReady; docs/storage.md "What is
 // written when"): a commit-only change is never a write of its own (the commit index is
 // volatile, §5 Figure 2) but rides the next synced batch; a compaction first makes the
 // stored commit reach the snapshot; a leader's appends are on the wire before its own
@@ -10,9 +10,10 @@ import { RawNode } from '../../src/raft/core/raw-node.js';
 import { seededRng } from '../../src/raft/core/rng.js';
 import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
 import type { Message, Snapshot } from '../../src/raft/core/types.js';
-import { MemoryDurableStorage } from '../../src/raft/memory-durable-storage.js';
-import { RaftDriver } from '../../src/raft/node.js';
-import { TransportEvents, type Transport } from '../../src/transport/transport.js';
+import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
+import { RaftDriver } from '../../src/raft/driver.js';
+import type { Transport } from '../../src/raft/transport.js';
+import { TransportEvents } from '../../src/transport/transport-events.js';
 
 type Call = { op: 'save'; sync: boolean; batch: PersistBatch } | { op: 'compact'; index: number } | { op: 'flush'; queued: Message[] };
 

@@ -7,7 +7,7 @@ import { RawNode } from '../../src/raft/core/raw-node.js';
 import type { NodeId, Role, Snapshot } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
-import { RaftDriver, type ProposalOutcome } from '../../src/raft/node.js';
+import { RaftDriver, type ProposalOutcome } from '../../src/raft/driver.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { encodeCommand } from '../../src/node/command-codec.js';
 import { LessorProposer } from '../../src/node/lessor-proposer.js';

@@ -49,7 +49,7 @@ test('a lock schedule replays exactly from its seed', async () => {
 //   116799892, 116800116: a node proposed at index i, lost leadership with that entry
 //   uncommitted, then led again before applying i (lazy commit delays followers' apply):
 //   the driver asserted "two proposals for index i". The older proposal's outcome is now
-//   'unknown' (src/raft/node.ts, feedInbox).
+//   'unknown' (src/raft/driver.ts, feedInbox).
 test('lock simulation: regression seeds', async () => {
   for (const seed of [116799892, 116800116]) {
     const r = await runLockSchedule(seed, { ticks });

@@ -18,7 +18,7 @@
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { ApplyOutput, ApplyResult } from '../../src/lock-fsm/index.js';
-import type { ProposalOutcome } from '../../src/raft/node.js';
+import type { ProposalOutcome } from '../../src/raft/driver.js';
 import type { LockCheckers } from './checkers.js';
 import type { LockNode } from './node.js';
 

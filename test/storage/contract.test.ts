@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { seededRng } from '../../src/raft/core/rng.js';
 import { MemoryStorage, StorageAssertionError } from '../../src/raft/core/storage.js';
 import type { DurableStorage } from '../../src/raft/core/storage.js';
-import { LevelStorage } from '../../src/raft/level-storage.js';
-import { MemoryDurableStorage } from '../../src/raft/memory-durable-storage.js';
+import { LevelStorage } from '../../src/raft/storage/level-storage.js';
+import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
 import { SEED_CONF, dump, entry, genOp, seedFromEnv, snapshotAt, tempDir, type ReadableStorage } from './helpers.js';
 
 type Subject = DurableStorage & ReadableStorage;

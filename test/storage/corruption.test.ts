@@ -9,8 +9,8 @@ import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
-import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../src/raft/level-storage.js';
-import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeSegment, encodeVersion, entryKey } from '../../src/raft/storage-codec.js';
+import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../src/raft/storage/level-storage.js';
+import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeSegment, encodeVersion, entryKey } from '../../src/raft/storage/storage-codec.js';
 import { SEED_CONF, entry, snapshotAt, tempDir } from './helpers.js';
 
 const cleanups: (() => void)[] = [];

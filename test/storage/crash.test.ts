@@ -11,7 +11,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { MemoryStorage } from '../../src/raft/core/storage.js';
-import { LevelStorage } from '../../src/raft/level-storage.js';
+import { LevelStorage } from '../../src/raft/storage/level-storage.js';
 import { SEED_CONF, applyOp, cloneMemory, dump, opFromJson, seedFromEnv, tempDir, type Op } from './helpers.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 50);

@@ -87,7 +87,7 @@ export function registerSnapshot(program: Command): void {
         const tokenFloor = f.tokenFloor === undefined ? undefined : intFlag(f.tokenFloor, '--token-floor', 0, Number.MAX_SAFE_INTEGER);
         const bytes = readBackupFile(file);
         // loaded on demand: LevelDB and the lock FSM are not needed by the other commands
-        const { restoreNode } = await import('../../ops/restore.js');
+        const { restoreNode } = await import('../../node/restore.js');
         const r = await restoreNode(bytes, config, f.node, { ...(f.dataDir !== undefined ? { dataDir: f.dataDir } : {}), ...(tokenFloor !== undefined ? { tokenFloor } : {}) });
         const floor = Math.max(r.index, r.tokenCounter);
         if (f.json) {

@@ -18,9 +18,9 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import { Level } from 'level';
-import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from './core/storage.js';
-import type { DurableStorage, PersistBatch } from './core/storage.js';
-import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './core/types.js';
+import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
+import type { DurableStorage, PersistBatch } from '../core/storage.js';
+import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../core/types.js';
 import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeIncarnation, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
 import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
 import { loadState, type Db } from './storage-load.js';

@@ -14,7 +14,7 @@
 // (~0.35 µs) make batching nearly free, which is the point of group commit.
 import { crc32c } from '@node-rs/crc32';
 import { Packr } from 'msgpackr';
-import type { ConfState, Entry, EntryKind, HardState, Snapshot } from './core/types.js';
+import type { ConfState, Entry, EntryKind, HardState, Snapshot } from '../core/types.js';
 
 export const STORAGE_FORMAT_VERSION = 2;
 

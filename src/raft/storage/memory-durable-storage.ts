@@ -2,9 +2,9 @@
 // behaves like LevelStorage (same batch semantics, writes applied in call order, memory
 // updated when the write "completes"). For unit tests and in-process clusters; the
 // storage contract suite (test/storage/contract.test.ts) runs against both.
-import { MemoryBackedStorage, MemoryStorage } from './core/storage.js';
-import type { DurableStorage, PersistBatch } from './core/storage.js';
-import type { ConfState, Snapshot } from './core/types.js';
+import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
+import type { DurableStorage, PersistBatch } from '../core/storage.js';
+import type { ConfState, Snapshot } from '../core/types.js';
 
 export class MemoryDurableStorage extends MemoryBackedStorage implements DurableStorage {
   private closed = false;

@@ -11,12 +11,13 @@
 //   nodes and addresses are gone (a restored node that kept them would try to reach dead
 //   peers, and "persisted addresses win over the file" would never let the new ones in).
 import { existsSync, readdirSync } from 'node:fs';
-import { LevelStorage } from '../raft/level-storage.js';
+import { LevelStorage } from '../raft/storage/level-storage.js';
 import type { Snapshot } from '../raft/core/types.js';
 import { resolveNode, type Config } from '../config.js';
-import { LockApp } from '../node/lock-app.js';
-import { LockFsm, exportState, type LockFsmOptions } from '../lock-fsm/index.js';
-import { BackupFormatError, decodeBackup, type BackupMeta } from './backup-file.js';
+import { LockApp } from './lock-app.js';
+import { lockFsmOptions } from './fsm-options.js';
+import { LockFsm, exportState } from '../lock-fsm/index.js';
+import { BackupFormatError, decodeBackup, type BackupMeta } from '../ops/backup-file.js';
 
 /** The restore cannot go ahead as asked (the target is not a new node); nothing was written. */
 export class RestoreError extends Error {
@@ -43,11 +44,6 @@ export interface RestoreSummary {
   meta: BackupMeta;
 }
 
-/** The FSM limits of a cluster file, as the node wiring builds them (src/node/raftlock-node.ts). */
-export function fsmOptions(config: Config): LockFsmOptions {
-  return { maxSessions: config.limits.maxSessions, maxWaitersPerLock: config.limits.maxWaitersPerLock, maxSessionsPerPrincipal: config.limits.maxSessionsPerToken, maxLocks: config.limits.maxLocks };
-}
-
 /**
  * Verify a backup file and build the snapshot a node of `config` starts from. Throws
  * BackupFormatError for a damaged file or a payload this cluster cannot load (for
@@ -55,7 +51,7 @@ export function fsmOptions(config: Config): LockFsmOptions {
  */
 export function prepareRestore(file: Uint8Array, config: Config, o: { tokenFloor?: number } = {}): { snapshot: Snapshot; app: LockApp; meta: BackupMeta } {
   const { meta, payload } = decodeBackup(file);
-  const app = new LockApp(fsmOptions(config), () => undefined);
+  const app = new LockApp(lockFsmOptions(config), () => undefined);
   try {
     app.restore(payload, meta.index);
   } catch (err) {
@@ -69,7 +65,7 @@ export function prepareRestore(file: Uint8Array, config: Config, o: { tokenFloor
     // Tokens the OLD cluster granted after this backup was taken are unknown to it; a
     // resource that saw one would refuse the restored cluster's lower tokens (safe, but
     // stuck). --token-floor lifts the counter so every new token is above the floor.
-    app.fsm = LockFsm.fromState({ ...exportState(app.fsm), lastToken: o.tokenFloor }, fsmOptions(config));
+    app.fsm = LockFsm.fromState({ ...exportState(app.fsm), lastToken: o.tokenFloor }, lockFsmOptions(config));
   }
   app.members.clear();
   for (const n of config.nodes) app.members.set(n.id, { id: n.id, api: n.api, peer: n.peer });

@@ -16,7 +16,7 @@
 // calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
 import type { ConfState, Entry, HardState, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
 import type { DurableStorage } from './core/storage.js';
-import type { Transport } from '../transport/transport.js';
+import type { Transport } from './transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
 import { trace, tracing } from './trace.js';
@@ -38,16 +38,19 @@ export interface RawNodeLike {
 }
 
 /** The replicated application. apply() must be deterministic (same log → same state on
- *  every node, hashicorp/raft fsm.go's contract); its return value goes to the proposer. */
-export interface Application {
-  apply(entry: Entry): unknown;
+ *  every node, hashicorp/raft fsm.go's contract); its return value (R) goes to the proposer
+ *  and to the onApplied hook. */
+export interface Application<R = unknown> {
+  apply(entry: Entry): R;
   /** state as of the last applied entry */
   snapshot(): Uint8Array;
   restore(data: Uint8Array, index: Index): void;
 }
 
-export type ProposalOutcome =
-  | { ok: true; index: Index; term: Term; result: unknown }
+/** R: what Application.apply returned for the entry (undefined for a configuration change,
+ *  which the Application never sees) */
+export type ProposalOutcome<R = unknown> =
+  | { ok: true; index: Index; term: Term; result: R }
   /** provably not applied: refused before entering the log, or another entry won its slot */
   | { ok: false; kind: 'rejected'; reason: string }
   | { ok: false; kind: 'lost' }
@@ -56,12 +59,13 @@ export type ProposalOutcome =
 
 export type ReadOutcome = { ok: true; index: Index } | { ok: false; reason: 'not_leader' | 'timeout' | 'stopped' };
 
-export interface DriverHooks {
+export interface DriverHooks<R = unknown> {
   /** a persist batch took `seconds` (raftlock_storage_sync_seconds) */
   onPersist?(seconds: number, synced: boolean, entries: number): void;
   onRoleChange?(role: Role, leader: NodeId | null, term: Term): void;
-  /** after each committed entry was applied (normal, noop and conf entries alike) */
-  onApplied?(entry: Entry, result: unknown): void;
+  /** after each committed entry was applied (normal, noop and conf entries alike; the
+   *  result is the Application's for a normal entry, undefined for the others) */
+  onApplied?(entry: Entry, result: R | undefined): void;
   onConfApplied?(conf: ConfState, cc: ConfChange, index: Index): void;
   onSnapshotRestored?(index: Index, conf: ConfState): void;
   onCommitLatency?(seconds: number): void;
@@ -74,12 +78,12 @@ export interface DriverClock {
   nowMs(): number;
 }
 
-export interface RaftDriverOptions {
+export interface RaftDriverOptions<R = unknown> {
   id: NodeId;
   raw: RawNodeLike;
   storage: DurableStorage;
   transport: Transport;
-  app: Application;
+  app: Application<R>;
   /** configuration as of the storage's snapshot (the driver follows conf entries from there) */
   snapshotConf: ConfState;
   /** applied index the app reflects at start (the snapshot index it was restored from) */
@@ -88,7 +92,7 @@ export interface RaftDriverOptions {
   /** how long a proposal may wait for its entry to apply before answering 'unknown' */
   proposalTimeoutMs: number;
   clock: DriverClock;
-  hooks: DriverHooks;
+  hooks: DriverHooks<R>;
   /** production: schedule the loop with setImmediate on every input. The simulator passes
    *  false and calls drain() itself. */
   autoRun: boolean;
@@ -105,16 +109,24 @@ export interface RaftDriverOptions {
   heartbeatCoverTicks?: number;
 }
 
-interface PendingProposal {
+/** Who waits for a proposal: a command's proposer gets the Application's result, a
+ *  configuration change's gets nothing (the entry never reaches the Application).
+ *  `resolve` is a method (its parameter is checked both ways) so that these private lists
+ *  keep the driver covariant in R, as its public surface is (R only comes out; the class's
+ *  `out R` is checked by the compiler): a RaftDriver<ApplyOutput> is a RaftDriver to code
+ *  that needs no results (membership, status). */
+type ProposalWaiter<R> =
+  | { conf: false; data: Uint8Array; resolve(o: ProposalOutcome<R>): void }
+  | { conf: true; cc: ConfChange; resolve(o: ProposalOutcome<undefined>): void };
+
+interface PendingProposal<R> {
   term: Term;
   deadlineMs: number;
   startMs: number;
-  resolve: (o: ProposalOutcome) => void;
+  waiter: ProposalWaiter<R>;
 }
-interface InboxProposal {
-  data: Uint8Array | null;
-  cc: ConfChange | null;
-  resolve: (o: ProposalOutcome) => void;
+interface InboxProposal<R> {
+  waiter: ProposalWaiter<R>;
   startMs: number;
 }
 interface PendingRead {
@@ -122,9 +134,9 @@ interface PendingRead {
   deadlineMs: number;
 }
 
-export class RaftDriver {
+export class RaftDriver<out R = unknown> {
   private readonly raw: RawNodeLike;
-  private readonly opts: RaftDriverOptions;
+  private readonly opts: RaftDriverOptions<R>;
 
   // Inputs that arrived while a Ready was being handled; they enter the core in order.
   private inboxMessages: Message[] = [];
@@ -132,14 +144,14 @@ export class RaftDriver {
    *  that order: see there) */
   private inboxMessageTicks: number[] = [];
   private inboxTicks = 0;
-  private inboxProposals: InboxProposal[] = [];
+  private inboxProposals: InboxProposal<R>[] = [];
   private inboxReads: PendingRead[] = [];
   private inboxUnreachable: NodeId[] = [];
   private inboxSnapshotStatus: { id: NodeId; ok: boolean }[] = [];
   private inboxTransfers: { to: NodeId; resolve: (ok: boolean) => void }[] = [];
 
   /** index → proposal waiting for its entry to be applied */
-  private readonly pending = new Map<Index, PendingProposal>();
+  private readonly pending = new Map<Index, PendingProposal<R>>();
   /** ReadIndex ctx → reads that share the round; then index → reads waiting for apply */
   private readonly readRounds = new Map<number, PendingRead[]>();
   private readonly readsAwaitingApply: { index: Index; reads: PendingRead[] }[] = [];
@@ -168,7 +180,7 @@ export class RaftDriver {
   /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
   private compactWaiters: ((ok: boolean) => void)[] = [];
 
-  constructor(opts: RaftDriverOptions) {
+  constructor(opts: RaftDriverOptions<R>) {
     this.opts = opts;
     this.raw = opts.raw;
     this.applied = opts.applied;
@@ -220,25 +232,23 @@ export class RaftDriver {
     this.kick();
   }
 
-  propose(data: Uint8Array): Promise<ProposalOutcome> {
-    return this.enqueueProposal(data, null);
+  propose(data: Uint8Array): Promise<ProposalOutcome<R>> {
+    return new Promise((resolve) => this.enqueueProposal({ conf: false, data, resolve }));
   }
 
-  proposeConfChange(cc: ConfChange): Promise<ProposalOutcome> {
-    return this.enqueueProposal(null, cc);
+  proposeConfChange(cc: ConfChange): Promise<ProposalOutcome<undefined>> {
+    return new Promise((resolve) => this.enqueueProposal({ conf: true, cc, resolve }));
   }
 
-  private enqueueProposal(data: Uint8Array | null, cc: ConfChange | null): Promise<ProposalOutcome> {
-    if (this.stopped) return Promise.resolve({ ok: false, kind: 'rejected', reason: 'stopped' });
-    if (this.role !== 'leader') return Promise.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
+  private enqueueProposal(waiter: ProposalWaiter<R>): void {
+    if (this.stopped) return waiter.resolve({ ok: false, kind: 'rejected', reason: 'stopped' });
+    if (this.role !== 'leader') return waiter.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
     const max = this.opts.maxPendingProposals ?? 100_000;
     if (this.pending.size + this.inboxProposals.length >= max) {
-      return Promise.resolve({ ok: false, kind: 'rejected', reason: 'overloaded' });
+      return waiter.resolve({ ok: false, kind: 'rejected', reason: 'overloaded' });
     }
-    return new Promise((resolve) => {
-      this.inboxProposals.push({ data, cc, resolve, startMs: this.opts.clock.nowMs() });
-      this.kick();
-    });
+    this.inboxProposals.push({ waiter, startMs: this.opts.clock.nowMs() });
+    this.kick();
   }
 
   /** Linearizable read barrier (§6.4): resolves with an index once this node, as leader,
@@ -381,9 +391,10 @@ export class RaftDriver {
     this.inboxProposals = [];
     const now = this.opts.clock.nowMs();
     for (const p of props) {
-      const r = p.cc ? this.raw.proposeConfChange(p.cc) : this.raw.propose(p.data!);
+      const w = p.waiter;
+      const r = w.conf ? this.raw.proposeConfChange(w.cc) : this.raw.propose(w.data);
       if (!r.ok) {
-        p.resolve({ ok: false, kind: 'rejected', reason: r.reason });
+        w.resolve({ ok: false, kind: 'rejected', reason: r.reason });
         continue;
       }
       const older = this.pending.get(r.index);
@@ -396,9 +407,9 @@ export class RaftDriver {
         // would be a bug.
         assert(older.term < r.term, `two proposals for index ${r.index} in term ${r.term}`);
         this.pending.delete(r.index);
-        older.resolve({ ok: false, kind: 'unknown' });
+        older.waiter.resolve({ ok: false, kind: 'unknown' });
       }
-      this.pending.set(r.index, { term: r.term, resolve: p.resolve, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
+      this.pending.set(r.index, { term: r.term, waiter: w, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
       if (tracing) trace('propose', this.opts.id, r.index);
     }
 
@@ -534,7 +545,7 @@ export class RaftDriver {
       // Reads not yet confirmed can no longer be: a deposed leader must not answer them.
       for (const reads of this.readRounds.values()) for (const r of reads) r.resolve({ ok: false, reason: 'not_leader' });
       this.readRounds.clear();
-      for (const p of this.inboxProposals.splice(0)) p.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
+      for (const p of this.inboxProposals.splice(0)) p.waiter.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
       // Pending proposals stay: their entries may still commit under the next leader, and
       // this node will learn which entry took each slot when it applies that index.
     }
@@ -543,27 +554,48 @@ export class RaftDriver {
 
   private applyEntry(e: Entry): void {
     assert(e.index === this.applied + 1, `apply out of order: entry ${e.index} after applied ${this.applied}`);
-    let result: unknown = undefined;
     if (e.kind === 'normal') {
-      result = this.opts.app.apply(e);
-    } else if (e.kind === 'conf') {
+      const result = this.opts.app.apply(e);
+      this.markApplied(e, result);
+      const w = this.takeWaiter(e);
+      if (w) {
+        assert(!w.conf, `entry ${e.index} is a command, its proposal a configuration change`);
+        w.resolve({ ok: true, index: e.index, term: e.term, result });
+      }
+      return;
+    }
+    if (e.kind === 'conf') {
       const cc = decodeConfChange(e.data);
       this.appliedConf = applyConfChange(this.appliedConf, cc);
       this.opts.hooks.onConfApplied?.(this.appliedConf, cc, e.index);
     }
+    this.markApplied(e, undefined);
+    const w = this.takeWaiter(e);
+    if (w) {
+      assert(w.conf, `entry ${e.index} is a ${e.kind} entry, its proposal a command`);
+      w.resolve({ ok: true, index: e.index, term: e.term, result: undefined });
+    }
+  }
+
+  private markApplied(e: Entry, result: R | undefined): void {
     this.applied = e.index;
     if (tracing && this.role === 'leader') trace('apply', this.opts.id, e.index);
     this.opts.hooks.onApplied?.(e, result);
+  }
+
+  /** The proposal answered by applied entry e, if this node made it: one with e's index and
+   *  term is e itself (Log Matching), so a command meets its command and a configuration
+   *  change its conf entry. A proposal of another term lost its slot: answered here. */
+  private takeWaiter(e: Entry): ProposalWaiter<R> | undefined {
     const p = this.pending.get(e.index);
-    if (p) {
-      this.pending.delete(e.index);
-      if (p.term === e.term) {
-        this.opts.hooks.onCommitLatency?.((this.opts.clock.nowMs() - p.startMs) / 1000);
-        p.resolve({ ok: true, index: e.index, term: e.term, result });
-      } else {
-        p.resolve({ ok: false, kind: 'lost' });
-      }
+    if (!p) return undefined;
+    this.pending.delete(e.index);
+    if (p.term !== e.term) {
+      p.waiter.resolve({ ok: false, kind: 'lost' });
+      return undefined;
     }
+    this.opts.hooks.onCommitLatency?.((this.opts.clock.nowMs() - p.startMs) / 1000);
+    return p.waiter;
   }
 
   private restoreSnapshot(index: Index, conf: ConfState, data: Uint8Array): void {
@@ -574,7 +606,7 @@ export class RaftDriver {
     for (const [idx, p] of this.pending) {
       if (idx <= index) {
         this.pending.delete(idx);
-        p.resolve({ ok: false, kind: 'unknown' });
+        p.waiter.resolve({ ok: false, kind: 'unknown' });
       }
     }
     this.opts.hooks.onSnapshotRestored?.(index, conf);
@@ -632,7 +664,7 @@ export class RaftDriver {
     for (const [idx, p] of this.pending) {
       if (p.deadlineMs <= now) {
         this.pending.delete(idx);
-        p.resolve({ ok: false, kind: 'unknown' });
+        p.waiter.resolve({ ok: false, kind: 'unknown' });
       }
     }
     for (const [ctx, reads] of this.readRounds) {
@@ -667,8 +699,8 @@ export class RaftDriver {
   }
 
   private rejectAll(reason: string): void {
-    for (const p of this.inboxProposals.splice(0)) p.resolve({ ok: false, kind: 'rejected', reason });
-    for (const p of this.pending.values()) p.resolve({ ok: false, kind: 'unknown' });
+    for (const p of this.inboxProposals.splice(0)) p.waiter.resolve({ ok: false, kind: 'rejected', reason });
+    for (const p of this.pending.values()) p.waiter.resolve({ ok: false, kind: 'unknown' });
     this.pending.clear();
     for (const r of this.inboxReads.splice(0)) r.resolve({ ok: false, reason: 'stopped' });
     for (const reads of this.readRounds.values()) for (const r of reads) r.resolve({ ok: false, reason: 'stopped' });

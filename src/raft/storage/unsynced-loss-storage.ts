@@ -8,9 +8,9 @@
 // that were never synced, as a power cut would (worst case), and a test can check that
 // everything Raft acknowledged survives. Test-only in spirit; it lives in src so real
 // processes can use it behind a flag (jepsen-lite).
-import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from './core/storage.js';
-import type { DurableStorage, PersistBatch } from './core/storage.js';
-import type { Snapshot } from './core/types.js';
+import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
+import type { DurableStorage, PersistBatch } from '../core/storage.js';
+import type { Snapshot } from '../core/types.js';
 
 type Pending = { kind: 'save'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
 

@@ -3,7 +3,7 @@
 // or acknowledge something it no longer holds (Raft §5.2 assumes stable storage), so
 // every doubt is a StorageCorruptionError, never a silent repair.
 import type { Level } from 'level';
-import type { ConfState, Entry, HardState, Snapshot } from './core/types.js';
+import type { ConfState, Entry, HardState, Snapshot } from '../core/types.js';
 import {
   ENTRY_KEY_END, ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, RecordError, STORAGE_FORMAT_VERSION,
   decodeHardState, decodeIncarnation, decodeSegment, decodeSnapshot, decodeVersion, encodeHardState, encodeIncarnation, encodeSnapshot, encodeVersion, entryKeyIndex,

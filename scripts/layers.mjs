@@ -1,0 +1,153 @@
+#!/usr/bin/env node
+// The layers of src/ and packages/client/src, bottom first, and which layers each one may
+// import (docs/architecture.md#layers). eslint.config.js turns this table into a
+// no-restricted-imports rule per directory, so `npm run lint` (and `npm test`) fails on an
+// import that runs back up. Run directly, this prints the import structure: every import
+// from one layer into another, counted, with the ones the table forbids marked.
+//
+//   node scripts/layers.mjs          the structure; exit 1 when an import is forbidden
+import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+export const repoRoot = resolve(here, '..');
+
+/**
+ * `dirs` hold a layer's files (a directory belongs to the deepest layer that names it or a
+ * parent of it); `files` name single-file layers. `mayImport` is the whole list: every
+ * other layer is forbidden, sideways as well as upwards.
+ */
+export const layers = [
+  // pure and deterministic (purity is a separate lint block in eslint.config.js)
+  { name: 'raft/core', dirs: ['src/raft/core'], mayImport: [] },
+  { name: 'lock-fsm', dirs: ['src/lock-fsm'], mayImport: [] },
+  // leaves with I/O: configuration, metrics registry, backup file format and version
+  { name: 'config', files: ['src/config.ts'], mayImport: [] },
+  { name: 'metrics', files: ['src/metrics.ts'], mayImport: [] },
+  { name: 'ops', dirs: ['src/ops'], mayImport: [] },
+  // the driver's durable log and its seams (Application, DurableStorage, Transport)
+  { name: 'raft/storage', dirs: ['src/raft/storage'], mayImport: ['raft/core'] },
+  { name: 'raft', dirs: ['src/raft'], mayImport: ['raft/core', 'raft/storage'] },
+  // implements raft's Transport
+  { name: 'transport', dirs: ['src/transport'], mayImport: ['raft/core', 'raft'] },
+  // the REST surface and the service interfaces (ports) src/node implements
+  { name: 'api', dirs: ['src/api'], mayImport: ['lock-fsm', 'metrics', 'ops'] },
+  { name: 'security', dirs: ['src/security'], mayImport: ['api', 'transport', 'lock-fsm', 'config'] },
+  // composition: a node wires driver, storage, transport, state machine, API and security
+  {
+    name: 'node', dirs: ['src/node'],
+    mayImport: ['raft/core', 'lock-fsm', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security'],
+  },
+  {
+    name: 'cli', dirs: ['src/cli'],
+    mayImport: ['raft/core', 'lock-fsm', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'node', 'client'],
+  },
+  // the package's entry point re-exports the SDK only
+  { name: 'index', files: ['src/index.ts'], mayImport: ['client'] },
+  // the SDK (@raftlock/client) imports no server code
+  { name: 'client', dirs: ['packages/client/src'], mayImport: [], packageName: '@raftlock/client' },
+];
+
+const byName = new Map(layers.map((l) => [l.name, l]));
+for (const l of layers) {
+  for (const m of l.mayImport) if (!byName.has(m)) throw new Error(`layers: ${l.name} may import unknown layer ${m}`);
+}
+
+const posix = (p) => p.split(sep).join('/');
+
+/** the layer of a repository-relative path (posix), or undefined outside the table */
+export function layerOf(path) {
+  let best;
+  let bestLen = -1;
+  for (const l of layers) {
+    for (const f of l.files ?? []) if (path === f) return l;
+    for (const d of l.dirs ?? []) {
+      if ((path === d || path.startsWith(d + '/')) && d.length > bestLen) {
+        best = l;
+        bestLen = d.length;
+      }
+    }
+  }
+  return best;
+}
+
+function walk(dir, out) {
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) walk(p, out);
+    else if (p.endsWith('.ts') && !p.endsWith('.d.ts')) out.push(p);
+  }
+  return out;
+}
+
+/** every source file the table covers, repository-relative */
+export function sourceFiles(root = repoRoot) {
+  const out = [];
+  for (const top of ['src', 'packages/client/src']) walk(join(root, top), out);
+  return out.map((p) => posix(relative(root, p))).sort();
+}
+
+/** directories holding source files (for one lint block per directory) */
+export function sourceDirs(root = repoRoot) {
+  return [...new Set(sourceFiles(root).map((f) => posix(dirname(f))))].sort();
+}
+
+const importRe = /(?:^|[\s;])(?:import|export)\s[^'"]*?from\s*['"]([^'"]+)['"]|(?:^|[\s;(=])import\s*\(\s*['"]([^'"]+)['"]\s*\)|(?:^|[\s;])import\s*['"]([^'"]+)['"]/gm;
+
+/** the specifiers a file imports (static, re-exports, side-effect and dynamic imports) */
+export function importsOf(text) {
+  // a TS import type (`import('node:http').X` in a type position) is caught too; it names
+  // a module like any import, so it counts
+  const out = [];
+  for (const m of text.matchAll(importRe)) out.push(m[1] ?? m[2] ?? m[3]);
+  return out;
+}
+
+/** the layer a specifier in `file` points at, or undefined (node:, npm packages) */
+export function targetLayer(file, spec) {
+  if (spec.startsWith('.')) return layerOf(posix(join(dirname(file), spec)).replace(/\.js$/, '.ts'));
+  for (const l of layers) if (l.packageName && (spec === l.packageName || spec.startsWith(l.packageName + '/'))) return l;
+  if (spec === 'raftlock' || spec.startsWith('raftlock/')) return byName.get('index');
+  return undefined;
+}
+
+/** every import from one layer into another: "from → to" → { count, allowed, examples } */
+export function crossLayerImports(root = repoRoot) {
+  const edges = new Map();
+  for (const file of sourceFiles(root)) {
+    const from = layerOf(file);
+    if (!from) continue;
+    for (const spec of importsOf(readFileSync(join(root, file), 'utf8'))) {
+      const to = targetLayer(file, spec);
+      if (!to || to === from) continue;
+      const key = `${from.name} → ${to.name}`;
+      const e = edges.get(key) ?? { from: from.name, to: to.name, count: 0, allowed: from.mayImport.includes(to.name), examples: [] };
+      e.count++;
+      if (!e.allowed) e.examples.push(`${file}: '${spec}'`);
+      edges.set(key, e);
+    }
+  }
+  return [...edges.values()].sort((a, b) => layers.indexOf(byName.get(a.from)) - layers.indexOf(byName.get(b.from)) || a.to.localeCompare(b.to));
+}
+
+function main() {
+  const edges = crossLayerImports();
+  const orphans = sourceFiles().filter((f) => !layerOf(f));
+  let bad = orphans.length;
+  for (const f of orphans) console.log(`no layer for ${f}: add it to the table in scripts/layers.mjs`);
+  console.log('layers, bottom first (a layer may import only those in its list):');
+  for (const l of layers) console.log(`  ${l.name.padEnd(13)} ← ${l.mayImport.length ? l.mayImport.join(', ') : '(nothing in src)'}`);
+  console.log('\nimports between layers (from → to: count):');
+  for (const e of edges) {
+    console.log(`  ${e.allowed ? '  ' : '✗ '}${`${e.from} → ${e.to}`.padEnd(28)} ${String(e.count).padStart(3)}${e.allowed ? '' : '  FORBIDDEN'}`);
+    if (!e.allowed) {
+      bad += e.count;
+      for (const x of e.examples) console.log(`        ${x}`);
+    }
+  }
+  console.log(bad ? `\n${bad} forbidden import(s) or file(s) outside the table` : '\nno forbidden imports');
+  process.exitCode = bad ? 1 : 0;
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(resolve(process.argv[1])).href) main();
