@@ -27,7 +27,8 @@ export interface ElectionReport {
   grants: number;
   /** distinct sessions that led */
   leaders: number;
-  /** campaigns asked with max_hold_ms, and those granted */
+  /** campaigns, and those asked with max_hold_ms */
+  campaigns: number;
   maxHoldCampaigns: number;
   /** revocations the nemesis sent, and the leaderships they took away */
   revokes: number;
@@ -130,6 +131,7 @@ export function checkElections(ops: readonly Op[], log: readonly ResourceLogEntr
   return {
     grants: grants.length,
     leaders: new Set(grants.map((g) => g.session)).size,
+    campaigns: campaigns.length,
     maxHoldCampaigns: campaigns.filter((c) => c.input.max_hold_ms !== undefined).length,
     revokes: revokes.length,
     revoked: revokedGrants,

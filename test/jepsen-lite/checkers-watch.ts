@@ -37,6 +37,8 @@ export interface WatchReport {
   indices: number;
   /** acknowledged operations of the history found as events */
   matched: number;
+  /** events of the union by name (and reason: `expired:max_hold`, `expired:session_expired`) */
+  counts: Record<string, number>;
   /** why the history check was skipped, if it was */
   historySkipped?: string;
   violations: string[];
@@ -261,5 +263,12 @@ export function checkWatch(records: readonly WatchRecord[], ops: readonly Op[]):
     }
   }
   const events = [...reference.values()].reduce((n, evs) => n + evs.length, 0);
-  return { nodes, events, indices: indices.length, matched, ...(historySkipped !== undefined ? { historySkipped } : {}), violations };
+  const counts: Record<string, number> = {};
+  for (const evs of reference.values()) {
+    for (const e of evs) {
+      const k = typeof e.data.reason === 'string' ? `${e.event}:${e.data.reason}` : e.event;
+      counts[k] = (counts[k] ?? 0) + 1;
+    }
+  }
+  return { nodes, events, indices: indices.length, matched, counts, ...(historySkipped !== undefined ? { historySkipped } : {}), violations };
 }
