@@ -90,10 +90,15 @@ export function readElection(rec: Recorder, name: string): Promise<Outcome> {
 
 /** The nemesis's revocation (sent by the probe): read the election, then revoke its leader
  *  (`POST /v1/locks/{name}/revoke`, the admin right: an election is the lock of its name).
- *  Without a leader it revokes whatever holds the name (usually nothing). */
+ *  Without a leader (none read for 3 s) it revokes whatever holds the name. */
 export async function revokeLeader(rec: Recorder, name: string): Promise<{ leader: string | null; revoked: { session: string; token: number }[] | null; type: string }> {
-  const r = await readElection(rec, name);
-  const leader = r.type === 'ok' && r.value.holder !== undefined ? r.value.holder : null;
+  // leaders come and go: look for one for up to 3 s
+  let leader: string | null = null;
+  for (const end = rec.now() + 3000; leader === null && rec.now() < end; ) {
+    const r = await readElection(rec, name);
+    if (r.type === 'ok' && r.value.holder !== undefined) leader = r.value.holder;
+    else await sleep(100);
+  }
   const body = leader !== null ? { session_id: leader } : {};
   const v = await rec.run('revoke', { lock: name, ...(leader !== null ? { session: leader } : {}) }, post(`/v1/locks/${enc(name)}/revoke`, body, 2000), 4000, (a) =>
     definite(a, (b) => ({

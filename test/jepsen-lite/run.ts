@@ -268,8 +268,9 @@ class Run {
       if (typeof o.w === 'string') this.watchRecords.push(o as unknown as WatchRecord);
     }, this.file('watch.err'));
     this.helpers.push(this.watcher);
+    const t = this.now();
     const at = (await this.watcher.ask({ cmd: 'drain', deadlineMs: 30_000 }, 35_000)) as Record<string, number> | null;
-    this.log(`jepsen-lite: watch streams at ${at ? Object.entries(at).map(([k, v]) => `${k} ${v}`).join(', ') : 'unknown (no answer)'}`);
+    this.log(`jepsen-lite: watch streams at ${at ? Object.entries(at).map(([k, v]) => `${k} ${v}`).join(', ') : 'unknown (no answer)'} (${Math.round(this.now() - t)} ms)`);
   }
 
   private onEvent(o: Record<string, unknown>): void {
@@ -547,7 +548,9 @@ class Run {
     await this.probe!.stop(5000);
     if (this.watcher) {
       // every stream up to the same index (the clients' closes are the last entries)
+      const t = this.now();
       this.watchDrained = (await this.watcher.ask({ cmd: 'drain', deadlineMs: 15_000 }, 20_000)) as Record<string, number> | null;
+      this.log(`jepsen-lite: watch streams drained to ${this.watchDrained ? Object.entries(this.watchDrained).map(([k, v]) => `${k} ${v}`).join(', ') : 'unknown (no answer)'} (${Math.round(this.now() - t)} ms)`);
       await this.watcher.stop(5000);
       writeFileSync(this.file('watch.jsonl'), this.watchRecords.map((r) => JSON.stringify(r)).join('\n') + (this.watchRecords.length ? '\n' : ''));
     }
