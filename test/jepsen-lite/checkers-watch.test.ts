@@ -117,9 +117,17 @@ test('watch: a 410 for a resume point the node says it keeps is caught', () => {
   assert.ok(r.violations.some((v) => /410 compacted for a resume after 2, but compacted_index 2/.test(v)), r.violations.join('\n'));
 });
 
-test('watch: a stream left behind at the end is caught', () => {
+test('watch: a stream left behind at the end is caught; one opened afresh after the last event is not', () => {
   const r = checkWatch([...plain('n1', LOG), ...plain('n2', LOG.slice(0, 3))], HISTORY);
   assert.ok(r.violations.some((v) => /n2's stream ended at index 5; another node's reached 8/.test(v)), r.violations.join('\n'));
+  const reopened: WatchRecord[] = [
+    ...plain('n2', LOG),
+    { w: 'conn', node: 'n2', conn: 2, from: 7, t: 9 },
+    { w: 'refused', node: 'n2', conn: 2, status: 410, compacted_index: 9, t: 10 },
+    { w: 'conn', node: 'n2', conn: 3, from: null, t: 11 },
+    { w: 'state', node: 'n2', conn: 3, evs: [], marker: 12, t: 12 },
+  ];
+  assert.deepEqual(checkWatch([...plain('n1', LOG), ...reopened], HISTORY).violations, []);
 });
 
 test('watch: an acknowledged grant or release with no event in any stream is caught', () => {

@@ -199,10 +199,13 @@ export function checkWatch(records: readonly WatchRecord[], ops: readonly Op[]):
       }
     }
   }
-  // the end: every stream reached the same index
-  const lasts = [...segs].map(([node, ss]) => ({ node, last: ss.at(-1)?.last ?? -1 }));
-  const maxLast = Math.max(-1, ...lasts.map((l) => l.last));
-  for (const l of lasts) if (l.last < maxLast) violations.push(`watch: ${l.node}'s stream ended at index ${l.last}; another node's reached ${maxLast}`);
+  // the end: every stream had the last event any stream had, or opened after it (its
+  // opening's marker stands for the entries up to it)
+  const maxEvent = Math.max(-1, ...indices);
+  for (const [node, ss] of segs) {
+    const last = ss.at(-1)?.last ?? -1;
+    if (last < maxEvent) violations.push(`watch: ${node}'s stream ended at index ${last}; another node's reached ${maxEvent}`);
+  }
 
   // coverage: a range of indices no stream covered makes the history check impossible
   const cover = [...segs.values()].flat().map((s) => [s.start, s.last] as const).filter(([a, b]) => b > a).sort((x, y) => x[0] - y[0]);

@@ -51,6 +51,8 @@ class Stream {
   givenAtLast = 0;
   /** the state's marker seen: the stream is live */
   synced = false;
+  /** the highest index of an event this stream had (-1: none) */
+  lastEvent = -1;
   conn = 0;
   private req: ReturnType<typeof request> | null = null;
 
@@ -162,6 +164,7 @@ class Stream {
             }
             evs.push(f.ev);
             const i = f.ev.data.index;
+            this.lastEvent = Math.max(this.lastEvent, i);
             if (i === this.last) this.givenAtLast++;
             else if (this.last === null || i > this.last) {
               this.last = i;
@@ -212,18 +215,21 @@ export function parseFrame(frame: string): Frame | null {
 const streams = args.endpoints.map((ep, i) => new Stream(`n${i + 1}`, ep));
 const running = streams.map((s) => s.run());
 
-/** wait until every stream is live and stands at the same index for a while (bounded) */
+/** wait until every stream is live and stands at or after the last event any stream had,
+ *  unchanged for half a second (bounded). A stream opened afresh stands at its opening's
+ *  marker, which may lie past the last event (entries without events). */
 async function drain(deadlineMs: number): Promise<Record<string, number>> {
   const end = now() + deadlineMs;
   let stableSince = now();
   let lastKey = '';
   while (now() < end) {
     const key = streams.map((s) => `${s.synced ? 1 : 0}:${s.position()}`).join(',');
-    const same = streams.every((s) => s.synced && s.position() === streams[0]!.position());
+    const maxEvent = Math.max(...streams.map((s) => s.lastEvent));
+    const same = streams.every((s) => s.synced && s.position() >= maxEvent);
     if (key !== lastKey) {
       lastKey = key;
       stableSince = now();
-    } else if (same && now() - stableSince >= 1000) break;
+    } else if (same && now() - stableSince >= 500) break;
     await sleep(50);
   }
   return Object.fromEntries(streams.map((s) => [s.node, s.position()]));
