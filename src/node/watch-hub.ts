@@ -35,6 +35,10 @@ interface Stream {
   prefix: string;
   sink: WatchSink;
   open: boolean;
+  /** the stream has every event up to this index (its opening's, or its from_index): a
+   *  node behind the resume point (restarted, replaying its log) applies those entries
+   *  again, and they must not be sent twice */
+  after: number;
 }
 
 export class WatchHub implements WatchFeed {
@@ -85,7 +89,7 @@ export class WatchHub implements WatchFeed {
         for (let i = 0; i < frames.length; i++) if ((names[i] as string).startsWith(prefix)) chunk += frames[i] as string;
         if (chunk === '') continue;
       }
-      for (const s of group) if (!s.sink.write(chunk)) slow.push(s);
+      for (const s of group) if (index > s.after && !s.sink.write(chunk)) slow.push(s);
     }
     for (const s of slow) this.cut(s, 'the client reads too slowly; resume from the last index it received');
   }
@@ -105,7 +109,7 @@ export class WatchHub implements WatchFeed {
     if (fromIndex !== null && !this.ring.covers(fromIndex)) {
       throw new ApiError('compacted', `events after index ${fromIndex} are no longer kept by this node (it keeps those after ${this.ring.floor}); open the stream without from_index for the current state`, { details: { compacted_index: this.ring.floor } });
     }
-    const s: Stream = { prefix, sink, open: true };
+    const s: Stream = { prefix, sink, open: true, after: fromIndex ?? this.applied };
     let opening: string;
     if (fromIndex === null) {
       // one consistent snapshot at this.applied: everything here is synchronous, so no

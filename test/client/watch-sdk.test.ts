@@ -76,6 +76,31 @@ describe('client.watch', () => {
     assert.equal(b.requests.length, 1);
   });
 
+  it('a resumed node that sends events from before the resume point first: they are dropped and the group is still given once', async () => {
+    // what a restarted node replaying its log did before docs/jepsen-lite.md's watch fix
+    let aCalls = 0;
+    const a = await stub((_req, res) => {
+      if (++aCalls > 1) {
+        res.writeHead(503, { 'content-type': 'application/json', 'retry-after': '30' });
+        res.end(JSON.stringify({ error: { code: 'unavailable', message: 'down' } }));
+        return;
+      }
+      sse(res);
+      res.write('id: 5\n\n');
+      res.write(ev(6, 'acquired', lock('x', 's1')) + ev(7, 'released', lock('y', 's3')), () => setTimeout(() => res.socket?.destroy(), 20));
+    });
+    const b = await stub((_req, res) => {
+      sse(res);
+      res.write(ev(6, 'acquired', lock('x', 's1')) + ev(7, 'released', lock('y', 's3')) + ev(7, 'acquired', lock('y', 's4')) + ev(8, 'waiting', lock('z', 's5')));
+    });
+    closers.push(a.close, b.close);
+    const client = new RaftlockClient({ endpoints: [a.url, b.url], random: () => 0 });
+    closers.push(() => client.close());
+    const got = await take(client.watch('', { idleTimeoutMs: 5000 }), 5);
+    const show = (e: WatchEvent | WatchSynced): string => (e.event === 'synced' ? `synced ${e.index}` : `${e.index} ${e.event} ${e.name} ${e.session_id}`);
+    assert.deepEqual(got.map(show), ['synced 5', '6 acquired x s1', '7 released y s3', '7 acquired y s4', '8 waiting z s5']);
+  });
+
   it('fromIndex that no endpoint keeps: CompactedError with the compacted index, after asking each', async () => {
     const gone: Handler = (_req, res) => {
       res.writeHead(410, { 'content-type': 'application/json' });

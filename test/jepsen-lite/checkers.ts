@@ -35,11 +35,13 @@ function push(m: Map<string, number[]>, k: string, t: number): void {
   else m.set(k, [t]);
 }
 
-/** which ops acquire, release, renew and read grants: locks, or semaphores */
-export type GrantKind = 'lock' | 'semaphore';
+/** which ops acquire, release, renew and read grants: locks, semaphores, or elections
+ *  (a campaign is an acquire, a resign a release without a token) */
+export type GrantKind = 'lock' | 'semaphore' | 'election';
 const KIND_FNS: Record<GrantKind, { acquire: Op['f']; release: Op['f']; renew: Op['f'] | null }> = {
   lock: { acquire: 'acquire', release: 'release', renew: 'renew' },
   semaphore: { acquire: 'sem-acquire', release: 'sem-release', renew: null },
+  election: { acquire: 'campaign', release: 'resign', renew: null },
 };
 
 export function knownGrants(ops: readonly Op[], kind: GrantKind = 'lock'): Grant[] {
@@ -85,6 +87,11 @@ export function knownGrants(ops: readonly Op[], kind: GrantKind = 'lock'): Grant
   };
   for (const op of ops) {
     if (op.type !== 'ok' || !op.input.lock) continue;
+    if (kind === 'election') {
+      if (op.f === 'campaign' && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op, false);
+      if (op.f === 'el-read' && op.output.holder && op.output.holder_token !== undefined) add(op.input.lock, op.output.holder, op.output.holder_token, op, true);
+      continue;
+    }
     if (kind === 'semaphore') {
       if (op.f === 'sem-acquire' && op.input.session && op.output.token !== undefined) add(op.input.lock, op.input.session, op.output.token, op, false, op.output.permits ?? op.input.permits ?? 1);
       if (op.f === 'sem-read') for (const h of op.output.holders ?? []) add(op.input.lock, h.session, h.token, op, true, h.permits);
@@ -158,7 +165,7 @@ export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind 
   const safe = new Map<string, { t: number; op: Op }>();
   for (const op of ops) {
     if (op.type !== 'ok' || !op.input.session) continue;
-    if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive' && op.f !== 'sem-acquire') continue;
+    if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive' && op.f !== 'sem-acquire' && op.f !== 'campaign') continue;
     const until = op.invoke + ttlMs;
     const cur = safe.get(op.input.session);
     if (!cur || until > cur.t) safe.set(op.input.session, { t: until, op });
@@ -171,7 +178,7 @@ export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind 
   const acquiresOf = new Map<string, Op[]>();
   for (const op of ops) {
     if (!op.input.session) continue;
-    if (op.f === F.release && op.input.lock && (op.input.token === undefined || kind === 'semaphore')) {
+    if (op.f === F.release && op.input.lock && (op.input.token === undefined || kind !== 'lock')) {
       const k = `${op.input.session}#${op.input.lock}`;
       tokenless.set(k, [...(tokenless.get(k) ?? []), op]);
     }
@@ -209,7 +216,8 @@ export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind 
 export function checkTokenOrder(ops: readonly Op[]): string[] {
   const violations: string[] = [];
   const sems = knownGrants(ops, 'semaphore');
-  const grants = [...knownGrants(ops), ...sems];
+  // an election's leadership is a grant of the lock of its name (its own names: je-…)
+  const grants = [...knownGrants(ops), ...knownGrants(ops, 'election'), ...sems];
   for (const g of grants) if (g.session.includes('|')) violations.push(`fencing: token ${g.token} of ${g.lock} was granted to two sessions (${g.session})`);
   // one token is one grant: not a lock's and a semaphore's
   const lockTokens = new Map(grants.filter((g) => !sems.includes(g)).map((g) => [g.token, g]));
@@ -404,7 +412,7 @@ export interface Recovery {
 }
 
 export function recoveries(ops: readonly Op[], faults: readonly FaultRecord[], runEnd: number): Recovery[] {
-  const grants = ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire') && o.type === 'ok').map((o) => o.complete).sort((a, b) => a - b);
+  const grants = ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire' || o.f === 'campaign') && o.type === 'ok').map((o) => o.complete).sort((a, b) => a - b);
   return faults.map((f) => {
     const next = grants.find((t) => t >= f.end);
     return { variant: f.variant, healedAt: f.end, recoveryMs: next === undefined || next > runEnd ? null : next - f.end };

@@ -10,18 +10,21 @@
 // with a shorter deadline would, and then release the name in their session
 // (docs/client.md "An acquire that fails never leaves a grant behind").
 //
-// That is the `lock` workload; `shared` and `semaphore` (client-workloads.ts) replace
-// the iteration and read their own names, on the same session, keepalives and reader.
+// That is the `lock` workload; `shared` and `semaphore` (client-workloads.ts) and
+// `election` (client-election.ts) replace the iteration and read their own names, on the
+// same session, keepalives and reader.
 //
 // Probe mode (role "probe"): no workload; answers the runner's commands on stdin
-// (cluster views for leader discovery, reads of every lock after crashes), so that every
-// request to the nodes comes from the client network namespace.
+// (cluster views for leader discovery, reads of every lock after crashes, the nemesis's
+// revocations), so that every request to the nodes comes from the client network
+// namespace.
 import { createInterface } from 'node:readline';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { clockFrom, httpJson, Recorder, type Outcome } from './recorder.js';
 import type { HistoryEvent } from './history.js';
 import { definite, enc, get, holderOf, num, post, sleep, str } from './client-http.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
+import { electionIteration, readElection, revokeLeader, type ElectionCtx } from './client-election.js';
 import type { Workload } from './workloads.js';
 
 export interface ClientArgs {
@@ -34,6 +37,8 @@ export interface ClientArgs {
   sharedLocks: string[];
   semaphores: string[];
   semLimit: number;
+  /** the election workload's names (client-election.ts) */
+  elections: string[];
   /** what this client runs (absent: lock) */
   workload?: Workload;
   ttlMs: number;
@@ -103,6 +108,15 @@ const workloadCtx: WorkloadCtx = {
   noteSession: (s, r) => noteSession(s, r),
 };
 
+const electionCtx: ElectionCtx = {
+  rec,
+  resource: args.resource,
+  elections: args.elections,
+  id: args.id,
+  noteSession: (s, r) => noteSession(s, r),
+  sessionAlive: (s) => session === s && !sessionSuspect,
+};
+
 // ---- the workload ------------------------------------------------------------------
 
 async function criticalSection(rng: Rng, lock: string, s: string, token: number): Promise<void> {
@@ -147,6 +161,7 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
   const s = session;
   if (workload === 'shared') return sharedIteration(workloadCtx, rng, s);
   if (workload === 'semaphore') return semaphoreIteration(workloadCtx, rng, s);
+  if (workload === 'election') return electionIteration(electionCtx, rng, s);
   const lock = args.locks[rng.int(0, args.locks.length)]!;
   if (rng.next() < 0.25) {
     if (rng.next() < 0.5 || !lastTokens.has(lock)) await readLock(lock);
@@ -198,6 +213,10 @@ async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<vo
     await sleep(rng.int(100, 300));
     if (workload === 'semaphore') {
       await readSemaphore(reader, args.semaphores[rng.int(0, args.semaphores.length)]!);
+      continue;
+    }
+    if (workload === 'election') {
+      await readElection(reader, args.elections[rng.int(0, args.elections.length)]!);
       continue;
     }
     const names = workload === 'shared' ? args.sharedLocks : args.locks;
@@ -264,10 +283,11 @@ async function anyEndpoint(method: string, path: string): Promise<{ endpoint: st
 async function readAll(deadlineMs: number): Promise<boolean> {
   const end = now() + deadlineMs;
   const sems = new Set(args.semaphores);
-  const pending = new Set([...args.locks, ...args.sharedLocks, ...args.semaphores]);
+  const elections = new Set(args.elections);
+  const pending = new Set([...args.locks, ...args.sharedLocks, ...args.semaphores, ...args.elections]);
   while (pending.size > 0 && now() < end) {
     for (const lock of [...pending]) {
-      const r = sems.has(lock) ? await readSemaphore(rec, lock) : await readLock(lock);
+      const r = sems.has(lock) ? await readSemaphore(rec, lock) : elections.has(lock) ? await readElection(rec, lock) : await readLock(lock);
       if (r.type === 'ok') pending.delete(lock);
     }
   }
@@ -277,7 +297,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
 async function runProbe(): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
-    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'stop'; deadlineMs?: number; method?: string; path?: string };
+    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'revoke' | 'stop'; deadlineMs?: number; method?: string; path?: string; name?: string };
     try {
       cmd = JSON.parse(line) as typeof cmd;
     } catch {
@@ -290,6 +310,7 @@ async function runProbe(): Promise<void> {
     else if (cmd.cmd === 'read-all') reply = await readAll(cmd.deadlineMs ?? 10_000);
     else if (cmd.cmd === 'health') reply = await health();
     else if (cmd.cmd === 'http') reply = await anyEndpoint(cmd.method ?? 'GET', cmd.path ?? '/');
+    else if (cmd.cmd === 'revoke') reply = await revokeLeader(rec, cmd.name ?? '');
     write({ reply: cmd.id, value: reply });
   }
 }

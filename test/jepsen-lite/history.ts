@@ -21,7 +21,12 @@ export type Fn =
   | 'res-end' // stop using it
   | 'sem-acquire' // POST /v1/semaphores/{name}/acquire (the semaphore's name in `lock`)
   | 'sem-release'
-  | 'sem-read'; // linearizable GET /v1/semaphores/{name}
+  | 'sem-read' // linearizable GET /v1/semaphores/{name}
+  | 'campaign' // POST /v1/elections/{name}/campaign (the election's name in `lock`)
+  | 'proclaim' // POST /v1/elections/{name}/proclaim: the leader checks it still leads
+  | 'resign'
+  | 'el-read' // linearizable GET /v1/elections/{name}: the leader as holder / holder_token
+  | 'revoke'; // the nemesis: POST /v1/locks/{name}/revoke (admin)
 
 /** One flat value shape for every Fn (JSON-friendly; fields used depend on f and type). */
 export interface OpValue {
@@ -52,6 +57,14 @@ export interface OpValue {
   /** sem-read: permits in use and the holders */
   in_use?: number;
   holders?: { session: string; token: number; permits: number }[];
+  /** campaign: the grant is freed this long after it was made (docs/contract.md §4) */
+  max_hold_ms?: number;
+  /** campaign / proclaim: the leader's value; el-read: the value read */
+  text?: string;
+  /** revoke: the grants taken away */
+  revoked?: { session: string; token: number }[];
+  /** res-write of the election workload: who wrote (the leader's session) */
+  writer?: string;
   /** how many HTTP attempts the logical operation took (retries with one Idempotency-Key) */
   attempts?: number;
   /** the node that gave the final answer */

@@ -22,9 +22,15 @@
 // under its id without --join. It must refuse (exit 2 with its one line: docs/membership.md,
 // "A node whose data directory is gone"); the heal is the documented recovery — remove
 // it, then a node with an empty directory joins in its slot. Not in DEFAULT_FAULTS either.
+//
+// `revoke` takes the election's leadership away through the admin API (`POST
+// /v1/locks/{name}/revoke` of the leader's session, sent by the probe and recorded in the
+// history): the deposed leader learns it at its next proclaim, and its writes in between
+// must be refused by the fenced resource once a newer leader wrote. It needs the election
+// workload, so it is not in DEFAULT_FAULTS (jepsen-3.test.ts adds it).
 import type { Rng } from '../../src/raft/core/rng.js';
 
-export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership', 'wipe'] as const;
+export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership', 'wipe', 'revoke'] as const;
 export type FaultCategory = (typeof FAULT_CATEGORIES)[number];
 /** what runs when no --faults is given, and what the 3-node `npm test` run uses */
 export const DEFAULT_FAULTS: readonly FaultCategory[] = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'];
@@ -48,13 +54,14 @@ export type Variant =
   | 'member-replace-follower' // the same for a follower
   | 'member-failover-leader' // kill the leader, remove it at once through a follower, restart it; the heal joins a new node while the next leader is dead
   | 'wipe-restart' // lose a voter's data dir and start it again: it must refuse; then remove → join
+  | 'revoke-leader' // revoke the election leader's grant (admin API)
   | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
 
 /** every variant, for the command line (--emphasise) */
 export const FAULT_VARIANTS = [
   'partition-leader', 'partition-halves', 'partition-ring', 'partition-bridge', 'partition-oneway', 'partition-partial',
   'kill-one', 'kill-leader', 'kill-minority', 'kill-all', 'pause-leader', 'pause-follower', 'pause-client', 'packet',
-  'member-replace-leader', 'member-replace-follower', 'unsynced',
+  'member-replace-leader', 'member-replace-follower', 'unsynced', 'revoke-leader',
 ] as const satisfies readonly Variant[];
 
 export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
@@ -79,6 +86,8 @@ export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
       return ['member-replace-leader', 'member-replace-follower', 'member-failover-leader'];
     case 'wipe':
       return ['wipe-restart'];
+    case 'revoke':
+      return ['revoke-leader'];
   }
 }
 
@@ -89,6 +98,7 @@ export function categoryOf(v: Variant): FaultCategory {
   if (v.startsWith('pause')) return 'pause';
   if (v.startsWith('member')) return 'membership';
   if (v === 'wipe-restart') return 'wipe';
+  if (v === 'revoke-leader') return 'revoke';
   return v as FaultCategory;
 }
 
@@ -150,6 +160,8 @@ export interface NemesisEnv {
   /** kill -9 `id`, delete its data directory, start it again under its id; resolves once
    *  it exited (or after a bound) with how it ended and the refusal line it printed */
   wipeAndRestart(id: string): Promise<{ code: number | null; line: string | null; ms: number }>;
+  /** revoke the election's leader (the `revoke` fault); resolves with what was done */
+  revokeLeader(): Promise<string>;
 }
 
 export interface ActiveFault {
@@ -309,6 +321,10 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Act
           await join;
         },
       };
+    }
+    case 'revoke-leader': {
+      const d = await env.revokeLeader();
+      return { variant: v, detail: d, holdMs: rng.int(200, 600), heal: async () => undefined };
     }
     case 'packet': {
       const d = await env.startPacket();

@@ -8,7 +8,10 @@ import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, c
 import { checkLinearizable } from './lock-model.js';
 import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
 import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
-import { isSharedLock } from './workloads.js';
+import { isElection, isSharedLock } from './workloads.js';
+import { checkElections } from './checkers-election.js';
+import { checkWatch } from './checkers-watch.js';
+import type { WatchRecord } from './watch-proc.js';
 
 export interface RecheckResult {
   ops: number;
@@ -46,7 +49,12 @@ export function recheck(dir: string): RecheckResult {
   const exclusive = ops.filter((o) => !isSharedLock(o.input.lock));
   const lin = checkLinearizable(exclusive);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(exclusive, ttl), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource, summary.fencing).violations);
+  violations.push(...checkLeaseSafety(exclusive, ttl), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource.filter((e) => !isElection(e.lock)), summary.fencing).violations);
+  violations.push(...checkElections(ops, resource, ttl, summary.fencing).violations);
+  // runs from before the watch streams have no watch.jsonl (and --no-watch runs an empty one)
+  const watchFile = join(dir, 'watch.jsonl');
+  const watch = existsSync(watchFile) ? readFileSync(watchFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as WatchRecord) : [];
+  if (watch.length > 0) violations.push(...checkWatch(watch, ops).violations);
   violations.push(...checkSharedLocks(ops, access, ttl, summary.fencing).violations, ...checkSemaphores(ops, access, ttl).violations);
   violations.push(...checkDurability(ops, faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
   const end = Math.max(...ops.map((o) => o.completedAt));

@@ -48,6 +48,9 @@ export interface ResourceLogEntry {
   read?: number;
   /** write accepted although the register moved since the client's read */
   lost?: boolean;
+  /** who wrote, when the client says (the election workload: the leader's session), so
+   *  the election checker can tell two leaders under one token apart */
+  writer?: string;
 }
 
 /** One begin or end at the access-logged resource. */
@@ -154,6 +157,7 @@ async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> 
     if (typeof b.value !== 'number' || typeof b.read !== 'number') return answer(res, 400, { error: { code: 'invalid_request', message: 'value and read are required' } });
     entry.value = b.value;
     entry.read = b.read;
+    if (typeof b.writer === 'string') entry.writer = b.writer.slice(0, 64);
     if (accepted) {
       entry.lost = b.read !== r.value;
       r.value = b.value;

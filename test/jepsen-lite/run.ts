@@ -16,7 +16,8 @@ import { categoryOf, inject, schedule, type FaultCategory, type NemesisEnv, type
 import { clockFrom } from './recorder.js';
 import { electionsInLog, type FaultRecord } from './checkers.js';
 import type { AccessLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
-import { assignWorkloads, defaultClients, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
+import { assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
+import type { WatchArgs, WatchRecord } from './watch-proc.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
 import { check, summaryText, type RunSummary } from './summary.js';
@@ -47,6 +48,8 @@ export interface RunOptions {
   netns: boolean;
   livenessBoundMs: number;
   rssLimitMb: number;
+  /** one watch stream per node, checked against each other and the history (checkers-watch.ts) */
+  watch: boolean;
   log?: (line: string) => void;
 }
 
@@ -73,6 +76,9 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     // gives every session a full TTL) — 4 s with the defaults (docs/recovery.md)
     livenessBoundMs: over.livenessBoundMs ?? 2 * electionMs[1] + ttlMs,
     rssLimitMb: 400,
+    // the command line turns it on (--no-watch off); of the runs in npm test only
+    // jepsen-3.test.ts asks for it, so the others cost what they did
+    watch: false,
     ...over,
   };
 }
@@ -121,6 +127,10 @@ class Run {
   private readonly skipped: FaultCategory[] = [];
   private nodes: NodeProcs | null = null;
   private probe: Helper | null = null;
+  private watcher: Helper | null = null;
+  private readonly watchRecords: WatchRecord[] = [];
+  /** every stream's index after the final drain (null: not drained) */
+  private watchDrained: Record<string, number> | null = null;
   private specs: NodeSpec[] = [];
   /** ids for nodes that join later (membership fault): n<nodes+1>, n<nodes+2>, … */
   private nextNode: number;
@@ -152,7 +162,7 @@ class Run {
   async execute(): Promise<RunSummary> {
     const o = this.opts;
     mkdirSync(this.dir, { recursive: true });
-    for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl', 'access.jsonl']) writeFileSync(this.file(f), '');
+    for (const f of ['history.jsonl', 'faults.jsonl', 'resource.jsonl', 'access.jsonl', 'watch.jsonl']) writeFileSync(this.file(f), '');
     // node logs carry wall-clock times; this puts them on the run's clock (also for --recheck)
     this.faultLog({ clock: 'run start', wallAtZero: this.wallAtZero });
     this.log(`jepsen-lite: SEED=${o.seed} nodes=${o.nodes} clients=${o.clients} workloads=${[...new Set(o.workloads)].join(',')} duration=${o.durationMs}ms faults=${o.faults.join(',')} fencing=${o.fencing} dir=${this.dir}`);
@@ -163,6 +173,7 @@ class Run {
     const first = await this.waitLeader(RESTART_LIMIT_MS);
     if (!first) throw new Error(`no leader within ${RESTART_LIMIT_MS / 1000} s (${this.netnsNote}); node logs in ${this.dir}`);
     this.log(`jepsen-lite: leader ${first}; network: ${this.netnsNote}${this.lab ? `; packet faults: ${this.lab.packetMode}` : ''}`);
+    if (o.watch) await this.startWatcher(base.endpoints);
     const workloads = assignWorkloads(o.workloads, o.clients);
     for (let i = 0; i < o.clients; i++) {
       const id = `c${i + 1}`;
@@ -239,6 +250,7 @@ class Run {
       locks: this.opts.workloads.includes('lock') ? Array.from({ length: this.opts.locks }, (_, i) => `${LOCK_PREFIX}${i}`) : [],
       sharedLocks: this.opts.workloads.includes('shared') ? Array.from({ length: SHARED_LOCKS }, (_, i) => `${SHARED_PREFIX}${i}`) : [],
       semaphores: this.opts.workloads.includes('semaphore') ? Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`) : [],
+      elections: this.opts.workloads.includes('election') ? Array.from({ length: ELECTIONS }, (_, i) => `${ELECTION_PREFIX}${i}`) : [],
       semLimit: SEM_LIMIT,
       ttlMs: this.opts.ttlMs,
       t0: this.t0.toString(),
@@ -246,6 +258,19 @@ class Run {
     this.probe = new Helper(siblingArgv('client-proc'), { ...base, role: 'probe', id: 'probe', seed: 0 } satisfies ClientArgs, this.lab, (e) => this.onEvent(e), this.file('probe.err'));
     this.helpers.push(this.probe);
     return base;
+  }
+
+  /** the watch streams (watch-proc.ts), live on every node before any client starts, so
+   *  that every operation of the history happens inside them */
+  private async startWatcher(endpoints: string[]): Promise<void> {
+    const args: WatchArgs = { endpoints, t0: this.t0.toString() };
+    this.watcher = new Helper(siblingArgv('watch-proc'), args, this.lab, (o) => {
+      if (typeof o.w === 'string') this.watchRecords.push(o as unknown as WatchRecord);
+    }, this.file('watch.err'));
+    this.helpers.push(this.watcher);
+    const t = this.now();
+    const at = (await this.watcher.ask({ cmd: 'drain', deadlineMs: 30_000 }, 35_000)) as Record<string, number> | null;
+    this.log(`jepsen-lite: watch streams at ${at ? Object.entries(at).map(([k, v]) => `${k} ${v}`).join(', ') : 'unknown (no answer)'} (${Math.round(this.now() - t)} ms)`);
   }
 
   private onEvent(o: Record<string, unknown>): void {
@@ -354,6 +379,13 @@ class Run {
       removeMember: (x) => this.removeMember(x),
       addMember: (slotOf) => this.addMember(slotOf),
       wipeAndRestart: (x) => this.wipeAndRestart(x),
+      revokeLeader: async () => {
+        const name = `${ELECTION_PREFIX}0`;
+        const r = (await this.probe!.ask({ cmd: 'revoke', name }, 15_000)) as { leader: string | null; revoked: { session: string; token: number }[] | null; type: string } | null;
+        if (!r) return `revoke ${name}: no answer from the probe`;
+        const what = r.revoked === null ? r.type : r.revoked.length ? r.revoked.map((g) => `${g.session.slice(0, 8)} (token ${g.token})`).join(', ') : 'nothing';
+        return `revoke ${name}${r.leader ? ` of leader ${r.leader.slice(0, 8)}` : ' (no leader read)'}: revoked ${what}`;
+      },
     };
   }
 
@@ -456,7 +488,7 @@ class Run {
   private grantAfter(t: number): boolean {
     for (let i = this.events.length - 1; i >= 0 && this.events[i]!.t >= t - 60_000; i--) {
       const e = this.events[i]!;
-      if ((e.f === 'acquire' || e.f === 'sem-acquire') && e.type === 'ok' && e.t >= t) return true;
+      if ((e.f === 'acquire' || e.f === 'sem-acquire' || e.f === 'campaign') && e.type === 'ok' && e.t >= t) return true;
     }
     return false;
   }
@@ -514,6 +546,14 @@ class Run {
     await this.waitLeader(20_000);
     const finalOk = await this.probe!.ask({ cmd: 'read-all', deadlineMs: 15_000 }, 20_000);
     await this.probe!.stop(5000);
+    if (this.watcher) {
+      // every stream up to the same index (the clients' closes are the last entries)
+      const t = this.now();
+      this.watchDrained = (await this.watcher.ask({ cmd: 'drain', deadlineMs: 15_000 }, 20_000)) as Record<string, number> | null;
+      this.log(`jepsen-lite: watch streams drained to ${this.watchDrained ? Object.entries(this.watchDrained).map(([k, v]) => `${k} ${v}`).join(', ') : 'unknown (no answer)'} (${Math.round(this.now() - t)} ms)`);
+      await this.watcher.stop(5000);
+      writeFileSync(this.file('watch.jsonl'), this.watchRecords.map((r) => JSON.stringify(r)).join('\n') + (this.watchRecords.length ? '\n' : ''));
+    }
     const resourceLog = readFileSync(this.file('resource.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
     const accessLog = readFileSync(this.file('access.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry);
     await this.cleanup();
@@ -530,6 +570,7 @@ class Run {
       faults: this.faults,
       resourceLog,
       accessLog,
+      ...(this.watcher ? { watch: this.watchRecords, watchDrained: this.watchDrained } : {}),
       runEnd,
       nodes: np,
       netnsNote: this.netnsNote,

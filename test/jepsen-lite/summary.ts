@@ -7,7 +7,10 @@ import type { NodeProcs } from './procs.js';
 import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
 import type { RunOptions } from './run.js';
 import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from './checkers-shared.js';
-import { assignWorkloads, isSharedLock } from './workloads.js';
+import { assignWorkloads, isElection, isSharedLock } from './workloads.js';
+import { checkElections, type ElectionReport } from './checkers-election.js';
+import { checkWatch, type WatchReport } from './checkers-watch.js';
+import type { WatchRecord } from './watch-proc.js';
 
 export interface RunSummary {
   seed: number;
@@ -34,6 +37,10 @@ export interface RunSummary {
   shared: Omit<SharedReport, 'violations'>;
   /** the semaphore workload (checkSemaphores) */
   semaphore: Omit<SemaphoreReport, 'violations'>;
+  /** the election workload (checkElections) */
+  election: Omit<ElectionReport, 'violations'>;
+  /** the watch streams (checkWatch); absent when the run had none */
+  watch?: Omit<WatchReport, 'violations'>;
   recoveries: { variant: string; recoveryMs: number | null }[];
   worstRecoveryMs: number | null;
   livenessBoundMs: number;
@@ -74,6 +81,10 @@ export interface RunFacts {
   memberProblems?: string[];
   /** the node ids at the end (differ from n1…nN after membership faults) */
   members?: string[];
+  /** the watch streams' records (watch.jsonl); absent: the run had no watch */
+  watch?: WatchRecord[];
+  /** each stream's index after the final drain */
+  watchDrained?: Record<string, number> | null;
 }
 
 /** Run every checker over what a run recorded and build its summary. */
@@ -87,12 +98,22 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   violations.push(...checkLeaseSafety(exclusive, opts.ttlMs));
   violations.push(...checkTokenOrder(r.ops));
   violations.push(...checkNoOrphanGrants(r.ops));
-  const res = checkResource(r.resourceLog, opts.fencing);
+  // the election's register is the election checker's (one leader per token, the writer)
+  const res = checkResource(r.resourceLog.filter((e) => !isElection(e.lock)), opts.fencing);
   violations.push(...res.violations);
   const { violations: sharedViolations, ...shared } = checkSharedLocks(r.ops, r.accessLog ?? [], opts.ttlMs, opts.fencing);
   violations.push(...sharedViolations);
   const { violations: semViolations, ...semaphore } = checkSemaphores(r.ops, r.accessLog ?? [], opts.ttlMs);
   violations.push(...semViolations);
+  const { violations: elViolations, ...election } = checkElections(r.ops, r.resourceLog, opts.ttlMs, opts.fencing);
+  violations.push(...elViolations);
+  let watch: Omit<WatchReport, 'violations'> | undefined;
+  if (r.watch !== undefined) {
+    const { violations: wViolations, ...w } = checkWatch(r.watch, r.ops);
+    violations.push(...wViolations);
+    if (r.watchDrained === null) violations.push('watch: the watch process did not answer the final drain');
+    watch = w;
+  }
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
   violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-') || f.variant === 'wipe-restart')));
   violations.push(...(r.memberProblems ?? []));
@@ -127,7 +148,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     fencing: opts.fencing,
     ops: r.ops.length,
     opsByType,
-    grants: r.ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire') && o.type === 'ok').length,
+    grants: r.ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire' || o.f === 'campaign') && o.type === 'ok').length,
     faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end) })),
     faultCounts,
     skippedCategories: r.skipped,
@@ -136,6 +157,8 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     resource: { reads: res.reads, writes: res.writes, rejected: res.rejected, lostUpdates: res.lostUpdates, staleAccepted: res.staleAccepted },
     shared,
     semaphore,
+    election,
+    ...(watch !== undefined ? { watch } : {}),
     recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
     worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
     livenessBoundMs: opts.livenessBoundMs,
@@ -147,7 +170,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}${opts.watch ? '' : ' --no-watch'}`,
   };
 }
 
@@ -167,6 +190,8 @@ export function summaryText(s: RunSummary): string {
     `grants: ${s.grants}; resource: ${s.resource.writes} writes, ${s.resource.reads} reads, ${s.resource.rejected} rejected stale, ${s.resource.lostUpdates} lost updates`,
     ...(s.shared?.grants ? [`shared locks: ${s.shared.grants} grants (${s.shared.sharedGrants} shared, ${s.shared.exclusiveGrants} exclusive); resource: ${s.shared.reads} reads, ${s.shared.writes} writes, ${s.shared.rejected} rejected stale${s.fencing ? '' : `, ${s.shared.staleAccepted} stale accepted, ${s.shared.overlapsAccepted} accepted accesses overlapping a write`}; reads overlapping reads inside their windows: ${s.shared.concurrentReads}`] : []),
     ...(s.semaphore?.grants ? [`semaphores: ${s.semaphore.grants} grants; ${Object.keys(s.semaphore.limits).map((n) => `${n}: limit ${s.semaphore.limits[n]}, most permits in use inside safe windows ${s.semaphore.maxInWindows[n] ?? 0}, at the resource (stale holders too) ${s.semaphore.maxAtResource[n] ?? 0}`).join('; ')}`] : []),
+    ...(s.election?.grants ? [`elections: ${s.election.grants} leaderships of ${s.election.leaders} sessions (${s.election.maxHoldCampaigns} of ${s.election.campaigns} campaigns asked max_hold_ms); ${s.election.revokes} revocations took ${s.election.revoked} away; the leaders' writes: ${s.election.writes}, ${s.election.rejected} refused as stale`] : []),
+    ...(s.watch ? [`watch: ${s.watch.events} events at ${s.watch.indices} indices; ${s.watch.matched} acknowledged operations found as events (${Object.entries(s.watch.counts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})${s.watch.historySkipped ? ` (history check SKIPPED: ${s.watch.historySkipped})` : ''}; ${Object.entries(s.watch.nodes).map(([n, w]) => `${n}: ${w.connections} connections, ${w.compacted} × 410, last index ${w.last}`).join('; ')}`] : []),
     `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
     `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms); ${s.recoveries.map((x) => `${x.variant} ${x.recoveryMs === null ? 'none' : x.recoveryMs}`).join(', ')}`,

@@ -20,7 +20,7 @@ export async function runForTest(t: TestContext, over: Partial<RunOptions>): Pro
     t.diagnostic(`SEED=${opts.seed} (replay: JEPSEN_SEED=${opts.seed}, or ${'npm run jepsen --'} --seed ${opts.seed})`);
     const summary = await runJepsen(opts);
     const text = summaryText(summary);
-    for (const l of lines.filter((x) => /SKIPPING/.test(x))) t.diagnostic(l);
+    for (const l of lines.filter((x) => /SKIPPING|watch streams/.test(x))) t.diagnostic(l);
     for (const l of text.trim().split('\n')) t.diagnostic(l);
     return { summary, text: `${lines.join('\n')}\n${text}` };
   } finally {

@@ -1,11 +1,12 @@
 // The workloads a jepsen-lite client process can run (docs/jepsen-lite.md "Workloads"):
 // `lock` (exclusive locks and the fenced register), `shared` (readers and writers of a
-// shared lock against the access-logged resource) and `semaphore` (permits of a
-// semaphore with a fixed limit against the same resource). Each client process runs one;
+// shared lock against the access-logged resource), `semaphore` (permits of a
+// semaphore with a fixed limit against the same resource) and `election` (campaigners of
+// one election; the leader writes the fenced register with its fencing token). Each client process runs one;
 // the names each workload uses are disjoint, so the checkers can tell them apart from
 // the history alone (also on --recheck).
 
-export const WORKLOADS = ['lock', 'shared', 'semaphore'] as const;
+export const WORKLOADS = ['lock', 'shared', 'semaphore', 'election'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 /** exclusive lock names: jl-0, jl-1, … (the linearizability and lease checkers' locks) */
@@ -14,6 +15,10 @@ export const LOCK_PREFIX = 'jl-';
 export const SHARED_PREFIX = 'js-';
 /** the semaphore workload's semaphore names: jm-0, … */
 export const SEM_PREFIX = 'jm-';
+
+/** the election workload's election names: je-0, … (checkers-election.ts) */
+export const ELECTION_PREFIX = 'je-';
+export const ELECTIONS = 1;
 
 /** how many names the shared and semaphore workloads compete for: one each, so that a
  *  handful of clients contend (readers with writers, permits with the limit) */
@@ -26,6 +31,11 @@ export const SEM_LIMIT = 2;
  *  single-holder model (lock-model.ts) nor the exclusive lease checker. */
 export function isSharedLock(name: string | undefined): boolean {
   return name !== undefined && name.startsWith(SHARED_PREFIX);
+}
+
+/** An election of the election workload: checked by checkElections. */
+export function isElection(name: string | undefined): boolean {
+  return name !== undefined && name.startsWith(ELECTION_PREFIX);
 }
 
 /** the workload of each client c1…cN: round-robin over the list, so every workload of a

@@ -146,12 +146,14 @@ export async function* watchBatches(d: Deps, prefix: string, o: WatchOptions = {
               batch.push(ev);
               continue;
             }
+            // not from a sound node: never twice. First, so that such an event does not
+            // end the skipping of the resumed index's events already given
+            if (last !== null && ev.index < last) continue;
             if (toSkip > 0 && ev.index === resumeIndex) {
               toSkip--;
               continue;
             }
             toSkip = 0;
-            if (last !== null && ev.index < last) continue; // not from a sound node: never twice
             if (ev.index === last) givenAtLast++;
             else {
               last = ev.index;
