@@ -2,31 +2,14 @@
 // §4 "Watch"). The switch is exhaustive: a new FsmEvent member does not compile until it
 // is mapped here, to a watch event or explicitly to none. Pure: the same entry gives the
 // same watch events on every node.
+import type { WatchEventData, WatchEventName } from '@raftlock/client';
 import type { FsmEvent } from '../lock-fsm/index.js';
 
-/** the contract's event names, plus `state` (the opening snapshot of a stream) */
-export type WatchEventName = 'acquired' | 'released' | 'expired' | 'revoked' | 'waiting' | 'proclaimed' | 'resigned' | 'limit' | 'state';
-
-/** `data:` of one event, keys in the order they are written */
-export interface WatchData {
-  kind: 'lock' | 'semaphore' | 'election';
-  name: string;
-  session_id?: string;
-  fencing_token?: number;
-  value?: string;
-  mode?: 'exclusive' | 'shared';
-  /** semaphores: the grant's or the request's permits */
-  permits?: number;
-  /** semaphores: the limit in force (acquired, state) or the new limit (limit) */
-  limit?: number;
-  /** why a grant ended when not by its holder's own release: session_closed, session_expired, max_hold */
-  reason?: string;
-  index: number;
-}
-
+/** One event as the node keeps it: the contract's name and `data:`, whose types are the
+ *  SDK's (packages/client/src/watch.ts), so server and client cannot drift apart. */
 export interface WatchEvent {
   event: WatchEventName;
-  data: WatchData;
+  data: WatchEventData;
 }
 
 const REASON = { released: undefined, closed: 'session_closed', expired: 'session_expired' } as const;
@@ -36,36 +19,27 @@ export function watchEventsOf(e: FsmEvent, index: number): WatchEvent[] {
   switch (e.type) {
     case 'granted':
       // a campaign won: its grant carries the leader's value
-      if (e.value !== undefined) return [{ event: 'acquired', data: { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, value: e.value, index } }];
-      return [{ event: 'acquired', data: { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index } }];
+      return [{ event: 'acquired', data: dataOf(e.value !== undefined ? 'election' : 'lock', e, index) }];
     case 'proclaimed':
-      return [{ event: 'proclaimed', data: { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, value: e.value, index } }];
+      return [{ event: 'proclaimed', data: dataOf('election', e, index) }];
     case 'resigned':
-      return [{ event: 'resigned', data: { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index } }];
+      return [{ event: 'resigned', data: dataOf('election', e, index) }];
     case 'semGranted':
-      return [{ event: 'acquired', data: { kind: 'semaphore', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, permits: e.permits, limit: e.limit, index } }];
-    case 'released': {
-      const reason = REASON[e.reason];
-      const data: WatchData = e.election === true
-        ? { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index }
-        : { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index };
-      return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: withReason(data, reason) }];
-    }
-    case 'semReleased': {
-      const reason = REASON[e.reason];
-      const data: WatchData = { kind: 'semaphore', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, permits: e.permits, index };
-      return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: withReason(data, reason) }];
-    }
+      return [{ event: 'acquired', data: dataOf('semaphore', e, index) }];
+    case 'released':
+      return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: dataOf(e.election === true ? 'election' : 'lock', e, index, REASON[e.reason]) }];
+    case 'semReleased':
+      return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: dataOf('semaphore', e, index, REASON[e.reason]) }];
     case 'waiting':
-      return [{ event: 'waiting', data: { kind: 'lock', name: e.name, session_id: e.sessionId, mode: e.mode ?? 'exclusive', index } }];
+      return [{ event: 'waiting', data: dataOf('lock', e, index) }];
     case 'semWaiting':
-      return [{ event: 'waiting', data: { kind: 'semaphore', name: e.name, session_id: e.sessionId, permits: e.permits, index } }];
+      return [{ event: 'waiting', data: dataOf('semaphore', e, index) }];
     case 'revoked':
-      return [{ event: 'revoked', data: grantData(e, index) }];
+      return [{ event: 'revoked', data: dataOf(e.election === true ? 'election' : e.kind, e, index) }];
     case 'grantExpired':
-      return [{ event: 'expired', data: withReason(grantData(e, index), e.reason) }];
+      return [{ event: 'expired', data: dataOf(e.election === true ? 'election' : e.kind, e, index, e.reason) }];
     case 'semLimit':
-      return [{ event: 'limit', data: { kind: 'semaphore', name: e.name, limit: e.limit, index } }];
+      return [{ event: 'limit', data: dataOf('semaphore', e, index) }];
     // bookkeeping of the lessor and the wait registry: nothing a watcher sees (a wait that
     // ends without a grant, a session's own start and end, lock-delay's start and end)
     case 'waitEnded':
@@ -87,18 +61,30 @@ export function watchEventsOfEntry(events: readonly FsmEvent[], index: number): 
   return out;
 }
 
-/** a grant ended by revoke or max hold: a lock's (with its mode) or a semaphore's */
-function grantData(e: { kind: 'lock' | 'semaphore'; name: string; sessionId: string; fencingToken: number; mode?: 'shared'; election?: true }, index: number): WatchData {
-  if (e.election === true) return { kind: 'election', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index };
-  return e.kind === 'lock'
-    ? { kind: 'lock', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, mode: e.mode ?? 'exclusive', index }
-    : { kind: 'semaphore', name: e.name, session_id: e.sessionId, fencing_token: e.fencingToken, index };
+/** what an FSM event tells about one grant or request (the fields it has of these) */
+interface EventFields {
+  name: string;
+  sessionId?: string;
+  fencingToken?: number;
+  value?: string;
+  mode?: 'shared';
+  permits?: number;
+  limit?: number;
 }
 
-function withReason(d: WatchData, reason: string | undefined): WatchData {
-  if (reason === undefined) return d;
-  const { index, ...rest } = d;
-  return { ...rest, reason, index };
+/** The one builder of an event's `data`: the event's fields in the contract's key order.
+ *  A lock's `mode` is always written (exclusive when the event has none); an election's
+ *  and a semaphore's never. `reason` only when a grant ended other than by its release. */
+function dataOf(kind: WatchEventData['kind'], e: EventFields, index: number, reason?: string): WatchEventData {
+  const d: Omit<WatchEventData, 'index'> = { kind, name: e.name };
+  if (e.sessionId !== undefined) d.session_id = e.sessionId;
+  if (e.fencingToken !== undefined) d.fencing_token = e.fencingToken;
+  if (e.value !== undefined) d.value = e.value;
+  if (kind === 'lock') d.mode = e.mode ?? 'exclusive';
+  if (e.permits !== undefined) d.permits = e.permits;
+  if (e.limit !== undefined) d.limit = e.limit;
+  if (reason !== undefined) d.reason = reason;
+  return { ...d, index };
 }
 
 /** compile-time exhaustiveness: an FsmEvent member not handled above is a type error here */

@@ -8,11 +8,12 @@
 // buffer of their own. A stream whose socket has more than WATCH_STREAM_BUFFER_BYTES
 // (api/watch-feed.ts) unsent is cut off (its client resumes from the last index it saw),
 // so a slow reader cannot make the node buffer without limit.
+import type { WatchEventData } from '@raftlock/client';
 import type { ApplyOutput, FsmEvent } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { WatchFeed, WatchSink, WatchSubscription } from '../api/watch-feed.js';
 import { WatchRing } from './watch-ring.js';
-import { sseFrame, watchEventsOfEntry, type WatchData } from './watch-events.js';
+import { sseFrame, watchEventsOfEntry } from './watch-events.js';
 
 /** a comment line this often keeps idle streams (and proxies in between) open */
 export const WATCH_KEEPALIVE_MS = 15_000;
@@ -25,7 +26,7 @@ export interface WatchHubOptions {
   /** the index the state machine starts at (its snapshot's; 0 for an empty log) */
   appliedIndex: number;
   /** the current holders under prefix, for a stream's opening (without `index`) */
-  holders: (prefix: string) => Omit<WatchData, 'index'>[];
+  holders: (prefix: string) => Omit<WatchEventData, 'index'>[];
   /** gauge hook: number of open streams */
   onStreams?: (n: number) => void;
   keepaliveMs?: number;

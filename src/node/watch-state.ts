@@ -2,10 +2,10 @@
 // "Watch"): every lock grant (an election's leader as kind election, with its value), then
 // every semaphore grant, under the prefix, by name.
 import type { LockFsm } from '../lock-fsm/index.js';
-import type { WatchData } from './watch-events.js';
+import type { WatchEventData } from '@raftlock/client';
 
-export function currentHolders(fsm: LockFsm, prefix: string): Omit<WatchData, 'index'>[] {
-  const out: Omit<WatchData, 'index'>[] = [];
+export function currentHolders(fsm: LockFsm, prefix: string): Omit<WatchEventData, 'index'>[] {
+  const out: Omit<WatchEventData, 'index'>[] = [];
   for (const l of fsm.listLocks(prefix, Number.MAX_SAFE_INTEGER)) {
     const leader = l.mode === 'exclusive' ? fsm.getElection(l.name).leader : null;
     if (leader !== null) {

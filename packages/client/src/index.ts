@@ -12,7 +12,7 @@ export {
   OutcomeUnknownError, InvalidRequestError, CompactedError, PermissionDeniedError, SessionLostError, LockLostError, SemaphoreFullError, LimitMismatchError, errorFromResponse,
 } from './errors.js';
 export type { HolderInfo, RaftlockErrorOptions } from './errors.js';
-export type { WatchEvent, WatchEventName, WatchOptions, WatchSynced, Leader } from './watch.js';
+export type { WatchEvent, WatchEventData, WatchEventName, WatchOptions, WatchSynced, Leader } from './watch.js';
 export { parseFrame as parseWatchFrame } from './watch.js';
 export type { CampaignGrant, ElectionInfo, LeaderInfo, Grant, SemaphoreGrantInfo, SemaphoreInfo, SessionGrant, SessionInfo, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
 export { parseDuration, formatDuration, DurationError } from './duration.js';

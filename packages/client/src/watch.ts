@@ -12,20 +12,28 @@ import type { HttpCaller } from './http.js';
 
 export type WatchEventName = 'acquired' | 'released' | 'expired' | 'revoked' | 'waiting' | 'proclaimed' | 'resigned' | 'limit' | 'state';
 
-/** One event of the feed (the contract's `data`, plus its `event` name). */
-export interface WatchEvent {
-  event: WatchEventName;
+/** The `data:` of one event of GET /v1/watch (docs/contract.md §4 "Watch"), keys in the
+ *  order the server writes them. The server builds its events from this type too. */
+export interface WatchEventData {
   kind: 'lock' | 'semaphore' | 'election';
   name: string;
   session_id?: string;
   fencing_token?: number;
   value?: string;
   mode?: 'exclusive' | 'shared';
+  /** semaphores: the grant's or the request's permits */
   permits?: number;
+  /** semaphores: the limit in force (acquired, state) or the new limit (limit) */
   limit?: number;
+  /** why a grant ended when not by its holder's own release: session_closed, session_expired, max_hold */
   reason?: string;
   /** the log index of the command (for `state`: the index of the snapshot) */
   index: number;
+}
+
+/** One event of the feed (the contract's `data`, plus its `event` name). */
+export interface WatchEvent extends WatchEventData {
+  event: WatchEventName;
 }
 
 /** Marks the end of the opening `state` events: they are the holders as of `index`. */
