@@ -15,9 +15,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LockFsm, assertFsmInvariants, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
-import { SharedModel } from './shared-model.js';
-import { decode, encode } from './helpers.js';
+import type { Command } from '../../src/lock-fsm/index.js';
+import { LOCK_QUEUE, assertMatchesModel, checkFifo, compact, maybe, sessionCommands, stepsOf } from './model-property.js';
 
 const seed = process.env['FSM_SEED'] !== undefined ? Number(process.env['FSM_SEED']) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const runs = Number(process.env['FSM_RUNS'] ?? 150);
@@ -32,17 +31,8 @@ const since = fc.integer({ min: 1, max: 120 });
 // values: empty, short, multi-byte UTF-8, and exactly 4 KiB of bytes
 const value = fc.constantFrom('', 'v1', 'v2', 'ünïcødé', 'x'.repeat(4096), '€'.repeat(1365));
 
-function maybe<T>(arb: fc.Arbitrary<T>, absentWeight: number): fc.Arbitrary<T | undefined> {
-  return fc.oneof({ weight: absentWeight, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
-}
-function compact<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
-
 const cmdArb: fc.Arbitrary<Command> = fc.oneof(
-  { weight: 4, arbitrary: fc.record({ kind: fc.constant('openSession' as const), sessionId: sid, ttlMs: fc.constant(10_000), owner: fc.constantFrom('', 'o'), lockDelayMs: fc.constantFrom(0, 0, 3000) }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('closeSession' as const), sessionId: sid }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('expireSession' as const), sessionId: sid }) },
+  ...sessionCommands(sid),
   { weight: 8, arbitrary: fc.record({ kind: fc.constant('campaign' as const), name, sessionId: sid, value, waitMs }) },
   { weight: 4, arbitrary: fc.record({ kind: fc.constant('proclaim' as const), name, sessionId: sid, value }) },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('resign' as const), name, sessionId: sid }) },
@@ -53,43 +43,14 @@ const cmdArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('endLockDelay' as const), name, since: maybe(since, 2) }).map(compact) },
 );
 
-interface Step { cmd: Command; key?: string }
-const stepArb: fc.Arbitrary<Step> = fc.record({ cmd: cmdArb, key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3'), 6) }).map(compact);
-
-/** Grants of one apply, per name, are the head of the queue before it, in order (skipping
- *  requests this apply ended), or the requester itself when nobody waited. */
-function checkFifo(before: Map<string, string[]>, cmd: Command, events: readonly FsmEvent[]): void {
-  for (const n of NAMES) {
-    const grants = events.filter((e): e is Extract<FsmEvent, { type: 'granted' }> => e.type === 'granted' && e.name === n).map((e) => e.sessionId);
-    const ended = new Set(events.filter((e): e is Extract<FsmEvent, { type: 'waitEnded' }> => e.type === 'waitEnded' && e.name === n).map((e) => e.sessionId));
-    const queue = (before.get(n) ?? []).filter((s) => !ended.has(s));
-    const asks = (cmd.kind === 'acquire' || cmd.kind === 'campaign') && cmd.name === n;
-    if (asks && grants.length === 1 && !queue.includes(grants[0]!)) {
-      assert.equal(queue.length, 0, `${n}: ${grants[0]} granted past a non-empty queue`);
-      continue;
-    }
-    assert.deepEqual(grants, queue.slice(0, grants.length), `${n}: grants ${grants.join(',')} are not the head of the queue ${queue.join(',')}`);
-  }
-}
-
 test('elections: FSM ≡ reference model; one leader per name, FIFO, increasing tokens, last proclaimed value, at every index', () => {
-  fc.assert(
-    fc.property(fc.constantFrom(2, 100), fc.array(stepArb, { minLength: 1, maxLength: 100, size: 'max' }), fc.nat(), (maxWaiters, steps, cutSeed) => {
-      const opts = { maxWaitersPerLock: maxWaiters };
-      const fsm = new LockFsm(opts);
-      const model = new SharedModel(maxWaiters);
-      const log: { index: number; env: Envelope }[] = steps.map((s, i) => ({ index: i + 1, env: s.key === undefined ? { atMs: 1000, cmd: s.cmd } : { atMs: 1000, idempotencyKey: s.key, cmd: s.cmd } }));
-      const cut = cutSeed % (log.length + 1);
-      let restored: LockFsm | null = cut === 0 ? LockFsm.fromSnapshot(fsm.snapshot(encode), decode, opts) : null;
-      let maxToken = 0;
-      const valueOf = new Map<number, string>(); // an election grant's token → its value now, from the events alone
-      log.forEach(({ index, env }, i) => {
-        const queues = new Map(NAMES.map((n) => [n, fsm.lockQueue(n).map((w) => w.sessionId)]));
-        const got = fsm.apply(index, env);
-        const want = model.apply(index, env);
-        assert.deepEqual(got, want, `step ${i} ${JSON.stringify(env).slice(0, 300)}`);
-        assertFsmInvariants(fsm);
-        checkFifo(queues, env.cmd, got.events);
+  assertMatchesModel(stepsOf(cmdArb), { seed, runs }, () => {
+    let maxToken = 0;
+    const valueOf = new Map<number, string>(); // an election grant's token → its value now, from the events alone
+    return {
+      before: (fsm) => new Map(NAMES.map((n) => [n, fsm.lockQueue(n).map((w) => w.sessionId)])),
+      after: ({ fsm, model, env, i, got, before: queues }) => {
+        checkFifo(LOCK_QUEUE, NAMES, queues, env.cmd, got.events);
         for (const e of got.events) {
           if (e.type === 'granted') {
             assert.ok(e.fencingToken > maxToken, `token ${e.fencingToken} not above ${maxToken}`);
@@ -112,13 +73,7 @@ test('elections: FSM ≡ reference model; one leader per name, FIFO, increasing 
             assert.equal(el.leader.value, valueOf.get(el.leader.fencingToken), `election ${n}: value is not the last proclaimed`);
           }
         }
-        if (restored !== null) assert.deepEqual(restored.apply(index, env), got, `restored replica diverged at step ${i}`);
-        if (i + 1 === cut) restored = LockFsm.fromSnapshot(fsm.snapshot(encode), decode, opts);
-      });
-      assert.ok(restored !== null);
-      assertFsmInvariants(restored);
-      assert.deepEqual(Buffer.from(restored.snapshot(encode)), Buffer.from(fsm.snapshot(encode)), 'snapshot bytes differ after replay');
-    }),
-    { seed, numRuns: runs },
-  );
+      },
+    };
+  });
 });

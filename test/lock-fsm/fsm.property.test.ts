@@ -15,6 +15,7 @@ import { Packr } from 'msgpackr';
 import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
 import type { StateV1 } from '../../src/lock-fsm/snapshot.js';
 import { Model, type ModelLimits } from './model.js';
+import { compact, maybe } from './model-property.js';
 
 const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, bundleStrings: false });
 const encode = (v: unknown): Uint8Array => packr.pack(v);
@@ -28,15 +29,6 @@ const sid = fc.constantFrom('s0', 's1', 's2', 's3');
 const name = fc.constantFrom('a', 'b', 'c', 'a/x');
 const owner = fc.constantFrom('', 'alice', 'bøb');
 const waitMs = fc.constantFrom(0, 1000, 1000, 30000);
-
-/** an optional field present with probability 1/(1+absentWeight) */
-function maybe<T>(arb: fc.Arbitrary<T>, absentWeight: number): fc.Arbitrary<T | undefined> {
-  return fc.oneof({ weight: absentWeight, arbitrary: fc.constant(undefined) }, { weight: 1, arbitrary: arb });
-}
-/** drops undefined fields: the FSM distinguishes absent from present */
-function compact<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
 
 const newSessionArb = fc.record({ ttlMs: fc.integer({ min: 1, max: 60000 }), owner, lockDelayMs: fc.constantFrom(0, 3000) });
 const cmdArb: fc.Arbitrary<Command> = fc.oneof(

@@ -21,6 +21,7 @@ import fc from 'fast-check';
 import { Lessor, LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent, type LockFsmOptions } from '../../src/lock-fsm/index.js';
 import { SharedModel } from './shared-model.js';
 import { decode, encode } from './helpers.js';
+import { compact } from './model-property.js';
 
 const seed = process.env['FSM_SEED'] !== undefined ? Number(process.env['FSM_SEED']) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const runs = Number(process.env['FSM_RUNS'] ?? 100);
@@ -33,10 +34,6 @@ const name = fc.constantFrom(...NAMES);
 const waitMs = fc.constantFrom(0, 1000, 1000);
 const maxHold = fc.oneof({ weight: 1, arbitrary: fc.constant(undefined) }, { weight: 2, arbitrary: fc.constantFrom(500, 2000, 5000) });
 const target = fc.constantFrom<'lock' | 'semaphore'>('lock', 'semaphore');
-
-function compact<T extends object>(o: T): T {
-  return Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) as T;
-}
 
 type Step =
   | { t: 'cmd'; cmd: Command }
