@@ -4,35 +4,28 @@
 // the request's arrival; on 'queued', wait for the FSM's granted / waitEnded events of
 // the lock, with the lessor timing the wait out by cancelWait (the election's waits are
 // the lock's waits).
-import type { ApplyResult, Command, ElectionInfo, NewSessionSpec } from '../lock-fsm/index.js';
+import type { ApplyResult, Command, ElectionInfo } from '../lock-fsm/index.js';
 import { isSessionId } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionView, RequestContext } from '../api/service.js';
-import { encodeCommand } from './command-codec.js';
-import { newSessionId, resultError, sessionNotFound, type RaftLockService } from './lock-service.js';
+import type { LeaderLog } from './leader-log.js';
+import type { LeaderCoordinator } from './leader-coordinator.js';
+import { asActor, requester } from './requester.js';
+import { resultError, sessionNotFound } from './result-errors.js';
+import type { ServiceDeps } from './service-deps.js';
 
 export interface Campaign { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }
 
 export class ElectionService implements ElectionApi {
-  constructor(private readonly svc: RaftLockService) {}
+  constructor(private readonly d: ServiceDeps, private readonly log: LeaderLog, private readonly leader: LeaderCoordinator) {}
 
   async campaign(name: string, p: Campaign, ctx: RequestContext): Promise<CampaignView> {
-    const d = this.svc.d;
-    const arrival = d.nowMs();
-    let cmd: Extract<Command, { kind: 'campaign' }>;
-    if (p.sessionId === undefined) {
-      const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: d.session.lockDelayMs };
-      if (ctx.principal !== undefined) newSession.principal = ctx.principal;
-      cmd = { kind: 'campaign', name, sessionId: newSessionId(), value: p.value, waitMs: p.waitMs, newSession };
-    } else {
-      if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
-      cmd = { kind: 'campaign', name, sessionId: p.sessionId, value: p.value, waitMs: p.waitMs };
-      const actor = this.svc.actor(ctx, name);
-      if (actor !== undefined) cmd.actor = actor;
-    }
+    const arrival = this.d.nowMs();
+    const { sessionId, ...who } = requester(this.d, p, ctx, name);
+    const cmd: Command = { kind: 'campaign', name, sessionId, value: p.value, waitMs: p.waitMs, ...who };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs; // docs/contract.md §4 "Revocation and maximum hold"
-    const out = await this.svc.submitOutput(cmd, ctx);
+    const out = await this.log.submitOutput(cmd, ctx);
     const r = out.result;
     if (r.ok && r.kind === 'acquired') {
       // a replayed leadership that is gone since answers as stored (as for locks)
@@ -46,10 +39,7 @@ export class ElectionService implements ElectionApi {
 
   async proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const cmd: Command = { kind: 'proclaim', name, sessionId, value };
-    const actor = this.svc.actor(ctx, name);
-    if (actor !== undefined) cmd.actor = actor;
-    const r = (await this.svc.submitOutput(cmd, ctx)).result;
+    const r = await this.log.submit(asActor(this.d, { kind: 'proclaim' as const, name, sessionId, value }, ctx, name), ctx);
     if (r.ok && r.kind === 'proclaimed') return { name, value: r.value };
     if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} does not lead election ${name}`);
     throw resultError(r);
@@ -57,56 +47,48 @@ export class ElectionService implements ElectionApi {
 
   async resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const cmd: Command = { kind: 'resign', name, sessionId };
-    const actor = this.svc.actor(ctx, name);
-    if (actor !== undefined) cmd.actor = actor;
-    const r = (await this.svc.submitOutput(cmd, ctx)).result;
+    const r = await this.log.submit(asActor(this.d, { kind: 'resign' as const, name, sessionId }, ctx, name), ctx);
     if (r.ok && r.kind === 'resigned') return { name, resigned: true };
     if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`);
     throw resultError(r);
   }
 
-  async get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionView> {
-    if (consistency === 'linearizable') await this.svc.readBarrier(ctx);
-    return { name, leader: leaderView(this.svc.d.app.fsm.getElection(name)) };
+  async get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionView> {
+    if (consistency === 'linearizable') await this.log.readBarrier();
+    return { name, leader: leaderView(this.d.app.fsm.getElection(name)) };
   }
 
   private leads(name: string, sessionId: string, token: number): boolean {
-    const l = this.svc.d.app.fsm.getElection(name).leader;
+    const l = this.d.app.fsm.getElection(name).leader;
     return l !== null && l.sessionId === sessionId && l.fencingToken === token;
   }
 
   /** the leadership stands and the lease is renewed from the request's arrival, or say what is true now */
   private confirm(name: string, sessionId: string, token: number, arrival: number): CampaignView {
-    const fsm = this.svc.d.app.fsm;
+    const fsm = this.d.app.fsm;
     const s = fsm.getSession(sessionId);
     if (!s) throw sessionNotFound(sessionId);
     const e = fsm.getElection(name);
     if (e.leader === null || e.leader.sessionId !== sessionId || e.leader.fencingToken !== token) throw heldBy(name, e);
-    this.svc.renewLease(sessionId, arrival, 'timeout');
+    this.leader.renewLease(sessionId, arrival, 'timeout');
     return { name, session_id: sessionId, value: e.leader.value, fencing_token: token, ttl_ms: s.ttlMs };
   }
 
   private async waitForLeadership(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<CampaignView> {
-    const d = this.svc.d;
-    const fsm = d.app.fsm;
+    const fsm = this.d.app.fsm;
     const now = fsm.getElection(name).leader;
     if (now !== null && now.sessionId === sessionId) return this.confirm(name, sessionId, now.fencingToken, arrival);
-    if (!d.lessor.isLeader) throw new ApiError('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership');
+    if (!this.d.lessor.isLeader) throw new ApiError('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership');
     const wait = fsm.waitOf(name, sessionId);
     if (!wait) throw heldBy(name, fsm.getElection(name));
-    d.lessor.trackWait(name, sessionId, arrival + waitMs, wait.since);
-    const outcome = await this.svc.waits.wait(name, sessionId, waitMs + Math.max(5000, d.electionTimeoutMaxMs), ctx.signal);
+    const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);
     switch (outcome.kind) {
       case 'granted': return this.confirm(name, sessionId, outcome.fencingToken, arrival);
       case 'cancelled': throw heldBy(name, fsm.getElection(name));
       case 'session_ended': throw sessionNotFound(sessionId);
       case 'aborted':
-        // the client went away: give the place up so nobody is made leader unheard
-        if (d.driver.currentRole === 'leader') {
-          const cancel: Command = wait.since === 0 ? { kind: 'cancelWait', name, sessionId } : { kind: 'cancelWait', name, sessionId, since: wait.since };
-          void d.driver.propose(encodeCommand({ atMs: this.svc.logClock.stamp(), cmd: cancel }));
-        }
+        // the client went away and gave its place up (awaitGrant), so that nobody is made
+        // leader unheard; the cancel may lose to a grant
         throw new ApiError('timeout', 'the request was aborted while the campaign was queued; the outcome is unknown: retry with the same Idempotency-Key, or resign in this session');
       case 'shutdown': throw new ApiError('timeout', 'the node is shutting down while the campaign was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or resign in this session');
       case 'unknown': throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your leadership');

@@ -1,0 +1,87 @@
+// The leader's way into the log: a command is proposed, committed and applied, and its
+// answer (or the driver's outcome, as an ApiError) returned; a linearizable read waits for
+// a ReadIndex quorum round that starts after the request arrived (docs/contract.md "TTL
+// semantics"). Only the leader does either. Every proposal is stamped with log time,
+// never this node's wall clock (log-clock.ts, docs/lock-fsm.md "Log time").
+import type { ApplyOutput, ApplyResult, Command } from '../lock-fsm/index.js';
+import { InvalidCommandError, parseEnvelope } from '../lock-fsm/index.js';
+import { ApiError } from '../api/errors.js';
+import type { RequestContext } from '../api/service.js';
+import type { ProposalOutcome } from '../raft/driver.js';
+import { encodeCommand } from './command-codec.js';
+import { LogClock } from './log-clock.js';
+import type { ServiceDeps } from './service-deps.js';
+
+/** The request's context for a follow-up command of the same request (a withdrawal, an
+ *  acquire asked again): without the Idempotency-Key, which names the first command only. */
+export function unkeyed(ctx: RequestContext): RequestContext {
+  return { signal: ctx.signal, ...(ctx.principal !== undefined ? { principal: ctx.principal } : {}) };
+}
+
+export class LeaderLog {
+  /** stamps every proposal's atMs */
+  readonly clock: LogClock;
+
+  constructor(private readonly d: Pick<ServiceDeps, 'driver' | 'app' | 'metrics' | 'nowMs' | 'readTimeoutMs'>) {
+    this.clock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
+  }
+
+  /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
+  async submit(cmd: Command, ctx: RequestContext): Promise<ApplyResult> {
+    return (await this.submitOutput(cmd, ctx)).result;
+  }
+
+  /** submit, keeping whether the answer is a stored first answer (ApplyOutput.replayed) */
+  async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
+    this.requireLeader();
+    const env = { atMs: this.clock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
+    try {
+      parseEnvelope(env); // what apply() will accept; refuse here rather than log a no-op
+    } catch (err) {
+      if (err instanceof InvalidCommandError) throw new ApiError('invalid_request', err.message);
+      throw err;
+    }
+    const out = await this.d.driver.propose(encodeCommand(env));
+    return this.proposalResult(out);
+  }
+
+  /** Propose a command no request waits for (the lessor's, a cancel for a client that
+   *  went away): stamped like any other, its outcome left to the caller. */
+  send(cmd: Command): Promise<ProposalOutcome<ApplyOutput>> {
+    return this.d.driver.propose(encodeCommand({ atMs: this.clock.stamp(), cmd }));
+  }
+
+  /** ReadIndex: leadership confirmed by a quorum round that began after the request, and
+   *  this node has applied through the read index. */
+  async readBarrier(): Promise<void> {
+    this.requireLeader();
+    const r = await this.d.driver.readIndex(this.d.readTimeoutMs);
+    if (r.ok) return;
+    if (r.reason === 'timeout') throw new ApiError('timeout', 'could not confirm leadership with a quorum in time');
+    throw new ApiError('unavailable', 'this node is no longer the leader');
+  }
+
+  private requireLeader(): void {
+    if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
+  }
+
+  private proposalResult(out: ProposalOutcome<ApplyOutput>): ApplyOutput {
+    const m = this.d.metrics;
+    if (out.ok) {
+      m.proposal('committed');
+      return out.result;
+    }
+    switch (out.kind) {
+      case 'rejected':
+        m.proposal(out.reason === 'not_leader' ? 'not_leader' : 'dropped');
+        if (out.reason === 'overloaded') throw new ApiError('too_many_requests', 'too many proposals in flight on the leader');
+        throw new ApiError('unavailable', `the proposal was refused (${out.reason}); nothing was applied`);
+      case 'lost':
+        m.proposal('lost');
+        throw new ApiError('unavailable', 'leadership changed before the command committed; nothing was applied');
+      case 'unknown':
+        m.proposal('timeout');
+        throw new ApiError('timeout', 'the command was proposed but is not known to be committed; retry with the same Idempotency-Key');
+    }
+  }
+}

@@ -1,0 +1,47 @@
+// The state machine's refusals as the REST contract's errors (docs/api.md "Errors"): one
+// mapping for every service on the node.
+import type { ApplyResult, HolderInfo, LimitName } from '../lock-fsm/index.js';
+import { ApiError } from '../api/errors.js';
+import { holderView } from './lock-views.js';
+
+export function sessionNotFound(id: string): ApiError {
+  return new ApiError('session_not_found', `session ${id.length > 64 ? id.slice(0, 64) + '…' : id} is unknown or expired`);
+}
+
+export function lockHeldError(name: string, holder: HolderInfo | undefined): ApiError {
+  if (!holder) return new ApiError('lock_held', `lock ${name} is in lock-delay after its holder's session expired`);
+  return new ApiError('lock_held', `lock ${name} is held by session ${holder.sessionId}`, { details: { holder: holderView(holder) } });
+}
+
+export function permissionDenied(): ApiError {
+  return new ApiError('permission_denied', 'the session was opened by another token; acting on it needs the admin right');
+}
+
+export function resultError(r: ApplyResult): ApiError {
+  if (r.ok) return new ApiError('internal', `unexpected result ${r.kind}`);
+  switch (r.code) {
+    case 'lock_held':
+      return new ApiError('lock_held', r.holder ? `the lock is held by session ${r.holder.sessionId}` : 'the lock is in lock-delay', r.holder ? { details: { holder: holderView(r.holder) } } : {});
+    case 'not_holder':
+      return new ApiError('not_holder', 'the session does not hold the lock, or the fencing token is stale');
+    case 'session_not_found':
+      return new ApiError('session_not_found', 'unknown or expired session');
+    case 'session_exists':
+      return new ApiError('unavailable', 'session id collision; retry');
+    case 'permission_denied':
+      return permissionDenied();
+    case 'too_many_requests':
+      return new ApiError('too_many_requests', LIMIT_MESSAGES[r.limit], { retryAfterS: 1 });
+    case 'limit_mismatch':
+      return new ApiError('limit_mismatch', `the semaphore's limit is ${r.limit}`, { details: { limit: r.limit } });
+    case 'semaphore_full':
+      return new ApiError('semaphore_full', `the semaphore has ${r.inUse} of ${r.limit} permits in use`, { details: { in_use: r.inUse, limit: r.limit } });
+  }
+}
+
+const LIMIT_MESSAGES: Record<LimitName, string> = {
+  sessions: 'the cluster-wide session limit (limits.max_sessions) is reached',
+  waiters: 'the lock has too many waiters (limits.max_waiters_per_lock)',
+  sessions_per_token: 'this token has too many open sessions (limits.max_sessions_per_token)',
+  locks: 'the cluster-wide lock limit (limits.max_locks) is reached',
+};
