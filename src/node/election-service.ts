@@ -53,9 +53,8 @@ export class ElectionService implements ElectionApi {
     throw resultError(r);
   }
 
-  async get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionView> {
-    if (consistency === 'linearizable') await this.log.readBarrier();
-    return { name, leader: leaderView(this.d.app.fsm.getElection(name)) };
+  get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionView> {
+    return this.log.read(consistency, () => ({ name, leader: leaderView(this.d.app.fsm.getElection(name)) }));
   }
 
   private leads(name: string, sessionId: string, token: number): boolean {

@@ -30,10 +30,10 @@ const WITHDRAWAL = {
 } as const;
 
 export class LeaderCoordinator {
-  readonly waits = new WaitRegistry();
-  readonly lessorProposer: LessorProposer;
+  private readonly waits = new WaitRegistry();
+  private readonly lessorProposer: LessorProposer;
   /** raftlock_lock_hold_seconds (hold-timer.ts) */
-  readonly holdTimer: HoldTimer;
+  private readonly holdTimer: HoldTimer;
 
   constructor(private readonly d: ServiceDeps, private readonly log: LeaderLog) {
     this.lessorProposer = new LessorProposer((cmd) => log.send(cmd));

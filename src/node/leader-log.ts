@@ -61,6 +61,13 @@ export class LeaderLog {
     throw new ApiError('unavailable', 'this node is no longer the leader');
   }
 
+  /** `view()` of the applied state, at the consistency the request asked for:
+   *  linearizable after the read barrier; stale as this node has applied it, leader or not */
+  async read<T>(consistency: 'linearizable' | 'stale', view: () => T): Promise<T> {
+    if (consistency === 'linearizable') await this.readBarrier();
+    return view();
+  }
+
   private requireLeader(): void {
     if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
   }

@@ -166,14 +166,12 @@ export class RaftLockService implements LockService {
     return revokeGrants(this.log, 'lock', name, sessionId, ctx);
   }
 
-  async getLock(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView> {
-    if (consistency === 'linearizable') await this.log.readBarrier();
-    return lockView(this.d.app.fsm.getLock(name));
+  getLock(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView> {
+    return this.log.read(consistency, () => lockView(this.d.app.fsm.getLock(name)));
   }
 
-  async listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView[]> {
-    if (consistency === 'linearizable') await this.log.readBarrier();
-    return this.d.app.fsm.listLocks(prefix, limit).map(lockView);
+  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView[]> {
+    return this.log.read(consistency, () => this.d.app.fsm.listLocks(prefix, limit).map(lockView));
   }
 
   async checkToken(name: string, fencingToken: number, _ctx: RequestContext): Promise<{ name: string; current: boolean }> {

@@ -15,7 +15,7 @@ export function newSessionId(): string {
 
 /** The principal the FSM must match against the session's opener, or undefined when
  *  auth is off or the caller's token has `admin` over `name`. */
-export function actorOf(d: Pick<ServiceDeps, 'mayActForOthers'>, ctx: RequestContext, name: string | undefined): string | undefined {
+function actorOf(d: Pick<ServiceDeps, 'mayActForOthers'>, ctx: RequestContext, name: string | undefined): string | undefined {
   const p = ctx.principal;
   if (p === undefined || !d.mayActForOthers || d.mayActForOthers(p, name)) return undefined;
   return p;

@@ -62,14 +62,12 @@ export class SemaphoreService {
     throw resultError(r);
   }
 
-  async get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<SemaphoreView> {
-    if (consistency === 'linearizable') await this.log.readBarrier();
-    return semaphoreView(this.d.app.fsm.getSemaphore(name));
+  get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<SemaphoreView> {
+    return this.log.read(consistency, () => semaphoreView(this.d.app.fsm.getSemaphore(name)));
   }
 
-  async list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<SemaphoreView[]> {
-    if (consistency === 'linearizable') await this.log.readBarrier();
-    return this.d.app.fsm.listSemaphores(prefix, limit).map(semaphoreView);
+  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<SemaphoreView[]> {
+    return this.log.read(consistency, () => this.d.app.fsm.listSemaphores(prefix, limit).map(semaphoreView));
   }
 
   /** the session's wait for permits, named by its `since`: a newer wait is left alone */

@@ -1,5 +1,5 @@
 // One simulated raftlock node: the REAL RawNode + RaftDriver + LockApp (real LockFsm) +
-// Lessor, wired as src/node/raftlock-node.ts and src/node/lock-service.ts wire them, over
+// Lessor, wired as src/node/raftlock-node.ts and src/node/leader-coordinator.ts wire them, over
 // a SimDisk (written vs synced, crash drops the unsynced) and a SimTransport. The driver
 // runs with autoRun: false; the cluster calls drain() and awaits it, and every await in
 // the driver resolves on a sim promise, so a seed replays exactly.
@@ -108,7 +108,7 @@ export class LockNode {
   readonly transport: SimTransport;
   private readonly storage: CrashableDisk;
   /** sessions with a waiting acquire on this leader: kept alive while they wait
-   *  (lock-service onTick does the same through its WaitRegistry) */
+   *  (leader-coordinator onTick does the same through its WaitRegistry) */
   readonly waitingSessions = new Set<string>();
   /** the production gate: one lessor proposal in flight per item */
   private readonly lessorProposer = new LessorProposer((cmd) => {
@@ -134,7 +134,7 @@ export class LockNode {
    *  (a newer leader's log replaces it), so one the node decided in an earlier term is
    *  lost, not proposed fresh with that term's stale view of the leases. */
   private later: { at: number; cmd: Command; resolve: ((o: ProposalOutcome) => void) | null; term: number }[] = [];
-  /** stamps every proposal, as lock-service does */
+  /** stamps every proposal, as leader-log.ts does */
   private readonly logClock: LogClock;
   dead = false;
 
@@ -160,7 +160,7 @@ export class LockNode {
       clock: { nowMs: env.nowMs }, autoRun: false,
       hooks: {
         onRoleChange: (role, _leader, term) => {
-          // as lock-service onRoleChange: promote with the FSM on taking office, demote on leaving
+          // as leader-coordinator onRoleChange: promote with the FSM on taking office, demote on leaving
           if (role === 'leader') {
             this.logClock.takeOffice();
             this.lessor.promote(env.nowMs(), this.app.fsm);
@@ -223,7 +223,7 @@ export class LockNode {
     for (const h of ready) this.later.push({ at: now + 1, cmd: h.cmd, resolve: null, term: this.driver.currentTerm });
   }
 
-  /** lock-service's trackWait: the lessor times the wait out; a stale cancelWait copy of
+  /** leader-coordinator's awaitGrant (trackWait): the lessor times the wait out; a stale cancelWait copy of
    *  an earlier wait of this session on this lock is let go now (landInNext) */
   trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
     this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore);
