@@ -34,10 +34,11 @@ export const layers = [
   // the REST surface and the service interfaces (ports) src/node implements
   { name: 'api', dirs: ['src/api'], mayImport: ['lock-fsm', 'metrics', 'ops'] },
   { name: 'security', dirs: ['src/security'], mayImport: ['api', 'transport', 'lock-fsm', 'config'] },
-  // composition: a node wires driver, storage, transport, state machine, API and security
+  // composition: a node wires driver, storage, transport, state machine, API and security;
+  // the wire types the SDK defines for both ends (watch events) come from the SDK, a leaf
   {
     name: 'node', dirs: ['src/node'],
-    mayImport: ['raft/core', 'lock-fsm', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security'],
+    mayImport: ['raft/core', 'lock-fsm', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'client'],
   },
   {
     name: 'cli', dirs: ['src/cli'],
