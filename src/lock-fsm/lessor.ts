@@ -48,6 +48,9 @@ export interface LessorOptions {
   /** TEST ONLY (the mutation table in docs/simulation-lock.md): propose these commands
    *  without `since`, as versions before they named their item did */
   legacyCommands?: readonly ('endLockDelay' | 'cancelWait')[];
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): a new leader arms every
+   *  max hold a full maxHoldMs from now, forgetting the log time that already passed */
+  testRearmFullMaxHold?: boolean;
 }
 
 type Track =
@@ -74,6 +77,7 @@ export class Lessor {
   readonly tickMs: number;
   readonly retryMs: number;
   private readonly legacy: readonly string[];
+  private readonly rearmFullMaxHold: boolean;
   private leader = false;
   private readonly sessionTracks = new Map<string, Track & { kind: 'session' }>();
   private readonly delayTracks = new Map<string, Track & { kind: 'delay' }>();
@@ -87,6 +91,7 @@ export class Lessor {
     this.tickMs = opts.tickMs ?? 100;
     this.retryMs = opts.retryMs ?? 20 * this.tickMs;
     this.legacy = opts.legacyCommands ?? [];
+    this.rearmFullMaxHold = opts.testRearmFullMaxHold === true;
     if (!(this.tickMs > 0) || !(this.retryMs > 0)) throw new Error('Lessor: tickMs and retryMs must be positive');
   }
 
@@ -115,7 +120,8 @@ export class Lessor {
     // time lost (elections, idle gaps), never by more than max_hold_ms.
     const logNow = src.logTimeMs ?? 0;
     for (const h of src.grantsWithMaxHold?.() ?? []) {
-      this.trackHold(h.target, h.name, h.sessionId, h.fencingToken, nowMs + Math.max(0, Math.min(h.maxHoldMs, h.grantedAtMs + h.maxHoldMs - logNow)));
+      const left = this.rearmFullMaxHold ? h.maxHoldMs : Math.max(0, Math.min(h.maxHoldMs, h.grantedAtMs + h.maxHoldMs - logNow));
+      this.trackHold(h.target, h.name, h.sessionId, h.fencingToken, nowMs + left);
     }
   }
 

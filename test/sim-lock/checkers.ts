@@ -24,6 +24,7 @@ import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/
 import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
 import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
+import { HoldShadow, type StampInfo } from './hold-checker.js';
 import { ElectionShadow } from './election-checker.js';
 
 export class LockViolation extends Error {
@@ -35,6 +36,10 @@ export class LockViolation extends Error {
 
 function violation(checker: string, msg: string): never {
   throw new LockViolation(checker, msg);
+}
+
+function bytesKey(data: Uint8Array): string {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString('base64');
 }
 
 /** FNV-1a over bytes, then over a string */
@@ -66,6 +71,10 @@ export class LockCheckers {
   /** holders by mode, semaphore permits and FIFO queues over the applied stream */
   readonly modes = new ModeShadow(violation);
   readonly elections = new ElectionShadow(violation);
+  /** max holds and revocations (hold-checker.ts) */
+  readonly holds: HoldShadow;
+  /** entry bytes → who stamped it and when (the first stamp of those bytes) */
+  private readonly stamps = new Map<string, StampInfo>();
   private readonly stateAt = new Map<number, { hash: number; node: string }>();
   private readonly lastToken = new Map<string, number>();
   private readonly lastChecked = new Map<string, number>();
@@ -73,9 +82,10 @@ export class LockCheckers {
   private readonly leases = new Map<string, { sentMs: number; ttlMs: number; what: string }>();
   private readonly expiredAt = new Map<string, number>();
   /** lock → the client session that believes it holds it (acknowledged grant, unreleased) */
-  private readonly beliefs = new Map<string, { sessionId: string; token: number }>();
-  /** lock → the sessions told they share it (and not yet let go) */
-  private readonly shareBeliefs = new Map<string, Map<string, number>>();
+  private readonly beliefs = new Map<string, { sessionId: string; token: number; untilMs: number }>();
+  /** lock → the sessions told they share it (and not yet let go), with the end of their
+   *  belief (a max hold: the send of the acquire + max_hold_ms, else never) */
+  private readonly shareBeliefs = new Map<string, Map<string, { token: number; untilMs: number }>>();
   /** lock → when its current lock-delay began (first apply anywhere) and how long it is */
   private readonly delays = new Map<string, { startMs: number; delayMs: number }>();
   /** (lock, session) → the send time of the acquire that queued the current wait */
@@ -89,7 +99,15 @@ export class LockCheckers {
   readonly counts = { applied: 0, grants: 0, expiries: 0, ackedGrants: 0, ackedKeepalives: 0, stateCompares: 0, delaysEnded: 0, waitsCancelled: 0, ackedShares: 0 };
   maxAckedIndex = 0;
 
-  constructor(private readonly nowMs: () => number) {}
+  constructor(private readonly nowMs: () => number, opts: { tickMs?: number; timedHolds?: boolean } = {}) {
+    this.holds = new HoldShadow(violation, opts.tickMs ?? 10, opts.timedHolds ?? true);
+  }
+
+  /** a node stamped these entry bytes at real time realMs, leading `term` */
+  onProposed(node: string, term: number, data: Uint8Array, realMs: number): void {
+    const k = bytesKey(data);
+    if (!this.stamps.has(k)) this.stamps.set(k, { node, term, realMs });
+  }
 
   get maxApplied(): number {
     return this.maxCanonical;
@@ -114,6 +132,13 @@ export class LockCheckers {
         this.counts.grants += out.events.filter((e) => e.type === 'granted').length;
         this.modes.onApplied(index, out.replayed ? undefined : env?.cmd, out);
         this.elections.onApplied(index, out.replayed ? undefined : env?.cmd, out);
+        const k = bytesKey(data);
+        const stamp = kind === 'normal' ? this.stamps.get(k) : undefined;
+        this.stamps.delete(k);
+        this.holds.onApplied(index, out.replayed ? undefined : env?.cmd, env?.atMs, stamp, out, node.app.fsm, this.nowMs());
+        // a revoked holder is not told until its next renew: fencing tokens, not the
+        // client's belief, protect the resource from then on (docs/contract.md §4)
+        for (const e of out.events) if (e.type === 'revoked') this.dropBelief(e.sessionId, e.name);
       }
       if (out && env) this.timing(index, env, out);
     } else if (c.term !== term || c.digest !== digest) {
@@ -143,6 +168,17 @@ export class LockCheckers {
     checkLockModes(lockModesOf(node.app.fsm), violation, `${node.id} after applying ${index}`);
     checkSemLimits(semsOf(node.app.fsm), this.modes.grantLimit, violation, `${node.id} after applying ${index}`);
     this.elections.checkNode(node.app.fsm, index, `${node.id} after applying ${index}`);
+    this.holds.checkNode(node.app.fsm, index, `${node.id} after applying ${index}`);
+    // the leader's lessor arms a max hold when it applies the grant (Lessor.observe)
+    if (out && node.lessor.isLeader) {
+      const tokens = out.events.flatMap((e) => ((e.type === 'granted' || e.type === 'semGranted') && e.maxHoldMs !== undefined ? [e.fencingToken] : []));
+      if (tokens.length > 0) this.holds.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs(), tokens);
+    }
+  }
+
+  /** a node took office: its lessor armed every max hold it has applied (Lessor.promote) */
+  onPromoted(node: LockNode): void {
+    this.holds.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs());
   }
 
   /** a request with this key (its first attempt) was sent at sentMs */
@@ -241,8 +277,10 @@ export class LockCheckers {
     return l ? l.sentMs + l.ttlMs : -Infinity;
   }
 
-  /** the client was told it holds `name` with `token` (proposal at `index`) */
-  onGrantAck(name: string, sessionId: string, token: number, index: number): void {
+  /** the client was told it holds `name` with `token` (proposal at `index`); untilMs: a
+   *  grant with a max hold is believed until its acquire's send + max_hold_ms (it is never
+   *  freed earlier: MaxHoldEarly) */
+  onGrantAck(name: string, sessionId: string, token: number, index: number, untilMs = Infinity): void {
     this.counts.ackedGrants++;
     this.maxAckedIndex = Math.max(this.maxAckedIndex, index);
     const g = this.grants.get(token);
@@ -252,28 +290,41 @@ export class LockCheckers {
     }
     const b = this.beliefs.get(name);
     const now = this.nowMs();
-    if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
-      violation('MutualExclusion', `${name} acknowledged to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it until ${this.leaseEnd(b.sessionId)}`);
+    if (b && b.sessionId !== sessionId && this.beliefEnd(b.sessionId, b.untilMs) > now) {
+      violation('MutualExclusion', `${name} acknowledged to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it until ${this.beliefEnd(b.sessionId, b.untilMs)}`);
     }
     for (const [sid, t] of this.shareBeliefs.get(name) ?? []) {
-      if (sid !== sessionId && this.leaseEnd(sid) > now) violation('SharedExclusion', `${name} acknowledged exclusively to ${sessionId} (token ${token}) at ${now} while ${sid} (token ${t}) shares it until ${this.leaseEnd(sid)}`);
+      if (sid !== sessionId && this.beliefEnd(sid, t.untilMs) > now) violation('SharedExclusion', `${name} acknowledged exclusively to ${sessionId} (token ${token}) at ${now} while ${sid} (token ${t.token}) shares it until ${this.beliefEnd(sid, t.untilMs)}`);
     }
-    this.beliefs.set(name, { sessionId, token });
+    // a re-acquire of a held lock returns the same grant, which keeps its first max hold
+    const until = b?.sessionId === sessionId && b.token === token ? Math.min(b.untilMs, untilMs) : untilMs;
+    this.beliefs.set(name, { sessionId, token, untilMs: until });
+  }
+
+  private beliefEnd(sessionId: string, untilMs: number): number {
+    return Math.min(this.leaseEnd(sessionId), untilMs);
   }
 
   /** the client was told it shares `name` with `token` */
-  onShareAck(name: string, sessionId: string, token: number): void {
+  onShareAck(name: string, sessionId: string, token: number, untilMs = Infinity): void {
     this.counts.ackedShares++;
     const g = this.grants.get(token);
     if (!g || g.name !== name || g.sessionId !== sessionId) violation('LostGrant', `acknowledged share of ${name} by ${sessionId} token ${token} is not a grant of the applied stream`);
     const b = this.beliefs.get(name);
     const now = this.nowMs();
-    if (b && b.sessionId !== sessionId && this.leaseEnd(b.sessionId) > now) {
-      violation('SharedExclusion', `${name} acknowledged shared to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it exclusively until ${this.leaseEnd(b.sessionId)}`);
+    if (b && b.sessionId !== sessionId && this.beliefEnd(b.sessionId, b.untilMs) > now) {
+      violation('SharedExclusion', `${name} acknowledged shared to ${sessionId} (token ${token}) at ${now} while ${b.sessionId} (token ${b.token}) holds it exclusively until ${this.beliefEnd(b.sessionId, b.untilMs)}`);
     }
     let m = this.shareBeliefs.get(name);
     if (m === undefined) this.shareBeliefs.set(name, (m = new Map()));
-    m.set(sessionId, token);
+    const was = m.get(sessionId);
+    m.set(sessionId, { token, untilMs: was?.token === token ? Math.min(was.untilMs, untilMs) : untilMs });
+  }
+
+  /** a revoke took `name` from the session: nobody tells its client before its next renew */
+  private dropBelief(sessionId: string, name: string): void {
+    if (this.beliefs.get(name)?.sessionId === sessionId) this.beliefs.delete(name);
+    this.shareBeliefs.get(name)?.delete(sessionId);
   }
 
   /** the client stops believing it holds name (release sent) or anything (close sent) */

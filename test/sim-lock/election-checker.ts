@@ -60,6 +60,11 @@ export class ElectionShadow {
         case 'sessionEnded':
           for (const name of e.released) this.free(name, e.sessionId);
           break;
+        // a revoke or a max hold frees the leader's lock (docs/lock-fsm.md "Elections")
+        case 'revoked':
+        case 'grantExpired':
+          if (e.kind === 'lock') this.free(e.name, e.sessionId);
+          break;
         default:
       }
     }

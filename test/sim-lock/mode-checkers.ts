@@ -84,6 +84,16 @@ export class ModeShadow {
         case 'sessionEnded': this.dropSession(e.sessionId, e.released); break;
         case 'waitEnded': remove(this.lockQueues, e.name, e.sessionId); break;
         case 'semWaitEnded': remove(this.semQueues, e.name, e.sessionId); break;
+        // a revoke or a max hold ends one grant while its session lives
+        case 'revoked':
+        case 'grantExpired':
+          if (e.kind === 'lock') this.dropLock(e.name, e.sessionId);
+          else {
+            const hs = this.sems.get(e.name);
+            hs?.delete(e.sessionId);
+            if (hs?.size === 0) this.sems.delete(e.name);
+          }
+          break;
         case 'granted': {
           this.fifo('lock', this.lockQueues, e.name, e.sessionId, index);
           const h = this.locks.get(e.name);

@@ -35,6 +35,10 @@ export interface LockMutations {
   legacyCancelWait?: boolean;
   /** entries are stamped with the node's wall clock, not its log clock */
   wallClockStamps?: boolean;
+  /** expireHold ends the session's current grant of the name whatever its token */
+  testExpireHoldIgnoresToken?: boolean;
+  /** a new leader's lessor arms every max hold a full max_hold_ms from taking office */
+  testRearmFullMaxHold?: boolean;
 }
 
 /** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
@@ -43,10 +47,11 @@ export interface LockMutations {
 export interface LessorFault {
   delayTicks: number;
   copies: number[];
-  /** endLockDelay / cancelWait: one more copy, held until (at least `afterTicks` from
-   *  now) the next lock-delay of the same lock starts, or the next wait of the same
-   *  session on the same lock is tracked, on this leader, then proposed at once: the
-   *  adversary's choice of when a slow copy commits */
+  /** endLockDelay / cancelWait / expireHold: one more copy, held until (at least
+   *  `afterTicks` from now) the next lock-delay of the same lock starts, the next wait of
+   *  the same session on the same lock is tracked, or the same session is granted the same
+   *  name again, on this leader, then proposed at once: the adversary's choice of when a
+   *  slow copy commits */
   landInNext?: { afterTicks: number };
 }
 
@@ -67,6 +72,8 @@ export interface NodeEnv {
   lessorFault(cmd: Command): LessorFault;
   /** the current tick */
   tick(): number;
+  /** this node stamped an entry (its encoded bytes) while leading `term` */
+  onProposed(node: LockNode, term: number, data: Uint8Array): void;
 }
 
 export class SimulatedCrash extends Error {
@@ -100,6 +107,11 @@ function staleKey(name: string, sessionId: string | undefined): string {
   return sessionId === undefined ? `d\u0000${name}` : `w\u0000${name}\u0000${sessionId}`;
 }
 
+/** a stale expireHold copy waits for the same session's next grant of the same name */
+function holdStaleKey(target: string, name: string, sessionId: string): string {
+  return `h\u0000${target}\u0000${name}\u0000${sessionId}`;
+}
+
 export class LockNode {
   readonly raw: RawNode;
   readonly driver: RaftDriver;
@@ -116,8 +128,8 @@ export class LockNode {
     const f = this.env.lessorFault(cmd);
     const term = this.driver.currentTerm;
     for (const lag of f.copies) this.later.push({ at: this.env.tick() + lag, cmd, resolve: null, term });
-    if (f.landInNext && (cmd.kind === 'endLockDelay' || cmd.kind === 'cancelWait')) {
-      const k = staleKey(cmd.name, cmd.kind === 'cancelWait' ? cmd.sessionId : undefined);
+    if (f.landInNext && (cmd.kind === 'endLockDelay' || cmd.kind === 'cancelWait' || cmd.kind === 'expireHold')) {
+      const k = cmd.kind === 'expireHold' ? holdStaleKey(cmd.target, cmd.name, cmd.sessionId) : staleKey(cmd.name, cmd.kind === 'cancelWait' ? cmd.sessionId : undefined);
       const held = this.stale.get(k) ?? [];
       held.push({ cmd, readyAt: this.env.tick() + f.landInNext.afterTicks });
       this.stale.set(k, held);
@@ -142,12 +154,12 @@ export class LockNode {
     this.transport = transport;
     this.storage = new CrashableDisk(disk);
     const snap = disk.snapshot();
-    this.app = new LockApp({}, (index, err) => {
+    this.app = new LockApp(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}, (index, err) => {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);
     const legacy = [...(mutations.legacyEndLockDelay ? ['endLockDelay' as const] : []), ...(mutations.legacyCancelWait ? ['cancelWait' as const] : [])];
-    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy });
+    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy, ...(mutations.testRearmFullMaxHold ? { testRearmFullMaxHold: true } : {}) });
     this.logClock = new LogClock({ monoMs: env.nowMs, appliedLogTimeMs: () => this.app.fsm.logTimeMs, ...(mutations.wallClockStamps ? { wallMs: () => env.wallMs(id) } : {}) });
     this.raw = new RawNode({
       id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
@@ -198,17 +210,25 @@ export class LockNode {
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
-    this.lessorProposer.proposeDue(this.lessor.due(now));
+    // as lock-service: a max hold whose grant ended otherwise is dropped unproposed
+    const fsm = this.app.fsm;
+    this.lessorProposer.proposeDue(this.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token)));
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
     const env: Envelope = { atMs: this.logClock.stamp(), cmd, ...(idempotencyKey !== undefined ? { idempotencyKey } : {}) };
-    return this.driver.propose(encodeCommand(env));
+    const data = encodeCommand(env);
+    if (this.isLeader) this.env.onProposed(this, this.driver.currentTerm, data);
+    return this.driver.propose(data);
   }
 
   /** a lock-delay started: its lock's waiting stale copies are proposed next tick */
   private releaseStale(out: ApplyOutput): void {
-    for (const e of out.events) if (e.type === 'lockDelayStarted') this.releaseStaleFor(staleKey(e.name, undefined));
+    for (const e of out.events) {
+      if (e.type === 'lockDelayStarted') this.releaseStaleFor(staleKey(e.name, undefined));
+      if (e.type === 'granted') this.releaseStaleFor(holdStaleKey('lock', e.name, e.sessionId));
+      if (e.type === 'semGranted') this.releaseStaleFor(holdStaleKey('semaphore', e.name, e.sessionId));
+    }
   }
 
   private releaseStaleFor(k: string): void {

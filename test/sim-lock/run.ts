@@ -9,7 +9,7 @@ import { formatLockFailure } from './report.js';
 import { parseSeedArgs } from '../support/seed-args.js';
 import type { LockMutations } from './node.js';
 
-const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps'];
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold'];
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}]`);

@@ -63,6 +63,7 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
     abandonShare: rng.next() * 0.5, waitMs: Math.round(ttlMs * (0.2 + rng.next())), tickMs,
     readTimeoutMs: 2 * 2 * electionMs,
     ...modeKnobs(seed),
+    ...holdKnobs(seed),
   };
   const f = faultRng(seed);
   const lag = rngHalf(f);
@@ -86,6 +87,20 @@ function modeKnobs(seed: number): Pick<WorkloadParams, 'modeShare' | 'semaphores
   // drawn after the others, so their values per seed are as before elections existed;
   // a third of the seeds run no election step
   return { ...knobs, electionShare: m.next() < 0.33 ? 0 : 0.1 + m.next() * 0.3, elections: m.int(1, 3) };
+}
+
+/** the max-hold and revoke knobs, from a stream of their own (past electionRng's): a third
+ *  of the seeds put no max hold on any grant, half revoke nothing */
+function holdKnobs(seed: number): Pick<WorkloadParams, 'holdShare' | 'revokeShare'> {
+  const h = holdRng(seed);
+  return { holdShare: h.next() < 0.33 ? 0 : 0.2 + h.next() * 0.5, revokeShare: h.next() < 0.5 ? 0 : 0.01 + h.next() * 0.05 };
+}
+
+/** the max-hold and revoke draws: the knobs come first, the workload's draws from a fork */
+export function holdRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 10; k++) root.fork();
+  return root.fork();
 }
 
 /** the workload's election draws (a stream past modeRng's) */
@@ -143,7 +158,7 @@ export class LockCluster {
   /** the first error thrown where the driver or a promise would swallow it (hooks run
    *  inside the driver's loop, whose catch turns any throw into a fail-stop) */
   failure: unknown = null;
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorExpireHold: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0 };
   /** wall-clock step per node (the clock-step fault) */
   private readonly wallStep = new Map<NodeId, number>();
   private readonly faultRng: Rng;
@@ -151,7 +166,9 @@ export class LockCluster {
   constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void, private readonly mutations: LockMutations = {}) {
     this.faultRng = faultRng(o.seed).fork();
     this.network = new SimNetwork(o.raft.network, net);
-    this.checkers = new LockCheckers(() => this.nowMs());
+    // the wallClockStamps mutation makes log time a wall clock: the max-hold time checks,
+    // which rest on log time running no faster than real time, are off under it
+    this.checkers = new LockCheckers(() => this.nowMs(), { tickMs: o.node.tickMs, timedHolds: mutations.wallClockStamps !== true });
     this.ids = Array.from({ length: o.raft.nodeCount }, (_, k) => `n${k + 1}`);
     for (const id of this.ids) {
       this.network.addNode(id);
@@ -178,6 +195,7 @@ export class LockCluster {
       },
       onRoleChange: (n, role, term) => {
         if (role === 'leader') {
+          this.guard(() => this.checkers.onPromoted(n));
           this.stats.leaderChanges++;
           this.trace(`[${this.tick}] ${n.id} leads term ${term}`);
         }
@@ -189,10 +207,19 @@ export class LockCluster {
       onLessorProposal: (cmd) => {
         if (cmd.kind === 'expireSession') this.stats.lessorExpire++;
         else if (cmd.kind === 'endLockDelay') this.stats.lessorEndDelay++;
+        else if (cmd.kind === 'expireHold') this.stats.lessorExpireHold++;
         else this.stats.lessorCancelWait++;
       },
+      onProposed: (n, term, data) => this.checkers.onProposed(n.id, term, data, this.nowMs()),
       wallMs: (nid) => this.nowMs() + (this.wallStep.get(nid) ?? 0),
-      lessorFault: (cmd) => this.lessorFault(cmd),
+      lessorFault: (cmd) => {
+        const f = this.lessorFault(cmd);
+        // a held-back expireHold is proposed after entries its leader stamps later: that
+        // leader's max-hold deadline is excused (hold-checker.ts)
+        const n = this.nodes.get(id);
+        if (cmd.kind === 'expireHold' && f.delayTicks > 0 && n) this.checkers.holds.excuse(cmd.fencingToken, `${id}/${n.driver.currentTerm}`);
+        return f;
+      },
       tick: () => this.tick,
     }, this.mutations);
     this.checkers.onRestored(node);
@@ -357,12 +384,12 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     fail: (err) => {
       cluster.failure ??= err;
     },
-  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed));
+  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed), holdRng(seed).fork());
   const nemesis = rngs.nemesis;
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
     seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
-    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
   });
   try {
     for (let t = 0; t < o.ticks; t++) {

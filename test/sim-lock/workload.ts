@@ -13,7 +13,10 @@
 //    locks and semaphores");
 //  - on some seeds clients also campaign in elections, proclaim and resign, drawn from a
 //    stream of their own (docs/simulation-lock.md "Elections"). A leadership is a held
-//    lock (`elect-k` names), so the lock checkers and clean-up paths cover it.
+//    lock (`elect-k` names), so the lock checkers and clean-up paths cover it;
+//  - on some seeds acquires, campaigns and semaphore acquires carry a max_hold_ms, and an
+//    administrator now and then revokes a name's grants (one session's or all), drawn
+//    from a stream of their own (docs/simulation-lock.md "Revocation and maximum hold").
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../src/raft/core/rng.js';
@@ -47,6 +50,11 @@ export interface WorkloadParams {
    *  election stream is never drawn from) */
   electionShare?: number;
   elections?: number;
+  /** share of acquires, campaigns and semaphore acquires that carry a max hold (0 or
+   *  absent: none, and the hold stream is never drawn from) */
+  holdShare?: number;
+  /** per client step: the share that is an administrator's revoke instead */
+  revokeShare?: number;
 }
 
 export interface ClusterView {
@@ -67,6 +75,10 @@ class Client {
   readonly held = new Map<string, Held>();
   readonly shares = new Map<string, Held>();
   readonly sems = new Map<string, Held>();
+  /** name → the earliest (send + max_hold_ms) of the acquires with a max hold this session
+   *  sent for it since it last let it go: a re-acquire returns the grant it holds, which
+   *  keeps the max hold of whichever request made it, so only the earliest bound is safe */
+  readonly holdCap = new Map<string, number>();
   busy = false;
   seq = 0;
   constructor(readonly id: number) {}
@@ -94,6 +106,8 @@ export interface WorkloadStats {
   campaignsQueued: number;
   proclaimed: number;
   resigned: number;
+  maxHoldAsked: number;
+  revokesSent: number;
 }
 
 export class LockWorkload {
@@ -101,7 +115,7 @@ export class LockWorkload {
   private sessionSeq = 0;
   readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0,
     sharedAcked: 0, sharedReleased: 0, semAcked: 0, semQueued: 0, semReleased: 0, semResized: 0, semMismatch: 0,
-    campaignsWon: 0, campaignsQueued: 0, proclaimed: 0, resigned: 0 };
+    campaignsWon: 0, campaignsQueued: 0, proclaimed: 0, resigned: 0, maxHoldAsked: 0, revokesSent: 0 };
   /** the limit each semaphore is believed to have (learned from limit_mismatch answers) */
   private readonly semLimits = new Map<string, number>();
 
@@ -110,7 +124,9 @@ export class LockWorkload {
      *  operations keep their draws from `rng` */
     private readonly x: Rng,
     /** the election draws: a stream of their own, so the other operations keep theirs */
-    private readonly e?: Rng) {
+    private readonly e?: Rng,
+    /** the max-hold and revoke draws: a stream of their own */
+    private readonly h?: Rng) {
     for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
   }
 
@@ -140,6 +156,7 @@ export class LockWorkload {
       await this.keepalive(c, n);
       return;
     }
+    if (this.h !== undefined && (this.p.revokeShare ?? 0) > 0 && this.h.next() < this.p.revokeShare!) return this.revokeStep(n, this.h);
     if (this.e !== undefined && (this.p.electionShare ?? 0) > 0 && this.e.next() < this.p.electionShare!) return this.electionStep(c, n, this.e);
     if (this.p.modeShare > 0 && this.x.next() < this.p.modeShare) return this.modeStep(c, n);
     const r = this.rng.next();
@@ -174,6 +191,7 @@ export class LockWorkload {
       c.lastKeepaliveMs = sent;
       c.held.clear();
       c.shares.clear();
+      c.holdCap.clear();
       c.sems.clear();
     }
   }
@@ -202,13 +220,16 @@ export class LockWorkload {
     const sent = this.cluster.nowMs();
     const key = `k${c.id}-${++c.seq}`;
     this.checkers.onKeySent(key, sent);
-    let out = await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs }, key);
+    const hold = this.maxHold();
+    this.cap(c, name, sent, hold); // at the send: the request may make a grant whatever it is answered
+    const cmd = { kind: 'acquire' as const, name, sessionId: sid, waitMs, ...hold };
+    let out = await n.propose(cmd, key);
     if (!out.ok && out.kind === 'unknown' && this.rng.next() < 0.5) {
       // retry once with the same Idempotency-Key, at whoever leads now
       const again = this.cluster.leader();
       if (again && !again.dead) {
         n = again;
-        out = await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs }, key);
+        out = await n.propose(cmd, key);
       }
     }
     const r = result(out);
@@ -220,12 +241,12 @@ export class LockWorkload {
       return;
     }
     if (r.ok && r.kind === 'acquired') {
-      this.confirmGrant(c, n, name, r.sessionId, r.fencingToken, sent, out.ok ? out.index : 0);
+      this.confirmGrant(c, n, name, r.sessionId, r.fencingToken, sent, out.ok ? out.index : 0, this.cap(c, name, sent, hold));
       return;
     }
     if (r.ok && r.kind === 'queued') {
       this.stats.queued++;
-      await this.waitForGrant(c, n, name, sent, waitMs);
+      await this.waitForGrant(c, n, name, sent, waitMs, this.cap(c, name, sent, hold));
       return;
     }
     if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
@@ -233,13 +254,13 @@ export class LockWorkload {
   }
 
   /** lock-service confirmGrant: the grant stands and the leader renewed the session */
-  private confirmGrant(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, index: number): boolean {
+  private confirmGrant(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, index: number, untilMs = Infinity): boolean {
     const s = n.app.fsm.getSession(sid);
     const l = n.app.fsm.getLock(name);
     if (!s || !l.holder || l.holder.sessionId !== sid || l.holder.fencingToken !== token) return false;
     if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
     this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'acquire');
-    this.checkers.onGrantAck(name, sid, token, index);
+    this.checkers.onGrantAck(name, sid, token, index, untilMs);
     if (c.sessionId === sid) c.held.set(name, { token });
     this.stats.acquired++;
     return true;
@@ -247,7 +268,7 @@ export class LockWorkload {
 
   /** the leader tracks the wait; the client polls with read barriers until it holds the
    *  lock or the wait ran out (the lessor's cancelWait ends it) */
-  private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number): Promise<void> {
+  private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number, untilMs: number): Promise<void> {
     const sid = c.sessionId!;
     if (!n.lessor.isLeader) return;
     // as lock-service: only a wait the FSM still has is tracked, under its identity (a wait
@@ -270,7 +291,7 @@ export class LockWorkload {
         return;
       }
       if (l.holder?.sessionId === sid) {
-        if (this.confirmGrant(c, n, name, sid, l.holder.fencingToken, asked, rd.index)) this.stats.waitsGranted++;
+        if (this.confirmGrant(c, n, name, sid, l.holder.fencingToken, asked, rd.index, untilMs)) this.stats.waitsGranted++;
         return;
       }
       if (!s.waiting.includes(name)) return; // cancelled: lock_held
@@ -281,6 +302,7 @@ export class LockWorkload {
     const sid = c.sessionId!;
     const h = c.held.get(name)!;
     c.held.delete(name);
+    c.holdCap.delete(name);
     this.checkers.onLetGo(sid, name);
     const r = result(await n.propose({ kind: 'release', name, sessionId: sid, fencingToken: h.token }));
     if (r?.ok && r.kind === 'released') this.stats.released++;
@@ -306,6 +328,7 @@ export class LockWorkload {
     c.sessionId = null;
     c.held.clear();
     c.shares.clear();
+    c.holdCap.clear();
     c.sems.clear();
   }
 
@@ -336,14 +359,16 @@ export class LockWorkload {
     const sent = this.cluster.nowMs();
     const key = `k${c.id}-${++c.seq}`;
     this.checkers.onKeySent(key, sent);
-    const r = result(await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs, mode: 'shared' }, key));
+    const hold = this.maxHold();
+    this.cap(c, name, sent, hold);
+    const r = result(await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs, mode: 'shared', ...hold }, key));
     if (r === null) {
       this.stats.unknown++;
       this.abandon(c); // unsure whether it shares the lock: give the session up
       return;
     }
     if (r.ok && r.kind === 'acquired') {
-      this.confirmShare(c, n, name, sid, r.fencingToken, sent);
+      this.confirmShare(c, n, name, sid, r.fencingToken, sent, this.cap(c, name, sent, hold));
       return;
     }
     if (r.ok && r.kind === 'queued') {
@@ -352,7 +377,7 @@ export class LockWorkload {
       await this.poll(c, n, name, sent, waitMs, w, false, (asked) => {
         const h = n.app.fsm.getLock(name).holders?.find((x) => x.sessionId === sid);
         if (h === undefined) return n.app.fsm.getSession(sid)?.waiting.includes(name) === true ? 'waiting' : 'gone';
-        if (h.mode === 'shared' && this.confirmShare(c, n, name, sid, h.fencingToken, asked)) this.stats.waitsGranted++;
+        if (h.mode === 'shared' && this.confirmShare(c, n, name, sid, h.fencingToken, asked, this.cap(c, name, sent, hold))) this.stats.waitsGranted++;
         return 'done';
       });
       return;
@@ -360,13 +385,13 @@ export class LockWorkload {
     if (!r.ok && r.code === 'session_not_found') this.forget(c);
   }
 
-  private confirmShare(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number): boolean {
+  private confirmShare(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, untilMs: number): boolean {
     const s = n.app.fsm.getSession(sid);
     const h = n.app.fsm.getLock(name).holders?.find((x) => x.sessionId === sid);
     if (!s || !h || h.mode !== 'shared' || h.fencingToken !== token) return false;
     if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
     this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'shared acquire');
-    this.checkers.onShareAck(name, sid, token);
+    this.checkers.onShareAck(name, sid, token, untilMs);
     if (c.sessionId === sid) c.shares.set(name, { token });
     this.stats.sharedAcked++;
     return true;
@@ -376,6 +401,7 @@ export class LockWorkload {
     const sid = c.sessionId!;
     const h = c.shares.get(name)!;
     c.shares.delete(name);
+    c.holdCap.delete(name);
     this.checkers.onLetGo(sid, name);
     const r = result(await n.propose({ kind: 'release', name, sessionId: sid, fencingToken: h.token }));
     if (r?.ok && r.kind === 'released') this.stats.sharedReleased++;
@@ -389,7 +415,7 @@ export class LockWorkload {
     const permits = this.x.int(1, limit + 1);
     const key = `k${c.id}-${++c.seq}`;
     this.checkers.onKeySent(key, sent);
-    const r = result(await n.propose({ kind: 'semAcquire', name, sessionId: sid, limit, permits, waitMs }, key));
+    const r = result(await n.propose({ kind: 'semAcquire', name, sessionId: sid, limit, permits, waitMs, ...this.maxHold() }, key));
     if (r === null) {
       this.stats.unknown++;
       this.abandon(c);
@@ -464,7 +490,9 @@ export class LockWorkload {
     const sent = this.cluster.nowMs();
     const key = `k${c.id}-${++c.seq}`;
     this.checkers.onKeySent(key, sent);
-    const out = await n.propose({ kind: 'campaign', name, sessionId: sid, value, waitMs }, key);
+    const hold = this.maxHold();
+    this.cap(c, name, sent, hold);
+    const out = await n.propose({ kind: 'campaign', name, sessionId: sid, value, waitMs, ...hold }, key);
     const r = result(out);
     if (r === null) {
       this.stats.unknown++;
@@ -472,7 +500,7 @@ export class LockWorkload {
       return;
     }
     if (r.ok && r.kind === 'acquired') {
-      if (this.confirmLead(c, n, name, sid, r.fencingToken, sent, out.ok ? out.index : 0)) this.stats.campaignsWon++;
+      if (this.confirmLead(c, n, name, sid, r.fencingToken, sent, out.ok ? out.index : 0, this.cap(c, name, sent, hold))) this.stats.campaignsWon++;
       return;
     }
     if (r.ok && r.kind === 'queued') {
@@ -481,7 +509,7 @@ export class LockWorkload {
       await this.poll(c, n, name, sent, waitMs, w, false, (asked) => {
         const l = n.app.fsm.getElection(name).leader;
         if (l?.sessionId !== sid) return n.app.fsm.getSession(sid)?.waiting.includes(name) === true ? 'waiting' : 'gone';
-        if (this.confirmLead(c, n, name, sid, l.fencingToken, asked, n.driver.appliedIndex)) this.stats.campaignsWon++;
+        if (this.confirmLead(c, n, name, sid, l.fencingToken, asked, n.driver.appliedIndex, this.cap(c, name, sent, hold))) this.stats.campaignsWon++;
         return 'done';
       });
       return;
@@ -491,15 +519,47 @@ export class LockWorkload {
   }
 
   /** election-service confirm: the leadership stands and the leader renewed the session */
-  private confirmLead(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, index: number): boolean {
+  private confirmLead(c: Client, n: LockNode, name: string, sid: string, token: number, sent: number, index: number, untilMs: number): boolean {
     const s = n.app.fsm.getSession(sid);
     const l = n.app.fsm.getElection(name).leader;
     if (!s || l?.sessionId !== sid || l.fencingToken !== token) return false;
     if (!n.lessor.isLeader || n.dead || !n.lessor.renew(sid, sent)) return false;
     this.checkers.onLeaseAck(sid, sent, s.ttlMs, 'campaign');
-    this.checkers.onGrantAck(name, sid, token, index);
+    this.checkers.onGrantAck(name, sid, token, index, untilMs);
     if (c.sessionId === sid) c.held.set(name, { token });
     return true;
+  }
+
+  // ---- max holds and revokes (drawn from `h`) ----
+
+  /** the end of the client's belief in its grant of `name`: a grant with a max hold is
+   *  never freed before its acquire's send + max_hold_ms (the granting entry is stamped no
+   *  earlier), so the earliest such bound of the session's requests for it */
+  private cap(c: Client, name: string, sentMs: number, hold: { maxHoldMs?: number }): number {
+    if (hold.maxHoldMs !== undefined) c.holdCap.set(name, Math.min(c.holdCap.get(name) ?? Infinity, sentMs + hold.maxHoldMs));
+    return c.holdCap.get(name) ?? Infinity;
+  }
+
+  /** a max hold for the next acquire, or none (the hold stream is drawn only when on) */
+  private maxHold(): { maxHoldMs?: number } {
+    const h = this.h;
+    if (h === undefined || (this.p.holdShare ?? 0) === 0 || h.next() >= this.p.holdShare!) return {};
+    this.stats.maxHoldAsked++;
+    // from a fifth of a TTL to 1.5 TTLs: short ones expire under keepalives, long ones
+    // often outlive the grant
+    return { maxHoldMs: Math.max(1, Math.round(this.p.ttlMs * (0.2 + h.next() * 1.3))) };
+  }
+
+  /** an administrator revokes one session's grant of a name (as the leader sees it) or
+   *  every grant of the name */
+  private async revokeStep(n: LockNode, h: Rng): Promise<void> {
+    const r = h.next();
+    const target = r < 0.7 ? 'lock' as const : 'semaphore' as const;
+    const name = target === 'semaphore' ? `sem-${h.int(0, this.p.semaphores)}` : r < 0.5 ? `lock-${h.int(0, this.p.locks)}` : `elect-${h.int(0, this.p.elections ?? 1)}`;
+    const holders = target === 'lock' ? (n.app.fsm.getLock(name).holders ?? []).map((x) => x.sessionId) : n.app.fsm.getSemaphore(name).holders.map((x) => x.sessionId);
+    const one = holders.length > 0 && h.next() < 0.5 ? holders[h.int(0, holders.length)] : undefined;
+    this.stats.revokesSent++;
+    await n.propose({ kind: 'revoke', target, name, ...(one !== undefined ? { sessionId: one } : {}) });
   }
 
   private async proclaim(c: Client, n: LockNode, name: string, value: string): Promise<void> {
@@ -509,6 +569,7 @@ export class LockWorkload {
     if (r?.ok && r.kind === 'proclaimed') this.stats.proclaimed++;
     if (r !== null && !r.ok && r.code === 'not_holder') {
       c.held.delete(name); // it no longer leads (its session ended and it was not told yet)
+      c.holdCap.delete(name);
       this.checkers.onLetGo(sid, name);
     }
   }
@@ -516,6 +577,7 @@ export class LockWorkload {
   private async resign(c: Client, n: LockNode, name: string): Promise<void> {
     const sid = c.sessionId!;
     c.held.delete(name);
+    c.holdCap.delete(name);
     this.checkers.onLetGo(sid, name);
     const r = result(await n.propose({ kind: 'resign', name, sessionId: sid }));
     if (r?.ok && r.kind === 'resigned') this.stats.resigned++;
