@@ -72,6 +72,9 @@ export interface NodeEnv {
   lessorFault(cmd: Command): LessorFault;
   /** the current tick */
   tick(): number;
+  /** an expireHold of `token` came due while an earlier proposal of it (an earlier term's,
+   *  say) is still unanswered: the production gate holds it back until that one is */
+  onHoldGated(node: LockNode, token: number): void;
   /** this node stamped an entry (its encoded bytes) while leading `term` */
   onProposed(node: LockNode, term: number, data: Uint8Array): void;
 }
@@ -134,9 +137,16 @@ export class LockNode {
       held.push({ cmd, readyAt: this.env.tick() + f.landInNext.afterTicks });
       this.stale.set(k, held);
     }
-    if (f.delayTicks === 0) return this.propose(cmd);
-    return new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
+    const p = f.delayTicks === 0 ? this.propose(cmd) : new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
+    if (cmd.kind === 'expireHold') {
+      const t = cmd.fencingToken;
+      this.holdsInFlight.add(t);
+      void p.finally(() => this.holdsInFlight.delete(t));
+    }
+    return p;
   });
+  /** expireHold tokens proposed and not yet answered (the proposer's gate holds repeats) */
+  private readonly holdsInFlight = new Set<number>();
   /** copies waiting for the next lock-delay of their lock or wait of their session (landInNext) */
   private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
   /** lessor proposals held back by the lessor fault, proposed at tick `at` if this node
@@ -212,7 +222,9 @@ export class LockNode {
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
     // as lock-service: a max hold whose grant ended otherwise is dropped unproposed
     const fsm = this.app.fsm;
-    this.lessorProposer.proposeDue(this.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token)));
+    const due = this.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token));
+    for (const cmd of due) if (cmd.kind === 'expireHold' && this.holdsInFlight.has(cmd.fencingToken)) this.env.onHoldGated(this, cmd.fencingToken);
+    this.lessorProposer.proposeDue(due);
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {

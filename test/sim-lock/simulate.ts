@@ -211,6 +211,7 @@ export class LockCluster {
         else this.stats.lessorCancelWait++;
       },
       onProposed: (n, term, data) => this.checkers.onProposed(n.id, term, data, this.nowMs()),
+      onHoldGated: (n, token) => this.checkers.holds.excuse(token, `${n.id}/${n.driver.currentTerm}`),
       wallMs: (nid) => this.nowMs() + (this.wallStep.get(nid) ?? 0),
       lessorFault: (cmd) => {
         const f = this.lessorFault(cmd);

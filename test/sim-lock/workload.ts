@@ -302,9 +302,9 @@ export class LockWorkload {
     const sid = c.sessionId!;
     const h = c.held.get(name)!;
     c.held.delete(name);
-    c.holdCap.delete(name);
     this.checkers.onLetGo(sid, name);
     const r = result(await n.propose({ kind: 'release', name, sessionId: sid, fencingToken: h.token }));
+    this.dropCap(c, n, name);
     if (r?.ok && r.kind === 'released') this.stats.released++;
     if (r === null) this.stats.unknown++;
   }
@@ -401,9 +401,9 @@ export class LockWorkload {
     const sid = c.sessionId!;
     const h = c.shares.get(name)!;
     c.shares.delete(name);
-    c.holdCap.delete(name);
     this.checkers.onLetGo(sid, name);
     const r = result(await n.propose({ kind: 'release', name, sessionId: sid, fencingToken: h.token }));
+    this.dropCap(c, n, name);
     if (r?.ok && r.kind === 'released') this.stats.sharedReleased++;
     if (r === null) this.stats.unknown++;
   }
@@ -540,7 +540,18 @@ export class LockWorkload {
     return c.holdCap.get(name) ?? Infinity;
   }
 
-  /** a max hold for the next acquire, or none (the hold stream is drawn only when on) */
+  /** the client let `name` go (its release or resign applied): its bound starts afresh
+   *  unless the session still holds or waits for the name (a wait it stopped polling may
+   *  have been granted, or may be still, with its request's max hold) */
+  private dropCap(c: Client, n: LockNode, name: string): void {
+    const sid = c.sessionId;
+    if (sid === null) return;
+    const s = n.app.fsm.getSession(sid);
+    const holds = s !== undefined && (s.locks.includes(name) || (n.app.fsm.getLock(name).holders ?? []).some((h) => h.sessionId === sid));
+    if (s === undefined || (!s.waiting.includes(name) && !holds)) c.holdCap.delete(name);
+  }
+
+    /** a max hold for the next acquire, or none (the hold stream is drawn only when on) */
   private maxHold(): { maxHoldMs?: number } {
     const h = this.h;
     if (h === undefined || (this.p.holdShare ?? 0) === 0 || h.next() >= this.p.holdShare!) return {};
@@ -569,7 +580,7 @@ export class LockWorkload {
     if (r?.ok && r.kind === 'proclaimed') this.stats.proclaimed++;
     if (r !== null && !r.ok && r.code === 'not_holder') {
       c.held.delete(name); // it no longer leads (its session ended and it was not told yet)
-      c.holdCap.delete(name);
+      this.dropCap(c, n, name);
       this.checkers.onLetGo(sid, name);
     }
   }
@@ -577,9 +588,9 @@ export class LockWorkload {
   private async resign(c: Client, n: LockNode, name: string): Promise<void> {
     const sid = c.sessionId!;
     c.held.delete(name);
-    c.holdCap.delete(name);
     this.checkers.onLetGo(sid, name);
     const r = result(await n.propose({ kind: 'resign', name, sessionId: sid }));
+    this.dropCap(c, n, name);
     if (r?.ok && r.kind === 'resigned') this.stats.resigned++;
     if (r === null) this.stats.unknown++;
   }
