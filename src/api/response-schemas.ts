@@ -109,5 +109,11 @@ export const viewSchemas = {
     locks_truncated: z.boolean(),
     semaphores: z.array(semaphoreView).optional().describe('semaphores with holders or waiters, sorted by name, as GET /v1/semaphores shows them'),
     semaphores_truncated: z.boolean().optional(),
+    elections: z.array(z.object({
+      name: lockName,
+      leader: z.object({ session_id: z.string(), owner: z.string(), value: z.string(), fencing_token: token }),
+      waiters: z.number().int().min(0).describe('requests queued behind the leader: the campaigners waiting to lead'),
+    })).optional().describe('elections that have a leader, sorted by name'),
+    elections_truncated: z.boolean().optional(),
   }),
 };

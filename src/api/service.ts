@@ -87,12 +87,21 @@ export interface ElectionView {
   name: string;
   leader: ElectionLeaderView | null;
 }
+/** an election as the status page lists it: its leader and how many wait to lead */
+export interface ElectionListItem {
+  name: string;
+  leader: ElectionLeaderView & { owner: string };
+  /** requests queued behind the leader (campaigns, and plain acquires of the name) */
+  waiters: number;
+}
 /** docs/contract.md §4 "Leader election"; a service without it answers their routes 404 */
 export interface ElectionApi {
   campaign(name: string, p: { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<CampaignView>;
   proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }>;
   resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }>;
   get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionView>;
+  /** elections that have a leader, sorted by name (the status page; optional for fakes) */
+  list?(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionListItem[]>;
 }
 export interface SessionView {
   session_id: string;

@@ -410,6 +410,21 @@ export class LockFsm {
   }
 
   /** held locks whose name starts with prefix, sorted by name, at most limit */
+  /** elections with a leader (a held lock whose grant carries a value) whose name starts
+   *  with prefix, sorted by name, at most limit (the status page) */
+  listElections(prefix: string, limit: number): ElectionInfo[] {
+    const out: ElectionInfo[] = [];
+    if (limit <= 0) return out;
+    for (const name of this.core.held.from(prefix)) {
+      if (!name.startsWith(prefix)) break;
+      const l = this.core.locks.get(name) as LockState;
+      if (l.value === null || l.holder === null) continue;
+      out.push(this.getElection(name));
+      if (out.length >= limit) break;
+    }
+    return out;
+  }
+
   listLocks(prefix: string, limit: number): LockInfo[] {
     const out: LockInfo[] = [];
     if (limit <= 0) return out;

@@ -7,7 +7,7 @@
 import type { ApplyResult, Command, ElectionInfo } from '../lock-fsm/index.js';
 import { isSessionId } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
-import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionView, RequestContext } from '../api/service.js';
+import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionListItem, ElectionView, RequestContext } from '../api/service.js';
 import type { LeaderLog } from './leader-log.js';
 import type { LeaderCoordinator } from './leader-coordinator.js';
 import { asActor, requester } from './requester.js';
@@ -55,6 +55,12 @@ export class ElectionService implements ElectionApi {
 
   get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionView> {
     return this.log.read(consistency, () => ({ name, leader: leaderView(this.d.app.fsm.getElection(name)) }));
+  }
+
+  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionListItem[]> {
+    return this.log.read(consistency, () => this.d.app.fsm.listElections(prefix, limit).flatMap((e) => (e.leader === null ? [] : [{
+      name: e.name, leader: { session_id: e.leader.sessionId, owner: e.leader.owner, value: e.leader.value, fencing_token: e.leader.fencingToken }, waiters: e.waiters,
+    }])));
   }
 
   private leads(name: string, sessionId: string, token: number): boolean {

@@ -3,7 +3,8 @@
 // from a follower of a running cluster; it must show the members and a held lock, follow
 // a leader kill to the new leader without a reload, and load nothing from outside the
 // node. A shared lock shows its mode and every holder; a semaphore its in-use/limit, its
-// holders and its queue (docs/contract.md §4). A screenshot goes to test-output/ (gitignored) for a human to look at.
+// holders and its queue; an election its leader's session, value and token and how many
+// campaign behind it; the live event feed shows a campaign won (docs/contract.md §4). A screenshot goes to test-output/ (gitignored) for a human to look at.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -50,6 +51,10 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     for (const owner of ['pool-a', 'pool-b']) assert.equal((await h.request(leader, 'POST', '/v1/semaphores/db%2Fpool/acquire', { ttl_ms: 60_000, owner, limit: 2 })).status, 200);
     // a third asks and waits (answered when the leader is killed below)
     const queued = h.requestRaw(leader, 'POST', '/v1/semaphores/db%2Fpool/acquire', JSON.stringify({ ttl_ms: 60_000, owner: 'pool-c', limit: 2, wait_ms: 120_000 }), { 'content-type': 'application/json' }, 130_000).catch(() => undefined);
+    // an election with its leader and one more campaigner waiting behind it
+    const won = await h.request(leader, 'POST', '/v1/elections/svc%2Fprimary/campaign', { ttl_ms: 60_000, owner: 'primary-a', value: 'http://10.0.0.7:8080' });
+    assert.equal(won.status, 200, won.text);
+    const campaigning = h.requestRaw(leader, 'POST', '/v1/elections/svc%2Fprimary/campaign', JSON.stringify({ ttl_ms: 60_000, owner: 'primary-b', value: 'http://10.0.0.8:8080', wait_ms: 120_000 }), { 'content-type': 'application/json' }, 130_000).catch(() => undefined);
     const follower = h.nodes.find((n) => n.id !== leader)!;
 
     const { chromium } = await import('playwright-core');
@@ -80,7 +85,8 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     await row.waitFor({ timeout: 10_000 });
     assert.match((await row.textContent()) ?? '', /worker-7/);
     assert.equal(await row.locator('td[data-token]').getAttribute('data-token'), String(grant.body.fencing_token));
-    assert.equal((await page.textContent('#locks-count'))?.trim(), '5');
+    // five locks, and the election's lock (an election is a lock whose grant carries a value)
+    assert.equal((await page.textContent('#locks-count'))?.trim(), '6');
     // the shared lock: its mode and both holders with their tokens
     const shared = page.locator('tr[data-lock="docs/manual"]');
     await shared.waitFor({ timeout: 10_000 });
@@ -95,6 +101,13 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     await page.waitForSelector('tr[data-semaphore="db/pool"] td[data-waiting="1"]', { timeout: 10_000 });
     assert.equal(await sem.locator('td[data-in-use]').getAttribute('data-in-use'), '2/2');
     assert.match((await sem.textContent()) ?? '', /pool-a[\s\S]*pool-b[\s\S]*1 waiting[\s\S]*pool-c/);
+    // the election: leader session and value, its token, one campaigner waiting
+    const election = page.locator('tr[data-election="svc/primary"]');
+    await page.waitForSelector('tr[data-election="svc/primary"] td[data-waiting="1"]', { timeout: 10_000 });
+    assert.equal(await election.locator('td[data-token]').getAttribute('data-token'), String(won.body.fencing_token));
+    assert.equal(await election.locator('td[data-value]').getAttribute('data-value'), 'http://10.0.0.7:8080');
+    assert.equal(await election.locator('.who').getAttribute('data-session'), won.body.session_id);
+    assert.match((await election.textContent()) ?? '', /primary-a/);
     // page-side functions reach the DOM through globalThis: this project compiles without
     // the DOM library (and the page's CSP forbids evaluating strings)
     const navigations = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).performance.getEntriesByType('navigation').length);
@@ -102,6 +115,10 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     // the live event feed (GET /v1/watch): a grant made now shows up without a reload
     assert.equal((await h.request(leader, 'POST', '/v1/locks/feed%2Fdemo/acquire', { ttl_ms: 60_000 })).status, 200);
     await page.waitForFunction(() => ((globalThis as unknown as PageGlobals).document.getElementById('events')?.textContent ?? '').includes('acquiredlock feed/demo'), undefined, { timeout: 10_000 });
+    // a campaign won shows as acquired, kind election, with its value
+    assert.equal((await h.request(leader, 'POST', '/v1/elections/feed%2Fleader/campaign', { ttl_ms: 60_000, value: 'v-feed' })).status, 200);
+    await page.waitForFunction(() => ((globalThis as unknown as PageGlobals).document.getElementById('events')?.textContent ?? '').includes('acquiredelection feed/leader'), undefined, { timeout: 10_000 });
+    assert.match((await page.textContent('#events')) ?? '', /value "v-feed"/);
 
     // kill the leader: the page (served by a follower) shows the new one on its own
     await h.kill(leader);
@@ -130,6 +147,7 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.ok((await page.locator('details.op').count()) >= 18);
 
     await queued;
+    await campaigning;
     assert.deepEqual(foreign, [], 'the page loaded something from outside the node');
     assert.deepEqual(pageErrors, [], 'script errors on the page');
   });

@@ -21,10 +21,11 @@ export function statusRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsServic
     if (!ops) throw new ApiError('not_found', 'this server has no status source');
     const signal = req.abortController.signal;
     const local = env.service.cluster();
-    const [{ leaderId, members }, locks, sems] = await Promise.all([
+    const [{ leaderId, members }, locks, sems, elections] = await Promise.all([
       probe.members(local, req.headers.authorization, signal),
       env.service.listLocks('', STATUS_MAX_LOCKS + 1, 'stale', { signal }),
       env.service.semaphores?.list('', STATUS_MAX_LOCKS + 1, 'stale', { signal }) ?? Promise.resolve([]),
+      env.service.elections?.list?.('', STATUS_MAX_LOCKS + 1, 'stale', { signal }) ?? Promise.resolve([]),
     ]);
     const observations = ops.observations();
     // every holder, in grant order: one exclusive, or the shared holders (docs/contract.md §4)
@@ -48,6 +49,9 @@ export function statusRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsServic
       locks_truncated: locks.length > STATUS_MAX_LOCKS,
       semaphores: sems.slice(0, STATUS_MAX_LOCKS),
       semaphores_truncated: sems.length > STATUS_MAX_LOCKS,
+      // elections with a leader: its session, value and token, and how many campaign behind it
+      elections: elections.slice(0, STATUS_MAX_LOCKS),
+      elections_truncated: elections.length > STATUS_MAX_LOCKS,
     };
   });
 }

@@ -48,6 +48,11 @@ export const STATUS_HTML = String.raw`<!doctype html>
     <table id="semaphores"><thead><tr><th>Name</th><th>In use</th><th>Holders</th><th>Queue</th></tr></thead><tbody></tbody></table>
     <div class="empty" id="semaphores-empty">No semaphore is in use.</div>
   </section>
+  <section id="elections-section">
+    <h2>Elections <span class="hint" id="elections-hint"></span></h2>
+    <table id="elections"><thead><tr><th>Name</th><th>Leader</th><th>Value</th><th class="num">Token</th><th class="num">Campaigners</th></tr></thead><tbody></tbody></table>
+    <div class="empty" id="elections-empty">No election has a leader.</div>
+  </section>
   <section>
     <h2>Live events <span class="hint" id="events-hint">GET /v1/watch on this node</span></h2>
     <ol class="changes events" id="events"></ol>

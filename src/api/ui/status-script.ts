@@ -153,6 +153,41 @@ export const STATUS_JS = String.raw`(function () {
     setText('semaphores-hint', s.semaphores_truncated ? 'first ' + sems.length : num(sems.length) + ' in use');
   }
 
+  function renderElections(s) {
+    var els = s.elections || [];
+    var body = $('elections').tBodies[0];
+    var f = ($('lock-filter').value || '').toLowerCase();
+    body.textContent = '';
+    var shown = 0;
+    els.forEach(function (e) {
+      if (f && e.name.toLowerCase().indexOf(f) < 0 && e.leader.owner.toLowerCase().indexOf(f) < 0 && e.leader.value.toLowerCase().indexOf(f) < 0) return;
+      shown++;
+      var tr = el('tr');
+      tr.setAttribute('data-election', e.name);
+      var name = el('td', 'mono name', e.name);
+      name.title = e.name;
+      tr.appendChild(name);
+      var leader = el('td');
+      leader.appendChild(who(e.leader.owner, e.leader.session_id, null));
+      tr.appendChild(leader);
+      // a value is up to 4 KiB of client text: shown shortened, whole in the tooltip
+      var value = el('td', 'mono value', e.leader.value.length > 80 ? e.leader.value.slice(0, 77) + '…' : e.leader.value);
+      value.title = e.leader.value;
+      value.setAttribute('data-value', e.leader.value);
+      tr.appendChild(value);
+      var tok = el('td', 'num mono', e.leader.fencing_token);
+      tok.setAttribute('data-token', String(e.leader.fencing_token));
+      tr.appendChild(tok);
+      var camp = el('td', 'num', e.waiters === 0 ? 'leader only' : '1 + ' + e.waiters + ' waiting');
+      camp.setAttribute('data-waiting', String(e.waiters));
+      tr.appendChild(camp);
+      body.appendChild(tr);
+    });
+    $('elections-empty').style.display = shown === 0 ? 'block' : 'none';
+    $('elections-empty').textContent = els.length === 0 ? 'No election has a leader.' : 'No election matches the filter.';
+    setText('elections-hint', s.elections_truncated ? 'first ' + els.length : num(els.length) + ' with a leader');
+  }
+
   function renderChanges(s) {
     var list = $('changes');
     list.textContent = '';
@@ -185,6 +220,7 @@ export const STATUS_JS = String.raw`(function () {
     renderMembers(s);
     renderLocks(s);
     renderSemaphores(s);
+    renderElections(s);
     renderChanges(s);
     setText('footer', 'Locks, sessions and history as applied by ' + s.node.node_id + ' (applied index ' + num(s.node.applied_index) + '); members as each reports itself.');
   }
@@ -246,7 +282,7 @@ export const STATUS_JS = String.raw`(function () {
   }
 
   document.addEventListener('visibilitychange', function () { if (!document.hidden && timer === null) poll(); });
-  $('lock-filter').addEventListener('input', function () { if (last) { renderLocks(last); renderSemaphores(last); } });
+  $('lock-filter').addEventListener('input', function () { if (last) { renderLocks(last); renderSemaphores(last); renderElections(last); } });
   $('auth').addEventListener('submit', function (ev) {
     ev.preventDefault();
     token = $('token').value.trim();

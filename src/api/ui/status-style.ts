@@ -47,6 +47,7 @@ tr:last-child td { border-bottom: 0; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.mono { font-family: var(--mono); font-size: 12.5px; }
 td.name { max-width: 320px; overflow: hidden; text-overflow: ellipsis; }
+td.value { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 td.muted { color: var(--muted); }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; background: var(--idle-bg); color: var(--muted); }
 .badge.leader { background: var(--ok-bg); color: var(--ok); }
