@@ -26,12 +26,14 @@ test(`lock simulation: ${schedules} schedules of ${ticks} fault ticks from SEED=
   console.log(`sim-lock: ${schedules} schedules in ${((performance.now() - t0) / 1000).toFixed(1)} s, seeds ${base}..${base + schedules - 1}: ` +
     ['committed', 'grants', 'ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'unknown',
       'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps',
-      'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
+      'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks',
+      'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
   for (const f of failures) console.log(`\n${f}\n`);
   assert.equal(failures.length, 0, `${failures.length} failing seeds (reports above)`);
   // the schedules must actually exercise what they check
   for (const k of ['ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps',
-    'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks', 'campaignsWon']) {
+    'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks', 'campaignsWon',
+    'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks']) {
     assert.ok((sum[k] ?? 0) > 0, `no ${k} in ${schedules} schedules`);
   }
 });
@@ -65,9 +67,13 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // a stale endLockDelay copy ends a later lock-delay of the same lock
   { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [38] },
   // a stale cancelWait copy ends a later wait of the same session early
-  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [55] },
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [11] },
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
   { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
+  // a stale expireHold copy ends the session's later grant of the same name (by its token)
+  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [10, 32] },
+  // a new leader arms every max hold a full max_hold_ms from taking office
+  { mutation: 'testRearmFullMaxHold', checker: 'MaxHoldBound', seeds: [1, 3] },
 ];
 
 for (const m of MUTATIONS) {
