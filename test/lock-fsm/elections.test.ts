@@ -201,3 +201,20 @@ test('max_hold_ms on a campaign: the leadership is freed by expireHold like any 
   // a stale copy of the same expiry does nothing to a later leadership
   assert.deepEqual(g.do({ kind: 'expireHold', target: 'lock', name: 'E', sessionId: 'a', fencingToken: t }), { ok: true, kind: 'noop' });
 });
+
+test('listElections: the elections with a leader from a prefix, by name, with their waiters; plain locks and shares are not elections', () => {
+  const g = three();
+  g.do({ kind: 'campaign', name: 'svc/b', sessionId: 'a', value: 'va', waitMs: 0 });
+  g.do({ kind: 'campaign', name: 'svc/b', sessionId: 'b', value: 'vb', waitMs: 1000 });
+  g.do({ kind: 'campaign', name: 'svc/a', sessionId: 'c', value: 'vc', waitMs: 0 });
+  g.do({ kind: 'acquire', name: 'svc/plain', sessionId: 'b', waitMs: 0 });
+  g.do({ kind: 'acquire', name: 'svc/shared', sessionId: 'c', waitMs: 0, mode: 'shared' });
+  g.do({ kind: 'campaign', name: 'other', sessionId: 'b', value: 'vo', waitMs: 0 });
+  const list = g.fsm.listElections('svc/', 10);
+  assert.deepEqual(list.map((e) => [e.name, e.leader?.sessionId, e.leader?.value, e.waiters]), [['svc/a', 'c', 'vc', 0], ['svc/b', 'a', 'va', 1]]);
+  assert.deepEqual(g.fsm.listElections('', 1).map((e) => e.name), ['other']);
+  assert.deepEqual(g.fsm.listElections('', 0), []);
+  // a resign hands the leadership on: the list shows the new leader
+  g.do({ kind: 'resign', name: 'svc/b', sessionId: 'a' });
+  assert.deepEqual(g.fsm.listElections('svc/b', 10).map((e) => [e.leader?.sessionId, e.leader?.value, e.waiters]), [['b', 'vb', 0]]);
+});
