@@ -220,7 +220,7 @@ export class LockNode {
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
-    // as lock-service: a max hold whose grant ended otherwise is dropped unproposed
+    // as leader-coordinator.ts: a max hold whose grant ended otherwise is dropped unproposed
     const fsm = this.app.fsm;
     const due = this.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token));
     for (const cmd of due) if (cmd.kind === 'expireHold' && this.holdsInFlight.has(cmd.fencingToken)) this.env.onHoldGated(this, cmd.fencingToken);
