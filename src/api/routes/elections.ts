@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
 import { assertLockName, decodeSegment, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
 
 const ACTIONS = new Set(['campaign', 'proclaim', 'resign']);
 type Action = 'get' | 'campaign' | 'proclaim' | 'resign';
@@ -23,7 +23,7 @@ export function parseElectionPath(rawUrl: string): { name: string; action: Actio
   return { name: assertLockName(name), action };
 }
 
-export function electionRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function electionRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const { name, action } = parseElectionPath(req.raw.url ?? '');

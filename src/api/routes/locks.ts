@@ -7,7 +7,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { invalid } from '../errors.js';
 import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
 
 const ACTIONS = new Set(['acquire', 'renew', 'release', 'check', 'revoke']);
 type Action = 'get' | 'acquire' | 'renew' | 'release' | 'check' | 'revoke';
@@ -25,7 +25,7 @@ export function parseLockPath(rawUrl: string): { name: string; action: Action } 
   return { name: assertLockName(name), action };
 }
 
-export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function lockRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
 
   app.get('/v1/locks', async (req, reply) => {

@@ -5,7 +5,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
 import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
 
 const ACTIONS = new Set(['acquire', 'release', 'limit', 'revoke']);
 type Action = 'get' | 'acquire' | 'release' | 'limit' | 'revoke';
@@ -23,7 +23,7 @@ export function parseSemaphorePath(rawUrl: string): { name: string; action: Acti
   return { name: assertLockName(name), action };
 }
 
-export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function semaphoreRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
 
   // the list, as GET /v1/locks (routes/locks.ts): the same query, right and read rules

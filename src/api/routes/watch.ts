@@ -6,11 +6,11 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
 import { lockNameProblem, parseQuery, querySchemas } from '../validate.js';
 import { WATCH_STREAM_BUFFER_BYTES, type WatchFeed, type WatchSink, type WatchSubscription } from '../watch-feed.js';
-import type { RouteEnv } from './context.js';
+import type { RoutePluginOptions } from './context.js';
 
 const LAST_EVENT_ID_RE = /^\d{1,16}$/;
 
-export function watchRoutes(app: FastifyInstance, env: RouteEnv, feed: WatchFeed | undefined, bufferBytes = WATCH_STREAM_BUFFER_BYTES): void {
+export async function watchRoutes(app: FastifyInstance, { env, feed, bufferBytes = WATCH_STREAM_BUFFER_BYTES }: RoutePluginOptions & { feed?: WatchFeed | undefined; bufferBytes?: number | undefined }): Promise<void> {
   app.get('/v1/watch', async (req, reply) => {
     req.routeLabel = '/v1/watch';
     if (!feed) throw new ApiError('not_found', 'this server has no watch feed');
