@@ -4,9 +4,10 @@
 // to the socket and sees its backlog (writableLength) to cut off a reader that lags.
 import type { FastifyInstance } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
-import { lockNameProblem, parseQuery, querySchemas } from '../validate.js';
+import { parseQuery, querySchemas } from '../validate.js';
 import { WATCH_STREAM_BUFFER_BYTES, type WatchFeed, type WatchSink, type WatchSubscription } from '../watch-feed.js';
 import type { RoutePluginOptions } from './context.js';
+import { namePrefix } from './named-path.js';
 
 const LAST_EVENT_ID_RE = /^\d{1,16}$/;
 
@@ -15,11 +16,7 @@ export async function watchRoutes(app: FastifyInstance, { env, feed, bufferBytes
     req.routeLabel = '/v1/watch';
     if (!feed) throw new ApiError('not_found', 'this server has no watch feed');
     const q = parseQuery(querySchemas.watch, req.query);
-    const prefix = q.prefix ?? '';
-    if (prefix !== '') {
-      const p = lockNameProblem(prefix, 'prefix');
-      if (p) throw invalid('query.prefix', p);
-    }
+    const prefix = namePrefix(q.prefix);
     let fromIndex: number | null = q.from_index ?? null;
     const lastId = req.headers['last-event-id'];
     if (fromIndex === null && lastId !== undefined) {
