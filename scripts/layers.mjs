@@ -21,28 +21,34 @@ export const repoRoot = resolve(here, '..');
 export const layers = [
   // pure and deterministic (purity is a separate lint block in eslint.config.js)
   { name: 'raft/core', dirs: ['src/raft/core'], mayImport: [] },
-  { name: 'lock-fsm', dirs: ['src/lock-fsm'], mayImport: [] },
-  // leaves with I/O: configuration, metrics registry, backup file format and version
-  { name: 'config', files: ['src/config.ts'], mayImport: [] },
+  // the SDK is a leaf: the state machine takes only MAX_DURATION_MS from it, out of
+  // @raftlock/client/duration, a module without imports (so purity holds)
+  { name: 'lock-fsm', dirs: ['src/lock-fsm'], mayImport: ['client'] },
+  // the one wording of zod failures (cluster file, REST input, tokens.json, backups)
+  { name: 'zod-error', files: ['src/zod-error.ts'], mayImport: [] },
+  // leaves with I/O: configuration, metrics registry, backup file format and version;
+  // config takes the duration grammar from the SDK (@raftlock/client/duration)
+  { name: 'config', files: ['src/config.ts'], mayImport: ['zod-error', 'client'] },
   { name: 'metrics', files: ['src/metrics.ts'], mayImport: [] },
-  { name: 'ops', dirs: ['src/ops'], mayImport: [] },
+  { name: 'ops', dirs: ['src/ops'], mayImport: ['zod-error'] },
   // the driver's durable log and its seams (Application, DurableStorage, Transport)
   { name: 'raft/storage', dirs: ['src/raft/storage'], mayImport: ['raft/core'] },
   { name: 'raft', dirs: ['src/raft'], mayImport: ['raft/core', 'raft/storage'] },
   // implements raft's Transport
   { name: 'transport', dirs: ['src/transport'], mayImport: ['raft/core', 'raft'] },
   // the REST surface and the service interfaces (ports) src/node implements
-  { name: 'api', dirs: ['src/api'], mayImport: ['lock-fsm', 'metrics', 'ops'] },
-  { name: 'security', dirs: ['src/security'], mayImport: ['api', 'transport', 'lock-fsm', 'config'] },
+  // (and the SDK's NOT_SENT_CODES, so the relay and the SDK call the same errors "not sent")
+  { name: 'api', dirs: ['src/api'], mayImport: ['lock-fsm', 'metrics', 'ops', 'zod-error', 'client'] },
+  { name: 'security', dirs: ['src/security'], mayImport: ['api', 'transport', 'lock-fsm', 'config', 'zod-error'] },
   // composition: a node wires driver, storage, transport, state machine, API and security;
   // the wire types the SDK defines for both ends (watch events) come from the SDK, a leaf
   {
     name: 'node', dirs: ['src/node'],
-    mayImport: ['raft/core', 'lock-fsm', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'client'],
+    mayImport: ['raft/core', 'lock-fsm', 'zod-error', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'client'],
   },
   {
     name: 'cli', dirs: ['src/cli'],
-    mayImport: ['raft/core', 'lock-fsm', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'node', 'client'],
+    mayImport: ['raft/core', 'lock-fsm', 'zod-error', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'node', 'client'],
   },
   // the package's entry point re-exports the SDK only
   { name: 'index', files: ['src/index.ts'], mayImport: ['client'] },

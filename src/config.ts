@@ -5,7 +5,9 @@
 // message is ONE line naming the field: the CLI prints it and exits, never a stack trace.
 import { readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
+import { readDuration, MAX_DURATION_TEXT } from '@raftlock/client/duration';
 import { z } from 'zod';
+import { describeValue, zodErrorText } from './zod-error.js';
 
 export class ConfigError extends Error {
   constructor(message: string, opts?: { cause?: unknown }) {
@@ -93,37 +95,14 @@ export interface Config {
 
 /** Node ids end up in paths (data_dir/<id>) and URLs: no dots, so never "." or "..". */
 const NODE_ID_RE = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
-const DURATION_RE = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
-const UNIT_MS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-/** No duration in this file is sensibly longer than a day; bounds keep arithmetic exact. */
-const MAX_DURATION_MS = 86_400_000;
-
-export function describeValue(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  let s: string;
-  try {
-    s = JSON.stringify(v) ?? String(v);
-  } catch {
-    s = String(v);
-  }
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
-}
-
-/** Milliseconds: a non-negative integer, or a string like "500ms", "10s", "1.5m", "1h". */
+/** Milliseconds: a non-negative integer, or a string of the one duration grammar
+ *  (@raftlock/client/duration): "500", "500ms", "10s", "1.5m", "1h". */
 export function parseDurationMs(v: unknown): number | string {
-  if (typeof v === 'number') {
-    if (!Number.isInteger(v) || v < 0) return `expected a whole number of milliseconds >= 0, got ${describeValue(v)}`;
-    if (v > MAX_DURATION_MS) return `must be at most ${MAX_DURATION_MS} ms (1 day), got ${v}`;
-    return v;
-  }
-  if (typeof v === 'string') {
-    const m = DURATION_RE.exec(v.trim());
-    if (m) {
-      const ms = Number(m[1]) * (UNIT_MS[m[2] as string] as number);
-      if (Number.isInteger(ms) && ms <= MAX_DURATION_MS) return ms;
-      if (ms > MAX_DURATION_MS) return `must be at most ${MAX_DURATION_MS} ms (1 day), got ${describeValue(v)}`;
-    }
-  }
+  if (typeof v !== 'number' && typeof v !== 'string') return `expected milliseconds (a number, or a string like "500ms"/"10s"), got ${describeValue(v)}`;
+  const r = readDuration(v);
+  if ('ms' in r) return r.ms;
+  if (r.problem === 'too_long') return `must be at most ${MAX_DURATION_TEXT}, got ${describeValue(v)}`;
+  if (typeof v === 'number') return `expected a whole number of milliseconds >= 0, got ${describeValue(v)}`;
   return `expected milliseconds (a number, or a string like "500ms"/"10s"), got ${describeValue(v)}`;
 }
 
@@ -264,44 +243,6 @@ function crossFieldProblems(c: RawConfig): Problem | undefined {
   return undefined;
 }
 
-// ---------------------------------------------------------------------------------------
-// Issue → one line
-
-/** ['nodes', 1, 'api'] → "nodes[1].api" */
-export function formatPath(p: readonly PropertyKey[]): string {
-  let out = '';
-  for (const k of p) {
-    if (typeof k === 'number') out += `[${k}]`;
-    else out += out === '' ? String(k) : `.${String(k)}`;
-  }
-  return out;
-}
-
-const EXPECTED_WORDS: Record<string, string> = { int: 'an integer', tuple: '[min, max]' };
-
-function issueLine(iss: z.core.$ZodIssue): [string, string] {
-  const where = formatPath(iss.path);
-  switch (iss.code) {
-    case 'unrecognized_keys': {
-      const key = iss.keys[0] ?? '?';
-      return [where ? `${where}.${key}` : key, `unknown field${iss.keys.length > 1 ? ` (also: ${iss.keys.slice(1).join(', ')})` : ''}`];
-    }
-    case 'invalid_type':
-      if (iss.input === undefined) return [where, 'required field is missing'];
-      return [where, `expected ${EXPECTED_WORDS[iss.expected] ?? iss.expected}, got ${describeValue(iss.input)}`];
-    case 'too_small':
-      if (iss.origin === 'array') return [where, `expected at least ${String(iss.minimum)} item(s)`];
-      if (iss.origin === 'string') return [where, `must not be empty`];
-      return [where, `must be >= ${String(iss.minimum)}, got ${describeValue(iss.input)}`];
-    case 'too_big':
-      if (iss.origin === 'array') return [where, `expected at most ${String(iss.maximum)} item(s)`];
-      if (iss.origin === 'string') return [where, `must be at most ${String(iss.maximum)} characters`];
-      return [where, `must be <= ${String(iss.maximum)}, got ${describeValue(iss.input)}`];
-    default:
-      return [where, iss.message];
-  }
-}
-
 function fail(file: string, field: string, problem: string, cause?: unknown): never {
   throw new ConfigError(`${basename(file)}: ${field ? `${field}: ` : ''}${problem}`.replace(/[\r\n]+/g, ' '), { cause });
 }
@@ -314,13 +255,7 @@ function fail(file: string, field: string, problem: string, cause?: unknown): ne
 export function parseConfig(json: unknown, file: string): Config {
   const abs = resolve(file);
   const r = fileSchema.safeParse(json, { reportInput: true });
-  if (!r.success) {
-    const first = r.error.issues[0];
-    if (!first) fail(abs, '', 'invalid configuration');
-    const [field, problem] = issueLine(first);
-    const more = r.error.issues.length - 1;
-    fail(abs, field, more > 0 ? `${problem} (and ${more} more problem${more > 1 ? 's' : ''})` : problem);
-  }
+  if (!r.success) fail(abs, '', r.error.issues.length > 0 ? zodErrorText(r.error, { countMore: true }) : 'invalid configuration');
   const c = r.data;
   const p = crossFieldProblems(c);
   if (p) fail(abs, p[0], p[1]);

@@ -10,6 +10,8 @@
 //   the same Idempotency-Key). A read that fails is always just 503.
 import { Pool, type buildConnector } from 'undici';
 import type { FastifyReply, FastifyRequest } from 'fastify';
+// errors that prove the leader was never reached: the SDK's list, so both decide alike
+import { NOT_SENT_CODES } from '@raftlock/client/internal';
 import { ApiError } from './errors.js';
 
 export const FORWARDED_HEADER = 'x-raftlock-forwarded';
@@ -17,12 +19,6 @@ export const FORWARDED_HEADER = 'x-raftlock-forwarded';
 const KEPT_HEADERS = ['idempotency-key', 'authorization'] as const;
 /** Headers of the leader's answer that the client needs. */
 const RELAYED_HEADERS = ['content-type', 'retry-after'] as const;
-/** Errors raised before any byte of the request could have reached the leader. */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'SELF_SIGNED_CERT_IN_CHAIN',
-]);
 const MAX_POOLS = 8;
 const MAX_RESPONSE_BYTES = 64 * 1024 * 1024;
 

@@ -121,19 +121,23 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
     sendError(reply, new ApiError('not_found', `no route ${req.method} ${(req.raw.url ?? '').split('?', 1)[0]?.slice(0, 200)}`));
   });
 
-  sessionRoutes(app, env);
-  lockRoutes(app, env);
-  semaphoreRoutes(app, env);
-  electionRoutes(app, env);
-  clusterRoutes(app, env);
-  opsRoutes(app, env, deps.metrics);
-  // issue 11: status page, API docs, backups
+  // Each route group is a plugin in its own encapsulated context: it inherits what is set
+  // above (parsers, hooks, error and not-found handlers) and whatever the caller adds on
+  // the root before listen() (node-security's auth and rate-limit hooks): plugins load
+  // at ready(), after both.
+  app.register(sessionRoutes, { env });
+  app.register(lockRoutes, { env });
+  app.register(semaphoreRoutes, { env });
+  app.register(electionRoutes, { env });
+  app.register(clusterRoutes, { env });
+  app.register(opsRoutes, { env, metrics: deps.metrics });
+  // the status page, API docs, backups and the watch stream
   const probe = new MemberProbe(deps.nodeId, deps.apiClientConnect?.(PROBE_TIMEOUT_MS));
   app.addHook('onClose', async () => probe.close());
-  uiRoutes(app, deps.limits);
-  statusRoutes(app, env, deps.ops, probe);
-  snapshotRoutes(app, env, deps.ops);
-  watchRoutes(app, env, deps.watch, deps.watchStreamBufferBytes);
+  app.register(uiRoutes, { limits: deps.limits });
+  app.register(statusRoutes, { env, ops: deps.ops, probe });
+  app.register(snapshotRoutes, { env, ops: deps.ops });
+  app.register(watchRoutes, { env, feed: deps.watch, bufferBytes: deps.watchStreamBufferBytes });
   return app;
 }
 

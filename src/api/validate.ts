@@ -1,9 +1,10 @@
 // Input rules of the REST contract (spec §3): lock names, owners, ids, durations, tokens,
 // the Idempotency-Key header. Every failure becomes ONE ApiError('invalid_request') whose
 // message names the field ("body.ttl_ms: must be >= 1000, got 5"), so a client can fix its
-// request without reading server logs. zod gives the shapes; the wording is ours.
+// request without reading server logs. zod gives the shapes; the wording is src/zod-error.ts's.
 import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
+import { describeValue, zodErrorText } from '../zod-error.js';
 // One source of truth with the FSM, which re-checks every committed value.
 import { MAX_DURATION_MS, MAX_ELECTION_VALUE_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
@@ -30,12 +31,6 @@ const SESSION_ID = SESSION_ID_RE;
 const MEMBER_ID = /^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/;
 const LONE_SURROGATE = /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/;
 
-function show(v: unknown): string {
-  if (v === undefined) return 'nothing';
-  const s = JSON.stringify(v) ?? String(v);
-  return s.length > 60 ? `${s.slice(0, 57)}...` : s;
-}
-
 /** Why `name` is not a valid lock name, or null. Names are opaque byte strings over a
  *  small alphabet, except that "." and ".." segments are refused: HTTP clients and
  *  proxies normalise them away (curl, browsers), so the name the server would see differs
@@ -43,8 +38,8 @@ function show(v: unknown): string {
 export function lockNameProblem(name: string, what = 'name'): string | null {
   if (name.length === 0) return `${what} must not be empty`;
   if (name.length > MAX_NAME_BYTES) return `${what} is ${name.length} bytes, at most ${MAX_NAME_BYTES} allowed`;
-  if (!NAME_CHARS.test(name)) return `${what} may contain only [A-Za-z0-9._:/-], got ${show(name)}`;
-  if (name.split('/').some((seg) => seg === '.' || seg === '..')) return `${what} must not contain "." or ".." path segments, got ${show(name)}`;
+  if (!NAME_CHARS.test(name)) return `${what} may contain only [A-Za-z0-9._:/-], got ${describeValue(name)}`;
+  if (name.split('/').some((seg) => seg === '.' || seg === '..')) return `${what} must not contain "." or ".." path segments, got ${describeValue(name)}`;
   return null;
 }
 
@@ -53,7 +48,7 @@ export function decodeSegment(raw: string, field: string): string {
   try {
     return decodeURIComponent(raw);
   } catch {
-    throw invalid(field, `bad percent-encoding in ${show(raw)}`);
+    throw invalid(field, `bad percent-encoding in ${describeValue(raw)}`);
   }
 }
 
@@ -64,12 +59,12 @@ export function assertLockName(name: string, field = 'path.name'): string {
 }
 
 export function assertSessionId(id: string, field = 'path.id'): string {
-  if (!SESSION_ID.test(id)) throw invalid(field, `expected a session id (1-128 chars of [A-Za-z0-9._~-]), got ${show(id)}`);
+  if (!SESSION_ID.test(id)) throw invalid(field, `expected a session id (1-128 chars of [A-Za-z0-9._~-]), got ${describeValue(id)}`);
   return id;
 }
 
 export function assertMemberId(id: string, field = 'path.id'): string {
-  if (!MEMBER_ID.test(id)) throw invalid(field, `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(id)}`);
+  if (!MEMBER_ID.test(id)) throw invalid(field, `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${describeValue(id)}`);
   return id;
 }
 
@@ -85,7 +80,7 @@ export function idempotencyKey(h: string | string[] | undefined): string | undef
 // ---------------------------------------------------------------------------------------
 // zod building blocks
 
-const sessionId = z.string().regex(SESSION_ID, { error: (i) => `expected a session id (1-128 chars of [A-Za-z0-9._~-]), got ${show(i.input)}` });
+const sessionId = z.string().regex(SESSION_ID, { error: (i) => `expected a session id (1-128 chars of [A-Za-z0-9._~-]), got ${describeValue(i.input)}` });
 const owner = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_OWNER_BYTES && !LONE_SURROGATE.test(s), {
   error: (i) => `must be at most ${MAX_OWNER_BYTES} bytes of UTF-8, got ${Buffer.byteLength(String(i.input), 'utf8')} bytes`,
 });
@@ -100,7 +95,7 @@ const httpUrl = z.string().max(2048).refine((s) => {
   } catch {
     return false;
   }
-}, { error: (i) => `expected an http(s) URL (scheme://host:port), got ${show(i.input)}` });
+}, { error: (i) => `expected an http(s) URL (scheme://host:port), got ${describeValue(i.input)}` });
 
 /** an election's value: up to 4 KiB of UTF-8, counted in bytes (docs/contract.md §4 "Leader election") */
 const electionValue = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= MAX_ELECTION_VALUE_BYTES && !LONE_SURROGATE.test(s), {
@@ -128,13 +123,13 @@ export function bodySchemas(l: ApiLimits) {
     resign: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),
     addMember: z.strictObject({
-      id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${show(i.input)}` }),
+      id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${describeValue(i.input)}` }),
       api: httpUrl,
       peer: httpUrl,
       /** add as a learner only; promote later (POST /v1/cluster/members/{id}/promote) */
       learner: z.boolean().optional(),
     }),
-    transfer: z.strictObject({ to: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id, got ${show(i.input)}` }).optional() }),
+    transfer: z.strictObject({ to: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id, got ${describeValue(i.input)}` }).optional() }),
   };
 }
 export type BodySchemas = ReturnType<typeof bodySchemas>;
@@ -143,7 +138,7 @@ const consistency = z.enum(['linearizable', 'stale']);
 const intString = (min: number, max: number) =>
   z
     .string()
-    .regex(/^\d{1,16}$/, { error: (i) => `expected an integer, got ${show(i.input)}` })
+    .regex(/^\d{1,16}$/, { error: (i) => `expected an integer, got ${describeValue(i.input)}` })
     .transform(Number)
     .pipe(z.number().int().min(min).max(max));
 
@@ -161,25 +156,6 @@ export const querySchemas = {
 
 // ---------------------------------------------------------------------------------------
 
-function issueText(where: string, iss: z.core.$ZodIssue): string {
-  const path = [where, ...iss.path.map((k) => (typeof k === 'number' ? `[${k}]` : String(k)))].join('.').replace(/\.\[/g, '[');
-  switch (iss.code) {
-    case 'unrecognized_keys':
-      return `${path}.${iss.keys[0] ?? '?'}: unknown field`;
-    case 'invalid_type':
-      if (iss.input === undefined) return `${path}: required`;
-      return `${path}: expected ${iss.expected === 'int' ? 'an integer' : iss.expected}, got ${show(iss.input)}`;
-    case 'too_small':
-      return iss.origin === 'string' ? `${path}: must not be empty` : `${path}: must be >= ${String(iss.minimum)}, got ${show(iss.input)}`;
-    case 'too_big':
-      return iss.origin === 'string' ? `${path}: must be at most ${String(iss.maximum)} characters` : `${path}: must be <= ${String(iss.maximum)}, got ${show(iss.input)}`;
-    case 'invalid_value':
-      return `${path}: expected one of ${iss.values.map((v) => show(v)).join(', ')}, got ${show(iss.input)}`;
-    default:
-      return `${path}: ${iss.message}`;
-  }
-}
-
 function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
@@ -187,7 +163,7 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /** Validate a JSON body. `undefined` (no body) counts as `{}` when `optional`. */
 export function parseBody<S extends z.ZodType>(schema: S, body: unknown, optional: boolean): z.output<S> {
   if (body === undefined && optional) return parseEmpty(schema, 'body');
-  if (!isPlainObject(body)) throw invalid('body', `expected a JSON object, got ${body === undefined ? 'no body' : show(body)}`);
+  if (!isPlainObject(body)) throw invalid('body', `expected a JSON object, got ${body === undefined ? 'no body' : describeValue(body)}`);
   return parseWith(schema, body, 'body');
 }
 
@@ -220,6 +196,5 @@ function parseEmpty<S extends z.ZodType>(schema: S, where: string): z.output<S> 
 function parseWith<S extends z.ZodType>(schema: S, value: unknown, where: string): z.output<S> {
   const r = schema.safeParse(value, { reportInput: true });
   if (r.success) return r.data;
-  const first = r.error.issues[0];
-  throw new ApiError('invalid_request', first ? issueText(where, first) : `${where}: invalid`);
+  throw new ApiError('invalid_request', zodErrorText(r.error, { root: where }));
 }

@@ -22,9 +22,11 @@ export const MAX_ELECTION_VALUE_BYTES = 4096;
 export const MAX_WAIT_MS = 300_000;
 /** api.md §4 "Semaphores": a limit (and so a request's permits) is 1–10000. */
 export const MAX_PERMITS = 10_000;
-/** Upper bound for ttl_ms / lock_delay_ms in the log. The cluster config narrows ttl to
- *  [min_ttl_ms, max_ttl_ms]; this bound only keeps deadline arithmetic far from 2^53. */
-export const MAX_DURATION_MS = 2_147_483_647;
+/** Upper bound for ttl_ms, lock_delay_ms and max_hold_ms in the log: 2^31-1, the one
+ *  bound of every duration (the duration grammar's module, a leaf without imports). The
+ *  cluster config narrows ttl to [min_ttl_ms, max_ttl_ms]. Committed entries and
+ *  snapshots hold values up to it, so it never shrinks. */
+export { MAX_DURATION_MS } from '@raftlock/client/duration';
 
 export function isLockName(x: unknown): x is string {
   return typeof x === 'string' && LOCK_NAME_RE.test(x);

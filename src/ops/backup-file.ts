@@ -12,6 +12,7 @@
 // Decoding trusts nothing: a truncated, edited or foreign file gets one clear error.
 import { createHash } from 'node:crypto';
 import { z } from 'zod';
+import { zodErrorText } from '../zod-error.js';
 
 export const BACKUP_MAGIC = 'raftlock-backup v1\n';
 const TRAILER_PREFIX = '\nsha256 ';
@@ -62,8 +63,8 @@ export function sha256Hex(b: Uint8Array): string {
 export function encodeBackup(m: BackupMetaInput, payload: Uint8Array): Buffer {
   const meta: BackupMeta = { format: 'raftlock-backup', version: 1, ...m, payload_bytes: payload.length, payload_sha256: sha256Hex(payload) };
   // the writer validates too: a bad field is our bug, caught before anyone relies on the file
-  const checked = metaSchema.safeParse(meta);
-  if (!checked.success) throw new Error(`backup metadata invalid: ${checked.error.issues[0]?.path.join('.')}: ${checked.error.issues[0]?.message}`);
+  const checked = metaSchema.safeParse(meta, { reportInput: true });
+  if (!checked.success) throw new Error(`backup metadata invalid: ${zodErrorText(checked.error, { root: 'metadata' })}`);
   const body = Buffer.concat([Buffer.from(BACKUP_MAGIC), Buffer.from(`${JSON.stringify(meta)}\n`), payload]);
   return Buffer.concat([body, Buffer.from(`${TRAILER_PREFIX}${sha256Hex(body)}\n`)]);
 }
@@ -90,11 +91,8 @@ export function decodeBackup(file: Uint8Array): { meta: BackupMeta; payload: Uin
   } catch (err) {
     throw new BackupFormatError(`the metadata is not JSON (${(err as Error).message.slice(0, 80)})`);
   }
-  const parsed = metaSchema.safeParse(raw);
-  if (!parsed.success) {
-    const iss = parsed.error.issues[0];
-    throw new BackupFormatError(`metadata field ${iss?.path.join('.') || '(root)'}: ${iss?.message ?? 'invalid'}`);
-  }
+  const parsed = metaSchema.safeParse(raw, { reportInput: true });
+  if (!parsed.success) throw new BackupFormatError(zodErrorText(parsed.error, { root: 'metadata' }));
   const meta = parsed.data;
   const payload = body.subarray(nl + 1);
   if (payload.length !== meta.payload_bytes) throw new BackupFormatError(`payload is ${payload.length} bytes, the metadata says ${meta.payload_bytes}`);

@@ -12,6 +12,7 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
+import { zodErrorText } from '../zod-error.js';
 import { ApiError } from '../api/errors.js';
 import type { Authorizer, Right } from '../api/routes/context.js';
 import { PRINCIPAL_RE } from '../lock-fsm/names.js';
@@ -69,12 +70,8 @@ export class TokenStore {
 
   /** Parse and validate tokens.json's content; throws TokensFileError naming the field. */
   static parse(json: unknown, file = 'tokens.json'): TokenStore {
-    const r = fileSchema.safeParse(json);
-    if (!r.success) {
-      const iss = r.error.issues[0];
-      const where = iss ? iss.path.map((k) => (typeof k === 'number' ? `[${k}]` : `.${String(k)}`)).join('').replace(/^\./, '') : '';
-      throw new TokensFileError(`${file}: ${where ? `${where}: ` : ''}${iss?.message ?? 'invalid'}`);
-    }
+    const r = fileSchema.safeParse(json, { reportInput: true });
+    if (!r.success) throw new TokensFileError(`${file}: ${zodErrorText(r.error)}`);
     const byHash = new Map<string, TokenEntry>();
     const byName = new Map<string, TokenEntry>();
     for (const [i, t] of r.data.tokens.entries()) {

@@ -5,6 +5,7 @@ import { after, describe, it } from 'node:test';
 import fc from 'fast-check';
 import { Client } from 'undici';
 import { assertError, makeApp } from './helpers.js';
+import { testSeed } from '../support/seed.js';
 
 type Case = { title: string; method: 'GET' | 'POST' | 'DELETE'; url: string; headers?: Record<string, string>; payload?: string | object; status: number; code: string; msg?: string };
 
@@ -114,8 +115,7 @@ describe('validation: dot segments over a real socket', () => {
 
 describe('validation: 1,000 garbage requests at once', () => {
   it('each gets a 4xx in the error shape and the server still serves', async () => {
-    const seed = Number(process.env.FUZZ_SEED ?? Date.now() % 2 ** 31);
-    console.log(`FUZZ_SEED=${seed} (replay: FUZZ_SEED=${seed} node --import tsx --test test/api/validation.test.ts)`);
+    const seed = testSeed('FUZZ_SEED', { what: '1,000 garbage requests', replay: 'node --test dist/test/api/validation.test.js' });
     const { app, service } = makeApp();
     try {
       const segment = fc.oneof(

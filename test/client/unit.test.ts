@@ -5,6 +5,7 @@ import { describe, it, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { parseDuration, formatDuration, DurationError } from '@raftlock/client';
+import { MAX_DURATION_MS } from '@raftlock/client/duration';
 import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '@raftlock/client/internal';
 import {
   errorFromResponse, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
@@ -22,9 +23,12 @@ describe('parseDuration', () => {
     assert.equal(parseDuration('250'), 250);
     assert.equal(parseDuration(' 2s '), 2000);
     assert.equal(parseDuration('0s'), 0);
+    // the bound is the log's (MAX_DURATION_MS, 2^31-1 ms): any max_hold_ms the API takes can be typed
+    assert.equal(parseDuration('596h'), 2_145_600_000);
+    assert.equal(parseDuration('2147483647'), MAX_DURATION_MS);
   });
   it('refuses everything else with the input quoted', () => {
-    for (const bad of ['', 's', '10q', '-1s', '1e3', '10 s', '1.0005s', '25h', 'NaN', '0x10']) {
+    for (const bad of ['', 's', '10q', '-1s', '1e3', '10 s', '1.0005s', '597h', '2147483648', 'NaN', '0x10']) {
       assert.throws(() => parseDuration(bad, '--ttl'), (e: unknown) => e instanceof DurationError && e.message.startsWith('--ttl:') && e.message.includes(JSON.stringify(bad)), bad);
     }
   });

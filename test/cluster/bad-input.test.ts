@@ -10,7 +10,8 @@ import { ClusterHarness, eventually } from '../support/cluster-harness.js';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { encodeEnvelope } from '../../src/transport/codec.js';
 import { CONTENT_TYPE as PEER_CONTENT_TYPE, MESSAGES_PATH, SNAPSHOT_PATH } from '../../src/transport/peer-server.js';
-import { assertClientError, gauge, parsePrometheus, rawHttp, rawTcp, readOk, testSeed } from './helpers.js';
+import { assertClientError, gauge, parsePrometheus, rawHttp, rawTcp, readOk } from './helpers.js';
+import { testSeed } from '../support/seed.js';
 
 const J = { 'content-type': 'application/json' };
 const MIN_TTL = 100;
@@ -198,8 +199,7 @@ describe('bad input against real nodes (3-node cluster)', { timeout: 120_000 }, 
   });
 
   it('1,000 seeded garbage requests at once: every answer a 4xx in the error shape, nothing applied, the nodes keep serving', async (t) => {
-    const seed = testSeed();
-    t.diagnostic(`seed ${seed} (replay: RAFTLOCK_TEST_SEED=${seed})`);
+    const seed = testSeed('RAFTLOCK_TEST_SEED', { what: '1,000 garbage requests', print: (l) => t.diagnostic(l) });
     const rng = seededRng(seed);
     const l = await h.waitForLeader(10_000);
     const sessionsBefore = await gauge(h, l, 'raftlock_sessions_active');
@@ -235,7 +235,7 @@ describe('bad input against real nodes (3-node cluster)', { timeout: 120_000 }, 
     const termBefore = (await h.view(l)).term;
     const f = ids.find((x) => x !== l)!;
     const P = { 'content-type': PEER_CONTENT_TYPE };
-    const rng = seededRng(testSeed());
+    const rng = seededRng(testSeed('RAFTLOCK_TEST_SEED', { what: 'peer-port garbage', print: (l) => t.diagnostic(l) }));
     /** every refusal below is for one reason only: the rest of the envelope is well-formed,
      *  a heartbeat from a real member, addressed to `target` */
     const casesFor = (target: string) => {

@@ -184,14 +184,6 @@ export function rawTcp(baseUrl: string, bytes: Uint8Array, timeoutMs = 5000): Pr
   });
 }
 
-/** The seed of a randomized test: RAFTLOCK_TEST_SEED replays a run; printed either way. */
-export function testSeed(): number {
-  const env = process.env.RAFTLOCK_TEST_SEED;
-  const seed = env !== undefined && env !== '' ? Number(env) : Math.floor(Math.random() * 2 ** 32);
-  assert.ok(Number.isSafeInteger(seed) && seed >= 0, `RAFTLOCK_TEST_SEED must be a non-negative integer, got ${env}`);
-  return seed;
-}
-
 /**
  * A linearizable read that must succeed: 503 (no leader for a moment) and 504 (the quorum
  * round timed out on an overloaded machine) say "try again" in the contract, so retry them

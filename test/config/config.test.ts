@@ -5,6 +5,8 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
+import { DurationError, parseDuration } from '@raftlock/client';
+import { MAX_DURATION_MS } from '@raftlock/client/duration';
 import { ConfigError, loadConfig, parseConfig, parseDurationMs, pathForNode, resolveNode } from '../../src/config.js';
 import { DEFAULT_CLUSTER_FILE } from '../../src/cli/default-cluster.js';
 
@@ -58,6 +60,24 @@ describe('config: good files', () => {
     assert.equal(c.session.defaultTtlMs, 90_000);
     assert.equal(c.session.maxTtlMs, 3_600_000);
     assert.equal(parseDurationMs('0.5ms'), 'expected milliseconds (a number, or a string like "500ms"/"10s"), got "0.5ms"');
+  });
+
+  it('durations: the file and the command line share one grammar (a bare "500" is 500 ms) and one bound, 2^31-1 ms', () => {
+    for (const text of ['500', ' 2s ', '0', '1.5m', '596h', '2147483647', '2147483648', '597h', '0.5ms', '1e3', '-1s', '10 s', 'fast', '']) {
+      let cli: number | string;
+      try {
+        cli = parseDuration(text, '--ttl');
+      } catch (e) {
+        cli = e instanceof DurationError ? 'refused' : String(e);
+      }
+      const file = parseDurationMs(text);
+      assert.equal(typeof file === 'number' ? file : 'refused', cli, JSON.stringify(text));
+    }
+    assert.equal(parseDurationMs(MAX_DURATION_MS), MAX_DURATION_MS);
+    assert.equal(parseDurationMs(MAX_DURATION_MS + 1), `must be at most 2147483647 ms (about 24.8 days), got ${MAX_DURATION_MS + 1}`);
+    const j = base();
+    j.heartbeat_ms = '150';
+    assert.equal(parseConfig(j, '/x/cluster.config.json').heartbeatMs, 150);
   });
 
   it('security blocks: paths resolve against the config folder, {node} kept; https URLs required', () => {

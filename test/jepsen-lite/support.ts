@@ -6,10 +6,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { defaultOptions, runJepsen, summaryText, type RunOptions, type RunSummary } from './run.js';
+import { freshSeed, seedFromEnv } from '../support/seed.js';
 
+/** JEPSEN_SEED, else a fresh seed (test/support/seed.ts); runForTest prints it with both ways to replay */
 export function testSeed(): number {
-  const s = process.env.JEPSEN_SEED;
-  return s !== undefined && /^\d+$/.test(s) ? Number(s) : Math.floor(Math.random() * 1_000_000);
+  return seedFromEnv('JEPSEN_SEED') ?? freshSeed();
 }
 
 export async function runForTest(t: TestContext, over: Partial<RunOptions>): Promise<{ summary: RunSummary; text: string }> {

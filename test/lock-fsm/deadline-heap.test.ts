@@ -3,10 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DeadlineHeap } from '../../src/lock-fsm/deadline-heap.js';
 import { seededRng } from '../../src/raft/core/rng.js';
+import { testSeed } from '../support/seed.js';
 
 test('DeadlineHeap pops by deadline, ties in insertion order', () => {
-  const seed = Number(process.env['HEAP_SEED'] ?? (Date.now() >>> 0));
-  console.log(`deadline-heap test seed=${seed} (replay: HEAP_SEED=${seed})`);
+  const seed = testSeed('HEAP_SEED', { what: 'deadline-heap', replay: 'node --test dist/test/lock-fsm/deadline-heap.test.js' });
   const rng = seededRng(seed);
   const h = new DeadlineHeap<number>();
   const ref: { atMs: number; value: number }[] = [];

@@ -17,10 +17,10 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Command } from '../../src/lock-fsm/index.js';
 import { LOCK_QUEUE, assertMatchesModel, checkFifo, compact, maybe, sessionCommands, stepsOf } from './model-property.js';
+import { testSeed } from '../support/seed.js';
 
-const seed = process.env['FSM_SEED'] !== undefined ? Number(process.env['FSM_SEED']) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const runs = Number(process.env['FSM_RUNS'] ?? 150);
-console.log(`election property tests: seed=${seed} runs=${runs} (replay: FSM_SEED=${seed})`);
+const seed = testSeed('FSM_SEED', { what: `election property tests, ${runs} runs`, replay: 'node --test dist/test/lock-fsm/elections.property.test.js' });
 
 const SIDS = ['s0', 's1', 's2', 's3'];
 const NAMES = ['e', 'f'];

@@ -16,14 +16,14 @@ import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope,
 import type { StateV1 } from '../../src/lock-fsm/snapshot.js';
 import { Model, type ModelLimits } from './model.js';
 import { compact, maybe } from './model-property.js';
+import { testSeed } from '../support/seed.js';
 
 const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, bundleStrings: false });
 const encode = (v: unknown): Uint8Array => packr.pack(v);
 const decode = (b: Uint8Array): unknown => packr.unpack(b);
 
-const seed = process.env['FSM_SEED'] !== undefined ? Number(process.env['FSM_SEED']) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const runs = Number(process.env['FSM_RUNS'] ?? 250);
-console.log(`lock-fsm property tests: seed=${seed} runs=${runs} (replay: FSM_SEED=${seed})`);
+const seed = testSeed('FSM_SEED', { what: `lock-fsm property tests, ${runs} runs`, replay: 'node --test dist/test/lock-fsm/fsm.property.test.js' });
 
 const sid = fc.constantFrom('s0', 's1', 's2', 's3');
 const name = fc.constantFrom('a', 'b', 'c', 'a/x');

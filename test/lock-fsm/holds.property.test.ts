@@ -22,10 +22,10 @@ import { Lessor, LockFsm, assertFsmInvariants, exportState, type Command, type E
 import { SharedModel } from './shared-model.js';
 import { decode, encode } from './helpers.js';
 import { compact } from './model-property.js';
+import { testSeed } from '../support/seed.js';
 
-const seed = process.env['FSM_SEED'] !== undefined ? Number(process.env['FSM_SEED']) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const runs = Number(process.env['FSM_RUNS'] ?? 100);
-console.log(`revoke/max-hold property tests: seed=${seed} runs=${runs} (replay: FSM_SEED=${seed})`);
+const seed = testSeed('FSM_SEED', { what: `revoke/max-hold property tests, ${runs} runs`, replay: 'node --test dist/test/lock-fsm/holds.property.test.js' });
 
 const SIDS = ['s0', 's1', 's2', 's3'];
 const NAMES = ['a', 'b'];

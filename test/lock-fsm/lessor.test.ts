@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { Lessor, LockFsm, type Command, type FsmEvent } from '../../src/lock-fsm/index.js';
 import { seededRng } from '../../src/raft/core/rng.js';
 import { Log } from './helpers.js';
+import { testSeed } from '../support/seed.js';
 
 const TICK = 100;
 
@@ -34,8 +35,7 @@ class Leader {
 }
 
 test('sessions never expire early and expire within one tick of their deadline (random renewals)', () => {
-  const seed = Number(process.env['LESSOR_SEED'] ?? (Date.now() >>> 0));
-  console.log(`lessor renewal test seed=${seed} (replay: LESSOR_SEED=${seed})`);
+  const seed = testSeed('LESSOR_SEED', { what: 'lessor renewals', replay: 'node --test dist/test/lock-fsm/lessor.test.js' });
   const rng = seededRng(seed);
   const L = new Leader();
   const lastRenew = new Map<string, number>();

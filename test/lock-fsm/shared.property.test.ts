@@ -15,10 +15,10 @@ import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import type { Command } from '../../src/lock-fsm/index.js';
 import { LOCK_QUEUE, SEMAPHORE_QUEUE, assertMatchesModel, checkFifo, compact, maybe, sessionCommands, stepsOf } from './model-property.js';
+import { testSeed } from '../support/seed.js';
 
-const seed = process.env['FSM_SEED'] !== undefined ? Number(process.env['FSM_SEED']) : (Date.now() ^ (process.pid << 8)) >>> 0;
 const runs = Number(process.env['FSM_RUNS'] ?? 200);
-console.log(`shared-lock/semaphore property tests: seed=${seed} runs=${runs} (replay: FSM_SEED=${seed})`);
+const seed = testSeed('FSM_SEED', { what: `shared-lock/semaphore property tests, ${runs} runs`, replay: 'node --test dist/test/lock-fsm/shared.property.test.js' });
 
 const SIDS = ['s0', 's1', 's2', 's3', 's4'];
 const NAMES = ['a', 'b'];

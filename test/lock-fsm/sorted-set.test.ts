@@ -3,10 +3,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SortedStringSet } from '../../src/lock-fsm/sorted-set.js';
 import { seededRng } from '../../src/raft/core/rng.js';
+import { testSeed } from '../support/seed.js';
 
 test('SortedStringSet matches a sorted array under random adds, deletes and range scans', () => {
-  const seed = Number(process.env['SORTED_SEED'] ?? (Date.now() >>> 0));
-  console.log(`sorted-set test seed=${seed} (replay: SORTED_SEED=${seed})`);
+  const seed = testSeed('SORTED_SEED', { what: 'sorted-set', replay: 'node --test dist/test/lock-fsm/sorted-set.test.js' });
   const rng = seededRng(seed);
   const set = new SortedStringSet();
   const ref = new Set<string>();

@@ -10,6 +10,7 @@ import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import type { OpsService } from '../../src/api/ops-service.js';
 import { makeApp } from '../api/helpers.js';
+import { testSeed } from '../support/seed.js';
 
 type Json = Record<string, unknown>;
 
@@ -133,8 +134,7 @@ describe('OpenAPI document', () => {
     const check = validatorFor(await documentOf(app));
     const value = fc.oneof(fc.integer({ min: -10, max: 400_000 }), fc.constantFrom(0, 1000, 3_600_000, 3_600_001, 300_000, 300_001, 1.5), fc.string({ maxLength: 8 }), fc.boolean(), fc.constant(null));
     const body = fc.dictionary(fc.constantFrom('session_id', 'ttl_ms', 'wait_ms', 'owner', 'extra'), value, { maxKeys: 4 });
-    const seed = Number(process.env.FC_SEED ?? Date.now() % 1_000_000);
-    console.log(`# openapi property seed ${seed} (replay with FC_SEED=${seed})`);
+    const seed = testSeed('FC_SEED', { what: 'openapi property', replay: 'node --test dist/test/ops/openapi.test.js' });
     await fc.assert(
       fc.asyncProperty(body, async (b) => {
         const res = await app.inject({ method: 'POST', url: '/v1/locks/p/acquire', payload: b });

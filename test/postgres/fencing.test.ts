@@ -13,7 +13,7 @@ import { promisify } from 'node:util';
 import pg from 'pg';
 import { ClusterHarness, eventually, repoRoot } from '../support/cluster-harness.js';
 import { findPostgresBin, startPostgres, type PgServer } from '../support/postgres.js';
-import { envInt } from '../support/env.js';
+import { testSeed } from '../support/seed.js';
 import { fencedQuery, InvalidRequestError, StaleFencingTokenError } from '../../src/index.js';
 
 const bin = findPostgresBin();
@@ -172,8 +172,7 @@ describe('PostgreSQL fencing (raftlock_fence, fencedQuery)', { skip }, () => {
   });
 
   it('8 concurrent writers with interleaved tokens: the highest token wins, stale ones get RLF01, no lost update', async () => {
-    const seed = envInt('RAFTLOCK_PG_SEED', Math.floor(Math.random() * 2 ** 31));
-    console.log(`# 8 writers: seed ${seed} (replay: RAFTLOCK_PG_SEED=${seed})`);
+    const seed = testSeed('RAFTLOCK_PG_SEED', { what: '8 writers', replay: 'node --test dist/test/postgres/fencing.test.js' });
     const rand = rng(seed);
     await db.query("CREATE TABLE account (id int PRIMARY KEY, balance int NOT NULL, tokens bigint[] NOT NULL DEFAULT '{}')");
     await db.query('INSERT INTO account (id, balance) VALUES (1, 0)');

@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import { Network, enc } from './harness.js';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import type { Message, NodeId, TraceEvent } from '../../src/raft/core/types.js';
+import { freshSeed, seedFromEnv } from '../support/seed.js';
 
 interface Checks {
   leaderOfTerm: Map<number, NodeId>;
@@ -127,8 +128,11 @@ function runSeed(seed: number, steps: number): void {
 }
 
 test('randomized: safety under loss, reordering, duplication, partitions, restarts, compaction, churn', () => {
-  const fixed = process.env['RAFT_SEED'];
-  const seeds = fixed ? [Number(fixed)] : Array.from({ length: 40 }, (_, k) => Date.now() % 100_000 * 100 + k);
+  // RAFT_SEED=N replays seed N alone; otherwise 40 seeds from a fresh base
+  const fixed = seedFromEnv('RAFT_SEED');
+  const base = fixed ?? freshSeed();
+  const seeds = fixed !== undefined ? [fixed] : Array.from({ length: 40 }, (_, k) => base + k);
+  console.log(`# randomized Raft safety: seeds ${base}..${base + seeds.length - 1} (replay one: RAFT_SEED=N node --test dist/test/raft/random.test.js)`);
   for (const seed of seeds) {
     try {
       runSeed(seed, 1500);

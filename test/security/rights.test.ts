@@ -120,7 +120,7 @@ describe('tokens.json validation', () => {
   const h = sha256Hex('x');
   const bad: [string, unknown, RegExp][] = [
     ['not an object', [], /tokens\.json: .*expected object/],
-    ['unknown field', { tokens: [], extra: 1 }, /Unrecognized key/i],
+    ['unknown field', { tokens: [], extra: 1 }, /tokens\.json: extra: unknown field/],
     ['bad hash', { tokens: [{ name: 'a', sha256: 'abc', rights: [] }] }, /tokens\[0\]\.sha256: must be 64 hex/],
     ['bad name', { tokens: [{ name: 'a b', sha256: h, rights: [] }] }, /tokens\[0\]\.name/],
     ['bad right', { tokens: [{ name: 'a', sha256: h, rights: [{ prefix: '', allow: ['write'] }] }] }, /tokens\[0\]\.rights\[0\]\.allow\[0\]/],

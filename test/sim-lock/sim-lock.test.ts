@@ -7,12 +7,13 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runLockSchedule } from './simulate.js';
 import { formatLockFailure } from './report.js';
-import { envInt, envSeed } from '../support/env.js';
+import { envInt } from '../support/env.js';
+import { testSeed } from '../support/seed.js';
 import type { LockMutations } from './node.js';
 
 const schedules = envInt('SIM_LOCK_SCHEDULES', 120);
 const ticks = envInt('SIM_LOCK_TICKS', 1500);
-const base = envSeed('SIM_LOCK_SEED', 1);
+const base = testSeed('SIM_LOCK_SEED', { what: 'lock simulation sweep (first seed)', fallback: 1 });
 
 test(`lock simulation: ${schedules} schedules of ${ticks} fault ticks from SEED=${base}`, { timeout: 10 * 60_000 }, async () => {
   const t0 = performance.now();

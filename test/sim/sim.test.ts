@@ -9,12 +9,13 @@ import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { runPool } from './pool.js';
 import { runSchedule } from './simulate.js';
-import { envInt, envSeed } from '../support/env.js';
+import { envInt } from '../support/env.js';
+import { testSeed } from '../support/seed.js';
 import { parseMutations } from './mutations.js';
 
 const schedules = envInt('SIM_SCHEDULES', 2000);
 const ticks = envInt('SIM_TICKS', 2000);
-const base = envSeed('SIM_SEED', 1);
+const base = testSeed('SIM_SEED', { what: 'simulation sweep (first seed)', fallback: 1 });
 const mutations = parseMutations(process.env['SIM_MUTATIONS']);
 
 test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEED=${base}${mutations.length > 0 ? ` with mutations ${mutations.join(',')}` : ''}`, { timeout: 20 * 60_000 }, async () => {

@@ -8,7 +8,8 @@ import { MemoryStorage, StorageAssertionError } from '../../src/raft/core/storag
 import type { DurableStorage } from '../../src/raft/core/storage.js';
 import { LevelStorage } from '../../src/raft/storage/level-storage.js';
 import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
-import { SEED_CONF, dump, entry, genOp, seedFromEnv, snapshotAt, tempDir, type ReadableStorage } from './helpers.js';
+import { SEED_CONF, dump, entry, genOp, snapshotAt, tempDir, type ReadableStorage } from './helpers.js';
+import { testSeed } from '../support/seed.js';
 
 type Subject = DurableStorage & ReadableStorage;
 
@@ -168,8 +169,7 @@ for (const fx of fixtures) {
       }));
 
     test('random Raft-valid writes match the MemoryStorage model (seeded)', async () => {
-      const seed = seedFromEnv('STORAGE_SEED');
-      console.log(`storage contract ${fx.name}: STORAGE_SEED=${seed}`);
+      const seed = testSeed('STORAGE_SEED', { what: `storage contract ${fx.name}`, replay: 'node --test dist/test/storage/contract.test.js' });
       const rng = seededRng(seed);
       const model = new MemoryStorage(SEED_CONF);
       let s = await fx.create();

@@ -18,13 +18,6 @@ export function tempDir(prefix: string): { dir: string; remove: () => void } {
   return { dir, remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
-export function seedFromEnv(name: string): number {
-  const v = process.env[name];
-  const seed = v !== undefined && v !== '' ? Number(v) : Math.floor(Math.random() * 2 ** 31);
-  if (!Number.isSafeInteger(seed)) throw new Error(`${name}=${v} is not an integer seed`);
-  return seed;
-}
-
 export function bytes(rng: Rng, n: number): Uint8Array {
   const b = new Uint8Array(n);
   for (let i = 0; i < n; i++) b[i] = rng.int(0, 256);

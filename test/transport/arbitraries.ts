@@ -2,13 +2,11 @@
 // seed convention shared by the transport's property tests.
 import fc from 'fast-check';
 import type { Entry, EntryKind, Message, Snapshot } from '../../src/raft/core/types.js';
+import { testSeed } from '../support/seed.js';
 
-/** FC_SEED=<n> replays a run; otherwise a fresh seed is drawn and printed */
+/** FC_SEED=<n> replays a run; otherwise a fresh seed is drawn and printed (test/support/seed.ts) */
 export function seedFor(name: string): number {
-  const fromEnv = process.env['FC_SEED'];
-  const seed = fromEnv !== undefined ? Number(fromEnv) : Math.floor(Math.random() * 2 ** 31);
-  console.log(`# ${name}: seed=${seed} (replay with FC_SEED=${seed})`);
-  return seed;
+  return testSeed('FC_SEED', { what: name });
 }
 
 const MAX = 2 ** 52;

@@ -13,6 +13,7 @@
 import { Agent, request, type Dispatcher } from 'undici';
 import { EndpointSet, parseRetryAfter } from './endpoints.js';
 import { errorFromResponse, OutcomeUnknownError, RaftlockError, TooManyRequestsError, UnavailableError } from './errors.js';
+import { NOT_SENT_CODES } from './not-sent.js';
 
 export type RetryMode = 'read' | 'renewal' | 'keyed';
 
@@ -60,12 +61,6 @@ export interface HttpOptions {
   dispatcher?: Dispatcher;
 }
 
-/** Connection errors raised before any byte of the request could leave (nothing applied). */
-const NOT_SENT_CODES = new Set([
-  'ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'EADDRNOTAVAIL',
-  'UND_ERR_CONNECT_TIMEOUT', 'ERR_TLS_CERT_ALTNAME_INVALID', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
-  'DEPTH_ZERO_SELF_SIGNED_CERT', 'CERT_HAS_EXPIRED', 'SELF_SIGNED_CERT_IN_CHAIN',
-]);
 /** Retries with less time than this left are not started. */
 const MIN_ATTEMPT_MS = 25;
 /** Bodies larger than this are refused: the largest legal answer (ls of 10000 locks) is far below. */

@@ -4,3 +4,4 @@ export { HttpCaller } from './http.js';
 export type { Answer, CallSpec } from './http.js';
 export { EndpointSet, normalizeEndpoint, parseRetryAfter } from './endpoints.js';
 export { decodeCluster } from './wire.js';
+export { NOT_SENT_CODES } from './not-sent.js';

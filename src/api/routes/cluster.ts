@@ -6,9 +6,9 @@ import { ApiError } from '../errors.js';
 import { Forwarder } from '../forward.js';
 import type { LeaderOp, RequestContext } from '../service.js';
 import { assertMemberId, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { forwardOptions, onLeader, type RouteEnv } from './context.js';
+import { forwardOptions, onLeader, type RouteEnv, type RoutePluginOptions } from './context.js';
 
-export function clusterRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function clusterRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
 
   app.get('/v1/cluster', async (req) => {

@@ -1,5 +1,7 @@
 // What every route shares: the service, the forwarder, validation schemas and the one
-// place that decides "serve here, or relay to the leader".
+// place that decides "serve here, or relay to the leader". Each file of routes/ is one
+// fastify plugin: src/api/server.ts registers them after the hooks, parsers and error
+// handlers every route inherits.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { Forwarder, type ForwardOptions } from '../forward.js';
@@ -17,6 +19,12 @@ export interface RouteEnv {
   forwarder: Forwarder;
   schemas: BodySchemas;
   authorize?: Authorizer;
+}
+
+/** What buildServer passes every route plugin (app.register(lockRoutes, { env })); a
+ *  plugin that needs more takes these and its own fields. */
+export interface RoutePluginOptions {
+  env: RouteEnv;
 }
 
 declare module 'fastify' {

@@ -4,29 +4,17 @@
 // segment being the action when it is campaign|proclaim|resign. The rights are a lock's:
 // `lock` on the name to campaign, proclaim or resign, `read` to look.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ApiError, invalid } from '../errors.js';
-import { assertLockName, decodeSegment, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { ApiError } from '../errors.js';
+import { parseBody, parseQuery, querySchemas } from '../validate.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
+import { parseNamedPath } from './named-path.js';
 
-const ACTIONS = new Set(['campaign', 'proclaim', 'resign']);
-type Action = 'get' | 'campaign' | 'proclaim' | 'resign';
+const ACTIONS = new Set(['campaign', 'proclaim', 'resign'] as const);
 
-/** "/v1/elections/a/b%2Fc/campaign?x" → { name: "a/b/c", action: "campaign" } */
-export function parseElectionPath(rawUrl: string): { name: string; action: Action } {
-  const path = rawUrl.split('?', 1)[0] ?? '';
-  const rest = path.slice('/v1/elections/'.length);
-  const segs = rest.split('/');
-  let action: Action = 'get';
-  if (segs.length > 1 && ACTIONS.has(segs[segs.length - 1] as string)) action = segs.pop() as Action;
-  if (rest.length > 3 * 256 + 16) throw invalid('path.name', 'election name is longer than 256 bytes');
-  const name = segs.map((s) => decodeSegment(s, 'path.name')).join('/');
-  return { name: assertLockName(name), action };
-}
-
-export function electionRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function electionRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    const { name, action } = parseElectionPath(req.raw.url ?? '');
+    const { name, action } = parseNamedPath(req.raw.url ?? '', '/v1/elections/', ACTIONS, 'election');
     req.routeLabel = action === 'get' ? '/v1/elections/{name}' : `/v1/elections/{name}/${action}`;
     if (req.method !== (action === 'get' ? 'GET' : 'POST')) throw new ApiError('not_found', `no route ${req.method} ${req.routeLabel}`);
     const elections = service.elections;

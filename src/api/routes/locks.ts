@@ -1,41 +1,21 @@
 // Locks (spec §3 "Locks"). Lock names may contain "/", so one wildcard route takes
-// everything under /v1/locks/ and splits the RAW path itself: the last raw segment is the
-// action when it is acquire|renew|release|check|revoke, every other segment belongs to the name.
-// A "/" inside a name may be sent raw or as %2F; a name whose last segment is itself an
-// action word must encode that slash (GET /v1/locks/jobs%2Fcheck reads lock "jobs/check").
+// everything under /v1/locks/ and splits the raw path (routes/named-path.ts): the last raw
+// segment is the action when it is acquire|renew|release|check|revoke.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
-import { invalid } from '../errors.js';
-import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { DEFAULT_LIST_LIMIT, parseBody, parseQuery, querySchemas } from '../validate.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
+import { namePrefix, parseNamedPath } from './named-path.js';
 
-const ACTIONS = new Set(['acquire', 'renew', 'release', 'check', 'revoke']);
-type Action = 'get' | 'acquire' | 'renew' | 'release' | 'check' | 'revoke';
+const ACTIONS = new Set(['acquire', 'renew', 'release', 'check', 'revoke'] as const);
 
-/** "/v1/locks/a/b%2Fc/acquire?x" → { name: "a/b/c", action: "acquire" } */
-export function parseLockPath(rawUrl: string): { name: string; action: Action } {
-  const path = rawUrl.split('?', 1)[0] ?? '';
-  const rest = path.slice('/v1/locks/'.length);
-  const segs = rest.split('/');
-  let action: Action = 'get';
-  if (segs.length > 1 && ACTIONS.has(segs[segs.length - 1] as string)) action = segs.pop() as Action;
-  // Bound the work before decoding: a 256-byte name is at most 768 encoded bytes.
-  if (rest.length > 3 * 256 + 16) throw invalid('path.name', 'lock name is longer than 256 bytes');
-  const name = segs.map((s) => decodeSegment(s, 'path.name')).join('/');
-  return { name: assertLockName(name), action };
-}
-
-export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function lockRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
 
   app.get('/v1/locks', async (req, reply) => {
     req.routeLabel = '/v1/locks';
     const q = parseQuery(querySchemas.list, req.query);
-    const prefix = q.prefix ?? '';
-    if (prefix !== '') {
-      const p = lockNameProblem(prefix, 'prefix');
-      if (p) throw invalid('query.prefix', p);
-    }
+    const prefix = namePrefix(q.prefix);
     const consistency = q.consistency ?? 'linearizable';
     return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) => ({
       locks: await service.listLocks(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx),
@@ -43,7 +23,7 @@ export function lockRoutes(app: FastifyInstance, env: RouteEnv): void {
   });
 
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    const { name, action } = parseLockPath(req.raw.url ?? '');
+    const { name, action } = parseNamedPath(req.raw.url ?? '', '/v1/locks/', ACTIONS, 'lock');
     req.routeLabel = action === 'get' ? '/v1/locks/{name}' : `/v1/locks/{name}/${action}`;
     const method = req.method;
     const want = action === 'get' || action === 'check' ? 'GET' : 'POST';

@@ -3,9 +3,9 @@
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../../metrics.js';
 import { ApiError } from '../errors.js';
-import type { RouteEnv } from './context.js';
+import type { RoutePluginOptions } from './context.js';
 
-export function opsRoutes(app: FastifyInstance, env: RouteEnv, metrics: Metrics): void {
+export async function opsRoutes(app: FastifyInstance, { env, metrics }: RoutePluginOptions & { metrics: Metrics }): Promise<void> {
   app.get('/healthz', async () => ({ status: 'ok' }));
 
   app.get('/readyz', async () => {

@@ -4,26 +4,14 @@
 // lock's: `lock` on the name to acquire, release or resize, `read` to look, `admin` to revoke.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
-import { assertLockName, decodeSegment, DEFAULT_LIST_LIMIT, lockNameProblem, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { DEFAULT_LIST_LIMIT, parseBody, parseQuery, querySchemas } from '../validate.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
+import { namePrefix, parseNamedPath } from './named-path.js';
 
-const ACTIONS = new Set(['acquire', 'release', 'limit', 'revoke']);
-type Action = 'get' | 'acquire' | 'release' | 'limit' | 'revoke';
-const METHOD: Record<Action, string> = { get: 'GET', acquire: 'POST', release: 'POST', limit: 'PUT', revoke: 'POST' };
+const ACTIONS = new Set(['acquire', 'release', 'limit', 'revoke'] as const);
+const METHOD = { get: 'GET', acquire: 'POST', release: 'POST', limit: 'PUT', revoke: 'POST' } as const;
 
-/** "/v1/semaphores/a/b%2Fc/acquire?x" → { name: "a/b/c", action: "acquire" } */
-export function parseSemaphorePath(rawUrl: string): { name: string; action: Action } {
-  const path = rawUrl.split('?', 1)[0] ?? '';
-  const rest = path.slice('/v1/semaphores/'.length);
-  const segs = rest.split('/');
-  let action: Action = 'get';
-  if (segs.length > 1 && ACTIONS.has(segs[segs.length - 1] as string)) action = segs.pop() as Action;
-  if (rest.length > 3 * 256 + 16) throw invalid('path.name', 'semaphore name is longer than 256 bytes');
-  const name = segs.map((s) => decodeSegment(s, 'path.name')).join('/');
-  return { name: assertLockName(name), action };
-}
-
-export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function semaphoreRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
 
   // the list, as GET /v1/locks (routes/locks.ts): the same query, right and read rules
@@ -32,18 +20,14 @@ export function semaphoreRoutes(app: FastifyInstance, env: RouteEnv): void {
     const q = parseQuery(querySchemas.list, req.query);
     const sems = service.semaphores;
     if (sems === undefined) throw new ApiError('not_found', 'this node does not serve semaphores');
-    const prefix = q.prefix ?? '';
-    if (prefix !== '') {
-      const p = lockNameProblem(prefix, 'prefix');
-      if (p) throw invalid('query.prefix', p);
-    }
+    const prefix = namePrefix(q.prefix);
     const consistency = q.consistency ?? 'linearizable';
     return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) => ({
       semaphores: await sems.list(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx),
     }));
   });
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
-    const { name, action } = parseSemaphorePath(req.raw.url ?? '');
+    const { name, action } = parseNamedPath(req.raw.url ?? '', '/v1/semaphores/', ACTIONS, 'semaphore');
     req.routeLabel = action === 'get' ? '/v1/semaphores/{name}' : `/v1/semaphores/{name}/${action}`;
     if (req.method !== METHOD[action]) throw new ApiError('not_found', `no route ${req.method} ${req.routeLabel}`);
     const sems = service.semaphores;

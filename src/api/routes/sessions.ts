@@ -1,9 +1,9 @@
 // Sessions (spec §3 "Sessions (TTL leases)").
 import type { FastifyInstance } from 'fastify';
 import { assertSessionId, parseBody, parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
 
-export function sessionRoutes(app: FastifyInstance, env: RouteEnv): void {
+export async function sessionRoutes(app: FastifyInstance, { env }: RoutePluginOptions): Promise<void> {
   const { service, schemas } = env;
 
   app.post('/v1/sessions', async (req, reply) => {

@@ -6,9 +6,9 @@ import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { OpsService } from '../ops-service.js';
 import { parseQuery, querySchemas } from '../validate.js';
-import { onLeader, type RouteEnv } from './context.js';
+import { onLeader, type RoutePluginOptions } from './context.js';
 
-export function snapshotRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsService | undefined): void {
+export async function snapshotRoutes(app: FastifyInstance, { env, ops }: RoutePluginOptions & { ops?: OpsService | undefined }): Promise<void> {
   app.get('/v1/snapshot', async (req, reply) => {
     parseQuery(querySchemas.none, req.query);
     return onLeader(env, req, reply, { right: 'admin' }, async (ctx) => {

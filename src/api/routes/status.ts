@@ -8,12 +8,12 @@ import type { MemberProbe } from '../member-probe.js';
 import type { OpsService } from '../ops-service.js';
 import { parseQuery, querySchemas } from '../validate.js';
 import type { HolderView, LockView } from '../service.js';
-import type { RouteEnv } from './context.js';
+import type { RoutePluginOptions } from './context.js';
 
 /** the page lists at most this many locks, and this many semaphores (the counts are exact) */
 export const STATUS_MAX_LOCKS = 500;
 
-export function statusRoutes(app: FastifyInstance, env: RouteEnv, ops: OpsService | undefined, probe: MemberProbe): void {
+export async function statusRoutes(app: FastifyInstance, { env, ops, probe }: RoutePluginOptions & { ops?: OpsService | undefined; probe: MemberProbe }): Promise<void> {
   app.get('/v1/status', async (req) => {
     parseQuery(querySchemas.none, req.query);
     // every lock name shows up: the token needs read over the whole name space

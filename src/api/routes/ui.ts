@@ -24,7 +24,7 @@ function asset(reply: FastifyReply, type: string, body: string): FastifyReply {
     .send(body);
 }
 
-export function uiRoutes(app: FastifyInstance, limits: ApiLimits): void {
+export async function uiRoutes(app: FastifyInstance, { limits }: { limits: ApiLimits }): Promise<void> {
   let doc: Record<string, unknown> | null = null;
   let docs: string | null = null;
   const openapi = (): Record<string, unknown> => (doc ??= openApiDocument(limits, raftlockVersion()));

@@ -4,22 +4,19 @@
 // to the socket and sees its backlog (writableLength) to cut off a reader that lags.
 import type { FastifyInstance } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
-import { lockNameProblem, parseQuery, querySchemas } from '../validate.js';
+import { parseQuery, querySchemas } from '../validate.js';
 import { WATCH_STREAM_BUFFER_BYTES, type WatchFeed, type WatchSink, type WatchSubscription } from '../watch-feed.js';
-import type { RouteEnv } from './context.js';
+import type { RoutePluginOptions } from './context.js';
+import { namePrefix } from './named-path.js';
 
 const LAST_EVENT_ID_RE = /^\d{1,16}$/;
 
-export function watchRoutes(app: FastifyInstance, env: RouteEnv, feed: WatchFeed | undefined, bufferBytes = WATCH_STREAM_BUFFER_BYTES): void {
+export async function watchRoutes(app: FastifyInstance, { env, feed, bufferBytes = WATCH_STREAM_BUFFER_BYTES }: RoutePluginOptions & { feed?: WatchFeed | undefined; bufferBytes?: number | undefined }): Promise<void> {
   app.get('/v1/watch', async (req, reply) => {
     req.routeLabel = '/v1/watch';
     if (!feed) throw new ApiError('not_found', 'this server has no watch feed');
     const q = parseQuery(querySchemas.watch, req.query);
-    const prefix = q.prefix ?? '';
-    if (prefix !== '') {
-      const p = lockNameProblem(prefix, 'prefix');
-      if (p) throw invalid('query.prefix', p);
-    }
+    const prefix = namePrefix(q.prefix);
     let fromIndex: number | null = q.from_index ?? null;
     const lastId = req.headers['last-event-id'];
     if (fromIndex === null && lastId !== undefined) {
