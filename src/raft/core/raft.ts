@@ -8,7 +8,8 @@
 import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validIncarnation, validNodeId } from './conf.js';
 import { countsUnder, mayGrant, standingOf, unanimous } from './incarnation.js';
 import { RaftLog } from './log.js';
-import { assert, Progress } from './progress.js';
+import { assert } from './assert.js';
+import { Progress } from './progress.js';
 import { committedIndex, hasQuorum, voteResult } from './quorum.js';
 import { ReadOnly } from './read-only.js';
 import type { Rng } from './rng.js';
@@ -77,7 +78,9 @@ export interface RaftConfig {
  *  (campaignConf): the learner rule is for a dead end no voter can leave, not a race */
 const LEARNER_PATIENCE = 3;
 
-export class RaftConfigError extends Error {}
+export class RaftConfigError extends Error {
+  override readonly name = 'RaftConfigError';
+}
 
 function validateConfig(cfg: RaftConfig): void {
   const bad = (msg: string): never => {
