@@ -168,7 +168,7 @@ export class RawNode {
     if (r.conf().clusterId !== undefined) st.conf.clusterId = r.conf().clusterId;
     if (r.role === 'leader') {
       const progress: Record<NodeId, ProgressStatus> = {};
-      for (const [id, pr] of r.prs) progress[id] = pr.status();
+      for (const [id, pr] of r.tracker.progress) progress[id] = pr.status();
       st.progress = progress;
     }
     return st;
