@@ -1,6 +1,6 @@
 // Public API of the Raft core. Everything outside src/raft/core imports from here.
 export * from './types.js';
-export { RawNode } from './raw-node.js';
+export { RawNode, type RejectReason, type Rejection } from './raw-node.js';
 export { RaftConfigError, MAX_ENTRY_BYTES, type RaftConfig } from './raft.js';
 export { InvariantError, RaftAssertionError, StorageAssertionError, DriverAssertionError, FsmAssertionError } from './assert.js';
 export { applyConfChange, decodeConfChange, encodeConfChange, ConfChangeError } from './conf.js';

@@ -12,6 +12,7 @@ import { assert } from './assert.js';
 import type { Progress } from './progress.js';
 import { ReadOnly } from './read-only.js';
 import type { Rng } from './rng.js';
+import type { Rejection } from './message-check.js';
 import type { Storage } from './storage.js';
 import { ProgressTracker } from './tracker.js';
 import type {
@@ -72,6 +73,9 @@ export interface RaftConfig {
    *  voter its configuration needs, and can never lead itself. */
   testOnlyNoLearnerCampaign?: boolean;
   trace?: (e: TraceEvent) => void;
+  /** RawNode.step refused a peer's message (misaddressed or malformed: message-check.ts);
+   *  for the driver's log. It is dropped either way. */
+  onReject?: (m: Message, why: Rejection) => void;
 }
 
 /** how many election timeouts more than a voter a learner waits before it campaigns
@@ -103,7 +107,6 @@ function validateConfig(cfg: RaftConfig): void {
 export const MAX_ENTRY_BYTES = 8 * 1024 * 1024;
 
 const LEADER_MSGS: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
-const isNat = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /** What a leader still owes the followers at the next flush (proposals are batched). */
 type PendingBcast = 'none' | 'entries' | 'commit';
@@ -536,8 +539,10 @@ export class Raft {
 
   // ---- step ---------------------------------------------------------------------------
 
+  /** `m` has passed the trust boundary (RawNode.step, message-check.ts): its fields are
+   *  present and well-formed; what is left to judge is m against our state */
   step(m: Message): void {
-    if (m.to !== this.id || m.from === this.id || !validNodeId(m.from) || !isNat(m.term)) return;
+    assert(m.to === this.id && m.from !== this.id, `step of a ${m.type} from ${m.from} to ${m.to}, which the boundary refuses`);
     if (m.term > this.term) {
       if (m.type === 'vote' || m.type === 'preVote') {
         // leader lease (thesis §4.2.3): while we hear from a leader, ignore would-be
@@ -563,7 +568,7 @@ export class Raft {
       return;
     }
     if (m.type === 'vote' || m.type === 'preVote') {
-      if (isNat(m.lastIndex) && isNat(m.lastTerm)) this.handleVoteRequest(m);
+      this.handleVoteRequest(m);
       return;
     }
     switch (this.role) {
@@ -604,7 +609,7 @@ export class Raft {
       case 'voteResp':
       case 'preVoteResp': {
         const expected = this.role === 'preCandidate' ? 'preVoteResp' : 'voteResp';
-        if (m.type === expected) this.recordVote(m.from, !m.reject, typeof m.inc === 'string' ? m.inc : undefined);
+        if (m.type === expected) this.recordVote(m.from, !m.reject, m.inc);
         return;
       }
       default:
@@ -625,7 +630,6 @@ export class Raft {
   }
 
   private handleAppend(m: Extract<Message, { type: 'append' }>): void {
-    if (!wellFormedAppend(m)) return; // garbage from the wire: ignore, the leader retries
     if (m.prevIndex < this.log.committed) {
       // everything up to committed already matches (§5.4 leader completeness)
       this.respondAppend(m.from, this.log.committed, false);
@@ -648,13 +652,13 @@ export class Raft {
 
   private handleHeartbeat(m: Extract<Message, { type: 'heartbeat' }>): void {
     // the leader sends min(our match, its commit), so this prefix agrees with its log
-    if (isNat(m.commit) && m.commit <= this.log.lastIndex()) this.commitTo(m.commit);
-    this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: isNat(m.ctx) ? m.ctx : 0 });
+    // (a commit beyond our log is not the leader's, which never sends one: ignore it)
+    if (m.commit <= this.log.lastIndex()) this.commitTo(m.commit);
+    this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: m.ctx });
   }
 
   private handleSnapshot(m: Extract<Message, { type: 'snapshot' }>): void {
     const s = m.snapshot;
-    if (!wellFormedSnapshot(s)) return;
     if (this.restore(s)) this.respondAppend(m.from, this.log.lastIndex(), false);
     else this.respondAppend(m.from, this.log.committed, false);
   }
@@ -687,7 +691,7 @@ export class Raft {
     let pr = this.tracker.progress.get(m.from);
     if (!pr) return; // not a member (any more)
     if (this.inc !== undefined && (m.type === 'appendResp' || m.type === 'heartbeatResp')) {
-      const inc = typeof m.inc === 'string' ? m.inc : undefined;
+      const inc = m.inc;
       if (pr.inc !== undefined && pr.inc !== inc) {
         // another data directory answers under this id (it lost its disk): what we know
         // of the old one's log says nothing about this one; start over from a probe
@@ -698,7 +702,7 @@ export class Raft {
     switch (m.type) {
       case 'appendResp':
         pr.recentActive = true;
-        if (!isNat(m.index) || m.index > this.log.lastIndex()) return; // absurd ack
+        if (m.index > this.log.lastIndex()) return; // an ack beyond our log: not from a correct follower
         if (m.reject) this.handleAppendReject(m.from, pr, m);
         else this.handleAppendAck(m.from, pr, m.index);
         return;
@@ -710,8 +714,8 @@ export class Raft {
   }
 
   private handleAppendReject(from: NodeId, pr: Progress, m: Extract<Message, { type: 'appendResp' }>): void {
-    let probe = isNat(m.hint) ? m.hint : 0;
-    if (isNat(m.hintTerm) && m.hintTerm > 0) probe = this.log.findConflictByTerm(probe, m.hintTerm);
+    let probe = m.hint;
+    if (m.hintTerm > 0) probe = this.log.findConflictByTerm(probe, m.hintTerm);
     if (pr.maybeDecrTo(m.index, probe)) {
       if (pr.state === 'replicate') pr.becomeProbe();
       this.maybeSendAppend(from, true);
@@ -760,7 +764,7 @@ export class Raft {
     if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
     if (pr.match < this.log.lastIndex()) this.maybeSendAppend(from, true);
     // a ReadIndex ack confirms our leadership only from the bound incarnation of a voter
-    if (isNat(ctx) && ctx > 0 && this.tracker.progressCounts(from)) {
+    if (ctx > 0 && this.tracker.progressCounts(from)) {
       const acks = this.readOnly.recvAck(from, ctx);
       if (acks && this.tracker.hasQuorum(acks)) this.readStates.push(...this.readOnly.release(ctx));
     }
@@ -979,33 +983,4 @@ function decodeStoredConf(e: Entry): ConfChange {
   } catch (err) {
     assert(false, `conf entry ${e.index}/${e.term} does not decode: ${(err as Error).message}`);
   }
-}
-
-/** shape checks for an append from the wire: contiguous entries, sane terms, decodable conf entries */
-function wellFormedAppend(m: Extract<Message, { type: 'append' }>): boolean {
-  if (!isNat(m.prevIndex) || !isNat(m.prevTerm) || !isNat(m.commit) || !Array.isArray(m.entries)) return false;
-  let prevTerm = m.prevTerm;
-  for (let k = 0; k < m.entries.length; k++) {
-    const e = m.entries[k]!;
-    if (typeof e !== 'object' || e === null || e.index !== m.prevIndex + 1 + k || !isNat(e.term)) return false;
-    if (e.term < prevTerm || e.term > m.term || !(e.data instanceof Uint8Array)) return false;
-    if (e.kind !== 'normal' && e.kind !== 'noop' && e.kind !== 'conf') return false;
-    if (e.kind === 'conf') {
-      try {
-        decodeConfChange(e.data);
-      } catch {
-        return false;
-      }
-    }
-    prevTerm = e.term;
-  }
-  return true;
-}
-
-function wellFormedSnapshot(s: Snapshot): boolean {
-  if (typeof s !== 'object' || s === null || typeof s.meta !== 'object' || s.meta === null) return false;
-  const { index, term, conf } = s.meta;
-  if (!isNat(index) || !isNat(term) || index === 0 || !(s.data instanceof Uint8Array)) return false;
-  if (typeof conf !== 'object' || conf === null || !Array.isArray(conf.voters) || !Array.isArray(conf.learners)) return false;
-  return conf.voters.every(validNodeId) && conf.learners.every(validNodeId);
 }
