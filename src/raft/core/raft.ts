@@ -352,10 +352,10 @@ export class Raft {
 
   /**
    * Leader: make the tracker's progress mirror the conf (plus self); new members start
-   * probing at the end. Nodes removed by a conf entry that is not committed yet keep their progress, so they
-   * still receive the entry that removes them; they are dropped once it commits, after a
-   * last empty append that carries that commit (sendFarewell). They are not voters
-   * meanwhile, so they never count.
+   * probing at the end. Nodes removed by a conf entry that is not committed yet keep their
+   * progress, so they still receive the entry that removes them; they are dropped once it
+   * commits, after a last empty append that carries that commit (sendFarewell). They are
+   * not voters meanwhile, so they never count.
    */
   private syncProgress(): void {
     const farewell = this.role === 'leader' && this.cfg.testOnlyNoCampaignWhileRemovalPending !== true;
