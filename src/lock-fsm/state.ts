@@ -11,7 +11,7 @@
 //  - semaphores live in semaphores.ts, beside the locks.
 // A LockState exists only while the lock is held (in either mode), in lock-delay, or has waiters.
 
-import { assertFsm as assert } from '../raft/core/assert.js';
+import { assertFsm as assert } from '../assert.js';
 import { IdempotencyTable } from './idempotency.js';
 import type { ApplyResult, FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';

@@ -19,7 +19,7 @@ import type { DurableStorage } from './core/storage.js';
 import type { Transport } from './transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
-import { assertDriver as assert } from './core/assert.js';
+import { assertDriver as assert } from '../assert.js';
 import { trace, tracing } from './trace.js';
 
 /** What the driver needs from the core: RawNode satisfies it. */

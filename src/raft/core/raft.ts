@@ -8,7 +8,7 @@
 import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validIncarnation, validNodeId } from './conf.js';
 import { mayGrant, standingOf } from './incarnation.js';
 import { RaftLog } from './log.js';
-import { assert } from './assert.js';
+import { assert } from '../../assert.js';
 import type { Progress } from './progress.js';
 import { ReadOnly } from './read-only.js';
 import type { Rng } from './rng.js';

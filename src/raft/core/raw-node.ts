@@ -1,7 +1,7 @@
 // RawNode: the driver-facing API of the core (etcd-io/raft rawnode.go). It wraps Raft and
 // turns its accumulated output into Ready values, enforcing the ready/advance hand-shake
 // and the persistence order written on the Ready type (types.ts).
-import { assert } from './assert.js';
+import { assert } from '../../assert.js';
 import { checkMessage, type RejectReason, type Rejection } from './message-check.js';
 import { Raft, type RaftConfig } from './raft.js';
 import type { Storage } from './storage.js';

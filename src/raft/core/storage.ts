@@ -1,7 +1,7 @@
 // The core reads its durable log through this synchronous interface. Durable adapters
 // (LevelStorage, the simulator's SimDisk) keep the log tail in memory and serve reads
 // from it, so the core never awaits (architecture §1, "the big adaptation from Go").
-import { assertStorage } from './assert.js';
+import { assertStorage } from '../../assert.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './types.js';
 
 export interface Storage {
@@ -41,7 +41,7 @@ export interface DurableStorage extends Storage {
 }
 
 /** re-exported for the storages outside the core (they import it from here) */
-export { StorageAssertionError } from './assert.js';
+export { StorageAssertionError } from '../../assert.js';
 
 export const emptySnapshot = (conf: ConfState = { voters: [], learners: [] }): Snapshot => ({
   meta: { index: 0, term: 0, conf },

@@ -9,7 +9,7 @@
 // Incarnations (docs/membership.md, "Incarnations"; incarnation.ts): a member's answer
 // counts only from the data directory its id is bound to. Progress records which one it
 // has heard from (Progress.inc), and votes which one granted each.
-import { assert } from './assert.js';
+import { assert } from '../../assert.js';
 import { countsUnder, unanimous } from './incarnation.js';
 import { Progress } from './progress.js';
 import { committedIndex, hasQuorum, voteResult, type VoteResult } from './quorum.js';

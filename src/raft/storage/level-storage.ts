@@ -19,7 +19,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import { Level } from 'level';
 import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
-import { assertStorage as check, failStorage as fail } from '../core/assert.js';
+import { assertStorage as check, failStorage as fail } from '../../assert.js';
 import type { DurableStorage, PersistBatch } from '../core/storage.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../core/types.js';
 import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeIncarnation, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';

@@ -9,7 +9,7 @@
 // everything Raft acknowledged survives. Test-only in spirit; it lives in src so real
 // processes can use it behind a flag (jepsen-lite).
 import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
-import { failStorage } from '../core/assert.js';
+import { failStorage } from '../../assert.js';
 import type { DurableStorage, PersistBatch } from '../core/storage.js';
 import type { Snapshot } from '../core/types.js';
 

@@ -1,5 +1,7 @@
 // The one assertion module of the Raft core, its storage, the node driver and the lock
-// state machine (src/lock-fsm re-exports it from state.ts). An assertion states what
+// state machine (src/lock-fsm's modules import it through state.ts; the core's index
+// re-exports the error classes). A layer of its own (docs/architecture.md#layers), so
+// that the core and the FSM share it without depending on each other. An assertion states what
 // must hold if the code is right: a failed one is a bug, or state that can no longer be
 // trusted, and it throws at once, before anything is written (TigerBeetle's style:
 // assert preconditions, postconditions and both sides of paired writes, so a mistake
