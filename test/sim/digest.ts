@@ -1,6 +1,6 @@
 // Behaviour fingerprint of the Raft core under the simulator, one line per seed, for
 // refactors that must not change behaviour: run it before and after and diff the output.
-//   node --import tsx test/sim/digest.ts --seed N [--seeds K] [--ticks T]
+//   npm run -s sim:digest -- --seed N [--seeds K] [--ticks T]
 // Each line is `npm run sim -- --seed N`'s summary line plus a hash of the seed's full
 // trace (role changes, partitions, crashes, heal, as --verbose prints them) and of every
 // stat the schedule counted (messages, drops, checker counts, ...). Identical output means
