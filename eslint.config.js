@@ -78,7 +78,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['src/raft/core/**/*.ts', 'src/lock-fsm/**/*.ts'],
+    files: ['src/raft/core/**/*.ts', 'src/lock-fsm/**/*.ts', 'src/assert.ts'],
     rules: {
       // no-restricted-imports for these files is in layerBlocks (one rule per file: a second
       // block would replace the first's patterns)

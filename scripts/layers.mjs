@@ -19,11 +19,13 @@ export const repoRoot = resolve(here, '..');
  * other layer is forbidden, sideways as well as upwards.
  */
 export const layers = [
-  // pure and deterministic (purity is a separate lint block in eslint.config.js)
-  { name: 'raft/core', dirs: ['src/raft/core'], mayImport: [] },
+  // pure and deterministic (purity is a separate lint block in eslint.config.js); the
+  // assertion module is the one thing the core and the lock FSM share
+  { name: 'assert', files: ['src/assert.ts'], mayImport: [] },
+  { name: 'raft/core', dirs: ['src/raft/core'], mayImport: ['assert'] },
   // the SDK is a leaf: the state machine takes only MAX_DURATION_MS from it, out of
   // @raftlock/client/duration, a module without imports (so purity holds)
-  { name: 'lock-fsm', dirs: ['src/lock-fsm'], mayImport: ['client'] },
+  { name: 'lock-fsm', dirs: ['src/lock-fsm'], mayImport: ['assert', 'client'] },
   // the one wording of zod failures (cluster file, REST input, tokens.json, backups)
   { name: 'zod-error', files: ['src/zod-error.ts'], mayImport: [] },
   // leaves with I/O: configuration, metrics registry, backup file format and version;
@@ -32,8 +34,8 @@ export const layers = [
   { name: 'metrics', files: ['src/metrics.ts'], mayImport: [] },
   { name: 'ops', dirs: ['src/ops'], mayImport: ['zod-error'] },
   // the driver's durable log and its seams (Application, DurableStorage, Transport)
-  { name: 'raft/storage', dirs: ['src/raft/storage'], mayImport: ['raft/core'] },
-  { name: 'raft', dirs: ['src/raft'], mayImport: ['raft/core', 'raft/storage'] },
+  { name: 'raft/storage', dirs: ['src/raft/storage'], mayImport: ['assert', 'raft/core'] },
+  { name: 'raft', dirs: ['src/raft'], mayImport: ['assert', 'raft/core', 'raft/storage'] },
   // implements raft's Transport
   { name: 'transport', dirs: ['src/transport'], mayImport: ['raft/core', 'raft'] },
   // the REST surface and the service interfaces (ports) src/node implements

@@ -11,6 +11,7 @@
 //  - semaphores live in semaphores.ts, beside the locks.
 // A LockState exists only while the lock is held (in either mode), in lock-delay, or has waiters.
 
+import { assertFsm as assert } from '../assert.js';
 import { IdempotencyTable } from './idempotency.js';
 import type { ApplyResult, FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';
@@ -424,7 +425,7 @@ export class FsmCore {
   }
 }
 
-/** Invariant violations are bugs: fail loudly (TigerStyle), never return a value. */
-export function assert(cond: boolean, msg: string): asserts cond {
-  if (!cond) throw new Error(`lock-fsm invariant violated: ${msg}`);
-}
+/** Invariant violations are bugs: fail loudly (TigerStyle), never return a value. The
+ *  one assertion module is the core's (src/raft/core/assert.ts); the FSM's modules import
+ *  it from here. */
+export { assert };

@@ -10,6 +10,7 @@ import { LevelStorage } from '../raft/storage/level-storage.js';
 import { UnsyncedLossStorage } from '../raft/storage/unsynced-loss-storage.js';
 import { RaftDriver } from '../raft/driver.js';
 import { HttpTransport } from '../transport/http-transport.js';
+import { LogLimiter } from '../transport/log-limiter.js';
 import { Lessor, type ApplyOutput } from '../lock-fsm/index.js';
 import { buildServer } from '../api/server.js';
 import { Metrics } from '../metrics.js';
@@ -112,6 +113,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     onStreams: (n) => metrics.watchStreams.set(n),
   });
 
+  const rejectLog = new LogLimiter(60_000);
   const raw = new RawNode(
     {
       id: nodeId,
@@ -128,6 +130,13 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       applied: snap.meta.index,
       // docs/membership.md "Incarnations": which data directory this is
       incarnation: levelStorage.incarnation,
+      // the core's trust boundary refused a peer's message (docs/raft-core.md "Bad
+      // input"); the transport validates the wire first, so this is a bug or an impostor.
+      // At most one line per peer and reason a minute.
+      onReject: (m, why) => {
+        const suppressed = rejectLog.allow(`${m.from}:${why.reason}`);
+        if (suppressed !== null) logger.warn({ from: String(m.from).slice(0, 128), reason: why.reason, detail: why.detail, suppressed }, 'peer message refused by the Raft core');
+      },
     },
     storage,
   );

@@ -19,6 +19,7 @@ import type { DurableStorage } from './core/storage.js';
 import type { Transport } from './transport.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
+import { assertDriver as assert } from '../assert.js';
 import { trace, tracing } from './trace.js';
 
 /** What the driver needs from the core: RawNode satisfies it. */
@@ -737,6 +738,3 @@ export class RaftDriver<out R = unknown> {
 /** how long stop() waits for its last write of the commit index */
 const STOP_WRITE_WAIT_MS = 1000;
 
-function assert(cond: boolean, msg: string): asserts cond {
-  if (!cond) throw new Error(`driver invariant broken: ${msg}`);
-}

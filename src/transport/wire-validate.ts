@@ -14,6 +14,7 @@ export const MAX_ID_LENGTH = 128;
 export const MAX_CONF_MEMBERS = 1024;
 
 export class WireError extends Error {
+  override readonly name = 'WireError';
   constructor(
     readonly reason: 'bad_field' | 'too_large',
     detail: string,

@@ -158,7 +158,10 @@ export class SimCluster {
 
   private deliver(ev: NetEvent): void {
     if (ev.kind === 'message') {
-      this.running.get(ev.msg.to)?.raw.step(ev.msg);
+      const refused = this.running.get(ev.msg.to)?.raw.step(ev.msg) ?? null;
+      // every node here is correct, so the core's trust boundary (RawNode.step) must never
+      // refuse one of their messages: a refusal is a bug in the boundary or the sender
+      if (refused !== null) throw new Error(`RawNode.step refused a message from a correct node (${refused.reason}: ${refused.detail})`);
       return;
     }
     const node = this.running.get(ev.node);

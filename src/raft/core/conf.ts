@@ -4,7 +4,9 @@
 // always uses the latest configuration in its log, regardless of whether it is committed").
 import type { ConfChange, ConfChangeType, ConfState, Index, NodeId } from './types.js';
 
-export class ConfChangeError extends Error {}
+export class ConfChangeError extends Error {
+  override readonly name = 'ConfChangeError';
+}
 
 const TYPES: readonly ConfChangeType[] = ['addVoter', 'addLearner', 'removeNode', 'bootstrap'];
 /** incarnations and cluster ids: short printable tokens */

@@ -5,7 +5,7 @@
 // Invariants:
 //   entries[k].index === offset + k
 //   snapshot, when set, has meta.index === offset - 1 (entries continue right after it)
-import { assert } from './progress.js';
+import { assert } from '../../assert.js';
 import type { Entry, Index, Snapshot, Term } from './types.js';
 
 export class Unstable {

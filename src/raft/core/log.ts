@@ -3,7 +3,7 @@
 //
 // Invariants: firstIndex() - 1 <= applied <= committed <= lastIndex().
 import { Unstable } from './log-unstable.js';
-import { assert } from './progress.js';
+import { assert } from '../../assert.js';
 import type { Storage } from './storage.js';
 import type { Entry, Index, Snapshot, Term } from './types.js';
 

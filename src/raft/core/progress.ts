@@ -1,13 +1,8 @@
 // What the leader knows about each follower's log (etcd-io/raft tracker/progress.go and
 // tracker/inflights.go, simplified). Invariants: 0 <= match < next; match is only ever
 // raised by an acknowledgement from the follower itself (never from what we sent).
+import { assert } from '../../assert.js';
 import type { Index, ProgressState, ProgressStatus } from './types.js';
-
-export class RaftAssertionError extends Error {}
-
-export function assert(cond: boolean, msg: string): asserts cond {
-  if (!cond) throw new RaftAssertionError(`raft invariant broken: ${msg}`);
-}
 
 /** Bounded window of append messages in flight to one follower, identified by the last
  *  index each carried. Full means: stop sending until acks free slots (flow control). */

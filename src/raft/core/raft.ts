@@ -6,13 +6,15 @@
 // Section references are to the Raft paper (Ongaro & Ousterhout 2014) unless "thesis"
 // (Ongaro's PhD thesis, 2014) is named.
 import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validIncarnation, validNodeId } from './conf.js';
-import { countsUnder, mayGrant, standingOf, unanimous } from './incarnation.js';
+import { mayGrant, standingOf } from './incarnation.js';
 import { RaftLog } from './log.js';
-import { assert, Progress } from './progress.js';
-import { committedIndex, hasQuorum, voteResult } from './quorum.js';
+import { assert } from '../../assert.js';
+import type { Progress } from './progress.js';
 import { ReadOnly } from './read-only.js';
 import type { Rng } from './rng.js';
+import type { Rejection } from './message-check.js';
 import type { Storage } from './storage.js';
+import { ProgressTracker } from './tracker.js';
 import type {
   ConfChange, ConfState, Entry, EntryKind, HardState, Index, Message, NodeId, ProposeResult, ReadState, Role, Snapshot, SoftState, Standing, Term, TraceEvent,
 } from './types.js';
@@ -71,13 +73,18 @@ export interface RaftConfig {
    *  voter its configuration needs, and can never lead itself. */
   testOnlyNoLearnerCampaign?: boolean;
   trace?: (e: TraceEvent) => void;
+  /** RawNode.step refused a peer's message (misaddressed or malformed: message-check.ts);
+   *  for the driver's log. It is dropped either way. */
+  onReject?: (m: Message, why: Rejection) => void;
 }
 
 /** how many election timeouts more than a voter a learner waits before it campaigns
  *  (campaignConf): the learner rule is for a dead end no voter can leave, not a race */
 const LEARNER_PATIENCE = 3;
 
-export class RaftConfigError extends Error {}
+export class RaftConfigError extends Error {
+  override readonly name = 'RaftConfigError';
+}
 
 function validateConfig(cfg: RaftConfig): void {
   const bad = (msg: string): never => {
@@ -100,7 +107,6 @@ function validateConfig(cfg: RaftConfig): void {
 export const MAX_ENTRY_BYTES = 8 * 1024 * 1024;
 
 const LEADER_MSGS: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot']);
-const isNat = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
 /** What a leader still owes the followers at the next flush (proposals are batched). */
 type PendingBcast = 'none' | 'entries' | 'commit';
@@ -116,10 +122,8 @@ export class Raft {
   readonly log: RaftLog;
   /** configuration history of this log; current() is the conf in force (thesis §4.1) */
   readonly confs: ConfHistory;
-  /** leader only: one entry per member, plus this node itself */
-  readonly prs = new Map<NodeId, Progress>();
-  /** (pre-)candidate only: answers received, by voter */
-  readonly votes = new Map<NodeId, boolean>();
+  /** progress (leader), votes ((pre-)candidate) and the voter set every quorum is counted over */
+  readonly tracker: ProgressTracker;
   msgs: Message[] = [];
   readStates: ReadState[] = [];
   readonly readOnly = new ReadOnly();
@@ -143,8 +147,6 @@ export class Raft {
   private bootstrapped: boolean;
   /** our incarnation, or undefined when the amnesia guard is off (plain Raft) */
   private readonly inc: string | undefined;
-  /** (pre-)candidate only: the incarnation each granted answer came from */
-  private readonly voteIncs = new Map<NodeId, string>();
 
   constructor(cfg: RaftConfig, storage: Storage) {
     validateConfig(cfg);
@@ -154,6 +156,7 @@ export class Raft {
     const { hardState, conf } = storage.initialState();
     this.log = new RaftLog(storage, cfg.applied ?? 0);
     this.confs = new ConfHistory(conf);
+    this.tracker = new ProgressTracker({ self: this.id, inc: this.inc, maxInflight: cfg.maxInflight, conf: () => this.confs.current() });
     this.bootstrapped = conf.voters.length > 0 || storage.snapshot().meta.index > 0;
     // conf entries take effect when appended (thesis ch. 4), so those in the stored log
     // are in force after a restart even if not committed
@@ -175,7 +178,7 @@ export class Raft {
     return this.confs.current();
   }
   isVoter(id: NodeId = this.id): boolean {
-    return this.conf().voters.includes(id);
+    return this.tracker.isVoter(id);
   }
   /** may this node campaign? Only bootstrapped voters (see campaignConf), and not while a
    *  received snapshot is unpersisted */
@@ -232,15 +235,6 @@ export class Raft {
   standing(): Standing | undefined {
     return this.inc === undefined ? undefined : standingOf(this.conf(), this.log.lastIndex(), this.id, this.inc);
   }
-  /** does a response from `id` (incarnation `inc`) count toward votes, commits and quorum checks? */
-  private counts(id: NodeId, inc: string | undefined): boolean {
-    if (this.inc === undefined) return true;
-    return countsUnder(this.conf(), id, id === this.id ? this.inc : inc);
-  }
-  /** leader: does this member's progress count (it is the bound incarnation)? */
-  private progressCounts(id: NodeId): boolean {
-    return this.counts(id, this.prs.get(id)?.inc);
-  }
   hardState(): HardState {
     return { term: this.term, vote: this.vote, commit: this.log.committed };
   }
@@ -274,9 +268,7 @@ export class Raft {
     // §5.2: randomized timeouts make split votes rare
     this.randomizedElectionTimeout = this.cfg.rng.int(this.cfg.electionTicks, this.cfg.electionTicksMax ?? 2 * this.cfg.electionTicks);
     this.leadTransferee = null;
-    this.votes.clear();
-    this.voteIncs.clear();
-    this.prs.clear();
+    this.tracker.reset();
     this.readOnly.reset();
     this.pendingConfIndex = 0;
     this.pendingBcast = 'none';
@@ -292,8 +284,7 @@ export class Raft {
   private becomePreCandidate(): void {
     assert(this.role !== 'leader', 'leader cannot become pre-candidate');
     // Pre-Vote (thesis §9.6): no term change, so a node that cannot win disturbs no one
-    this.votes.clear();
-    this.voteIncs.clear();
+    this.tracker.resetVotes();
     this.lead = null;
     // campaigning itself, a node has given up on the candidate it voted for: the vote's
     // lease (inVoteLease) ends, or every pre-vote it lost would renew it for another
@@ -315,14 +306,14 @@ export class Raft {
   private becomeLeader(): void {
     assert(this.role === 'candidate', `only a candidate becomes leader (was ${this.role})`);
     const boot = this.bootstrapEntry(); // before reset(): it reads who voted for us
-    const voterIncs = new Map(this.voteIncs);
+    const voterIncs = this.tracker.grantedIncs();
     this.reset(this.term);
     this.lead = this.id;
     this.role = 'leader';
     const last = this.log.lastIndex();
     this.syncProgress();
     // our own log counts toward commit only once durable (thesis §10.2.1)
-    const self = this.prs.get(this.id)!;
+    const self = this.tracker.progress.get(this.id)!;
     self.match = Math.min(last, this.log.unstable.offset - 1);
     self.state = 'replicate';
     self.recentActive = true;
@@ -334,7 +325,7 @@ export class Raft {
     // slow to answer (a synced write each, on a loaded machine), although each is given
     // one lease period to answer (syncProgress).
     for (const [id, inc] of voterIncs) {
-      const pr = this.prs.get(id);
+      const pr = this.tracker.progress.get(id);
       if (pr !== undefined && id !== this.id && pr.inc === undefined) pr.inc = inc;
     }
     this.trace({ type: 'becomeLeader', id: this.id, term: this.term });
@@ -351,8 +342,8 @@ export class Raft {
   private bootstrapEntry(): ConfChange | null {
     if (this.inc === undefined || this.standing() !== 'fresh') return null;
     const incarnations: Record<NodeId, string> = {};
-    for (const v of this.conf().voters) {
-      const inc = v === this.id ? this.inc : this.voteIncs.get(v);
+    for (const v of this.tracker.voters()) {
+      const inc = v === this.id ? this.inc : this.tracker.voteInc(v);
       if (inc === undefined) return null; // a voter without incarnations: stay plain Raft
       incarnations[v] = inc;
     }
@@ -360,34 +351,15 @@ export class Raft {
   }
 
   /**
-   * Leader: make prs mirror the conf (plus self); new members start probing at the end.
-   * Nodes removed by a conf entry that is not committed yet keep their progress, so they
-   * still receive the entry that removes them; they are dropped once it commits, after a
-   * last empty append that carries that commit (sendFarewell). They are not voters
-   * meanwhile, so they never count.
+   * Leader: make the tracker's progress mirror the conf (plus self); new members start
+   * probing at the end. Nodes removed by a conf entry that is not committed yet keep their
+   * progress, so they still receive the entry that removes them; they are dropped once it
+   * commits, after a last empty append that carries that commit (sendFarewell). They are
+   * not voters meanwhile, so they never count.
    */
   private syncProgress(): void {
-    const conf = this.conf();
-    const next = this.log.lastIndex() + 1;
-    const members = [...conf.voters, ...conf.learners];
-    if (!members.includes(this.id)) members.push(this.id);
-    for (const id of members) {
-      const learner = conf.learners.includes(id);
-      const pr = this.prs.get(id);
-      if (pr) {
-        pr.learner = learner;
-      } else {
-        const fresh = new Progress(next, this.cfg.maxInflight, learner);
-        fresh.recentActive = true; // a new member is given one lease period to answer
-        this.prs.set(id, fresh);
-      }
-    }
-    if (this.log.committed < this.confs.lastIndex()) return;
-    for (const [id, pr] of [...this.prs]) {
-      if (members.includes(id)) continue;
-      if (this.role === 'leader' && this.cfg.testOnlyNoCampaignWhileRemovalPending !== true) this.sendFarewell(id, pr);
-      this.prs.delete(id);
-    }
+    const farewell = this.role === 'leader' && this.cfg.testOnlyNoCampaignWhileRemovalPending !== true;
+    this.tracker.sync(this.log.lastIndex() + 1, this.log.committed >= this.confs.lastIndex(), farewell ? (id, pr) => this.sendFarewell(id, pr) : undefined);
   }
 
   /**
@@ -431,13 +403,11 @@ export class Raft {
       // Check-Quorum (thesis §6.2): a leader cut off from a majority steps down, so clients
       // can find the real leader, and its lease-based vote refusals expire
       if (this.cfg.checkQuorum) {
-        const active = new Set<NodeId>();
-        for (const [id, pr] of this.prs) if ((id === this.id || pr.recentActive) && this.progressCounts(id)) active.add(id);
-        if (!hasQuorum(this.conf().voters, active)) {
+        if (!this.tracker.quorumActive()) {
           this.becomeFollower(this.term, null);
           return;
         }
-        for (const [id, pr] of this.prs) if (id !== this.id) pr.recentActive = false;
+        this.tracker.resetRecentActive();
       }
       // a transfer that has not finished within an election timeout is abandoned (§3.10)
       this.leadTransferee = null;
@@ -458,8 +428,8 @@ export class Raft {
     if (this.inc === undefined || this.standing() !== 'legacy' || this.leadTransferee !== null) return;
     if (this.pendingConfIndex > this.log.committed || !this.committedEntryInCurrentTerm()) return;
     const incarnations: Record<NodeId, string> = {};
-    for (const v of this.conf().voters) {
-      const inc = v === this.id ? this.inc : this.prs.get(v)?.inc;
+    for (const v of this.tracker.voters()) {
+      const inc = v === this.id ? this.inc : this.tracker.progress.get(v)?.inc;
       if (inc === undefined) return;
       incarnations[v] = inc;
     }
@@ -499,7 +469,7 @@ export class Raft {
     const lastIndex = this.log.lastIndex();
     const lastTerm = this.log.lastTerm();
     const bindings = this.inc !== undefined ? this.conf().incarnations : undefined;
-    for (const v of this.conf().voters) {
+    for (const v of this.tracker.voters()) {
       if (v === this.id) continue;
       const m: Message = transfer ? { type, from: this.id, to: v, term, lastIndex, lastTerm, transfer } : { type, from: this.id, to: v, term, lastIndex, lastTerm };
       const bind = bindings?.[v];
@@ -511,15 +481,11 @@ export class Raft {
 
   private recordVote(from: NodeId, granted: boolean, inc: string | undefined): void {
     if (!this.isVoter(from)) return; // answers from non-voters do not count
-    const boot = this.inc !== undefined && this.standing() === 'fresh';
     // incarnations: a grant counts only from the incarnation our conf binds that voter to
     // (in a bootstrap election nothing is bound yet: every voter must grant instead)
-    if (granted && !boot && !this.counts(from, inc)) granted = false;
-    if (!this.votes.has(from)) {
-      this.votes.set(from, granted);
-      if (granted && inc !== undefined) this.voteIncs.set(from, inc);
-    }
-    const res = boot ? unanimous(this.conf().voters, this.votes) : voteResult(this.conf().voters, this.votes);
+    const boot = this.inc !== undefined && this.standing() === 'fresh';
+    this.tracker.recordVote(from, granted, inc, boot);
+    const res = this.tracker.tallyVotes(boot);
     if (res === 'won') {
       if (this.role === 'preCandidate') {
         this.becomeCandidate();
@@ -573,8 +539,10 @@ export class Raft {
 
   // ---- step ---------------------------------------------------------------------------
 
+  /** `m` has passed the trust boundary (RawNode.step, message-check.ts): its fields are
+   *  present and well-formed; what is left to judge is m against our state */
   step(m: Message): void {
-    if (m.to !== this.id || m.from === this.id || !validNodeId(m.from) || !isNat(m.term)) return;
+    assert(m.to === this.id && m.from !== this.id, `step of a ${m.type} from ${m.from} to ${m.to}, which the boundary refuses`);
     if (m.term > this.term) {
       if (m.type === 'vote' || m.type === 'preVote') {
         // leader lease (thesis §4.2.3): while we hear from a leader, ignore would-be
@@ -600,7 +568,7 @@ export class Raft {
       return;
     }
     if (m.type === 'vote' || m.type === 'preVote') {
-      if (isNat(m.lastIndex) && isNat(m.lastTerm)) this.handleVoteRequest(m);
+      this.handleVoteRequest(m);
       return;
     }
     switch (this.role) {
@@ -641,7 +609,7 @@ export class Raft {
       case 'voteResp':
       case 'preVoteResp': {
         const expected = this.role === 'preCandidate' ? 'preVoteResp' : 'voteResp';
-        if (m.type === expected) this.recordVote(m.from, !m.reject, typeof m.inc === 'string' ? m.inc : undefined);
+        if (m.type === expected) this.recordVote(m.from, !m.reject, m.inc);
         return;
       }
       default:
@@ -662,7 +630,6 @@ export class Raft {
   }
 
   private handleAppend(m: Extract<Message, { type: 'append' }>): void {
-    if (!wellFormedAppend(m)) return; // garbage from the wire: ignore, the leader retries
     if (m.prevIndex < this.log.committed) {
       // everything up to committed already matches (§5.4 leader completeness)
       this.respondAppend(m.from, this.log.committed, false);
@@ -685,13 +652,13 @@ export class Raft {
 
   private handleHeartbeat(m: Extract<Message, { type: 'heartbeat' }>): void {
     // the leader sends min(our match, its commit), so this prefix agrees with its log
-    if (isNat(m.commit) && m.commit <= this.log.lastIndex()) this.commitTo(m.commit);
-    this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: isNat(m.ctx) ? m.ctx : 0 });
+    // (a commit beyond our log is not the leader's, which never sends one: ignore it)
+    if (m.commit <= this.log.lastIndex()) this.commitTo(m.commit);
+    this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: m.ctx });
   }
 
   private handleSnapshot(m: Extract<Message, { type: 'snapshot' }>): void {
     const s = m.snapshot;
-    if (!wellFormedSnapshot(s)) return;
     if (this.restore(s)) this.respondAppend(m.from, this.log.lastIndex(), false);
     else this.respondAppend(m.from, this.log.committed, false);
   }
@@ -721,24 +688,21 @@ export class Raft {
   // ---- leader side -----------------------------------------------------------------------
 
   private stepLeader(m: Message): void {
-    let pr = this.prs.get(m.from);
+    let pr = this.tracker.progress.get(m.from);
     if (!pr) return; // not a member (any more)
     if (this.inc !== undefined && (m.type === 'appendResp' || m.type === 'heartbeatResp')) {
-      const inc = typeof m.inc === 'string' ? m.inc : undefined;
+      const inc = m.inc;
       if (pr.inc !== undefined && pr.inc !== inc) {
         // another data directory answers under this id (it lost its disk): what we know
         // of the old one's log says nothing about this one; start over from a probe
-        const fresh = new Progress(this.log.lastIndex() + 1, this.cfg.maxInflight, pr.learner);
-        fresh.recentActive = pr.recentActive;
-        this.prs.set(m.from, fresh);
-        pr = fresh;
+        pr = this.tracker.replace(m.from, this.log.lastIndex() + 1);
       }
       pr.inc = inc;
     }
     switch (m.type) {
       case 'appendResp':
         pr.recentActive = true;
-        if (!isNat(m.index) || m.index > this.log.lastIndex()) return; // absurd ack
+        if (m.index > this.log.lastIndex()) return; // an ack beyond our log: not from a correct follower
         if (m.reject) this.handleAppendReject(m.from, pr, m);
         else this.handleAppendAck(m.from, pr, m.index);
         return;
@@ -750,8 +714,8 @@ export class Raft {
   }
 
   private handleAppendReject(from: NodeId, pr: Progress, m: Extract<Message, { type: 'appendResp' }>): void {
-    let probe = isNat(m.hint) ? m.hint : 0;
-    if (isNat(m.hintTerm) && m.hintTerm > 0) probe = this.log.findConflictByTerm(probe, m.hintTerm);
+    let probe = m.hint;
+    if (m.hintTerm > 0) probe = this.log.findConflictByTerm(probe, m.hintTerm);
     if (pr.maybeDecrTo(m.index, probe)) {
       if (pr.state === 'replicate') pr.becomeProbe();
       this.maybeSendAppend(from, true);
@@ -789,7 +753,7 @@ export class Raft {
   private maybeFinishTransfer(): void {
     const to = this.leadTransferee;
     if (to === null || this.role !== 'leader') return;
-    const pr = this.prs.get(to);
+    const pr = this.tracker.progress.get(to);
     const last = this.log.lastIndex();
     if (pr && pr.match === last && this.log.committed === last) this.sendTimeoutNow(to);
   }
@@ -800,15 +764,15 @@ export class Raft {
     if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
     if (pr.match < this.log.lastIndex()) this.maybeSendAppend(from, true);
     // a ReadIndex ack confirms our leadership only from the bound incarnation of a voter
-    if (isNat(ctx) && ctx > 0 && this.progressCounts(from)) {
+    if (ctx > 0 && this.tracker.progressCounts(from)) {
       const acks = this.readOnly.recvAck(from, ctx);
-      if (acks && hasQuorum(this.conf().voters, acks)) this.readStates.push(...this.readOnly.release(ctx));
+      if (acks && this.tracker.hasQuorum(acks)) this.readStates.push(...this.readOnly.release(ctx));
     }
   }
 
   /** §5.4.2: commit by counting replicas only for an entry of the current term */
   private maybeCommit(): boolean {
-    const mci = committedIndex(this.conf().voters, (id) => (this.progressCounts(id) ? this.prs.get(id)?.match : 0));
+    const mci = this.tracker.committed();
     if (mci > this.log.committed && this.log.term(mci) === this.term) {
       const confWasPending = this.log.committed < this.confs.lastIndex();
       this.commitTo(mci);
@@ -830,7 +794,7 @@ export class Raft {
   /** RawNode.advance: our log is durable up to `i` */
   onStable(i: Index): void {
     if (this.role !== 'leader') return;
-    const self = this.prs.get(this.id);
+    const self = this.tracker.progress.get(this.id);
     if (self && self.maybeUpdate(i) && this.maybeCommit()) {
       this.commitAdvanced();
       if (!this.stepDownIfRemoved()) this.maybeFinishTransfer();
@@ -843,7 +807,7 @@ export class Raft {
   }
 
   private maybeSendAppend(to: NodeId, sendIfEmpty: boolean): boolean {
-    const pr = this.prs.get(to);
+    const pr = this.tracker.progress.get(to);
     if (!pr || to === this.id || pr.isPaused()) return false;
     const prevIndex = pr.next - 1;
     const prevTerm = this.log.term(prevIndex);
@@ -866,7 +830,7 @@ export class Raft {
   }
 
   private bcastHeartbeat(ctx: number): void {
-    for (const [id, pr] of this.prs) {
+    for (const [id, pr] of this.tracker.progress) {
       if (id === this.id) continue;
       // never tell a follower to commit beyond what it acknowledged holding
       this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit: Math.min(pr.match, this.log.committed), ctx });
@@ -882,7 +846,7 @@ export class Raft {
     if (this.role !== 'leader' || this.pendingBcast === 'none') return;
     const sendIfEmpty = this.pendingBcast === 'commit';
     this.pendingBcast = 'none';
-    for (const id of this.prs.keys()) {
+    for (const id of this.tracker.progress.keys()) {
       if (id === this.id) continue;
       if (this.maybeSendAppend(id, sendIfEmpty)) while (this.maybeSendAppend(id, false));
     }
@@ -894,7 +858,7 @@ export class Raft {
     if (this.role === 'leader' && this.readOnly.hasQueued() && this.committedEntryInCurrentTerm()) {
       const round = this.readOnly.startRound(this.log.committed, this.id);
       const acks = this.readOnly.recvAck(this.id, round)!;
-      if (hasQuorum(this.conf().voters, acks)) this.readStates.push(...this.readOnly.release(round));
+      if (this.tracker.hasQuorum(acks)) this.readStates.push(...this.readOnly.release(round));
       else this.bcastHeartbeat(round);
     }
   }
@@ -945,7 +909,7 @@ export class Raft {
     if (cc.type === 'addVoter' && this.inc !== undefined && conf.clusterId !== undefined) {
       // bind the incarnation we have been replicating to; never rebind a voter to another
       // one in a single step (that is a two-server change: remove it first, then add it)
-      const inc = cc.incarnation ?? this.prs.get(cc.nodeId)?.inc;
+      const inc = cc.incarnation ?? this.tracker.progress.get(cc.nodeId)?.inc;
       if (inc === undefined) return { ok: false, reason: 'unknown_node' };
       const bound = conf.incarnations?.[cc.nodeId];
       if (bound !== undefined && bound !== inc) return { ok: false, reason: 'incarnation_conflict' };
@@ -971,9 +935,8 @@ export class Raft {
     if (this.leadTransferee !== null && !this.isVoter(this.leadTransferee)) this.leadTransferee = null;
     // a smaller majority may already hold more entries / ReadIndex acks
     if (this.maybeCommit()) this.commitAdvanced();
-    const voters = this.conf().voters;
     for (const r of [...this.readOnly.pendingRounds()].reverse()) {
-      if (hasQuorum(voters, r.acks)) {
+      if (this.tracker.hasQuorum(r.acks)) {
         this.readStates.push(...this.readOnly.release(r.id));
         break;
       }
@@ -987,7 +950,7 @@ export class Raft {
 
   transferLeadership(to: NodeId): boolean {
     if (this.role !== 'leader' || to === this.id || !this.isVoter(to)) return false;
-    const pr = this.prs.get(to);
+    const pr = this.tracker.progress.get(to);
     if (!pr) return false;
     if (this.leadTransferee === to) return true;
     this.leadTransferee = to;
@@ -998,13 +961,13 @@ export class Raft {
   }
 
   reportUnreachable(id: NodeId): void {
-    const pr = this.role === 'leader' ? this.prs.get(id) : undefined;
+    const pr = this.role === 'leader' ? this.tracker.progress.get(id) : undefined;
     // the pipeline to it is probably broken: fall back to one probe at a time
     if (pr && pr.state === 'replicate') pr.becomeProbe();
   }
 
   reportSnapshot(id: NodeId, ok: boolean): void {
-    const pr = this.role === 'leader' ? this.prs.get(id) : undefined;
+    const pr = this.role === 'leader' ? this.tracker.progress.get(id) : undefined;
     if (!pr || pr.state !== 'snapshot') return;
     if (!ok) pr.pendingSnapshot = 0;
     pr.becomeProbe();
@@ -1020,33 +983,4 @@ function decodeStoredConf(e: Entry): ConfChange {
   } catch (err) {
     assert(false, `conf entry ${e.index}/${e.term} does not decode: ${(err as Error).message}`);
   }
-}
-
-/** shape checks for an append from the wire: contiguous entries, sane terms, decodable conf entries */
-function wellFormedAppend(m: Extract<Message, { type: 'append' }>): boolean {
-  if (!isNat(m.prevIndex) || !isNat(m.prevTerm) || !isNat(m.commit) || !Array.isArray(m.entries)) return false;
-  let prevTerm = m.prevTerm;
-  for (let k = 0; k < m.entries.length; k++) {
-    const e = m.entries[k]!;
-    if (typeof e !== 'object' || e === null || e.index !== m.prevIndex + 1 + k || !isNat(e.term)) return false;
-    if (e.term < prevTerm || e.term > m.term || !(e.data instanceof Uint8Array)) return false;
-    if (e.kind !== 'normal' && e.kind !== 'noop' && e.kind !== 'conf') return false;
-    if (e.kind === 'conf') {
-      try {
-        decodeConfChange(e.data);
-      } catch {
-        return false;
-      }
-    }
-    prevTerm = e.term;
-  }
-  return true;
-}
-
-function wellFormedSnapshot(s: Snapshot): boolean {
-  if (typeof s !== 'object' || s === null || typeof s.meta !== 'object' || s.meta === null) return false;
-  const { index, term, conf } = s.meta;
-  if (!isNat(index) || !isNat(term) || index === 0 || !(s.data instanceof Uint8Array)) return false;
-  if (typeof conf !== 'object' || conf === null || !Array.isArray(conf.voters) || !Array.isArray(conf.learners)) return false;
-  return conf.voters.every(validNodeId) && conf.learners.every(validNodeId);
 }

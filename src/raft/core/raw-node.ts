@@ -1,12 +1,14 @@
 // RawNode: the driver-facing API of the core (etcd-io/raft rawnode.go). It wraps Raft and
 // turns its accumulated output into Ready values, enforcing the ready/advance hand-shake
 // and the persistence order written on the Ready type (types.ts).
-import { assert } from './progress.js';
+import { assert } from '../../assert.js';
+import { checkMessage, type RejectReason, type Rejection } from './message-check.js';
 import { Raft, type RaftConfig } from './raft.js';
 import type { Storage } from './storage.js';
 import type { ConfChange, HardState, Message, NodeId, ProposeResult, ProgressStatus, Ready, SoftState, Standing, Status, Term } from './types.js';
 
 export type { RaftConfig } from './raft.js';
+export type { RejectReason, Rejection } from './message-check.js';
 
 /** leader traffic that depends only on its (durable) term may leave before the Ready is persisted */
 const EARLY_TYPES: ReadonlySet<Message['type']> = new Set(['append', 'heartbeat', 'snapshot', 'timeoutNow']);
@@ -20,10 +22,14 @@ export class RawNode {
   private durableTerm: Term;
   /** the Ready handed out and not yet advanced */
   private outstanding: Ready | null = null;
+  /** messages step() refused, by reason */
+  private readonly rejected = new Map<RejectReason, number>();
+  private readonly onReject: RaftConfig['onReject'];
 
   /** hard state + conf from storage.initialState(), then conf entries in the stored log are re-applied */
   constructor(cfg: RaftConfig, storage: Storage) {
     this.raft = new Raft(cfg, storage);
+    this.onReject = cfg.onReject;
     this.prevSoft = this.raft.softState();
     this.prevHard = storage.initialState().hardState;
     this.durableTerm = this.prevHard.term;
@@ -40,9 +46,26 @@ export class RawNode {
   clusterId(): string | undefined {
     return this.raft.conf().clusterId;
   }
-  /** never throws on a well-formed message; stale, misaddressed or garbled ones are ignored */
-  step(m: Message): void {
+  /**
+   * The core's trust boundary for peer messages (message-check.ts): a message that is
+   * misaddressed or malformed is refused here, counted (rejections()), reported to
+   * RaftConfig.onReject and returned, and never reaches the protocol. Anything else is
+   * stepped (a stale one is then ignored, as Raft says) and null returned. Never throws on
+   * a peer's message, whatever it holds.
+   */
+  step(m: Message): Rejection | null {
+    const bad = checkMessage(m, this.raft.id);
+    if (bad !== null) {
+      this.rejected.set(bad.reason, (this.rejected.get(bad.reason) ?? 0) + 1);
+      this.onReject?.(m, bad);
+      return bad;
+    }
     this.raft.step(m);
+    return null;
+  }
+  /** how many messages step() refused, by reason (a copy) */
+  rejections(): Map<RejectReason, number> {
+    return new Map(this.rejected);
   }
   /** start an election now (pre-vote first when enabled) */
   campaign(): void {
@@ -168,7 +191,7 @@ export class RawNode {
     if (r.conf().clusterId !== undefined) st.conf.clusterId = r.conf().clusterId;
     if (r.role === 'leader') {
       const progress: Record<NodeId, ProgressStatus> = {};
-      for (const [id, pr] of r.prs) progress[id] = pr.status();
+      for (const [id, pr] of r.tracker.progress) progress[id] = pr.status();
       st.progress = progress;
     }
     return st;

@@ -3,7 +3,7 @@
 // heartbeat ctx. When a majority has acknowledged round r, the leader was still leader
 // after every request in rounds <= r arrived, so all of them complete with the commit
 // index recorded when their round started.
-import { assert } from './progress.js';
+import { assert } from '../../assert.js';
 import type { Index, NodeId, ReadState } from './types.js';
 
 /** bound on queued requests: beyond it readIndex() refuses (the caller retries) */

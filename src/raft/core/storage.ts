@@ -1,6 +1,7 @@
 // The core reads its durable log through this synchronous interface. Durable adapters
 // (LevelStorage, the simulator's SimDisk) keep the log tail in memory and serve reads
 // from it, so the core never awaits (architecture §1, "the big adaptation from Go").
+import { assertStorage } from '../../assert.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './types.js';
 
 export interface Storage {
@@ -39,11 +40,8 @@ export interface DurableStorage extends Storage {
   close(): Promise<void>;
 }
 
-export class StorageAssertionError extends Error {}
-
-function assertStorage(cond: boolean, msg: string): asserts cond {
-  if (!cond) throw new StorageAssertionError(`storage invariant broken: ${msg}`);
-}
+/** re-exported for the storages outside the core (they import it from here) */
+export { StorageAssertionError } from '../../assert.js';
 
 export const emptySnapshot = (conf: ConfState = { voters: [], learners: [] }): Snapshot => ({
   meta: { index: 0, term: 0, conf },
@@ -110,8 +108,12 @@ export class MemoryStorage implements Storage {
     for (let k = 1; k < entries.length; k++) {
       assertStorage(entries[k]!.index === first + k, 'appended entries are not contiguous');
     }
+    const last = entries[entries.length - 1]!;
     this.ents.length = first - this.snap.meta.index - 1;
     for (const e of entries) this.ents.push(e);
+    // postcondition: the log ends exactly with what was appended (the truncation and the
+    // append are one write)
+    assertStorage(this.lastIndex() === last.index && this.term(last.index) === last.term, `append up to ${last.index} left the log ending at ${this.lastIndex()}`);
   }
 
   /** install a snapshot received from the leader: the log is replaced, except for any
@@ -123,6 +125,8 @@ export class MemoryStorage implements Storage {
     this.snap = s;
     this.ents = keep;
     if (this.hard.commit < idx) this.hard = { ...this.hard, commit: idx };
+    // postcondition: the log starts right after the snapshot, which is committed
+    assertStorage(this.firstIndex() === idx + 1 && this.term(idx) === s.meta.term && this.hard.commit >= idx, `snapshot ${idx} installed but the log starts at ${this.firstIndex()}`);
   }
 
   /** record an application snapshot taken at s.meta.index and drop entries <= it */
@@ -131,8 +135,11 @@ export class MemoryStorage implements Storage {
     if (idx <= this.snap.meta.index) return;
     assertStorage(idx <= this.lastIndex(), `compact(${idx}) beyond last index ${this.lastIndex()}`);
     assertStorage(this.term(idx) === s.meta.term, `compact(${idx}): snapshot term ${s.meta.term} != log term ${this.term(idx)}`);
+    const last = this.lastIndex();
     this.ents = this.ents.slice(idx - this.snap.meta.index);
     this.snap = s;
+    // postcondition, paired with the precondition: only the prefix went, the tail is intact
+    assertStorage(this.firstIndex() === idx + 1 && this.lastIndex() === last, `compact(${idx}) changed the log's end (${last} -> ${this.lastIndex()})`);
   }
 
   /** A MemoryStorage holding exactly this state (what a durable adapter loaded at open). */

@@ -18,7 +18,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readdir } from 'node:fs/promises';
 import { Level } from 'level';
-import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
+import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
+import { assertStorage as check, failStorage as fail } from '../../assert.js';
 import type { DurableStorage, PersistBatch } from '../core/storage.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../core/types.js';
 import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeIncarnation, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
@@ -416,14 +417,6 @@ function assertHardStateStep(cur: HardState, next: HardState): void {
 /** last index of segment k of `segs` in a log ending at `last` */
 function segmentEnd(segs: readonly number[], k: number, last: Index): Index {
   return k + 1 < segs.length ? segs[k + 1]! - 1 : last;
-}
-
-function check(cond: boolean, msg: string): asserts cond {
-  if (!cond) fail(msg);
-}
-
-function fail(msg: string): never {
-  throw new StorageAssertionError(`storage invariant broken: ${msg}`);
 }
 
 function openError(dir: string, err: unknown): StorageError {

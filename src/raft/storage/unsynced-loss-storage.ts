@@ -8,7 +8,8 @@
 // that were never synced, as a power cut would (worst case), and a test can check that
 // everything Raft acknowledged survives. Test-only in spirit; it lives in src so real
 // processes can use it behind a flag (jepsen-lite).
-import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
+import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
+import { failStorage } from '../../assert.js';
 import type { DurableStorage, PersistBatch } from '../core/storage.js';
 import type { Snapshot } from '../core/types.js';
 
@@ -82,7 +83,7 @@ export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableS
     const b = this.inner;
     const same = a.firstIndex() === b.firstIndex() && a.lastIndex() === b.lastIndex() && a.term(a.lastIndex()) === b.term(b.lastIndex());
     if (!same) {
-      throw new StorageAssertionError(`storage invariant broken: unsynced-loss view [${a.firstIndex()}, ${a.lastIndex()}] differs from the inner storage [${b.firstIndex()}, ${b.lastIndex()}] after a sync`);
+      failStorage(`unsynced-loss view [${a.firstIndex()}, ${a.lastIndex()}] differs from the inner storage [${b.firstIndex()}, ${b.lastIndex()}] after a sync`);
     }
   }
 }
