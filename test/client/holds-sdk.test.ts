@@ -116,3 +116,34 @@ test('revocation is learnt from the keepalive answer (it lists the grants): no r
     await client.close();
   }
 });
+
+test('against a server whose keepalive answer lists no grants, the SDK falls back to reading the session view after keepalives', async () => {
+  const old = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
+  const seen: string[] = [];
+  old.addHook('onRequest', async (req) => void seen.push(`${req.method} ${req.url}`));
+  // an older server: the keepalive answer of the contract only
+  old.addHook('onSend', async (req, _reply, payload) => {
+    if (!req.url.endsWith('/keepalive') || typeof payload !== 'string') return payload;
+    const { session_id, ttl_ms } = JSON.parse(payload) as { session_id: string; ttl_ms: number };
+    return JSON.stringify({ session_id, ttl_ms });
+  });
+  const oldUrl = await old.listen({ host: '127.0.0.1', port: 0 });
+  const client = new RaftlockClient({ endpoints: [oldUrl] });
+  try {
+    const s = await client.session({ ttlMs: 1000 });
+    const lock = await s.lock('old-server');
+    const leader = await s.campaign('old-election', 'v');
+    await client.revoke('old-server', { sessionId: s.id });
+    await client.revoke('old-election');
+    const why = await aborted(lock.signal, 5000, 'the revocation abort');
+    assert.ok(why instanceof LockLostError && /revoked/.test(why.message), String(why));
+    await aborted(leader.signal, 5000, 'the leadership revocation abort');
+    assert.ok(seen.some((r) => r === `GET /v1/sessions/${s.id}`), 'read the session view');
+    assert.ok(seen.some((r) => r.startsWith('GET /v1/locks/old-election/check')), 'checked the leadership token');
+    await s.close();
+  } finally {
+    await client.close();
+    old.server.closeAllConnections();
+    await old.close();
+  }
+});
