@@ -240,14 +240,20 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     const c = new RaftlockClient({ endpoints: h.endpoints });
     const ac = new AbortController();
     const events: WatchEvent[] = [];
+    let synced = false;
     const feed = (async () => {
       try {
-        for await (const e of c.watch('svc/handover', { signal: ac.signal })) if (e.event !== 'synced' && e.event !== 'state') events.push(e);
+        for await (const e of c.watch('svc/handover', { signal: ac.signal })) {
+          if (e.event === 'synced') synced = true;
+          else if (e.event !== 'state') events.push(e);
+        }
       } catch {
         /* aborted at the end */
       }
     })();
     try {
+      // every event from here on is in the feed
+      await eventually(async () => synced, 10_000, 'the watch to open');
       const outA = join(dir, 'handover-a');
       const outB = join(dir, 'handover-b');
       let procA: ChildProcess | undefined;
