@@ -226,12 +226,26 @@ func (c *Client) openSession(ctx context.Context, ttl time.Duration, owner strin
 
 // keepalive renews the session; the returned time (when the answered attempt was sent)
 // is the base of the renewed lease.
-func (c *Client) keepalive(ctx context.Context, id string, deadline time.Time) (time.Time, error) {
+// grants is the session's grants as of the keepalive (nil from a server whose answer does
+// not list them: docs/api.md "Keepalive answers").
+func (c *Client) keepalive(ctx context.Context, id string, deadline time.Time) (time.Time, []keepaliveGrant, error) {
 	a, err := c.do(ctx, call{method: "POST", path: sessionPath(id, "/keepalive"), mode: modeRenewal, deadline: deadline})
 	if err != nil {
-		return time.Time{}, err
+		return time.Time{}, nil, err
 	}
-	return a.sentAt, nil
+	var r struct {
+		Grants *[]keepaliveGrant `json:"grants"`
+	}
+	if err := decode(a, "keepalive", &r); err != nil {
+		return time.Time{}, nil, err
+	}
+	if r.Grants == nil {
+		return a.sentAt, nil, nil
+	}
+	if *r.Grants == nil {
+		return a.sentAt, []keepaliveGrant{}, nil
+	}
+	return a.sentAt, *r.Grants, nil
 }
 
 func (c *Client) closeSession(ctx context.Context, id string, budget time.Duration) error {
@@ -246,23 +260,26 @@ func (c *Client) closeSession(ctx context.Context, id string, budget time.Durati
 // The contract's longest single wait (wait_ms ≤ 300000); longer waits re-queue.
 const maxWaitPerRequest = 300 * time.Second
 
-func (c *Client) acquire(ctx context.Context, name, sessionID string, wait time.Duration, owner string) (grant, error) {
+// acquireOpts are the optional fields of an acquire (docs/contract.md §4).
+type acquireOpts struct {
+	owner   string
+	shared  bool
+	maxHold time.Duration
+}
+
+func (c *Client) acquire(ctx context.Context, name, sessionID string, wait time.Duration, o acquireOpts) (grant, error) {
 	base := map[string]interface{}{"session_id": sessionID}
-	if owner != "" {
-		base["owner"] = owner
+	if o.owner != "" {
+		base["owner"] = o.owner
 	}
-	waitMs := wait.Milliseconds()
-	// A retry (same Idempotency-Key) asks only for the wait that is left.
-	body := func(elapsed time.Duration) map[string]interface{} {
-		b := make(map[string]interface{}, len(base)+1)
-		for k, v := range base {
-			b[k] = v
-		}
-		b["wait_ms"] = int64(math.Max(0, float64(waitMs-elapsed.Milliseconds())))
-		return b
+	if o.shared {
+		base["mode"] = "shared"
+	}
+	if o.maxHold > 0 {
+		base["max_hold_ms"] = o.maxHold.Milliseconds()
 	}
 	var g grant
-	a, err := c.do(ctx, call{method: "POST", path: lockPath(name, "acquire"), body: body, mode: modeKeyed, key: newKey(), wait: wait})
+	a, err := c.waitingCall(ctx, lockPath(name, "acquire"), base, wait)
 	if err != nil {
 		return g, err
 	}
@@ -274,6 +291,21 @@ func (c *Client) acquire(ctx context.Context, name, sessionID string, wait time.
 	}
 	g.sentAt = a.sentAt
 	return g, nil
+}
+
+// waitingCall is a keyed POST whose body carries wait_ms; a retry (same Idempotency-Key)
+// asks only for the wait that is left.
+func (c *Client) waitingCall(ctx context.Context, path string, base map[string]interface{}, wait time.Duration) (*answer, error) {
+	waitMs := wait.Milliseconds()
+	body := func(elapsed time.Duration) map[string]interface{} {
+		b := make(map[string]interface{}, len(base)+1)
+		for k, v := range base {
+			b[k] = v
+		}
+		b["wait_ms"] = int64(math.Max(0, float64(waitMs-elapsed.Milliseconds())))
+		return b
+	}
+	return c.do(ctx, call{method: "POST", path: path, body: body, mode: modeKeyed, key: newKey(), wait: wait})
 }
 
 func (c *Client) release(ctx context.Context, name, sessionID string, token int64, budget time.Duration) error {
@@ -312,6 +344,16 @@ type LockInfo struct {
 	Held    bool    `json:"held"`
 	Holder  *Holder `json:"holder,omitempty"`
 	Waiters int     `json:"waiters"`
+	// Mode is "exclusive" or "shared" while held; Holders lists every holder (one
+	// exclusive, or the shared holders) — docs/contract.md §4 "Shared (read) locks".
+	Mode    string       `json:"mode,omitempty"`
+	Holders []LockHolder `json:"holders,omitempty"`
+}
+
+// LockHolder is one holder of a lock, with the mode of its grant.
+type LockHolder struct {
+	Holder
+	Mode string `json:"mode"`
 }
 
 // Get reads a lock's state (linearizable).

@@ -34,6 +34,14 @@ var (
 	ErrSessionExpired = ErrSessionLost
 	// ErrLockLost: the lock can no longer be proven held.
 	ErrLockLost = errors.New("raftlock: lock lost")
+	// ErrSemaphoreFull: the semaphore had too few free permits and the wait (if any) ran
+	// out (Error.InUse and Error.Limit say how full).
+	ErrSemaphoreFull = errors.New("raftlock: semaphore full")
+	// ErrLimitMismatch: the semaphore is busy under another limit (Error.Limit).
+	ErrLimitMismatch = errors.New("raftlock: semaphore limit mismatch")
+	// ErrCompacted: a watch resume point older than every endpoint keeps
+	// (Error.CompactedIndex: a resume after it is possible).
+	ErrCompacted = errors.New("raftlock: watch resume point compacted")
 )
 
 // Holder is the holder of a lock, as a lock_held answer names it.
@@ -55,6 +63,13 @@ type Error struct {
 	Holder *Holder
 	// IdempotencyKey is set for ErrOutcomeUnknown: retry with it.
 	IdempotencyKey string
+	// Leader is set for lock_held on a campaign: the election's leader (nil while none
+	// leads, or when the answer did not say).
+	Leader *LeaderInfo
+	// InUse and Limit are set for semaphore_full (both) and limit_mismatch (Limit).
+	InUse, Limit int
+	// CompactedIndex is set for compacted.
+	CompactedIndex uint64
 	// Err is the cause (the last attempt's error when retries ran out).
 	Err error
 }
@@ -87,6 +102,12 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "session_lost"
 	case ErrLockLost:
 		return e.Code == "lock_lost"
+	case ErrSemaphoreFull:
+		return e.Code == "semaphore_full"
+	case ErrLimitMismatch:
+		return e.Code == "limit_mismatch"
+	case ErrCompacted:
+		return e.Code == "compacted"
 	}
 	return false
 }
@@ -116,7 +137,13 @@ func errorFromResponse(status int, body []byte, endpoint string) *Error {
 			Code    string          `json:"code"`
 			Message string          `json:"message"`
 			Holder  json.RawMessage `json:"holder"`
+			Leader  json.RawMessage `json:"leader"`
+			InUse   int             `json:"in_use"`
+			Limit   int             `json:"limit"`
+			// compacted_index may sit in the error object or beside it
+			CompactedIndex uint64 `json:"compacted_index"`
 		} `json:"error"`
+		CompactedIndex uint64 `json:"compacted_index"`
 	}
 	_ = json.Unmarshal(body, &parsed)
 	code := parsed.Error.Code
@@ -133,6 +160,17 @@ func errorFromResponse(status int, body []byte, endpoint string) *Error {
 		if json.Unmarshal(parsed.Error.Holder, &h) == nil && h.SessionID != "" {
 			e.Holder = &h
 		}
+	}
+	if code == "lock_held" && len(parsed.Error.Leader) > 0 {
+		var l LeaderInfo
+		if json.Unmarshal(parsed.Error.Leader, &l) == nil && l.SessionID != "" {
+			e.Leader = &l
+		}
+	}
+	e.InUse, e.Limit = parsed.Error.InUse, parsed.Error.Limit
+	e.CompactedIndex = parsed.Error.CompactedIndex
+	if e.CompactedIndex == 0 {
+		e.CompactedIndex = parsed.CompactedIndex
 	}
 	return e
 }

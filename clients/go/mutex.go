@@ -13,13 +13,18 @@ import (
 // session's Done() say "stop", the token makes a late writer harmless when stopping was
 // not quick enough.
 type Mutex struct {
-	s     *Session
-	key   string
-	owner string
+	s       *Session
+	key     string
+	owner   string
+	shared  bool
+	maxHold time.Duration
 
-	mu    sync.Mutex
-	token int64
-	held  bool
+	mu        sync.Mutex
+	token     int64
+	held      bool
+	holdUntil time.Time // zero: no max hold
+	ref       *grantRef
+	lostErr   error // set when a keepalive answer no longer listed the grant
 }
 
 // MutexOption configures NewMutex.
@@ -28,6 +33,18 @@ type MutexOption func(*Mutex)
 // WithMutexOwner names the owner of this lock's grants (default: the session's owner).
 func WithMutexOwner(owner string) MutexOption {
 	return func(m *Mutex) { m.owner = owner }
+}
+
+// WithShared takes the lock shared (a read lock): shared holders coexist, an exclusive
+// request waits until every holder has released (docs/contract.md §4 "Shared (read) locks").
+func WithShared() MutexOption {
+	return func(m *Mutex) { m.shared = true }
+}
+
+// WithMaxHold asks the server to free each grant d after making it, even while the
+// session lives (max_hold_ms, 100 ms or more). Held() turns false a safety margin before.
+func WithMaxHold(d time.Duration) MutexOption {
+	return func(m *Mutex) { m.maxHold = d }
 }
 
 // NewMutex returns a mutex for the lock name key in session s. Nothing is sent yet.
@@ -49,13 +66,22 @@ func (m *Mutex) FencingToken() int64 {
 	return m.token
 }
 
-// Held reports whether the lock is held and the session's lease is proven right now.
-// Check it right before an action that needs the lock.
+// Held reports whether the lock is held and the session's lease is proven right now: not
+// released, not past its max hold, not found revoked by a keepalive. Check it right
+// before an action that needs the lock.
 func (m *Mutex) Held() bool {
 	m.mu.Lock()
-	held := m.held
+	held := m.held && m.lostErr == nil && (m.holdUntil.IsZero() || time.Now().Before(m.holdUntil))
 	m.mu.Unlock()
 	return held && m.s.isProven()
+}
+
+// Err is why the last grant was lost while its session lives on (revoked, or freed by
+// its max hold, as a keepalive answer showed; errors.Is ErrLockLost), else nil.
+func (m *Mutex) Err() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.lostErr
 }
 
 // Check asks the cluster (linearizable) whether this mutex's token still holds the lock
@@ -76,73 +102,42 @@ func (m *Mutex) Lock(ctx context.Context) error { return m.lock(ctx, true) }
 func (m *Mutex) TryLock(ctx context.Context) error { return m.lock(ctx, false) }
 
 func (m *Mutex) lock(ctx context.Context, wait bool) error {
-	s := m.s
-	if err := s.assertOpen(); err != nil {
+	if err := validMaxHold(m.maxHold); err != nil {
 		return err
 	}
-	if err := ctx.Err(); err != nil {
-		return err // nothing was sent
+	s := m.s
+	var g grant
+	_, err := s.acquireLoop(ctx, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+		var err error
+		g, err = s.c.acquire(actx, m.key, s.id, chunk, acquireOpts{owner: m.owner, shared: m.shared, maxHold: m.maxHold})
+		return g.sentAt, err
+	}, m.forgetGrant)
+	if err != nil {
+		return err
 	}
-	// The acquire ends when ctx is done or the session ends, whichever is first.
-	actx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	go func() {
-		select {
-		case <-s.done:
-			cancel()
-		case <-actx.Done():
-		}
-	}()
-	for {
-		chunk := time.Duration(0)
-		if wait {
-			chunk = maxWaitPerRequest
-			if dl, ok := ctx.Deadline(); ok {
-				if left := time.Until(dl).Truncate(time.Millisecond); left < chunk {
-					chunk = left
-				}
-				if chunk < 0 {
-					chunk = 0
-				}
-			}
-		}
-		g, err := s.c.acquire(actx, m.key, s.id, chunk, m.owner)
-		if err != nil {
-			if errors.Is(err, ErrSessionNotFound) {
-				s.markLost(fmt.Sprintf("the server no longer knows session %s", s.id), err)
-			}
-			if wait && chunk > time.Millisecond && errors.Is(err, ErrLocked) && actx.Err() == nil {
-				continue // this wait ran out before ctx: queue again
-			}
-			if !definitelyNotApplied(err) {
-				m.forgetGrant(err)
-			}
-			if actx.Err() != nil && ctx.Err() == nil {
-				if serr := s.assertOpen(); serr != nil {
-					return serr // the session ended while we waited
-				}
-			}
-			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
-				return ctx.Err()
-			}
-			return err
-		}
-		// A granted acquire renewed the session from its arrival, no earlier than its send.
-		s.noteAck(g.sentAt)
-		if serr := s.assertOpen(); serr != nil {
-			return serr // lost meanwhile: closing a lost session frees the grant
-		}
-		if !s.isProven() {
-			// Granted after a wait whose only proof is older than the lease: holding it
-			// cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
-			m.forgetGrant(nil)
-			return &Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: lock %s was granted but session %s could not be proven alive", m.key, s.id)}
-		}
-		m.mu.Lock()
-		m.token = g.FencingToken
-		m.held = true
-		m.mu.Unlock()
-		return nil
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	// A second acquire of a lock the session holds returns the same grant, whose max
+	// hold the server keeps from the first.
+	if !(m.held && m.token == g.FencingToken && m.lostErr == nil) {
+		m.holdUntil = s.holdDeadline(g.sentAt, m.maxHold)
+		s.untrack(m.ref)
+		ref := &grantRef{space: "lock", name: m.key, token: g.FencingToken, seenAt: time.Now()}
+		ref.lost = func(err error) { m.grantLost(ref, err) }
+		m.ref = ref
+		s.track(ref)
+	}
+	m.token = g.FencingToken
+	m.held = true
+	m.lostErr = nil
+	return nil
+}
+
+func (m *Mutex) grantLost(ref *grantRef, err error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.ref == ref {
+		m.lostErr = err
 	}
 }
 
@@ -169,7 +164,7 @@ func (m *Mutex) forgetGrant(cause error) {
 
 // Unlock releases the lock. Held() turns false before the release is sent: from then on
 // holding it cannot be proven. Unlocking a mutex that is not held, or whose session was
-// lost or closed, does nothing.
+// lost or closed, does nothing; unlocking a grant already revoked gives ErrNotHolder.
 func (m *Mutex) Unlock(ctx context.Context) error {
 	m.mu.Lock()
 	if !m.held {
@@ -178,6 +173,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.held = false
 	token := m.token
+	m.s.untrack(m.ref)
+	m.ref = nil
 	m.mu.Unlock()
 	if m.s.assertOpen() != nil {
 		return nil

@@ -107,6 +107,8 @@ type Session struct {
 	done      chan struct{}
 	ctx       context.Context // cancelled when the session is lost or closed
 	cancel    context.CancelFunc
+	// refs are the grants judged after every keepalive (grants.go)
+	refs map[*grantRef]struct{}
 }
 
 // NewSession opens a session on the server and starts keeping it alive.
@@ -293,13 +295,17 @@ func (s *Session) keepaliveLoop() {
 		s.mu.Unlock()
 		// The call may keep retrying until the proof runs out; after that it is moot.
 		ctx, cancel := context.WithDeadline(s.ctx, deadline)
-		sentAt, err := s.c.keepalive(ctx, s.id, deadline)
+		askedAt := time.Now()
+		sentAt, grants, err := s.c.keepalive(ctx, s.id, deadline)
 		cancel()
 		if s.ctx.Err() != nil {
 			return
 		}
 		if err == nil {
 			s.noteAck(sentAt)
+			if grants != nil {
+				s.judgeGrants(grants, askedAt)
+			}
 			wait = s.jittered()
 			continue
 		}

@@ -120,7 +120,7 @@ export function openApiDocument(limits: ApiLimits, version: string): Json {
       post: operation('openSession', { summary: 'open a session (a TTL lease)', tags: ['sessions'], params: [IDEMPOTENCY_PARAM], body: { schema: 'OpenSessionRequest', required: false, example: { ttl_ms: 10000, owner: 'worker-7' } }, ok: { status: 201, schema: 'SessionGrant', example: { session_id: 's-4fzq9c2k', ttl_ms: 10000 } }, errors: errors('permission_denied', 'unsupported_media_type', 'payload_too_large', 'too_many_requests', 'unavailable', 'timeout') }),
     },
     '/v1/sessions/{id}/keepalive': {
-      post: operation('keepalive', { summary: 'renew a session and every lock it holds', tags: ['sessions'], params: [SESSION_ID_PARAM], body: { schema: 'EmptyRequest', required: false }, ok: { status: 200, schema: 'SessionGrant' }, errors: errors('permission_denied', 'session_not_found', 'unavailable', 'timeout') }),
+      post: operation('keepalive', { summary: 'renew a session and every lock it holds', tags: ['sessions'], params: [SESSION_ID_PARAM], body: { schema: 'EmptyRequest', required: false }, ok: { status: 200, schema: 'Keepalive' }, errors: errors('permission_denied', 'session_not_found', 'unavailable', 'timeout') }),
     },
     '/v1/sessions/{id}': {
       get: operation('getSession', { summary: 'inspect a session', tags: ['sessions'], params: [SESSION_ID_PARAM], ok: { status: 200, schema: 'Session', example: { session_id: 's-4fzq9c2k', owner: 'worker-7', ttl_ms: 10000, locks: ['billing/invoice-42'] } }, errors: errors('permission_denied', 'session_not_found', 'unavailable', 'timeout') }),

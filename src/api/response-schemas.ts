@@ -12,6 +12,12 @@ const lockName = z.string().describe('lock name: 1-256 bytes of [A-Za-z0-9._:/-]
 
 export const responseSchemas = {
   SessionGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int() }),
+  Keepalive: z.object({
+    session_id: sessionId,
+    ttl_ms: z.number().int(),
+    grants: z.array(z.object({ kind: z.enum(['lock', 'semaphore', 'election']), name: lockName, fencing_token: token, mode: z.literal('shared').optional().describe('present on a shared grant') }))
+      .optional().describe("this version's extension: every grant the session holds as of the keepalive (a revoked or max-hold-ended grant is missing)"),
+  }),
   Session: z.object({ session_id: sessionId, owner: z.string(), ttl_ms: z.number().int(), locks: z.array(lockName) }),
   SessionClosed: z.object({ released: z.array(lockName).describe('locks the session held, released at once') }),
   Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int(), mode: z.literal('shared').optional().describe('present on a shared grant') }),

@@ -103,6 +103,20 @@ export interface ElectionApi {
   /** elections that have a leader, sorted by name (the status page; optional for fakes) */
   list?(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionListItem[]>;
 }
+/** one grant a keepalive answer lists (docs/api.md "Keepalive answers"): the client
+ *  learns a revoke or a max-hold end from its keepalive, without another read */
+export interface KeepaliveGrantView {
+  kind: 'lock' | 'semaphore' | 'election';
+  name: string;
+  fencing_token: number;
+  mode?: 'shared';
+}
+export interface KeepaliveView {
+  session_id: string;
+  ttl_ms: number;
+  /** this version's extension of the contract: the session's grants, as of the keepalive's read barrier */
+  grants?: KeepaliveGrantView[];
+}
 export interface SessionView {
   session_id: string;
   owner: string;
@@ -149,7 +163,7 @@ export interface LockService {
   notReadyReason?(): string | null;
 
   openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
-  keepalive(sessionId: string, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
+  keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView>;
   getSession(sessionId: string, ctx: RequestContext): Promise<SessionView>;
   closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
 

@@ -33,6 +33,16 @@ export interface SessionInfo {
   waiting: string[];
 }
 
+/** one grant a session holds (LockFsm.sessionGrants): what the keepalive answer lists */
+export interface SessionGrantInfo {
+  /** 'election': the exclusive grant of a campaign won (the lock carries a value) */
+  kind: 'lock' | 'semaphore' | 'election';
+  name: string;
+  fencingToken: number;
+  /** locks only: a shared grant */
+  shared?: true;
+}
+
 export interface LockInfo {
   name: string;
   held: boolean;
@@ -373,6 +383,21 @@ export class LockFsm {
     const info: SessionInfo = { sessionId: s.id, owner: s.owner, ttlMs: s.ttlMs, lockDelayMs: s.lockDelayMs, locks: this.core.heldNames(s), waiting };
     if (s.principal !== '') info.principal = s.principal;
     return info;
+  }
+
+  /** every grant the session holds, locks (and elections) by name, then semaphores by
+   *  name; [] for an unknown session */
+  sessionGrants(id: string): SessionGrantInfo[] {
+    const s = this.core.sessions.get(id);
+    if (s === undefined) return [];
+    const locks: SessionGrantInfo[] = [];
+    for (let l = s.heldHead; l !== null; l = l.heldNext) locks.push({ kind: l.value !== null ? 'election' : 'lock', name: l.name, fencingToken: l.token });
+    if (s.shares !== null) for (const sh of s.shares.values()) locks.push({ kind: 'lock', name: sh.lock.name, fencingToken: sh.token, shared: true });
+    locks.sort((a, b) => compareStrings(a.name, b.name));
+    const sems: SessionGrantInfo[] = [];
+    if (s.sems !== null) for (const [name, h] of s.sems) sems.push({ kind: 'semaphore', name, fencingToken: h.token });
+    sems.sort((a, b) => compareStrings(a.name, b.name));
+    return [...locks, ...sems];
   }
 
   getLock(name: string): LockInfo {

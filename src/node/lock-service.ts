@@ -6,7 +6,7 @@
 import type { ApplyOutput, ApplyResult, Command } from '../lock-fsm/index.js';
 import { isSessionId } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
-import type { ClusterView, GrantView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../api/service.js';
+import type { ClusterView, GrantView, KeepaliveGrantView, KeepaliveView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../api/service.js';
 import { LeaderLog, unkeyed } from './leader-log.js';
 import { LeaderCoordinator } from './leader-coordinator.js';
 import { SemaphoreService } from './semaphore-service.js';
@@ -85,13 +85,17 @@ export class RaftLockService implements LockService {
     throw new ApiError('unavailable', 'could not draw a fresh session id');
   }
 
-  async keepalive(sessionId: string, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }> {
+  async keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView> {
     const arrival = this.d.nowMs();
     await this.log.readBarrier();
     const s = this.liveSession(sessionId);
     checkOwner(this.d, s.principal, ctx, undefined);
     this.leader.renewLease(sessionId, arrival, 'unavailable');
-    return { session_id: s.sessionId, ttl_ms: s.ttlMs };
+    // The grants as of the read barrier (after the request arrived): a grant the client was
+    // answered before it sent this keepalive is listed unless it was revoked or its max
+    // hold ended — the SDK learns that here rather than with a read per keepalive.
+    const grants = this.d.app.fsm.sessionGrants(sessionId).map((g): KeepaliveGrantView => ({ kind: g.kind, name: g.name, fencing_token: g.fencingToken, ...(g.shared ? { mode: 'shared' as const } : {}) }));
+    return { session_id: s.sessionId, ttl_ms: s.ttlMs, grants };
   }
 
   async getSession(sessionId: string, _ctx: RequestContext): Promise<SessionView> {

@@ -9,6 +9,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binPath, ClusterHarness, eventually, freePort } from '../support/cluster-harness.js';
+import { RaftlockClient, type WatchEvent } from '@raftlock/client';
 
 interface Run {
   code: number | null;
@@ -233,6 +234,64 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     const none = await raftlock(['leader', 'svc/sched', ...ep]);
     assert.equal(none.code, 1);
     assert.equal(none.stdout.trim(), 'svc/sched: no leader');
+  });
+
+  it('elect resigns when the command exits (after a forwarded SIGTERM too): the waiting candidate leads at once; a revoked leader\'s command is stopped (exit 4)', async () => {
+    const c = new RaftlockClient({ endpoints: h.endpoints });
+    const ac = new AbortController();
+    const events: WatchEvent[] = [];
+    let synced = false;
+    const feed = (async () => {
+      try {
+        for await (const e of c.watch('svc/handover', { signal: ac.signal })) {
+          if (e.event === 'synced') synced = true;
+          else if (e.event !== 'state') events.push(e);
+        }
+      } catch {
+        /* aborted at the end */
+      }
+    })();
+    try {
+      // every event from here on is in the feed
+      await eventually(async () => synced, 10_000, 'the watch to open');
+      const outA = join(dir, 'handover-a');
+      const outB = join(dir, 'handover-b');
+      let procA: ChildProcess | undefined;
+      const runA = raftlock(['elect', 'svc/handover', ...ep, '--value', 'a', '--', process.execPath, '-e', CHILD, outA, 'wait'], { onSpawn: (p) => (procA = p) });
+      await eventually(async () => existsSync(`${outA}.env`), 10_000, 'the first leader to start');
+      const envA = JSON.parse(readFileSync(`${outA}.env`, 'utf8')) as { token: string; session: string };
+      const runB = raftlock(['elect', 'svc/handover', ...ep, '--value', 'b', '--wait', '20s', '--', process.execPath, '-e', CHILD, outB, '0']);
+      await eventually(async () => (await c.getLock('svc/handover')).waiters === 1, 10_000, 'the second candidate to queue');
+      procA!.kill('SIGTERM');
+      assert.equal((await runA).code, 0);
+      assert.ok(existsSync(`${outA}.term`), 'the leader\'s command got SIGTERM');
+      const rb = await runB;
+      assert.equal(rb.code, 0, rb.stderr);
+      const envB = JSON.parse(readFileSync(`${outB}.env`, 'utf8')) as { token: string; session: string };
+      assert.ok(Number(envB.token) > Number(envA.token));
+      await eventually(async () => events.filter((e) => e.event === 'resigned').length === 2, 10_000, 'both resignations in the feed');
+      const a = events.filter((e) => e.session_id === envA.session).map((e) => e.event);
+      assert.deepEqual(a, ['acquired', 'resigned'], `A's events (a closed session would show released): ${JSON.stringify(events)}`);
+      const handover = events.findIndex((e) => e.event === 'resigned' && e.session_id === envA.session);
+      assert.deepEqual([events[handover + 1]?.event, events[handover + 1]?.session_id, events[handover + 1]?.index], ['acquired', envB.session, events[handover]!.index], 'B leads in the same command as A resigned');
+      assert.deepEqual(events.filter((e) => e.session_id === envB.session).map((e) => e.event), ['waiting', 'acquired', 'resigned']);
+      for (const sid of [envA.session, envB.session]) await assert.rejects(c.getSession(sid), /session/i, 'elect closed the session it opened');
+
+      // leadership lost while the command runs: an administrator revokes it
+      const outC = join(dir, 'revoked-leader');
+      const runC = raftlock(['elect', 'svc/revoked', ...ep, '--value', 'c', '--ttl', '1500ms', '--kill-grace', '300ms', '--', process.execPath, '-e', CHILD, outC, 'stubborn']);
+      await eventually(async () => existsSync(`${outC}.env`), 10_000, 'the leader to start');
+      const rev = await raftlock(['revoke', 'svc/revoked', ...ep]);
+      assert.equal(rev.code, 0, rev.stderr);
+      const rc = await runC;
+      assert.equal(rc.code, 4, rc.stderr);
+      assert.match(rc.stderr, /LOST svc\/revoked/);
+      assert.ok(existsSync(`${outC}.term`), 'the command got SIGTERM');
+    } finally {
+      ac.abort();
+      await feed;
+      await c.close();
+    }
   });
 
   it('forwards SIGTERM to the command and exits with its code', async () => {

@@ -14,9 +14,12 @@ import { setup } from '../node/service-fixture.js';
 let app: FastifyInstance;
 let url: string;
 let fx: ReturnType<typeof setup>;
+/** every request the server got, as `METHOD path` */
+const requests: string[] = [];
 before(async () => {
   fx = setup();
   app = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
+  app.addHook('onRequest', async (req) => void requests.push(`${req.method} ${req.url}`));
   url = await app.listen({ host: '127.0.0.1', port: 0 });
 });
 after(async () => {
@@ -64,8 +67,83 @@ test('revoke: client.revoke answers the grant; the holder\'s lock signal aborts 
     await assert.rejects(client.revoke('stuck', { sessionId: s.id }), NotHolderError);
     const g = await s.semaphore('pool', { limit: 2 });
     assert.deepEqual(await client.revoke('pool', { kind: 'semaphore' }), [{ sessionId: s.id, fencingToken: g.fencingToken }]);
+    const semWhy = await aborted(g.signal, 5000, 'the semaphore revocation abort');
+    assert.ok(semWhy instanceof LockLostError && /revoked/.test(semWhy.message), String(semWhy));
     await s.close();
   } finally {
     await client.close();
+  }
+});
+
+test('revocation is learnt from the keepalive answer (it lists the grants): no read per keepalive; a grant that stands keeps its signal', async () => {
+  const client = new RaftlockClient({ endpoints: [url] });
+  try {
+    const s = await client.session({ ttlMs: 1000 }); // keepalives every ~330 ms
+    const kept = await s.lock('kept');
+    const shared = await s.lock('kept-shared', { mode: 'shared' });
+    const gone = await s.lock('taken');
+    const permits = await s.semaphore('kept-pool', { limit: 3, permits: 2 });
+    const leader = await s.campaign('led', 'v1');
+    const deposed = await s.campaign('deposed', 'v2');
+    const answer = await client.keepalive(s.id);
+    assert.deepEqual(answer.grants, [
+      { kind: 'election', name: 'deposed', fencingToken: deposed.fencingToken },
+      { kind: 'lock', name: 'kept', fencingToken: kept.fencingToken },
+      { kind: 'lock', name: 'kept-shared', fencingToken: shared.fencingToken, mode: 'shared' },
+      { kind: 'election', name: 'led', fencingToken: leader.fencingToken },
+      { kind: 'lock', name: 'taken', fencingToken: gone.fencingToken },
+      { kind: 'semaphore', name: 'kept-pool', fencingToken: permits.fencingToken },
+    ]);
+    const from = requests.length;
+    await client.revoke('taken', { sessionId: s.id });
+    await client.revoke('deposed');
+    const why = await aborted(gone.signal, 5000, 'the lock revocation abort');
+    assert.ok(why instanceof LockLostError && /taken .*revoked/.test(why.message), String(why));
+    const lwhy = await aborted(deposed.signal, 5000, 'the leadership revocation abort');
+    assert.ok(lwhy instanceof LockLostError && /leadership of election deposed .*revoked/.test(lwhy.message), String(lwhy));
+    // two more keepalives: what still stands stays held
+    const seen = requests.filter((r) => r.endsWith('/keepalive')).length;
+    const deadline = Date.now() + 5000;
+    while (requests.filter((r) => r.endsWith('/keepalive')).length < seen + 2) {
+      assert.ok(Date.now() < deadline, 'two more keepalives');
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    for (const l of [kept, shared, permits, leader]) assert.equal(l.signal.aborted, false, `${l.name} is still held`);
+    const reads = requests.slice(from).filter((r) => r.startsWith('GET '));
+    assert.deepEqual(reads, [], 'no read beside the keepalives');
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
+test('against a server whose keepalive answer lists no grants, the SDK falls back to reading the session view after keepalives', async () => {
+  const old = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
+  const seen: string[] = [];
+  old.addHook('onRequest', async (req) => void seen.push(`${req.method} ${req.url}`));
+  // an older server: the keepalive answer of the contract only
+  old.addHook('onSend', async (req, _reply, payload) => {
+    if (!req.url.endsWith('/keepalive') || typeof payload !== 'string') return payload;
+    const { session_id, ttl_ms } = JSON.parse(payload) as { session_id: string; ttl_ms: number };
+    return JSON.stringify({ session_id, ttl_ms });
+  });
+  const oldUrl = await old.listen({ host: '127.0.0.1', port: 0 });
+  const client = new RaftlockClient({ endpoints: [oldUrl] });
+  try {
+    const s = await client.session({ ttlMs: 1000 });
+    const lock = await s.lock('old-server');
+    const leader = await s.campaign('old-election', 'v');
+    await client.revoke('old-server', { sessionId: s.id });
+    await client.revoke('old-election');
+    const why = await aborted(lock.signal, 5000, 'the revocation abort');
+    assert.ok(why instanceof LockLostError && /revoked/.test(why.message), String(why));
+    await aborted(leader.signal, 5000, 'the leadership revocation abort');
+    assert.ok(seen.some((r) => r === `GET /v1/sessions/${s.id}`), 'read the session view');
+    assert.ok(seen.some((r) => r.startsWith('GET /v1/locks/old-election/check')), 'checked the leadership token');
+    await s.close();
+  } finally {
+    await client.close();
+    old.server.closeAllConnections();
+    await old.close();
   }
 });

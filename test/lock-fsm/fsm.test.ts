@@ -332,3 +332,29 @@ test('removing waiters from the middle of a long queue is O(1) each', () => {
   assert.equal(g.fsm.getLock('a').holder?.sessionId, 'w2');
   assertFsmInvariants(g.fsm);
 });
+
+test('sessionGrants: every grant of a session by kind and token (locks, shares, elections, then semaphores, each by name); revoked grants are gone', () => {
+  const g = new Log();
+  g.open('s1');
+  g.open('s2');
+  const tz = g.token('z', 's1');
+  const ta = g.token('a', 's1');
+  const share = g.run({ kind: 'acquire', name: 'r', sessionId: 's1', waitMs: 0, mode: 'shared' }).result;
+  assert.ok(share.ok && share.kind === 'acquired');
+  const el = g.run({ kind: 'campaign', name: 'e', sessionId: 's1', value: 'v', waitMs: 0 }).result;
+  assert.ok(el.ok && el.kind === 'acquired');
+  const sem = g.run({ kind: 'semAcquire', name: 'p', sessionId: 's1', limit: 3, permits: 2, waitMs: 0 }).result;
+  assert.ok(sem.ok && sem.kind === 'sem_acquired');
+  g.token('other', 's2');
+  assert.deepEqual(g.fsm.sessionGrants('s1'), [
+    { kind: 'lock', name: 'a', fencingToken: ta },
+    { kind: 'election', name: 'e', fencingToken: el.fencingToken },
+    { kind: 'lock', name: 'r', fencingToken: share.fencingToken, shared: true },
+    { kind: 'lock', name: 'z', fencingToken: tz },
+    { kind: 'semaphore', name: 'p', fencingToken: sem.fencingToken },
+  ]);
+  assert.ok(g.do({ kind: 'revoke', target: 'lock', name: 'a', sessionId: 's1' }).ok);
+  assert.ok(g.do({ kind: 'revoke', target: 'semaphore', name: 'p' }).ok);
+  assert.deepEqual(g.fsm.sessionGrants('s1').map((x) => x.name), ['e', 'r', 'z']);
+  assert.deepEqual(g.fsm.sessionGrants('nope'), []);
+});

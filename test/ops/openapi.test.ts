@@ -79,6 +79,8 @@ describe('OpenAPI document', () => {
       ['RenewRequest', { session_id: 's-1' }], ['ReleaseRequest', { session_id: 's-1', fencing_token: 42 }],
       ['AddMemberRequest', { id: 'n4', api: 'http://127.0.0.1:7004', peer: 'http://127.0.0.1:7104' }], ['TransferRequest', {}], ['TransferRequest', { to: 'n2' }],
       ['SessionGrant', { session_id: 's-1', ttl_ms: 10000 }],
+      ['Keepalive', { session_id: 's-1', ttl_ms: 10000 }],
+      ['Keepalive', { session_id: 's-1', ttl_ms: 10000, grants: [{ kind: 'lock', name: 'a', fencing_token: 7 }, { kind: 'lock', name: 'r', fencing_token: 8, mode: 'shared' }, { kind: 'election', name: 'e', fencing_token: 9 }, { kind: 'semaphore', name: 'p', fencing_token: 10 }] }],
       ['Session', { session_id: 's-1', owner: 'worker-7', ttl_ms: 10000, locks: ['billing/invoice-42'] }],
       ['SessionClosed', { released: ['a', 'b'] }],
       ['Grant', { name: 'billing/invoice-42', session_id: 's-1', fencing_token: 1042, ttl_ms: 10000 }],
@@ -119,6 +121,7 @@ describe('OpenAPI document', () => {
     await call('GET', '/v1/locks', 'LockList');
     await call('GET', `/v1/locks/a/b/check?fencing_token=${String(g['fencing_token'])}`, 'Check');
     await call('GET', `/v1/sessions/${String(s['session_id'])}`, 'Session');
+    await call('POST', `/v1/sessions/${String(s['session_id'])}/keepalive`, 'Keepalive');
     await call('POST', '/v1/locks/a/b/acquire', 'Error', {});
     await call('POST', '/v1/locks/a/b/acquire', 'Error', { wait_ms: -1 });
     await call('GET', '/v1/cluster', 'ClusterView');

@@ -11,12 +11,13 @@ at ttl/3 with jitter, one Idempotency-Key per change across retries, failover wi
 Retry-After, and no grant left behind by an acquire that gave up."""
 
 from .client import Client
-from .errors import (Holder, InvalidRequestError, LockHeldError, LockLostError, NotHolderError, OutcomeUnknownError,
-                     PermissionDeniedError, RaftlockError, SessionLostError, SessionNotFoundError, TooManyRequestsError,
-                     UnavailableError)
-from .lock import Lock
+from .errors import (CompactedError, Holder, InvalidRequestError, LimitMismatchError, LockHeldError, LockLostError,
+                     NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError, SemaphoreFullError,
+                     SessionLostError, SessionNotFoundError, TooManyRequestsError, UnavailableError)
+from .lock import Leadership, Lock, SemaphoreGrant
 from .session import Session, default_safety_margin
 
-__all__ = ["Client", "Session", "Lock", "Holder", "RaftlockError", "LockHeldError", "NotHolderError",
+__all__ = ["Client", "Session", "Lock", "SemaphoreGrant", "Leadership", "Holder", "SemaphoreFullError",
+           "LimitMismatchError", "CompactedError", "RaftlockError", "LockHeldError", "NotHolderError",
            "SessionNotFoundError", "UnavailableError", "TooManyRequestsError", "OutcomeUnknownError",
            "InvalidRequestError", "PermissionDeniedError", "SessionLostError", "LockLostError", "default_safety_margin"]

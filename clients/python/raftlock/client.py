@@ -6,19 +6,29 @@ import ssl
 import time
 import uuid
 from contextlib import contextmanager
-from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Union
+import threading
+from typing import Any, Callable, Dict, Iterator, List, Optional, Sequence, Tuple, Union
 from urllib.parse import quote
 
 from .endpoints import EndpointSet
-from .errors import InvalidRequestError, LockLostError, SessionNotFoundError
-from .lock import Lock
+from .errors import InvalidRequestError, LockLostError, RaftlockError, SessionNotFoundError
+from .lock import Leadership, Lock
 from .session import Session
 from .transport import Cancel, Transport
+from .watch import observe_leaders, watch_events
 
 
 def _lock_path(name: str, action: str = "") -> str:
     # one path segment: "jobs/check" is never read as the check action
     return f"/v1/locks/{quote(name, safe='')}" + (f"/{action}" if action else "")
+
+
+def _semaphore_path(name: str, action: str = "") -> str:
+    return f"/v1/semaphores/{quote(name, safe='')}" + (f"/{action}" if action else "")
+
+
+def _election_path(name: str, action: str = "") -> str:
+    return f"/v1/elections/{quote(name, safe='')}" + (f"/{action}" if action else "")
 
 
 def _session_path(sid: str, suffix: str = "") -> str:
@@ -102,7 +112,8 @@ class Client:
             raise
 
     @contextmanager
-    def lock(self, name: str, ttl: Optional[float] = None, wait: float = 0, owner: Optional[str] = None) -> Iterator[Lock]:
+    def lock(self, name: str, ttl: Optional[float] = None, wait: float = 0, owner: Optional[str] = None,
+             shared: bool = False, max_hold: Optional[float] = None) -> Iterator[Lock]:
         """``with client.lock(name, ttl=10, wait=30) as lock:`` opens a session, takes the
         lock (waiting up to ``wait`` seconds), runs the block, and closes the session (one
         committed command that releases the lock). If the lock was lost before the block
@@ -110,7 +121,7 @@ class Client:
         ``__cause__``): the work was not protected to the end."""
         session = self.session(ttl=ttl, owner=owner)
         try:
-            lk = session.lock(name, wait=wait, owner=owner)
+            lk = session.lock(name, wait=wait, owner=owner, shared=shared, max_hold=max_hold)
             try:
                 yield lk
             except BaseException as e:
@@ -147,6 +158,68 @@ class Client:
             raise InvalidRequestError("bad_response", f'{a.endpoint}: unexpected answer to check {name}: no boolean "current"')
         return cur
 
+    def get_semaphore(self, name: str, stale: bool = False) -> Dict[str, Any]:
+        """GET /v1/semaphores/{name}: ``{"name", "limit", "in_use", "holders", "waiters"}``."""
+        a = self._transport.call("GET", _semaphore_path(name) + ("?consistency=stale" if stale else ""), "read")
+        return a.json(f"get semaphore {name}")
+
+    def leader(self, name: str, stale: bool = False) -> Optional[Dict[str, Any]]:
+        """GET /v1/elections/{name}: the leader ``{"session_id", "value", "fencing_token"}``,
+        or None while none leads (linearizable unless stale)."""
+        a = self._transport.call("GET", _election_path(name) + ("?consistency=stale" if stale else ""), "read")
+        ld = a.json(f"get election {name}").get("leader")
+        return ld if isinstance(ld, dict) else None
+
+    def revoke(self, name: str, session_id: Optional[str] = None, semaphore: bool = False) -> List[Dict[str, Any]]:
+        """POST /v1/locks/{name}/revoke (or the semaphore's), the ``admin`` right: takes the
+        grant of ``session_id``, or every grant of the name, away at once and without
+        lock-delay; the next waiter gets a larger token. Returns the grants taken away
+        (``{"session_id", "fencing_token"}``); NotHolderError when ``session_id`` holds none.
+        The holder's session lives on and learns it from its next keepalive."""
+        body: Dict[str, Any] = {} if session_id is None else {"session_id": session_id}
+        path = _semaphore_path(name, "revoke") if semaphore else _lock_path(name, "revoke")
+        a = self._transport.call("POST", path, "keyed", body=body, key=str(uuid.uuid4()))
+        rows = a.json(f"revoke {name}").get("revoked")
+        if not isinstance(rows, list):
+            raise InvalidRequestError("bad_response", f'{a.endpoint}: unexpected answer to revoke {name}: no "revoked" list')
+        return rows
+
+    def campaign(self, name: str, value: str, ttl: Optional[float] = None, wait: float = 0, owner: Optional[str] = None,
+                 max_hold: Optional[float] = None) -> Leadership:
+        """Opens a session for the leadership and campaigns in election ``name`` (see
+        Session.campaign); ``resign()`` (or leaving ``with``) also closes that session, and
+        a failed campaign closes it."""
+        session = self.session(ttl=ttl, owner=owner)
+        try:
+            return session.campaign(name, value, wait=wait, owner=owner, max_hold=max_hold, _own_session=True)
+        except BaseException:
+            try:
+                session.close()
+            except RaftlockError as e:
+                self._warn("could not close the session of a failed campaign (it will expire after its ttl)", e)
+            raise
+
+    def watch(self, prefix: str = "", from_index: Optional[int] = None, idle_timeout: float = 45.0,
+              stop: Optional[threading.Event] = None) -> Iterator[Dict[str, Any]]:
+        """GET /v1/watch as an iterator of events (``{"event", "kind", "name", "session_id"?,
+        "fencing_token"?, "value"?, "mode"?, "permits"?, "limit"?, "reason"?, "index"}``) of
+        every lock, semaphore and election whose name starts with ``prefix``, in log order.
+        Without ``from_index`` it first gives one ``state`` event per current holder, then
+        ``{"event": "synced", "index"}``. It reconnects to another endpoint when a node
+        fails and resumes after the last event it gave: no event is lost or given twice.
+        CompactedError when no endpoint keeps the resume point any more. It ends when the
+        caller stops iterating (``close()`` the generator) or when ``stop`` is set (seen at
+        the next line the server sends: an event, or its keepalive comment every 15 s)."""
+        if from_index is not None and (not isinstance(from_index, int) or from_index < 0):
+            raise InvalidRequestError("invalid_request", f"from_index must be a log index (an integer >= 0), got {from_index!r}")
+        return watch_events(self._transport, prefix, from_index, idle_timeout, stop)
+
+    def observe(self, name: str, idle_timeout: float = 45.0, stop: Optional[threading.Event] = None) -> Iterator[Optional[Dict[str, Any]]]:
+        """The leader of election ``name`` each time it changes (None: nobody leads), first
+        the current one: one step per command, so a resign and the next candidate's win
+        give the new leader, never a None in between. Built on watch(name)."""
+        return observe_leaders(self._transport, name, idle_timeout, stop)
+
     def close_session(self, session_id: str) -> List[str]:
         """DELETE /v1/sessions/{id}: ends any session (yours or, with admin rights, another's)."""
         return self._close_session(session_id)
@@ -157,9 +230,12 @@ class Client:
         if self._on_warning is not None:
             self._on_warning(message, err)
 
-    def _keepalive(self, sid: str, deadline: float, cancel: Optional[Cancel] = None) -> float:
+    def _keepalive(self, sid: str, deadline: float, cancel: Optional[Cancel] = None) -> Tuple[float, Optional[List[Dict[str, Any]]]]:
+        """(send time of the answered attempt, the session's grants as of the keepalive --
+        None from a server whose answer does not list them: docs/api.md "Keepalive answers")"""
         a = self._transport.call("POST", _session_path(sid, "/keepalive"), "renewal", deadline=deadline, cancel=cancel)
-        return a.sent_at
+        grants = a.json("keepalive").get("grants")
+        return a.sent_at, (grants if isinstance(grants, list) else None)
 
     def _close_session(self, sid: str, budget: Optional[float] = None) -> List[str]:
         deadline = None if budget is None else time.monotonic() + budget
@@ -167,22 +243,66 @@ class Client:
         rel = a.json("close session").get("released")
         return [x for x in rel if isinstance(x, str)] if isinstance(rel, list) else []
 
-    def _acquire(self, name: str, sid: str, wait: float, owner: Optional[str], cancel: Optional[Cancel] = None) -> Dict[str, Any]:
+    def _acquire(self, name: str, sid: str, wait: float, owner: Optional[str], cancel: Optional[Cancel] = None,
+                 shared: bool = False, max_hold: Optional[float] = None) -> Dict[str, Any]:
         base: Dict[str, Any] = {"session_id": sid}
         if owner is not None:
             base["owner"] = owner
+        if shared:
+            base["mode"] = "shared"
+        if max_hold is not None:
+            base["max_hold_ms"] = _ms(max_hold)
+        return self._waiting_call(_lock_path(name, "acquire"), f"acquire {name}", base, wait, cancel)
+
+    def _acquire_semaphore(self, name: str, sid: str, limit: int, permits: int, wait: float, owner: Optional[str],
+                           max_hold: Optional[float], cancel: Optional[Cancel] = None) -> Dict[str, Any]:
+        base: Dict[str, Any] = {"session_id": sid, "limit": limit, "permits": permits}
+        if owner is not None:
+            base["owner"] = owner
+        if max_hold is not None:
+            base["max_hold_ms"] = _ms(max_hold)
+        g = self._waiting_call(_semaphore_path(name, "acquire"), f"acquire semaphore {name}", base, wait, cancel)
+        g["permits"] = g["answer"].get("permits", permits)
+        g["limit"] = g["answer"].get("limit", limit)
+        return g
+
+    def _campaign(self, name: str, sid: str, value: str, wait: float, owner: Optional[str], max_hold: Optional[float],
+                  cancel: Optional[Cancel] = None) -> Dict[str, Any]:
+        base: Dict[str, Any] = {"session_id": sid, "value": value}
+        if owner is not None:
+            base["owner"] = owner
+        if max_hold is not None:
+            base["max_hold_ms"] = _ms(max_hold)
+        g = self._waiting_call(_election_path(name, "campaign"), f"campaign {name}", base, wait, cancel)
+        v = g["answer"].get("value")
+        g["value"] = v if isinstance(v, str) else value
+        return g
+
+    def _waiting_call(self, path: str, what: str, base: Dict[str, Any], wait: float, cancel: Optional[Cancel]) -> Dict[str, Any]:
         wait_ms = _ms(wait)
 
         # A retry (same Idempotency-Key) asks only for the wait that is left.
         def body(elapsed: float) -> Dict[str, Any]:
             return dict(base, wait_ms=max(0, wait_ms - _ms(elapsed)))
 
-        a = self._transport.call("POST", _lock_path(name, "acquire"), "keyed", body=body, key=str(uuid.uuid4()), wait=wait, cancel=cancel)
-        g = a.json(f"acquire {name}")
+        a = self._transport.call("POST", path, "keyed", body=body, key=str(uuid.uuid4()), wait=wait, cancel=cancel)
+        g = a.json(what)
         tok, ttl_ms = g.get("fencing_token"), g.get("ttl_ms")
         if not isinstance(tok, int) or tok < 1 or not isinstance(ttl_ms, int):
-            raise InvalidRequestError("bad_response", f"{a.endpoint}: acquire {name}: answer without a positive fencing_token", status=a.status, endpoint=a.endpoint)
-        return {"fencing_token": tok, "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at}
+            raise InvalidRequestError("bad_response", f"{a.endpoint}: {what}: answer without a positive fencing_token", status=a.status, endpoint=a.endpoint)
+        return {"fencing_token": tok, "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at, "answer": g}
+
+    def _release_semaphore(self, name: str, sid: str, budget: Optional[float] = None) -> None:
+        deadline = None if budget is None else time.monotonic() + budget
+        self._transport.call("POST", _semaphore_path(name, "release"), "keyed", body={"session_id": sid}, key=str(uuid.uuid4()), deadline=deadline)
+
+    def _resign(self, name: str, sid: str) -> None:
+        self._transport.call("POST", _election_path(name, "resign"), "keyed", body={"session_id": sid}, key=str(uuid.uuid4()))
+
+    def _proclaim(self, name: str, sid: str, value: str) -> str:
+        a = self._transport.call("POST", _election_path(name, "proclaim"), "keyed", body={"session_id": sid, "value": value}, key=str(uuid.uuid4()))
+        v = a.json(f"proclaim {name}").get("value")
+        return v if isinstance(v, str) else value
 
     def _release(self, name: str, sid: str, fencing_token: Optional[int], budget: Optional[float] = None) -> None:
         body: Dict[str, Any] = {"session_id": sid}

@@ -28,11 +28,40 @@ class RaftlockError(Exception):
 
 
 class LockHeldError(RaftlockError):
-    """409 lock_held: another session holds the lock and the wait (if any) ran out."""
+    """409 lock_held: another session holds the lock and the wait (if any) ran out. On a
+    campaign, ``leader`` is the election's leader (``{"session_id", "value",
+    "fencing_token"}``, or None while none leads)."""
 
-    def __init__(self, message: str, holder: Optional[Holder] = None, **kw: Any) -> None:
+    def __init__(self, message: str, holder: Optional[Holder] = None, leader: Optional[dict] = None, **kw: Any) -> None:
         super().__init__("lock_held", message, **kw)
         self.holder = holder
+        self.leader = leader
+
+
+class SemaphoreFullError(RaftlockError):
+    """409 semaphore_full: too few free permits and the wait (if any) ran out."""
+
+    def __init__(self, message: str, in_use: Optional[int] = None, limit: Optional[int] = None, **kw: Any) -> None:
+        super().__init__("semaphore_full", message, **kw)
+        self.in_use = in_use
+        self.limit = limit
+
+
+class LimitMismatchError(RaftlockError):
+    """409 limit_mismatch: the semaphore is busy under another ``limit``."""
+
+    def __init__(self, message: str, limit: Optional[int] = None, **kw: Any) -> None:
+        super().__init__("limit_mismatch", message, **kw)
+        self.limit = limit
+
+
+class CompactedError(RaftlockError):
+    """410 compacted: a watch resume point older than every endpoint keeps; a resume after
+    ``compacted_index`` is possible."""
+
+    def __init__(self, message: str, compacted_index: Optional[int] = None, **kw: Any) -> None:
+        super().__init__("compacted", message, **kw)
+        self.compacted_index = compacted_index
 
 
 class NotHolderError(RaftlockError):
@@ -119,7 +148,15 @@ def error_from_response(status: int, body: bytes, endpoint: str) -> RaftlockErro
         holder = None
         if isinstance(h, dict) and isinstance(h.get("session_id"), str) and isinstance(h.get("fencing_token"), int):
             holder = Holder(h["session_id"], h.get("owner") if isinstance(h.get("owner"), str) else "", h["fencing_token"])
-        return LockHeldError(msg, holder, **kw)
+        ld = e.get("leader")
+        leader = ld if isinstance(ld, dict) and isinstance(ld.get("session_id"), str) else None
+        return LockHeldError(msg, holder, leader, **kw)
+    if code == "semaphore_full":
+        return SemaphoreFullError(msg, _int(e.get("in_use")), _int(e.get("limit")), **kw)
+    if code == "limit_mismatch":
+        return LimitMismatchError(msg, _int(e.get("limit")), **kw)
+    if code == "compacted":
+        return CompactedError(msg, _int(e.get("compacted_index")), **kw)
     if code == "not_holder":
         return NotHolderError(msg, **kw)
     if code == "session_not_found":
@@ -135,6 +172,10 @@ def error_from_response(status: int, body: bytes, endpoint: str) -> RaftlockErro
     if code in ("unauthenticated", "permission_denied"):
         return PermissionDeniedError(code, msg, **kw)
     return RaftlockError(code, msg, **kw)
+
+
+def _int(v: Any) -> Optional[int]:
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
 def definitely_not_applied(err: BaseException) -> bool:

@@ -14,11 +14,11 @@ retried quickly. Loss is final."""
 
 import threading
 import time
-from typing import TYPE_CHECKING, List, Optional, Set
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
 from .errors import (InvalidRequestError, LockHeldError, LockLostError, PermissionDeniedError, RaftlockError,
-                     SessionLostError, SessionNotFoundError, definitely_not_applied)
-from .lock import Lock
+                     SemaphoreFullError, SessionLostError, SessionNotFoundError, definitely_not_applied)
+from .lock import Leadership, Lock, SemaphoreGrant
 from .transport import Cancel, Cancelled
 
 if TYPE_CHECKING:
@@ -77,52 +77,112 @@ class Session:
         with self._mu:
             return self._state == "open"
 
-    def lock(self, name: str, wait: float = 0, owner: Optional[str] = None) -> Lock:
+    def lock(self, name: str, wait: float = 0, owner: Optional[str] = None, shared: bool = False,
+             max_hold: Optional[float] = None) -> Lock:
         """Takes ``name`` in this session, waiting up to ``wait`` seconds in the lock's FIFO
         queue (longer waits re-queue every 300 s). Raises LockHeldError when the wait runs
-        out, SessionLostError when the session is lost meanwhile.
+        out, SessionLostError when the session is lost meanwhile. ``shared=True`` takes a
+        shared (read) lock; ``max_hold`` (seconds, 0.1 or more) asks the server to free the
+        grant that long after it made it, and ``lost`` is set a safety margin before.
 
         An acquire that ends without a definite "not applied" (an interrupt, a timeout,
         OutcomeUnknownError, a network error) releases the name in this session before the
         error propagates: the grant may have raced the give-up, and the release is
         idempotent and harmless if nothing was granted."""
+        def call(chunk: float) -> Dict[str, Any]:
+            return self._client._acquire(name, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
+
+        def make(g: Dict[str, Any]) -> Lock:
+            return Lock(self, name, g["fencing_token"], g["ttl"], "shared" if shared else "exclusive")
+        return self._acquire_in("lock", name, wait, max_hold, LockHeldError, call, make)  # type: ignore[return-value]
+
+    def semaphore(self, name: str, limit: int, permits: int = 1, wait: float = 0, owner: Optional[str] = None,
+                  max_hold: Optional[float] = None) -> SemaphoreGrant:
+        """Takes ``permits`` of semaphore ``name`` of ``limit`` (1-10000) in this session
+        (docs/contract.md §4 "Semaphores"), with lock()'s rules: SemaphoreFullError when the
+        wait runs out, LimitMismatchError when it is busy under another limit."""
+        if not isinstance(limit, int) or not 1 <= limit <= 10000:
+            raise InvalidRequestError("invalid_request", f"limit must be a whole number in 1..10000, got {limit!r}")
+        if not isinstance(permits, int) or not 1 <= permits <= limit:
+            raise InvalidRequestError("invalid_request", f"permits must be a whole number in 1..limit ({limit}), got {permits!r}")
+
+        def call(chunk: float) -> Dict[str, Any]:
+            return self._client._acquire_semaphore(name, self.id, limit, permits, chunk, owner, max_hold, cancel=self._cancel)
+
+        def make(g: Dict[str, Any]) -> Lock:
+            return SemaphoreGrant(self, name, g["fencing_token"], g["ttl"], g["permits"], g["limit"])
+        return self._acquire_in("semaphore", name, wait, max_hold, SemaphoreFullError, call, make)  # type: ignore[return-value]
+
+    def campaign(self, name: str, value: str, wait: float = 0, owner: Optional[str] = None,
+                 max_hold: Optional[float] = None, _own_session: bool = False) -> Leadership:
+        """Campaigns in election ``name`` with ``value`` (up to 4 KiB of UTF-8): leads at once,
+        or waits up to ``wait`` seconds in the FIFO queue (LockHeldError when it runs out,
+        whose ``leader`` names the leader). lock()'s rules otherwise: a campaign that gives
+        up withdraws. The Leadership's ``lost`` is set when the session can no longer be
+        proven alive, on resign(), and when a keepalive answer no longer lists it."""
+        if not isinstance(value, str):
+            raise InvalidRequestError("invalid_request", f"value must be a string, got {type(value).__name__}")
+        if len(value.encode("utf-8")) > 4096:
+            raise InvalidRequestError("invalid_request", f"value must be at most 4096 bytes of UTF-8, got {len(value.encode('utf-8'))}")
+
+        def call(chunk: float) -> Dict[str, Any]:
+            return self._client._campaign(name, self.id, value, chunk, owner, max_hold, cancel=self._cancel)
+
+        def make(g: Dict[str, Any]) -> Lock:
+            return Leadership(self, name, g["fencing_token"], g["ttl"], g["value"], _own_session)
+        return self._acquire_in("lock", name, wait, max_hold, LockHeldError, call, make)  # type: ignore[return-value]
+
+    def _acquire_in(self, space: str, name: str, wait: float, max_hold: Optional[float], full: type,
+                    call: Callable[[float], Dict[str, Any]], make: Callable[[Dict[str, Any]], Lock]) -> Lock:
         if not isinstance(wait, (int, float)) or wait < 0 or wait != wait:
             raise InvalidRequestError("invalid_request", f"wait must be a number of seconds >= 0, got {wait!r}")
+        if max_hold is not None and (not isinstance(max_hold, (int, float)) or not 0.1 <= max_hold <= 2147483.647):
+            raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
         self._assert_open()
         until = time.monotonic() + wait
         while True:
             chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
             try:
-                g = self._client._acquire(name, self.id, chunk, owner, cancel=self._cancel)
+                g = call(chunk)
             except Cancelled:
                 raise self._ended_error() from None
             except BaseException as err:
                 if isinstance(err, SessionNotFoundError):
                     self._mark_lost(f"the server no longer knows session {self.id}", err)
-                if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
+                if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
                     continue  # this wait ran out before ours: queue again
                 if not definitely_not_applied(err):
-                    self._forget_grant(name, err)
+                    self._forget_grant(space, name, err)
                 raise
             # A granted acquire renewed the session from its arrival, no earlier than its send.
             self._note_ack(g["sent_at"])
-            lk = Lock(self, name, g["fencing_token"], g["ttl"])
+            lk = make(g)
             with self._mu:
                 if self._state != "open":
                     lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
                     raise self._ended_error()
+                # A second acquire of a grant the session holds returns the same grant: the
+                # server keeps its first max hold.
+                for other in self._locks:
+                    if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                        lk._limit_hold(other.hold_until)
                 self._locks.add(lk)
+            if max_hold is not None:
+                lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
             if not lk.held:
                 # Granted after a wait whose only proof is older than the lease: holding it
                 # cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
-                lk._mark_lost(f"lock {name} was granted but the session could not be proven alive")
+                lk._mark_lost(f"{name} was granted but the session could not be proven alive")
             return lk
 
     def keepalive(self) -> None:
         """One keepalive now (besides the automatic ones)."""
         self._assert_open()
-        sent_at = self._client._keepalive(self.id, deadline=self.proven_until, cancel=self._cancel)
+        asked_at = time.monotonic()
+        sent_at, grants = self._client._keepalive(self.id, deadline=self.proven_until, cancel=self._cancel)
         self._note_ack(sent_at)
+        if grants is not None:
+            self._judge_grants(grants, asked_at)
 
     def close(self) -> List[str]:
         """Ends the session on the server (its locks are released at once) and stops the
@@ -159,11 +219,16 @@ class Session:
         with self._mu:
             self._locks.discard(lk)
 
-    def _forget_grant(self, name: str, cause: BaseException) -> None:
+    def _forget_grant(self, space: str, name: str, cause: BaseException) -> None:
         if not self.is_open:
             return  # a lost or closed session is closed on the server, which frees its grants
         try:
-            self._client._release(name, self.id, None, budget=self._client.timeout)
+            # a release without a token also withdraws a wait (docs/api.md "Release"); an
+            # election is the lock of its name on the server
+            if space == "semaphore":
+                self._client._release_semaphore(name, self.id, budget=self._client.timeout)
+            else:
+                self._client._release(name, self.id, None, budget=self._client.timeout)
         except RaftlockError as e:
             if not isinstance(e, (SessionNotFoundError,)) and e.code != "not_holder":
                 self._client._warn(f"could not release {name} after an acquire that gave up ({cause!r}); it is freed when session {self.id} ends", e)
@@ -206,9 +271,10 @@ class Session:
             if self.done.wait(wait):
                 return
             deadline = self.proven_until
+            asked_at = time.monotonic()
             try:
                 # The call may keep retrying until the proof runs out; after that it is moot.
-                sent_at = self._client._keepalive(self.id, deadline=deadline, cancel=self._cancel)
+                sent_at, grants = self._client._keepalive(self.id, deadline=deadline, cancel=self._cancel)
             except Cancelled:
                 return
             except SessionNotFoundError as e:
@@ -224,7 +290,27 @@ class Session:
                 wait = min(self._jittered(), 0.2)
                 continue
             self._note_ack(sent_at)
+            if grants is not None:
+                self._judge_grants(grants, asked_at)
             wait = self._jittered()
+
+    def _judge_grants(self, grants: List[Dict[str, Any]], asked_at: float) -> None:
+        """The keepalive answer lists the session's grants as the leader saw them after the
+        keepalive arrived (docs/api.md "Keepalive answers"): every grant answered before it
+        was sent that the list lacks was revoked or freed by its max hold. Matched by name
+        and fencing token, locks and elections in one name space, semaphores in theirs."""
+        held = set()
+        for g in grants:
+            if isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("fencing_token"), int):
+                held.add(("semaphore" if g.get("kind") == "semaphore" else "lock", g["name"], g["fencing_token"]))
+        with self._mu:
+            if self._state != "open":
+                return
+            gone = [lk for lk in self._locks if lk._seen_at <= asked_at and (lk.space, lk.name, lk.fencing_token) not in held]
+            for lk in gone:
+                self._locks.discard(lk)
+        for lk in gone:
+            lk._mark_lost(f"{lk._what()} (token {lk.fencing_token}) is no longer held by session {self.id}: revoked, or freed by its max hold")
 
     def _end(self, state: str, err: SessionLostError, lock_why: str) -> None:
         # caller holds self._mu

@@ -23,6 +23,14 @@ class Reply:
         self.status, self.body, self.headers, self.delay = status, body, headers or {}, delay
 
 
+class Stream:
+    """A text/event-stream answer: each chunk is written (and flushed) as one HTTP chunk;
+    then the stream ends, or with ``hold`` stays open until the client goes or the stub closes."""
+
+    def __init__(self, chunks: List[str], hold: bool = False) -> None:
+        self.chunks, self.hold = chunks, hold
+
+
 def err(code: str, msg: str = "x", **extra: Any) -> Dict[str, Any]:
     return {"error": dict(code=code, message=msg, **extra)}
 
@@ -52,8 +60,9 @@ def healthy(ttl_ms: int = 600) -> Callable[[Req], Reply]:
 class Stub:
     def __init__(self, ssl_context: Any = None) -> None:
         self.requests: List[Req] = []
-        self.handler: Callable[[Req], Reply] = healthy()
+        self.handler: Callable[[Req], Any] = healthy()
         self._mu = threading.Lock()
+        self._closed = threading.Event()
         stub = self
 
         class H(BaseHTTPRequestHandler):
@@ -77,6 +86,9 @@ class Stub:
                     stub.requests.append(r)
                     h = stub.handler
                 rep = h(r)
+                if isinstance(rep, Stream):
+                    self._stream(rep)
+                    return
                 if rep.delay:
                     time.sleep(rep.delay)
                 data = json.dumps(rep.body).encode()
@@ -90,6 +102,30 @@ class Stub:
                     self.wfile.write(data)
                 except OSError:
                     pass  # the client gave up
+
+            def _stream(self, rep: "Stream") -> None:
+                try:
+                    self.send_response(200)
+                    self.send_header("content-type", "text/event-stream")
+                    self.send_header("transfer-encoding", "chunked")
+                    self.end_headers()
+                    for c in rep.chunks:
+                        b = c.encode()
+                        self.wfile.write(b"%x\r\n%s\r\n" % (len(b), b))
+                        self.wfile.flush()
+                    if rep.hold:
+                        while not stub._closed.wait(0.05):
+                            self.request.settimeout(0.01)
+                            try:
+                                if self.request.recv(1) == b"":
+                                    break  # the client went away
+                            except (socket.timeout, BlockingIOError):
+                                pass
+                    else:
+                        self.wfile.write(b"0\r\n\r\n")
+                        self.close_connection = True
+                except OSError:
+                    pass
 
             do_GET = do_POST = do_DELETE = _serve
 
@@ -107,5 +143,6 @@ class Stub:
             return [r for r in self.requests if (method is None or r.method == method) and r.path.split("?")[0].endswith(suffix)]
 
     def close(self) -> None:
+        self._closed.set()
         self.server.shutdown()
         self.server.server_close()

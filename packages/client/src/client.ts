@@ -16,8 +16,8 @@ import type { Leadership } from './leadership.js';
 import { Session, type SessionCampaignOptions, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
 import { observeLeaders, watchEvents, type Leader, type WatchEvent, type WatchOptions, type WatchSynced } from './watch.js';
 import {
-  decodeCampaignGrant, decodeCluster, decodeElection, decodeGrant, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
-  type CampaignGrant, type ClusterInfo, type ElectionInfo, type Grant, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
+  decodeCampaignGrant, decodeCluster, decodeElection, decodeGrant, decodeKeepalive, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
+  type CampaignGrant, type ClusterInfo, type ElectionInfo, type Grant, type KeepaliveAnswer, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
 } from './wire.js';
 
 export interface ClientOptions {
@@ -206,10 +206,11 @@ export class RaftlockClient {
     return { ...decodeSessionGrant(a.body, 'open session'), sentAt: a.sentAt };
   }
 
-  /** POST /v1/sessions/{id}/keepalive. `sentAt` (client clock) is the base of the renewed lease. */
-  async keepalive(sessionId: string, o: { signal?: AbortSignal; deadline?: number } = {}): Promise<SessionGrant & { sentAt: number }> {
+  /** POST /v1/sessions/{id}/keepalive. `sentAt` (client clock) is the base of the renewed
+   *  lease; `grants` (from servers that list them) the session's grants as of the keepalive. */
+  async keepalive(sessionId: string, o: { signal?: AbortSignal; deadline?: number } = {}): Promise<KeepaliveAnswer & { sentAt: number }> {
     const a = await this.http.call({ method: 'POST', path: sessionPath(sessionId, '/keepalive'), retry: 'renewal', ...opt('signal', o.signal), ...opt('deadline', o.deadline) });
-    return { ...decodeSessionGrant(a.body, 'keepalive'), sentAt: a.sentAt };
+    return { ...decodeKeepalive(a.body, 'keepalive'), sentAt: a.sentAt };
   }
 
   async getSession(sessionId: string, o: { signal?: AbortSignal } = {}): Promise<SessionInfo> {

@@ -14,7 +14,7 @@ export {
 export type { HolderInfo, RaftlockErrorOptions } from './errors.js';
 export type { WatchEvent, WatchEventData, WatchEventName, WatchOptions, WatchSynced, Leader } from './watch.js';
 export { parseFrame as parseWatchFrame } from './watch.js';
-export type { CampaignGrant, ElectionInfo, LeaderInfo, Grant, SemaphoreGrantInfo, SemaphoreInfo, SessionGrant, SessionInfo, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
+export type { CampaignGrant, ElectionInfo, LeaderInfo, Grant, SemaphoreGrantInfo, SemaphoreInfo, SessionGrant, SessionInfo, KeepaliveAnswer, KeepaliveGrant, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
 export { parseDuration, formatDuration, DurationError } from './duration.js';
 export { fencedQuery, StaleFencingTokenError, STALE_FENCING_TOKEN_SQLSTATE } from './fenced-query.js';
 export type { PgQueryable, PgQueryResult, FencedQueryOptions } from './fenced-query.js';

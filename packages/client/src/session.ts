@@ -19,17 +19,19 @@ import { definitelyNotApplied } from './outcome.js';
 import { Lock, type LockOwner } from './lock.js';
 import { SemaphoreGrant } from './semaphore.js';
 import { Leadership, type LeadershipHost } from './leadership.js';
-import type { CampaignGrant, Grant, SemaphoreGrantInfo } from './wire.js';
+import type { CampaignGrant, Grant, KeepaliveGrant, SemaphoreGrantInfo } from './wire.js';
 
 /** The slice of RaftlockClient a Session uses. */
 export interface SessionHost {
   now(): number;
   random(): number;
-  keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number }>;
+  /** `grants`: the session's grants as of the keepalive, from a server that lists them */
+  keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number; grants?: KeepaliveGrant[] }>;
   acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }): Promise<Grant & { sentAt: number }>;
   release(name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   acquireSemaphoreFor(name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }): Promise<SemaphoreGrantInfo & { sentAt: number }>;
-  /** GET /v1/sessions/{id}: the locks the session holds (revocation check after keepalives) */
+  /** GET /v1/sessions/{id}: the locks the session holds (the revocation check after
+   *  keepalives, for a server whose keepalive answer does not list the grants) */
   sessionLocks(sessionId: string, signal: AbortSignal): Promise<string[]>;
   /** gives back every permit this session holds of `name` */
   releaseSemaphore(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
@@ -131,6 +133,9 @@ export class Session extends EventEmitter<SessionEvents> {
   /** client clock when each lock's grant was answered (the revocation check, checkRevoked) */
   private readonly seenAt = new WeakMap<Lock, number>();
   private checking = false;
+  /** does the server's keepalive answer list the session's grants? ('unknown' until the
+   *  first keepalive): if so, revocation is judged from it and nothing else is read */
+  private grantsListed: 'unknown' | 'yes' | 'no' = 'unknown';
   private keepaliveTimer: NodeJS.Timeout | undefined;
   private lostTimer: NodeJS.Timeout | undefined;
   private inflight = false;
@@ -264,11 +269,14 @@ export class Session extends EventEmitter<SessionEvents> {
     return l;
   }
 
-  /** After every acknowledged keepalive, ask whether the leadership's token still holds
-   *  the election (one linearizable read): a revoke or max-hold end reaches no keepalive. */
+  /** A revoke or max-hold end fails no keepalive. A server whose keepalive answer lists the
+   *  grants tells it there (judgeGrants); with an older one, after every acknowledged
+   *  keepalive, ask whether the leadership's token still holds the election (one
+   *  linearizable read). */
   private watchLeadership(l: Leadership): void {
     if (l.signal.aborted) return;
     const onKeepalive = (): void => {
+      if (this.grantsListed !== 'no') return;
       void l.check().then((current) => {
         if (!current) l.markLost(`election ${l.name}: token ${l.fencingToken} no longer leads (revoked, or the grant ended)`);
       }, (err: unknown) => this.host.warn(`could not check the leadership of election ${l.name}; checking again after the next keepalive`, err));
@@ -349,8 +357,11 @@ export class Session extends EventEmitter<SessionEvents> {
   /** One keepalive now (besides the automatic ones); resolves when acknowledged. */
   async keepalive(): Promise<void> {
     this.assertOpen();
+    const askedAt = this.host.now();
     const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
+    this.grantsListed = r.grants !== undefined ? 'yes' : 'no';
     this.noteAck(r.sentAt);
+    if (r.grants !== undefined) this.judgeGrants(r.grants, askedAt);
   }
 
   /**
@@ -416,12 +427,15 @@ export class Session extends EventEmitter<SessionEvents> {
     if (this.state !== 'open' || this.inflight) return;
     this.inflight = true;
     try {
+      const askedAt = this.host.now();
       // The call may keep retrying until the proof runs out; after that it is moot.
       const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
+      this.grantsListed = r.grants !== undefined ? 'yes' : 'no';
       this.noteAck(r.sentAt);
       this.scheduleKeepalive(this.jittered());
       for (const u of [...this.unresolved.values()]) void this.cleanUp(u);
-      void this.checkRevoked();
+      if (r.grants !== undefined) this.judgeGrants(r.grants, askedAt);
+      else void this.checkRevoked();
     } catch (err) {
       if (this.state !== 'open') return;
       if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id} (expired or closed)`, err);
@@ -473,7 +487,31 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   /**
-   * After a keepalive, while the session holds locks: ask the server which it still holds
+   * After a keepalive whose answer lists the session's grants (docs/api.md "Keepalive
+   * answers"): abort every grant the list no longer has — revoked by an administrator or
+   * freed by its max hold, while the session lives on. A grant is matched by name and
+   * fencing token (a later grant of the same name is another grant), locks and elections
+   * in the lock name space, semaphores in theirs. Only grants answered before the
+   * keepalive was sent are judged: the server read its state after the keepalive arrived,
+   * so it lists every such grant that still stands; a grant answered later may be newer
+   * than the list.
+   */
+  private judgeGrants(grants: KeepaliveGrant[], askedAt: number): void {
+    if (this.state !== 'open') return;
+    const held = new Set(grants.map((g) => `${g.kind === 'semaphore' ? 'semaphore' : 'lock'}\0${g.name}\0${g.fencingToken}`));
+    for (const l of [...this.locks]) {
+      if ((this.seenAt.get(l) ?? Infinity) > askedAt) continue;
+      const kind = l instanceof SemaphoreGrant ? 'semaphore' : 'lock';
+      if (held.has(`${kind}\0${l.name}\0${l.fencingToken}`)) continue;
+      const what = l instanceof Leadership ? 'leadership of election' : kind;
+      l.markLost(`${what} ${l.name} (token ${l.fencingToken}) is no longer held by session ${this.id}: revoked, or freed by its max hold`);
+      this.locks.delete(l);
+    }
+  }
+
+  /**
+   * After a keepalive whose answer does not list the grants (an older server), while the
+   * session holds locks: ask the server which it still holds
    * (GET /v1/sessions/{id}, linearizable) and abort every lock it no longer lists — revoked
    * by an administrator or freed by its max hold, while the session lives on. Only locks
    * answered before the question was sent are judged: a grant applied later is not yet in

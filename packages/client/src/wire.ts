@@ -50,6 +50,19 @@ export interface SessionGrant {
   ttlMs: number;
 }
 
+/** one grant a keepalive answer lists (docs/api.md "Keepalive answers") */
+export interface KeepaliveGrant {
+  kind: 'lock' | 'semaphore' | 'election';
+  name: string;
+  fencingToken: number;
+  mode?: 'shared';
+}
+
+export interface KeepaliveAnswer extends SessionGrant {
+  /** the session's grants as of the keepalive; absent from a server that does not list them */
+  grants?: KeepaliveGrant[];
+}
+
 export interface SessionInfo {
   sessionId: string;
   owner: string;
@@ -161,6 +174,20 @@ export function decodeSemaphoreGrant(v: unknown, what: string): SemaphoreGrantIn
 export function decodeSessionGrant(v: unknown, what: string): SessionGrant {
   const o = obj(v, what);
   return { sessionId: str(o, 'session_id', what), ttlMs: num(o, 'ttl_ms', what) };
+}
+
+export function decodeKeepalive(v: unknown, what: string): KeepaliveAnswer {
+  const o = obj(v, what);
+  const g: KeepaliveAnswer = decodeSessionGrant(v, what);
+  if (o.grants === undefined) return g;
+  if (!Array.isArray(o.grants)) throw bad(what, 'field grants is not a list');
+  g.grants = o.grants.map((x: unknown) => {
+    const r = obj(x, what);
+    const kind = r.kind;
+    if (kind !== 'lock' && kind !== 'semaphore' && kind !== 'election') throw bad(what, 'a grant without a known kind');
+    return { kind, name: str(r, 'name', what), fencingToken: num(r, 'fencing_token', what), ...(r.mode === 'shared' ? { mode: 'shared' as const } : {}) };
+  });
+  return g;
 }
 
 export function decodeSessionInfo(v: unknown, what: string): SessionInfo {

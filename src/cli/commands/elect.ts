@@ -1,6 +1,7 @@
 // `raftlock elect NAME --value V -- CMD ARGS…` (like `etcdctl elect NAME PROPOSAL`):
-// campaign in election NAME with value V, run CMD while this process leads, step down when
-// CMD exits, exit with CMD's code. Everything else — signals, the lease proof that stops
+// campaign in election NAME with value V, run CMD while this process leads, resign when
+// CMD exits (also after SIGINT/SIGTERM, which are forwarded to CMD), then close the
+// session it opened, and exit with CMD's code. Everything else — signals, the lease proof that stops
 // CMD (SIGTERM, then SIGKILL after --kill-grace, exit 4) the moment leadership can no
 // longer be proven, exit codes — is `raftlock lock`'s (lock.ts), whose code this shares.
 // Leadership is also lost when a check after a keepalive finds another token leads (a
@@ -61,5 +62,8 @@ export async function runElect(name: string, command: string[], f: Flags): Promi
   const value = f.value;
   return holdWhileRunning<Leadership>('elect', name, command, f,
     (session, o) => session.campaign(name, value, { waitMs: o.waitMs, owner: o.owner, signal: o.signal }),
-    (l) => ({ RAFTLOCK_ELECTION: l.name, RAFTLOCK_VALUE: l.value }));
+    (l) => ({ RAFTLOCK_ELECTION: l.name, RAFTLOCK_VALUE: l.value }),
+    // resign, not just close the session: the next candidate leads at once and watchers
+    // see `resigned` (docs/contract.md §4 "Leader election")
+    (l) => l.resign());
 }

@@ -75,17 +75,21 @@ export interface HoldFlags extends ClientFlags {
 }
 
 /**
- * `raftlock lock` and `raftlock semaphore`: open a session, `take` the grant in it (Ctrl-C
- * while waiting gives up cleanly, 130), run CMD while it is held, close the session (which
- * releases the grant in one committed command) and return CMD's exit code.
+ * `raftlock lock`, `raftlock semaphore` and `raftlock elect`: open a session, `take` the
+ * grant in it (Ctrl-C while waiting gives up cleanly, 130), run CMD while it is held, then
+ * `giveUp` the grant if given (elect resigns, so the next candidate leads at once and
+ * watchers see `resigned`), close the session (which releases whatever is left in one
+ * committed command) and return CMD's exit code.
  */
 export async function holdWhileRunning<L extends Lock = Lock>(
   what: 'lock' | 'semaphore' | 'elect', name: string, command: string[], f: HoldFlags,
   take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
   extraEnv: (lock: L) => Record<string, string> = () => ({}),
+  giveUp?: (lock: L) => Promise<void>,
 ): Promise<number> {
   let client: RaftlockClient | undefined;
   let session: Session | undefined;
+  let held: L | undefined;
   try {
     const ttlMs = durationFlag(f.ttl, '--ttl', 1);
     const waitMs = durationFlag(f.wait, '--wait');
@@ -94,10 +98,18 @@ export async function holdWhileRunning<L extends Lock = Lock>(
     const got = await acquire(what, client, name, { ttlMs, waitMs, owner: f.owner ?? `${hostname()}:${process.pid}` }, take);
     if (typeof got === 'number') return got;
     session = got.session;
+    held = got.lock;
     return await runWhileHeld(what, got.lock, command, graceMs, extraEnv(got.lock));
   } catch (err) {
     return reportError(what, err, f.json === true);
   } finally {
+    // CMD has ended (or never ran) before the grant is given up: a successor never runs
+    // beside it. A grant already lost gives up nothing (resign of a lost leadership is a no-op).
+    if (held && giveUp) {
+      await giveUp(held).catch((err: unknown) =>
+        process.stderr.write(`raftlock ${what}: could not give up ${name} (${(err as Error).message}); closing the session frees it\n`),
+      );
+    }
     if (session) {
       // Closing the session releases the grant in one committed command.
       await session.close().catch((err: unknown) =>

@@ -1,0 +1,98 @@
+package raftlock
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// acquireLoop is the acquire of every grant kind (a lock, a semaphore's permits, a
+// campaign): it waits in the FIFO queue until granted, ctx is done or the session ends,
+// re-queueing waits longer than the contract's 300 s (full: the error a wait that ran
+// out gives, ErrLocked or ErrSemaphoreFull). An acquire that ends without a definite "not
+// applied" calls forget, which must give the name up in this session: the grant may have
+// raced the give-up (docs/client.md). what names the grant in errors. It returns the
+// send time of the granted request, after renewing the session's proof from it.
+func (s *Session) acquireLoop(ctx context.Context, wait bool, full error, what string,
+	call func(ctx context.Context, chunk time.Duration) (time.Time, error), forget func(cause error)) (time.Time, error) {
+	if err := s.assertOpen(); err != nil {
+		return time.Time{}, err
+	}
+	if err := ctx.Err(); err != nil {
+		return time.Time{}, err // nothing was sent
+	}
+	// The acquire ends when ctx is done or the session ends, whichever is first.
+	actx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-s.done:
+			cancel()
+		case <-actx.Done():
+		}
+	}()
+	for {
+		chunk := time.Duration(0)
+		if wait {
+			chunk = maxWaitPerRequest
+			if dl, ok := ctx.Deadline(); ok {
+				if left := time.Until(dl).Truncate(time.Millisecond); left < chunk {
+					chunk = left
+				}
+				if chunk < 0 {
+					chunk = 0
+				}
+			}
+		}
+		sentAt, err := call(actx, chunk)
+		if err != nil {
+			if errors.Is(err, ErrSessionNotFound) {
+				s.markLost(fmt.Sprintf("the server no longer knows session %s", s.id), err)
+			}
+			if wait && chunk > time.Millisecond && errors.Is(err, full) && actx.Err() == nil {
+				continue // this wait ran out before ctx: queue again
+			}
+			if !definitelyNotApplied(err) {
+				forget(err)
+			}
+			if actx.Err() != nil && ctx.Err() == nil {
+				if serr := s.assertOpen(); serr != nil {
+					return time.Time{}, serr // the session ended while we waited
+				}
+			}
+			if ctx.Err() != nil && !errors.Is(err, ctx.Err()) {
+				return time.Time{}, ctx.Err()
+			}
+			return time.Time{}, err
+		}
+		// A granted acquire renewed the session from its arrival, no earlier than its send.
+		s.noteAck(sentAt)
+		if serr := s.assertOpen(); serr != nil {
+			return time.Time{}, serr // lost meanwhile: closing a lost session frees the grant
+		}
+		if !s.isProven() {
+			// Granted after a wait whose only proof is older than the lease: holding it
+			// cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
+			forget(nil)
+			return time.Time{}, &Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: %s was granted but session %s could not be proven alive", what, s.id)}
+		}
+		return sentAt, nil
+	}
+}
+
+// holdDeadline is the client clock until which a grant made after sentAt cannot have
+// been freed by its max hold: sentAt + maxHold − margin (the zero time: no max hold).
+func (s *Session) holdDeadline(sentAt time.Time, maxHold time.Duration) time.Time {
+	if maxHold <= 0 {
+		return time.Time{}
+	}
+	return sentAt.Add(maxHold - s.margin)
+}
+
+func validMaxHold(d time.Duration) error {
+	if d != 0 && (d < 100*time.Millisecond || d.Milliseconds() > 2147483647) {
+		return &Error{Code: "invalid_request", Message: fmt.Sprintf("raftlock: max hold must be between 100ms and 2147483647ms, got %v", d)}
+	}
+	return nil
+}
