@@ -54,6 +54,22 @@ test('maxHoldMs: the lock is sent with max_hold_ms and its signal aborts (LockLo
   }
 });
 
+test('maxHoldMs on a campaign: sent as max_hold_ms, and the leadership\'s signal aborts a safety margin before it runs out', async () => {
+  const client = new RaftlockClient({ endpoints: [url] });
+  try {
+    const started = Date.now();
+    const leader = await client.campaign('led-briefly', 'host-a', { ttlMs: 3000, maxHoldMs: 1500 });
+    assert.ok(leader.holdUntil < Infinity);
+    assert.deepEqual(fx.app.fsm.grantsWithMaxHold().map((h) => [h.name, h.maxHoldMs]), [['led-briefly', 1500]]);
+    const why = await aborted(leader.signal, 5000, 'the max-hold abort');
+    assert.ok(why instanceof LockLostError && /max hold/.test(why.message), String(why));
+    assert.ok(Date.now() - started < 1500, 'before the max hold ran out');
+    await leader.resign().catch(() => undefined);
+  } finally {
+    await client.close();
+  }
+});
+
 test('revoke: client.revoke answers the grant; the holder\'s lock signal aborts after its next keepalive; a second revoke is NotHolderError', async () => {
   const client = new RaftlockClient({ endpoints: [url] });
   try {

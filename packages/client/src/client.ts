@@ -158,6 +158,8 @@ export interface CampaignRequestOptions {
   owner?: string;
   signal?: AbortSignal;
   idempotencyKey?: string;
+  /** max_hold_ms (docs/contract.md §4 "Revocation and maximum hold") */
+  maxHoldMs?: number;
 }
 
 const DEFAULT_TIMEOUT_MS = 5000;
@@ -397,7 +399,7 @@ export class RaftlockClient {
     const own = o.session === undefined;
     const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
     try {
-      return await session.campaign(name, value, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal) }, own ? { afterResign: () => session.close().then(() => undefined, (err: unknown) => this.warn(`could not close the session of election ${name} after resigning (it will expire after its ttl)`, err)) } : {});
+      return await session.campaign(name, value, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('maxHoldMs', o.maxHoldMs) }, own ? { afterResign: () => session.close().then(() => undefined, (err: unknown) => this.warn(`could not close the session of election ${name} after resigning (it will expire after its ttl)`, err)) } : {});
     } catch (err) {
       if (own) await session.close().catch((e: unknown) => this.warn('could not close the session of a failed campaign (it will expire after its ttl)', e));
       throw err;
@@ -418,6 +420,7 @@ export class RaftlockClient {
     if (o.sessionId !== undefined) base.session_id = o.sessionId;
     if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
     if (o.owner !== undefined) base.owner = o.owner;
+    if (o.maxHoldMs !== undefined) base.max_hold_ms = o.maxHoldMs;
     // A retry (same Idempotency-Key) asks only for the wait that is left.
     const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
     const a = await this.mutate({ method: 'POST', path: electionPath(name, 'campaign'), body, waitMs, signal: o.signal }, o.idempotencyKey);
@@ -514,7 +517,7 @@ export class RaftlockClient {
       sessionLocks: async (sessionId: string, signal: AbortSignal) => (await this.getSession(sessionId, { signal })).locks,
       releaseSemaphore: (name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.releaseSemaphore(name, sessionId, o ?? {}),
       checkToken: (name: string, token: number) => this.checkToken(name, token),
-      campaignFor: (name: string, p: { sessionId: string; value: string; waitMs: number; owner?: string; signal: AbortSignal }) => this.requestCampaign(name, p.value, p),
+      campaignFor: (name: string, p: { sessionId: string; value: string; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }) => this.requestCampaign(name, p.value, p),
       proclaim: (name: string, sessionId: string, value: string) => this.proclaim(name, sessionId, value),
       resign: (name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.resign(name, sessionId, o ?? {}),
       closeSession: (sessionId: string, o?: { budgetMs?: number }) => this.closeSession(sessionId, o ?? {}),

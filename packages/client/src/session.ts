@@ -37,7 +37,7 @@ export interface SessionHost {
   releaseSemaphore(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   checkToken(name: string, fencingToken: number): Promise<boolean>;
   /** elections (docs/contract.md §4 "Leader election") */
-  campaignFor(name: string, p: { sessionId: string; value: string; waitMs: number; owner?: string; signal: AbortSignal }): Promise<CampaignGrant & { sentAt: number }>;
+  campaignFor(name: string, p: { sessionId: string; value: string; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }): Promise<CampaignGrant & { sentAt: number }>;
   proclaim(name: string, sessionId: string, value: string): Promise<{ value: string }>;
   resign(name: string, sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   closeSession(sessionId: string, opts?: { budgetMs?: number }): Promise<{ released: string[] }>;
@@ -69,6 +69,10 @@ export interface SessionCampaignOptions {
   waitMs?: number;
   owner?: string;
   signal?: AbortSignal;
+  /** max_hold_ms: the server ends this leadership that long after it began, however long
+   *  the session lives (100..2147483647; docs/contract.md §4 "Revocation and maximum
+   *  hold"); the Leadership's signal aborts a safety margin before */
+  maxHoldMs?: number;
 }
 
 export interface SessionSemaphoreOptions {
@@ -263,7 +267,7 @@ export class Session extends EventEmitter<SessionEvents> {
     if (Buffer.byteLength(value, 'utf8') > 4096) throw new InvalidRequestError('invalid_request', `value must be at most 4096 bytes (4 KiB) of UTF-8, got ${Buffer.byteLength(value, 'utf8')} bytes`);
     const lh: LeadershipHost = { proclaim: (n, sid, v) => this.host.proclaim(n, sid, v), ...leadershipHost };
     const l = await this.acquireIn('lock', name, opts, 'lock_held',
-      (waitMs, signal) => this.host.campaignFor(name, { sessionId: this.id, value, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}) }),
+      (waitMs, signal) => this.host.campaignFor(name, { sessionId: this.id, value, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.maxHoldMs !== undefined ? { maxHoldMs: opts.maxHoldMs } : {}) }),
       (g) => new Leadership(this.electionOwner, g, lh));
     this.watchLeadership(l);
     return l;
