@@ -287,6 +287,15 @@ describe('raftlock CLI against a real 3-node cluster', () => {
       assert.equal(rc.code, 4, rc.stderr);
       assert.match(rc.stderr, /LOST svc\/revoked/);
       assert.ok(existsSync(`${outC}.term`), 'the command got SIGTERM');
+
+      // --max-hold bounds the leadership: the command is stopped before the server ends it
+      const outD = join(dir, 'max-hold-leader');
+      const started = Date.now();
+      const rd = await raftlock(['elect', 'svc/bounded', ...ep, '--value', 'd', '--ttl', '3s', '--max-hold', '1500ms', '--kill-grace', '300ms', '--', process.execPath, '-e', CHILD, outD, 'wait']);
+      assert.equal(rd.code, 4, rd.stderr);
+      assert.match(rd.stderr, /LOST svc\/bounded/);
+      assert.ok(existsSync(`${outD}.term`), 'the command got SIGTERM');
+      assert.ok(Date.now() - started < 1500 + 5000, `stopped ${Date.now() - started} ms after start: by the max hold`);
     } finally {
       ac.abort();
       await feed;

@@ -15,7 +15,7 @@
 import type { Command } from 'commander';
 import type { ElectionInfo, Leadership } from '@raftlock/client';
 import { printJson, reportError, runClientCommand, UsageError, withClientOptions, type ClientFlags } from './common.js';
-import { holdOptions, holdWhileRunning, type HoldFlags } from './lock.js';
+import { holdOptions, holdWhileRunning, maxHoldFlag, type HoldFlags } from './lock.js';
 
 interface Flags extends HoldFlags {
   value?: string;
@@ -60,8 +60,14 @@ export function describeElection(e: ElectionInfo): string {
 export async function runElect(name: string, command: string[], f: Flags): Promise<number> {
   if (f.value === undefined) return reportError('elect', new UsageError('--value is required (the value the leader publishes; "" is allowed)'), f.json === true);
   const value = f.value;
+  let maxHold: { maxHoldMs?: number };
+  try {
+    maxHold = maxHoldFlag(f.maxHold);
+  } catch (err) {
+    return reportError('elect', err, f.json === true);
+  }
   return holdWhileRunning<Leadership>('elect', name, command, f,
-    (session, o) => session.campaign(name, value, { waitMs: o.waitMs, owner: o.owner, signal: o.signal }),
+    (session, o) => session.campaign(name, value, { waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...maxHold }),
     (l) => ({ RAFTLOCK_ELECTION: l.name, RAFTLOCK_VALUE: l.value }),
     // resign, not just close the session: the next candidate leads at once and watchers
     // see `resigned` (docs/contract.md §4 "Leader election")
