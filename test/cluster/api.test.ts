@@ -97,7 +97,8 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
       for (const other of ids) {
         const ka = await post(other, `/v1/sessions/${sid}/keepalive`);
         assert.equal(ka.status, 200, ka.text);
-        assert.deepEqual(ka.body, { session_id: sid, ttl_ms: 60_000 });
+        // the contract's fields, and this version's extension: the grants the session holds (docs/api.md "Keepalive answers")
+        assert.deepEqual(ka.body, { session_id: sid, ttl_ms: 60_000, grants: [] });
         const g = await get(other, `/v1/sessions/${sid}`);
         assert.equal(g.status, 200, g.text);
         assert.deepEqual(g.body, { session_id: sid, owner: `owner-${via}`, ttl_ms: 60_000, locks: [] });
