@@ -1,4 +1,4 @@
-// cluster.config.json (spec §2): a zod 4 schema, strict everywhere (an unknown field is
+// cluster.config.json (docs/contract.md §2 "cluster.config.json"): a zod 4 schema, strict everywhere (an unknown field is
 // an error, so a typo never silently falls back to a default), plus the cross-field rules
 // zod cannot express per field. loadConfig() returns a camelCase, fully-defaulted Config
 // with paths resolved against the config file's folder, or throws a ConfigError whose
@@ -325,7 +325,7 @@ function toConfig(c: RawConfig, file: string): Config {
   return cfg;
 }
 
-/** `{node}` in a path → the node's id (spec §2: one file serves every node). */
+/** `{node}` in a path → the node's id (docs/contract.md §2 "cluster.config.json": one file serves every node). */
 export function pathForNode(template: string, id: string): string {
   return template.replaceAll('{node}', id);
 }

@@ -1,4 +1,4 @@
-// Every metric of the contract (spec §3 "Operations"), in ONE prom-client Registry per node
+// Every metric of the contract (docs/contract.md §3 "Operations"), in ONE prom-client Registry per node
 // so that several nodes can live in one process (tests, the simulator) without sharing
 // series. The node wiring updates the fields directly; the API scrapes `registry`.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';

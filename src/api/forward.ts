@@ -1,4 +1,4 @@
-// Follower → leader relay (spec §3: "any node accepts any request"). A follower sends
+// Follower → leader relay (docs/contract.md §3 "REST API": "any node accepts any request"). A follower sends
 // writes and linearizable reads to the leader's advertised API URL and relays the answer
 // as-is (status, body, Retry-After). Rules that keep this safe:
 // - A request is forwarded at most once: the hop marker `x-raftlock-forwarded: <nodeId>`

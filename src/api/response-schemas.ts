@@ -1,4 +1,4 @@
-// The answers of the REST contract (spec §3) as zod schemas, for the OpenAPI document
+// The answers of the REST contract (docs/contract.md §3 "REST API") as zod schemas, for the OpenAPI document
 // (src/api/openapi.ts). Requests are validated by validate.ts's schemas, which the
 // document reuses as they are; answers are built by the service, so these describe them
 // (and test/ops/openapi.test.ts checks real answers against them). Objects are open
@@ -29,7 +29,7 @@ export const responseSchemas = {
   Health: z.object({ status: z.string() }),
   Error: z.object({
     error: z.object({
-      code: z.string().regex(/^[a-z_]+$/).describe('stable snake_case code (spec §3 "Errors")'),
+      code: z.string().regex(/^[a-z_]+$/).describe('stable snake_case code (docs/contract.md §3 "Errors")'),
       message: z.string().describe('what went wrong, naming the field for invalid_request'),
       holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }).optional().describe('lock_held: the current holder'),
       leader: z.object({ session_id: sessionId, value: z.string(), fencing_token: token }).nullable().optional().describe("lock_held on a campaign: the election's current leader (null while none leads)"),

@@ -1,4 +1,4 @@
-// The REST server (spec §3): buildServer(deps) returns a fastify instance, not listening,
+// The REST server (docs/contract.md §3 "REST API"): buildServer(deps) returns a fastify instance, not listening,
 // so tests drive it with inject() and main decides where it listens. Everything that
 // touches the wire contract lives here or in routes/: body parsing and its limits, the
 // error shape, 404s, request ids, the HTTP metric, abort on disconnect and on shutdown.
@@ -44,7 +44,7 @@ export interface ServerDeps {
   /** connectors to other members' https APIs (forwarding, the status page's probes),
    *  presenting this node's API certificate; built per connect timeout */
   apiClientConnect?: (timeoutMs: number) => buildConnector.connector;
-  /** TLS for this API (spec §2 `tls`); main reads the files */
+  /** TLS for this API (docs/contract.md §2 "cluster.config.json" `tls`); main reads the files */
   https?: HttpsServerOptions;
   authorize?: Authorizer;
   /** log every request and response (fastify's request logging); off by default: on a busy

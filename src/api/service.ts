@@ -1,4 +1,4 @@
-// What the REST layer needs from a node, in the contract's own terms (spec §3). The
+// What the REST layer needs from a node, in the contract's own terms (docs/contract.md §3 "REST API"). The
 // routes validate input, call one of these, and render the answer or the ApiError it
 // throws. The node wiring (src/node) implements it on top of the Raft driver and the lock
 // state machine; tests implement it with fakes. Every method that changes state or reads

@@ -1,4 +1,4 @@
-// The `raftlock` command line (spec §1). Each subcommand lives in its own file; this file
+// The `raftlock` command line (docs/contract.md §1 "Command line"). Each subcommand lives in its own file; this file
 // only registers them and turns commander's own errors into exit code 2.
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';

@@ -1,7 +1,7 @@
 // The lessor: leader-only bookkeeping of time (after etcd server/lease/lessor.go:
 // Promote / Demote / Renew). It never changes lock state itself: it turns deadlines into
 // commands (expireSession, endLockDelay, cancelWait) that the leader proposes through the
-// log (architecture §1 rule 3), so every replica agrees on what expired.
+// log (docs/architecture.md "Rules", rule 3), so every replica agrees on what expired.
 //
 // Guarantees it provides (api.md §3 "TTL semantics"):
 //  - never early: a deadline only moves later (renew takes the max), and promote() gives

@@ -1,5 +1,5 @@
 // What one apply() returns: a typed result for the proposer (expected outcomes are values,
-// never exceptions: architecture §1 rule 4) and the events the leader's API layer and
+// never exceptions: docs/architecture.md "Rules", rule 4) and the events the leader's API layer and
 // lessor react to. Results are also stored in the idempotency table and in snapshots, so
 // they are plain data and parseApplyResult can validate and canonicalize a decoded one.
 

@@ -1,4 +1,4 @@
-// Cluster operations behind the REST API (spec §3 "Operations", docs/membership.md):
+// Cluster operations behind the REST API (docs/contract.md §3 "Operations", docs/membership.md):
 // GET /v1/cluster, adding/promoting/removing members, and leadership transfer. The lock
 // service delegates here; membership changes themselves are in membership.ts.
 import type { ClusterView, MemberView, RequestContext } from '../api/service.js';

@@ -1,5 +1,5 @@
 // The node driver: the only place where the pure Raft core meets I/O and `await`
-// (architecture §1 rule 2). It runs the Ready loop one iteration at a time:
+// (docs/architecture.md "Rules", rule 2). It runs the Ready loop one iteration at a time:
 //
 //   inbox (messages, ticks, proposals, reads)  →  core.step/tick/propose/readIndex
 //   Ready: send earlyMessages → apply committed entries already durable here → persist

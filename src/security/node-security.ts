@@ -28,7 +28,7 @@ import { apiServerOptions, loadTlsMaterial, peerCertificateProblem, peerServerOp
 import type https from 'node:https';
 
 export const CLUSTER_SECRET_ENV = 'RAFTLOCK_CLUSTER_SECRET';
-/** routes a load balancer polls: never rate-limited, never behind auth (spec §2) */
+/** routes a load balancer polls: never rate-limited, never behind auth (docs/contract.md §2 "cluster.config.json") */
 const OPEN_ROUTES = new Set(['/healthz', '/readyz']);
 
 function pathOf(req: FastifyRequest): string {

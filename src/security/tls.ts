@@ -1,4 +1,4 @@
-// TLS material for the client API (spec §2 `tls`) and the peer transport (`peer_tls`):
+// TLS material for the client API (docs/contract.md §2 "cluster.config.json" `tls`) and the peer transport (`peer_tls`):
 // read the PEM files (with `{node}` replaced by the node id), prove they form a usable
 // context before the node starts (a bad file stops the start with one line naming it,
 // never a handshake failure at 3 a.m.), and build the option objects node:https and

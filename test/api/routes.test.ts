@@ -1,4 +1,4 @@
-// Every route of spec §3 answers with the contract's success shape, and every error code
+// Every route of docs/contract.md §3 "REST API" answers with the contract's success shape, and every error code
 // of the catalog renders with its status, shape and headers.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';

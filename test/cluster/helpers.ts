@@ -7,7 +7,7 @@ import net from 'node:net';
 import { randomUUID } from 'node:crypto';
 import type { ClusterHarness, HarnessResponse } from '../support/cluster-harness.js';
 
-/** The contract's error shape (spec §3 "Errors"), with the expected status and code. */
+/** The contract's error shape (docs/contract.md §3 "Errors"), with the expected status and code. */
 export function assertError(res: HarnessResponse, status: number, code: string, what = ''): void {
   const ctx = `${what ? what + ': ' : ''}got ${res.status} ${res.text.slice(0, 300)}`;
   assert.equal(res.status, status, ctx);
@@ -29,7 +29,7 @@ export function assertClientError(res: HarnessResponse, what: string): void {
 
 /**
  * Witness for "fencing tokens strictly increasing": every grant the suite sees, in the order
- * the grants happened, must carry a token above every earlier one (spec §3 "Fencing tokens").
+ * the grants happened, must carry a token above every earlier one (docs/contract.md §3 "Locks", "Fencing tokens").
  * Callers record grants in the order they know them to have happened.
  */
 export class TokenWitness {
@@ -82,7 +82,7 @@ export function parsePrometheus(text: string): { types: Map<string, string>; sam
   return { types, samples };
 }
 
-/** Every metric the contract names (spec §3 "Metrics, at least"). */
+/** Every metric the contract names (docs/contract.md §3 "Operations", "Metrics, at least"). */
 export const CONTRACT_METRICS = [
   'raftlock_raft_term', 'raftlock_raft_is_leader', 'raftlock_raft_commit_index', 'raftlock_raft_applied_index',
   'raftlock_raft_leader_changes_total', 'raftlock_raft_proposals_total', 'raftlock_raft_commit_latency_seconds',
@@ -109,7 +109,7 @@ export interface RetryLog {
 
 /**
  * Send a mutating request until it gets an answer that is not 503: a 503 with Retry-After
- * means "nothing was applied, try again" (spec §3 "Errors"), so the same Idempotency-Key is
+ * means "nothing was applied, try again" (docs/contract.md §3 "Errors"), so the same Idempotency-Key is
  * sent again, to the next node of `via`. Anything else is returned to the caller to judge.
  */
 export async function sendRetrying503(

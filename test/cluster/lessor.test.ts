@@ -1,5 +1,5 @@
-// Sessions and their TTLs through the real lessor of a running 3-node cluster (spec §3
-// "TTL semantics"): a session that stops renewing expires — never early, never much late —
+// Sessions and their TTLs through the real lessor of a running 3-node cluster (docs/contract.md §3
+// "Locks", "TTL semantics"): a session that stops renewing expires — never early, never much late —
 // and its locks go to the waiters; keepalives keep a session alive across many TTLs; a lock
 // freed by expiry stays unavailable for lock_delay_ms, then passes to the next waiter.
 // Timing bounds are measured from the client's side: "never early" counts from when the

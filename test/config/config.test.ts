@@ -1,5 +1,5 @@
 // cluster.config.json: the repo's file loads; each kind of bad file gives ONE line that
-// names the field (spec §2), never a stack trace.
+// names the field (docs/contract.md §2 "cluster.config.json"), never a stack trace.
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -51,7 +51,7 @@ export interface HarnessNode {
   joinVia?: string;
 }
 
-/** A node's answer to GET /v1/cluster (spec §3 "Operations"). */
+/** A node's answer to GET /v1/cluster (docs/contract.md §3 "Operations"). */
 export interface ClusterViewBody {
   node_id: string;
   role: string;

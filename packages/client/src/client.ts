@@ -1,4 +1,4 @@
-// RaftlockClient: the REST contract (spec §3) as typed calls, plus the safe patterns on
+// RaftlockClient: the REST contract (docs/contract.md §3 "REST API") as typed calls, plus the safe patterns on
 // top — sessions that prove their lease (session.ts), locks with an abort signal
 // (lock.ts), and withLock (acquire, run, release in finally, abort on loss). It fixes what
 // users of other lock clients complain about: locks silently lost (the signal aborts

@@ -1,5 +1,5 @@
 // Typed errors of the SDK. Every error a caller can see is a RaftlockError with the
-// contract's `code` (spec §3 "Errors"), the HTTP status when there was one, and the
+// contract's `code` (docs/contract.md §3 "Errors"), the HTTP status when there was one, and the
 // endpoint that answered, so a message can say where it failed. Callers branch with
 // `instanceof` (LockHeldError, NotHolderError, …) rather than on strings.
 

@@ -3,7 +3,7 @@
 // - 'read': no effect, retry freely;
 // - 'renewal': keepalive/renew, repeating one only renews again;
 // - 'keyed': a mutation; every attempt carries the SAME Idempotency-Key, so the server
-//   applies it at most once and a retry returns the first answer (spec §3 "Idempotency").
+//   applies it at most once and a retry returns the first answer (docs/contract.md §3 "Locks", "Idempotency").
 // Failure classes (after src/api/forward.ts): a connection that never opened means nothing
 // was sent (safe anywhere); an attempt that timed out or broke after sending, a 504 or a
 // 502 has an unknown outcome — only a keyed or harmless call may repeat it, and if the

@@ -1,6 +1,6 @@
 // A session kept alive by keepalives, and the client's PROOF of it.
 //
-// The contract (spec §3 "TTL semantics", never early) guarantees: a session does not expire
+// The contract (docs/contract.md §3 "Locks", "TTL semantics", never early) guarantees: a session does not expire
 // sooner than ttl_ms after its client SENT its last acknowledged keepalive/renew/acquire.
 // So the client knows the session is alive until
 //     provenUntil = sentAt(last acknowledged renewal) + ttl − safetyMargin

@@ -1,4 +1,4 @@
-// The SDK's view of the REST answers (spec §3), in camelCase, and the decoders that turn
+// The SDK's view of the REST answers (docs/contract.md §3 "REST API"), in camelCase, and the decoders that turn
 // a JSON body into them. A body that lacks a field the contract promises is a
 // `bad_response` error naming the field — a proxy page or a version skew must never
 // become a fencing token of `undefined`.

@@ -1,4 +1,4 @@
-// Cluster operations (spec §3 "Operations", docs/membership.md). GET /v1/cluster is this
+// Cluster operations (docs/contract.md §3 "Operations", docs/membership.md). GET /v1/cluster is this
 // node's own view and is answered locally on any node (that is its point: see who this
 // node thinks leads). Membership changes and leadership transfer run on the leader.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

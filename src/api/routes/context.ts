@@ -8,7 +8,7 @@ import { Forwarder, type ForwardOptions } from '../forward.js';
 import type { LeaderOp, LockService, RequestContext } from '../service.js';
 import { idempotencyKey, type BodySchemas } from '../validate.js';
 
-/** Rights of spec §2 `tokens.json`; `admin` covers cluster operations. */
+/** Rights of docs/contract.md §2 "cluster.config.json" `tokens.json`; `admin` covers cluster operations. */
 export type Right = 'read' | 'lock' | 'admin';
 /** Optional auth hook (the auth module implements it): returns the principal (token name)
  *  or throws ApiError 401/403. `name` is the lock name or list prefix the request touches. */

@@ -1,4 +1,4 @@
-// Locks (spec §3 "Locks"). Lock names may contain "/", so one wildcard route takes
+// Locks (docs/contract.md §3 "Locks"). Lock names may contain "/", so one wildcard route takes
 // everything under /v1/locks/ and splits the raw path (routes/named-path.ts): the last raw
 // segment is the action when it is acquire|renew|release|check|revoke.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';

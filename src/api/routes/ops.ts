@@ -1,4 +1,4 @@
-// Liveness, readiness and metrics (spec §3 "Operations"). Never forwarded, never behind auth
+// Liveness, readiness and metrics (docs/contract.md §3 "Operations"). Never forwarded, never behind auth
 // for /healthz and /readyz (load balancers and orchestrators call them without tokens).
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../../metrics.js';

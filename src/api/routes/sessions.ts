@@ -1,4 +1,4 @@
-// Sessions (spec §3 "Sessions (TTL leases)").
+// Sessions (docs/contract.md §3 "Sessions (TTL leases)").
 import type { FastifyInstance } from 'fastify';
 import { assertSessionId, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RoutePluginOptions } from './context.js';

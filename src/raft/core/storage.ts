@@ -1,6 +1,6 @@
 // The core reads its durable log through this synchronous interface. Durable adapters
 // (LevelStorage, the simulator's SimDisk) keep the log tail in memory and serve reads
-// from it, so the core never awaits (architecture §1, "the big adaptation from Go").
+// from it, so the core never awaits (docs/architecture.md "Rules", "The big adaptation from Go").
 import { assertStorage } from '../../assert.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './types.js';
 

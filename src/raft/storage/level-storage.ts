@@ -1,4 +1,4 @@
-// Durable Raft storage in LevelDB (architecture §1, "the big adaptation from Go").
+// Durable Raft storage in LevelDB (docs/architecture.md "Rules", "The big adaptation from Go").
 //
 // The core reads synchronously, LevelDB in Node is async, so open() loads the hard state,
 // the latest snapshot and the whole log tail into a MemoryStorage and every read is
