@@ -53,7 +53,7 @@ export interface LimitsConfig {
   maxWaitersPerLock: number;
   /** 0 = no rate limit */
   requestsPerSecondPerClient: number;
-  /** issue 10 (optional field): lock entries (held or in lock-delay) plus queued waits,
+  /** optional field (docs/security.md "Limits"): lock entries (held or in lock-delay) plus queued waits,
    *  cluster-wide; with maxSessions, the FSM's memory bound */
   maxLocks: number;
   /** open watch streams one node serves (429 beyond) */
@@ -83,7 +83,7 @@ export interface Config {
   peerTls?: PeerTlsConfig;
   clusterSecretFile?: string;
   auth?: { tokensFile: string };
-  /** `"auth": { "disabled": true }` (issue 10, optional): run without API auth even though
+  /** `"auth": { "disabled": true }` (optional): run without API auth even though
    *  an API listens beyond loopback (docs/security.md "When auth is on") */
   authDisabled?: true;
   limits: LimitsConfig;

@@ -1,4 +1,4 @@
-// `npm run bench`: the lock-service load generator of issue 8 (BENCHMARKS.md has the
+// `npm run bench`: the lock-service load generator (BENCHMARKS.md has the
 // commands and the numbers). It starts (or attaches to) a raftlock cluster and, with
 // --compare etcd, a 3-member etcd; runs every (workload, clients) row --reps times,
 // alternating raftlock and etcd run by run (A B, B A, …) so slow drifts in the machine's
@@ -140,7 +140,7 @@ async function main(): Promise<number> {
   if (note) out(note);
   if (comparisons.length > 0) {
     out('');
-    out('raftlock vs etcd (ratio of median throughputs; targets from issue 8):');
+    out('raftlock vs etcd (ratio of median throughputs; targets: BENCHMARKS.md "Results"):');
     out(comparisonTable(comparisons));
   }
   if (o.json) {

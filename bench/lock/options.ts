@@ -28,7 +28,7 @@ export interface BenchOptions {
 /** bad input found after commander parsed the line (commander prints its own errors) */
 export class UsageError extends Error {}
 
-/** issue 8's measurement matrix */
+/** the measurement matrix (BENCHMARKS.md "Commands") */
 export const SUITE_ISSUE8: { workload: WorkloadName; clients: number }[] = [
   { workload: 'uncontended', clients: 1 },
   { workload: 'uncontended', clients: 16 },
@@ -47,7 +47,7 @@ export const SUITE_MODES: { workload: WorkloadName; clients: number }[] = [
   { workload: 'semaphore', clients: 16 },
 ];
 
-/** issue 18's rows: the cost per synced batch, the critical path, keepalive reads */
+/** the second round's rows (BENCHMARKS.md "Second round"): the cost per synced batch, the critical path, keepalive reads */
 export const SUITE_ISSUE18: { workload: WorkloadName; clients: number }[] = [
   { workload: 'uncontended', clients: 1 },
   { workload: 'uncontended', clients: 16 },
@@ -96,7 +96,7 @@ function urls(name: string) {
 
 export function parseOptions(argv: string[]): BenchOptions {
   const cmd = new Command('npm run bench --')
-    .description('Load generator for raftlock (issue 8): lock workloads against a 3-node cluster, optionally side by side with etcd')
+    .description('Load generator for raftlock (BENCHMARKS.md): lock workloads against a 3-node cluster, optionally side by side with etcd')
     .option('-w, --workload <list>', `comma-separated: ${WORKLOADS.join(', ')}, or all (shared and semaphore: raftlock only)`, 'uncontended')
     .option('-c, --clients <list>', 'comma-separated client counts (one request in flight per client)', '16')
     .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets), issue18 (uncontended C=1/16/64, contended C=16, keepalive C=64), modes (contended, shared and semaphore at C=16)')

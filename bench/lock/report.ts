@@ -29,7 +29,7 @@ export interface Row {
   errors: Record<string, number>;
 }
 
-/** issue 8: raftlock ÷ etcd throughput required per (workload, clients) */
+/** BENCHMARKS.md "Results": raftlock ÷ etcd throughput required per (workload, clients) */
 export const TARGET_RATIOS: Record<string, number> = {
   'uncontended/1': 1.5,
   'uncontended/16': 2,

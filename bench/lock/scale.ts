@@ -1,4 +1,4 @@
-// `npm run bench -- --scale N`: issue 8's state-size targets. N sessions each holding one
+// `npm run bench -- --scale N`: the state-size targets (BENCHMARKS.md "100,000 sessions each holding a lock"). N sessions each holding one
 // lock (one acquire without session_id per lock: one Raft entry each, through the leader,
 // `clients` in flight), then per node: RSS, the data directory, the snapshot the node
 // stores, and the time a restarted node takes to be ready again (/readyz 200: it knows a

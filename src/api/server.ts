@@ -50,7 +50,7 @@ export interface ServerDeps {
   /** log every request and response (fastify's request logging); off by default: on a busy
    *  lock service it costs more than the request itself. Errors are always logged. */
   requestLogging?: boolean;
-  /** status page data and backups (issue 11); without it /v1/status and /v1/snapshot answer 404 */
+  /** status page data and backups (docs/operations.md "Status page", "Backup and restore"); without it /v1/status and /v1/snapshot answer 404 */
   ops?: OpsService;
   /** the node's watch feed (GET /v1/watch); without it the route answers 404 */
   watch?: WatchFeed;

@@ -16,14 +16,14 @@ export interface NewSessionSpec {
   ttlMs: number;
   owner: string;
   lockDelayMs: number;
-  /** the API token that opens it (issue 10); absent when auth is off */
+  /** the API token that opens it (docs/security.md "Sessions belong to their token"); absent when auth is off */
   principal?: string;
 }
 
 export type Command =
   /** sessionId is drawn by the leader before proposing (never by apply: it must be
    *  identical on every replica, so it has to be in the log). */
-  /** principal: the API token that opens it (issue 10), absent when auth is off. It is
+  /** principal: the API token that opens it (docs/security.md "Sessions belong to their token"), absent when auth is off. It is
    *  part of the replicated state so every leader enforces the same ownership and the
    *  same per-token session limit. */
   | { kind: 'openSession'; sessionId: string; ttlMs: number; owner: string; lockDelayMs: number; principal?: string }

@@ -218,7 +218,7 @@ export class LockFsm {
     return null;
   }
 
-  /** Capability hygiene (issue 10): a session id alone does not let a caller act on the
+  /** Capability hygiene (docs/security.md "Sessions belong to their token"): a session id alone does not let a caller act on the
    *  session; the actor, when the leader names one, must be the principal that opened it.
    *  An unknown session is left to the command's own session_not_found. */
   private refuseActor(sessionId: string, actor: string | undefined): ApplyResult | null {

@@ -10,7 +10,7 @@ export const LOCK_NAME_RE = /^[A-Za-z0-9._:/-]{1,256}$/;
  *  URL-unreserved characters only, so no escaping is ever needed. */
 export const SESSION_ID_RE = /^[A-Za-z0-9._~-]{1,128}$/;
 
-/** Who opened a session (issue 10): the API token's name when auth is on. Token names are
+/** Who opened a session (docs/security.md "Sessions belong to their token"): the API token's name when auth is on. Token names are
  *  validated against the same rule when tokens.json is loaded (src/security/tokens.ts). */
 export const PRINCIPAL_RE = /^[A-Za-z0-9._:@-]{1,128}$/;
 

@@ -47,7 +47,7 @@ export type ApplyResult =
   | { ok: false; code: 'session_not_found' }
   /** openSession / acquire+newSession with an id that is already live: the leader must draw again */
   | { ok: false; code: 'session_exists' }
-  /** the command's actor is not the principal that opened the session (issue 10) */
+  /** the command's actor is not the principal that opened the session (docs/security.md "Sessions belong to their token") */
   | { ok: false; code: 'permission_denied' }
   /** sessions: max_sessions; waiters: max_waiters_per_lock; sessions_per_token:
    *  max_sessions_per_token; locks: max_locks (lock entries plus queued waits) */

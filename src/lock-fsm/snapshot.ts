@@ -23,7 +23,7 @@ export const SNAPSHOT_VERSION = 3;
 const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
- *  session has a principal (issue 10), so states without auth encode exactly as before */
+ *  session has a principal (docs/security.md "Sessions belong to their token"), so states without auth encode exactly as before */
 export type SessionTuple = [string, number, string, number] | [string, number, string, number, string];
 /** [sessionId, owner, waitMs, since, key?]: since, the index that queued the wait, is
  *  written by every version that has it (a 3-element tuple, from older snapshots, reads

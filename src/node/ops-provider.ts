@@ -1,4 +1,4 @@
-// The node side of the operations routes (issue 11): this node's observations for the
+// The node side of the operations routes (docs/operations.md): this node's observations for the
 // status page, the leader's consistent backup, and the gauges the monitoring pack needs
 // beyond the contract's list (computed at scrape time: no timers of their own).
 import { Gauge, type Registry } from 'prom-client';

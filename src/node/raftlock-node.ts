@@ -54,7 +54,7 @@ export interface RunningNode {
   readonly metrics: Metrics;
   /** graceful stop: hand leadership over if leading, answer waiting requests, close everything */
   close(): Promise<void>;
-  /** SIGHUP: re-read certificates, tokens.json and the cluster secret (issue 10) */
+  /** SIGHUP: re-read certificates, tokens.json and the cluster secret (docs/security.md "Reloading on SIGHUP") */
   reloadSecurity(): { ok: string[]; failed: string[] };
 }
 
@@ -75,7 +75,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const plan = tickPlan(config);
   /** what counts as a stall worth a log line: half the shortest election timeout */
   const slowMs = Math.max(2 * plan.tickMs, config.electionTimeoutMs.min / 2);
-  // issue 10: certificates, tokens, cluster secret, auth rule; fails before touching the disk
+  // docs/security.md: certificates, tokens, cluster secret, auth rule; fails before touching the disk
   const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
   const joining = o.join !== undefined;
@@ -92,7 +92,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     seedConf: { voters: joining ? [] : config.nodes.map((n) => n.id), learners: [] },
     logger: logger.child({ component: 'storage' }),
   });
-  // TEST HOOK (jepsen-lite, issue 7): RAFTLOCK_TEST_UNSYNCED_LOSS=1 keeps every unsynced
+  // TEST HOOK (jepsen-lite's `unsynced` fault, docs/jepsen-lite.md "Faults"): RAFTLOCK_TEST_UNSYNCED_LOSS=1 keeps every unsynced
   // write in memory until the next synced one, so a kill -9 loses it as a power cut would.
   // Only test/jepsen-lite sets it; never set it in production.
   const storage = process.env.RAFTLOCK_TEST_UNSYNCED_LOSS === '1' ? new UnsyncedLossStorage(levelStorage) : levelStorage;
@@ -167,7 +167,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const readTimeoutMs = Math.max(2000, 2 * config.electionTimeoutMs.max);
   // a plain request: at most a read barrier and a proposal on the leader, plus a margin
   const forwardTimeoutMs = proposalTimeoutMs + readTimeoutMs + 1000;
-  // issue 11: leader history and grant times for the status page
+  // docs/operations.md "Status page": leader history and grant times for the status page
   const opsTracker = new OpsTracker(() => Date.now());
   let lastLeader: string | null = null;
   const driver: RaftDriver<ApplyOutput> = new RaftDriver({

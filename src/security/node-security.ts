@@ -1,4 +1,4 @@
-// One node's security setup (issue 10), built from the cluster file before anything
+// One node's security setup (docs/security.md), built from the cluster file before anything
 // listens, so startNode only passes hooks along:
 //   - TLS for the API and the peer transport, reloadable on SIGHUP       (tls.ts)
 //   - peer authentication: CA-signed client certificate and/or HMAC       (peer-auth.ts)
@@ -163,7 +163,7 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
   const apiConnectors: ReloadableConnector[] = [];
   for (const [what, m] of [['tls', apiTls], ['peer_tls', peerTls]] as const) if (m) warnExpiry(log, what, m, nowMs());
 
-  // ---- loud warnings (issue 10: "warn loudly at start") ----
+  // ---- loud warnings (warned loudly at start: docs/security.md) ----
   if (!isLoopbackHost(resolved.peerListen.host) && !peerTls && !hmac) {
     log.warn({ listen: resolved.peerListen.host, security: 'INSECURE' }, `INSECURE: the peer transport listens on ${resolved.peerListen.host} with neither peer_tls nor a cluster secret: anyone who can reach it can join the Raft protocol. Set cluster_secret_file (or ${CLUSTER_SECRET_ENV}) at least; see docs/security.md`);
   }
@@ -240,7 +240,7 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
     // nothing, not even which bodies validate. Rights per name are checked by the routes.
     if (tokens) {
       app.addHook('onRequest', async (req: FastifyRequest) => {
-        // the status page's shell and the API docs hold no cluster data (issue 11): a
+        // the status page's shell and the API docs hold no cluster data (docs/operations.md "Status page"): a
         // browser cannot send a bearer token when it navigates; their data routes need one
         const path = pathOf(req);
         if (!OPEN_ROUTES.has(path) && !(req.method === 'GET' && PUBLIC_UI_PATHS.has(path))) tokens!.authenticate(req.headers.authorization);

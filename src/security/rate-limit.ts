@@ -1,5 +1,5 @@
 // Request rate per client address (docs/contract.md §2 "cluster.config.json" `limits.requests_per_second_per_client`,
-// issue 10): a token bucket per address that refills `ratePerSecond` tokens a second and
+// docs/security.md "Limits"): a token bucket per address that refills `ratePerSecond` tokens a second and
 // holds at most one second's worth (a client may burst to its rate, never beyond). Past
 // it the request gets 429 too_many_requests with Retry-After = seconds until one token.
 //

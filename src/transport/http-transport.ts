@@ -71,7 +71,7 @@ export interface HttpTransportOptions {
   streamRotateBytes?: number;
   /** a stream with nothing to send for this long is closed, reopened on demand (default 10 s) */
   streamIdleMs?: number;
-  /** issue 10 hooks: inbound authentication, outbound headers, TLS both ways */
+  /** security hooks (docs/security.md "Peer authentication"): inbound authentication, outbound headers, TLS both ways */
   authenticate?: (req: http.IncomingMessage) => boolean;
   /** second authentication stage, once the body is read (an HMAC over the body); false → 401 */
   authenticateBody?: (req: http.IncomingMessage, body: Uint8Array) => boolean;
@@ -79,7 +79,7 @@ export interface HttpTransportOptions {
   /** per-request headers computed from the exact body bytes (the HMAC signature) */
   signRequest?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   tls?: { server?: https.ServerOptions; client?: Pool.Options['connect'] };
-  /** per-frame tags on streams (HMAC under the cluster secret, issue 10), both directions */
+  /** per-frame tags on streams (HMAC under the cluster secret, docs/security.md "Streams"), both directions */
   streamAuth?: StreamAuth;
 }
 

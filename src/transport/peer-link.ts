@@ -49,9 +49,9 @@ export interface PeerLinkOptions {
   backoffMinMs: number;
   backoffMaxMs: number;
   unreachableIntervalMs: number;
-  /** extra request headers (e.g. a cluster secret, issue 10) */
+  /** extra request headers (e.g. a cluster secret, docs/security.md "Cluster secret") */
   headers?: Record<string, string>;
-  /** per-request headers from the exact body (HMAC signature, issue 10) */
+  /** per-request headers from the exact body (HMAC signature, docs/security.md "Cluster secret") */
   sign?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   /** undici connect options (TLS: ca, cert, key, servername, …) */
   connect?: Pool.Options['connect'];
@@ -61,7 +61,7 @@ export interface PeerLinkOptions {
   streamRotateMs: number;
   streamRotateBytes: number;
   streamIdleMs: number;
-  /** per-frame tags of streams (HMAC, issue 10) */
+  /** per-frame tags of streams (HMAC, docs/security.md "Streams") */
   streamAuth?: StreamAuth;
   logger: PeerLogger;
   metrics: TransportMetrics;

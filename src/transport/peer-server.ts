@@ -42,11 +42,11 @@ export interface PeerServerOptions {
   /** whole-request deadline (headers + body) against slow senders */
   requestTimeoutMs: number;
   authenticate?: (req: http.IncomingMessage) => boolean;
-  /** checked on the complete body, before the handler (HMAC over the body, issue 10) */
+  /** checked on the complete body, before the handler (HMAC over the body, docs/security.md "Cluster secret") */
   authenticateBody?: (req: http.IncomingMessage, body: Uint8Array) => boolean;
-  /** per-frame authentication on the stream route (HMAC, issue 10); without it frames carry no tag */
+  /** per-frame authentication on the stream route (HMAC, docs/security.md "Streams"); without it frames carry no tag */
   streamAuth?: StreamAuth;
-  /** with this, the server is node:https (peer TLS, issue 10) */
+  /** with this, the server is node:https (docs/security.md "Mutual TLS") */
   tls?: https.ServerOptions;
   logger: PeerLogger;
   metrics: TransportMetrics;

@@ -24,7 +24,7 @@ export interface SnapshotSendOptions {
   maxSnapshotBytes: number;
   requestTimeoutMs: number;
   headers?: Record<string, string>;
-  /** per-request headers from the exact body (HMAC signature, issue 10) */
+  /** per-request headers from the exact body (HMAC signature, docs/security.md "Cluster secret") */
   sign?: (method: string, path: string, body: Uint8Array) => Record<string, string>;
   connect?: Pool.Options['connect'];
   onChunkSent(bytes: number): void;

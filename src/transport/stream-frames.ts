@@ -14,7 +14,7 @@ export const STREAM_PATH = '/raft/v1/stream';
 export const STREAM_CONTENT_TYPE = 'application/vnd.raftlock.peer-stream';
 export const FRAME_HEADER_BYTES = 4;
 
-/** Per-frame authentication of a stream (issue 10; the HMAC implementation lives in
+/** Per-frame authentication of a stream (docs/security.md "Streams"; the HMAC implementation lives in
  *  security/peer-auth.ts, the transport only calls these hooks). Both ends of a cluster
  *  must agree on it (same cluster secret), as they do for the request signature. */
 export interface StreamAuth {

@@ -1,4 +1,4 @@
-// The REST contract against a real 3-node cluster (issue 5, "A running cluster"): every
+// The REST contract against a real 3-node cluster (docs/contract.md §3 "REST API"): every
 // request through EVERY node (followers forward to the leader), Idempotency-Key retries,
 // FIFO waiters across nodes, wait_ms timeouts, readiness, metrics, the cluster view and
 // leadership transfer. One cluster serves the whole file: the scenarios use disjoint lock

@@ -1,4 +1,4 @@
-// Bad input against real nodes over real sockets (issue 5): every kind of malformed REST
+// Bad input against real nodes over real sockets (docs/api.md "Input rules"): every kind of malformed REST
 // request — through a follower (validated before any forwarding) and through the leader —
 // gets a 4xx in the contract's error shape; 1,000 seeded garbage requests at once change
 // nothing and the nodes keep serving; garbage on the PEER port (random bytes, bad msgpack,
@@ -83,7 +83,7 @@ const CASES: Case[] = [
   { title: 'transfer to a number', method: 'POST', path: '/v1/cluster/transfer-leadership', ...body({ to: 3 }), status: 400, code: 'invalid_request', msg: 'body.to' },
 ];
 
-/** One request that is invalid by construction, drawn from `rng` (issue 5's garbage list). */
+/** One request that is invalid by construction, drawn from `rng` (unparsable bytes, wrong content types, unknown fields, wrong types, out-of-range numbers, …: the cases below). */
 function garbage(rng: Rng, i: number): { method: string; path: string; body?: string | Uint8Array; headers: Record<string, string> } {
   const pick = <T>(xs: readonly T[]): T => xs[rng.int(0, xs.length)]!;
   const bytes = (n: number): Uint8Array => Uint8Array.from({ length: n }, () => rng.int(0, 256));

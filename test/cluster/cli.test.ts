@@ -1,4 +1,4 @@
-// The `raftlock` command as a user runs it (issue 5): `raftlock cluster --config FILE` (what
+// The `raftlock` command as a user runs it (docs/contract.md §1 "Command line"): `raftlock cluster --config FILE` (what
 // `npm start` runs) brings up every node with a leader within 10 s and Ctrl-C (SIGINT) stops
 // them all, leaving their ports free; a bad cluster file makes `raftlock serve` exit 2 with
 // one line on stderr naming the field; a data directory in use by a running node makes a

@@ -1,4 +1,4 @@
-// Failures of real processes in a 5-node cluster (issue 5): kill -9 of the leader (a new
+// Failures of real processes in a 5-node cluster: kill -9 of the leader (a new
 // leader within 2 × the maximum election timeout, every lock still held with its token,
 // an Idempotency-Key retry across the leader change answering like the first try), a
 // killed node catching up after restart — by log, and by SNAPSHOT when it is behind the

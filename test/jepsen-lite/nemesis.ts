@@ -5,7 +5,7 @@
 // random choice the nemesis makes; the targets that depend on the cluster (who leads)
 // are looked up when the fault starts.
 //
-// `membership` (issue 9) replaces a voter: remove it through the API, stop its process, and
+// `membership` (docs/membership.md "Replace a failed node (dead disk, lost machine)") replaces a voter: remove it through the API, stop its process, and
 // when the fault heals start a fresh node with a NEW id and an empty data dir in the same
 // network slot (namespace and address), joining with `serve --join` until it is a voter.
 // `member-failover-leader` changes membership while the leader is dead, the operator's

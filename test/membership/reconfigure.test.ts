@@ -1,5 +1,5 @@
-// Membership changes of a real cluster under a running acquire/release workload (issue 9,
-// docs/membership.md): grow 3 → 5 with `serve --join`, shrink 5 → 3 including removing
+// Membership changes of a real cluster under a running acquire/release workload (docs/membership.md
+// "Add a node (grow 3 → 5)", "Remove a node (shrink 5 → 3)"): grow 3 → 5 with `serve --join`, shrink 5 → 3 including removing
 // the leader, replace a killed node with a new one (new id, empty disk), and restart every
 // member with a cluster file that no longer describes the cluster (the persisted
 // membership and addresses win). Zero failed lock operations other than retried 503/504,

@@ -1,4 +1,4 @@
-// A running acquire/release workload for the membership tests (issue 9): pairs of workers
+// A running acquire/release workload for the membership tests (docs/membership.md): pairs of workers
 // contend for one lock each (FIFO wait), every operation carries an Idempotency-Key and is
 // retried on 503/504 and on connection errors only — any other failure fails the test.
 // While holding, a worker checks with a linearizable GET that the lock is still its own

@@ -1,4 +1,4 @@
-// Disaster recovery end to end (issue 11, docs/operations.md "Disaster recovery"): a
+// Disaster recovery end to end (docs/operations.md "Restoring: disaster recovery (lost majority)"): a
 // backup taken with the real `raftlock snapshot save` while clients keep acquiring, the
 // whole cluster lost, `raftlock snapshot restore` into a fresh 3-node cluster (new ports,
 // new directories). Every lock and session the backup must hold is there with the same

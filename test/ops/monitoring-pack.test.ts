@@ -1,4 +1,4 @@
-// The monitoring pack in deploy/ (issue 11): the Prometheus config and alert rules parse,
+// The monitoring pack in deploy/ (docs/operations.md "Monitoring pack"): the Prometheus config and alert rules parse,
 // the alerts the issue asks for exist, the Grafana dashboard is well-formed, and EVERY
 // metric the dashboard and the alerts query exists on a live node (a dashboard over a
 // renamed metric shows nothing and an alert over it never fires — silently). The systemd

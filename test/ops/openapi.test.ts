@@ -1,4 +1,4 @@
-// The OpenAPI document (issue 11): served at /openapi.json and rendered at /docs, built
+// The OpenAPI document (docs/operations.md "API description: OpenAPI and /docs"): served at /openapi.json and rendered at /docs, built
 // from the routes' own zod schemas. Checked with an independent validator (ajv, JSON
 // Schema 2020-12): the contract's examples (docs/api.md §3) validate, bad requests do
 // not, real answers of the server validate against the answer schemas, and for random

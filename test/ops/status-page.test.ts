@@ -1,4 +1,4 @@
-// The status page in a real browser (issue 11): headless Chromium (Debian's `chromium`,
+// The status page in a real browser (docs/operations.md "Status page"): headless Chromium (Debian's `chromium`,
 // installed by scripts/install-test-deps.sh) driven by playwright-core. The page is loaded
 // from a follower of a running cluster; it must show the members and a held lock, follow
 // a leader kill to the new leader without a reload, and load nothing from outside the

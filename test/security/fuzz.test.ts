@@ -1,4 +1,4 @@
-// Fuzzing with fast-check (issue 10): every REST route's body (and path, query and
+// Fuzzing with fast-check (bad input gets a clear error, never a crash: docs/api.md "Input rules"): every REST route's body (and path, query and
 // headers around it) through the real server with auth on, and the peer decoders
 // (decodeEnvelope / decodeSnapshotChunk) on random, mutated and structure-aware input.
 // Properties: no crash, no hang (each call is bounded by a deadline), no 5xx except

@@ -1,4 +1,4 @@
-// setupSecurity's start-up rules (issue 10): the cluster secret's sources and checks, TLS
+// setupSecurity's start-up rules (docs/security.md): the cluster secret's sources and checks, TLS
 // file problems as one-line ConfigErrors, and the loud warning for a peer port beyond
 // loopback with neither peer TLS nor a secret. Then a real 3-process cluster where one
 // node has the wrong secret (`{node}` in cluster_secret_file), set after the cluster

@@ -1,4 +1,4 @@
-// Peer authentication (issue 10): the HMAC scheme on its own, then real HttpTransports
+// Peer authentication (docs/security.md "Cluster secret"): the HMAC scheme on its own, then real HttpTransports
 // wired by setupSecurity — with a cluster secret, and with mutual TLS — where an
 // intruder (wrong/missing secret, certificate from another CA, no certificate) is refused
 // before any message reaches the receiver's handler, and every refusal is counted.

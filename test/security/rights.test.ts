@@ -1,4 +1,4 @@
-// Token rights per lock-name prefix (issue 10): the table of token × route × expected
+// Token rights per lock-name prefix (docs/security.md "API tokens"): the table of token × route × expected
 // outcome, through the real REST server and the real security hooks (inject, no ports).
 // 401 = unauthenticated, 403 = permission_denied, 'ok' = authorized (whatever the fake
 // service then answers, never 401/403, and the service saw the token's name).

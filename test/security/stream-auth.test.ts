@@ -1,4 +1,4 @@
-// Stream authentication under the cluster secret (issue 10): the opening request is signed
+// Stream authentication under the cluster secret (docs/security.md "Streams"): the opening request is signed
 // over an empty body, every frame carries a tag bound to the stream (its nonce) and to its
 // position. Unit checks of PeerAuthenticator, then real transports wired by setupSecurity
 // refusing tampered, replayed, reordered, dropped and spliced frames.

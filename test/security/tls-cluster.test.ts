@@ -1,4 +1,4 @@
-// A real 3-process cluster with everything on (issue 10): https API, mutual-TLS peers, a
+// A real 3-process cluster with everything on (docs/security.md "Quick start"): https API, mutual-TLS peers, a
 // cluster secret, API tokens and per-token limits, certificates from `raftlock certs`.
 // It serves through any node (followers relay to the leader over TLS), refuses what it
 // must (401/403/429 in the contract's shape, other tokens' sessions, foreign peer

@@ -1,4 +1,4 @@
-// Lock-level safety checkers for the lock simulation (issue 5). The simulator sees every
+// Lock-level safety checkers for the lock simulation (docs/simulation-lock.md). The simulator sees every
 // node, so it checks what no single node can:
 //  - State Machine Safety on the lock app: every node applies, at each index, the same
 //    entry with the same result and events (a digest per index, first applier wins);

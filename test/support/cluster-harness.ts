@@ -82,7 +82,7 @@ export interface HarnessOptions {
   extraConfig?: Record<string, unknown> | ((dir: string) => Record<string, unknown>);
   /** extra environment for the node processes */
   env?: Record<string, string>;
-  /** issue 10: https:// API and/or peer URLs (the config's tls / peer_tls blocks come from extraConfig) */
+  /** docs/security.md: https:// API and/or peer URLs (the config's tls / peer_tls blocks come from extraConfig) */
   apiScheme?: 'http' | 'https';
   peerScheme?: 'http' | 'https';
   /** TLS for the harness's own requests (https APIs): CA to trust, client certificate */

@@ -1,4 +1,4 @@
-// The TLS passthrough (issue 10 hook): two transports with mutual TLS exchange messages
+// The TLS passthrough (docs/security.md "Mutual TLS"): two transports with mutual TLS exchange messages
 // (over a stream) and a snapshot; a client without a certificate is refused at the handshake.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';

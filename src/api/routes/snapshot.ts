@@ -1,4 +1,4 @@
-// GET /v1/snapshot (admin): a consistent backup taken through the leader (issue 11,
+// GET /v1/snapshot (admin): a consistent backup taken through the leader (docs/operations.md "Taking a backup",
 // `raftlock snapshot save`). A follower relays the request to the leader like any
 // linearizable read; the leader confirms it still leads (ReadIndex) and answers with the
 // backup file of its application state at the applied index.
