@@ -1,6 +1,7 @@
 // Summarise V8 .cpuprofile files (node --cpu-prof): top functions by SELF time, and self
 // time grouped by where the code lives (our src/ folders, each node_modules package,
-// node internals, GC, idle). Used for the profile-first rule (BENCHMARKS.md "Profile (where the CPU goes now)"):
+// node internals, GC, idle). Used for the profile-first rule (BENCHMARKS.md "Profile (where
+// the CPU goes now)"):
 //
 //   npm run bench -- --node-args "--cpu-prof --cpu-prof-dir=/tmp/prof" …
 //   node --import tsx bench/profile-summary.ts /tmp/prof/*.cpuprofile [--top 30] [--last S]

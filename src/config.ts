@@ -1,8 +1,9 @@
-// cluster.config.json (docs/contract.md §2 "cluster.config.json"): a zod 4 schema, strict everywhere (an unknown field is
-// an error, so a typo never silently falls back to a default), plus the cross-field rules
-// zod cannot express per field. loadConfig() returns a camelCase, fully-defaulted Config
-// with paths resolved against the config file's folder, or throws a ConfigError whose
-// message is ONE line naming the field: the CLI prints it and exits, never a stack trace.
+// cluster.config.json (docs/contract.md §2 "cluster.config.json"): a zod 4 schema, strict
+// everywhere (an unknown field is an error, so a typo never silently falls back to a
+// default), plus the cross-field rules zod cannot express per field. loadConfig() returns a
+// camelCase, fully-defaulted Config with paths resolved against the config file's folder,
+// or throws a ConfigError whose message is ONE line naming the field: the CLI prints it and
+// exits, never a stack trace.
 import { readFileSync } from 'node:fs';
 import { basename, dirname, isAbsolute, resolve } from 'node:path';
 import { readDuration, MAX_DURATION_TEXT } from '@raftlock/client/duration';

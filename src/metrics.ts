@@ -1,6 +1,7 @@
-// Every metric of the contract (docs/contract.md §3 "Operations"), in ONE prom-client Registry per node
-// so that several nodes can live in one process (tests, the simulator) without sharing
-// series. The node wiring updates the fields directly; the API scrapes `registry`.
+// Every metric of the contract (docs/contract.md §3 "Operations"), in ONE prom-client
+// Registry per node so that several nodes can live in one process (tests, the simulator)
+// without sharing series. The node wiring updates the fields directly; the API scrapes
+// `registry`.
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Seconds. 100 µs … 10 s: an fsync on a good SSD is ~0.1–2 ms, a commit round on

@@ -1,8 +1,9 @@
-// `npm run bench -- --scale N`: the state-size targets (BENCHMARKS.md "100,000 sessions each holding a lock"). N sessions each holding one
-// lock (one acquire without session_id per lock: one Raft entry each, through the leader,
-// `clients` in flight), then per node: RSS, the data directory, the snapshot the node
-// stores, and the time a restarted node takes to be ready again (/readyz 200: it knows a
-// leader and has applied up to the commit index it knows).
+// `npm run bench -- --scale N`: the state-size targets (BENCHMARKS.md "100,000 sessions
+// each holding a lock"). N sessions each holding one lock (one acquire without session_id
+// per lock: one Raft entry each, through the leader, `clients` in flight), then per node:
+// RSS, the data directory, the snapshot the node stores, and the time a restarted node
+// takes to be ready again (/readyz 200: it knows a leader and has applied up to the commit
+// index it knows).
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { LevelStorage } from '../../src/raft/storage/level-storage.js';

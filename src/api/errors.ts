@@ -1,8 +1,8 @@
-// The one error catalog of the REST API (docs/contract.md §3 "Errors"): every code a client can see,
-// its HTTP status and a default message. Routes and the LockService throw `ApiError`;
-// the server's error handler renders it as `{ error: { code, message, ...details } }`.
-// Keeping codes, statuses and Retry-After in one table (after fastify lib/errors.js)
-// means a code can never be answered with two different statuses.
+// The one error catalog of the REST API (docs/contract.md §3 "Errors"): every code a client
+// can see, its HTTP status and a default message. Routes and the LockService throw
+// `ApiError`; the server's error handler renders it as `{ error: { code, message,
+// ...details } }`. Keeping codes, statuses and Retry-After in one table (after fastify
+// lib/errors.js) means a code can never be answered with two different statuses.
 
 export const ERROR_CATALOG = {
   invalid_request: { status: 400, message: 'the request is invalid' },

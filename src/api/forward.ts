@@ -1,6 +1,6 @@
-// Follower → leader relay (docs/contract.md §3 "REST API": "any node accepts any request"). A follower sends
-// writes and linearizable reads to the leader's advertised API URL and relays the answer
-// as-is (status, body, Retry-After). Rules that keep this safe:
+// Follower → leader relay (docs/contract.md §3 "REST API": "any node accepts any request").
+// A follower sends writes and linearizable reads to the leader's advertised API URL and
+// relays the answer as-is (status, body, Retry-After). Rules that keep this safe:
 // - A request is forwarded at most once: the hop marker `x-raftlock-forwarded: <nodeId>`
 //   makes a non-leader that receives a forwarded request answer 503 instead of relaying
 //   again, so a stale routing view can never bounce a request around the cluster.

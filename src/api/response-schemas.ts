@@ -1,9 +1,9 @@
-// The answers of the REST contract (docs/contract.md §3 "REST API") as zod schemas, for the OpenAPI document
-// (src/api/openapi.ts). Requests are validated by validate.ts's schemas, which the
-// document reuses as they are; answers are built by the service, so these describe them
-// (and test/ops/openapi.test.ts checks real answers against them). Objects are open
-// (extra fields may be added later without breaking clients); required fields are the
-// contract's.
+// The answers of the REST contract (docs/contract.md §3 "REST API") as zod schemas, for the
+// OpenAPI document (src/api/openapi.ts). Requests are validated by validate.ts's schemas,
+// which the document reuses as they are; answers are built by the service, so these
+// describe them (and test/ops/openapi.test.ts checks real answers against them). Objects
+// are open (extra fields may be added later without breaking clients); required fields are
+// the contract's.
 import { z } from 'zod';
 
 const token = z.number().int().min(1).describe('fencing token: strictly greater than every earlier grant of any lock');

@@ -1,7 +1,8 @@
-// The REST server (docs/contract.md §3 "REST API"): buildServer(deps) returns a fastify instance, not listening,
-// so tests drive it with inject() and main decides where it listens. Everything that
-// touches the wire contract lives here or in routes/: body parsing and its limits, the
-// error shape, 404s, request ids, the HTTP metric, abort on disconnect and on shutdown.
+// The REST server (docs/contract.md §3 "REST API"): buildServer(deps) returns a fastify
+// instance, not listening, so tests drive it with inject() and main decides where it
+// listens. Everything that touches the wire contract lives here or in routes/: body parsing
+// and its limits, the error shape, 404s, request ids, the HTTP metric, abort on disconnect
+// and on shutdown.
 import type { ServerResponse } from 'node:http';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';

@@ -1,7 +1,8 @@
-// Input rules of the REST contract (docs/contract.md §3 "REST API"): lock names, owners, ids, durations, tokens,
-// the Idempotency-Key header. Every failure becomes ONE ApiError('invalid_request') whose
-// message names the field ("body.ttl_ms: must be >= 1000, got 5"), so a client can fix its
-// request without reading server logs. zod gives the shapes; the wording is src/zod-error.ts's.
+// Input rules of the REST contract (docs/contract.md §3 "REST API"): lock names, owners,
+// ids, durations, tokens, the Idempotency-Key header. Every failure becomes ONE
+// ApiError('invalid_request') whose message names the field ("body.ttl_ms: must be >= 1000,
+// got 5"), so a client can fix its request without reading server logs. zod gives the
+// shapes; the wording is src/zod-error.ts's.
 import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
 import { describeValue, zodErrorText } from '../zod-error.js';

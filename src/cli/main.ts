@@ -1,5 +1,6 @@
-// The `raftlock` command line (docs/contract.md §1 "Command line"). Each subcommand lives in its own file; this file
-// only registers them and turns commander's own errors into exit code 2.
+// The `raftlock` command line (docs/contract.md §1 "Command line"). Each subcommand lives
+// in its own file; this file only registers them and turns commander's own errors into exit
+// code 2.
 import { Command, Option } from 'commander';
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../config.js';

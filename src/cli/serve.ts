@@ -90,7 +90,8 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
-  // docs/security.md "Reloading on SIGHUP": new certificates / tokens.json / cluster secret without a restart
+  // docs/security.md "Reloading on SIGHUP": new certificates / tokens.json / cluster secret
+  // without a restart
   process.on('SIGHUP', () => node.reloadSecurity());
 }
 

@@ -1,7 +1,7 @@
 // The lock FSM's log vocabulary: every state change is one of these commands, wrapped in
 // an Envelope and committed through Raft. Time-based decisions (expiry, end of lock-delay,
-// wait timeouts) are commands too (docs/architecture.md "Rules", rule 3), so apply() never reads a clock
-// and every replica reaches the same state from the same log.
+// wait timeouts) are commands too (docs/architecture.md "Rules", rule 3), so apply() never
+// reads a clock and every replica reaches the same state from the same log.
 //
 // The msgpack codec lives outside this pure folder (src/node); after decoding it MUST call
 // parseEnvelope, which checks every field and rebuilds the value with only known fields.

@@ -1,4 +1,5 @@
-// The member address book and membership changes (docs/contract.md §3 "Operations", docs/membership.md).
+// The member address book and membership changes (docs/contract.md §3 "Operations",
+// docs/membership.md).
 //
 // Membership itself lives in the Raft log: single-server changes (thesis ch. 4), one at a
 // time, in force on each server as soon as appended. The URLs of each member ride in the

@@ -1,7 +1,8 @@
 // What a node remembers for the status page that the replicated state does not hold:
 // when it saw the leader change (the last hour), and when it applied each current grant
-// (the FSM keeps no clocks: docs/architecture.md "Rules", rule 3). Local, best effort, bounded: a node
-// that started (or installed a snapshot) after a grant reports "held at least since then".
+// (the FSM keeps no clocks: docs/architecture.md "Rules", rule 3). Local, best effort,
+// bounded: a node that started (or installed a snapshot) after a grant reports "held at
+// least since then".
 import type { ApplyOutput } from '../lock-fsm/index.js';
 import type { HeldSince, LeaderChange } from '../api/ops-service.js';
 

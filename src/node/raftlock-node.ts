@@ -75,7 +75,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const plan = tickPlan(config);
   /** what counts as a stall worth a log line: half the shortest election timeout */
   const slowMs = Math.max(2 * plan.tickMs, config.electionTimeoutMs.min / 2);
-  // docs/security.md: certificates, tokens, cluster secret, auth rule; fails before touching the disk
+  // docs/security.md: certificates, tokens, cluster secret, auth rule; fails before
+  // touching the disk
   const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
   const joining = o.join !== undefined;

@@ -240,8 +240,9 @@ export async function setupSecurity(o: SecurityOptions): Promise<NodeSecurity> {
     // nothing, not even which bodies validate. Rights per name are checked by the routes.
     if (tokens) {
       app.addHook('onRequest', async (req: FastifyRequest) => {
-        // the status page's shell and the API docs hold no cluster data (docs/operations.md "Status page"): a
-        // browser cannot send a bearer token when it navigates; their data routes need one
+        // the status page's shell and the API docs hold no cluster data (docs/operations.md
+        // "Status page"): a browser cannot send a bearer token when it navigates; their
+        // data routes need one
         const path = pathOf(req);
         if (!OPEN_ROUTES.has(path) && !(req.method === 'GET' && PUBLIC_UI_PATHS.has(path))) tokens!.authenticate(req.headers.authorization);
       });

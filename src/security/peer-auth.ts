@@ -1,6 +1,7 @@
-// Peer authentication with a shared cluster secret (docs/contract.md §2 "cluster.config.json" `cluster_secret_file`,
-// docs/security.md "Cluster secret"): every peer request carries an HMAC-SHA256 over a timestamp, a random nonce,
-// the method, the path and the exact body bytes. The receiver accepts it only when
+// Peer authentication with a shared cluster secret (docs/contract.md §2
+// "cluster.config.json" `cluster_secret_file`, docs/security.md "Cluster secret"): every
+// peer request carries an HMAC-SHA256 over a timestamp, a random nonce, the method, the
+// path and the exact body bytes. The receiver accepts it only when
 //   1. the timestamp is within ±windowMs of its own clock (a captured request goes stale),
 //   2. the HMAC matches (compared in constant time), and
 //   3. the nonce was not seen in the window (a replay inside the window is refused).

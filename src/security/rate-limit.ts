@@ -1,7 +1,8 @@
-// Request rate per client address (docs/contract.md §2 "cluster.config.json" `limits.requests_per_second_per_client`,
-// docs/security.md "Limits"): a token bucket per address that refills `ratePerSecond` tokens a second and
-// holds at most one second's worth (a client may burst to its rate, never beyond). Past
-// it the request gets 429 too_many_requests with Retry-After = seconds until one token.
+// Request rate per client address (docs/contract.md §2 "cluster.config.json"
+// `limits.requests_per_second_per_client`, docs/security.md "Limits"): a token bucket per
+// address that refills `ratePerSecond` tokens a second and holds at most one second's worth
+// (a client may burst to its rate, never beyond). Past it the request gets 429
+// too_many_requests with Retry-After = seconds until one token.
 //
 // Memory is bounded: at most maxClients buckets, least recently seen evicted first (a
 // Map kept in recency order). An evicted client starts again with a full bucket, which

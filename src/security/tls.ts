@@ -1,10 +1,10 @@
-// TLS material for the client API (docs/contract.md §2 "cluster.config.json" `tls`) and the peer transport (`peer_tls`):
-// read the PEM files (with `{node}` replaced by the node id), prove they form a usable
-// context before the node starts (a bad file stops the start with one line naming it,
-// never a handshake failure at 3 a.m.), and build the option objects node:https and
-// undici take. Everything here can be called again on SIGHUP: the caller swaps the
-// contexts in (server.setSecureContext, ReloadableConnector.set) without a restart, and
-// keeps the old ones when the new files are bad.
+// TLS material for the client API (docs/contract.md §2 "cluster.config.json" `tls`) and the
+// peer transport (`peer_tls`): read the PEM files (with `{node}` replaced by the node id),
+// prove they form a usable context before the node starts (a bad file stops the start with
+// one line naming it, never a handshake failure at 3 a.m.), and build the option objects
+// node:https and undici take. Everything here can be called again on SIGHUP: the caller
+// swaps the contexts in (server.setSecureContext, ReloadableConnector.set) without a
+// restart, and keeps the old ones when the new files are bad.
 import { readFileSync } from 'node:fs';
 import type https from 'node:https';
 import tls, { type TLSSocket } from 'node:tls';

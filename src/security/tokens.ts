@@ -1,7 +1,8 @@
-// API tokens (docs/contract.md §2 "cluster.config.json" `auth.tokens_file`, docs/security.md "API tokens"). tokens.json lists tokens by the
-// SHA-256 of their secret, never the secret itself, so the file can be read by operators
-// and backed up without handing out credentials (like Consul ACL tokens, etcd's hashed
-// passwords). Each token has rights on lock-name prefixes:
+// API tokens (docs/contract.md §2 "cluster.config.json" `auth.tokens_file`,
+// docs/security.md "API tokens"). tokens.json lists tokens by the SHA-256 of their secret,
+// never the secret itself, so the file can be read by operators and backed up without
+// handing out credentials (like Consul ACL tokens, etcd's hashed passwords). Each token has
+// rights on lock-name prefixes:
 //
 //   read   GET locks, list, check, sessions, /v1/cluster, /metrics
 //   lock   open/renew/close its own sessions, acquire/renew/release locks        (⊇ read)

@@ -1,5 +1,5 @@
-// Every route of docs/contract.md §3 "REST API" answers with the contract's success shape, and every error code
-// of the catalog renders with its status, shape and headers.
+// Every route of docs/contract.md §3 "REST API" answers with the contract's success shape,
+// and every error code of the catalog renders with its status, shape and headers.
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import { ApiError, ERROR_CATALOG, type ErrorCode } from '../../src/api/errors.js';

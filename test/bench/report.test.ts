@@ -1,5 +1,6 @@
 // The benchmark's arithmetic and command line (bench/lock): metric scraping, medians over
-// repetitions, ratios against the targets (BENCHMARKS.md "Results"), and usage errors. No cluster is started.
+// repetitions, ratios against the targets (BENCHMARKS.md "Results"), and usage errors. No
+// cluster is started.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'hdr-histogram-js';

@@ -1,9 +1,9 @@
-// Bad input against real nodes over real sockets (docs/api.md "Input rules"): every kind of malformed REST
-// request — through a follower (validated before any forwarding) and through the leader —
-// gets a 4xx in the contract's error shape; 1,000 seeded garbage requests at once change
-// nothing and the nodes keep serving; garbage on the PEER port (random bytes, bad msgpack,
-// wrong version, wrong cluster, unknown peer, oversized, not even HTTP) is refused while the
-// node stays up and the cluster keeps committing in the same term.
+// Bad input against real nodes over real sockets (docs/api.md "Input rules"): every kind of
+// malformed REST request — through a follower (validated before any forwarding) and through
+// the leader — gets a 4xx in the contract's error shape; 1,000 seeded garbage requests at
+// once change nothing and the nodes keep serving; garbage on the PEER port (random bytes,
+// bad msgpack, wrong version, wrong cluster, unknown peer, oversized, not even HTTP) is
+// refused while the node stays up and the cluster keeps committing in the same term.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterHarness, eventually } from '../support/cluster-harness.js';

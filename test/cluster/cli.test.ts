@@ -1,8 +1,8 @@
-// The `raftlock` command as a user runs it (docs/contract.md §1 "Command line"): `raftlock cluster --config FILE` (what
-// `npm start` runs) brings up every node with a leader within 10 s and Ctrl-C (SIGINT) stops
-// them all, leaving their ports free; a bad cluster file makes `raftlock serve` exit 2 with
-// one line on stderr naming the field; a data directory in use by a running node makes a
-// second node on it exit with a clear line.
+// The `raftlock` command as a user runs it (docs/contract.md §1 "Command line"): `raftlock
+// cluster --config FILE` (what `npm start` runs) brings up every node with a leader within
+// 10 s and Ctrl-C (SIGINT) stops them all, leaving their ports free; a bad cluster file
+// makes `raftlock serve` exit 2 with one line on stderr naming the field; a data directory
+// in use by a running node makes a second node on it exit with a clear line.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';

@@ -5,18 +5,18 @@
 // random choice the nemesis makes; the targets that depend on the cluster (who leads)
 // are looked up when the fault starts.
 //
-// `membership` (docs/membership.md "Replace a failed node (dead disk, lost machine)") replaces a voter: remove it through the API, stop its process, and
-// when the fault heals start a fresh node with a NEW id and an empty data dir in the same
-// network slot (namespace and address), joining with `serve --join` until it is a voter.
+// `membership` (docs/membership.md "Replace a failed node (dead disk, lost machine)")
+// replaces a voter: remove it through the API, stop its process, and when the fault heals
+// start a fresh node with a NEW id and an empty data dir in the same network slot
+// (namespace and address), joining with `serve --join` until it is a voter.
 // `member-failover-leader` changes membership while the leader is dead, the operator's
 // `member remove <dead leader>` right after a failover: kill -9 the leader, DELETE it at
 // once through whichever follower answers (a new leader is being elected meanwhile, and
-// must not change membership before its term commits: docs/membership.md), restart the
-// dead leader on its old data while the removal is under way, stop it once removed. Its
-// heal adds a member while the leader is dead: kill -9 the current leader, start the
-// joiner in the removed node's slot at once, restart the killed leader shortly after.
-// The membership family is not in DEFAULT_FAULTS (the set `npm test` and a plain
-// `npm run jepsen` use).
+// must not change membership before its term commits: docs/membership.md), restart the dead
+// leader on its old data while the removal is under way, stop it once removed. Its heal
+// adds a member while the leader is dead: kill -9 the current leader, start the joiner in
+// the removed node's slot at once, restart the killed leader shortly after. The membership
+// family is not in DEFAULT_FAULTS (the set `npm test` and a plain `npm run jepsen` use).
 //
 // `wipe` loses a voter's data directory: kill -9, delete the directory, start it again
 // under its id without --join. It must refuse (exit 2 with its one line: docs/membership.md,

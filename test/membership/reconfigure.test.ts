@@ -1,10 +1,10 @@
 // Membership changes of a real cluster under a running acquire/release workload (docs/membership.md
-// "Add a node (grow 3 → 5)", "Remove a node (shrink 5 → 3)"): grow 3 → 5 with `serve --join`, shrink 5 → 3 including removing
-// the leader, replace a killed node with a new one (new id, empty disk), and restart every
-// member with a cluster file that no longer describes the cluster (the persisted
-// membership and addresses win). Zero failed lock operations other than retried 503/504,
-// locks held throughout keep their holder and token on every node, and every node ends
-// with the same lock state.
+// "Add a node (grow 3 → 5)", "Remove a node (shrink 5 → 3)"): grow 3 → 5 with `serve
+// --join`, shrink 5 → 3 including removing the leader, replace a killed node with a new one
+// (new id, empty disk), and restart every member with a cluster file that no longer
+// describes the cluster (the persisted membership and addresses win). Zero failed lock
+// operations other than retried 503/504, locks held throughout keep their holder and token
+// on every node, and every node ends with the same lock state.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterHarness, eventually, type ClusterViewBody, type HarnessResponse } from '../support/cluster-harness.js';

@@ -1,6 +1,7 @@
-// The membership routes with inject() around a fake service (docs/membership.md "See the cluster"): the learner flag
-// and the promote route, /readyz with a reason, and a change that follows leadership once
-// (a leader asked to remove itself hands over, then relays the request to the new leader).
+// The membership routes with inject() around a fake service (docs/membership.md "See the
+// cluster"): the learner flag and the promote route, /readyz with a reason, and a change
+// that follows leadership once (a leader asked to remove itself hands over, then relays the
+// request to the new leader).
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';

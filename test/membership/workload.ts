@@ -1,9 +1,9 @@
-// A running acquire/release workload for the membership tests (docs/membership.md): pairs of workers
-// contend for one lock each (FIFO wait), every operation carries an Idempotency-Key and is
-// retried on 503/504 and on connection errors only — any other failure fails the test.
-// While holding, a worker checks with a linearizable GET that the lock is still its own
-// ("every held lock intact"); mutual exclusion and per-lock token order are checked
-// against the test's own record of who holds what.
+// A running acquire/release workload for the membership tests (docs/membership.md): pairs
+// of workers contend for one lock each (FIFO wait), every operation carries an
+// Idempotency-Key and is retried on 503/504 and on connection errors only — any other
+// failure fails the test. While holding, a worker checks with a linearizable GET that the
+// lock is still its own ("every held lock intact"); mutual exclusion and per-lock token
+// order are checked against the test's own record of who holds what.
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { ClusterHarness, HarnessResponse } from '../support/cluster-harness.js';

@@ -1,8 +1,8 @@
-// Disaster recovery end to end (docs/operations.md "Restoring: disaster recovery (lost majority)"): a
-// backup taken with the real `raftlock snapshot save` while clients keep acquiring, the
-// whole cluster lost, `raftlock snapshot restore` into a fresh 3-node cluster (new ports,
-// new directories). Every lock and session the backup must hold is there with the same
-// token; every new token is above all restored ones.
+// Disaster recovery end to end (docs/operations.md "Restoring: disaster recovery (lost
+// majority)"): a backup taken with the real `raftlock snapshot save` while clients keep
+// acquiring, the whole cluster lost, `raftlock snapshot restore` into a fresh 3-node
+// cluster (new ports, new directories). Every lock and session the backup must hold is
+// there with the same token; every new token is above all restored ones.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';

@@ -1,8 +1,8 @@
-// The monitoring pack in deploy/ (docs/operations.md "Monitoring pack"): the Prometheus config and alert rules parse,
-// the alerts the issue asks for exist, the Grafana dashboard is well-formed, and EVERY
-// metric the dashboard and the alerts query exists on a live node (a dashboard over a
-// renamed metric shows nothing and an alert over it never fires — silently). The systemd
-// unit is checked by systemd-analyze when it is installed.
+// The monitoring pack in deploy/ (docs/operations.md "Monitoring pack"): the Prometheus
+// config and alert rules parse, the alerts the issue asks for exist, the Grafana dashboard
+// is well-formed, and EVERY metric the dashboard and the alerts query exists on a live node
+// (a dashboard over a renamed metric shows nothing and an alert over it never fires —
+// silently). The systemd unit is checked by systemd-analyze when it is installed.
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';

@@ -1,8 +1,9 @@
-// The OpenAPI document (docs/operations.md "API description: OpenAPI and /docs"): served at /openapi.json and rendered at /docs, built
-// from the routes' own zod schemas. Checked with an independent validator (ajv, JSON
-// Schema 2020-12): the contract's examples (docs/api.md §3) validate, bad requests do
-// not, real answers of the server validate against the answer schemas, and for random
-// acquire bodies the document and the server agree on what is a 400.
+// The OpenAPI document (docs/operations.md "API description: OpenAPI and /docs"): served at
+// /openapi.json and rendered at /docs, built from the routes' own zod schemas. Checked with
+// an independent validator (ajv, JSON Schema 2020-12): the contract's examples
+// (docs/contract.md §3 "REST API") validate, bad requests do not, real answers of the
+// server validate against the answer schemas, and for random acquire bodies the document
+// and the server agree on what is a 400.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { Ajv2020 } from 'ajv/dist/2020.js';

@@ -1,10 +1,12 @@
-// The status page in a real browser (docs/operations.md "Status page"): headless Chromium (Debian's `chromium`,
-// installed by scripts/install-test-deps.sh) driven by playwright-core. The page is loaded
-// from a follower of a running cluster; it must show the members and a held lock, follow
-// a leader kill to the new leader without a reload, and load nothing from outside the
-// node. A shared lock shows its mode and every holder; a semaphore its in-use/limit, its
-// holders and its queue; an election its leader's session, value and token and how many
-// campaign behind it; the live event feed shows a campaign won (docs/contract.md §4). A screenshot goes to test-output/ (gitignored) for a human to look at.
+// The status page in a real browser (docs/operations.md "Status page"): headless Chromium
+// (Debian's `chromium`, installed by scripts/install-test-deps.sh) driven by
+// playwright-core. The page is loaded from a follower of a running cluster; it must show
+// the members and a held lock, follow a leader kill to the new leader without a reload, and
+// load nothing from outside the node. A shared lock shows its mode and every holder; a
+// semaphore its in-use/limit, its holders and its queue; an election its leader's session,
+// value and token and how many campaign behind it; the live event feed shows a campaign won
+// (docs/contract.md §4). A screenshot goes to test-output/ (gitignored) for a human to look
+// at.
 import assert from 'node:assert/strict';
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,9 +1,9 @@
-// Fuzzing with fast-check (bad input gets a clear error, never a crash: docs/api.md "Input rules"): every REST route's body (and path, query and
-// headers around it) through the real server with auth on, and the peer decoders
-// (decodeEnvelope / decodeSnapshotChunk) on random, mutated and structure-aware input.
-// Properties: no crash, no hang (each call is bounded by a deadline), no 5xx except
-// 503/504, and every error in the contract's shape. ≥ 10,000 cases each.
-// Replay a run with FC_SEED=<seed> (printed first).
+// Fuzzing with fast-check (bad input gets a clear error, never a crash: docs/api.md "Input
+// rules"): every REST route's body (and path, query and headers around it) through the real
+// server with auth on, and the peer decoders (decodeEnvelope / decodeSnapshotChunk) on
+// random, mutated and structure-aware input. Properties: no crash, no hang (each call is
+// bounded by a deadline), no 5xx except 503/504, and every error in the contract's shape.
+// ≥ 10,000 cases each. Replay a run with FC_SEED=<seed> (printed first).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';

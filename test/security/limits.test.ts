@@ -1,6 +1,6 @@
-// Limits that protect a node (docs/security.md "Limits"): request rate per client address → 429 with
-// Retry-After (and the node stays healthy), forwarded requests from members not counted
-// twice, and slowloris: a client that trickles its headers loses its socket at the
+// Limits that protect a node (docs/security.md "Limits"): request rate per client address →
+// 429 with Retry-After (and the node stays healthy), forwarded requests from members not
+// counted twice, and slowloris: a client that trickles its headers loses its socket at the
 // headers deadline (10 s), on the API and on the peer port.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';

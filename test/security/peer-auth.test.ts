@@ -1,7 +1,7 @@
-// Peer authentication (docs/security.md "Cluster secret"): the HMAC scheme on its own, then real HttpTransports
-// wired by setupSecurity — with a cluster secret, and with mutual TLS — where an
-// intruder (wrong/missing secret, certificate from another CA, no certificate) is refused
-// before any message reaches the receiver's handler, and every refusal is counted.
+// Peer authentication (docs/security.md "Cluster secret"): the HMAC scheme on its own, then
+// real HttpTransports wired by setupSecurity — with a cluster secret, and with mutual TLS —
+// where an intruder (wrong/missing secret, certificate from another CA, no certificate) is
+// refused before any message reaches the receiver's handler, and every refusal is counted.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { copyFileSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

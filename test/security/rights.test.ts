@@ -1,7 +1,8 @@
-// Token rights per lock-name prefix (docs/security.md "API tokens"): the table of token × route × expected
-// outcome, through the real REST server and the real security hooks (inject, no ports).
-// 401 = unauthenticated, 403 = permission_denied, 'ok' = authorized (whatever the fake
-// service then answers, never 401/403, and the service saw the token's name).
+// Token rights per lock-name prefix (docs/security.md "API tokens"): the table of token ×
+// route × expected outcome, through the real REST server and the real security hooks
+// (inject, no ports). 401 = unauthenticated, 403 = permission_denied, 'ok' = authorized
+// (whatever the fake service then answers, never 401/403, and the service saw the token's
+// name).
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';

@@ -1,7 +1,7 @@
-// Stream authentication under the cluster secret (docs/security.md "Streams"): the opening request is signed
-// over an empty body, every frame carries a tag bound to the stream (its nonce) and to its
-// position. Unit checks of PeerAuthenticator, then real transports wired by setupSecurity
-// refusing tampered, replayed, reordered, dropped and spliced frames.
+// Stream authentication under the cluster secret (docs/security.md "Streams"): the opening
+// request is signed over an empty body, every frame carries a tag bound to the stream (its
+// nonce) and to its position. Unit checks of PeerAuthenticator, then real transports wired
+// by setupSecurity refusing tampered, replayed, reordered, dropped and spliced frames.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';

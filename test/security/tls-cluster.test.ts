@@ -1,8 +1,8 @@
-// A real 3-process cluster with everything on (docs/security.md "Quick start"): https API, mutual-TLS peers, a
-// cluster secret, API tokens and per-token limits, certificates from `raftlock certs`.
-// It serves through any node (followers relay to the leader over TLS), refuses what it
-// must (401/403/429 in the contract's shape, other tokens' sessions, foreign peer
-// certificates, unsigned peer requests), counts the refusals, and reloads its
+// A real 3-process cluster with everything on (docs/security.md "Quick start"): https API,
+// mutual-TLS peers, a cluster secret, API tokens and per-token limits, certificates from
+// `raftlock certs`. It serves through any node (followers relay to the leader over TLS),
+// refuses what it must (401/403/429 in the contract's shape, other tokens' sessions,
+// foreign peer certificates, unsigned peer requests), counts the refusals, and reloads its
 // certificates on SIGHUP without a restart.
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';

@@ -1,5 +1,5 @@
-// Lock-level safety checkers for the lock simulation (docs/simulation-lock.md). The simulator sees every
-// node, so it checks what no single node can:
+// Lock-level safety checkers for the lock simulation (docs/simulation-lock.md). The
+// simulator sees every node, so it checks what no single node can:
 //  - State Machine Safety on the lock app: every node applies, at each index, the same
 //    entry with the same result and events (a digest per index, first applier wins);
 //  - at most one holder per lock: assertFsmInvariants after every apply on every node,

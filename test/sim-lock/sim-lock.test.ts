@@ -1,6 +1,7 @@
-// The lock-level simulation for `npm test` (docs/simulation-lock.md): SIM_LOCK_SCHEDULES (default 120)
-// seeded schedules of the REAL driver + LockApp + Lessor under faults, from a fixed base
-// seed (SIM_LOCK_SEED=N moves the window, SIM_LOCK_SEED=random draws one). Run more with
+// The lock-level simulation for `npm test` (docs/simulation-lock.md): SIM_LOCK_SCHEDULES
+// (default 120) seeded schedules of the REAL driver + LockApp + Lessor under faults, from a
+// fixed base seed (SIM_LOCK_SEED=N moves the window, SIM_LOCK_SEED=random draws one). Run
+// more with
 //   npm run sim:lock -- --seed N --seeds K
 // A failing seed prints its report and `reproduce: npm run sim:lock -- --seed N`.
 import { test } from 'node:test';

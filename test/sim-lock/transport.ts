@@ -1,7 +1,7 @@
 // SimTransport: the production Transport interface over the simulator's SimNetwork, so the
-// real RaftDriver runs unchanged (docs/simulation-lock.md). One instance per node incarnation: once the
-// node crashes the instance is closed and anything it still sends is ignored, as a dead
-// process sends nothing.
+// real RaftDriver runs unchanged (docs/simulation-lock.md). One instance per node
+// incarnation: once the node crashes the instance is closed and anything it still sends is
+// ignored, as a dead process sends nothing.
 import type { Message, NodeId } from '../../src/raft/core/types.js';
 import type { Transport } from '../../src/raft/transport.js';
 import type { SimNetwork } from '../sim/network.js';

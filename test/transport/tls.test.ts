@@ -1,5 +1,6 @@
-// The TLS passthrough (docs/security.md "Mutual TLS"): two transports with mutual TLS exchange messages
-// (over a stream) and a snapshot; a client without a certificate is refused at the handshake.
+// The TLS passthrough (docs/security.md "Mutual TLS"): two transports with mutual TLS
+// exchange messages (over a stream) and a snapshot; a client without a certificate is
+// refused at the handshake.
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';

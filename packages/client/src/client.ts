@@ -1,8 +1,8 @@
-// RaftlockClient: the REST contract (docs/contract.md §3 "REST API") as typed calls, plus the safe patterns on
-// top — sessions that prove their lease (session.ts), locks with an abort signal
-// (lock.ts), and withLock (acquire, run, release in finally, abort on loss). It fixes what
-// users of other lock clients complain about: locks silently lost (the signal aborts
-// before the server could expire the lease), retries applied twice (every mutation
+// RaftlockClient: the REST contract (docs/contract.md §3 "REST API") as typed calls, plus
+// the safe patterns on top — sessions that prove their lease (session.ts), locks with an
+// abort signal (lock.ts), and withLock (acquire, run, release in finally, abort on loss).
+// It fixes what users of other lock clients complain about: locks silently lost (the signal
+// aborts before the server could expire the lease), retries applied twice (every mutation
 // carries one Idempotency-Key across all its retries), failover that ignores Retry-After.
 import { randomUUID } from 'node:crypto';
 import { performance } from 'node:perf_hooks';

@@ -2,8 +2,8 @@
 // longer be proven held: its session's proven lease ran out, the server said the session
 // is gone, the lock was released, its max hold (maxHoldMs) is about to run out, or the
 // server no longer lists it for the session (revoked by an administrator, or freed by max hold). Work done under the lock should pass `fencingToken`
-// to every resource it touches (docs/contract.md §3 "Locks", "Fencing tokens"): the signal says "stop", the
-// token makes a late writer harmless when stopping was not quick enough.
+// to every resource it touches (docs/contract.md §3 "Locks", "Fencing tokens"): the signal
+// says "stop", the token makes a late writer harmless when stopping was not quick enough.
 import { LockLostError } from './errors.js';
 
 /** What a Lock needs from its session (kept narrow to avoid an import cycle). */

@@ -1,8 +1,8 @@
 // A session kept alive by keepalives, and the client's PROOF of it.
 //
-// The contract (docs/contract.md §3 "Locks", "TTL semantics", never early) guarantees: a session does not expire
-// sooner than ttl_ms after its client SENT its last acknowledged keepalive/renew/acquire.
-// So the client knows the session is alive until
+// The contract (docs/contract.md §3 "Locks", "TTL semantics", never early) guarantees: a
+// session does not expire sooner than ttl_ms after its client SENT its last acknowledged
+// keepalive/renew/acquire. So the client knows the session is alive until
 //     provenUntil = sentAt(last acknowledged renewal) + ttl − safetyMargin
 // and declares it `lost` at that instant at the latest — before the server could have
 // expired it — rather than when the next keepalive happens to fail. The margin absorbs

@@ -1,7 +1,7 @@
-// The SDK's view of the REST answers (docs/contract.md §3 "REST API"), in camelCase, and the decoders that turn
-// a JSON body into them. A body that lacks a field the contract promises is a
-// `bad_response` error naming the field — a proxy page or a version skew must never
-// become a fencing token of `undefined`.
+// The SDK's view of the REST answers (docs/contract.md §3 "REST API"), in camelCase, and
+// the decoders that turn a JSON body into them. A body that lacks a field the contract
+// promises is a `bad_response` error naming the field — a proxy page or a version skew must
+// never become a fencing token of `undefined`.
 import { decodeHolder, InvalidRequestError, RaftlockError, type HolderInfo } from './errors.js';
 
 export type { HolderInfo };

@@ -1,6 +1,7 @@
-// Cluster operations (docs/contract.md §3 "Operations", docs/membership.md). GET /v1/cluster is this
-// node's own view and is answered locally on any node (that is its point: see who this
-// node thinks leads). Membership changes and leadership transfer run on the leader.
+// Cluster operations (docs/contract.md §3 "Operations", docs/membership.md). GET
+// /v1/cluster is this node's own view and is answered locally on any node (that is its
+// point: see who this node thinks leads). Membership changes and leadership transfer run on
+// the leader.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
 import { Forwarder } from '../forward.js';

@@ -1,5 +1,6 @@
-// Liveness, readiness and metrics (docs/contract.md §3 "Operations"). Never forwarded, never behind auth
-// for /healthz and /readyz (load balancers and orchestrators call them without tokens).
+// Liveness, readiness and metrics (docs/contract.md §3 "Operations"). Never forwarded,
+// never behind auth for /healthz and /readyz (load balancers and orchestrators call them
+// without tokens).
 import type { FastifyInstance } from 'fastify';
 import type { Metrics } from '../../metrics.js';
 import { ApiError } from '../errors.js';

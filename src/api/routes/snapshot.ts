@@ -1,7 +1,8 @@
-// GET /v1/snapshot (admin): a consistent backup taken through the leader (docs/operations.md "Taking a backup",
-// `raftlock snapshot save`). A follower relays the request to the leader like any
-// linearizable read; the leader confirms it still leads (ReadIndex) and answers with the
-// backup file of its application state at the applied index.
+// GET /v1/snapshot (admin): a consistent backup taken through the leader
+// (docs/operations.md "Taking a backup", `raftlock snapshot save`). A follower relays the
+// request to the leader like any linearizable read; the leader confirms it still leads
+// (ReadIndex) and answers with the backup file of its application state at the applied
+// index.
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { OpsService } from '../ops-service.js';

@@ -1,6 +1,7 @@
-// The status page and the API docs (docs/operations.md "Status page", "API description: OpenAPI and /docs"): GET / (HTML shell), /ui/status.js,
-// /ui/status.css, /docs and /openapi.json. All static and free of cluster data, served by
-// the node itself (no outside network); the page's data comes from GET /v1/status.
+// The status page and the API docs (docs/operations.md "Status page", "API description:
+// OpenAPI and /docs"): GET / (HTML shell), /ui/status.js, /ui/status.css, /docs and
+// /openapi.json. All static and free of cluster data, served by the node itself (no outside
+// network); the page's data comes from GET /v1/status.
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { openApiDocument } from '../openapi.js';
 import type { ApiLimits } from '../validate.js';

@@ -1,5 +1,6 @@
 // `raftlock certs --out DIR`: a CA plus node and client certificates for a local or test
-// cluster (docs/security.md "Quick start"), made by the openssl binary (no hand-written crypto). Files:
+// cluster (docs/security.md "Quick start"), made by the openssl binary (no hand-written
+// crypto). Files:
 //   ca.crt ca.key                 the cluster CA (reused when DIR already has one, so a
 //                                 node added later gets a certificate from the same CA)
 //   {id}.crt {id}.key             API certificate of node {id}      → tls.cert_file/key_file
