@@ -135,17 +135,27 @@ export class ClusterOps {
   }
 }
 
-/** the voter other than `self` with the highest match index (the quickest to take over) */
+/**
+ * The voter other than `self` with the highest match index (the quickest to take over),
+ * preferring those heard from since the last check-quorum tick. `recentActive` is cleared
+ * for every follower at each such tick and set again by its next answer, so for a moment
+ * once per election timeout none is "active": a transfer asked then still picks the most
+ * caught-up voter instead of answering that there is none (the core refuses or the
+ * transfer times out if that voter is really gone).
+ */
 export function bestFollower(progress: Record<string, { match: number; recentActive?: boolean }>, voters: readonly string[], self: string): string | null {
-  let best: string | null = null;
-  let bestMatch = -1;
-  for (const id of voters) {
-    const pr = progress[id];
-    if (id === self || !pr || pr.recentActive === false) continue;
-    if (pr.match > bestMatch) {
-      best = id;
-      bestMatch = pr.match;
+  const pick = (activeOnly: boolean): string | null => {
+    let best: string | null = null;
+    let bestMatch = -1;
+    for (const id of voters) {
+      const pr = progress[id];
+      if (id === self || !pr || (activeOnly && pr.recentActive === false)) continue;
+      if (pr.match > bestMatch) {
+        best = id;
+        bestMatch = pr.match;
+      }
     }
-  }
-  return best;
+    return best;
+  };
+  return pick(true) ?? pick(false);
 }
