@@ -5,7 +5,8 @@
 // leader read and tokens out of order across elections and locks are each caught.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pairOps, type HistoryEvent, type Op } from './history.js';
+import type { Op } from './history.js';
+import { ops } from './history-rows.js';
 import { checkElections } from './checkers-election.js';
 import { checkTokenOrder } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
@@ -15,15 +16,6 @@ const SB = 'b'.repeat(32);
 const SC = 'c'.repeat(32);
 const TTL = 2000;
 const E = 'je-0';
-
-function ops(rows: [string, HistoryEvent['f'], HistoryEvent['value'], number, 'ok' | 'fail' | 'info', HistoryEvent['value'], number][]): Op[] {
-  const ev: HistoryEvent[] = [];
-  rows.forEach(([p, f, input, t0, type, output, t1], i) => {
-    ev.push({ process: p, id: `${p}:${i}`, type: 'invoke', f, value: input, t: t0 });
-    ev.push({ process: p, id: `${p}:${i}`, type, f, value: output, t: t1 });
-  });
-  return pairOps(ev.sort((a, b) => a.t - b.t));
-}
 
 /** resource log rows: [t, op, token, writer, accepted?, lost?] on the election's register */
 function res(rows: [number, 'read' | 'write', number, string | undefined, boolean?, boolean?][]): ResourceLogEntry[] {

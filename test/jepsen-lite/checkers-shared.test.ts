@@ -3,7 +3,7 @@
 // limit, a paused holder acting outside its window) and name the violation in a broken one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pairOps, type HistoryEvent, type Op } from './history.js';
+import { ops } from './history-rows.js';
 import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
 import { checkTokenOrder } from './checkers.js';
 import type { AccessLogEntry } from './resource-proc.js';
@@ -12,15 +12,6 @@ const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);
 const SC = 'c'.repeat(32);
 const TTL = 2000;
-
-function ops(rows: [string, HistoryEvent['f'], HistoryEvent['value'], number, 'ok' | 'fail' | 'info', HistoryEvent['value'], number][]): Op[] {
-  const ev: HistoryEvent[] = [];
-  rows.forEach(([p, f, input, t0, type, output, t1], i) => {
-    ev.push({ process: p, id: `${p}:${i}`, type: 'invoke', f, value: input, t: t0 });
-    ev.push({ process: p, id: `${p}:${i}`, type, f, value: output, t: t1 });
-  });
-  return pairOps(ev.sort((a, b) => a.t - b.t));
-}
 
 /** an access log from [t, phase, name, token, read|write|permits, accepted?] rows, in order */
 function log(rows: [number, 'begin' | 'end', string, number, 'read' | 'write' | number, boolean?][]): AccessLogEntry[] {

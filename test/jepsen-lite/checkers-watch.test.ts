@@ -5,7 +5,7 @@
 // the end and an acknowledged operation with no event are each caught.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pairOps, type HistoryEvent, type Op } from './history.js';
+import { ops } from './history-rows.js';
 import { checkWatch } from './checkers-watch.js';
 import type { WatchEv, WatchRecord } from './watch-proc.js';
 
@@ -25,15 +25,6 @@ function plain(node: string, evs: WatchEv[], marker = 1): WatchRecord[] {
     { w: 'state', node, conn: 1, evs: [], marker, t: 1 },
     { w: 'evs', node, conn: 1, evs, t: 2 },
   ];
-}
-
-function ops(rows: [string, HistoryEvent['f'], HistoryEvent['value'], number, 'ok' | 'fail' | 'info', HistoryEvent['value'], number][]): Op[] {
-  const ev: HistoryEvent[] = [];
-  rows.forEach(([p, f, input, t0, type, output, t1], i) => {
-    ev.push({ process: p, id: `${p}:${i}`, type: 'invoke', f, value: input, t: t0 });
-    ev.push({ process: p, id: `${p}:${i}`, type, f, value: output, t: t1 });
-  });
-  return pairOps(ev.sort((a, b) => a.t - b.t));
 }
 
 const HISTORY = ops([

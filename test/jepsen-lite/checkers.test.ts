@@ -2,7 +2,7 @@
 // correct history and name the violation in a broken one.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { pairOps, type HistoryEvent, type Op } from './history.js';
+import { ops } from './history-rows.js';
 import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, electionsInLog, recoveries } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { schedule, FAULT_CATEGORIES, categoryOf, ONCE_PER_RUN } from './nemesis.js';
@@ -10,15 +10,6 @@ import { seededRng } from '../../src/raft/core/rng.js';
 
 const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);
-
-function ops(rows: [string, HistoryEvent['f'], HistoryEvent['value'], number, 'ok' | 'fail' | 'info', HistoryEvent['value'], number][]): Op[] {
-  const ev: HistoryEvent[] = [];
-  rows.forEach(([p, f, input, t0, type, output, t1], i) => {
-    ev.push({ process: p, id: `${p}:${i}`, type: 'invoke', f, value: input, t: t0 });
-    ev.push({ process: p, id: `${p}:${i}`, type, f, value: output, t: t1 });
-  });
-  return pairOps(ev.sort((a, b) => a.t - b.t));
-}
 
 test('lease safety: a grant after the holder stopped renewing for a TTL is fine; one inside the window is not', () => {
   const ttl = 2000;

@@ -17,6 +17,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import { createInterface } from 'node:readline';
 import { clockFrom } from './recorder.js';
+import { sseFields } from '@raftlock/client/internal';
 
 export interface WatchArgs {
   /** the node slots' API URLs; stream i is labelled n<i+1> */
@@ -187,19 +188,7 @@ type Frame = { kind: 'marker'; index: number } | { kind: 'event'; ev: WatchEv };
 
 /** one SSE frame → an event, the id-only marker, or null (a comment) */
 export function parseFrame(frame: string): Frame | null {
-  let id: string | undefined;
-  let name: string | undefined;
-  let data = '';
-  for (const line of frame.split('\n')) {
-    if (line === '' || line.startsWith(':')) continue;
-    const i = line.indexOf(':');
-    const field = i < 0 ? line : line.slice(0, i);
-    let value = i < 0 ? '' : line.slice(i + 1);
-    if (value.startsWith(' ')) value = value.slice(1);
-    if (field === 'id') id = value;
-    else if (field === 'event') name = value;
-    else if (field === 'data') data = data === '' ? value : `${data}\n${value}`;
-  }
+  const { id, name, data } = sseFields(frame);
   if (name === undefined && data === '') return id !== undefined && /^\d+$/.test(id) ? { kind: 'marker', index: Number(id) } : null;
   let d: unknown;
   try {

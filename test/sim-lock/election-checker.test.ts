@@ -5,20 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ElectionShadow } from './election-checker.js';
-import type { ModeViolation } from './mode-checkers.js';
 import { LockFsm, exportState, type ApplyOutput, type ApplyResult, type Command, type FsmEvent } from '../../src/lock-fsm/index.js';
+import { fail, fires } from './fired.js';
 
-class Fired extends Error {
-  constructor(readonly checker: string, msg: string) {
-    super(`${checker}: ${msg}`);
-  }
-}
-const fail: ModeViolation = (checker, msg) => {
-  throw new Fired(checker, msg);
-};
-function fires(checker: string, fn: () => void): void {
-  assert.throws(fn, (e: unknown) => e instanceof Fired && e.checker === checker);
-}
 const out = (result: ApplyResult, events: FsmEvent[] = []): ApplyOutput => ({ result, events });
 const NOOP: ApplyResult = { ok: true, kind: 'noop' };
 const won = (name: string, sessionId: string, fencingToken: number, value: string): FsmEvent => ({ type: 'granted', name, sessionId, fencingToken, value });

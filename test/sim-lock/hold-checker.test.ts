@@ -5,20 +5,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HoldShadow } from './hold-checker.js';
-import type { ModeViolation } from './mode-checkers.js';
 import { LockFsm, type ApplyOutput, type Command } from '../../src/lock-fsm/index.js';
+import { fail, fires } from './fired.js';
 
-class Fired extends Error {
-  constructor(readonly checker: string, msg: string) {
-    super(`${checker}: ${msg}`);
-  }
-}
-const fail: ModeViolation = (checker, msg) => {
-  throw new Fired(checker, msg);
-};
-function fires(checker: string, fn: () => void): void {
-  assert.throws(fn, (e: unknown) => e instanceof Fired && e.checker === checker);
-}
 
 /** a LockFsm fed index by index, every entry stamped at log time = its real time */
 class Stream {

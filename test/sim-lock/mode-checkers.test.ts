@@ -4,20 +4,10 @@
 // throws, beside a good one that passes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ModeShadow, checkLockModes, checkSemLimits, type ModeViolation } from './mode-checkers.js';
+import { ModeShadow, checkLockModes, checkSemLimits } from './mode-checkers.js';
 import type { ApplyOutput, ApplyResult, Command, FsmEvent } from '../../src/lock-fsm/index.js';
+import { fail, fires } from './fired.js';
 
-class Fired extends Error {
-  constructor(readonly checker: string, msg: string) {
-    super(`${checker}: ${msg}`);
-  }
-}
-const fail: ModeViolation = (checker, msg) => {
-  throw new Fired(checker, msg);
-};
-function fires(checker: string, fn: () => void): void {
-  assert.throws(fn, (e: unknown) => e instanceof Fired && e.checker === checker);
-}
 
 test('checkSemLimits: permits over the limit of the latest grant fire; a shrink below earlier grants does not', () => {
   const limits = new Map([[1, 4], [2, 4], [3, 2]]);

@@ -5,3 +5,4 @@ export type { Answer, CallSpec } from './http.js';
 export { EndpointSet, normalizeEndpoint, parseRetryAfter } from './endpoints.js';
 export { decodeCluster } from './wire.js';
 export { NOT_SENT_CODES } from './not-sent.js';
+export { sseFields } from './watch.js';

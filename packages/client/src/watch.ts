@@ -192,8 +192,9 @@ export async function* watchBatches(d: Deps, prefix: string, o: WatchOptions = {
 
 type Frame = { kind: 'marker'; index: number } | { kind: 'event'; event: WatchEvent };
 
-/** One SSE frame → an event, the id-only marker, or null (a comment, an unknown event) */
-export function parseFrame(frame: string): Frame | null {
+/** The fields of one server-sent-events frame (the WHATWG grammar: comments skipped, one
+ *  leading space of a value dropped, data lines joined with newlines). */
+export function sseFields(frame: string): { id: string | undefined; name: string | undefined; data: string } {
   let id: string | undefined;
   let name: string | undefined;
   let data = '';
@@ -207,6 +208,12 @@ export function parseFrame(frame: string): Frame | null {
     else if (field === 'event') name = value;
     else if (field === 'data') data = data === '' ? value : `${data}\n${value}`;
   }
+  return { id, name, data };
+}
+
+/** One SSE frame → an event, the id-only marker, or null (a comment, an unknown event) */
+export function parseFrame(frame: string): Frame | null {
+  const { id, name, data } = sseFields(frame);
   if (name === undefined && data === '') {
     if (id === undefined || !/^\d+$/.test(id)) return null;
     return { kind: 'marker', index: Number(id) };
