@@ -78,6 +78,7 @@ export class Network {
       ...(o.testOnlyDisableAmnesiaGuard ? { testOnlyDisableAmnesiaGuard: true } : {}),
       ...(o.testOnlyNoCampaignWhileRemovalPending ? { testOnlyNoCampaignWhileRemovalPending: true } : {}),
       ...(o.testOnlyFreshCampaignsWithoutPreVote ? { testOnlyFreshCampaignsWithoutPreVote: true } : {}),
+      ...(o.testOnlyFreshTransferSkipsPreVote ? { testOnlyFreshTransferSkipsPreVote: true } : {}),
       ...(o.testOnlyNoLearnerCampaign ? { testOnlyNoLearnerCampaign: true } : {}),
     };
   }

@@ -30,6 +30,10 @@ const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 's
   // a wiped member campaigns with real votes in a cluster without Pre-Vote/Check-Quorum and
   // deposes every leader, so its removal never commits (soak seed 808003)
   { mutation: 'fresh-campaigns-without-prevote', seeds: [808003], fails: 'Liveness' },
+  // a wiped node gets the timeoutNow its old incarnation was sent, campaigns at once, and
+  // the grants of that incarnation's transfer campaign elect it with an empty log (soak
+  // seed 910860: LeaderCompleteness)
+  { mutation: 'fresh-transfer-without-prevote', seeds: [910860], fails: 'safety' },
   // learner-never-campaigns has no sweep seed: its soak seed 806416 no longer meets the
   // bug since fresh nodes pre-vote and a lost pre-vote ends the vote lease (the schedule
   // changed); test/raft/learner-newest-log.test.ts scripts it with the switch on and off

@@ -17,6 +17,10 @@ export const MUTATIONS = {
    *  whose disk was lost deposes each leader of a cluster running neither Pre-Vote nor
    *  Check-Quorum, and its removal never commits (a liveness bug: docs/raft-core.md "Incarnations") */
   'fresh-campaigns-without-prevote': { testOnlyFreshCampaignsWithoutPreVote: true },
+  /** a fresh node told to take over (a timeoutNow meant for the incarnation it replaced)
+   *  campaigns at once and counts the grants that incarnation's request earned: it leads
+   *  with an empty log (a safety bug: docs/raft-core.md "Incarnations") */
+  'fresh-transfer-without-prevote': { testOnlyFreshTransferSkipsPreVote: true },
   /** a learner never campaigns, even holding the newest log, which no voter can then beat
    *  (a liveness bug: docs/raft-core.md "Learners with uncommitted entries") */
   'learner-never-campaigns': { testOnlyNoLearnerCampaign: true },

@@ -67,6 +67,11 @@ export interface RaftConfig {
    *  entry) always pre-votes (see freshPreVote): without Pre-Vote, a member that lost its
    *  disk then deposes every leader once per election timeout. */
   testOnlyFreshCampaignsWithoutPreVote?: boolean;
+  /** TEST ONLY — as above. Switches OFF the rule that a fresh node pre-votes even when
+   *  told to take over (timeoutNow): a transfer meant for the incarnation it replaced then
+   *  makes it a candidate at once, and the grants that incarnation's request earned, still
+   *  on their way, elect it with an empty log (a lost committed entry; sim seed 910860). */
+  testOnlyFreshTransferSkipsPreVote?: boolean;
   /** TEST ONLY — as above. Switches OFF the rule that a learner whose log holds entries
    *  above its commit index may campaign (see campaignConf), bringing back the dead end
    *  it prevents: a learner holding the only copy of a newer term's entries refuses every
@@ -441,7 +446,14 @@ export class Raft {
   /** start an election (pre-vote first unless this is a leadership transfer) */
   hup(transfer: boolean): void {
     if (this.role === 'leader' || !this.promotable()) return;
-    if ((this.cfg.preVote || this.freshPreVote()) && !transfer) {
+    // A fresh node pre-votes even for a transfer: a timeoutNow that reaches it was meant
+    // for the incarnation whose disk it replaced (a leader never picks an empty log), and
+    // the vote answers to that incarnation's transfer campaign of the same term may still
+    // be on their way. Campaigning at once, it would count them and lead with an empty
+    // log (simulator seed 910860: a committed entry lost). Its pre-vote can win only a
+    // brand-new cluster's unanimous first election (docs/raft-core.md "Incarnations").
+    const fresh = this.freshPreVote() && (!transfer || this.cfg.testOnlyFreshTransferSkipsPreVote !== true);
+    if ((this.cfg.preVote && !transfer) || fresh) {
       this.becomePreCandidate();
       this.requestVotes('preVote', this.term + 1, false);
     } else {
