@@ -96,3 +96,27 @@ func validMaxHold(d time.Duration) error {
 	}
 	return nil
 }
+
+// grantCall is one request of acquireLoop for a grant kind that names an owner and a max
+// hold (a semaphore acquire, a campaign): base gains "owner" and "max_hold_ms" when set,
+// the answer is decoded into out, and token (read from out) must be positive. It returns
+// the request's send time. what names the request in errors ("campaign NAME").
+func (s *Session) grantCall(ctx context.Context, path string, base map[string]interface{}, owner string, maxHold, chunk time.Duration, what string, out interface{}, token func() int64) (time.Time, error) {
+	if owner != "" {
+		base["owner"] = owner
+	}
+	if maxHold > 0 {
+		base["max_hold_ms"] = maxHold.Milliseconds()
+	}
+	a, err := s.c.waitingCall(ctx, path, base, chunk)
+	if err != nil {
+		return time.Time{}, err
+	}
+	if err := decode(a, what, out); err != nil {
+		return time.Time{}, err
+	}
+	if token() <= 0 {
+		return time.Time{}, &Error{Code: "bad_response", Endpoint: a.endpoint, Message: a.endpoint + ": " + what + ": answer without a positive fencing_token"}
+	}
+	return a.sentAt, nil
+}

@@ -83,24 +83,8 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 	s := e.s
 	var g campaignGrant
 	sentAt, err := s.acquireLoop(ctx, wait, ErrLocked, "election "+e.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
-		base := map[string]interface{}{"session_id": s.id, "value": value}
-		if e.owner != "" {
-			base["owner"] = e.owner
-		}
-		if e.maxHold > 0 {
-			base["max_hold_ms"] = e.maxHold.Milliseconds()
-		}
-		a, err := s.c.waitingCall(actx, electionPath(e.name, "campaign"), base, chunk)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if err := decode(a, "campaign "+e.name, &g); err != nil {
-			return time.Time{}, err
-		}
-		if g.FencingToken <= 0 {
-			return time.Time{}, &Error{Code: "bad_response", Endpoint: a.endpoint, Message: a.endpoint + ": campaign " + e.name + ": answer without a positive fencing_token"}
-		}
-		return a.sentAt, nil
+		return s.grantCall(actx, electionPath(e.name, "campaign"), map[string]interface{}{"session_id": s.id, "value": value},
+			e.owner, e.maxHold, chunk, "campaign "+e.name, &g, func() int64 { return g.FencingToken })
 	}, func(cause error) {
 		// An election is the lock of its name on the server: a release withdraws a wait
 		// and frees a leadership won unseen (docs/api.md "Release").

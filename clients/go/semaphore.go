@@ -97,24 +97,8 @@ func (m *Semaphore) acquire(ctx context.Context, wait bool) error {
 	s := m.s
 	var g semaphoreGrant
 	sentAt, err := s.acquireLoop(ctx, wait, ErrSemaphoreFull, "semaphore "+m.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
-		base := map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits}
-		if m.owner != "" {
-			base["owner"] = m.owner
-		}
-		if m.maxHold > 0 {
-			base["max_hold_ms"] = m.maxHold.Milliseconds()
-		}
-		a, err := s.c.waitingCall(actx, semaphorePath(m.name, "acquire"), base, chunk)
-		if err != nil {
-			return time.Time{}, err
-		}
-		if err := decode(a, "acquire semaphore "+m.name, &g); err != nil {
-			return time.Time{}, err
-		}
-		if g.FencingToken <= 0 {
-			return time.Time{}, &Error{Code: "bad_response", Endpoint: a.endpoint, Message: a.endpoint + ": acquire semaphore " + m.name + ": answer without a positive fencing_token"}
-		}
-		return a.sentAt, nil
+		return s.grantCall(actx, semaphorePath(m.name, "acquire"), map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits},
+			m.owner, m.maxHold, chunk, "acquire semaphore "+m.name, &g, func() int64 { return g.FencingToken })
 	}, m.forget)
 	if err != nil {
 		return err
