@@ -53,6 +53,8 @@ export const SUITE_ISSUE18: { workload: WorkloadName; clients: number }[] = [
   { workload: 'uncontended', clients: 16 },
   { workload: 'uncontended', clients: 64 },
   { workload: 'contended', clients: 16 },
+  { workload: 'contended', clients: 64 },
+  { workload: 'churn', clients: 16 },
   { workload: 'keepalive', clients: 64 },
 ];
 
@@ -99,7 +101,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     .description('Load generator for raftlock (BENCHMARKS.md): lock workloads against a 3-node cluster, optionally side by side with etcd')
     .option('-w, --workload <list>', `comma-separated: ${WORKLOADS.join(', ')}, or all (shared and semaphore: raftlock only)`, 'uncontended')
     .option('-c, --clients <list>', 'comma-separated client counts (one request in flight per client)', '16')
-    .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets), issue18 (uncontended C=1/16/64, contended C=16, keepalive C=64), modes (contended, shared and semaphore at C=16)')
+    .option('--suite <name>', 'a predefined matrix: issue8 (every row of the issue\'s targets), issue18 (uncontended C=1/16/64, contended C=16/64, churn C=16, keepalive C=64), modes (contended, shared and semaphore at C=16)')
     .option('-d, --duration <dur>', 'measured time per run', durationArg('--duration'), 10_000)
     .option('--warmup <dur>', 'unmeasured time before each run', durationArg('--warmup'), 2_000)
     .option('--reps <n>', 'repetitions per row (with --compare: alternating A/B); medians are reported', intArg('--reps', 1, 100), 1)

@@ -38,6 +38,9 @@ export class StubLockServer {
    *  semaphore_full / limit_mismatch at once (no waiting), or one of the AcquireModes */
   semMode: AcquireMode | { kind: 'serve' } = { kind: 'serve' };
   readonly sems = new Map<string, StubSemaphore>();
+  /** every semaphore grant made (not a holder's repeated acquire), in order: a grant the
+   *  SDK releases again at once is gone from `sems` before a poll could see it */
+  readonly semGrantLog: { name: string; sessionId: string; token: number }[] = [];
   /** answer this many release requests 500 before serving them */
   failReleases = 0;
   readonly log: Logged[] = [];
@@ -184,7 +187,11 @@ export class StubLockServer {
     let sem = this.sems.get(name);
     if (!sem) this.sems.set(name, (sem = { limit, holders: new Map(), waits: new Map() }));
     // as the real server: a holder's second acquire is the same grant (same permits, token)
-    const h = sem.holders.get(sid) ?? { permits, token: this.nextToken++ };
+    let h = sem.holders.get(sid);
+    if (!h) {
+      h = { permits, token: this.nextToken++ };
+      this.semGrantLog.push({ name, sessionId: sid, token: h.token });
+    }
     sem.holders.set(sid, h);
     return { name, session_id: sid, permits: h.permits, limit: sem.limit, fencing_token: h.token, ttl_ms: 60_000 };
   }

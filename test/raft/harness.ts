@@ -80,6 +80,7 @@ export class Network {
       ...(o.testOnlyFreshCampaignsWithoutPreVote ? { testOnlyFreshCampaignsWithoutPreVote: true } : {}),
       ...(o.testOnlyFreshTransferSkipsPreVote ? { testOnlyFreshTransferSkipsPreVote: true } : {}),
       ...(o.testOnlyNoLearnerCampaign ? { testOnlyNoLearnerCampaign: true } : {}),
+      ...(o.testOnlyVoteLeaseWithoutPreVote ? { testOnlyVoteLeaseWithoutPreVote: true } : {}),
     };
   }
 

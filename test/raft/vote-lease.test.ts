@@ -155,3 +155,34 @@ test("a node that lost its own pre-vote no longer leases the vote it granted: it
   assert.equal(got.length, 1, 'n2 answers n3 (it ignored n3: the old grant still leased after its own failed pre-vote)');
   assert.equal(got[0]!.type === 'preVoteResp' && got[0]!.reject, false, 'and grants it');
 });
+
+for (const off of [false, true]) {
+  test(`without Pre-Vote there is no vote lease${off ? ' (fix switched off: the lease refuses)' : ''}: a voter that granted a candidate still answers the next term's candidate`, () => {
+    // Without Pre-Vote, every candidate that will lose still collects real votes; were each
+    // to start a lease, a split vote's leases could refuse the one candidate whose log can
+    // win, term after term (sim seed 906559, mutation vote-lease-without-prevote).
+    const net = Network.create(3, { preVote: false, checkQuorum: true, ...(off ? { testOnlyVoteLeaseWithoutPreVote: true } : {}) });
+    net.node('n1').raw.campaign();
+    flush(net);
+    net.deliver(is('vote', 'n1', ['n2']));
+    flush(net);
+    assert.equal(net.node('n2').raw.status().vote, 'n1', 'n2 voted for n1 in term 1');
+    net.queue.length = 0; // n1's answer and its request to n3 are lost: n1 never leads
+    net.node('n3').raw.campaign(); // term 1, lost: its requests are lost too
+    flush(net);
+    net.queue.length = 0;
+    net.node('n3').raw.campaign(); // term 2
+    flush(net);
+    net.deliver(is('vote', 'n3', ['n2']));
+    flush(net);
+    const answers = net.queue.filter(is('voteResp', 'n2', ['n3']));
+    if (off) {
+      assert.equal(answers.length, 0, 'with the lease on, n2 ignores n3');
+      assert.equal(net.node('n2').raw.status().term, 1);
+    } else {
+      assert.equal(answers.length, 1, 'n2 answers n3');
+      assert.equal(answers[0]!.type === 'voteResp' && answers[0]!.reject, false, 'and grants it');
+      assert.equal(net.node('n2').raw.status().term, 2);
+    }
+  });
+}

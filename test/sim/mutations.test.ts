@@ -16,10 +16,12 @@ import { parseMutations, type Mutation } from './mutations.js';
 const NOT_SAFETY = new Set(['Liveness', 'Stability', 'Exception']);
 
 // `also`: further fixes switched off with it, where another fix happens to rescue the
-// same schedule (a learner with the newest log may lead where the removed voter would)
+// same schedule (a learner with the newest log may lead where the removed voter would), or
+// where a later fix changed the schedule that met the bug; the seeds must pass with only
+// those switched off, so it is the named fix that prevents the failure
 const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 'safety' | 'Liveness' }[] = [
   // a new leader changes membership before its term commits (conf-churn.ts)
-  { mutation: 'conf-change-before-term-commit', seeds: [248, 1185], fails: 'safety' },
+  { mutation: 'conf-change-before-term-commit', seeds: [94, 931], fails: 'safety' },
   // a wiped voter comes back under its old id and votes with forgotten state (amnesia fault)
   { mutation: 'amnesia-guard-off', seeds: [50, 86], fails: 'safety' },
   // a leader that appended its own removal, then lost its quorum (701255) before the
@@ -33,7 +35,12 @@ const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 's
   // a wiped node gets the timeoutNow its old incarnation was sent, campaigns at once, and
   // the grants of that incarnation's transfer campaign elect it with an empty log (soak
   // seed 910860: LeaderCompleteness)
-  { mutation: 'fresh-transfer-without-prevote', seeds: [910860], fails: 'safety' },
+  // (the seed's schedule met the bug with the vote lease on without Pre-Vote, as it was
+  // before 906559's fix, so that fix is switched off with it)
+  { mutation: 'fresh-transfer-without-prevote', also: ['vote-lease-without-prevote'], seeds: [910860], fails: 'safety' },
+  // without Pre-Vote, the vote lease of each voter that granted a losing candidate refuses
+  // the one candidate whose log could win, term after term (soak seed 906559)
+  { mutation: 'vote-lease-without-prevote', seeds: [906559], fails: 'Liveness' },
   // learner-never-campaigns has no sweep seed: its soak seed 806416 no longer meets the
   // bug since fresh nodes pre-vote and a lost pre-vote ends the vote lease (the schedule
   // changed); test/raft/learner-newest-log.test.ts scripts it with the switch on and off
@@ -48,6 +55,10 @@ for (const { mutation, also = [], seeds, fails } of CASES) {
       else assert.equal(off.failure!.kind, fails, `SEED=${seed} with ${mutation} failed, but not ${fails}:\n${formatFailure(off)}`);
       const on = runSchedule(seed, { traceLines: 40 });
       assert.equal(on.ok, true, on.ok ? '' : formatFailure(on));
+      if (also.length > 0) {
+        const alone = runSchedule(seed, { mutations: also, traceLines: 40 });
+        assert.equal(alone.ok, true, alone.ok ? '' : `SEED=${seed} fails with only ${also.join(', ')} off, so ${mutation} is not what it shows:\n${formatFailure(alone)}`);
+      }
     }
   });
 }

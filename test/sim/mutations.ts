@@ -24,6 +24,10 @@ export const MUTATIONS = {
   /** a learner never campaigns, even holding the newest log, which no voter can then beat
    *  (a liveness bug: docs/raft-core.md "Learners with uncommitted entries") */
   'learner-never-campaigns': { testOnlyNoLearnerCampaign: true },
+  /** the vote lease holds without Pre-Vote too, so the real votes that losing candidates
+   *  collect start leases that refuse the candidate whose log could win, term after term
+   *  (a liveness bug: docs/recovery.md "A vote is a lease too") */
+  'vote-lease-without-prevote': { testOnlyVoteLeaseWithoutPreVote: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;

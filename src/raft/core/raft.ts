@@ -77,6 +77,11 @@ export interface RaftConfig {
    *  it prevents: a learner holding the only copy of a newer term's entries refuses every
    *  voter its configuration needs, and can never lead itself. */
   testOnlyNoLearnerCampaign?: boolean;
+  /** TEST ONLY — as above. Switches OFF the rule that the vote lease (inVoteLease) holds
+   *  only with Pre-Vote on, bringing back the dead end it prevents: without Pre-Vote every
+   *  losing candidate earns real votes, each renews a lease, and the leases keep refusing
+   *  the one candidate whose log could win (sim seed 906559). */
+  testOnlyVoteLeaseWithoutPreVote?: boolean;
   trace?: (e: TraceEvent) => void;
   /** RawNode.step refused a peer's message (misaddressed or malformed: message-check.ts);
    *  for the driver's log. It is dropped either way. */
@@ -518,11 +523,14 @@ export class Raft {
    * (pre-)candidate whose requests reach us between our grant and that first append wins
    * a later term and deposes a leader that has just won. Only ever refuses: a vote we do
    * not give cannot break election safety (§5.2); a candidate that lost costs us at most
-   * the one timeout we would wait for it anyway.
+   * the one timeout we would wait for it anyway. Only with Pre-Vote: without it, every
+   * candidate that is going to lose still collects real votes, each of which starts a
+   * lease, and the leases of a split vote can refuse the only candidate whose log could
+   * win, term after term (sim seed 906559; docs/recovery.md "A vote is a lease too").
    */
   private inVoteLease(candidate: NodeId): boolean {
     return (
-      this.cfg.checkQuorum && this.role === 'follower' && this.grantedThisTerm && this.lead === null &&
+      this.cfg.checkQuorum && (this.cfg.preVote || this.cfg.testOnlyVoteLeaseWithoutPreVote === true) && this.role === 'follower' && this.grantedThisTerm && this.lead === null &&
       this.vote !== null && this.vote !== candidate && this.electionElapsed < this.cfg.electionTicks
     );
   }
