@@ -26,17 +26,22 @@ export interface Row {
   leaderBusy: number | null;
   followerBusy: number | null;
   generatorBusy: number | null;
+  /** the leader's CPU per operation, µs (median over repetitions of its busy share of the
+   *  window ÷ the operations per second): issue 18's CPU row, stable where throughput is
+   *  noisy */
+  leaderCpuUsPerOp: number | null;
   errors: Record<string, number>;
 }
 
-/** BENCHMARKS.md "Results": raftlock ÷ etcd throughput required per (workload, clients) */
+/** raftlock ÷ etcd throughput required per (workload, clients): the second round's targets
+ *  (BENCHMARKS.md "Second round (issue 18)"), which replace the first round's */
 export const TARGET_RATIOS: Record<string, number> = {
   'uncontended/1': 1.5,
   'uncontended/16': 2,
-  'uncontended/64': 2.5,
+  'uncontended/64': 2.2,
   'contended/16': 5,
-  'contended/64': 5,
-  'churn/16': 3,
+  'contended/64': 2.5,
+  'churn/16': 2.5,
 };
 
 export function median(xs: number[]): number {
@@ -84,6 +89,7 @@ export function summarize(runs: RunResult[]): Row[] {
       leaderBusy: medianOrNull(g.map((r) => r.busy?.leader ?? null)),
       followerBusy: medianOrNull(g.map((r) => (r.busy && r.busy.followers.length > 0 ? r.busy.followers.reduce((a, b) => a + b, 0) / r.busy.followers.length : null))),
       generatorBusy: medianOrNull(g.map((r) => r.busy?.generator ?? null)),
+      leaderCpuUsPerOp: medianOrNull(g.map((r) => (r.busy && r.opsPerSec > 0 ? (r.busy.leader / r.opsPerSec) * 1e6 : null))),
       errors,
     });
   }
@@ -121,13 +127,13 @@ function table(header: string[], body: string[][], rightAlign: boolean[]): strin
 export function resultsTable(rows: Row[]): string {
   const body = rows.map((r) => [
     r.workload, String(r.clients), r.system, `${f0(r.opsPerSec)} ${UNIT[r.workload]}`, r.reps > 1 ? r.opsPerSecRuns.map(f0).join(' / ') : '',
-    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp), f2(r.syncMs), f2(r.peerMsgsPerOp), f2(r.cpuMsPerOp), busyCell(r),
+    LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp), f2(r.syncMs), f2(r.peerMsgsPerOp), f2(r.cpuMsPerOp), f0(r.leaderCpuUsPerOp ?? NaN), busyCell(r),
     Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ') || '0',
   ]);
   return table(
-    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'busy: leader / follower / generator', 'errors'],
+    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'leader CPU µs/op', 'busy: leader / follower / generator', 'errors'],
     body,
-    [false, true, false, true, true, false, true, true, true, true, true, true, true, true, true, true, false],
+    [false, true, false, true, true, false, true, true, true, true, true, true, true, true, true, true, true, false],
   );
 }
 

@@ -37,7 +37,7 @@ function run(system: 'raftlock' | 'etcd', clients: number, opsPerSec: number, la
   return { system, workload, clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5, busy: { leader: 0.75, followers: [0.2, 0.3], generator: 0.1 } };
 }
 
-test('summarize takes medians per row; compare applies the issue-8 target of that row', () => {
+test('summarize takes medians per row; compare applies the target of that row', () => {
   const rows = summarize([
     run('raftlock', 64, 3000, [1, 2, 3]), run('etcd', 64, 1000, [5, 6, 7]),
     run('raftlock', 64, 2000, [1, 2, 3]), run('etcd', 64, 1200, [5, 6, 7]),
@@ -54,6 +54,9 @@ test('summarize takes medians per row; compare applies the issue-8 target of tha
   assert.equal(busyCell(r), '75% / 25% / 10%');
   assert.equal(busyCell({ leaderBusy: null, followerBusy: null, generatorBusy: null }), '-');
   assert.match(resultsTable(rows), /busy: leader \/ follower \/ generator[\s\S]*75% \/ 25% \/ 10%/);
+  // the leader's CPU per operation: 0.75 of a core at 3,000 ops/s = 250 µs
+  assert.equal(r.leaderCpuUsPerOp, 250);
+  assert.match(resultsTable(rows), /leader CPU µs\/op[\s\S]*\| +250 \| +75% \/ 25% \/ 10%/);
   const [c] = compare(rows);
   assert.ok(c);
   assert.equal(c.etcd, 1000);
