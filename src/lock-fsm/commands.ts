@@ -135,7 +135,8 @@ function str(o: Obj, path: string, k: string, ok: (x: unknown) => boolean, what:
 function int(o: Obj, path: string, k: string, lo: number, hi: number): number {
   const v = o[k];
   if (!isIntIn(v, lo, hi)) throw new InvalidCommandError(`${path}.${k}`, `must be an integer in [${lo}, ${hi}], got ${describe(v)}`);
-  return v;
+  // + 0 turns -0 into 0, as msgpack does: the canonical copy is what every member decodes
+  return v + 0;
 }
 
 function describe(v: unknown): string {

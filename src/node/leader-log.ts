@@ -4,7 +4,7 @@
 // semantics"). Only the leader does either. Every proposal is stamped with log time,
 // never this node's wall clock (log-clock.ts, docs/lock-fsm.md "Log time").
 import type { ApplyOutput, ApplyResult, Command } from '../lock-fsm/index.js';
-import { InvalidCommandError, parseEnvelope } from '../lock-fsm/index.js';
+import { InvalidCommandError } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { RequestContext } from '../api/service.js';
 import type { ProposalOutcome } from '../raft/driver.js';
@@ -35,13 +35,14 @@ export class LeaderLog {
   async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
     this.requireLeader();
     const env = { atMs: this.clock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
+    let bytes: Uint8Array;
     try {
-      parseEnvelope(env); // what apply() will accept; refuse here rather than log a no-op
+      bytes = encodeCommand(env); // validates: what apply() will accept; refuse here rather than log a no-op
     } catch (err) {
       if (err instanceof InvalidCommandError) throw new ApiError('invalid_request', err.message);
       throw err;
     }
-    const out = await this.d.driver.propose(encodeCommand(env));
+    const out = await this.d.driver.propose(bytes);
     return this.proposalResult(out);
   }
 
