@@ -4,19 +4,23 @@
 //
 // - the compute lane: pure, CPU-bound suites (the simulators, the Raft core's scenarios,
 //   the lock state machine's properties) — one file at a time;
-// - the process lane: everything that starts servers, node processes, clusters or network
+// - the process lanes: everything that starts servers, node processes, clusters or network
 //   namespaces. These spend most of their time waiting (elections, TTLs, fault windows),
-//   so they overlap well with the compute lane. One file at a time too.
+//   so they overlap well with the compute lane and with each other: two lanes, one file
+//   at a time each (RAFTLOCK_PROCESS_LANES=N for another count). One file alone took
+//   ~820 s in all (2026-12-01), over the budget; the files are dealt out by their measured
+//   time (PROCESS_SECONDS), longest first, and the jepsen-lite runs share one lane, so two
+//   fault runs, the most CPU-hungry and timing-bound files, never overlap.
 //
 // The compute lane runs at a lower CPU priority (nice 10) and the simulators use every
 // core: it soaks up the time the process lane spends waiting, and yields the CPU whenever a
 // node process, whose timing bounds (elections, recovery, expiry) are written for an
 // unloaded machine, needs it.
 //
-// The process lane streams its output; the compute lane's is printed, whole, once it is
-// done (so the two never interleave mid-test). The last line is the sum of both lanes'
-// counts: "tests: N passed, N failed, N skipped". The exit code is non-zero when either
-// lane failed.
+// The first process lane streams its output; each other lane's is printed, whole, once it
+// is done (so lanes never interleave mid-test). The last line is the sum of every lane's
+// counts: "tests: N passed, N failed, N skipped". The exit code is non-zero when any lane
+// failed.
 //
 // Arguments filter by path substring: `npm test -- raft/ lock-fsm` runs only the files whose
 // path contains one. RAFTLOCK_TEST_LANES=1 runs every file in one lane, one at a time (the
@@ -51,15 +55,52 @@ if (files.length === 0) {
   process.exit(1);
 }
 
+/** seconds each long process-lane file took alone (2026-12-01, the soak beside it at nice
+ *  10): only for dealing the files out; a file not listed counts as DEFAULT_SECONDS */
+const PROCESS_SECONDS = {
+  'jepsen-lite/jepsen-3': 76, 'client/cli': 51, 'membership/reconfigure': 46, 'jepsen-lite/jepsen-5': 45,
+  'storage/crash': 41, 'jepsen-lite/jepsen-membership': 40, 'client/go-python': 34, 'cluster/failover': 34,
+  'cluster/cli': 34, 'jepsen-lite/control': 33, 'client/sdk-cluster': 28, 'cluster/api': 24, 'packaging/pack': 23,
+  'client/acquire-cleanup': 22, 'ops/backup-restore': 22, 'membership/transfer': 17, 'membership/add-then-start': 16,
+  'cluster/recovery': 16, 'cluster/amnesia': 15, 'ops/status-page': 14, 'cluster/bad-input': 13, 'security/fuzz': 13,
+  'security/limits': 13, 'cluster/lessor': 11, 'security/cluster-command': 11, 'cluster/watch': 9,
+};
+const DEFAULT_SECONDS = 4;
+
+/** the process files in `n` lanes: the jepsen-lite runs together in the first, then the
+ *  rest longest first, each to the lane with the least time so far */
+function dealProcessLanes(list, n) {
+  const key = (f) => relative(testDir, f).replace(/\.test\.js$/, '');
+  const secs = (f) => PROCESS_SECONDS[key(f)] ?? DEFAULT_SECONDS;
+  const out = Array.from({ length: n }, () => ({ files: [], secs: 0 }));
+  const jepsen = list.filter((f) => key(f).startsWith('jepsen-lite/'));
+  for (const f of jepsen) {
+    out[0].files.push(f);
+    out[0].secs += secs(f);
+  }
+  for (const f of list.filter((x) => !jepsen.includes(x)).sort((a, b) => secs(b) - secs(a) || a.localeCompare(b))) {
+    const lane = out.reduce((best, l) => (l.secs < best.secs ? l : best));
+    lane.files.push(f);
+    lane.secs += secs(f);
+  }
+  // each lane runs its files in path order, as one lane did
+  return out.map((l) => l.files.sort());
+}
+
 const oneLane = process.env.RAFTLOCK_TEST_LANES === '1';
+const processLaneCount = Number(process.env.RAFTLOCK_PROCESS_LANES ?? 2);
+if (!Number.isInteger(processLaneCount) || processLaneCount < 1 || processLaneCount > 8) {
+  console.error(`RAFTLOCK_PROCESS_LANES must be an integer in 1..8, got ${JSON.stringify(process.env.RAFTLOCK_PROCESS_LANES)}`);
+  process.exit(2);
+}
 const isCompute = (f) => COMPUTE.some((d) => relative(testDir, f).startsWith(d));
 const lanes = oneLane
   ? [{ name: 'all', files, live: true }]
   : [
-      { name: 'process', files: files.filter((f) => !isCompute(f)), live: true },
+      ...dealProcessLanes(files.filter((f) => !isCompute(f)), processLaneCount).map((fs, i) => ({ name: processLaneCount === 1 ? 'process' : `process-${i + 1}`, files: fs, live: i === 0 })),
       { name: 'compute', files: files.filter(isCompute), live: false },
     ].filter((l) => l.files.length > 0);
-if (lanes.length === 1) lanes[0].live = true;
+if (!lanes.some((l) => l.live)) lanes[0].live = true;
 
 /** `nice` (coreutils) is there on every Linux this runs on; without it the lanes just share */
 const hasNice = spawnSync('nice', ['true']).status === 0;
