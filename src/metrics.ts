@@ -33,6 +33,8 @@ export class Metrics {
   readonly raftAppliedIndex: Gauge;
   readonly raftLeaderChanges: Counter;
   readonly raftProposals: Counter<'result'>;
+  /** peer messages the Raft core's trust boundary refused (docs/raft-core.md "Bad input") */
+  readonly raftMessagesRefused: Counter<'reason'>;
   /** propose → commit, seconds */
   readonly raftCommitLatency: Histogram;
   /** one durable LevelDB batch, seconds */
@@ -65,6 +67,8 @@ export class Metrics {
     this.raftAppliedIndex = new Gauge({ name: 'raftlock_raft_applied_index', help: 'highest log index applied to the lock state machine', registers });
     this.raftLeaderChanges = new Counter({ name: 'raftlock_raft_leader_changes_total', help: 'times this node saw the leader change', registers });
     this.raftProposals = new Counter({ name: 'raftlock_raft_proposals_total', help: 'proposals by outcome', labelNames: ['result'], registers });
+    this.raftMessagesRefused = new Counter({ name: 'raftlock_raft_messages_refused_total', help: 'peer messages the Raft core refused (misaddressed, bad_header, bad_field): a bug or an impostor, since the transport checks the wire first', labelNames: ['reason'], registers });
+    for (const reason of ['misaddressed', 'bad_header', 'bad_field']) this.raftMessagesRefused.labels(reason).inc(0);
     this.raftCommitLatency = new Histogram({ name: 'raftlock_raft_commit_latency_seconds', help: 'propose to commit latency', buckets: LATENCY_BUCKETS_S, registers });
     this.storageSync = new Histogram({ name: 'raftlock_storage_sync_seconds', help: 'durable storage write (fsync) latency', buckets: LATENCY_BUCKETS_S, registers });
     this.sessionsActive = new Gauge({ name: 'raftlock_sessions_active', help: 'open sessions', registers });

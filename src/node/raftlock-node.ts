@@ -133,8 +133,10 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       incarnation: levelStorage.incarnation,
       // the core's trust boundary refused a peer's message (docs/raft-core.md "Bad
       // input"); the transport validates the wire first, so this is a bug or an impostor.
-      // At most one line per peer and reason a minute.
+      // Counted (raftlock_raft_messages_refused_total); at most one log line per peer and
+      // reason a minute.
       onReject: (m, why) => {
+        metrics.raftMessagesRefused.labels(why.reason).inc();
         const suppressed = rejectLog.allow(`${m.from}:${why.reason}`);
         if (suppressed !== null) logger.warn({ from: String(m.from).slice(0, 128), reason: why.reason, detail: why.detail, suppressed }, 'peer message refused by the Raft core');
       },

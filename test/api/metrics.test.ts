@@ -78,6 +78,8 @@ describe('metrics', () => {
       assert.ok(commit?.samples.some((s) => s.labels.le === '0.0005' && s.value === 0));
       assert.equal(fams.get('raftlock_raft_proposals_total')?.samples.find((s) => s.labels.result === 'committed')?.value, 1);
       assert.equal(fams.get('raftlock_raft_proposals_total')?.samples.find((s) => s.labels.result === 'timeout')?.value, 0, 'pre-created at 0');
+      // beyond the contract: the core's refusals (docs/api.md "Metrics"), each reason at 0
+      assert.deepEqual(fams.get('raftlock_raft_messages_refused_total')?.samples.map((s) => [s.labels.reason, s.value]).sort(), [['bad_field', 0], ['bad_header', 0], ['misaddressed', 0]]);
 
       const routes = new Set(fams.get('raftlock_http_request_duration_seconds')?.samples.map((s) => s.labels.route));
       assert.ok(routes.has('/v1/locks/{name}/acquire'), [...routes].join(','));
