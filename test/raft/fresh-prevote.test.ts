@@ -8,7 +8,7 @@
 // docs/raft-core.md "Incarnations").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Network } from './harness.js';
+import { Network, SCRIPTED_ELECTIONS } from './harness.js';
 import type { NodeOptions } from './harness.js';
 
 const OPTS: NodeOptions = { incarnations: true, preVote: false, checkQuorum: false };
@@ -54,7 +54,9 @@ test('a brand-new cluster still bootstraps without Pre-Vote (fresh nodes pre-vot
 });
 
 test('mutation check: with testOnlyFreshCampaignsWithoutPreVote the wiped member deposes the leader', () => {
-  const { net, term } = wipedN2CutOffFromLeader({ ...OPTS, testOnlyFreshCampaignsWithoutPreVote: true });
+  // the leader lease, which holds without Check-Quorum too, is a second defense here: off,
+  // so that this shows what the fresh node's Pre-Vote alone prevents
+  const { net, term } = wipedN2CutOffFromLeader({ ...OPTS, ...SCRIPTED_ELECTIONS, testOnlyFreshCampaignsWithoutPreVote: true });
   net.run(100);
   assert.ok(net.node('n1').raw.status().term > term, 'n2\'s vote requests raised the term');
   assert.equal(net.sent.some((m) => m.from === 'n2' && m.type === 'vote'), true);

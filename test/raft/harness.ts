@@ -10,6 +10,13 @@ import { seededRng } from '../../src/raft/core/rng.js';
 import { describeMessage, describeReadyLines } from '../../src/raft/core/describe.js';
 import type { ConfState, Entry, Message, NodeId, ReadState, Ready } from '../../src/raft/core/types.js';
 
+/** Scripted schedules that start an election the moment a leader is gone (the paper's
+ *  figures: `campaign()` with no election timeout passing first) meet the leader lease:
+ *  the others heard from that leader a moment ago and ignore the candidate, with or
+ *  without Check-Quorum (docs/raft-core.md "The leader lease"). With these options the
+ *  lease holds only with Check-Quorum, so such a schedule plays out as written. */
+export const SCRIPTED_ELECTIONS = { testOnlyLeaseOnlyWithCheckQuorum: true } as const;
+
 export type NodeOptions = Partial<Omit<RaftConfig, 'id' | 'rng' | 'incarnation'>> & {
   seed?: number;
   /** give every node's storage an incarnation (`<id>#<k>`, k counting wipes) */
@@ -81,6 +88,8 @@ export class Network {
       ...(o.testOnlyFreshTransferSkipsPreVote ? { testOnlyFreshTransferSkipsPreVote: true } : {}),
       ...(o.testOnlyNoLearnerCampaign ? { testOnlyNoLearnerCampaign: true } : {}),
       ...(o.testOnlyVoteLeaseWithoutPreVote ? { testOnlyVoteLeaseWithoutPreVote: true } : {}),
+      ...(o.testOnlyIgnoreStaleVote ? { testOnlyIgnoreStaleVote: true } : {}),
+      ...(o.testOnlyLeaseOnlyWithCheckQuorum ? { testOnlyLeaseOnlyWithCheckQuorum: true } : {}),
     };
   }
 

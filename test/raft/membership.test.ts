@@ -1,7 +1,7 @@
 // Membership changes one server at a time (thesis ch. 4) and learners (thesis §4.2.1).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Network, enc } from './harness.js';
+import { Network, SCRIPTED_ELECTIONS, enc } from './harness.js';
 import { applyConfChange, ConfChangeError, ConfHistory, decodeConfChange, encodeConfChange } from '../../src/raft/core/conf.js';
 import type { ConfChange, ConfState } from '../../src/raft/core/types.js';
 import { MemoryStorage } from '../../src/raft/core/storage.js';
@@ -123,7 +123,7 @@ test('thesis §4.2.2: a leader removed from the conf steps down once that entry 
 });
 
 test('thesis §4.2.1: a learner receives the log but never votes toward quorum or campaigns; promotion makes it a voter', () => {
-  const net = Network.create(3);
+  const net = Network.create(3, SCRIPTED_ELECTIONS);
   net.campaign('n1');
   net.addNode('n4', conf3, new MemoryStorage(conf3));
   proposeConf(net, 'n1', { type: 'addLearner', nodeId: 'n4' });
@@ -154,7 +154,7 @@ test('thesis §4.2.1: a learner receives the log but never votes toward quorum o
 });
 
 test('thesis §4.1: a conf entry that is truncated (never committed) is reverted', () => {
-  const net = Network.create(5);
+  const net = Network.create(5, SCRIPTED_ELECTIONS);
   net.campaign('n1');
   // n1 appends "add learner n9"; only n2 gets it, so it cannot commit
   for (const id of ['n3', 'n4', 'n5']) net.cutLink('n1', id);

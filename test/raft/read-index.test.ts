@@ -1,7 +1,7 @@
 // ReadIndex (thesis §6.4): linearizable reads without writing the log.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Network, enc } from './harness.js';
+import { Network, SCRIPTED_ELECTIONS, enc } from './harness.js';
 
 test('§6.4 many reads between two Ready iterations share one heartbeat round', () => {
   const net = Network.create(3);
@@ -45,7 +45,7 @@ test('§6.4 a single-node leader answers reads at once (itself is the quorum)', 
 });
 
 test('§6.4 reads wait until the new leader has committed an entry of its own term', () => {
-  const net = Network.create(3);
+  const net = Network.create(3, SCRIPTED_ELECTIONS);
   net.campaign('n1');
   net.propose('n1', 'a');
   // n2 becomes leader; its noop is held back, so it does not know the commit index yet

@@ -2,7 +2,7 @@
 // term's entry by counting replicas), flow control and restart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Network, enc, storageWithTerms } from './harness.js';
+import { Network, SCRIPTED_ELECTIONS, enc, storageWithTerms } from './harness.js';
 import type { ConfState, Message } from '../../src/raft/core/types.js';
 import { MAX_ENTRY_BYTES } from '../../src/raft/core/raft.js';
 
@@ -51,7 +51,7 @@ test('§5.3 fast back-tracking: a follower far behind with conflicting terms is 
 });
 
 test('§5.4.2 Figure 8: a leader never commits an older term\'s entry by counting replicas', () => {
-  const net = Network.create(5, { maxMsgBytes: 30 }); // one entry per append: we can drop precisely
+  const net = Network.create(5, { maxMsgBytes: 30, ...SCRIPTED_ELECTIONS }); // one entry per append: we can drop precisely
   // (a) n1 leads term 1 and replicates "x" at index 2 only to n2
   net.campaign('n1');
   for (const id of ['n3', 'n4', 'n5']) net.cutLink('n1', id);

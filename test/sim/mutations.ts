@@ -28,6 +28,14 @@ export const MUTATIONS = {
    *  collect start leases that refuse the candidate whose log could win, term after term
    *  (a liveness bug: docs/recovery.md "A vote is a lease too") */
   'vote-lease-without-prevote': { testOnlyVoteLeaseWithoutPreVote: true },
+  /** a vote request of a stale term gets no answer (as in etcd-raft), so without Pre-Vote
+   *  a candidate that no other candidate sends to never learns the term it is behind (a
+   *  liveness bug: docs/raft-core.md "Stale vote requests") */
+  'stale-vote-unanswered': { testOnlyIgnoreStaleVote: true },
+  /** the leader lease holds only with Check-Quorum (as in etcd-raft), so without it a voter
+   *  whose removal it has not seen commit, and that the leader no longer sends to, deposes
+   *  each leader before the removal commits (a liveness bug: docs/raft-core.md "The leader lease") */
+  'lease-only-with-checkquorum': { testOnlyLeaseOnlyWithCheckQuorum: true },
 } as const satisfies Record<string, Partial<RaftConfig>>;
 
 export type Mutation = keyof typeof MUTATIONS;

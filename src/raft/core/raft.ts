@@ -82,6 +82,16 @@ export interface RaftConfig {
    *  losing candidate earns real votes, each renews a lease, and the leases keep refusing
    *  the one candidate whose log could win (sim seed 906559). */
   testOnlyVoteLeaseWithoutPreVote?: boolean;
+  /** TEST ONLY — as above. Switches OFF the answer to a vote request of a stale term (step),
+   *  as etcd-raft ignores it, bringing back the dead end it prevents: without Pre-Vote, a
+   *  candidate no other candidate sends to never learns the term it is behind (sim seed
+   *  1002519). */
+  testOnlyIgnoreStaleVote?: boolean;
+  /** TEST ONLY — as above. The leader lease (step) holds only with Check-Quorum, as in
+   *  etcd-raft, bringing back the dead end it prevents without it: a removed voter the
+   *  leader no longer sends to deposes each leader before its removal commits (sim seed
+   *  1010906). */
+  testOnlyLeaseOnlyWithCheckQuorum?: boolean;
   trace?: (e: TraceEvent) => void;
   /** RawNode.step refused a peer's message (misaddressed or malformed: message-check.ts);
    *  for the driver's log. It is dropped either way. */
@@ -566,8 +576,12 @@ export class Raft {
     if (m.term > this.term) {
       if (m.type === 'vote' || m.type === 'preVote') {
         // leader lease (thesis §4.2.3): while we hear from a leader, ignore would-be
-        // leaders, so a rejoining or removed node cannot depose a healthy leader
-        const inLease = this.cfg.checkQuorum && this.lead !== null && this.electionElapsed < this.cfg.electionTicks;
+        // leaders, so a rejoining or removed node cannot depose a healthy leader. With or
+        // without Check-Quorum, as the thesis has it: without it, a voter whose removal it
+        // has not yet seen commit (it may campaign: campaignConf) and that the leader no
+        // longer sends to deposed each leader before the removal could commit (sim seed
+        // 1010906; docs/raft-core.md "The leader lease")
+        const inLease = (this.cfg.checkQuorum || this.cfg.testOnlyLeaseOnlyWithCheckQuorum !== true) && this.lead !== null && this.electionElapsed < this.cfg.electionTicks;
         if ((inLease || this.inVoteLease(m.from)) && m.transfer !== true) return;
       }
       if (m.type === 'preVote' || (m.type === 'preVoteResp' && !m.reject)) {
@@ -578,12 +592,22 @@ export class Raft {
         this.becomeFollower(m.term, null);
       }
     } else if (m.term < this.term) {
-      if ((this.cfg.checkQuorum || this.cfg.preVote) && (m.type === 'append' || m.type === 'heartbeat')) {
+      if ((this.cfg.checkQuorum || this.cfg.preVote || this.cfg.testOnlyLeaseOnlyWithCheckQuorum !== true) && (m.type === 'append' || m.type === 'heartbeat')) {
         // a stale leader (e.g. after a partition) learns our term and steps down; without
-        // this it could never win again, since pre-vote/lease make us ignore its votes
+        // this it could never win again, since pre-vote/lease make us ignore its votes, and
+        // (the lease holding without Check-Quorum too) a leader that never steps down by
+        // itself would ignore the votes of the term that replaced it, for good
         this.send({ type: 'appendResp', from: this.id, to: m.from, term: this.term, index: 0, reject: true, hint: 0, hintTerm: 0 });
       } else if (m.type === 'preVote') {
         this.send({ type: 'preVoteResp', from: this.id, to: m.from, term: this.term, reject: true });
+      } else if (m.type === 'vote' && this.cfg.testOnlyIgnoreStaleVote !== true) {
+        // §5.1: a request with a stale term is rejected, and the answer carries our term, so
+        // the candidate adopts it. Without Pre-Vote (whose refusal above does the same) a
+        // candidate that no other candidate sends to (its configuration is not theirs) can
+        // otherwise fall behind in term for good: its requests are always stale, and the
+        // one it needs keeps raising its own term (sim seed 1002519; docs/raft-core.md
+        // "Stale vote requests")
+        this.send({ type: 'voteResp', from: this.id, to: m.from, term: this.term, reject: true });
       }
       return;
     }
