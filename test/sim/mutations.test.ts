@@ -31,7 +31,9 @@ const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 's
   { mutation: 'removed-never-campaigns', also: ['learner-never-campaigns'], seeds: [701255], fails: 'Liveness' },
   // a wiped member campaigns with real votes in a cluster without Pre-Vote/Check-Quorum and
   // deposes every leader, so its removal never commits (soak seed 808003)
-  { mutation: 'fresh-campaigns-without-prevote', seeds: [808003], fails: 'Liveness' },
+  // (found with the lease only under Check-Quorum and stale vote requests unanswered, as
+  // before the fixes for 1010906 and 1002519: the lease is a second defense here)
+  { mutation: 'fresh-campaigns-without-prevote', also: ['lease-only-with-checkquorum', 'stale-vote-unanswered'], seeds: [808003], fails: 'Liveness' },
   // a wiped node gets the timeoutNow its old incarnation was sent, campaigns at once, and
   // the grants of that incarnation's transfer campaign elect it with an empty log (soak
   // seed 910860: LeaderCompleteness)
