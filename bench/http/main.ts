@@ -19,10 +19,29 @@ interface Cpu { user: number; system: number }
 interface Sample { mode: Mode; cpuUsPerReq: number; reqPerS: number; p99Ms: number }
 type Mode = 'ours' | 'bare';
 
-const { values } = parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' } } });
+const USAGE = 'usage: npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR]';
+
+/** a bad command line: one line naming the problem, the usage, exit 2 (no stack trace) */
+function usageError(message: string): never {
+  process.stderr.write(`bench:http: ${message}\n${USAGE}\n`);
+  process.exit(2);
+}
+
+function parseCommandLine() {
+  try {
+    return parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' }, help: { type: 'boolean', default: false } } }).values;
+  } catch (err) {
+    return usageError((err as Error).message);
+  }
+}
+const values = parseCommandLine();
+if (values.help) {
+  process.stdout.write(`${USAGE}\n`);
+  process.exit(0);
+}
 function posInt(name: string, v: string | undefined): number {
   const n = Number(v);
-  if (!Number.isSafeInteger(n) || n < 1) throw new Error(`--${name} must be a positive integer, got ${String(v)}`);
+  if (!Number.isSafeInteger(n) || n < 1) usageError(`--${name} must be a positive integer, got ${String(v)}`);
   return n;
 }
 const C = posInt('concurrency', values.concurrency);
