@@ -194,7 +194,9 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Local
 function checkBuilt(): void {
   const main = join(repoRoot, 'dist', 'src', 'cli', 'main.js');
   if (!existsSync(main)) throw new Error('dist/ is missing: run `npm run build` first (npm ci does it too)');
-  const builtAt = statSync(main).mtimeMs;
+  // tsc -b rewrites only the outputs whose sources changed, so the build's time is that of
+  // the newest output, not of main.js
+  const builtAt = newestMtime(join(repoRoot, 'dist', 'src'));
   const newest = newestMtime(join(repoRoot, 'src'));
   if (newest > builtAt + 1000) process.stderr.write('warning: src/ changed after dist/ was built; run `npm run build` to benchmark the current sources\n');
 }
