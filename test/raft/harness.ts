@@ -17,6 +17,14 @@ import type { ConfState, Entry, Message, NodeId, ReadState, Ready } from '../../
  *  lease holds only with Check-Quorum, so such a schedule plays out as written. */
 export const SCRIPTED_ELECTIONS = { testOnlyLeaseOnlyWithCheckQuorum: true } as const;
 
+/** the core's test-only switches that `o` turns on (RaftConfig's `testOnly…` and
+ *  `unsafe…` options, docs/simulation.md "Mutation table"), passed through as they are */
+function testSwitches(o: NodeOptions): Partial<RaftConfig> {
+  const on: Record<string, true> = {};
+  for (const [k, v] of Object.entries(o)) if ((k.startsWith('testOnly') || k.startsWith('unsafe')) && v === true) on[k] = true;
+  return on;
+}
+
 export type NodeOptions = Partial<Omit<RaftConfig, 'id' | 'rng' | 'incarnation'>> & {
   seed?: number;
   /** give every node's storage an incarnation (`<id>#<k>`, k counting wipes) */
@@ -79,17 +87,9 @@ export class Network {
       maxMsgBytes: o.maxMsgBytes ?? 1 << 20,
       ...(applied !== undefined ? { applied } : {}),
       ...(o.lazyCommit !== undefined ? { lazyCommit: o.lazyCommit } : {}),
-      ...(o.unsafeAllowConfChangeBeforeTermCommit === true ? { unsafeAllowConfChangeBeforeTermCommit: true } : {}),
       ...(o.trace ? { trace: o.trace } : {}),
       ...(o.incarnations ? { incarnation: `${id}#${this.disks.get(id) ?? 1}` } : {}),
-      ...(o.testOnlyDisableAmnesiaGuard ? { testOnlyDisableAmnesiaGuard: true } : {}),
-      ...(o.testOnlyNoCampaignWhileRemovalPending ? { testOnlyNoCampaignWhileRemovalPending: true } : {}),
-      ...(o.testOnlyFreshCampaignsWithoutPreVote ? { testOnlyFreshCampaignsWithoutPreVote: true } : {}),
-      ...(o.testOnlyFreshTransferSkipsPreVote ? { testOnlyFreshTransferSkipsPreVote: true } : {}),
-      ...(o.testOnlyNoLearnerCampaign ? { testOnlyNoLearnerCampaign: true } : {}),
-      ...(o.testOnlyVoteLeaseWithoutPreVote ? { testOnlyVoteLeaseWithoutPreVote: true } : {}),
-      ...(o.testOnlyIgnoreStaleVote ? { testOnlyIgnoreStaleVote: true } : {}),
-      ...(o.testOnlyLeaseOnlyWithCheckQuorum ? { testOnlyLeaseOnlyWithCheckQuorum: true } : {}),
+      ...testSwitches(o),
     };
   }
 
@@ -275,3 +275,13 @@ export function storageWithTerms(terms: readonly number[], conf: ConfState, hard
   s.setHardState({ term: hardTerm ?? (terms[terms.length - 1] ?? 0), vote: null, commit: 0 });
   return s;
 }
+
+/** every node's Ready loop until none has one; nothing is delivered (tests that hand the
+ *  messages over one by one) */
+export function flushReadies(net: Network): void {
+  for (const id of net.ids()) while (net.handleReady(id));
+}
+
+/** a message filter for deliver/queue: of this type, and from / to these nodes when given */
+export const msgIs = (type: Message['type'], from?: NodeId, to?: readonly NodeId[]) => (m: Message): boolean =>
+  m.type === type && (from === undefined || m.from === from) && (to === undefined || to.includes(m.to));

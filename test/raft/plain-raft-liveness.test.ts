@@ -5,17 +5,9 @@
 // the rule itself.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Network } from './harness.js';
-import type { Message, NodeId } from '../../src/raft/core/types.js';
+import { Network, flushReadies as flush, msgIs as is } from './harness.js';
 
 const PLAIN = { preVote: false, checkQuorum: false } as const;
-
-function flush(net: Network): void {
-  for (const id of net.ids()) while (net.handleReady(id));
-}
-
-const is = (type: Message['type'], from?: NodeId, to?: readonly NodeId[]) => (m: Message): boolean =>
-  m.type === type && (from === undefined || m.from === from) && (to === undefined || to.includes(m.to));
 
 for (const off of [false, true]) {
   test(`a vote request of a stale term is answered with the newer term, and the candidate adopts it${off ? ' (switched off: no answer, the candidate stays behind)' : ''}`, () => {

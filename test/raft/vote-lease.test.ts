@@ -5,17 +5,10 @@
 // that deposes the fresh leader.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Network } from './harness.js';
-import type { Message, NodeId } from '../../src/raft/core/types.js';
+import { Network, flushReadies as flush, msgIs as is } from './harness.js';
+import type { NodeId } from '../../src/raft/core/types.js';
 
 const opts = { preVote: true, checkQuorum: true } as const;
-
-function flush(net: Network): void {
-  for (const id of net.ids()) while (net.handleReady(id));
-}
-
-const is = (type: Message['type'], from?: NodeId, to?: readonly NodeId[]) => (m: Message): boolean =>
-  m.type === type && (from === undefined || m.from === from) && (to === undefined || to.includes(m.to));
 
 /**
  * 5 nodes, term 1: n1 and n4 both run for it; n2 and n3 vote for n1, n5 for n4. n4 learns

@@ -545,6 +545,13 @@ export class Raft {
     );
   }
 
+  /** the leader lease (step) holds: always, but for the test-only switch that ties it to
+   *  Check-Quorum as etcd-raft does; a stale leader's appends are then answered with our
+   *  term, since the lease makes it ignore the votes of the term that replaced it */
+  private leaderLeaseOn(): boolean {
+    return this.cfg.checkQuorum || this.cfg.testOnlyLeaseOnlyWithCheckQuorum !== true;
+  }
+
   private handleVoteRequest(m: Extract<Message, { type: 'vote' | 'preVote' }>): void {
     const resp = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
     // §5.2: at most one vote per term; a pre-vote for a future term promises nothing
@@ -581,7 +588,7 @@ export class Raft {
         // has not yet seen commit (it may campaign: campaignConf) and that the leader no
         // longer sends to deposed each leader before the removal could commit (sim seed
         // 1010906; docs/raft-core.md "The leader lease")
-        const inLease = (this.cfg.checkQuorum || this.cfg.testOnlyLeaseOnlyWithCheckQuorum !== true) && this.lead !== null && this.electionElapsed < this.cfg.electionTicks;
+        const inLease = this.leaderLeaseOn() && this.lead !== null && this.electionElapsed < this.cfg.electionTicks;
         if ((inLease || this.inVoteLease(m.from)) && m.transfer !== true) return;
       }
       if (m.type === 'preVote' || (m.type === 'preVoteResp' && !m.reject)) {
@@ -592,7 +599,7 @@ export class Raft {
         this.becomeFollower(m.term, null);
       }
     } else if (m.term < this.term) {
-      if ((this.cfg.checkQuorum || this.cfg.preVote || this.cfg.testOnlyLeaseOnlyWithCheckQuorum !== true) && (m.type === 'append' || m.type === 'heartbeat')) {
+      if ((this.leaderLeaseOn() || this.cfg.preVote) && (m.type === 'append' || m.type === 'heartbeat')) {
         // a stale leader (e.g. after a partition) learns our term and steps down; without
         // this it could never win again, since pre-vote/lease make us ignore its votes, and
         // (the lease holding without Check-Quorum too) a leader that never steps down by
