@@ -122,7 +122,8 @@ function runLane(lane) {
       });
     }
     child.on('close', (code, signal) => {
-      log.end(() => resolve({ lane, code: code ?? (signal ? 1 : 0), text: readFileSync(logFile, 'utf8') }));
+      const seconds = (Date.now() - started) / 1000;
+      log.end(() => resolve({ lane, code: code ?? (signal ? 1 : 0), text: readFileSync(logFile, 'utf8'), seconds }));
     });
   });
 }
@@ -158,7 +159,7 @@ for (const r of results) {
   skipped += count(r.text, 'skipped') + count(r.text, 'todo');
   // a lane that died without a summary still fails the run
   if (r.code !== 0 && f === 0) failed += 1;
-  console.log(`lane ${r.lane.name}: ${p} passed, ${f} failed (exit ${r.code})`);
+  console.log(`lane ${r.lane.name}: ${p} passed, ${f} failed (exit ${r.code}), ${r.seconds.toFixed(0)} s`);
 }
 console.log(`wall time ${((Date.now() - started) / 1000).toFixed(0)} s`);
 console.log(`tests: ${passed} passed, ${failed} failed, ${skipped} skipped`);

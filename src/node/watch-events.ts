@@ -14,50 +14,68 @@ export interface WatchEvent {
 
 const REASON = { released: undefined, closed: 'session_closed', expired: 'session_expired' } as const;
 
-/** The watch events of one FSM event applied at `index` (none for bookkeeping events). */
-export function watchEventsOf(e: FsmEvent, index: number): WatchEvent[] {
+/** The FSM events no watcher sees: the lessor's and the wait registry's bookkeeping (a
+ *  wait that ends without a grant, a session's own start and end, lock-delay's start and
+ *  end). Every other event is watched: a new FsmEvent member does not compile until
+ *  watchEventOf maps it or it is listed here. */
+const UNWATCHED = {
+  waitEnded: true,
+  semWaitEnded: true,
+  sessionOpened: true,
+  sessionEnded: true,
+  lockDelayStarted: true,
+  lockDelayEnded: true,
+} as const satisfies Partial<Record<FsmEvent['type'], true>>;
+
+/** an FSM event a watcher sees (each maps to exactly one watch event) */
+export type WatchedFsmEvent = Exclude<FsmEvent, { type: keyof typeof UNWATCHED }>;
+
+/** Whether `e` shows in the watch feed, without building its watch event: the feed keeps
+ *  watched events as they are and formats them only when a stream reads them. */
+export function isWatched(e: FsmEvent): e is WatchedFsmEvent {
+  return !Object.hasOwn(UNWATCHED, e.type);
+}
+
+/** The watch event of one watched FSM event applied at `index`. */
+export function watchEventOf(e: WatchedFsmEvent, index: number): WatchEvent {
   switch (e.type) {
     case 'granted':
       // a campaign won: its grant carries the leader's value
-      return [{ event: 'acquired', data: dataOf(e.value !== undefined ? 'election' : 'lock', e, index) }];
+      return { event: 'acquired', data: dataOf(e.value !== undefined ? 'election' : 'lock', e, index) };
     case 'proclaimed':
-      return [{ event: 'proclaimed', data: dataOf('election', e, index) }];
+      return { event: 'proclaimed', data: dataOf('election', e, index) };
     case 'resigned':
-      return [{ event: 'resigned', data: dataOf('election', e, index) }];
+      return { event: 'resigned', data: dataOf('election', e, index) };
     case 'semGranted':
-      return [{ event: 'acquired', data: dataOf('semaphore', e, index) }];
+      return { event: 'acquired', data: dataOf('semaphore', e, index) };
     case 'released':
-      return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: dataOf(e.election === true ? 'election' : 'lock', e, index, REASON[e.reason]) }];
+      return { event: e.reason === 'expired' ? 'expired' : 'released', data: dataOf(e.election === true ? 'election' : 'lock', e, index, REASON[e.reason]) };
     case 'semReleased':
-      return [{ event: e.reason === 'expired' ? 'expired' : 'released', data: dataOf('semaphore', e, index, REASON[e.reason]) }];
+      return { event: e.reason === 'expired' ? 'expired' : 'released', data: dataOf('semaphore', e, index, REASON[e.reason]) };
     case 'waiting':
-      return [{ event: 'waiting', data: dataOf('lock', e, index) }];
+      return { event: 'waiting', data: dataOf('lock', e, index) };
     case 'semWaiting':
-      return [{ event: 'waiting', data: dataOf('semaphore', e, index) }];
+      return { event: 'waiting', data: dataOf('semaphore', e, index) };
     case 'revoked':
-      return [{ event: 'revoked', data: dataOf(e.election === true ? 'election' : e.kind, e, index) }];
+      return { event: 'revoked', data: dataOf(e.election === true ? 'election' : e.kind, e, index) };
     case 'grantExpired':
-      return [{ event: 'expired', data: dataOf(e.election === true ? 'election' : e.kind, e, index, e.reason) }];
+      return { event: 'expired', data: dataOf(e.election === true ? 'election' : e.kind, e, index, e.reason) };
     case 'semLimit':
-      return [{ event: 'limit', data: dataOf('semaphore', e, index) }];
-    // bookkeeping of the lessor and the wait registry: nothing a watcher sees (a wait that
-    // ends without a grant, a session's own start and end, lock-delay's start and end)
-    case 'waitEnded':
-    case 'semWaitEnded':
-    case 'sessionOpened':
-    case 'sessionEnded':
-    case 'lockDelayStarted':
-    case 'lockDelayEnded':
-      return [];
+      return { event: 'limit', data: dataOf('semaphore', e, index) };
     default:
       return unmapped(e);
   }
 }
 
+/** The watch events of one FSM event applied at `index` (none for bookkeeping events). */
+export function watchEventsOf(e: FsmEvent, index: number): WatchEvent[] {
+  return isWatched(e) ? [watchEventOf(e, index)] : [];
+}
+
 /** The watch events of one applied entry, in order. */
 export function watchEventsOfEntry(events: readonly FsmEvent[], index: number): WatchEvent[] {
   const out: WatchEvent[] = [];
-  for (const e of events) for (const w of watchEventsOf(e, index)) out.push(w);
+  for (const e of events) if (isWatched(e)) out.push(watchEventOf(e, index));
   return out;
 }
 
@@ -90,6 +108,11 @@ function dataOf(kind: WatchEventData['kind'], e: EventFields, index: number, rea
 /** compile-time exhaustiveness: an FsmEvent member not handled above is a type error here */
 function unmapped(e: never): never {
   throw new Error(`watch: unmapped FSM event ${JSON.stringify(e)}`);
+}
+
+/** The SSE frame of one watched FSM event applied at `index`. */
+export function frameOf(e: WatchedFsmEvent, index: number): string {
+  return sseFrame(watchEventOf(e, index));
 }
 
 /** One SSE frame (docs/contract.md §4 "Watch"): `id`, `event`, `data` lines and a blank line. */

@@ -3,8 +3,9 @@
 // since they come from the same entries through the same pure mapping (watch-events.ts) —
 // kept in a bounded window (watch-ring.ts) and pushed to the open streams.
 //
-// Cost: an event is serialized once, matched once per distinct prefix, and written to each
-// stream whose prefix matches; idle streams cost one shared keepalive timer, no timer or
+// Cost: an event is serialized once, and only when a stream reads it (live, or on a resume
+// from the window: a node nobody watches keeps the FSM's events and formats nothing),
+// matched once per distinct prefix, and written to each stream whose prefix matches; idle streams cost one shared keepalive timer, no timer or
 // buffer of their own. A stream whose socket has more than WATCH_STREAM_BUFFER_BYTES
 // (api/watch-feed.ts) unsent is cut off (its client resumes from the last index it saw),
 // so a slow reader cannot make the node buffer without limit.
@@ -13,7 +14,7 @@ import type { ApplyOutput, FsmEvent } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { WatchFeed, WatchSink, WatchSubscription } from '../api/watch-feed.js';
 import { WatchRing } from './watch-ring.js';
-import { sseFrame, watchEventsOfEntry } from './watch-events.js';
+import { frameOf, isWatched, sseFrame, type WatchedFsmEvent } from './watch-events.js';
 
 /** a comment line this often keeps idle streams (and proxies in between) open */
 export const WATCH_KEEPALIVE_MS = 15_000;
@@ -43,7 +44,7 @@ interface Stream {
 }
 
 export class WatchHub implements WatchFeed {
-  private readonly ring: WatchRing;
+  private readonly ring: WatchRing<WatchedFsmEvent>;
   private readonly streams = new Set<Stream>();
   private readonly byPrefix = new Map<string, Set<Stream>>();
   private applied: number;
@@ -51,7 +52,7 @@ export class WatchHub implements WatchFeed {
   private closed = false;
 
   constructor(private readonly o: WatchHubOptions) {
-    this.ring = new WatchRing(o.retained, o.appliedIndex);
+    this.ring = new WatchRing<WatchedFsmEvent>(o.retained, o.appliedIndex, frameOf);
     this.applied = o.appliedIndex;
   }
 
@@ -73,12 +74,16 @@ export class WatchHub implements WatchFeed {
     this.applied = index;
     const events: readonly FsmEvent[] = out?.events ?? [];
     if (events.length === 0) return;
-    const wes = watchEventsOfEntry(events, index);
-    if (wes.length === 0) return;
-    const frames = wes.map((w) => sseFrame(w));
-    const names = wes.map((w) => w.data.name);
+    const watched = events.filter(isWatched);
+    if (watched.length === 0) return;
+    const names = watched.map((e) => e.name);
+    if (this.streams.size === 0) {
+      // nobody reads it now: keep the events, a resume formats them (watch-ring.ts)
+      this.ring.push(index, names, watched);
+      return;
+    }
+    const frames = watched.map((e) => frameOf(e, index));
     this.ring.push(index, names, frames);
-    if (this.streams.size === 0) return;
     // per distinct prefix, not per stream: streams on prefixes an event does not match cost
     // nothing, and the chunk for a prefix is built once for all its streams
     const all = frames.join('');

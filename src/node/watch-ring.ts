@@ -1,18 +1,26 @@
 // The bounded window of recent watch events (docs/contract.md §4 "Watch",
-// `events_retained`): frames are kept already serialized, in log order, with their index
-// and lock name for resumption and prefix filtering. Eviction takes whole index groups, so
+// `events_retained`), in log order, with their index and lock name for resumption and
+// prefix filtering. An event is kept as its serialized frame, or, while no stream has read
+// it, as the item it is made from: `render` serializes it on the first replay that needs
+// it (then keeps the frame), so a node nobody watches never formats a frame. Eviction takes whole index groups, so
 // a resume point is either complete or refused: `floor` is the highest index whose events
 // are no longer (or never were) here, and a resume after N is possible iff N >= floor.
 
-export class WatchRing {
+export class WatchRing<T extends object = never> {
   private idx: number[] = [];
   private names: string[] = [];
-  private frames: string[] = [];
+  private frames: (string | T)[] = [];
   /** first live slot of the arrays (evicted slots are dropped lazily, in bulk) */
   private head = 0;
   private floorIndex: number;
 
-  constructor(private readonly capacity: number, floor = 0) {
+  constructor(
+    private readonly capacity: number,
+    floor = 0,
+    private readonly render: (item: T, index: number) => string = () => {
+      throw new Error('WatchRing: an unserialized item with no render function');
+    },
+  ) {
     this.floorIndex = floor;
   }
 
@@ -33,14 +41,15 @@ export class WatchRing {
     this.floorIndex = floor;
   }
 
-  /** Appends the events of one entry. Older groups go first while there is no room; one
-   *  group larger than the whole window is still kept whole. */
-  push(index: number, names: readonly string[], frames: readonly string[]): void {
+  /** Appends the events of one entry, as frames or as items to render later. Older groups
+   *  go first while there is no room; one group larger than the whole window is still kept
+   *  whole. */
+  push(index: number, names: readonly string[], frames: readonly (string | T)[]): void {
     while (this.size > 0 && this.size + frames.length > this.capacity) this.evictGroup();
     for (let i = 0; i < frames.length; i++) {
       this.idx.push(index);
       this.names.push(names[i] as string);
-      this.frames.push(frames[i] as string);
+      this.frames.push(frames[i] as string | T);
     }
   }
 
@@ -59,8 +68,16 @@ export class WatchRing {
       else hi = mid;
     }
     let out = '';
-    for (let i = lo; i < this.idx.length; i++) if (prefix === '' || (this.names[i] as string).startsWith(prefix)) out += this.frames[i] as string;
+    for (let i = lo; i < this.idx.length; i++) if (prefix === '' || (this.names[i] as string).startsWith(prefix)) out += this.frameAt(i);
     return out;
+  }
+
+  private frameAt(i: number): string {
+    const f = this.frames[i] as string | T;
+    if (typeof f === 'string') return f;
+    const frame = this.render(f, this.idx[i] as number);
+    this.frames[i] = frame;
+    return frame;
   }
 
   private evictGroup(): void {

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { WatchRing } from '../../src/node/watch-ring.js';
 import { WatchHub } from '../../src/node/watch-hub.js';
-import { watchEventsOf } from '../../src/node/watch-events.js';
+import { isWatched, watchEventsOf } from '../../src/node/watch-events.js';
 import { ApiError } from '../../src/api/errors.js';
 import type { FsmEvent } from '../../src/lock-fsm/index.js';
 
@@ -29,6 +29,20 @@ describe('WatchRing', () => {
     r.reset(40);
     assert.equal(r.size, 0);
     assert.ok(!r.covers(39) && r.covers(40));
+  });
+
+  it('keeps unread items as they are and renders each once, on the first replay that reads it', () => {
+    const rendered: number[] = [];
+    const r = new WatchRing<{ v: string }>(10, 0, (item, index) => {
+      rendered.push(index);
+      return `${item.v}@${index};`;
+    });
+    r.push(1, ['a'], [{ v: 'x' }]);
+    r.push(2, ['b', 'a'], ['B2;', { v: 'y' }]);
+    assert.deepEqual(rendered, [], 'nothing rendered before a replay');
+    assert.equal(r.replay(0, 'a'), 'x@1;y@2;');
+    assert.equal(r.replay(0, ''), 'x@1;B2;y@2;');
+    assert.deepEqual(rendered, [1, 2], 'each item once: the second replay used the kept frames');
   });
 });
 
@@ -59,6 +73,29 @@ describe('WatchHub', () => {
     assert.throws(() => hub.open('', 49, sink()), (e: unknown) => e instanceof ApiError && e.code === 'compacted');
     hub.close();
     assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof ApiError && e.code === 'unavailable');
+  });
+
+  it('a node nobody watched resumes a stream with the frames a live stream got', () => {
+    const watched = new WatchHub({ retained: 100, maxStreams: 10, appliedIndex: 5, holders: () => [] });
+    const unwatched = new WatchHub({ retained: 100, maxStreams: 10, appliedIndex: 5, holders: () => [] });
+    const live = sink();
+    watched.open('', 5, live);
+    const entries: [number, FsmEvent[]][] = [
+      [6, [granted('a', 6), { type: 'sessionOpened', sessionId: 's2', ttlMs: 1 }]],
+      [7, [{ type: 'released', name: 'a', sessionId: 's', fencingToken: 6, reason: 'released' }, granted('b', 7)]],
+      [8, [{ type: 'lockDelayEnded', name: 'a' }]],
+      [9, [{ type: 'semLimit', name: 'sem', limit: 3 }]],
+    ];
+    for (const [i, events] of entries) for (const hub of [watched, unwatched]) hub.onApplied(i, { result: { ok: true, kind: 'noop' }, events });
+    const resumed = sink();
+    unwatched.open('', 5, resumed);
+    assert.match(live.text, /^: open\n\nid: 6\nevent: acquired\n/);
+    assert.equal(resumed.text, live.text.slice(': open\n\n'.length), 'the same frames, formatted on the resume');
+    const fromA = sink();
+    unwatched.open('a', 6, fromA);
+    assert.equal((fromA.text.match(/^event: /gm) ?? []).length, 1, 'the prefix filter holds for unformatted events too');
+    watched.close();
+    unwatched.close();
   });
 
   it('a resume after an index this node has not applied yet (restarted, replaying its log) sends nothing at or below it, once', () => {
@@ -92,6 +129,9 @@ describe('WatchHub', () => {
       { type: 'sessionEnded', sessionId: 's', reason: 'closed', released: [] },
       { type: 'lockDelayStarted', name: 'n', delayMs: 1, since: 1 },
       { type: 'lockDelayEnded', name: 'n' },
-    ] as FsmEvent[]) assert.deepEqual(m(e), [], e.type);
+    ] as FsmEvent[]) {
+      assert.deepEqual(m(e), [], e.type);
+      assert.equal(isWatched(e), false, e.type);
+    }
   });
 });

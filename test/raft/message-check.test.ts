@@ -8,7 +8,7 @@ import { RawNode, type Rejection } from '../../src/raft/core/raw-node.js';
 import { MemoryStorage } from '../../src/raft/core/storage.js';
 import { seededRng } from '../../src/raft/core/rng.js';
 import { checkMessage } from '../../src/raft/core/message-check.js';
-import { encodeConfChange } from '../../src/raft/core/conf.js';
+import { encodeConfChange, utf8Length, validNodeId } from '../../src/raft/core/conf.js';
 import type { Message } from '../../src/raft/core/types.js';
 import { testSeed } from '../support/seed.js';
 
@@ -171,3 +171,23 @@ function stabilize(net: Network): void {
     if (!busy) return;
   }
 }
+
+test('utf8Length counts as TextEncoder does (surrogate pairs 4, lone surrogates 3), and a node id is at most 256 bytes', () => {
+  const seed = testSeed('UTF8_SEED', { what: 'utf8Length strings' });
+  const rng = seededRng(seed);
+  const units = [0x41, 0x7f, 0x80, 0x7ff, 0x800, 0xd7ff, 0xd800, 0xdbff, 0xdc00, 0xdfff, 0xe000, 0xffff];
+  const te = new TextEncoder();
+  for (let k = 0; k < 2000; k++) {
+    let s = '';
+    const len = rng.int(0, 12);
+    for (let i = 0; i < len; i++) s += String.fromCharCode(rng.int(0, 3) === 0 ? (units[rng.int(0, units.length)] as number) : rng.int(0, 0x10000));
+    assert.equal(utf8Length(s), te.encode(s).length, `SEED=${seed} ${JSON.stringify(s)}`);
+    const bytes = te.encode(s).length;
+    assert.equal(validNodeId(s), bytes > 0 && bytes <= 256, `SEED=${seed} ${JSON.stringify(s)}`);
+  }
+  assert.ok(validNodeId('a'.repeat(256)) && !validNodeId('a'.repeat(257)));
+  assert.ok(validNodeId('é'.repeat(128)) && !validNodeId(`${'é'.repeat(128)}a`));
+  assert.ok(validNodeId('😀'.repeat(64)) && !validNodeId('😀'.repeat(64) + 'a'));
+  assert.ok(!validNodeId('') && !validNodeId(7));
+  assert.ok(utf8Length('x'.repeat(1e6), 256) <= 258, 'stops counting just past the limit');
+});

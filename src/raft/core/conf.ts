@@ -32,7 +32,24 @@ function fromHex(s: string): Uint8Array {
 }
 
 export function validNodeId(id: unknown): id is NodeId {
-  return typeof id === 'string' && id.length > 0 && new TextEncoder().encode(id).length <= MAX_ID_BYTES;
+  return typeof id === 'string' && id.length > 0 && utf8Length(id, MAX_ID_BYTES) <= MAX_ID_BYTES;
+}
+
+/** The length of `s` in UTF-8 as TextEncoder writes it (a lone surrogate as U+FFFD, 3
+ *  bytes), counted only until it passes `limit` (a longer string returns some length over
+ *  it). Every message's `from` is checked with it, so it allocates nothing. */
+export function utf8Length(s: string, limit = Infinity): number {
+  let n = 0;
+  for (let i = 0; i < s.length && n <= limit; i++) {
+    const c = s.charCodeAt(i);
+    if (c < 0x80) n += 1;
+    else if (c < 0x800) n += 2;
+    else if (c >= 0xd800 && c <= 0xdbff && i + 1 < s.length && (s.charCodeAt(i + 1) & 0xfc00) === 0xdc00) {
+      n += 4;
+      i++;
+    } else n += 3;
+  }
+  return n;
 }
 
 /** UTF-8 JSON `{"type","nodeId","context"?: hex, "incarnation"?, "incarnations"?, "clusterId"?}`;
