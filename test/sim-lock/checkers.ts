@@ -45,7 +45,7 @@ function bytesKey(data: Uint8Array): string {
 /** FNV-1a over bytes, then over a string */
 function fnv(bytes: Uint8Array, s = ''): number {
   let h = 0x811c9dc5;
-  for (const b of bytes) h = Math.imul(h ^ b, 0x01000193);
+  for (let k = 0; k < bytes.length; k++) h = Math.imul(h ^ (bytes[k] as number), 0x01000193);
   for (let k = 0; k < s.length; k++) h = Math.imul(h ^ s.charCodeAt(k), 0x01000193);
   return h >>> 0;
 }

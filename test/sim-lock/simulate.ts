@@ -150,8 +150,11 @@ export class LockCluster {
   tick = 0;
   readonly network: SimNetwork;
   readonly checkers: LockCheckers;
-  readonly ids: NodeId[];
+  readonly ids: readonly NodeId[];
   readonly nodes = new Map<NodeId, LockNode>();
+  /** running() in id order, rebuilt only after a node starts or stops (it is asked for
+   *  several times per tick) */
+  private runningList: readonly LockNode[] | null = null;
   private readonly disks = new Map<NodeId, SimDisk>();
   private readonly incarnations = new Map<NodeId, number>();
   readonly downUntil = new Map<NodeId, number>();
@@ -226,6 +229,7 @@ export class LockCluster {
     }, this.mutations);
     this.checkers.onRestored(node);
     this.nodes.set(id, node);
+    this.runningList = null;
     this.downUntil.delete(id);
   }
 
@@ -277,8 +281,16 @@ export class LockCluster {
     if (this.failure !== null) throw this.failure;
   }
 
-  running(): LockNode[] {
-    return this.ids.flatMap((id) => this.nodes.get(id) ?? []);
+  running(): readonly LockNode[] {
+    if (this.runningList === null) {
+      const list: LockNode[] = [];
+      for (const id of this.ids) {
+        const n = this.nodes.get(id);
+        if (n !== undefined) list.push(n);
+      }
+      this.runningList = list;
+    }
+    return this.runningList;
   }
 
   incarnation(id: NodeId): number | null {
@@ -305,6 +317,7 @@ export class LockCluster {
 
   private async kill(n: LockNode, until: number): Promise<void> {
     this.nodes.delete(n.id);
+    this.runningList = null;
     await n.stop();
     this.disks.get(n.id)!.crash(this.o.raft.crash.loseUnsynced);
     this.downUntil.set(n.id, until);
