@@ -5,81 +5,76 @@
 // Grants this process did not see begin (restored from a snapshot, or made before it
 // started) are not observed when they end.
 //
-// The FSM reports grants (granted / semGranted) and some ends by event (revoked,
-// grantExpired, sessionEnded); a release has only its result (released / sem_released
-// with the name), so the grants of that name are checked against the state after the apply.
-import type { ApplyOutput, GrantKind, LockFsm } from '../lock-fsm/index.js';
+// Every begin and end of a grant is an FSM event (docs/lock-fsm.md "Events for watch"):
+// granted / semGranted begin one; released / semReleased (a release, or the end of the
+// holder's session), resigned (an election's leader stepping down), revoked and
+// grantExpired (max hold) end one, each naming the grant by its fencing token. So no
+// state is read back after the apply.
+import type { ApplyOutput, GrantKind } from '../lock-fsm/index.js';
 import type { Metrics } from '../metrics.js';
 
 type End = 'released' | 'session_ended' | 'max_hold' | 'revoked';
 
-interface Held { kind: GrantKind; name: string; sessionId: string; token: number; sinceMs: number }
+interface Held { kind: GrantKind; sessionId: string; sinceMs: number }
+
+type Observer = { observe(v: number): void };
 
 export class HoldTimer {
   /** fencing token → grant (tokens are unique over every kind of grant) */
   private readonly held = new Map<number, Held>();
-  /** kind+name → tokens held; session → tokens held */
-  private readonly byName = new Map<string, Set<number>>();
+  /** session → tokens held, for the end of a session whose grants ended by no event */
   private readonly bySession = new Map<string, Set<number>>();
+  /** one pre-bound histogram child per (kind, end): a labelled observe hashes its labels */
+  private readonly observers: Record<GrantKind, Record<End, Observer>>;
 
-  constructor(private readonly metrics: Metrics) {}
+  constructor(metrics: Metrics) {
+    const bind = (kind: GrantKind): Record<End, Observer> => {
+      const c = (end: End): Observer => metrics.lockHold.labels({ kind, end });
+      return { released: c('released'), session_ended: c('session_ended'), max_hold: c('max_hold'), revoked: c('revoked') };
+    };
+    this.observers = { lock: bind('lock'), semaphore: bind('semaphore') };
+  }
 
   get size(): number {
     return this.held.size;
   }
 
   /** one applied entry's output, in log order (every node); nowMs: monotonic */
-  onApplied(out: ApplyOutput, fsm: LockFsm, nowMs: number): void {
+  onApplied(out: ApplyOutput, nowMs: number): void {
     if (out.replayed) return;
     for (const e of out.events) {
       switch (e.type) {
-        case 'granted': this.start('lock', e.name, e.sessionId, e.fencingToken, nowMs); break;
-        case 'semGranted': this.start('semaphore', e.name, e.sessionId, e.fencingToken, nowMs); break;
+        case 'granted': this.start('lock', e.sessionId, e.fencingToken, nowMs); break;
+        case 'semGranted': this.start('semaphore', e.sessionId, e.fencingToken, nowMs); break;
+        case 'released':
+        case 'semReleased':
+          this.end(e.fencingToken, e.reason === 'released' ? 'released' : 'session_ended', nowMs);
+          break;
+        case 'resigned': this.end(e.fencingToken, 'released', nowMs); break;
         case 'revoked': this.end(e.fencingToken, 'revoked', nowMs); break;
         case 'grantExpired': this.end(e.fencingToken, 'max_hold', nowMs); break;
         case 'sessionEnded':
+          // its grants' released events came first; this only clears what none named
           for (const t of [...(this.bySession.get(e.sessionId) ?? [])]) this.end(t, 'session_ended', nowMs);
           break;
       }
     }
-    const r = out.result;
-    if (r.ok && (r.kind === 'released' || r.kind === 'sem_released')) {
-      const kind: GrantKind = r.kind === 'released' ? 'lock' : 'semaphore';
-      for (const t of [...(this.byName.get(nameKey(kind, r.name)) ?? [])]) {
-        const h = this.held.get(t) as Held;
-        if (!fsm.holdsGrant(kind, h.name, h.sessionId, t)) this.end(t, 'released', nowMs);
-      }
-    }
   }
 
-  private start(kind: GrantKind, name: string, sessionId: string, token: number, nowMs: number): void {
-    this.held.set(token, { kind, name, sessionId, token, sinceMs: nowMs });
-    add(this.byName, nameKey(kind, name), token);
-    add(this.bySession, sessionId, token);
+  private start(kind: GrantKind, sessionId: string, token: number, nowMs: number): void {
+    this.held.set(token, { kind, sessionId, sinceMs: nowMs });
+    let tokens = this.bySession.get(sessionId);
+    if (tokens === undefined) this.bySession.set(sessionId, (tokens = new Set()));
+    tokens.add(token);
   }
 
   private end(token: number, end: End, nowMs: number): void {
     const h = this.held.get(token);
     if (h === undefined) return;
     this.held.delete(token);
-    remove(this.byName, nameKey(h.kind, h.name), token);
-    remove(this.bySession, h.sessionId, token);
-    this.metrics.lockHold.observe({ kind: h.kind, end }, Math.max(0, nowMs - h.sinceMs) / 1000);
+    const tokens = this.bySession.get(h.sessionId);
+    tokens?.delete(token);
+    if (tokens?.size === 0) this.bySession.delete(h.sessionId);
+    this.observers[h.kind][end].observe(Math.max(0, nowMs - h.sinceMs) / 1000);
   }
-}
-
-function nameKey(kind: GrantKind, name: string): string {
-  return `${kind === 'semaphore' ? 's' : 'l'}${name}`;
-}
-
-function add(m: Map<string, Set<number>>, k: string, t: number): void {
-  let s = m.get(k);
-  if (s === undefined) m.set(k, (s = new Set()));
-  s.add(t);
-}
-
-function remove(m: Map<string, Set<number>>, k: string, t: number): void {
-  const s = m.get(k);
-  s?.delete(t);
-  if (s?.size === 0) m.delete(k);
 }

@@ -45,7 +45,7 @@ export class LeaderCoordinator {
   /** every applied entry's output, in log order (driver hook) */
   onApplied(out: ApplyOutput | undefined): void {
     if (!out) return;
-    this.holdTimer.onApplied(out, this.d.app.fsm, this.d.nowMs());
+    this.holdTimer.onApplied(out, this.d.nowMs());
     if (out.events.length === 0) return;
     this.d.lessor.observe(out.events, this.d.nowMs());
     for (const e of out.events) this.waits.onEvent(e, (name) => this.holderOf(name));
