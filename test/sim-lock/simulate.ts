@@ -19,6 +19,7 @@ import type { Command } from '../../src/lock-fsm/index.js';
 import { SimTransport } from './transport.js';
 import { LockCheckers, LockViolation } from './checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
+import { inIdOrder } from '../support/id-order.js';
 
 export interface LockSimOptions {
   seed: number;
@@ -282,14 +283,7 @@ export class LockCluster {
   }
 
   running(): readonly LockNode[] {
-    if (this.runningList === null) {
-      const list: LockNode[] = [];
-      for (const id of this.ids) {
-        const n = this.nodes.get(id);
-        if (n !== undefined) list.push(n);
-      }
-      this.runningList = list;
-    }
+    this.runningList ??= inIdOrder(this.ids, this.nodes);
     return this.runningList;
   }
 

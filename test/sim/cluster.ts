@@ -12,6 +12,7 @@ import { SimDisk } from './disk.js';
 import { SimNode, type CrashPoint, type DriverEnv } from './driver.js';
 import { SimNetwork, type NetEvent } from './network.js';
 import type { SimOptions } from './options.js';
+import { inIdOrder } from '../support/id-order.js';
 
 export const MAX_NODE_IDS = 8;
 
@@ -104,14 +105,7 @@ export class SimCluster {
     return this.running.get(id);
   }
   runningNodes(): readonly SimNode[] {
-    if (this.runningList === null) {
-      const list: SimNode[] = [];
-      for (const id of this.ids) {
-        const n = this.running.get(id);
-        if (n !== undefined) list.push(n);
-      }
-      this.runningList = list;
-    }
+    this.runningList ??= inIdOrder(this.ids, this.running);
     return this.runningList;
   }
   incarnation(id: NodeId): number | null {
