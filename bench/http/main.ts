@@ -1,6 +1,6 @@
 // CPU per HTTP request of raftlock's REST layer, against bare fastify, in one run.
 //
-//   npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR]
+//   npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR] [--alloc-prof-dir DIR]
 //
 // Each rep starts one server child per mode (bench/http/server.ts: `ours` is
 // src/api/server.ts around a service that answers at once; `bare` is fastify with the same
@@ -10,7 +10,14 @@
 // the server process's CPU time (user + system) over the window divided by the requests:
 // CPU per request is stable on a loaded machine where throughput is not. The summary is
 // the median of the reps and the ratio ours / bare.
+//
+// --alloc-prof-dir DIR samples every allocation of the measured window, the ones garbage
+// collection already freed included (what GC pays for), into DIR/<mode>-<rep>.heapprofile;
+// `node --import tsx bench/alloc-summary.ts FILE --requests N` prints bytes per request by
+// function.
 import { fork, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { loadavg } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Pool } from 'undici';
@@ -19,7 +26,7 @@ interface Cpu { user: number; system: number }
 interface Sample { mode: Mode; cpuUsPerReq: number; reqPerS: number; p99Ms: number }
 type Mode = 'ours' | 'bare';
 
-const USAGE = 'usage: npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR]';
+const USAGE = 'usage: npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR] [--alloc-prof-dir DIR]';
 
 /** a bad command line: one line naming the problem, the usage, exit 2 (no stack trace) */
 function usageError(message: string): never {
@@ -29,7 +36,7 @@ function usageError(message: string): never {
 
 function parseCommandLine() {
   try {
-    return parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' }, help: { type: 'boolean', default: false } } }).values;
+    return parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' }, 'alloc-prof-dir': { type: 'string' }, help: { type: 'boolean', default: false } } }).values;
   } catch (err) {
     return usageError((err as Error).message);
   }
@@ -68,9 +75,14 @@ function start(mode: Mode): Promise<{ child: ChildProcess; url: string }> {
 }
 
 function cpuOf(child: ChildProcess): Promise<Cpu> {
+  return ask<{ cpu: Cpu }>(child, 'cpu').then((m) => m.cpu);
+}
+
+/** send the server a command and wait for its one answer */
+function ask<T>(child: ChildProcess, command: string): Promise<T> {
   return new Promise((resolve) => {
-    child.once('message', (m) => resolve((m as { cpu: Cpu }).cpu));
-    child.send('cpu');
+    child.once('message', (m) => resolve(m as T));
+    child.send(command);
   });
 }
 
@@ -92,16 +104,23 @@ async function load(pool: Pool, n: number, c: number): Promise<number[]> {
   return lat;
 }
 
-async function one(mode: Mode): Promise<Sample> {
+async function one(mode: Mode, rep: number): Promise<Sample> {
   const { child, url } = await start(mode);
   const pool = new Pool(url, { connections: C, pipelining: 1 });
+  const allocDir = values['alloc-prof-dir'];
   try {
     await load(pool, Math.min(N, 5000), C); // warm-up: JIT, connections, caches
+    if (allocDir !== undefined) await ask(child, 'alloc-start');
     const before = await cpuOf(child);
     const t0 = performance.now();
     const lat = await load(pool, N, C);
     const wallS = (performance.now() - t0) / 1000;
     const after = await cpuOf(child);
+    if (allocDir !== undefined) {
+      const { profile } = await ask<{ profile: unknown }>(child, 'alloc-stop');
+      mkdirSync(allocDir, { recursive: true });
+      writeFileSync(join(allocDir, `${mode}-${rep + 1}.heapprofile`), JSON.stringify(profile));
+    }
     lat.sort((a, b) => a - b);
     const cpuUs = after.user - before.user + (after.system - before.system);
     return { mode, cpuUsPerReq: cpuUs / N, reqPerS: N / wallS, p99Ms: lat[Math.floor(lat.length * 0.99)] ?? 0 };
@@ -125,7 +144,7 @@ async function main(): Promise<void> {
   for (let rep = 0; rep < REPS; rep++) {
     const order: Mode[] = rep % 2 === 0 ? ['ours', 'bare'] : ['bare', 'ours'];
     for (const mode of order) {
-      const s = await one(mode);
+      const s = await one(mode, rep);
       samples.push(s);
       console.log(`  rep ${rep + 1} ${mode.padEnd(4)} ${s.cpuUsPerReq.toFixed(1).padStart(6)} µs CPU/request  ${s.reqPerS.toFixed(0).padStart(6)} req/s  p99 ${s.p99Ms.toFixed(2)} ms`);
     }

@@ -5,7 +5,10 @@
 //       layer and nothing behind it;
 // bare: fastify with the same three routes and answers, no hooks, no validation, no
 //       metrics: the floor fastify itself sets on this machine.
-// It tells the parent its port, then answers 'cpu' messages with process.cpuUsage().
+// It tells the parent its port, then answers 'cpu' messages with process.cpuUsage(), and
+// 'alloc-start' / 'alloc-stop' by sampling allocations over a window (main.ts
+// --alloc-prof-dir): V8's sampling heap profiler, keeping the objects GC has freed.
+import { Session } from 'node:inspector/promises';
 import Fastify from 'fastify';
 import { buildServer } from '../../src/api/server.js';
 import type { LockService } from '../../src/api/service.js';
@@ -54,11 +57,21 @@ async function main(): Promise<void> {
     throw new Error(`usage: server.ts ours|bare (got ${String(mode)})`);
   }
   const url = await listen();
+  const inspector = new Session();
   process.on('message', (m) => {
     if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
+    else if (m === 'alloc-start') void startAllocSampling(inspector).then(() => process.send?.({ ok: true }));
+    else if (m === 'alloc-stop') void inspector.post('HeapProfiler.stopSampling').then((r) => process.send?.({ profile: r.profile }));
   });
   process.on('disconnect', () => process.exit(0));
   process.send?.({ url });
+}
+
+/** every allocation of about 1 KiB sampled, including those already collected: the
+ *  includeObjectsCollectedBy* fields are V8's (Node 20's types do not list them) */
+async function startAllocSampling(s: Session): Promise<void> {
+  s.connect();
+  await s.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as { samplingInterval: number });
 }
 
 main().catch((err: unknown) => {
