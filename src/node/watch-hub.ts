@@ -5,10 +5,11 @@
 //
 // Cost: an event is serialized once, and only when a stream reads it (live, or on a resume
 // from the window: a node nobody watches keeps the FSM's events and formats nothing),
-// matched once per distinct prefix, and written to each stream whose prefix matches; idle streams cost one shared keepalive timer, no timer or
-// buffer of their own. A stream whose socket has more than WATCH_STREAM_BUFFER_BYTES
-// (api/watch-feed.ts) unsent is cut off (its client resumes from the last index it saw),
-// so a slow reader cannot make the node buffer without limit.
+// matched once per distinct prefix, and written to each stream whose prefix matches; idle
+// streams cost one shared keepalive timer, no timer or buffer of their own. A stream
+// whose socket has more than WATCH_STREAM_BUFFER_BYTES (api/watch-feed.ts) unsent is cut
+// off (its client resumes from the last index it saw), so a slow reader cannot make the
+// node buffer without limit.
 import type { WatchEventData } from '@raftlock/client';
 import type { ApplyOutput, FsmEvent } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';

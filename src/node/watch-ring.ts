@@ -2,9 +2,10 @@
 // `events_retained`), in log order, with their index and lock name for resumption and
 // prefix filtering. An event is kept as its serialized frame, or, while no stream has read
 // it, as the item it is made from: `render` serializes it on the first replay that needs
-// it (then keeps the frame), so a node nobody watches never formats a frame. Eviction takes whole index groups, so
-// a resume point is either complete or refused: `floor` is the highest index whose events
-// are no longer (or never were) here, and a resume after N is possible iff N >= floor.
+// it (then keeps the frame), so a node nobody watches never formats a frame. Eviction
+// takes whole index groups, so a resume point is either complete or refused: `floor` is
+// the highest index whose events are no longer (or never were) here, and a resume after N
+// is possible iff N >= floor.
 
 export class WatchRing<T extends object = never> {
   private idx: number[] = [];
