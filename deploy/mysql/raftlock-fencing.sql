@@ -93,7 +93,7 @@ BEGIN
   -- In a procedure an unqualified name means the parameter (a local variable wins over a
   -- column of the same name), so every column below is qualified with its table.
   DECLARE recorded BIGINT;
-  DECLARE msg VARCHAR(128);
+  DECLARE msg VARCHAR(128) CHARACTER SET utf8mb4;
   IF resource IS NULL OR token IS NULL THEN
     SIGNAL SQLSTATE '22004' SET MESSAGE_TEXT = 'raftlock_fence: resource and token must not be null';
   END IF;
