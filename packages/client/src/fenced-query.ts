@@ -1,6 +1,6 @@
 // Fencing where the data lives: a PostgreSQL write that the database itself refuses when
 // its fencing token is stale (deploy/postgres/raftlock-fencing.sql, docs/client.md
-// "Fencing a PostgreSQL table"). The SDK does not depend on `pg`: it takes any client with
+// "Fencing in your database"). The SDK does not depend on `pg`: it takes any client with
 // pg's `query(text, values)` (a pg.Client or a client from pool.connect()), so services
 // pass the driver they already have.
 import { InvalidRequestError } from './errors.js';
