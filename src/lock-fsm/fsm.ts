@@ -122,15 +122,20 @@ export class LockFsm {
     c.idem.advance(env.atMs);
     const key = env.idempotencyKey;
     if (key !== undefined) {
-      const first = c.idem.get(key);
-      if (first !== undefined) return { result: first, events: [], replayed: true };
+      // a retry of the key's first request gets its first answer; any other request with
+      // the key is refused and changes nothing (docs/lock-fsm.md "Idempotency")
+      const seen = c.idem.check(key, env);
+      if (seen !== undefined) {
+        if ('replay' in seen) return { result: seen.replay, events: [], replayed: true };
+        return { result: { ok: false, code: 'idempotency_key_reused', differs: seen.reused }, events: [] };
+      }
     }
     const events: FsmEvent[] = [];
     const result = this.dispatch(index, env.cmd, events, key);
     // A limit refusal changed nothing and is transient: a retry with the same key may
     // succeed once there is room, so it is not remembered. Nor is session_exists: it
     // changed nothing, and the leader retries at once with a fresh id under the same key.
-    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) c.idem.put(key, result);
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) c.idem.put(key, result, env);
     return { result, events };
   }
 

@@ -1,7 +1,7 @@
 // Public API of the lock state machine (pure, synchronous; see docs/lock-fsm.md).
-export type { Command, CommandKind, Envelope, NewSessionSpec } from './commands.js';
+export type { Command, CommandKind, Envelope, KeyBinding, NewSessionSpec } from './commands.js';
 export { InvalidCommandError, parseCommand, parseEnvelope } from './commands.js';
-export type { ApplyOutput, ApplyResult, FsmEvent, GrantEndReason, GrantKind, HolderInfo, LimitName, RevokedGrant } from './results.js';
+export type { ApplyOutput, ApplyResult, FsmEvent, GrantEndReason, GrantKind, HolderInfo, KeyReuse, LimitName, RevokedGrant } from './results.js';
 export { parseApplyResult } from './results.js';
 export type { ElectionInfo, FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionGrantInfo, SessionInfo } from './fsm.js';
 export { LockFsm } from './fsm.js';

@@ -10,17 +10,19 @@
 
 import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
 import { SemState, attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
-import type { IdempotencyEntry } from './idempotency.js';
+import type { IdempotencyEntry, StoredBinding } from './idempotency.js';
+import { isBindingPrincipal } from './commands.js';
 import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';
 import { grantsWithMaxHold } from './holds.js';
-import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
+import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
 /** 2: shared lock grants and waits, semaphores. 3: elections (the `elections` section) and
- *  the `maxHold` section. Version 1 and 2 snapshots still restore (no shares, no
- *  semaphores, no elections, no max holds: docs/lock-fsm.md "Snapshots"). */
-export const SNAPSHOT_VERSION = 3;
-const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
+ *  the `maxHold` section. 4: each idempotency key's binding (IdemTuple). Versions 1–3
+ *  still restore (no shares, no semaphores, no elections, no max holds, keys bound to
+ *  their first result only: docs/lock-fsm.md "Snapshots"). */
+export const SNAPSHOT_VERSION = 4;
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (docs/security.md "Sessions belong to their token"), so states without auth encode exactly as before */
@@ -52,8 +54,13 @@ export type HoldWaitTuple = [GrantKind, string, string, number];
  *  [sessionId, value] of the waiters that campaign, in queue order]. Only entries with an
  *  election value are listed, sorted by name; the lock itself is in `locks`. */
 export type ElectionTuple = [string, string | null, [string, string][]];
-/** [key, atMs, first result] */
-export type IdemTuple = [string, number, ApplyResult];
+/** version 4: what a key is bound to (idempotency.ts StoredBinding): [command kind,
+ *  target, principal | null, digest | null], null parts unknown (an entry of a version
+ *  before bindings) */
+export type BindingTuple = [string, string, string | null, string | null];
+/** [key, atMs, first result] (versions 1–3); version 4 adds the binding, null for a key
+ *  restored from a version 1–3 snapshot */
+export type IdemTuple = [string, number, ApplyResult] | [string, number, ApplyResult, BindingTuple | null];
 
 export interface StateV1 {
   format: string;
@@ -92,7 +99,7 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   }
   while (d < delayed.length) push(delayed[d++] as string);
   const entries: IdemTuple[] = [];
-  for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result]);
+  for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result, e.binding === null ? null : [e.binding.kind, e.binding.target, e.binding.principal, e.binding.digest]]);
   const sems = [...c.sems.keys()].sort(compareStrings).map((name) => semTuple(c.sems.get(name) as SemState));
   const elections: ElectionTuple[] = [];
   for (const t of locks) {
@@ -183,7 +190,7 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (o['elections'] !== undefined) importElections(c, array(o['elections'], 'elections'));
   const sorted = Float64Array.from(tokens).sort();
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
-  importIdem(c, o['idem']);
+  importIdem(c, o['idem'], v);
   if (o['maxHold'] !== undefined) importMaxHold(c, o['maxHold']);
   return c;
 }
@@ -406,7 +413,7 @@ function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string, 
   });
 }
 
-function importIdem(c: FsmCore, x: unknown): void {
+function importIdem(c: FsmCore, x: unknown, v: number): void {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('idem', 'must be an object');
   const o = x as Record<string, unknown>;
   for (const k of Object.keys(o)) if (k !== 'nowMs' && k !== 'entries') fail(`idem.${k}`, 'is not a known field');
@@ -415,13 +422,28 @@ function importIdem(c: FsmCore, x: unknown): void {
   let prevAt = 0;
   const entries: IdempotencyEntry[] = array(o['entries'], 'idem.entries').map((r, i) => {
     const p = `idem.entries[${i}]`;
-    const t = row(r, 3, () => p);
+    const t = row(r, v >= 4 ? 4 : 3, () => p);
     const key = check(t[0], isIdempotencyKey, `${p}[0]`, 'an idempotency key');
     if (seen.has(key)) fail(`${p}[0]`, 'repeats a key');
     seen.add(key);
     const atMs = check(t[1], intIn(prevAt, nowMs), `${p}[1]`, `a time in [${prevAt}, nowMs] (entries are oldest first)`);
     prevAt = atMs;
-    return { key, atMs, result: parseApplyResult(t[2], `${p}[2]`) };
+    const binding = v >= 4 && t[3] !== null ? importBinding(t[3], `${p}[3]`) : null;
+    return { key, atMs, result: parseApplyResult(t[2], `${p}[2]`), binding };
   });
   c.idem.load(nowMs, entries);
 }
+
+/** version 4: [kind, target, principal | null, digest | null]. The kind is checked for its
+ *  shape only (a command kind's name): it is compared, never dispatched on. */
+function importBinding(x: unknown, p: string): StoredBinding {
+  const t = row(x, 4, () => p);
+  const kind = check(t[0], isKindName, `${p}[0]`, 'a command kind');
+  const target = check(t[1], isTarget, `${p}[1]`, "a lock name, a session id or ''");
+  const principal = t[2] === null ? null : check(t[2], isBindingPrincipal, `${p}[2]`, "a principal, '' or null");
+  const digest = t[3] === null ? null : check(t[3], isRequestDigest, `${p}[3]`, 'a request digest (32–64 lowercase hex digits) or null');
+  return { kind: kind as StoredBinding['kind'], target, principal, digest };
+}
+
+const isKindName = (x: unknown): x is string => typeof x === 'string' && /^[a-z][A-Za-z]{0,39}$/.test(x);
+const isTarget = (x: unknown): x is string => x === '' || isLockName(x) || isSessionId(x);

@@ -12,10 +12,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
-import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
+import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent, type KeyBinding } from '../../src/lock-fsm/index.js';
 import type { StateV1 } from '../../src/lock-fsm/snapshot.js';
 import { Model, type ModelLimits } from './model.js';
 import { compact, maybe } from './model-property.js';
+import { bindingArb, envelopeOf } from './model-keys.js';
 import { testSeed } from '../support/seed.js';
 
 const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, bundleStrings: false });
@@ -43,10 +44,12 @@ const cmdArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('barrier' as const), term: fc.nat(5) }) },
 );
 
-interface Step { cmd: Command; key?: string; dtMs: number; dIndex: number }
+interface Step { cmd: Command; key?: string; binding?: KeyBinding; dtMs: number; dIndex: number }
 const stepArb: fc.Arbitrary<Step> = fc.record({
   cmd: cmdArb,
   key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3', 'k4', 'k5'), 6),
+  // what the key is bound to: a few requests, or none (an entry of a version before bindings)
+  binding: bindingArb,
   // mostly forward, sometimes a lagging leader clock, sometimes past the idempotency TTL
   dtMs: fc.oneof({ weight: 12, arbitrary: fc.integer({ min: 0, max: 5000 }) }, { weight: 1, arbitrary: fc.integer({ min: -20000, max: 0 }) }, { weight: 1, arbitrary: fc.integer({ min: 300000, max: 700000 }) }),
   dIndex: fc.integer({ min: 1, max: 3 }),
@@ -64,8 +67,7 @@ function envelopes(steps: readonly Step[]): { index: number; env: Envelope }[] {
   return steps.map((s) => {
     index += s.dIndex;
     at = Math.max(0, at + s.dtMs);
-    const env: Envelope = s.key === undefined ? { atMs: at, cmd: s.cmd } : { atMs: at, idempotencyKey: s.key, cmd: s.cmd };
-    return { index, env };
+    return { index, env: envelopeOf(at, s) };
   });
 }
 

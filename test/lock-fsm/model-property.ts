@@ -6,9 +6,10 @@
 // of the log, must end in identical bytes.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LockFsm, assertFsmInvariants, type ApplyOutput, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
+import { LockFsm, assertFsmInvariants, type ApplyOutput, type Command, type Envelope, type FsmEvent, type KeyBinding } from '../../src/lock-fsm/index.js';
 import { SharedModel } from './shared-model.js';
 import { decode, encode } from './helpers.js';
+import { bindingArb, envelopeOf } from './model-keys.js';
 
 /** an optional field present with probability 1/(1+absentWeight) */
 export function maybe<T>(arb: fc.Arbitrary<T>, absentWeight: number): fc.Arbitrary<T | undefined> {
@@ -29,11 +30,12 @@ export function sessionCommands(sid: fc.Arbitrary<string>): fc.WeightedArbitrary
   ];
 }
 
-export interface Step { cmd: Command; key?: string }
+export interface Step { cmd: Command; key?: string; binding?: KeyBinding }
 
-/** a command, with an Idempotency-Key from a small set one time in seven */
+/** a command, with an Idempotency-Key from a small set one time in seven, bound to one of
+ *  a few requests (model-keys.ts) */
 export function stepsOf(cmd: fc.Arbitrary<Command>): fc.Arbitrary<Step> {
-  return fc.record({ cmd, key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3'), 6) }).map(compact);
+  return fc.record({ cmd, key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3'), 6), binding: bindingArb }).map(compact);
 }
 
 /** a FIFO queue's events and requests: a lock's (acquires and campaigns) or a semaphore's */
@@ -80,7 +82,7 @@ export function assertMatchesModel<B>(steps: fc.Arbitrary<Step>, o: { seed: numb
       const fsm = new LockFsm(opts);
       const model = new SharedModel(maxWaiters);
       const c = check();
-      const log: { index: number; env: Envelope }[] = run.map((s, i) => ({ index: i + 1, env: s.key === undefined ? { atMs: 1000, cmd: s.cmd } : { atMs: 1000, idempotencyKey: s.key, cmd: s.cmd } }));
+      const log: { index: number; env: Envelope }[] = run.map((s, i) => ({ index: i + 1, env: envelopeOf(1000, s) }));
       const cut = cutSeed % (log.length + 1);
       let restored: LockFsm | null = cut === 0 ? LockFsm.fromSnapshot(fsm.snapshot(encode), decode, opts) : null;
       log.forEach(({ index, env }, i) => {

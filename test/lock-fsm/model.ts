@@ -5,6 +5,7 @@
 
 import type { ApplyResult, Command, Envelope, FsmEvent } from '../../src/lock-fsm/index.js';
 import type { StateV1, LockTuple, IdemTuple, WaiterTuple } from '../../src/lock-fsm/snapshot.js';
+import { bindingTuple, modelBinding, modelReuse, type ModelBinding } from './model-keys.js';
 
 interface MSession { id: string; ttlMs: number; owner: string; lockDelayMs: number }
 interface MWaiter { sid: string; owner: string; waitMs: number; since: number; key?: string }
@@ -20,7 +21,7 @@ export class Model {
   lastToken = 0;
   lastApplied = 0;
   nowMs = 0;
-  idem: { key: string; atMs: number; result: ApplyResult }[] = [];
+  idem: { key: string; atMs: number; result: ApplyResult; binding: ModelBinding }[] = [];
 
   /** the key of the entry being applied */
   private key: string | undefined;
@@ -33,13 +34,16 @@ export class Model {
     this.idem = this.idem.filter((e) => e.atMs > this.nowMs - this.lim.idempotencyTtlMs);
     const key = env.idempotencyKey;
     const hit = key === undefined ? undefined : this.idem.find((e) => e.key === key);
-    if (hit) return { result: hit.result, events: [], replayed: true };
+    if (hit) {
+      const refused = modelReuse(hit.binding, modelBinding(env));
+      return refused === null ? { result: hit.result, events: [], replayed: true } : { result: refused, events: [] };
+    }
     const events: FsmEvent[] = [];
     this.key = key;
     const result = this.run(index, env.cmd, events);
     if (key !== undefined && !(result.ok === false && (result.code === 'too_many_requests' || result.code === 'session_exists'))) {
       if (this.idem.length >= this.lim.idempotencyMaxKeys) this.idem.shift();
-      this.idem.push({ key, atMs: this.nowMs, result });
+      this.idem.push({ key, atMs: this.nowMs, result, binding: modelBinding(env) });
     }
     return { result, events };
   }
@@ -188,7 +192,7 @@ export class Model {
       name, l.holder?.sid ?? null, l.holder?.owner ?? null, l.holder?.token ?? 0, l.delayMs,
       l.queue.map((w): WaiterTuple => (w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key])), l.delaySince, [],
     ]);
-    const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result]);
-    return { format: 'raftlock/lock-fsm', v: 3, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], elections: [], idem: { nowMs: this.nowMs, entries } };
+    const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result, bindingTuple(e.binding)]);
+    return { format: 'raftlock/lock-fsm', v: 4, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], elections: [], idem: { nowMs: this.nowMs, entries } };
   }
 }

@@ -7,6 +7,7 @@
 // grant keeps its max hold (0: none) and the log time it was made.
 
 import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import { modelBinding, modelReuse, type ModelBinding } from './model-keys.js';
 
 type Mode = 'exclusive' | 'shared';
 /** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
@@ -26,6 +27,8 @@ export class SharedModel {
   sems = new Map<string, MSem>();
   lastToken = 0;
   idem = new Map<string, ApplyResult>();
+  /** what each key is bound to (model-keys.ts) */
+  bindings = new Map<string, ModelBinding>();
   /** log time: the highest atMs applied */
   nowMs = 0;
   private key: string | undefined;
@@ -36,11 +39,17 @@ export class SharedModel {
     this.nowMs = Math.max(this.nowMs, env.atMs);
     const key = env.idempotencyKey;
     const hit = key === undefined ? undefined : this.idem.get(key);
-    if (hit) return { result: hit, events: [], replayed: true };
+    if (hit) {
+      const refused = modelReuse(this.bindings.get(key!)!, modelBinding(env));
+      return refused === null ? { result: hit, events: [], replayed: true } : { result: refused, events: [] };
+    }
     this.key = key;
     const ev: FsmEvent[] = [];
     const result = this.run(index, env.cmd, ev);
-    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) this.idem.set(key, result);
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) {
+      this.idem.set(key, result);
+      this.bindings.set(key, modelBinding(env));
+    }
     return { result, events: ev };
   }
 

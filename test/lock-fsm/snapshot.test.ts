@@ -45,7 +45,7 @@ test('restore reproduces holders, waiters, lock-delays, lastToken and the idempo
   // acq-1 queued s3 for a; endLockDelay a granted it, so its key now answers with the grant
   const tok = copy.getLock('a').holder?.fencingToken;
   assert.equal(copy.getLock('a').holder?.sessionId, 's3');
-  assert.deepEqual(copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'acq-1', cmd: { kind: 'barrier', term: 9 } }).result,
+  assert.deepEqual(copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'acq-1', cmd: { kind: 'acquire', name: 'a', sessionId: 's3', waitMs: 5000 } }).result,
     { ok: true, kind: 'acquired', name: 'a', sessionId: 's3', fencingToken: tok, ttlMs: 10_000 }, 'idempotency table restored, and settled by the grant');
 });
 
@@ -80,7 +80,7 @@ function corrupt(mut: (s: StateV1) => void): () => void {
 
 test('a corrupt snapshot gives a clear error naming the field', () => {
   const cases: [(s: StateV1) => void, RegExp][] = [
-    [(s) => { s.v = 4; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3/],
+    [(s) => { s.v = 5; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3, 4/],
     [(s) => { s.format = 'etcd'; }, /format/],
     [(s) => { (s as unknown as Record<string, unknown>)['extra'] = 1; }, /extra is not a known field/],
     [(s) => { s.lastToken = -1; }, /lastToken/],
@@ -102,6 +102,12 @@ test('a corrupt snapshot gives a clear error naming the field', () => {
     [(s) => { s.idem.entries[0]![2] = { ok: true, kind: 'bogus' } as never; }, /idem\.entries\[0\]\[2\]\.kind is unknown/],
     [(s) => { s.idem.entries[1]![0] = s.idem.entries[0]![0]; }, /repeats a key/],
     [(s) => { s.idem.nowMs = 0; }, /idem\.entries\[0\]\[1\]/],
+    [(s) => { s.idem.entries[0]!.pop(); }, /idem\.entries\[0\] must be an array of 4 elements/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[0] = 'no such kind!'; }, /idem\.entries\[0\]\[3\]\[0\] must be a command kind/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[1] = 'bad name'; }, /idem\.entries\[0\]\[3\]\[1\]/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[2] = 'white space'; }, /idem\.entries\[0\]\[3\]\[2\] must be a principal/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[3] = 'XYZ'; }, /idem\.entries\[0\]\[3\]\[3\] must be a request digest/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[]).pop(); }, /idem\.entries\[0\]\[3\] must be an array of 4 elements/],
   ];
   for (const [mut, re] of cases) assert.throws(corrupt(mut), re);
   assert.throws(() => importState(null), /root must be an object/);
