@@ -51,7 +51,7 @@ const REUSE_MESSAGES: Record<KeyReuse, string> = {
   principal: 'sent with another token',
   operation: 'another operation',
   name: 'another name',
-  body: 'the same operation and name with another body',
+  body: 'the same operation on the same name with other parameters',
 };
 
 const LIMIT_MESSAGES: Record<LimitName, string> = {
