@@ -121,8 +121,9 @@ export class RaftLockService implements LockService {
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
-    // the request as sent (no default ttl, no drawn session id); mode as the contract defaults it
-    const request = { op: 'lock.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, wait_ms: p.waitMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts);
+    // mode as the contract defaults it
+    const request = { op: 'lock.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
     let out: ApplyOutput;
     try {
       out = await this.log.submitOutput(cmd, ctx, request);

@@ -8,10 +8,12 @@
 // The canonical form must be the same wherever the same request is served: sent again to
 // another node after a 504, or relayed by a follower to the leader (which parses the
 // relayed body itself). So it holds only what the client sent, after the route's
-// validation, and the defaults the CONTRACT fixes (wait_ms 0, permits 1, mode
+// validation, and the defaults the CONTRACT fixes (permits 1, mode
 // exclusive); never a node's own defaults (default ttl, lock-delay), which two nodes may
 // not share during a configuration change, nor anything the leader draws (a new
-// session's id).
+// session's id). Nor `wait_ms`: it says how long the caller will wait for the answer, and
+// a retry asks only for the wait that is left (every SDK does: docs/client.md), so a
+// retry's wait_ms is smaller than the first attempt's by design.
 import { createHash } from 'node:crypto';
 import type { KeyBinding } from '../lock-fsm/index.js';
 import type { RequestContext } from '../api/service.js';

@@ -87,6 +87,9 @@ test('a matching retry gets the first answer verbatim: its own name, token and s
   assert.equal(await codeOf(svc.acquire('X', { ttlMs: 5000, waitMs: 0, owner: 'w1', mode: 'shared' }, ctx('K'))), 'idempotency_key_reused');
   // an explicit contract default is the same request
   assert.deepEqual(await svc.acquire('X', { ttlMs: 5000, waitMs: 0, owner: 'w1', mode: 'exclusive' }, ctx('K')), first);
+  // and so is a retry that asks only for the wait that is left (every SDK does)
+  const queued = await svc.acquire('W', { ttlMs: 5000, waitMs: 30_000 }, ctx('Q'));
+  assert.deepEqual(await svc.acquire('W', { ttlMs: 5000, waitMs: 12_345 }, ctx('Q')), queued);
 });
 
 test("a retry after a 504, served by another leader whose default ttl differs, is the same request", async () => {

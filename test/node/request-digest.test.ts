@@ -13,11 +13,11 @@ import { testSeed } from '../support/seed.js';
 const seed = testSeed('DIGEST_SEED', { what: 'request digest properties', replay: 'node --test dist/test/node/request-digest.test.js' });
 
 test('the canonical form: fields sorted, unsent ones left out, one spelling per value (golden)', () => {
-  const r: KeyedRequest = { op: 'lock.acquire', name: 'billing/invoice-42', body: { wait_ms: 0, session_id: undefined, owner: 'w"1', ttl_ms: 10_000, mode: 'exclusive' } };
-  assert.equal(canonicalRequest(r), '["raftlock.request.v1","lock.acquire","billing/invoice-42",[["mode","exclusive"],["owner","w\\"1"],["ttl_ms",10000],["wait_ms",0]]]');
+  const r: KeyedRequest = { op: 'lock.acquire', name: 'billing/invoice-42', body: { max_hold_ms: 60_000, session_id: undefined, owner: 'w"1', ttl_ms: 10_000, mode: 'exclusive' } };
+  assert.equal(canonicalRequest(r), '["raftlock.request.v1","lock.acquire","billing/invoice-42",[["max_hold_ms",60000],["mode","exclusive"],["owner","w\\"1"],["ttl_ms",10000]]]');
   // this exact value is what every node of this and later versions must compute: changing
   // the form refuses retries that span an upgrade (bump FORM and say so in docs/api.md)
-  assert.equal(requestDigest(r), '7780b5f62c71c1f766c725ac43a9d2b5');
+  assert.equal(requestDigest(r), '8147c02d56d822e5b8f241d5f5d8b879');
   assert.match(requestDigest(r), /^[0-9a-f]{32}$/);
   assert.equal(requestDigest({ ...r, body: { ...r.body, session_id: undefined } }), requestDigest(r), 'unsent is unsent');
   assert.equal(canonicalRequest({ op: 'x', name: '', body: { n: -0 } }), canonicalRequest({ op: 'x', name: '', body: { n: 0 } }));
