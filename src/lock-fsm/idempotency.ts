@@ -30,11 +30,16 @@ export interface StoredBinding {
   digest: string | null;
 }
 
+/** A key's record: its first answer and, in place (one object per key: the table may hold
+ *  500,000 of them), the StoredBinding it is bound to. kind null: the key was restored from
+ *  a snapshot of a version before bindings (format ≤ 3), only its result is known. */
 interface Stored {
   atMs: number;
   result: ApplyResult;
-  /** null: restored from a snapshot of a version before bindings (format ≤ 3) */
-  binding: StoredBinding | null;
+  kind: CommandKind | null;
+  target: string;
+  principal: string | null;
+  digest: string | null;
 }
 
 export interface IdempotencyEntry {
@@ -50,6 +55,9 @@ export class IdempotencyTable {
   private queue: string[] = [];
   private head = 0;
   private now = 0;
+  /** one copy of each principal (API token names: as many as the token file names), so a
+   *  key does not keep its own copy of the string its entry was decoded with */
+  private readonly principals = new Map<string, string>();
 
   constructor(readonly ttlMs: number, readonly maxKeys: number) {
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 600_000) throw new Error(`idempotencyTtlMs must be an integer >= 600000 (the contract keeps keys 10 minutes), got ${ttlMs}`);
@@ -89,7 +97,8 @@ export class IdempotencyTable {
   check(key: string, env: Envelope): { replay: ApplyResult } | { reused: KeyReuse } | undefined {
     const st = this.map.get(key);
     if (st === undefined) return undefined;
-    const differs = st.binding === null ? legacyReuse(env.cmd, st.result) : reuseOf(st.binding, bindingOf(env));
+    const first = bindingIn(st);
+    const differs = first === null ? legacyReuse(env.cmd, st.result) : reuseOf(first, bindingOf(env));
     return differs === null ? { replay: st.result } : { reused: differs };
   }
 
@@ -100,7 +109,7 @@ export class IdempotencyTable {
     if (this.map.has(key)) throw new Error(`IdempotencyTable: key ${JSON.stringify(key)} recorded twice`);
     if (!result.ok && result.code === 'idempotency_key_reused') throw new Error(`IdempotencyTable: a refusal of key ${JSON.stringify(key)} is not its answer`);
     while (this.map.size >= this.maxKeys) this.popFront();
-    this.map.set(key, { atMs: this.now, result: freeze(result), binding: Object.freeze(bindingOf(env)) });
+    this.map.set(key, this.record(this.now, result, bindingOf(env)));
     this.queue.push(key);
   }
 
@@ -127,6 +136,18 @@ export class IdempotencyTable {
     st.result = freeze({ ok: true, kind, name });
   }
 
+  private record(atMs: number, result: ApplyResult, b: StoredBinding | null): Stored {
+    if (b === null) return { atMs, result: freeze(result), kind: null, target: '', principal: null, digest: null };
+    return { atMs, result: freeze(result), kind: b.kind, target: b.target, principal: b.principal === null ? null : this.intern(b.principal), digest: b.digest };
+  }
+
+  private intern(principal: string): string {
+    const known = this.principals.get(principal);
+    if (known !== undefined) return known;
+    this.principals.set(principal, principal);
+    return principal;
+  }
+
   private popFront(): void {
     const key = this.queue[this.head] as string;
     this.map.delete(key);
@@ -143,7 +164,7 @@ export class IdempotencyTable {
     for (let i = this.head; i < this.queue.length; i++) {
       const key = this.queue[i] as string;
       const st = this.map.get(key) as Stored;
-      yield { key, atMs: st.atMs, result: st.result, binding: st.binding };
+      yield { key, atMs: st.atMs, result: st.result, binding: bindingIn(st) };
     }
   }
 
@@ -154,7 +175,7 @@ export class IdempotencyTable {
     this.head = 0;
     this.now = nowMs;
     for (const e of entries) {
-      this.map.set(e.key, { atMs: e.atMs, result: freeze(e.result), binding: e.binding === null ? null : Object.freeze({ ...e.binding }) });
+      this.map.set(e.key, this.record(e.atMs, e.result, e.binding));
       this.queue.push(e.key);
     }
   }
@@ -174,6 +195,10 @@ export function targetOf(cmd: Command): string {
   if ('name' in cmd) return cmd.name;
   if ('sessionId' in cmd) return cmd.sessionId;
   return '';
+}
+
+function bindingIn(st: Stored): StoredBinding | null {
+  return st.kind === null ? null : { kind: st.kind, target: st.target, principal: st.principal, digest: st.digest };
 }
 
 /** the binding an entry records for its key */
