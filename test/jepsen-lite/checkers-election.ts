@@ -18,7 +18,7 @@
 //   gave the token to; no lost update.
 // Tokens increasing across every kind of grant is checkTokenOrder's (checkers.ts).
 import { describeOp, type Op } from './history.js';
-import { grantWindows, knownGrants, type Grant } from './checkers.js';
+import { grantWindows, knownGrants, scaleAt, type Grant, type Ttl } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { isElection } from './workloads.js';
 
@@ -42,10 +42,10 @@ export interface ElectionReport {
 const short = (s: string): string => s.slice(0, 8);
 const at = (t: number): string => (Number.isFinite(t) ? t.toFixed(1) : '∞');
 
-export function checkElections(ops: readonly Op[], log: readonly ResourceLogEntry[], ttlMs: number, fencing: boolean): ElectionReport {
+export function checkElections(ops: readonly Op[], log: readonly ResourceLogEntry[], ttl: Ttl, fencing: boolean): ElectionReport {
   const violations: string[] = [];
   const grants = knownGrants(ops, 'election').filter((g) => isElection(g.lock));
-  const win = grantWindows(ops, ttlMs, 'election');
+  const win = grantWindows(ops, ttl, 'election');
   const revokes = ops.filter((o) => o.f === 'revoke' && o.input.lock !== undefined && isElection(o.input.lock));
   const campaigns = ops.filter((o) => o.f === 'campaign' && o.input.lock !== undefined && isElection(o.input.lock));
 
@@ -55,7 +55,7 @@ export function checkElections(ops: readonly Op[], log: readonly ResourceLogEntr
     const own = campaigns.find((c) => c.type === 'ok' && c.output.token === g.token && c.input.session === g.session);
     const c = own ?? campaigns.filter((x) => x.input.session === g.session && x.input.lock === g.lock && x.type !== 'fail' && x.invoke < g.complete).at(-1);
     if (!c || c.input.max_hold_ms === undefined) return Infinity;
-    return c.invoke + c.input.max_hold_ms;
+    return c.invoke + c.input.max_hold_ms * scaleAt(ttl, c.invoke);
   };
   /** the earliest send of a revocation that can have taken g away */
   const revokedFrom = (g: Grant): number => {

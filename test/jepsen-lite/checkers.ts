@@ -9,6 +9,26 @@ export interface FaultRecord {
   start: number;
   /** when the heal finished */
   end: number;
+  /** a node's clock ran at this rate from start to end (the `clock` fault) */
+  clock?: { node: string; rate: number };
+}
+
+/**
+ * The lease the window checkers hold the service to: a TTL in ms, or one whose length
+ * depends on when the renewal was sent — `scale(sentAt)` ≤ 1 shortens the TTL and the max
+ * holds measured from then, while a clock fault let the leader's clock run fast
+ * (summary.ts leaseFor, docs/jepsen-lite.md "Clocks and the lease checkers").
+ */
+export type Ttl = number | { ms: number; scale(sentAt: number): number };
+
+/** the TTL a renewal sent at `t` is owed */
+export function ttlAt(ttl: Ttl, t: number): number {
+  return typeof ttl === 'number' ? ttl : ttl.ms * ttl.scale(t);
+}
+
+/** how much of a duration the leader measures from `t` on the real clock is owed (≤ 1) */
+export function scaleAt(ttl: Ttl, t: number): number {
+  return typeof ttl === 'number' ? 1 : ttl.scale(t);
 }
 
 /** A grant we know of: an acquire that returned ok, or a read/renew that saw the holder. */
@@ -112,9 +132,9 @@ export function knownGrants(ops: readonly Op[], kind: GrantKind = 'lock'): Grant
  * session) before. A grant to s2 is proven by the time its acquire returned, so the check
  * is: s2's grant completed before s1's window closed, and s1 had not started to let go.
  */
-export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
+export function checkLeaseSafety(ops: readonly Op[], ttl: Ttl): string[] {
   const violations: string[] = [];
-  const win = grantWindows(ops, ttlMs);
+  const win = grantWindows(ops, ttl);
   // a grant is proven by its acquire's answer or by an earlier read or renew that saw it
   const grants = knownGrants(ops);
   const byLock = new Map<string, Grant[]>();
@@ -160,13 +180,13 @@ export interface GrantWindows {
  * (a client cleaning up after an acquire it gave up on lets go of whatever grant of the
  * name that acquire got). For semaphores every release is tokenless.
  */
-export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind = 'lock'): GrantWindows {
+export function grantWindows(ops: readonly Op[], ttl: Ttl, kind: GrantKind = 'lock'): GrantWindows {
   const F = KIND_FNS[kind];
   const safe = new Map<string, { t: number; op: Op }>();
   for (const op of ops) {
     if (op.type !== 'ok' || !op.input.session) continue;
     if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive' && op.f !== 'sem-acquire' && op.f !== 'campaign') continue;
-    const until = op.invoke + ttlMs;
+    const until = op.invoke + ttlAt(ttl, op.invoke);
     const cur = safe.get(op.input.session);
     if (!cur || until > cur.t) safe.set(op.input.session, { t: until, op });
   }

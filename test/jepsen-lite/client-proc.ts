@@ -265,11 +265,11 @@ async function health(): Promise<string[]> {
 /** One operator request (the membership fault's DELETE), sent from the client namespace:
  *  the first endpoint that answers with something other than 503 (a removed or leaderless
  *  node) wins; null when none answered at all. */
-async function anyEndpoint(method: string, path: string): Promise<{ endpoint: string; status: number; body: unknown } | null> {
+async function anyEndpoint(method: string, path: string, body?: unknown, timeoutMs = 5000): Promise<{ endpoint: string; status: number; body: unknown } | null> {
   let last: { endpoint: string; status: number; body: unknown } | null = null;
   for (const ep of args.endpoints) {
     try {
-      const a = await httpJson(ep + path, method, undefined, 5000);
+      const a = await httpJson(ep + path, method, body, timeoutMs);
       last = { endpoint: ep, status: a.status, body: a.body };
       if (a.status !== 503) return last;
     } catch {
@@ -297,7 +297,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
 async function runProbe(): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
-    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'revoke' | 'stop'; deadlineMs?: number; method?: string; path?: string; name?: string };
+    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'one' | 'revoke' | 'stop'; endpoint?: string; deadlineMs?: number; method?: string; path?: string; body?: unknown; timeoutMs?: number; name?: string };
     try {
       cmd = JSON.parse(line) as typeof cmd;
     } catch {
@@ -309,7 +309,8 @@ async function runProbe(): Promise<void> {
     if (cmd.cmd === 'cluster') reply = await clusterViews();
     else if (cmd.cmd === 'read-all') reply = await readAll(cmd.deadlineMs ?? 10_000);
     else if (cmd.cmd === 'health') reply = await health();
-    else if (cmd.cmd === 'http') reply = await anyEndpoint(cmd.method ?? 'GET', cmd.path ?? '/');
+    else if (cmd.cmd === 'http') reply = await anyEndpoint(cmd.method ?? 'GET', cmd.path ?? '/', cmd.body, cmd.timeoutMs);
+    else if (cmd.cmd === 'one') reply = await httpJson(`${cmd.endpoint ?? ''}${cmd.path ?? '/'}`, cmd.method ?? 'GET', cmd.body, cmd.timeoutMs ?? 1000).then((a) => ({ status: a.status, body: a.body }), () => null);
     else if (cmd.cmd === 'revoke') reply = await revokeLeader(rec, cmd.name ?? '');
     write({ reply: cmd.id, value: reply });
   }
