@@ -5,7 +5,7 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
@@ -203,6 +203,22 @@ describe('open refuses a damaged log', () => {
       // them on): it drops the damaged record, and our contiguity check catches the hole
       await assertRefused(dir, StorageCorruptionError, kind === 'ldb' ? /: LevelDB reports Corruption: / : /: entry \d+ is missing \(log jumps from entry \d+ to entry \d+\)/);
     }
+  });
+
+  test("a missing CURRENT is refused before LevelDB sees the directory, and its files stay (LevelDB would start an empty database and delete them)", async () => {
+    const dir = await populated('no-current');
+    // reopen once more so the log moves into a table file, as a node restarted a few times has
+    await (await LevelStorage.open(dir, { seedConf: SEED_CONF })).close();
+    const before = readdirSync(dir).filter((f) => f !== 'CURRENT' && f !== 'LOCK' && !f.startsWith('LOG')).sort();
+    assert.ok(before.some((f) => f.endsWith('.ldb')), `a table file to lose: ${before.join(' ')}`);
+    rmSync(join(dir, 'CURRENT'));
+    await assertRefused(dir, StorageCorruptionError, /LevelDB's CURRENT file is missing, but its files are there \(\d+\.ldb/);
+    assert.deepEqual(readdirSync(dir).filter((f) => f !== 'LOCK' && !f.startsWith('LOG')).sort(), before, 'the refusal left every file in place');
+    // CURRENT back: the directory opens whole
+    writeFileSync(join(dir, 'CURRENT'), `${before.find((f) => f.startsWith('MANIFEST-'))}\n`);
+    const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+    assert.equal(s.lastIndex(), 10);
+    await s.close();
   });
 
   test('the undamaged directory still opens (control)', async () => {

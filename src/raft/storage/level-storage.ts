@@ -94,6 +94,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     } catch (err) {
       throw new StorageFailure(dir, 'creating the data directory', err);
     }
+    await refuseOrphanedFiles(dir);
     const db = new Level<Buffer, Buffer>(dir, {
       keyEncoding: 'buffer',
       valueEncoding: 'buffer',
@@ -417,6 +418,28 @@ function assertHardStateStep(cur: HardState, next: HardState): void {
 /** last index of segment k of `segs` in a log ending at `last` */
 function segmentEnd(segs: readonly number[], k: number, last: Index): Index {
   return k + 1 < segs.length ? segs[k + 1]! - 1 : last;
+}
+
+/**
+ * LevelDB finds its files through CURRENT, which names the MANIFEST. Without CURRENT, an
+ * open with createIfMissing starts an EMPTY database in the directory and deletes every
+ * table and log it does not know as obsolete (measured: classic-level 3, LevelDB 1.20;
+ * docs/storage.md "What LevelDB does with a damaged file"): the log would be destroyed by
+ * the attempt to read it. So a directory with LevelDB's files but no CURRENT is refused
+ * before LevelDB sees it, naming what is there, and its files are left as they are.
+ */
+async function refuseOrphanedFiles(dir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    throw new StorageFailure(dir, 'reading the data directory', err);
+  }
+  if (names.includes('CURRENT')) return;
+  const level = names.filter((f) => /^MANIFEST-\d+$/.test(f) || /^\d+\.(ldb|sst|log)$/.test(f)).sort();
+  if (level.length === 0) return;
+  const shown = level.slice(0, 4).join(', ') + (level.length > 4 ? `, … (${level.length} files)` : '');
+  throw new StorageCorruptionError(dir, `LevelDB's CURRENT file is missing, but its files are there (${shown}): opening would start an empty database and delete them; put CURRENT back (the MANIFEST file's name and a newline), or recover the node`);
 }
 
 function openError(dir: string, err: unknown): StorageError {
