@@ -218,10 +218,13 @@ const isSemaphore = (name: string): boolean => name.startsWith(SEM_PREFIX);
  */
 export function checkSemaphores(ops: readonly Op[], log: readonly AccessLogEntry[], ttl: Ttl): SemaphoreReport {
   const violations: string[] = [];
+  // the largest limit the semaphore ever had: acquires name the one in force, resizes
+  // change it (jm-1); the exact limit at each moment is the linearizability checker's
   const limits: Record<string, number> = {};
   for (const o of ops) {
-    if (o.f !== 'sem-acquire' || !o.input.lock || o.input.limit === undefined) continue;
-    limits[o.input.lock] = Math.min(limits[o.input.lock] ?? Infinity, o.input.limit);
+    if ((o.f !== 'sem-acquire' && o.f !== 'sem-limit') || !o.input.lock || o.input.limit === undefined) continue;
+    if (o.f === 'sem-limit' && o.type === 'fail') continue;
+    limits[o.input.lock] = Math.max(limits[o.input.lock] ?? 0, o.input.limit);
   }
   const win = grantWindows(ops, ttl, 'semaphore');
   const grants = knownGrants(ops, 'semaphore');

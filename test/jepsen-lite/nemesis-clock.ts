@@ -57,7 +57,10 @@ export async function injectClock(v: ClockVariant, env: NemesisEnv, rng: Rng): P
   const onLeader = v.endsWith('-leader');
   const rateNodes = env.nodes.filter((x) => env.clockMode(x) === 'rate');
   if (rateNodes.length === 0) throw new Error('no node keeps a fake clock in rate mode');
-  const wanted = onLeader ? l : pick(rng, env.nodes.filter((x) => x !== l));
+  // a node whose process keeps only a fake wall clock (since a step) cannot run fast or
+  // slow: another follower then, or any node that can
+  const followers = rateNodes.filter((x) => x !== l);
+  const wanted = onLeader ? l : pick(rng, followers.length ? followers : env.nodes.filter((x) => x !== l));
   const target = wanted !== null && rateNodes.includes(wanted) ? wanted : pick(rng, rateNodes);
   const note = target === wanted ? '' : ` (${wanted ?? 'no leader'} keeps only a fake wall clock since a step: ${target} instead)`;
   env.setClock(target, `+0 x${rate}`);

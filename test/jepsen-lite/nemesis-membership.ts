@@ -41,7 +41,8 @@ export async function injectMembership(v: MembershipVariant, env: NemesisEnv, rn
       return removeWhileDown(env, rng);
     case 'member-grow': {
       const before = env.nodes.length;
-      const id = await env.growMember();
+      const { id, grew } = await env.growMember();
+      if (!grew) return { variant: v, detail: `member add ${id}, then serve --config --node ${id} on an empty data dir in the spare slot: it did not become a voter (removed again)`, holdMs: 500, heal: async () => undefined };
       return {
         variant: v,
         detail: `grew ${before} → ${before + 1}: member add ${id}, then serve --config --node ${id} on an empty data dir in the spare slot; ${before + 1} → ${before} at the heal`,

@@ -11,11 +11,11 @@
 // nemesis-membership.ts, `corrupt` in nemesis-disk.ts, `clock` in nemesis-clock.ts. The
 // runner (run.ts) implements NemesisEnv: the verbs on real processes, disks and networks.
 //
-// `revoke` takes the election's leadership away through the admin API (`POST
-// /v1/locks/{name}/revoke` of the leader's session, sent by the probe and recorded in the
-// history): the deposed leader learns it at its next proclaim, and its writes in between
-// must be refused by the fenced resource once a newer leader wrote. It needs the election
-// workload (defaultFaults adds it when that runs).
+// `revoke` takes grants away through the admin API (sent by the probe and recorded in the
+// history): the election's leadership (`POST /v1/locks/{name}/revoke` of the leader's
+// session: the deposed leader learns it at its next proclaim, and its writes in between
+// must be refused by the fenced resource once a newer leader wrote), a lock holder's grant
+// (exclusive or shared), or every grant of a semaphore. Which ones depends on the workloads.
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { Surgery } from './disk-faults.js';
 import type { ClockMode } from './clock.js';
@@ -25,12 +25,12 @@ import { injectClock, CLOCK_VARIANTS, type ClockVariant } from './nemesis-clock.
 
 export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership', 'wipe', 'corrupt', 'clock', 'revoke'] as const;
 export type FaultCategory = (typeof FAULT_CATEGORIES)[number];
-/** every kind but `revoke`, which needs the election workload (defaultFaults adds it) */
-export const DEFAULT_FAULTS: readonly FaultCategory[] = FAULT_CATEGORIES.filter((c) => c !== 'revoke');
+/** every kind: what runs when no --faults is given */
+export const DEFAULT_FAULTS: readonly FaultCategory[] = [...FAULT_CATEGORIES];
 
-/** what runs when no --faults is given: every kind that applies to the workloads */
-export function defaultFaults(workloads: readonly string[]): FaultCategory[] {
-  return workloads.includes('election') ? [...FAULT_CATEGORIES] : [...DEFAULT_FAULTS];
+/** what runs when no --faults is given: every kind (each workload has grants to revoke) */
+export function defaultFaults(_workloads: readonly string[]): FaultCategory[] {
+  return [...DEFAULT_FAULTS];
 }
 
 export type Variant =
@@ -53,6 +53,8 @@ export type Variant =
   | 'member-failover-leader' // kill the leader, remove it at once through a follower, restart it; the heal joins a new node while the next leader is dead
   | 'wipe-restart' // lose a voter's data dir and start it again: it must refuse; then remove → join
   | 'revoke-leader' // revoke the election leader's grant (admin API)
+  | 'revoke-lock' // revoke a lock holder's grant, exclusive or shared
+  | 'revoke-semaphore' // revoke every grant of a semaphore
   | 'unsynced' // kill -9 a majority incl. the leader, losing every unsynced write; once per run
   | MembershipVariant
   | CorruptVariant
@@ -62,13 +64,14 @@ export type Variant =
 export const FAULT_VARIANTS = [
   'partition-leader', 'partition-halves', 'partition-ring', 'partition-bridge', 'partition-oneway', 'partition-partial',
   'kill-one', 'kill-leader', 'kill-minority', 'kill-all', 'pause-leader', 'pause-follower', 'pause-client', 'packet',
-  'member-replace-leader', 'member-replace-follower', 'unsynced', 'revoke-leader', 'wipe-restart',
+  'member-replace-leader', 'member-replace-follower', 'member-failover-leader', 'unsynced', 'revoke-leader', 'revoke-lock', 'revoke-semaphore', 'wipe-restart',
   ...MEMBERSHIP_VARIANTS, ...CORRUPT_VARIANTS, ...CLOCK_VARIANTS,
 ] as const satisfies readonly Variant[];
 
 export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
 
-export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
+/** the variants of a category; `revoke` has one per kind of grant the workloads make */
+export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly string[] = ['lock', 'shared', 'semaphore', 'election']): Variant[] {
   switch (c) {
     case 'partition':
       return nodes >= 5
@@ -93,7 +96,11 @@ export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
     case 'clock':
       return [...CLOCK_VARIANTS];
     case 'revoke':
-      return ['revoke-leader'];
+      return [
+        ...(workloads.includes('election') ? ['revoke-leader' as const] : []),
+        ...(workloads.includes('lock') || workloads.includes('shared') ? ['revoke-lock' as const] : []),
+        ...(workloads.includes('semaphore') ? ['revoke-semaphore' as const] : []),
+      ];
   }
 }
 
@@ -106,7 +113,7 @@ export function categoryOf(v: Variant): FaultCategory {
   if (v === 'wipe-restart') return 'wipe';
   if (v.startsWith('corrupt')) return 'corrupt';
   if (v.startsWith('clock')) return 'clock';
-  if (v === 'revoke-leader') return 'revoke';
+  if (v.startsWith('revoke')) return 'revoke';
   return v as FaultCategory;
 }
 
@@ -124,17 +131,20 @@ export function shuffle<T>(rng: Rng, xs: readonly T[]): T[] {
  * once-per-run crashes among them), so even a short run sees every kind; later rounds
  * cycle through the repeatable variants in a fresh shuffled order each, plus one of each
  * `emphasise`d variant per round (`--emphasise kill-all` repeats the crash of every node).
+ * Variants in `without` are never scheduled.
  */
-export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400, emphasise: readonly Variant[] = []): Variant[] {
+export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400, emphasise: readonly Variant[] = [], workloads?: readonly string[], without: readonly Variant[] = []): Variant[] {
+  const of = (c: FaultCategory): Variant[] => variantsOf(c, nodes, workloads).filter((v) => !without.includes(v));
   const first: Variant[] = [];
   for (const c of categories) {
-    const vs = variantsOf(c, nodes);
+    const vs = of(c);
+    if (vs.length === 0) continue;
     if (c === 'kill') first.push('kill-all');
     else first.push(vs[rng.int(0, vs.length)]!);
   }
   const out = shuffle(rng, first);
   // emphasised variants (e.g. kill-all, normally once per run) join every later round
-  const repeatable = [...categories.flatMap((c) => variantsOf(c, nodes)).filter((v) => !ONCE_PER_RUN.has(v)), ...emphasise];
+  const repeatable = [...categories.flatMap(of).filter((v) => !ONCE_PER_RUN.has(v)), ...emphasise];
   while (out.length < length && repeatable.length > 0) out.push(...shuffle(rng, repeatable));
   return out.slice(0, length);
 }
@@ -176,7 +186,7 @@ export interface NemesisEnv {
   addMember(slotOf: string, o?: { sameId?: boolean }): Promise<string>;
   /** a new voter in the spare slot, etcd's way: member add, then `serve --config --node`
    *  on an empty data dir; resolves with its id once it is a voter */
-  growMember(): Promise<string>;
+  growMember(): Promise<{ id: string; grew: boolean }>;
   /** POST /v1/cluster/transfer-leadership {to}: the answer, in one line */
   transferLeadership(to: string | undefined): Promise<string>;
   /** kill -9 `id`, delete its data directory, start it again under its id; resolves once
@@ -210,6 +220,9 @@ export interface NemesisEnv {
 
   /** revoke the election's leader (the `revoke` fault); resolves with what was done */
   revokeLeader(): Promise<string>;
+  /** revoke a holder of a random lock of the workloads, or every grant of a random
+   *  semaphore; resolves with what was done */
+  revokeGrants(target: 'lock' | 'semaphore'): Promise<string>;
 }
 
 /** how a node with a damaged disk started: it exited (the line naming why), or it serves
@@ -393,6 +406,11 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Inj
     }
     case 'revoke-leader': {
       const d = await env.revokeLeader();
+      return { variant: v, detail: d, holdMs: rng.int(200, 600), heal: async () => undefined };
+    }
+    case 'revoke-lock':
+    case 'revoke-semaphore': {
+      const d = await env.revokeGrants(v === 'revoke-lock' ? 'lock' : 'semaphore');
       return { variant: v, detail: d, holdMs: rng.int(200, 600), heal: async () => undefined };
     }
     case 'packet': {

@@ -133,7 +133,8 @@ export class ClusterOps {
     return id;
   }
 
-  private async awaitVoter(id: string, what: string): Promise<boolean> {
+  /** until the leader lists `id` as a voter (60 s); a problem when it does not, unless `quiet` */
+  private async awaitVoter(id: string, what: string, quiet = false): Promise<boolean> {
     const end = this.c.now() + 60_000;
     while (this.c.now() < end) {
       const role = (await this.members())?.get(id);
@@ -145,14 +146,15 @@ export class ClusterOps {
       await sleep(100);
     }
     const problem = `membership: ${what} was not a voter ${this.c.nodes.running(id) ? '60 s after it started' : 'and its process exited'}; the cluster stayed below its size`;
-    this.c.problem(problem);
+    if (!quiet) this.c.problem(problem);
     this.c.faultLog({ membership: problem });
     return false;
   }
 
   /** growth etcd's way (docs/membership.md "Add it, then start it"): member add, then serve
-   *  --config (a copy of the cluster file that lists the node) --node on an empty data dir */
-  async growMember(): Promise<string> {
+   *  --config (a copy of the cluster file that lists the node) --node on an empty data dir;
+   *  `grew` false: it did not become a voter (a problem is reported, the learner removed) */
+  async growMember(): Promise<{ id: string; grew: boolean }> {
     const slot = this.c.spare();
     if (!slot) throw new Error('the spare slot is in use (the cluster already grew)');
     const id = this.c.newId();
@@ -182,15 +184,16 @@ export class ClusterOps {
     this.c.nodes.expectExit(id); // judged below: a refusal is reported, not a crash
     this.c.nodes.start(id);
     this.c.faultLog({ membership: `started ${id}: serve --config ${path} --node ${id} (empty data dir, spare slot)`, members: [...this.c.ids] });
-    const voter = await this.awaitVoter(id, `${id} (added, then started with --config/--node on an empty data dir)`);
-    if (this.c.nodes.running(id)) this.c.nodes.expectExit(id, false);
-    if (!voter && !this.c.nodes.running(id)) {
+    const running = (): boolean => this.c.nodes.running(id);
+    const voter = await this.awaitVoter(id, `${id} (added, then started with --config/--node on an empty data dir)`, !running());
+    if (running()) this.c.nodes.expectExit(id, false);
+    if (!voter && !running()) {
       const line = lastLines(this.c.nodes.logPath(id), from);
-      this.c.problem(`member-grow: ${id}, added with member add and started etcd's way (serve --config --node, empty data dir), exited: ${line}`);
+      this.c.problem(`member-grow: ${id}, added with member add and started etcd's way (serve --config --node, empty data dir), exited instead of joining: ${line}`);
       // the cluster must still get back to its size: remove the learner again
       await this.removeMember(id).catch((err: unknown) => this.c.problem(`member-grow: could not remove the learner ${id} again: ${(err as Error).message}`));
     }
-    return id;
+    return { id, grew: voter };
   }
 
   async transferLeadership(to: string | undefined): Promise<string> {
@@ -320,9 +323,10 @@ function logSince(path: string, from: number): string {
   return existsSync(path) ? readFileSync(path, 'utf8').slice(from) : '';
 }
 
+/** the node's last line that is not JSON (a refusal), else its last line */
 function lastLines(path: string, from: number): string {
   const lines = logSince(path, from).trim().split('\n').filter(Boolean);
-  return lines.slice(-2).join(' | ').slice(0, 400) || '(no output)';
+  return (lines.filter((l) => !l.startsWith('{')).at(-1) ?? lines.at(-1) ?? '(no output)').slice(0, 400);
 }
 
 /** the last index of the log the node loaded (its "storage loaded" line) */

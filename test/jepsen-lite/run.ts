@@ -16,7 +16,7 @@ import { categoryOf, DEFAULT_FAULTS, inject, schedule, type FaultCategory, type 
 import { ClusterOps } from './run-cluster-ops.js';
 import { clockKickFlags, faketimeLibrary, FakeClocks } from './clock.js';
 import { clockFrom } from './recorder.js';
-import { electionsInLog, type FaultRecord } from './checkers.js';
+import { electionsInLog, type FaultRecord, type LagSample } from './checkers.js';
 import type { AccessLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
 import { assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
 import type { WatchArgs, WatchRecord } from './watch-proc.js';
@@ -34,6 +34,8 @@ export interface RunOptions {
   faults: FaultCategory[];
   /** variants scheduled once more in every round (e.g. kill-all, normally once per run) */
   emphasise: Variant[];
+  /** variants never scheduled (e.g. one that finds a bug still being fixed) */
+  without?: Variant[];
   clients: number;
   /** what the clients run, assigned round-robin (c1 the first, c2 the second, …; a name
    *  may appear more than once to weight it): workloads.ts */
@@ -143,6 +145,10 @@ class Run {
    *  crashed a node, … (checked as violations) */
   private readonly memberProblems: string[] = [];
   private ops: ClusterOps | null = null;
+  /** the leader's view of each member's lag, sampled through the run */
+  private readonly lagSamples: LagSample[] = [];
+  /** what every client knows (the names of each workload) */
+  private base: Omit<ClientArgs, 'role' | 'id' | 'seed'> | null = null;
   /** the nodes' fake clocks (the `clock` fault), null when the run has none */
   private clocks: FakeClocks | null = null;
 
@@ -177,6 +183,7 @@ class Run {
     await this.buildNetwork();
     await this.startNodes();
     const base = await this.startHelpers();
+    this.base = base;
     // start-up alone takes over 30 s when 5 nodes start on a loaded 2-core machine
     const first = await this.waitLeader(RESTART_LIMIT_MS);
     if (!first) throw new Error(`no leader within ${RESTART_LIMIT_MS / 1000} s (${this.netnsNote}); node logs in ${this.dir}`);
@@ -191,11 +198,25 @@ class Run {
     }
     const np = this.nodes!;
     const rssTimer = setInterval(() => np.sampleRss(), 1000);
+    // how far behind the leader's log each member is, every 3 s (checkFollowersBehind)
+    let sampling = false;
+    const lagTimer = setInterval(() => {
+      if (sampling) return;
+      sampling = true;
+      void this.ops!.leaderView()
+        .then((v) => {
+          const lags: Record<string, number> = {};
+          for (const m of v?.members ?? []) if (m.lag !== undefined) lags[m.id] = m.lag;
+          if (v) this.lagSamples.push({ t: this.now(), lags });
+        })
+        .finally(() => (sampling = false));
+    }, 3000);
     try {
       await this.driveNemesis();
       return await this.finish();
     } finally {
       clearInterval(rssTimer);
+      clearInterval(lagTimer);
     }
   }
 
@@ -458,6 +479,15 @@ class Run {
         const what = r.revoked === null ? r.type : r.revoked.length ? r.revoked.map((g) => `${g.session.slice(0, 8)} (token ${g.token})`).join(', ') : 'nothing';
         return `revoke ${name}${r.leader ? ` of leader ${r.leader.slice(0, 8)}` : ' (no leader read)'}: revoked ${what}`;
       },
+      revokeGrants: async (target) => {
+        const names = target === 'lock' ? [...this.base!.locks, ...this.base!.sharedLocks] : this.base!.semaphores;
+        if (names.length === 0) return `revoke: no ${target} in this run's workloads`;
+        const name = names[this.nemesisRng.int(0, names.length)]!;
+        const r = (await this.probe!.ask({ cmd: 'revoke-grants', target, name }, 15_000)) as { holder: string | null; revoked: { session: string; token: number }[] | null; type: string } | null;
+        if (!r) return `revoke ${name}: no answer from the probe`;
+        const what = r.revoked === null ? r.type : r.revoked.length ? r.revoked.map((g) => `${g.session.slice(0, 8)} (token ${g.token})`).join(', ') : 'nothing';
+        return `revoke ${target} ${name}${r.holder ? ` of holder ${r.holder.slice(0, 8)}` : ' (every grant)'}: revoked ${what}`;
+      },
     };
   }
 
@@ -493,7 +523,7 @@ class Run {
     const rng = this.nemesisRng;
     await sleep(3000); // warm-up
     const endAt = this.now() + this.opts.durationMs - 3000;
-    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))))) {
+    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))), this.opts.workloads, this.opts.without)) {
       if (this.now() >= endAt) break;
       const start = this.now();
       let fault: Awaited<ReturnType<typeof inject>>;
@@ -581,6 +611,7 @@ class Run {
       leftovers,
       memberProblems: this.memberProblems,
       members: [...this.ids],
+      lagSamples: this.lagSamples,
     });
     writeFileSync(this.file('summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(this.file('summary.txt'), summaryText(summary));

@@ -1,7 +1,7 @@
 // The verdict of a run: every checker over the recorded facts, and the summary a person
 // reads (summary.txt) and a program reads (summary.json).
 import type { Op } from './history.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LeaderElection, type Ttl } from './checkers.js';
+import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LagSample, type LeaderElection, type Ttl } from './checkers.js';
 import { clockMargin } from './nemesis-clock.js';
 import { checkLinearizable } from './linearizability.js';
 import type { NodeProcs } from './procs.js';
@@ -49,6 +49,8 @@ export interface RunSummary {
   livenessBoundMs: number;
   /** leaders elected after the first (one per term), and how many no fault explains */
   leaderChanges: number;
+  /** per member, the longest time it stayed 100+ entries behind with no fault to explain it */
+  behindMs?: Record<string, number>;
   unexplainedLeaderChanges: number;
   maxRssMb: Record<string, number>;
   /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
@@ -84,6 +86,8 @@ export interface RunFacts {
   memberProblems?: string[];
   /** the node ids at the end (differ from n1…nN after membership faults) */
   members?: string[];
+  /** the leader's view of each member's lag through the run (checkFollowersBehind) */
+  lagSamples?: LagSample[];
   /** the watch streams' records (watch.jsonl); absent: the run had no watch */
   watch?: WatchRecord[];
   /** each stream's index after the final drain */
@@ -140,6 +144,9 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   const elections = r.elections ?? [];
   const leaderViolations = checkLeaderChanges(elections, r.faults, 2 * opts.electionMs[1], r.runEnd);
   violations.push(...leaderViolations);
+  // left behind: 100 entries or more for 20 s with no fault in the last 10 s
+  const behind = checkFollowersBehind(r.lagSamples ?? [], r.faults, { minLag: 100, minMs: 20_000, graceMs: 10_000 });
+  violations.push(...behind.violations);
   if (!r.finalOk) violations.push('liveness: after the final heal, not every lock could be read linearizably within 15 s');
   for (const u of r.nodes.unexpected) violations.push(`node ${u.node} died on its own at t=${u.t.toFixed(0)} (code ${u.code}, signal ${u.signal}); log tail:\n${u.logTail}`);
   const mem = checkMemory(r.nodes.rss, opts.rssLimitMb * 1048576);
@@ -183,13 +190,14 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     livenessBoundMs: opts.livenessBoundMs,
     leaderChanges: Math.max(0, new Set(elections.map((e) => e.term)).size - 1),
     unexplainedLeaderChanges: leaderViolations.length,
+    behindMs: Object.fromEntries(Object.entries(behind.worstMs).map(([k, v]) => [k, Math.round(v)])),
     maxRssMb: mem.maxMb,
     rssTrendMb: mem.trendMb,
     unexpectedExits: r.nodes.unexpected.length,
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}${opts.watch ? '' : ' --no-watch'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.without?.length ? ` --without ${opts.without.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}${opts.watch ? '' : ' --no-watch'}`,
   };
 }
 
