@@ -271,14 +271,16 @@ export class ClusterOps {
   }
 
   /** sample /readyz of `id` against the leader's commit index: ready while it has not
-   *  applied what the leader had committed 3 s before, at two samples in a row, is a
-   *  problem (a healthy follower applies within a heartbeat or two) */
+   *  applied what the leader had committed 3 s before, and without applying anything since
+   *  the sample before (stuck, not catching up), at two samples in a row, is a problem (a
+   *  healthy follower applies within a heartbeat or two) */
   async watchReadiness(id: string, ms: number): Promise<string | null> {
     const spec = this.c.specs.find((s) => s.id === id);
     if (!spec) return null;
     const end = this.c.now() + ms;
     const commits: { t: number; commit: number }[] = [];
     let strikes = 0;
+    let before: number | undefined;
     while (this.c.now() < end) {
       const l = await this.leaderView();
       if (l?.commit_index !== undefined) commits.push({ t: this.c.now(), commit: l.commit_index });
@@ -286,9 +288,11 @@ export class ClusterOps {
       const own = (await this.c.probe.ask({ cmd: 'one', endpoint: spec.api, path: '/v1/cluster' }, 2000)) as { status: number; body?: ClusterBody } | null;
       const applied = own?.body?.applied_index;
       const then = commits.filter((c) => c.t <= this.c.now() - 3000).at(-1);
-      if (ready?.status === 200 && applied !== undefined && then !== undefined && applied < then.commit) {
-        if (++strikes >= 2) return `${id} answered /readyz 200 with applied index ${applied} while the leader had committed ${then.commit} ${Math.round(this.c.now() - then.t)} ms before (stuck behind)`;
+      const stuck = applied !== undefined && before !== undefined && applied <= before;
+      if (ready?.status === 200 && applied !== undefined && then !== undefined && applied < then.commit && stuck) {
+        if (++strikes >= 2) return `${id} answered /readyz 200 with applied index ${applied}, not moving, while the leader had committed ${then.commit} ${Math.round(this.c.now() - then.t)} ms before (stuck behind)`;
       } else strikes = 0;
+      before = applied;
       await sleep(500);
     }
     return null;
