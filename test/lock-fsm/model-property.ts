@@ -1,12 +1,13 @@
 // The frame of the property tests that run random command sequences against the reference
 // model (test/model/lock-model.ts): elections.property.test.ts and shared.property.test.ts. One
 // run applies every step to the FSM and to the model and checks, after EVERY command,
-// the same result and events and the FSM's own invariants; the test adds its own checks
+// the same result and events, the same exported (snapshot) state and the FSM's own
+// invariants; the test adds its own checks
 // per step. A snapshot taken at a random point and restored elsewhere, then fed the rest
 // of the log, must end in identical bytes.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LockFsm, assertFsmInvariants, type ApplyOutput, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
+import { LockFsm, assertFsmInvariants, exportState, type ApplyOutput, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
 import { LockModel } from '../model/lock-model.js';
 import { decode, encode } from './helpers.js';
 
@@ -89,6 +90,7 @@ export function assertMatchesModel<B>(steps: fc.Arbitrary<Step>, o: { seed: numb
         const want = model.apply(index, env);
         assert.deepEqual(got, want, `step ${i} ${JSON.stringify(env).slice(0, 300)}`);
         assertFsmInvariants(fsm);
+        assert.deepEqual(exportState(fsm), model.export(), `state after step ${i}`);
         c.after({ fsm, model, env, i, got, before });
         if (restored !== null) assert.deepEqual(restored.apply(index, env), got, `restored replica diverged at step ${i}`);
         if (i + 1 === cut) restored = LockFsm.fromSnapshot(fsm.snapshot(encode), decode, opts);
