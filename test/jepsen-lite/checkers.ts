@@ -11,6 +11,8 @@ export interface FaultRecord {
   end: number;
   /** a node's clock ran at this rate from start to end (the `clock` fault) */
   clock?: { node: string; rate: number };
+  /** the injection failed part way (what it did is still a fault window) */
+  failed?: boolean;
 }
 
 /**

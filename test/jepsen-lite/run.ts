@@ -145,8 +145,10 @@ class Run {
    *  crashed a node, … (checked as violations) */
   private readonly memberProblems: string[] = [];
   private ops: ClusterOps | null = null;
-  /** the leader's view of each member's lag, sampled through the run */
+  /** the leader's view of each member's lag, sampled between fault episodes */
   private readonly lagSamples: LagSample[] = [];
+  /** a fault episode is under way (inject, hold, heal, settle) */
+  private inFault = false;
   /** what every client knows (the names of each workload) */
   private base: Omit<ClientArgs, 'role' | 'id' | 'seed'> | null = null;
   /** the nodes' fake clocks (the `clock` fault), null when the run has none */
@@ -198,10 +200,11 @@ class Run {
     }
     const np = this.nodes!;
     const rssTimer = setInterval(() => np.sampleRss(), 1000);
-    // how far behind the leader's log each member is, every 3 s (checkFollowersBehind)
+    // how far behind the leader's log each member is, every 3 s between fault episodes
+    // (checkFollowersBehind looks at those only; during one the probe is the nemesis's)
     let sampling = false;
     const lagTimer = setInterval(() => {
-      if (sampling) return;
+      if (sampling || this.inFault) return;
       sampling = true;
       void this.ops!.leaderView()
         .then((v) => {
@@ -526,6 +529,7 @@ class Run {
     for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))), this.opts.workloads, this.opts.without)) {
       if (this.now() >= endAt) break;
       const start = this.now();
+      this.inFault = true;
       let fault: Awaited<ReturnType<typeof inject>>;
       try {
         fault = await inject(v, env, rng);
@@ -533,6 +537,9 @@ class Run {
         this.faultLog({ fault: v, error: (err as Error).message });
         this.log(`jepsen-lite: could not inject ${v}: ${(err as Error).message}`);
         await env.healPartitions().catch(() => undefined);
+        // what it did before it failed is a fault window for the checkers all the same
+        this.faults.push({ variant: v, detail: `could not inject: ${(err as Error).message}`, start, end: this.now(), failed: true });
+        this.inFault = false;
         continue;
       }
       this.faultLog({ fault: v, start: true, at: Number(start.toFixed(1)), detail: fault.detail, ...(fault.clock ? { clock: fault.clock } : {}) });
@@ -552,6 +559,7 @@ class Run {
       // settle: wait for the next grant (bounded), then a quiet spell
       const settleEnd = end + this.opts.livenessBoundMs + 4000;
       while (this.now() < settleEnd && !this.grantAfter(end)) await sleep(50);
+      this.inFault = false;
       await sleep(rng.int(800, 2000));
     }
     while (this.now() < endAt + 3000) await sleep(50);

@@ -28,7 +28,8 @@ export interface RunSummary {
   ops: number;
   opsByType: Record<string, number>;
   grants: number;
-  faults: { variant: string; detail: string; start: number; end: number }[];
+  /** every episode; `failed`: its injection failed part way (a window, not a kind covered) */
+  faults: { variant: string; detail: string; start: number; end: number; failed?: boolean }[];
   faultCounts: Record<string, number>;
   skippedCategories: string[];
   linearizable: boolean | 'unknown';
@@ -174,7 +175,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     ops: r.ops.length,
     opsByType,
     grants: r.ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire' || o.f === 'campaign') && o.type === 'ok').length,
-    faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end) })),
+    faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end), ...(f.failed ? { failed: true } : {}) })),
     faultCounts,
     skippedCategories: r.skipped,
     linearizable: lin.valid,
