@@ -85,8 +85,9 @@ function app(dir: string, name: string): string {
 
 /** a script that takes a lock through the installed package and prints its token */
 const LOCK_SCRIPT = (pkg: string): string => `
-import { RaftlockClient, fencedQuery, StaleFencingTokenError } from '${pkg}';
+import { RaftlockClient, fencedQuery, StaleFencingTokenError, mapFencingError, FENCE_LUA, FENCED_SET_LUA } from '${pkg}';
 if (typeof fencedQuery !== 'function' || typeof StaleFencingTokenError !== 'function') throw new Error('fencedQuery missing');
+if (typeof mapFencingError !== 'function' || !FENCE_LUA.includes('RLF01') || !FENCED_SET_LUA.includes('RLF01')) throw new Error('the MySQL/Redis fencing helpers are missing');
 const client = new RaftlockClient({ endpoints: process.argv[2] });
 try {
   const token = await client.withLock('packaging/${pkg.replace(/[^A-Za-z0-9]/g, '-')}', async ({ fencingToken }) => fencingToken, { ttlMs: 5000, waitMs: 10000 });

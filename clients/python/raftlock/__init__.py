@@ -14,6 +14,7 @@ from .client import Client
 from .errors import (CompactedError, Holder, InvalidRequestError, LimitMismatchError, LockHeldError, LockLostError,
                      NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError, SemaphoreFullError,
                      SessionLostError, SessionNotFoundError, TooManyRequestsError, UnavailableError)
+from .fencing import STALE_FENCING_TOKEN_CODE, is_stale_fencing_token
 from .lock import Leadership, Lock, SemaphoreGrant
 from .session import Session, default_safety_margin
 
@@ -21,3 +22,4 @@ __all__ = ["Client", "Session", "Lock", "SemaphoreGrant", "Leadership", "Holder"
            "LimitMismatchError", "CompactedError", "RaftlockError", "LockHeldError", "NotHolderError",
            "SessionNotFoundError", "UnavailableError", "TooManyRequestsError", "OutcomeUnknownError",
            "InvalidRequestError", "PermissionDeniedError", "SessionLostError", "LockLostError", "default_safety_margin"]
+__all__ += ["STALE_FENCING_TOKEN_CODE", "is_stale_fencing_token"]

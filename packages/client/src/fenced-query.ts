@@ -1,12 +1,13 @@
 // Fencing where the data lives: a PostgreSQL write that the database itself refuses when
 // its fencing token is stale (deploy/postgres/raftlock-fencing.sql, docs/client.md
-// "Fencing a PostgreSQL table"). The SDK does not depend on `pg`: it takes any client with
+// "Fencing in your database"). The SDK does not depend on `pg`: it takes any client with
 // pg's `query(text, values)` (a pg.Client or a client from pool.connect()), so services
 // pass the driver they already have.
-import { InvalidRequestError, RaftlockError } from './errors.js';
+import { InvalidRequestError } from './errors.js';
+import { mapFencingError, STALE_FENCING_TOKEN_CODE } from './stale-fencing-token.js';
 
 /** SQLSTATE raised by raftlock_fence() for a stale token */
-export const STALE_FENCING_TOKEN_SQLSTATE = 'RLF01';
+export const STALE_FENCING_TOKEN_SQLSTATE = STALE_FENCING_TOKEN_CODE;
 
 /** What fencedQuery needs of a PostgreSQL client: pg's Client / PoolClient shape. */
 export interface PgQueryable {
@@ -27,29 +28,6 @@ export interface FencedQueryOptions {
    * rolls back — after a StaleFencingTokenError the transaction is aborted and must be).
    */
   transaction?: 'own' | 'caller';
-}
-
-/**
- * PostgreSQL refused a write: `token` is lower than a token that another holder of the
- * lock has already written `resource` with. The lock has passed on; stop, and take it
- * again before writing. Nothing of the refused transaction was committed.
- */
-export class StaleFencingTokenError extends RaftlockError {
-  readonly resource: string;
-  readonly token: bigint;
-  /** the highest token recorded for the resource, when PostgreSQL said it */
-  readonly highestToken: bigint | undefined;
-  constructor(resource: string, token: bigint, highestToken: bigint | undefined, cause: unknown) {
-    super(
-      'stale_fencing_token',
-      `PostgreSQL refused the write to "${resource}": fencing token ${token} is stale${highestToken === undefined ? '' : ` (a holder with token ${highestToken} has written)`}`,
-      { cause },
-    );
-    this.name = 'StaleFencingTokenError';
-    this.resource = resource;
-    this.token = token;
-    this.highestToken = highestToken;
-  }
 }
 
 /**
@@ -75,7 +53,7 @@ export async function fencedQuery<Row = Record<string, unknown>>(
     try {
       await client.query('SELECT raftlock_fence($1::text, $2::bigint)', [resource, tok.toString()]);
     } catch (err) {
-      throw sqlState(err) === STALE_FENCING_TOKEN_SQLSTATE ? new StaleFencingTokenError(resource, tok, highestFrom(err), err) : err;
+      throw mapFencingError(err, { resource, token: tok });
     }
     const result = (await client.query(sql, [...params])) as PgQueryResult<Row>;
     if (own) await client.query('COMMIT');
@@ -104,16 +82,4 @@ function checkArgs(client: unknown, resource: unknown, token: unknown, sql: unkn
   else throw bad(`token must be an integer, got ${String(token)}`);
   if (tok < 1n || tok > 9223372036854775807n) throw bad(`token ${tok} is not a positive 64-bit integer (a lock's fencingToken)`);
   return tok;
-}
-
-function sqlState(err: unknown): string | undefined {
-  const code = (err as { code?: unknown } | null)?.code;
-  return typeof code === 'string' ? code : undefined;
-}
-
-/** raftlock_fence() puts `… highest=N` in the error's DETAIL */
-function highestFrom(err: unknown): bigint | undefined {
-  const detail = (err as { detail?: unknown } | null)?.detail;
-  const m = typeof detail === 'string' ? /highest=(\d+)$/.exec(detail) : null;
-  return m?.[1] === undefined ? undefined : BigInt(m[1]);
 }

@@ -16,5 +16,8 @@ export type { WatchEvent, WatchEventData, WatchEventName, WatchOptions, WatchSyn
 export { parseFrame as parseWatchFrame } from './watch.js';
 export type { CampaignGrant, ElectionInfo, LeaderInfo, Grant, SemaphoreGrantInfo, SemaphoreInfo, SessionGrant, SessionInfo, KeepaliveAnswer, KeepaliveGrant, LockInfo, MemberInfo, ClusterInfo } from './wire.js';
 export { parseDuration, formatDuration, DurationError } from './duration.js';
-export { fencedQuery, StaleFencingTokenError, STALE_FENCING_TOKEN_SQLSTATE } from './fenced-query.js';
+export { fencedQuery, STALE_FENCING_TOKEN_SQLSTATE } from './fenced-query.js';
 export type { PgQueryable, PgQueryResult, FencedQueryOptions } from './fenced-query.js';
+export { StaleFencingTokenError, mapFencingError, STALE_FENCING_TOKEN_CODE } from './stale-fencing-token.js';
+export type { FencingErrorContext } from './stale-fencing-token.js';
+export { FENCE_LUA, FENCED_SET_LUA } from './redis-fencing.js';
