@@ -19,7 +19,10 @@
 //   (the linearizability, fencing and durability checkers see it); refusing to start or to
 //   vote until the cluster's log is back (L restarts at the heal) is the correct outcome.
 //   No node can see such a loss in its own files (LevelDB takes a cut record for a write
-//   that never finished): this variant measures what the cluster does about it.
+//   that never finished), and the one that could, the leader that counted the lost
+//   acknowledgements, is dead: this variant measures what the cluster does about it. It is
+//   not in the rotation of the default mix (every run would report the same loss until the
+//   cluster has a way to refuse it): `--emphasise corrupt-lost-ack` schedules it.
 // - corrupt-flip: one bit of a table file (or of the log when there is no table yet).
 // - corrupt-missing-file: a table, the newest log, the MANIFEST or CURRENT deleted.
 import type { Rng } from '../../src/raft/core/rng.js';

@@ -92,7 +92,8 @@ export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly 
     case 'wipe':
       return ['wipe-restart'];
     case 'corrupt':
-      return [...CORRUPT_VARIANTS];
+      // corrupt-lost-ack only when asked for (--emphasise): nemesis-disk.ts says why
+      return CORRUPT_VARIANTS.filter((v) => v !== 'corrupt-lost-ack');
     case 'clock':
       return [...CLOCK_VARIANTS];
     case 'revoke':
