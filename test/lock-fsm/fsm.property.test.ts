@@ -1,4 +1,4 @@
-// Property tests: random command sequences against the reference model (model.ts).
+// Property tests: random command sequences against the reference model (test/model/lock-model.ts).
 // After EVERY command: same result, same events, same exported state; the FSM's own
 // invariants hold (≤1 holder, live sessions, linked structures); tokens strictly
 // increase; grants follow FIFO and never happen during lock-delay. Plus: a snapshot taken
@@ -14,9 +14,9 @@ import fc from 'fast-check';
 import { Packr } from 'msgpackr';
 import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent, type KeyBinding } from '../../src/lock-fsm/index.js';
 import type { StateV1 } from '../../src/lock-fsm/snapshot.js';
-import { Model, type ModelLimits } from './model.js';
+import { LockModel, type ModelLimits } from '../model/lock-model.js';
 import { compact, maybe } from './model-property.js';
-import { bindingArb, envelopeOf } from './model-keys.js';
+import { bindingArb, envelopeOf } from '../model/model-keys.js';
 import { testSeed } from '../support/seed.js';
 
 const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, bundleStrings: false });
@@ -55,7 +55,7 @@ const stepArb: fc.Arbitrary<Step> = fc.record({
   dIndex: fc.integer({ min: 1, max: 3 }),
 }).map(compact);
 
-const limitsArb: fc.Arbitrary<ModelLimits> = fc.record({
+const limitsArb: fc.Arbitrary<Required<ModelLimits>> = fc.record({
   maxSessions: fc.constantFrom(3, 100, 100),
   maxWaitersPerLock: fc.constantFrom(2, 100, 100),
   idempotencyTtlMs: fc.constant(600_000),
@@ -92,7 +92,7 @@ test('random command sequences: FSM ≡ reference model, invariants hold, snapsh
   fc.assert(
     fc.property(limitsArb, fc.array(stepArb, { minLength: 1, maxLength: 120, size: 'max' }), fc.nat(), (lim, steps, cutSeed) => {
       const fsm = new LockFsm(lim);
-      const model = new Model(lim);
+      const model = new LockModel(lim);
       const log = envelopes(steps);
       const cut = cutSeed % (log.length + 1);
       let restored: LockFsm | null = cut === 0 ? LockFsm.fromSnapshot(fsm.snapshot(encode), decode, lim) : null;

@@ -19,13 +19,17 @@
 //  - waits run their course: a wait is cancelled no earlier than wait_ms after the send
 //    of the acquire that queued it;
 //  - Idempotency-Keys live 10 minutes of real (simulated) time on every node: the oldest
-//    key younger than that is still in the table of every node that applied it.
+//    key younger than that is still in the table of every node that applied it;
+//  - the committed log, applied once in index order to the reference model
+//    (test/model/lock-model.ts), gives every result and event the nodes gave
+//    (model-checker.ts).
 import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/lock-fsm/index.js';
 import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
 import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
 import { HoldShadow, type StampInfo } from './hold-checker.js';
 import { ElectionShadow } from './election-checker.js';
+import { ModelAgreement } from './model-checker.js';
 
 export class LockViolation extends Error {
   constructor(readonly checker: string, message: string) {
@@ -71,6 +75,8 @@ export class LockCheckers {
   /** holders by mode, semaphore permits and FIFO queues over the applied stream */
   readonly modes = new ModeShadow(violation);
   readonly elections = new ElectionShadow(violation);
+  /** the reference model over the committed log (model-checker.ts) */
+  readonly model = new ModelAgreement(stable);
   /** max holds and revocations (hold-checker.ts) */
   readonly holds: HoldShadow;
   /** entry bytes → who stamped it and when (the first stamp of those bytes) */
@@ -123,6 +129,7 @@ export class LockCheckers {
     this.counts.applied++;
     const digest = fnv(data, `${kind}|${out ? stable(out) : ''}`);
     const c = this.canonical.get(index);
+    let modelCheck: (() => void) | undefined;
     if (c === undefined) {
       if (index !== this.maxCanonical + 1) violation('AppliedPrefix', `${node.id} applied ${index} first, but the highest index applied anywhere is ${this.maxCanonical}`);
       this.canonical.set(index, { term, digest, first: node.id });
@@ -140,7 +147,14 @@ export class LockCheckers {
         // client's belief, protect the resource from then on (docs/contract.md §4)
         for (const e of out.events) if (e.type === 'revoked') this.dropBelief(e.sessionId, e.name);
       }
-      if (out && env) this.timing(index, env, out);
+      if (out && env) {
+        this.timing(index, env, out);
+        // last of all below: a mutation keeps being reported by the property checker named for it
+        modelCheck = () => {
+          const why = this.model.onFirstApply(index, env, out);
+          if (why !== null) violation('ModelAgreement', `${node.id} ${why}`);
+        };
+      }
     } else if (c.term !== term || c.digest !== digest) {
       violation('StateMachineSafety', `${node.id} applied at ${index} term ${term} digest ${digest}, ${c.first} applied term ${c.term} digest ${c.digest}` +
         (out ? ` (${node.id}'s output ${stable(out)})` : ''));
@@ -174,6 +188,7 @@ export class LockCheckers {
       const tokens = out.events.flatMap((e) => ((e.type === 'granted' || e.type === 'semGranted') && e.maxHoldMs !== undefined ? [e.fencingToken] : []));
       if (tokens.length > 0) this.holds.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs(), tokens);
     }
+    modelCheck?.();
   }
 
   /** a node took office: its lessor armed every max hold it has applied (Lessor.promote) */
