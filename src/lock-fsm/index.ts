@@ -3,7 +3,7 @@ export type { Command, CommandKind, Envelope, NewSessionSpec } from './commands.
 export { InvalidCommandError, parseCommand, parseEnvelope } from './commands.js';
 export type { ApplyOutput, ApplyResult, FsmEvent, GrantEndReason, GrantKind, HolderInfo, LimitName, RevokedGrant } from './results.js';
 export { parseApplyResult } from './results.js';
-export type { ElectionInfo, FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionGrantInfo, SessionInfo } from './fsm.js';
+export type { ElectionInfo, FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionGrantInfo, SessionInfo, WaitInfo } from './fsm.js';
 export { LockFsm } from './fsm.js';
 export type { StateV1 } from './snapshot.js';
 export { SNAPSHOT_FORMAT, SNAPSHOT_VERSION, exportState, importState } from './snapshot.js';

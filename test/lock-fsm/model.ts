@@ -4,10 +4,10 @@
 // exportState can be compared with it directly.
 
 import type { ApplyResult, Command, Envelope, FsmEvent } from '../../src/lock-fsm/index.js';
-import type { StateV1, LockTuple, IdemTuple, WaiterTuple } from '../../src/lock-fsm/snapshot.js';
+import type { StateV1, LockTuple, IdemTuple, WaiterTuple, WaitTimeTuple } from '../../src/lock-fsm/snapshot.js';
 
 interface MSession { id: string; ttlMs: number; owner: string; lockDelayMs: number }
-interface MWaiter { sid: string; owner: string; waitMs: number; since: number; key?: string }
+interface MWaiter { sid: string; owner: string; waitMs: number; since: number; key?: string; queuedAtMs: number }
 interface MLock { holder: { sid: string; owner: string; token: number } | null; delayMs: number; delaySince: number; queue: MWaiter[] }
 
 export interface ModelLimits { maxSessions: number; maxWaitersPerLock: number; idempotencyTtlMs: number; idempotencyMaxKeys: number }
@@ -176,7 +176,7 @@ export class Model {
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     open();
-    l.queue.push({ sid, owner, waitMs: cmd.waitMs, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
+    l.queue.push({ sid, owner, waitMs: cmd.waitMs, since: index, ...(this.key !== undefined ? { key: this.key } : {}), queuedAtMs: this.nowMs });
     ev.push({ type: 'waiting', name: cmd.name, sessionId: sid });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
@@ -189,6 +189,12 @@ export class Model {
       l.queue.map((w): WaiterTuple => (w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key])), l.delaySince, [],
     ]);
     const entries = this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result]);
-    return { format: 'raftlock/lock-fsm', v: 3, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], elections: [], idem: { nowMs: this.nowMs, entries } };
+    // version 4: when each wait was queued, in log time (sorted by lock name, then session id)
+    const waitTimes = [...this.locks.entries()].flatMap(([name, l]) => l.queue.map((w): WaitTimeTuple => ['lock', name, w.sid, w.queuedAtMs]))
+      .sort((a, b) => cmp(a[1], b[1]) || cmp(a[2], b[2]));
+    return {
+      format: 'raftlock/lock-fsm', v: 4, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems: [], elections: [],
+      ...(waitTimes.length > 0 ? { waitTimes } : {}), idem: { nowMs: this.nowMs, entries },
+    };
   }
 }
