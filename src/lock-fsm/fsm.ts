@@ -524,6 +524,13 @@ export class LockFsm {
     return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
   }
 
+  /** does the wait of `sessionId` for `name` begun at index `since` still stand (since 0:
+   *  any wait of the session for it)? The lessor's WaitLive (due) */
+  waitStands(target: GrantKind, name: string, sessionId: string, since: number): boolean {
+    const w = target === 'semaphore' ? this.semWaitOf(name, sessionId) : this.waitOf(name, sessionId);
+    return w !== undefined && (since === 0 || w.since === since);
+  }
+
   /** the session's current wait for semaphore `name`, if it waits */
   semWaitOf(name: string, sessionId: string): WaitInfo | undefined {
     const w = this.core.sessions.get(sessionId)?.semWaits?.get(name);
