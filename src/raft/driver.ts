@@ -55,8 +55,10 @@ export type ProposalOutcome<R = unknown> =
   /** provably not applied: refused before entering the log, or another entry won its slot */
   | { ok: false; kind: 'rejected'; reason: string }
   | { ok: false; kind: 'lost' }
-  /** proposed, but not known to be committed in time: it may still apply */
-  | { ok: false; kind: 'unknown' };
+  /** proposed, but not known to be committed in time: it may still apply. index and term:
+   *  the slot it took in this node's log, when it got one; once this node has applied that
+   *  index, the entry either was applied there or can never be */
+  | { ok: false; kind: 'unknown'; index?: Index; term?: Term };
 
 export type ReadOutcome = { ok: true; index: Index } | { ok: false; reason: 'not_leader' | 'timeout' | 'stopped' };
 
@@ -408,7 +410,7 @@ export class RaftDriver<out R = unknown> {
         // would be a bug.
         assert(older.term < r.term, `two proposals for index ${r.index} in term ${r.term}`);
         this.pending.delete(r.index);
-        older.waiter.resolve({ ok: false, kind: 'unknown' });
+        older.waiter.resolve({ ok: false, kind: 'unknown', index: r.index, term: older.term });
       }
       this.pending.set(r.index, { term: r.term, waiter: w, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
       if (tracing) trace('propose', this.opts.id, r.index);
@@ -607,7 +609,7 @@ export class RaftDriver<out R = unknown> {
     for (const [idx, p] of this.pending) {
       if (idx <= index) {
         this.pending.delete(idx);
-        p.waiter.resolve({ ok: false, kind: 'unknown' });
+        p.waiter.resolve({ ok: false, kind: 'unknown', index: idx, term: p.term });
       }
     }
     this.opts.hooks.onSnapshotRestored?.(index, conf);
@@ -665,7 +667,7 @@ export class RaftDriver<out R = unknown> {
     for (const [idx, p] of this.pending) {
       if (p.deadlineMs <= now) {
         this.pending.delete(idx);
-        p.waiter.resolve({ ok: false, kind: 'unknown' });
+        p.waiter.resolve({ ok: false, kind: 'unknown', index: idx, term: p.term });
       }
     }
     for (const [ctx, reads] of this.readRounds) {
