@@ -217,6 +217,13 @@ export class Lessor {
     this.newWaitTrack(k, name, sessionId, since, deadlineMs, semaphore, false);
   }
 
+  /** The API layer's client went away: its wait is given up now. The cancel is proposed
+   *  (and re-proposed) as any due one, until an apply shows the wait's end. */
+  endWaitNow(name: string, sessionId: string, since: number, nowMs: number, semaphore = false): void {
+    if (!this.leader) return;
+    this.newWaitTrack(waitKey(name, sessionId, semaphore), name, sessionId, since, nowMs, semaphore, false);
+  }
+
   /** a wait learned from the log (its apply, or the state on taking office): it ends at
    *  queuedAtMs + waitMs in log time, of which logNow − queuedAtMs is spent. A wait the API
    *  layer already tracks keeps that deadline. */
