@@ -22,9 +22,11 @@
 // learns of a wait from the log (the `waiting` / `semWaiting` event of the apply that
 // queued it; a campaign's wait is a lock wait) or, on taking office, from the state, and
 // arms it in log time: queuedAtMs + waitMs, counted from now as what log time has not yet
-// spent of it. The API layer's trackWait (arrival + wait_ms) then replaces that bound with
-// its own, exact one. Its cancel is re-proposed until an apply ends the wait or the wait
-// is gone (due's `waitLive`), never given up after a few tries.
+// spent of it. The API layer's trackWait then brings that bound forward to the request's
+// arrival + the wait's waitMs (exact for the request that queued it) and extends it to
+// arrival + the request's own wait_ms (a later request asks for more). Its cancel is
+// re-proposed until an apply ends the wait or the wait is gone (due's `waitLive`), never
+// given up after a few tries.
 //
 // Each tracked item has exactly one heap entry. A renewal does not touch the heap: when
 // the entry comes due, the item is re-pushed at its current deadline (lazy update), so a
@@ -88,7 +90,7 @@ type Track =
   | { kind: 'delay'; name: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
   /** fromLog: armed from the log's queue time (observe, promote); false once the API layer
    *  tracked it with the request's arrival (trackWait) */
-  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean; fromLog: boolean }
+  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean; fromLog: boolean; waitMs: number }
   /** a grant's max hold (docs/lock-fsm.md "Revocation and maximum hold") */
   | { kind: 'hold'; target: GrantKind; name: string; sessionId: string; token: number; deadlineMs: number; proposedAtMs: number; dead: boolean };
 
@@ -202,26 +204,36 @@ export class Lessor {
     return this.sessionTracks.get(sessionId)?.deadlineMs;
   }
 
-  /** The API layer queued a wait that arrived at t with wait_ms w: deadline t + w. since:
-   *  the wait's identity in the FSM (LockFsm.waitOf). It replaces the bound armed from the
-   *  log (the request's arrival is the exact start); a later request for the same wait
-   *  (a retry) only extends it; one for a newer wait of the same session replaces it. */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
+  /** The API layer waits for the grant of a request that arrived at `arrivalMs` with
+   *  wait_ms w: deadline arrival + w. since: the wait's identity in the FSM
+   *  (LockFsm.waitOf). The first such request brings the bound armed from the log forward
+   *  to its arrival + the wait's own waitMs (the request that queued the wait arrived no
+   *  later than any other that finds it, so this is never early, and exact for that one);
+   *  every request extends the deadline to its own arrival + w (a retry, or a later
+   *  acquire of the same session, asks to wait that long); one for a newer wait of the
+   *  same session replaces it. */
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false, arrivalMs?: number): void {
     if (!this.leader) return;
     const k = waitKey(name, sessionId, semaphore);
     const t = this.waitTracks.get(k);
-    if (t !== undefined && t.since === since && !t.fromLog) {
-      t.deadlineMs = Math.max(t.deadlineMs, deadlineMs);
+    if (t !== undefined && t.since === since) {
+      const from = t.fromLog && arrivalMs !== undefined ? Math.min(t.deadlineMs, arrivalMs + t.waitMs) : t.deadlineMs;
+      const d = Math.max(from, deadlineMs);
+      if (d < t.deadlineMs) this.newWaitTrack(k, name, sessionId, since, d, semaphore, false, t.waitMs);
+      else {
+        t.deadlineMs = d;
+        t.fromLog = false;
+      }
       return;
     }
-    this.newWaitTrack(k, name, sessionId, since, deadlineMs, semaphore, false);
+    this.newWaitTrack(k, name, sessionId, since, deadlineMs, semaphore, false, 0);
   }
 
   /** The API layer's client went away: its wait is given up now. The cancel is proposed
    *  (and re-proposed) as any due one, until an apply shows the wait's end. */
   endWaitNow(name: string, sessionId: string, since: number, nowMs: number, semaphore = false): void {
     if (!this.leader) return;
-    this.newWaitTrack(waitKey(name, sessionId, semaphore), name, sessionId, since, nowMs, semaphore, false);
+    this.newWaitTrack(waitKey(name, sessionId, semaphore), name, sessionId, since, nowMs, semaphore, false, 0);
   }
 
   /** a wait learned from the log (its apply, or the state on taking office): it ends at
@@ -231,14 +243,14 @@ export class Lessor {
     const k = waitKey(name, sessionId, semaphore);
     if (this.waitTracks.get(k)?.since === w.since) return;
     const left = Math.max(0, Math.min(w.waitMs, w.queuedAtMs + w.waitMs - logNow));
-    this.newWaitTrack(k, name, sessionId, w.since, nowMs + left, semaphore, true);
+    this.newWaitTrack(k, name, sessionId, w.since, nowMs + left, semaphore, true, w.waitMs);
   }
 
   /** (re)places the wait's track: a fresh object, so a deadline may also move earlier (the
    *  old heap entry is discarded as dead when it surfaces) */
-  private newWaitTrack(k: string, name: string, sessionId: string, since: number, deadlineMs: number, semaphore: boolean, fromLog: boolean): void {
+  private newWaitTrack(k: string, name: string, sessionId: string, since: number, deadlineMs: number, semaphore: boolean, fromLog: boolean, waitMs: number): void {
     this.untrack(this.waitTracks, k);
-    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0, semaphore, fromLog };
+    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0, semaphore, fromLog, waitMs };
     this.waitTracks.set(k, nt);
     this.heap.push(deadlineMs, nt);
   }

@@ -119,14 +119,14 @@ export class LeaderCoordinator {
   /**
    * Wait for the FSM to grant the queued request or end its wait. The lessor ends the wait
    * at arrival + waitMs by a cancel naming it (it armed the wait when it applied, in log
-   * time; this request's arrival is the exact start); the registry gives up a backstop
+   * time; this request's arrival is the exact start: Lessor.trackWait); the registry gives up a backstop
    * later. A client that goes away ('aborted') gives its place up, so that nothing is
    * granted to nobody: the lessor's deadline for the wait becomes now, and its cancel is
    * proposed at once and again until the wait ends. It may lose to a grant, so the caller
    * answers "outcome unknown", never 503.
    */
   async awaitGrant(w: QueuedWait, arrival: number, waitMs: number, signal: AbortSignal): Promise<WaitOutcome> {
-    this.d.lessor.trackWait(w.name, w.sessionId, arrival + waitMs, w.since, w.target === 'semaphore');
+    this.d.lessor.trackWait(w.name, w.sessionId, arrival + waitMs, w.since, w.target === 'semaphore', arrival);
     const key = w.target === 'semaphore' ? SEMAPHORE_PREFIX + w.name : w.name;
     const outcome = await this.waits.wait(key, w.sessionId, waitMs + this.waitBackstopMs(), signal);
     if (outcome.kind === 'aborted' && this.d.driver.currentRole === 'leader') {

@@ -230,11 +230,32 @@ test('a wait committed under this leader, proposed by another, is learned from t
   L.apply({ kind: 'acquire', name: 'a', sessionId: 'h', waitMs: 0 });
   L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
   const since = L.g.fsm.waitOf('a', 'w')!.since;
-  L.lessor.trackWait('a', 'w', L.now + 400, since); // it arrived 600 ms before it applied
-  L.lessor.trackWait('a', 'w', L.now + 300, since); // a retry's earlier deadline does not shorten it
+  L.lessor.trackWait('a', 'w', L.now + 400, since, false, L.now - 600); // it arrived 600 ms before it applied
+  L.lessor.trackWait('a', 'w', L.now + 300, since, false, L.now - 700); // a request with an earlier deadline does not shorten it
   const from = L.proposed.length;
   for (let k = 0; k < 10; k++) L.tick();
   assert.deepEqual(L.proposed.slice(from).map((p) => [p.at - 3000, p.cmd.kind]), [[400, 'cancelWait']]);
+  // a later request of the session that finds the wait (here with wait_ms 0) never cuts it
+  // short: the wait keeps its own wait_ms from the arrival of the request that queued it
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  const queued = L.now;
+  const again = L.g.fsm.waitOf('a', 'w')!.since;
+  L.tick();
+  L.tick();
+  L.lessor.trackWait('a', 'w', L.now + 0, again, false, L.now); // 200 ms after it queued; it asks for 0 ms
+  const mark = L.proposed.length;
+  for (let k = 0; k < 12; k++) L.tick();
+  assert.deepEqual(L.proposed.slice(mark).map((p) => [p.at - queued, p.cmd.kind]), [[1000, 'cancelWait']]);
+  // and one asking for more extends it
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  const third = L.g.fsm.waitOf('a', 'w')!.since;
+  L.lessor.trackWait('a', 'w', L.now + 1000, third, false, L.now);
+  L.tick();
+  const asked = L.now;
+  L.lessor.trackWait('a', 'w', asked + 3000, third, false, asked);
+  const m3 = L.proposed.length;
+  for (let k = 0; k < 40; k++) L.tick();
+  assert.deepEqual(L.proposed.slice(m3).map((p) => [p.at - asked, p.cmd.kind]), [[3000, 'cancelWait']]);
 });
 
 test('a new leader arms each wait with what log time left of it, so leader changes never restart a wait', () => {

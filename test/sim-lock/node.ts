@@ -39,6 +39,9 @@ export interface LockMutations {
   testExpireHoldIgnoresToken?: boolean;
   /** a new leader's lessor arms every max hold a full max_hold_ms from taking office */
   testRearmFullMaxHold?: boolean;
+  /** the lessor tracks only the waits its API layer queued or that were applied when it
+   *  took office (re-armed in full), and gives a cancel up after three tries */
+  testLegacyWaitTracking?: boolean;
 }
 
 /** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
@@ -72,9 +75,10 @@ export interface NodeEnv {
   lessorFault(cmd: Command): LessorFault;
   /** the current tick */
   tick(): number;
-  /** an expireHold of `token` came due while an earlier proposal of it (an earlier term's,
-   *  say) is still unanswered: the production gate holds it back until that one is */
-  onHoldGated(node: LockNode, token: number): void;
+  /** the workload's request tracked a wait on this leader (the API layer's trackWait:
+   *  arrival + wait_ms replaces the lessor's bound from the log, or extends it for a
+   *  later request of the same wait) */
+  onWaitTracked(node: LockNode, target: 'lock' | 'semaphore', name: string, sessionId: string, since: number, deadlineMs: number): void;
   /** this node stamped an entry (its encoded bytes) while leading `term` */
   onProposed(node: LockNode, term: number, data: Uint8Array): void;
 }
@@ -125,7 +129,13 @@ export class LockNode {
   /** sessions with a waiting acquire on this leader: kept alive while they wait
    *  (leader-coordinator onTick does the same through its WaitRegistry) */
   readonly waitingSessions = new Set<string>();
-  /** the production gate: one lessor proposal in flight per item */
+  /** the gate reads the driver's term and applied index, as leader-coordinator.ts wires it */
+  private readonly proposerView = {
+    node: this as LockNode,
+    get currentTerm(): number { return this.node.driver.currentTerm; },
+    get appliedIndex(): number { return this.node.driver.appliedIndex; },
+  };
+  /** the production gate: one copy per item that can still commit (lessor-proposer.ts) */
   private readonly lessorProposer = new LessorProposer((cmd) => {
     this.env.onLessorProposal(cmd);
     const f = this.env.lessorFault(cmd);
@@ -137,16 +147,8 @@ export class LockNode {
       held.push({ cmd, readyAt: this.env.tick() + f.landInNext.afterTicks });
       this.stale.set(k, held);
     }
-    const p = f.delayTicks === 0 ? this.propose(cmd) : new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
-    if (cmd.kind === 'expireHold') {
-      const t = cmd.fencingToken;
-      this.holdsInFlight.add(t);
-      void p.finally(() => this.holdsInFlight.delete(t));
-    }
-    return p;
-  });
-  /** expireHold tokens proposed and not yet answered (the proposer's gate holds repeats) */
-  private readonly holdsInFlight = new Set<number>();
+    return f.delayTicks === 0 ? this.propose(cmd) : new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
+  }, this.proposerView);
   /** copies waiting for the next lock-delay of their lock or wait of their session (landInNext) */
   private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
   /** lessor proposals held back by the lessor fault, proposed at tick `at` if this node
@@ -169,7 +171,7 @@ export class LockNode {
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);
     const legacy = [...(mutations.legacyEndLockDelay ? ['endLockDelay' as const] : []), ...(mutations.legacyCancelWait ? ['cancelWait' as const] : [])];
-    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy, ...(mutations.testRearmFullMaxHold ? { testRearmFullMaxHold: true } : {}) });
+    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy, ...(mutations.testRearmFullMaxHold ? { testRearmFullMaxHold: true } : {}), ...(mutations.testLegacyWaitTracking ? { testLegacyWaitTracking: true } : {}) });
     this.logClock = new LogClock({ monoMs: env.nowMs, appliedLogTimeMs: () => this.app.fsm.logTimeMs, ...(mutations.wallClockStamps ? { wallMs: () => env.wallMs(id) } : {}) });
     this.raw = new RawNode({
       id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
@@ -194,7 +196,7 @@ export class LockNode {
         },
         onApplied: (entry, result) => {
           const out = result as ApplyOutput | undefined;
-          if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
+          if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs(), this.app.fsm);
           if (out && this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStale(out);
           if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded' || e.type === 'semGranted' || e.type === 'semWaitEnded') this.waitingSessions.delete(e.sessionId);
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
@@ -220,11 +222,11 @@ export class LockNode {
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
-    // as leader-coordinator.ts: a max hold whose grant ended otherwise is dropped unproposed
+    // as leader-coordinator.ts: a max hold or wait that ended otherwise is dropped unproposed
     const fsm = this.app.fsm;
-    const due = this.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token));
-    for (const cmd of due) if (cmd.kind === 'expireHold' && this.holdsInFlight.has(cmd.fencingToken)) this.env.onHoldGated(this, cmd.fencingToken);
-    this.lessorProposer.proposeDue(due);
+    this.lessorProposer.proposeDue(this.lessor.due(now,
+      (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token),
+      (target, name, sid, since) => fsm.waitStands(target, name, sid, since)));
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
@@ -257,8 +259,9 @@ export class LockNode {
 
   /** leader-coordinator's awaitGrant (trackWait): the lessor times the wait out; a stale cancelWait copy of
    *  an earlier wait of this session on this lock is let go now (landInNext) */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
-    this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore);
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false, arrivalMs?: number): void {
+    this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore, arrivalMs);
+    if (this.lessor.isLeader) this.env.onWaitTracked(this, semaphore ? 'semaphore' : 'lock', name, sessionId, since, deadlineMs);
     if (this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStaleFor(staleKey(name, sessionId));
   }
 

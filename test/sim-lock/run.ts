@@ -9,7 +9,7 @@ import { formatLockFailure } from './report.js';
 import { parseSeedArgs } from '../support/seed-args.js';
 import type { LockMutations } from './node.js';
 
-const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold'];
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking'];
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}]`);
@@ -33,6 +33,7 @@ async function main(): Promise<void> {
       `lessorDelayed=${st['lessorDelayed']} lessorDuplicated=${st['lessorDuplicated']} delaysEnded=${st['delaysEnded']} waitsCancelled=${st['waitsCancelled']} clockSteps=${st['clockSteps']} ` +
       `sharedGrants=${st['sharedGrants']} ackedShares=${st['ackedShares']} semGrants=${st['semGrants']} semAcked=${st['semAcked']} semResized=${st['semResized']} fifoChecked=${st['fifoChecked']} ` +
       `electionsWon=${st['electionsWon']} proclaims=${st['proclaims']} resigns=${st['resigns']} electionChecks=${st['electionChecks']} ` +
+      `waitsQueued=${st['waitsQueued']} waitBoundChecks=${st['waitBoundChecks']} waitLateMsMax=${st['waitLateMsMax']} lessorCancelWait=${st['lessorCancelWait']} maxLog=${st['maxLogIndex']} ` +
       `${((performance.now() - t0) / 1000).toFixed(2)}s`);
     if (!r.ok) {
       failed++;

@@ -163,7 +163,7 @@ export class LockCluster {
   /** the first error thrown where the driver or a promise would swallow it (hooks run
    *  inside the driver's loop, whose catch turns any throw into a fail-stop) */
   failure: unknown = null;
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorExpireHold: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorExpireHold: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0, maxLogIndex: 0 };
   /** wall-clock step per node (the clock-step fault) */
   private readonly wallStep = new Map<NodeId, number>();
   private readonly faultRng: Rng;
@@ -215,8 +215,8 @@ export class LockCluster {
         else if (cmd.kind === 'expireHold') this.stats.lessorExpireHold++;
         else this.stats.lessorCancelWait++;
       },
+      onWaitTracked: (n, target, name, sid, since, deadlineMs) => this.checkers.waitBound.onApiTracked(`${n.id}/${n.driver.currentTerm}`, target, name, sid, since, deadlineMs),
       onProposed: (n, term, data) => this.checkers.onProposed(n.id, term, data, this.nowMs()),
-      onHoldGated: (n, token) => this.checkers.holds.excuse(token, `${n.id}/${n.driver.currentTerm}`),
       wallMs: (nid) => this.nowMs() + (this.wallStep.get(nid) ?? 0),
       lessorFault: (cmd) => {
         const f = this.lessorFault(cmd);
@@ -224,6 +224,10 @@ export class LockCluster {
         // leader's max-hold deadline is excused (hold-checker.ts)
         const n = this.nodes.get(id);
         if (cmd.kind === 'expireHold' && f.delayTicks > 0 && n) this.checkers.holds.excuse(cmd.fencingToken, `${id}/${n.driver.currentTerm}`);
+        // the same for a held-back cancel and the wait it ends (wait-checker.ts)
+        if ((cmd.kind === 'cancelWait' || cmd.kind === 'semCancelWait') && f.delayTicks > 0 && n) {
+          this.checkers.waitBound.excuse(cmd.kind === 'semCancelWait' ? 'semaphore' : 'lock', cmd.name, cmd.sessionId, `${id}/${n.driver.currentTerm}`);
+        }
         return f;
       },
       tick: () => this.tick,
@@ -367,6 +371,8 @@ export class LockCluster {
 
   endTick(): void {
     this.assertNoFailure();
+    // the longest log any node holds (the re-proposal storm grew it without bound)
+    for (const n of this.running()) this.stats.maxLogIndex = Math.max(this.stats.maxLogIndex, n.disk.lastIndex());
     this.checkers.compareStates(this.running());
     this.checkers.checkKeys(this.running());
   }
@@ -398,7 +404,7 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
     seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
-    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...cluster.checkers.waitBound.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
   });
   try {
     for (let t = 0; t < o.ticks; t++) {
