@@ -76,7 +76,9 @@ export class LockCheckers {
   readonly holds: HoldShadow;
   /** every wait ends in time, however many leaders came between (wait-checker.ts) */
   readonly waitBound: WaitShadow;
-  /** entry bytes → who stamped it and when (the first stamp of those bytes) */
+  /** (term, entry bytes) → who stamped it and when (the first stamp of those bytes in that
+   *  term: two leaders of different terms may stamp the same command at the same log time,
+   *  and the entry's term says whose the applied one is) */
   private readonly stamps = new Map<string, StampInfo>();
   private readonly stateAt = new Map<number, { hash: number; node: string }>();
   private readonly lastToken = new Map<string, number>();
@@ -109,7 +111,7 @@ export class LockCheckers {
 
   /** a node stamped these entry bytes at real time realMs, leading `term` */
   onProposed(node: string, term: number, data: Uint8Array, realMs: number): void {
-    const k = bytesKey(data);
+    const k = `${term}:${bytesKey(data)}`;
     if (!this.stamps.has(k)) this.stamps.set(k, { node, term, realMs });
   }
 
@@ -136,7 +138,7 @@ export class LockCheckers {
         this.counts.grants += out.events.filter((e) => e.type === 'granted').length;
         this.modes.onApplied(index, out.replayed ? undefined : env?.cmd, out);
         this.elections.onApplied(index, out.replayed ? undefined : env?.cmd, out);
-        const k = bytesKey(data);
+        const k = `${term}:${bytesKey(data)}`;
         const stamp = kind === 'normal' ? this.stamps.get(k) : undefined;
         this.stamps.delete(k);
         this.holds.onApplied(index, out.replayed ? undefined : env?.cmd, env?.atMs, stamp, out, node.app.fsm, this.nowMs());
