@@ -18,7 +18,7 @@ import type { SimOptions } from '../sim/options.js';
 import { SimTransport } from './transport.js';
 
 /** the Raft knobs the lock simulation shares with test/sim's swarm (same seed → same mix) */
-export const RAFT_KNOBS = ['electionTicks', 'heartbeatTicks', 'preVote', 'checkQuorum', 'maxInflight', 'maxMsgBytes', 'lazyCommit'] as const;
+export const RAFT_KNOBS = ['electionTicks', 'heartbeatTicks', 'preVote', 'checkQuorum', 'maxInflight', 'maxMsgBytes', 'lazyCommit', 'heartbeatCoverTicks'] as const;
 
 export interface NodeParams extends Pick<SimOptions, (typeof RAFT_KNOBS)[number]> {
   tickMs: number;
@@ -79,6 +79,8 @@ export interface NodeEnv {
    *  arrival + wait_ms replaces the lessor's bound from the log, or extends it for a
    *  later request of the same wait) */
   onWaitTracked(node: LockNode, target: 'lock' | 'semaphore', name: string, sessionId: string, since: number, deadlineMs: number): void;
+  /** the driver's heartbeat cover sent `n` heartbeats while a write was out (statistics) */
+  onCoverHeartbeats(n: number): void;
   /** this node stamped an entry (its encoded bytes) while leading `term` */
   onProposed(node: LockNode, term: number, data: Uint8Array): void;
 }
@@ -91,10 +93,19 @@ export class SimulatedCrash extends Error {
 
 /** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
  *  and then fail, so the driver dies after persisting and before sending (a crash in the
- *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). */
+ *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). A
+ *  stall makes the next synced save take whole ticks (a slow fsync): the batch is written
+ *  at once, durable and answered at the tick the stall ends (release), and lost to a crash
+ *  before that as unsynced writes are (abort). */
 class CrashableDisk implements DurableStorage {
   armed = false;
-  constructor(readonly disk: SimDisk) {}
+  /** the next synced save takes this many ticks */
+  stallTicks = 0;
+  /** the save that is out, and the tick it completes */
+  stalled: { until: number; resolve: () => void; reject: (err: unknown) => void } | null = null;
+  /** told when a stalled save begins (the cluster stops awaiting this driver's loop) */
+  onStall: (() => void) | null = null;
+  constructor(readonly disk: SimDisk, private readonly tick: () => number) {}
   initialState() { return this.disk.initialState(); }
   entries(lo: number, hi: number, maxBytes?: number) { return this.disk.entries(lo, hi, maxBytes); }
   term(i: number) { return this.disk.term(i); }
@@ -102,9 +113,34 @@ class CrashableDisk implements DurableStorage {
   lastIndex() { return this.disk.lastIndex(); }
   snapshot() { return this.disk.snapshot(); }
   save(b: PersistBatch, o: { sync: boolean }): Promise<void> {
+    if (o.sync && this.stallTicks > 0 && !this.armed) {
+      this.disk.saveSync(b, { sync: false });
+      const until = this.tick() + this.stallTicks;
+      this.stallTicks = 0;
+      return new Promise((resolve, reject) => {
+        this.stalled = { until, resolve, reject };
+        this.onStall?.();
+      });
+    }
     const p = this.disk.save(b, o);
     if (this.armed && o.sync) return p.then(() => Promise.reject(new SimulatedCrash()));
     return p;
+  }
+
+  /** the stalled save completes if its tick has come */
+  release(tick: number): void {
+    const s = this.stalled;
+    if (s === null || tick < s.until) return;
+    this.stalled = null;
+    this.disk.flush();
+    s.resolve();
+  }
+
+  /** the node dies with its save out (the batch is as unsynced as any) */
+  abort(): void {
+    const s = this.stalled;
+    this.stalled = null;
+    s?.reject(new SimulatedCrash());
   }
   compact(s: Snapshot): Promise<void> { return this.disk.compact(s); }
   close(): Promise<void> { return Promise.resolve(); }
@@ -164,7 +200,7 @@ export class LockNode {
 
   constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
     this.transport = transport;
-    this.storage = new CrashableDisk(disk);
+    this.storage = new CrashableDisk(disk, env.tick);
     const snap = disk.snapshot();
     this.app = new LockApp(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}, (index, err) => {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
@@ -181,6 +217,8 @@ export class LockNode {
       id, raw: this.raw, storage: this.storage, transport, app: this.app,
       snapshotConf: snap.meta.conf, applied: snap.meta.index,
       snapshotEveryEntries: p.snapshotEveryEntries, proposalTimeoutMs: p.proposalTimeoutMs,
+      // as production (raftlock-node.ts): a slow fsync must not silence a leader
+      heartbeatCoverTicks: p.heartbeatCoverTicks,
       clock: { nowMs: env.nowMs }, autoRun: false,
       hooks: {
         onRoleChange: (role, _leader, term) => {
@@ -217,7 +255,10 @@ export class LockNode {
 
   /** the production ticker: driver.tick(), then the service's onTick (lessor → proposals) */
   tick(): void {
+    const before = this.transport.sent;
     this.driver.tick();
+    // a driver's tick sends nothing but the heartbeat cover's heartbeats
+    if (this.transport.sent > before) this.env.onCoverHeartbeats(this.transport.sent - before);
     this.proposeLate();
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
@@ -283,12 +324,39 @@ export class LockNode {
     }
   }
 
+  /** the disk-stall fault: this node's next synced write takes `ticks` ticks */
+  armStall(ticks: number): void {
+    this.storage.stallTicks = ticks;
+  }
+
+  /** a synced write is out (or armed to stall): the driver's loop waits for it */
+  get diskStalled(): boolean {
+    return this.storage.stalled !== null;
+  }
+
+  get stallArmed(): boolean {
+    return this.storage.stallTicks > 0;
+  }
+
+  /** resolves when a stalled write begins (the cluster then stops awaiting the loop) */
+  stallBegan(): Promise<void> {
+    return new Promise((resolve) => {
+      this.storage.onStall = resolve;
+    });
+  }
+
+  /** a new tick: a stalled write whose time has come completes */
+  releaseDisk(tick: number): void {
+    this.storage.release(tick);
+  }
+
   armCrash(): void {
     this.storage.armed = true;
   }
 
   async stop(): Promise<void> {
     this.dead = true;
+    this.storage.abort(); // a write that is out dies with the node
     await this.transport.close();
     await this.driver.stop();
   }

@@ -29,13 +29,13 @@ test(`lock simulation: ${schedules} schedules of ${ticks} fault ticks from SEED=
     ['committed', 'grants', 'ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'unknown',
       'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps',
       'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks',
-      'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks', 'waitsQueued', 'waitBoundChecks'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
+      'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks', 'waitsQueued', 'waitBoundChecks', 'diskStalls', 'coverHeartbeats'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
   for (const f of failures) console.log(`\n${f}\n`);
   assert.equal(failures.length, 0, `${failures.length} failing seeds (reports above)`);
   // the schedules must actually exercise what they check
   for (const k of ['ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps',
     'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks', 'campaignsWon',
-    'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks', 'waitsQueued', 'waitBoundChecks']) {
+    'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks', 'waitsQueued', 'waitBoundChecks', 'diskStalls', 'coverHeartbeats']) {
     assert.ok((sum[k] ?? 0) > 0, `no ${k} in ${schedules} schedules`);
   }
 });
@@ -81,13 +81,13 @@ test('lock simulation: the re-proposal storm stays bounded (seed 2108, 6000 faul
 // stops at its failure, so this costs a few seconds.
 const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number[] }[] = [
   // a stale endLockDelay copy ends a later lock-delay of the same lock
-  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [38] },
+  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [32] },
   // a stale cancelWait copy ends a later wait of the same session early
-  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [11] },
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [22] },
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
   { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
   // a stale expireHold copy ends the session's later grant of the same name (by its token)
-  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [10, 32] },
+  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [17, 32] },
   // a new leader arms every max hold a full max_hold_ms from taking office
   { mutation: 'testRearmFullMaxHold', checker: 'MaxHoldBound', seeds: [1, 3] },
   // the lessor learns of no wait from the log (a wait committed under a leader that did not
