@@ -77,6 +77,14 @@ export interface ElectionInfo {
   waiters: number;
 }
 
+/** a queued wait as the lessor needs it: wait_ms, its identity (the index that queued it,
+ *  0 if unknown) and the log time it was queued at (Waiter.queuedAtMs) */
+export interface WaitInfo {
+  waitMs: number;
+  since: number;
+  queuedAtMs: number;
+}
+
 export interface FsmCounts {
   sessions: number;
   heldLocks: number;
@@ -494,13 +502,13 @@ export class LockFsm {
   }
 
   /** every queued wait, in queue order per lock, then per semaphore (semaphore: true);
-   *  since: the wait's identity (0: unknown) */
-  *waits(): Generator<{ name: string; sessionId: string; waitMs: number; since: number; semaphore?: true }> {
+   *  since: the wait's identity (0: unknown); queuedAtMs: the log time it was queued at */
+  *waits(): Generator<WaitInfo & { name: string; sessionId: string; semaphore?: true }> {
     for (const l of this.core.locks.values()) {
-      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since };
+      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
     }
     for (const sem of this.core.sems.values()) {
-      for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, semaphore: true };
+      for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs, semaphore: true };
     }
   }
 
@@ -516,15 +524,22 @@ export class LockFsm {
   }
 
   /** the session's current wait for `name`, if it waits (since: the wait's identity) */
-  waitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+  waitOf(name: string, sessionId: string): WaitInfo | undefined {
     const w = this.core.sessions.get(sessionId)?.waits?.get(name);
-    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
+  }
+
+  /** does the wait of `sessionId` for `name` begun at index `since` still stand (since 0:
+   *  any wait of the session for it)? The lessor's WaitLive (due) */
+  waitStands(target: GrantKind, name: string, sessionId: string, since: number): boolean {
+    const w = target === 'semaphore' ? this.semWaitOf(name, sessionId) : this.waitOf(name, sessionId);
+    return w !== undefined && (since === 0 || w.since === since);
   }
 
   /** the session's current wait for semaphore `name`, if it waits */
-  semWaitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+  semWaitOf(name: string, sessionId: string): WaitInfo | undefined {
     const w = this.core.sessions.get(sessionId)?.semWaits?.get(name);
-    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
   }
 
   counts(): FsmCounts {

@@ -18,11 +18,13 @@ import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionVa
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
 /** 2: shared lock grants and waits, semaphores. 3: elections (the `elections` section) and
- *  the `maxHold` section. 4: each idempotency key's binding (IdemTuple). Versions 1–3
- *  still restore (no shares, no semaphores, no elections, no max holds, keys bound to
- *  their first result only: docs/lock-fsm.md "Snapshots"). */
-export const SNAPSHOT_VERSION = 4;
-const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4];
+ *  the `maxHold` section. 4: each idempotency key's binding (IdemTuple). 5: the
+ *  `waitTimes` section (the log time each wait was queued at). Older snapshots still
+ *  restore (no shares, no semaphores, no elections, no max holds, keys bound to their
+ *  first result only, waits queued at the snapshot's log time: docs/lock-fsm.md
+ *  "Snapshots"). */
+export const SNAPSHOT_VERSION = 5;
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (docs/security.md "Sessions belong to their token"), so states without auth encode exactly as before */
@@ -61,6 +63,9 @@ export type BindingTuple = [string, string, string | null, string | null];
 /** [key, atMs, first result] (versions 1–3); version 4 adds the binding, null for a key
  *  restored from a version 1–3 snapshot */
 export type IdemTuple = [string, number, ApplyResult] | [string, number, ApplyResult, BindingTuple | null];
+/** version 5, `waitTimes`: [target, name, sessionId, queuedAtMs] of every queued wait (lock
+ *  waits, campaigns and semaphore waits), sorted by (target, name, sessionId) */
+export type WaitTimeTuple = [GrantKind, string, string, number];
 
 export interface StateV1 {
   format: string;
@@ -76,6 +81,9 @@ export interface StateV1 {
   maxHold?: { grants: HoldTuple[]; waits: HoldWaitTuple[] };
   /** version 3; sorted by name */
   elections?: ElectionTuple[];
+  /** version 5, only when some request waits (states without waits encode as version 4
+   *  did, but for `v`) */
+  waitTimes?: WaitTimeTuple[];
   idem: { nowMs: number; entries: IdemTuple[] };
 }
 
@@ -108,9 +116,22 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   }
   const idem = { nowMs: c.idem.nowMs, entries };
   const maxHold = maxHoldSection(c);
-  return maxHold === undefined
-    ? { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections, idem }
-    : { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections, maxHold, idem };
+  const waitTimes = waitTimesSection(c);
+  // fixed key order (the encoding is canonical): optional sections in this order, before idem
+  return {
+    format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections,
+    ...(maxHold !== undefined ? { maxHold } : {}),
+    ...(waitTimes !== undefined ? { waitTimes } : {}),
+    idem,
+  };
+}
+
+/** version 5: when each queued wait was queued, in log time (Waiter.queuedAtMs) */
+function waitTimesSection(c: FsmCore): WaitTimeTuple[] | undefined {
+  const rows: WaitTimeTuple[] = [];
+  for (const l of c.locks.values()) for (let w = l.head; w !== null; w = w.next) rows.push(['lock', l.name, w.session.id, w.queuedAtMs]);
+  for (const sem of c.sems.values()) for (const w of sem.queue) rows.push(['semaphore', sem.name, w.session.id, w.queuedAtMs]);
+  return rows.length === 0 ? undefined : rows.sort(byTargetNameSession);
 }
 
 const byTargetNameSession = (a: readonly [string, string, string, ...unknown[]], b: readonly [string, string, string, ...unknown[]]): number =>
@@ -171,7 +192,7 @@ const MAXI = Number.MAX_SAFE_INTEGER;
 export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
   const o = x as Record<string, unknown>;
-  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'idem'];
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'waitTimes', 'idem'];
   for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
   if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
   const v = o['v'];
@@ -180,6 +201,7 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (!v2 && o['sems'] !== undefined) fail('sems', 'is not a field of version 1');
   if (v < 3 && o['maxHold'] !== undefined) fail('maxHold', `is not a field of version ${v}`);
   if (v < 3 && o['elections'] !== undefined) fail('elections', `is not a field of version ${v}`);
+  if (v < 5 && o['waitTimes'] !== undefined) fail('waitTimes', `is not a field of version ${v}`);
   const c = newCore(options);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
@@ -192,7 +214,41 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
   importIdem(c, o['idem'], v);
   if (o['maxHold'] !== undefined) importMaxHold(c, o['maxHold']);
+  importWaitTimes(c, o['waitTimes'], v >= 5);
   return c;
+}
+
+/** version 5's waitTimes: one row for every queued wait (and the section only when some
+ *  request waits). Older versions have none: their waits count as queued at the
+ *  snapshot's log time, which is never earlier than they were (a new leader then ends
+ *  them no earlier than wait_ms after the request, possibly later). */
+function importWaitTimes(c: FsmCore, x: unknown, required: boolean): void {
+  const waits: { queuedAtMs: number }[] = [];
+  for (const l of c.locks.values()) for (let w = l.head; w !== null; w = w.next) waits.push(w);
+  for (const sem of c.sems.values()) for (const w of sem.queue) waits.push(w);
+  for (const w of waits) w.queuedAtMs = c.idem.nowMs;
+  if (!required) return;
+  if (x === undefined) {
+    if (waits.length > 0) fail('waitTimes', `is missing (${waits.length} requests wait)`);
+    return;
+  }
+  const rows = array(x, 'waitTimes');
+  if (rows.length === 0) fail('waitTimes', 'is written only when some request waits');
+  if (rows.length !== waits.length) fail('waitTimes', `has ${rows.length} rows for ${waits.length} waiting requests`);
+  let prev: [string, string, string] | null = null;
+  rows.forEach((r, i) => {
+    const p = `waitTimes[${i}]`;
+    const t = row(r, 4, () => p);
+    if (!(GRANT_KINDS as readonly unknown[]).includes(t[0])) fail(`${p}[0]`, `must be one of ${GRANT_KINDS.join(', ')}`);
+    const name = check(t[1], isLockName, `${p}[1]`, 'a name');
+    const s = sessionRef(c, t[2], () => `${p}[2]`);
+    const k: [string, string, string] = [t[0] as string, name, s.id];
+    if (prev !== null && byTargetNameSession(prev, k) >= 0) fail(p, 'is out of order or duplicated (sorted by target, name, session id)');
+    prev = k;
+    const w = t[0] === 'lock' ? s.waits?.get(name) : s.semWaits?.get(name);
+    if (w === undefined) fail(p, `names a wait for ${name} that session ${s.id} does not have`);
+    w.queuedAtMs = check(t[3], intIn(0, c.idem.nowMs), `${p}[3]`, `a log time in [0, idem.nowMs=${c.idem.nowMs}]`);
+  });
 }
 
 /** version 3's maxHold section: every row names a grant or wait imported above */

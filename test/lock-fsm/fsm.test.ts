@@ -303,7 +303,7 @@ test('listLocks: held locks only, by prefix, sorted by name, limited; counts for
   assert.deepEqual(g.fsm.listLocks('x', 10), []);
   assert.equal(g.fsm.listLocks('jobs/a', 1)[0]?.waiters, 1);
   assert.deepEqual(g.fsm.counts(), { sessions: 2, heldLocks: 5, waiters: 1, locksInDelay: 1, semaphores: 0, semaphoresInUse: 0, semaphoreWaiters: 0, electionLeaders: 0 });
-  assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000, since: g.index }]);
+  assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000, since: g.index, queuedAtMs: g.atMs }]);
   assert.deepEqual([...g.fsm.sessions()].map((s) => s.sessionId).sort(), ['s1', 's3']);
 });
 

@@ -108,7 +108,7 @@ test('an entry without keyBinding (a version before bindings) is bound to its ki
   assert.equal(g.fsm.getLock('X').holder?.sessionId, 'a');
 });
 
-test('bindings survive a snapshot (version 4): a restored replica refuses and replays exactly as the original', () => {
+test('bindings survive a snapshot (version 4 and later): a restored replica refuses and replays exactly as the original', () => {
   const g = new Keyed();
   g.open('a');
   g.open('b');
@@ -116,7 +116,7 @@ test('bindings survive a snapshot (version 4): a restored replica refuses and re
   const x = g.apply({ kind: 'acquire', name: 'X', sessionId: 'a', waitMs: 0 }, 'K', ALICE);
   g.apply({ kind: 'acquire', name: 'Q', sessionId: 'a', waitMs: 0 }, 'L');
   const st = exportState(g.fsm);
-  assert.equal(st.v, 4);
+  assert.equal(st.v, 5); // bindings came with version 4; 5 added wait times
   assert.deepEqual(st.idem.entries.map((e) => e[3]), [['acquire', 'X', 'alice', D1], ['acquire', 'Q', null, null]]);
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
   assert.deepEqual(Buffer.from(copy.snapshot(encode)), Buffer.from(g.fsm.snapshot(encode)));
@@ -151,7 +151,7 @@ test('a version 3 snapshot restores; its keys answer only what their stored resu
   assert.equal(run({ kind: 'acquire', name: 'Y', sessionId: 'a', waitMs: 0 }, 'H').replayed, true, 'a stored refusal replays');
   assert.ok(old.getSession('c'));
   assert.equal(old.getLock('X').holder?.sessionId, 'a');
-  // written again as version 4, an old key keeps its unknown binding
+  // written again by this build, an old key keeps its unknown binding
   assert.deepEqual(exportState(old).idem.entries.map((e) => e[3]), [null, null, null]);
   assert.deepEqual(exportState(LockFsm.fromSnapshot(old.snapshot(encode), decode)), exportState(old));
 });

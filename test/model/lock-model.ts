@@ -30,16 +30,17 @@
 // names, so its history ops partition by the set, not by one name (history-model.ts).
 
 import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
-import type { ElectionTuple, HoldTuple, HoldWaitTuple, IdemTuple, LockTuple, SemTuple, SessionTuple, ShareTuple, StateV1, WaiterTuple } from '../../src/lock-fsm/snapshot.js';
+import type { ElectionTuple, HoldTuple, HoldWaitTuple, IdemTuple, LockTuple, SemTuple, SessionTuple, ShareTuple, StateV1, WaiterTuple, WaitTimeTuple } from '../../src/lock-fsm/snapshot.js';
 import { bindingTuple, modelBinding, modelReuse, type ModelBinding } from './model-keys.js';
 
 type Mode = 'exclusive' | 'shared';
 /** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
 interface MHolder { sid: string; owner: string; token: number; mode: Mode; maxHoldMs: number; at: number; value?: string }
-interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string; waitMs: number }
+/** queuedAtMs: the log time the wait was queued at (snapshot version 5's waitTimes) */
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string; waitMs: number; queuedAtMs: number }
 interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
 interface MSemHolder { sid: string; owner: string; permits: number; token: number; maxHoldMs: number; at: number }
-interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number; waitMs: number }
+interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number; waitMs: number; queuedAtMs: number }
 interface MSem { limit: number; holders: MSemHolder[]; queue: MSemWait[] }
 interface MSession { ttlMs: number; owner: string; lockDelayMs: number }
 interface MIdem { key: string; atMs: number; result: ApplyResult; binding: ModelBinding }
@@ -398,7 +399,7 @@ export class LockModel {
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     who.open();
-    l.queue.push({ sid, owner, mode, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}) });
+    l.queue.push({ sid, owner, mode, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}), queuedAtMs: this.nowMs });
     ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: sid, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: sid });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
@@ -439,7 +440,7 @@ export class LockModel {
     if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
     if (sem.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     who.open();
-    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
+    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, queuedAtMs: this.nowMs });
     ev.push({ type: 'semWaiting', name: cmd.name, sessionId: cmd.sessionId, permits: cmd.permits });
     return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
   }
@@ -570,8 +571,18 @@ export class LockModel {
     for (const [name, sem] of this.sems) for (const w of sem.queue) if (w.maxHoldMs > 0) waits.push(['semaphore', name, w.sid, w.maxHoldMs]);
     waits.sort(bySection);
     const idem = { nowMs: this.nowMs, entries: this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result, bindingTuple(e.binding)]) };
-    const base = { format: 'raftlock/lock-fsm', v: 4, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems, elections };
-    return grants.length === 0 && waits.length === 0 ? { ...base, idem } : { ...base, maxHold: { grants, waits }, idem };
+    // version 5: when each wait was queued, in log time; the section only when some request waits
+    const waitTimes: WaitTimeTuple[] = [];
+    for (const name of names) for (const w of this.locks.get(name)!.queue) waitTimes.push(['lock', name, w.sid, w.queuedAtMs]);
+    for (const [name, sem] of this.sems) for (const w of sem.queue) waitTimes.push(['semaphore', name, w.sid, w.queuedAtMs]);
+    waitTimes.sort(bySection);
+    const base = { format: 'raftlock/lock-fsm', v: 5, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems, elections };
+    return {
+      ...base,
+      ...(grants.length === 0 && waits.length === 0 ? {} : { maxHold: { grants, waits } }),
+      ...(waitTimes.length > 0 ? { waitTimes } : {}),
+      idem,
+    };
   }
 }
 

@@ -91,6 +91,12 @@ export class SimDisk implements DurableStorage {
     this.sync();
   }
 
+  /** a write issued without sync completes: it and everything before it is durable (the
+   *  end of a stalled synced write) */
+  flush(): void {
+    this.sync();
+  }
+
   private sync(): void {
     for (const op of this.pending) applyOp(this.synced, op);
     this.pending = [];

@@ -62,6 +62,17 @@ export interface CrashOptions {
   amnesiaNoticeTicksMean: number;
 }
 
+/** slow disks (disk-stalls.ts): a synced write that takes whole ticks, during which the
+ *  driver steps nothing and the heartbeat cover keeps a leader heard */
+export interface DiskOptions {
+  /** per tick: one node's next synced write stalls (0 on half the seeds) */
+  stallProbability: number;
+  /** a stall lasts 1 + Exp(mean) ticks (mean 0.5–2.5 election timeouts: some outlast the cover) */
+  stallTicksMean: number;
+  /** probability that the stalled node is the leader rather than any node */
+  stallLeaderBias: number;
+}
+
 export interface WorkloadOptions {
   proposeProbability: number;
   readProbability: number;
@@ -88,6 +99,10 @@ export interface SimOptions {
   maxMsgBytes: number;
   /** RaftConfig.lazyCommit (production runs with it on) */
   lazyCommit: boolean;
+  /** the driver's heartbeat cover (RaftDriverOptions.heartbeatCoverTicks), as production
+   *  sets it: one maximum election timeout (2 × electionTicks, the core's default bound) */
+  heartbeatCoverTicks: number;
+  disk: DiskOptions;
   network: NetworkOptions;
   crash: CrashOptions;
   workload: WorkloadOptions;
@@ -184,6 +199,8 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     maxInflight: pick(rng, [1, 2, 8, 64, 256]),
     maxMsgBytes: pick(rng, [64, 512, 4096, 1 << 20]),
     lazyCommit: false, // drawn last, below, so that adding it shifted no other knob of a seed
+    heartbeatCoverTicks: 2 * electionTicks,
+    disk: { stallProbability: 0, stallTicksMean: 1, stallLeaderBias: 0 }, // drawn last, below
     network, crash, workload,
     churn: { stepProbability: 0, crashDelayMaxTicks: 1, crashNewLeaderProbability: 0, downTicksMean: 1, followUpTicks: 1, clogTicks: 1 }, // drawn below
     stableWindowTicks: 30 * electionTicks,
@@ -207,7 +224,18 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
   // disk is a membership change
   o.crash.amnesiaProbability = howard ? 0 : maybe(rng, 0.5, 0.0005, 0.004);
   o.crash.amnesiaNoticeTicksMean = rng.int(20, 400);
+  // drawn after everything above (so adding them shifted no knob of a seed); half the
+  // seeds stall no write, and their schedules are as before
+  o.disk = { stallProbability: maybe(rng, 0.5, 0.001, 0.01), stallTicksMean: Math.round(electionTicks * (0.5 + 2 * rng.next())), stallLeaderBias: 0.3 + rng.next() * 0.6 };
   return o;
+}
+
+/** the disk-stall nemesis' draws: a stream of their own, past every stream test/sim and
+ *  test/sim-lock fork from the seed (so a seed without stalls draws exactly as before) */
+export function stallRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 11; k++) root.fork();
+  return root.fork();
 }
 
 /** every option, one per line, `SEED=` first (VOPR style) */

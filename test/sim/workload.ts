@@ -54,6 +54,7 @@ export class Workload {
   /** propose one write through `node`; returns its log slot when the core accepted it */
   propose(node: SimNode): { index: number; term: number } | null {
     this.stats.proposed++;
+    if (node.stalled) return null; // its driver takes input after the write (as production's inbox)
     const res = node.raw.propose(this.payload(this.nextWrite++));
     if (!res.ok) return null;
     this.stats.accepted++;
@@ -63,7 +64,7 @@ export class Workload {
   /** issue a ReadIndex read at `node`; returns its ctx when the core took it */
   read(node: SimNode): number | null {
     const ctx = this.nextRead++;
-    if (!node.raw.readIndex(ctx)) return null;
+    if (node.stalled || !node.raw.readIndex(ctx)) return null;
     this.stats.readsIssued++;
     this.cluster.checkers.onReadIssued(ctx, node.id, node.incarnation, this.cluster.now);
     return ctx;
@@ -91,7 +92,7 @@ export class Workload {
     const leader = this.cluster.leader();
     if (!leader) return;
     const to = pick(this.rng, leader.raw.status().conf.voters.filter((v) => v !== leader.id));
-    if (to !== undefined && leader.raw.transferLeadership(to)) this.stats.transfers++;
+    if (to !== undefined && !leader.stalled && leader.raw.transferLeadership(to)) this.stats.transfers++;
   }
 
   private confChange(): void {
@@ -112,7 +113,7 @@ export class Workload {
       });
     }
     const cc = pick(this.rng, options)?.();
-    if (!cc) return;
+    if (!cc || leader.stalled) return;
     const res = leader.raw.proposeConfChange(cc);
     if (!res.ok) return;
     this.stats.confChanges++;
@@ -181,7 +182,7 @@ export class Workload {
       if (!leader || leader.id === id) continue;
       const conf = leader.raw.status().conf;
       if (!conf.voters.includes(id) && !conf.learners.includes(id)) continue;
-      if (leader.raw.proposeConfChange({ type: 'removeNode', nodeId: id }).ok) this.stats.confChanges++;
+      if (!leader.stalled && leader.raw.proposeConfChange({ type: 'removeNode', nodeId: id }).ok) this.stats.confChanges++;
     }
   }
 
