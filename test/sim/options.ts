@@ -60,6 +60,10 @@ export interface CrashOptions {
   amnesiaProbability: number;
   /** an operator notices a lost disk and runs `member remove` after 1 + Exp(mean) ticks */
   amnesiaNoticeTicksMean: number;
+  /** per tick: a follower's disk loses the newest entries it had acknowledged (a lying or
+   *  damaged disk) and the node restarts at once; only entries that a majority of the
+   *  other voters hold durably, so no protocol is asked to survive a lost majority */
+  lostTailProbability: number;
 }
 
 export interface WorkloadOptions {
@@ -164,6 +168,7 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     youngLeaderProbability: 0,
     amnesiaProbability: 0,
     amnesiaNoticeTicksMean: 0,
+    lostTailProbability: 0,
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -207,6 +212,9 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
   // disk is a membership change
   o.crash.amnesiaProbability = howard ? 0 : maybe(rng, 0.5, 0.0005, 0.004);
   o.crash.amnesiaNoticeTicksMean = rng.int(20, 400);
+  // drawn last (so adding it shifted no knob of a seed above): a disk that loses entries
+  // the node had acknowledged (docs/raft-core.md "A follower whose log went backwards")
+  o.crash.lostTailProbability = maybe(rng, 0.7, 0.0005, 0.004);
   return o;
 }
 
