@@ -189,6 +189,11 @@ export class Raft {
    *  arrives): once our log reaches it, we hold every entry that leader had committed when
    *  it sent it — what the amnesia decision waits for (docs/membership.md "Incarnations") */
   leaderCommit: Index = 0;
+  /** fresh only: in this process we heard from a leader, or from a candidate with a log,
+   *  so a cluster with a log exists, and an election this node cannot win (a fresh
+   *  candidate needs every voter's grant, each from an empty log). It then holds off
+   *  campaigning (tickElection; docs/raft-core.md "Incarnations") */
+  private sawLog = false;
 
   constructor(cfg: RaftConfig, storage: Storage) {
     validateConfig(cfg);
@@ -431,7 +436,7 @@ export class Raft {
 
   private tickElection(): void {
     this.electionElapsed++;
-    const patience = this.learnerMayCampaign() ? LEARNER_PATIENCE * this.cfg.electionTicks : 0;
+    const patience = this.learnerMayCampaign() || this.freshAfterLog() ? LEARNER_PATIENCE * this.cfg.electionTicks : 0;
     if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout + patience) {
       this.electionElapsed = 0;
       this.hup(false);
@@ -515,6 +520,24 @@ export class Raft {
     return this.inc !== undefined && this.cfg.testOnlyFreshCampaignsWithoutPreVote !== true && this.standing() === 'fresh';
   }
 
+  /**
+   * A fresh node that has seen a log elsewhere (sawLog) cannot win: a fresh candidate needs
+   * every voter's grant (the bootstrap election), and a voter with a log never grants an
+   * empty one. It is a member that lost its data, or one whose cluster formed without it;
+   * either way it waits for the leader's log. So it campaigns only after LEARNER_PATIENCE
+   * more election timeouts of silence than a voter waits, like a learner: it stays quiet
+   * while its peers are briefly out of reach, and still campaigns in the end. (The one
+   * case where it could be needed: a brand-new cluster whose first leader lost its disk
+   * before anyone stored the bootstrap entry; the others heard that leader, but the
+   * leader's new process has not, and campaigns at once.) Only liveness is at stake: a
+   * pre-vote changes no term and no vote. Only with Pre-Vote, as
+   * raftlock nodes run: without it the rule is off, and the plain-Raft schedules the
+   * simulator studied with wiped nodes (docs/simulation.md: fresh-campaigns-without-prevote,
+   * vote-lease-without-prevote, stale-vote-unanswered) run as they did.
+   */
+  private freshAfterLog(): boolean {
+    return this.sawLog && this.cfg.preVote && this.inc !== undefined && this.standing() === 'fresh';
+  }
 
   private requestVotes(type: 'vote' | 'preVote', term: Term, transfer: boolean): void {
     const lastIndex = this.log.lastIndex();
@@ -577,6 +600,7 @@ export class Raft {
   }
 
   private handleVoteRequest(m: Extract<Message, { type: 'vote' | 'preVote' }>): void {
+    if (m.lastIndex > 0) this.sawLog = true;
     const resp = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
     // §5.2: at most one vote per term; a pre-vote for a future term promises nothing
     const canVote = this.vote === m.from || (this.vote === null && this.lead === null) || (m.type === 'preVote' && m.term > this.term);
@@ -693,6 +717,7 @@ export class Raft {
   }
 
   private handleFromLeader(m: Extract<Message, { type: 'append' | 'heartbeat' | 'snapshot' }>): void {
+    this.sawLog = true;
     if (m.type !== 'snapshot') this.knownCommit = Math.max(this.knownCommit, m.commit);
     if (m.type === 'append') this.leaderCommit = Math.max(this.leaderCommit, m.commit);
     if (m.type === 'append') this.handleAppend(m);
