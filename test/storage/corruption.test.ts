@@ -5,7 +5,7 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
@@ -76,7 +76,7 @@ async function assertRefused(dir: string, cls: new (...args: never[]) => Error, 
   });
 }
 
-const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader\)$/;
+const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader \(docs\/recovery\.md "A damaged data directory"\)\)$/;
 
 describe('open refuses a damaged log', () => {
   test('a flipped byte in an entry: the last of its write, and one in the middle', async () => {
@@ -203,6 +203,14 @@ describe('open refuses a damaged log', () => {
       // them on): it drops the damaged record, and our contiguity check catches the hole
       await assertRefused(dir, StorageCorruptionError, kind === 'ldb' ? /: LevelDB reports Corruption: / : /: entry \d+ is missing \(log jumps from entry \d+ to entry \d+\)/);
     }
+  });
+
+  test('a missing LevelDB file (the MANIFEST): the message names it and the replacement procedure, not "check the disk, then restart"', async () => {
+    const dir = await populated('manifest');
+    const manifest = readdirSync(dir).find((f) => f.startsWith('MANIFEST-'))!;
+    rmSync(join(dir, manifest));
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: LevelDB's file ${manifest} is missing, so the data directory is incomplete and restarting cannot help \\(remove this node from the cluster`));
+    await assertRefused(dir, StorageCorruptionError, WIPE);
   });
 
   test('the undamaged directory still opens (control)', async () => {
