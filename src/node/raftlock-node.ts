@@ -27,6 +27,7 @@ import { WatchHub } from './watch-hub.js';
 import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
 import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
+import { PeerContact, noteContact } from './peer-contact.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
 
@@ -56,6 +57,12 @@ export interface RunningNode {
   close(): Promise<void>;
   /** SIGHUP: re-read certificates, tokens.json and the cluster secret (docs/security.md "Reloading on SIGHUP") */
   reloadSecurity(): { ok: string[]; failed: string[] };
+}
+
+/** The strict reconfiguration check counts a voter as reachable when a message of the
+ *  leader's current term came from it within this long (docs/membership.md). */
+export function strictCheckWindowMs(config: Config): number {
+  return Math.max(1000, 2 * config.electionTimeoutMs.max);
 }
 
 /** Raft ticks at the heartbeat interval; election timeouts are whole ticks. */
@@ -158,7 +165,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
 
   // seeded nodes, and joiners once they installed a snapshot, replay the log safely
   const seeded = storage.initialState().conf.voters.length > 0;
-  const transport = guardEmptyLog(httpTransport, () => seeded || storage.snapshot().meta.index > 0, (m) =>
+  // when each peer was last heard from (the strict reconfiguration check, bootstrap waits)
+  const contact = new PeerContact(nowMs);
+  const transport = guardEmptyLog(noteContact(httpTransport, contact), () => seeded || storage.snapshot().meta.index > 0, (m) =>
     logger.debug({ from: m.from, type: m.type }, 'joining: waiting for a snapshot; appends from index 1 ignored'),
   );
 
@@ -237,7 +246,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     promoteLagEntries: config.membership.promoteMaxLagEntries,
     catchUpTimeoutMs: config.membership.catchUpTimeoutMs,
     proposalTimeoutMs,
-    activeWindowMs: 2 * config.electionTimeoutMs.max,
+    contact,
+    activeWindowMs: strictCheckWindowMs(config),
     joining: joining && !raw.status().conf.voters.includes(nodeId) && !raw.status().conf.learners.includes(nodeId) && storage.lastIndex() === 0,
     nowMs,
     logger: logger.child({ component: 'membership' }),
