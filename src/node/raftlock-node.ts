@@ -28,6 +28,7 @@ import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
 import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
 import { PeerContact, noteContact } from './peer-contact.js';
+import { Readiness } from './readiness.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
 
@@ -122,6 +123,15 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   });
 
   const rejectLog = new LogLimiter(60_000);
+  // A follower's disk lost entries it had acknowledged (docs/raft-core.md "A follower whose
+  // log went backwards"): the core stopped counting it and sends them again. Loud: Raft's
+  // safety assumes a disk never does this, and a second member doing it before the first
+  // has caught up can lose committed entries.
+  const regressionFound = (follower: string, acked: number, hint: number): void => {
+    metrics.raftFollowerLogRegressions.inc();
+    logger.error({ follower, acknowledged: acked, logEndsAt: hint },
+      `the log of ${follower} went backwards: it had acknowledged index ${acked} but now holds only up to ${hint} (its disk lost data it reported as written: check that disk). It counts for no commit and no read until it holds those entries again; they are being sent (docs/raft-core.md)`);
+  };
   const raw = new RawNode(
     {
       id: nodeId,
@@ -147,6 +157,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         const suppressed = rejectLog.allow(`${m.from}:${why.reason}`);
         if (suppressed !== null) logger.warn({ from: String(m.from).slice(0, 128), reason: why.reason, detail: why.detail, suppressed }, 'peer message refused by the Raft core');
       },
+      onLogRegression: regressionFound,
     },
     storage,
   );
@@ -255,7 +266,19 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   // persisted addresses (snapshot, log) win; the file only fills in a new cluster's
   if (!joining) membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
   else membership.pushPeers();
-  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, relayMarginMs: forwardTimeoutMs, nowMs });
+  // docs/api.md "Readiness": what /readyz and GET /v1/cluster's not_ready say
+  const readiness = new Readiness({
+    self: nodeId,
+    driver: () => driver,
+    membership,
+    contact,
+    nowMs,
+    applyGraceMs: Math.max(1000, 2 * config.electionTimeoutMs.max),
+    learnerLagEntries: config.membership.promoteMaxLagEntries,
+    heardWindowMs: Math.max(3000, 3 * config.electionTimeoutMs.max),
+    logger: logger.child({ component: 'readiness' }),
+  });
+  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, relayMarginMs: forwardTimeoutMs, nowMs, notReadyReason: () => readiness.reason() });
 
   const service: RaftLockService = new RaftLockService({
     nodeId,
@@ -265,6 +288,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics,
     session: config.session,
     membership,
+    readiness,
     clusterOps,
     nowMs,
     readTimeoutMs,
@@ -344,6 +368,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     driver.tick();
     service.onTick();
     membership.onTick();
+    readiness.onTick();
     updateGauges();
   }, plan.tickMs);
 

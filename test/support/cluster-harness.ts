@@ -60,6 +60,8 @@ export interface ClusterViewBody {
   commit_index: number;
   applied_index: number;
   members: { id: string; api: string; peer: string; role?: string; match_index?: number; lag?: number }[];
+  /** present while the node is not ready: the reason its /readyz gives */
+  not_ready?: string;
 }
 
 export interface HarnessResponse {
