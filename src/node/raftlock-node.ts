@@ -26,9 +26,10 @@ import { OpsTracker } from './ops-tracker.js';
 import { WatchHub } from './watch-hub.js';
 import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
-import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
+import { AmnesiaError, amnesiaLine, clusterStanding, forgottenVoter, isEmptyDir, strangerLine } from './amnesia-check.js';
 import { PeerContact, noteContact } from './peer-contact.js';
 import { Readiness } from './readiness.js';
+import type { MemberAddress } from './lock-app.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
 
@@ -87,14 +88,24 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   // touching the disk
   const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
-  const joining = o.join !== undefined;
   // a node about to start a blank data directory as a member of the cluster file: is that
-  // cluster already running without it? (docs/membership.md, "A node whose data directory is gone")
-  if (!joining && (await isEmptyDir(resolved.dataDir))) {
+  // cluster already running without it? (docs/membership.md, "A node whose data directory is
+  // gone"). A voter there lost its data; a learner not bound yet starts as a node that joins
+  // (`member add`, then start it: docs/membership.md "Add a node"); a stranger is refused.
+  let added: MemberAddress[] | null = null;
+  if (o.join === undefined && (await isEmptyDir(resolved.dataDir))) {
     const peers = config.nodes.filter((n) => n.id !== nodeId).map((n) => ({ id: n.id, api: n.api }));
-    const found = await existingCluster(peers, { timeoutMs: 2000, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) });
-    if (found) throw new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `its data directory ${resolved.dataDir} is empty but ${found.id} is a member of a running cluster at commit index ${found.commit}`));
+    const found = await clusterStanding(nodeId, peers, { timeoutMs: 2000, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) });
+    if (found?.kind === 'voter') throw new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `its data directory ${resolved.dataDir} is empty but ${found.id} is a member of a running cluster at commit index ${found.commit}`));
+    if (found?.kind === 'stranger') throw new AmnesiaError(strangerLine(nodeId, found));
+    if (found?.kind === 'learner') {
+      added = found.view.members.filter((m) => m.peer !== '').map((m) => ({ id: m.id, api: m.api, peer: m.peer }));
+      logger.info({ via: found.id, commit: found.commit }, 'this node was added to the running cluster as a learner and starts empty: it receives a snapshot from the leader, which promotes it once it has caught up');
+    }
   }
+  // --join, or added before it first started: not in the seed configuration; the first
+  // state comes from the leader's snapshot
+  const joining = o.join !== undefined || added !== null;
   const levelStorage = await LevelStorage.open(resolved.dataDir, {
     // the cluster file seeds a NEW cluster only; a joiner starts with no conf at all (it
     // never campaigns until a snapshot gives it one). An existing data dir keeps its own.
@@ -265,6 +276,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   });
   // persisted addresses (snapshot, log) win; the file only fills in a new cluster's
   if (!joining) membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
+  else if (added !== null) membership.learn(added);
   else membership.pushPeers();
   // docs/api.md "Readiness": what /readyz and GET /v1/cluster's not_ready say
   const readiness = new Readiness({
