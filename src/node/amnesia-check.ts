@@ -10,10 +10,13 @@
 //    must be added first. Best effort: peers that do not answer (not started yet,
 //    unreachable, TLS with a CA we cannot check) prove nothing, and the node starts.
 //  - at run time, the Raft core reports 'superseded' once the log it receives binds this
-//    node's id to another data directory (src/raft/core/incarnation.ts); the node stops.
+//    node's id to another data directory (src/raft/core/incarnation.ts); the node stops —
+//    once it holds its leader's log (SupersededWatch), not on a snapshot's configuration
+//    alone, which the entries after it may have changed (a removed id added again).
 // Either way it exits with one line saying what to do.
 import { readdir } from 'node:fs/promises';
 import type { ClusterView } from '../api/service.js';
+import type { Index, Standing } from '../raft/core/types.js';
 import { fetchClusterView } from './join.js';
 
 export class AmnesiaError extends Error {}
@@ -74,6 +77,31 @@ export async function clusterStanding(self: string, peers: readonly PeerApi[], o
 export function strangerLine(nodeId: string, s: { id: string; commit: number; view: ClusterView }): string {
   return `raftlock: node ${nodeId} is not a member of the running cluster (${s.id} at commit index ${s.commit} lists ${s.view.members.map((m) => m.id).join(', ')}): ` +
     `add it first (raftlock member add ${nodeId} --api <url> --peer <url>), then start it again, or start it with raftlock serve --join <api url of a member> (docs/membership.md)`;
+}
+
+/**
+ * The run-time amnesia decision (docs/membership.md "Incarnations"). The core says
+ * 'superseded' as soon as the configuration in its log binds this id to another data
+ * directory, and a snapshot can say so on its own: taken before this id was removed and
+ * added again, it still binds the old directory, and the removal and the new addLearner
+ * follow it in the leader's log. So the node decides on the configuration it will have
+ * once it holds the leader's log: superseded while its log reaches the commit index its
+ * leader's appends carry, for `graceMs` on end (appends still on their way from a leader
+ * whose commit index was behind when it sent them).
+ */
+export class SupersededWatch {
+  private since: number | null = null;
+  constructor(private readonly graceMs: number) {}
+
+  /** true once this node is superseded for good */
+  observe(st: { standing?: Standing; leaderCommit: Index; lastIndex: Index }, nowMs: number): boolean {
+    if (st.standing !== 'superseded' || st.leaderCommit === 0 || st.lastIndex < st.leaderCommit) {
+      this.since = null;
+      return false;
+    }
+    this.since ??= nowMs;
+    return nowMs - this.since >= this.graceMs;
+  }
 }
 
 /** `serve --join` on an empty directory: does the member at `url` list `id` as a voter

@@ -26,7 +26,7 @@ import { OpsTracker } from './ops-tracker.js';
 import { WatchHub } from './watch-hub.js';
 import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
-import { AmnesiaError, amnesiaLine, clusterStanding, forgottenVoter, isEmptyDir, strangerLine } from './amnesia-check.js';
+import { AmnesiaError, SupersededWatch, amnesiaLine, clusterStanding, forgottenVoter, isEmptyDir, strangerLine } from './amnesia-check.js';
 import { PeerContact, noteContact } from './peer-contact.js';
 import { Readiness } from './readiness.js';
 import type { MemberAddress } from './lock-app.js';
@@ -365,10 +365,14 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   };
   let lastTickAt = nowMs();
   let superseded = false;
+  // one maximum election timeout: appends from a leader whose commit index lagged when it
+  // sent them (a new leader before its first commit) are long through by then
+  const supersededWatch = new SupersededWatch(config.electionTimeoutMs.max);
   const ticker = setInterval(() => {
-    if (!superseded && raw.standing() === 'superseded') {
-      // the log binds our id to another data directory: we are a member that lost its
-      // data; never go on as one (the core already refuses to vote or count)
+    if (!superseded && supersededWatch.observe(raw.status(), nowMs())) {
+      // the log binds our id to another data directory, and it holds what our leader has
+      // committed: we are a member that lost its data; never go on as one (the core
+      // already refuses to vote or count)
       superseded = true;
       o.onFatal(new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `the cluster's configuration binds ${nodeId} to another data directory than ${resolved.dataDir}`)));
       return;
