@@ -180,8 +180,8 @@ export class Raft {
   private bootstrapped: boolean;
   /** our incarnation, or undefined when the amnesia guard is off (plain Raft) */
   private readonly inc: string | undefined;
-  /** the highest commit index a leader has told us, in this process (an append carries the
-   *  leader's commit index, a heartbeat what we acknowledged): above our own commit while
+  /** the highest commit index a leader's append has told us, in this process (an append
+   *  carries the leader's commit index), or a snapshot's index: above our own commit while
    *  our log lacks those entries. A node whose applied index stays below it is behind
    *  (docs/api.md "Readiness") */
   knownCommit: Index = 0;
@@ -718,11 +718,17 @@ export class Raft {
 
   private handleFromLeader(m: Extract<Message, { type: 'append' | 'heartbeat' | 'snapshot' }>): void {
     this.sawLog = true;
-    if (m.type !== 'snapshot') this.knownCommit = Math.max(this.knownCommit, m.commit);
-    if (m.type === 'append') this.leaderCommit = Math.max(this.leaderCommit, m.commit);
-    if (m.type === 'append') this.handleAppend(m);
-    else if (m.type === 'heartbeat') this.handleHeartbeat(m);
-    else this.handleSnapshot(m);
+    if (m.type === 'append') {
+      // the leader's own commit index (a heartbeat's is at most what we acknowledged, and
+      // one beyond our log says our log went backwards: handleHeartbeat)
+      this.knownCommit = Math.max(this.knownCommit, m.commit);
+      this.leaderCommit = Math.max(this.leaderCommit, m.commit);
+      this.handleAppend(m);
+    } else if (m.type === 'heartbeat') {
+      this.handleHeartbeat(m);
+    } else {
+      this.handleSnapshot(m);
+    }
   }
 
   // ---- follower side of replication ----------------------------------------------------

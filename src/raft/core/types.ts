@@ -184,8 +184,8 @@ export interface Status {
   commit: Index;
   applied: Index;
   lastIndex: Index;
-  /** the highest commit index this node knows of: its own, or one a leader told it that
-   *  its log does not reach yet (Raft.knownCommit) */
+  /** the highest commit index this node knows of: its own, or one a leader's append told
+   *  it that its log does not reach yet (Raft.knownCommit) */
   knownCommit: Index;
   /** the commit index carried by the latest append of the current leader; 0 until one
    *  arrives (Raft.leaderCommit) */
