@@ -45,11 +45,11 @@ export class RaftLockService implements LockService {
 
   ready(): boolean {
     const st = this.d.driver.status();
-    return st.leader !== null && this.d.driver.appliedIndex >= st.commit && this.d.membership.notReadyReason() === null;
+    return st.leader !== null && this.d.driver.appliedIndex >= st.commit && this.notReadyReason() === null;
   }
 
   notReadyReason(): string | null {
-    return this.d.membership.notReadyReason();
+    return this.d.readiness?.reason() ?? this.d.membership.notReadyReason();
   }
 
   // ---- the driver's hooks: the leader side's (leader-coordinator.ts) -----------------

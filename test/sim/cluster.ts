@@ -92,6 +92,18 @@ export class SimCluster {
     this.start(id);
   }
 
+  /** a lying disk: the node crashes, and its disk keeps only the log up to `keep` although
+   *  the node had acknowledged more (SimDisk.loseTail); it restarts at once on that disk */
+  loseTail(id: NodeId, keep: number): void {
+    const node = this.running.get(id);
+    if (!node) return;
+    const last = node.disk.lastIndex();
+    this.kill(node, this.now);
+    this.disks.get(id)!.loseTail(keep);
+    this.env.trace?.(`${id}: disk lost entries ${keep + 1}..${last} it had acknowledged; restarted`);
+    this.start(id);
+  }
+
   private start(id: NodeId): SimNode {
     const inc = this.incarnations.get(id)! + 1;
     this.incarnations.set(id, inc);

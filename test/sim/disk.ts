@@ -119,6 +119,25 @@ export class SimDisk implements DurableStorage {
     });
   }
 
+  /**
+   * A disk that lost SYNCED data (after a crash): the log keeps only entries up to `keep`,
+   * though the node had acknowledged more (a lying or damaged disk: a torn last record of
+   * LevelDB's log, PAR FAST'18). The hard state survives, its commit index cut to `keep`
+   * (the record that raised it was lost with the entries). Never below the snapshot.
+   */
+  loseTail(keep: Index): void {
+    this.sync();
+    const s = this.synced;
+    if (keep >= s.lastIndex() || keep < s.firstIndex() - 1) return;
+    const hs = s.hardState();
+    this.synced = MemoryStorage.from({
+      hardState: { ...hs, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1),
+    });
+    this.written = MemoryStorage.from({
+      hardState: this.synced.hardState(), snapshot: this.synced.snapshot(), entries: this.synced.entries(this.synced.firstIndex(), keep + 1),
+    });
+  }
+
   // ---- DurableStorage (the async face the production driver uses) ----
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
     this.saveSync(batch, opts);

@@ -69,6 +69,7 @@ export class SimNode {
       incarnation: disk.diskId,
       applied: this.app.state.applied,
       trace: (e) => this.onTrace(e),
+      onLogRegression: (follower, acked, hint) => this.env.trace?.(`${this.id} hears that ${follower}'s log went back: it had acknowledged ${acked}, now ends at ${hint}`),
       ...mutatedRaftConfig(opts.mutations),
     }, disk);
     this.cover = new HeartbeatCover(opts.heartbeatCoverTicks);

@@ -60,6 +60,10 @@ export interface CrashOptions {
   amnesiaProbability: number;
   /** an operator notices a lost disk and runs `member remove` after 1 + Exp(mean) ticks */
   amnesiaNoticeTicksMean: number;
+  /** per tick: a follower's disk loses the newest entries it had acknowledged (a lying or
+   *  damaged disk) and the node restarts at once; only entries that a majority of the
+   *  other voters hold durably, so no protocol is asked to survive a lost majority */
+  lostTailProbability: number;
 }
 
 /** slow disks (disk-stalls.ts): a synced write that takes whole ticks, during which the
@@ -179,6 +183,7 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     youngLeaderProbability: 0,
     amnesiaProbability: 0,
     amnesiaNoticeTicksMean: 0,
+    lostTailProbability: 0,
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -227,6 +232,9 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
   // drawn after everything above (so adding them shifted no knob of a seed); half the
   // seeds stall no write, and their schedules are as before
   o.disk = { stallProbability: maybe(rng, 0.5, 0.001, 0.01), stallTicksMean: Math.round(electionTicks * (0.5 + 2 * rng.next())), stallLeaderBias: 0.3 + rng.next() * 0.6 };
+  // drawn after the disk stalls (so adding it shifted no knob of a seed above): a disk that loses entries
+  // the node had acknowledged (docs/raft-core.md "A follower whose log went backwards")
+  o.crash.lostTailProbability = maybe(rng, 0.7, 0.0005, 0.004);
   return o;
 }
 

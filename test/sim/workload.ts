@@ -130,6 +130,7 @@ export class Workload {
     const c = this.opts.crash;
     this.youngLeaders();
     this.amnesia();
+    this.lostTail();
     this.operator();
     if (c.crashProbability === 0 || this.nemesisRng.next() >= c.crashProbability) return;
     const leader = this.nemesisRng.next() < c.leaderBias ? this.cluster.leader() : null;
@@ -167,6 +168,35 @@ export class Workload {
     if (victim === undefined) return;
     this.cluster.wipe(victim);
     this.wiped.set(victim, this.cluster.now + 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.amnesiaNoticeTicksMean));
+  }
+
+  /**
+   * A follower's disk loses the newest entries it had acknowledged (synced ones: a lying or
+   * damaged disk) and the node restarts at once. Only entries that a majority of the
+   * leader's voters other than the victim hold durably, under a committed configuration:
+   * losing more loses data no protocol can recover, and that is not what this tests. It
+   * tests that the leader notices the follower went back, stops counting it, and brings it
+   * up to date (docs/raft-core.md "A follower whose log went backwards").
+   */
+  private lostTail(): void {
+    const c = this.opts.crash;
+    if (c.lostTailProbability === 0 || this.nemesisRng.next() >= c.lostTailProbability) return;
+    const leader = this.cluster.leader();
+    if (!leader) return;
+    const st = leader.raw.status();
+    const voters = st.conf.voters;
+    if ([...leader.app.state.conf.voters].sort().join(',') !== [...voters].sort().join(',')) return;
+    const victim = pick(this.nemesisRng, [...voters, ...st.conf.learners].filter((v) => v !== leader.id && this.cluster.node(v) !== undefined));
+    if (victim === undefined) return;
+    const disk = this.cluster.node(victim)!.disk.durable;
+    const last = disk.lastIndex();
+    const keep = Math.max(disk.firstIndex() - 1, last - this.nemesisRng.int(1, 9));
+    const quorum = Math.floor(voters.length / 2) + 1;
+    for (let i = keep + 1; i <= last; i++) {
+      const holders = voters.filter((v) => v !== victim && this.cluster.node(v)?.disk.durable.term(i) === disk.term(i)).length;
+      if (holders < quorum) return;
+    }
+    if (keep < last) this.cluster.loseTail(victim, keep);
   }
 
   /** The operator's answer to a lost disk (docs/membership.md): `member remove` of the

@@ -76,7 +76,7 @@ async function assertRefused(dir: string, cls: new (...args: never[]) => Error, 
   });
 }
 
-const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader\)$/;
+const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader \(docs\/recovery\.md "A damaged data directory"\)\)$/;
 
 describe('open refuses a damaged log', () => {
   test('a flipped byte in an entry: the last of its write, and one in the middle', async () => {
@@ -243,6 +243,14 @@ describe('open refuses a damaged log', () => {
     const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
     assert.equal(s.lastIndex(), 10);
     await s.close();
+  });
+
+  test('a missing LevelDB file (the MANIFEST): the message names it and the replacement procedure, not "check the disk, then restart"', async () => {
+    const dir = await populated('manifest');
+    const manifest = readdirSync(dir).find((f) => f.startsWith('MANIFEST-'))!;
+    rmSync(join(dir, manifest));
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: LevelDB's file ${manifest} is missing, so the data directory is incomplete and restarting cannot help \\(remove this node from the cluster`));
+    await assertRefused(dir, StorageCorruptionError, WIPE);
   });
 
   test('the undamaged directory still opens (control)', async () => {

@@ -461,7 +461,23 @@ function openError(dir: string, err: unknown): StorageError {
   const cause = (err as { cause?: { code?: unknown } }).cause;
   if (cause?.code === 'LEVEL_LOCKED') return new StorageLockedError(dir, { cause: err });
   if (isLevelCorruption(err)) return new StorageCorruptionError(dir, `LevelDB cannot open it: ${describe(err)}`, undefined, { cause: err });
+  // One of LevelDB's own files is gone (CURRENT names a MANIFEST that is not there, a
+  // table file the MANIFEST lists is missing): the directory is incomplete, and no restart
+  // brings the file back. Say which file, and how to replace the node (docs/recovery.md).
+  const gone = missingLevelFile(dir, err);
+  if (gone !== null) return new StorageCorruptionError(dir, `LevelDB's file ${gone} is missing, so the data directory is incomplete and restarting cannot help`, undefined, { cause: err });
   return new StorageFailure(dir, 'opening', err);
+}
+
+/** the name of a file of `dir` that LevelDB reports missing ("IO error: <dir>/MANIFEST-000002:
+ *  No such file or directory"), or null */
+function missingLevelFile(dir: string, err: unknown): string | null {
+  const text = describe(err);
+  const m = /IO error: (\S+?): No such file or directory/.exec(text);
+  if (m === null) return null;
+  const path = m[1]!;
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  return path.startsWith(dir) && /^(MANIFEST-\d+|CURRENT|\d+\.(ldb|sst|log))$/.test(name) ? name : null;
 }
 
 function isLevelCorruption(err: unknown): boolean {
