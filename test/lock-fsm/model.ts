@@ -5,6 +5,7 @@
 
 import type { ApplyResult, Command, Envelope, FsmEvent } from '../../src/lock-fsm/index.js';
 import type { StateV1, LockTuple, IdemTuple, WaiterTuple } from '../../src/lock-fsm/snapshot.js';
+import { modelCycle, type ModelWait } from './wait-for-model.js';
 
 interface MSession { id: string; ttlMs: number; owner: string; lockDelayMs: number }
 interface MWaiter { sid: string; owner: string; waitMs: number; since: number; key?: string }
@@ -175,10 +176,31 @@ export class Model {
     const pos = ns ? -1 : l.queue.findIndex((w) => w.sid === sid);
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    // docs/lock-fsm.md "Deadlock detection": a wait that closes a cycle is refused
+    const cycle = ns ? null : modelCycle(sid, [{ name: cmd.name, kind: 'lock', blockers: this.blockers(l, l.queue.length) }], (t) => this.waitsOf(t));
+    if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
     open();
     l.queue.push({ sid, owner, waitMs: cmd.waitMs, since: index, ...(this.key !== undefined ? { key: this.key } : {}) });
     ev.push({ type: 'waiting', name: cmd.name, sessionId: sid });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
+  }
+
+  /** whom a request at queue position i of l waits for: its holder, then those ahead, nearest first */
+  private blockers(l: MLock, i: number): string[] {
+    const out = l.holder ? [l.holder.sid] : [];
+    for (let j = i - 1; j >= 0; j--) out.push((l.queue[j] as MWaiter).sid);
+    return out;
+  }
+
+  /** a session's waits, by lock name */
+  private waitsOf(sid: string): ModelWait[] {
+    const out: ModelWait[] = [];
+    for (const name of [...this.locks.keys()].sort(cmp)) {
+      const l = this.locks.get(name) as MLock;
+      const i = l.queue.findIndex((w) => w.sid === sid);
+      if (i >= 0) out.push({ name, kind: 'lock', blockers: this.blockers(l, i) });
+    }
+    return out;
   }
 
   /** the state in snapshot form, for comparison with exportState */

@@ -7,6 +7,7 @@
 // grant keeps its max hold (0: none) and the log time it was made.
 
 import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import { modelCycle, type ModelWait } from './wait-for-model.js';
 
 type Mode = 'exclusive' | 'shared';
 /** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
@@ -169,6 +170,9 @@ export class SharedModel {
         if (sem && h) return this.semAcquired(cmd.name, sem, h);
         return { ok: true, kind: 'noop' };
       }
+      case 'acquireAll':
+      case 'releaseAll':
+        throw new Error('lock sets are not modelled here: test/lock-fsm/lock-sets.property.test.ts checks them');
     }
   }
 
@@ -291,6 +295,9 @@ export class SharedModel {
     const pos = l.queue.findIndex((w) => w.sid === cmd.sessionId);
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
     if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    // docs/lock-fsm.md "Deadlock detection": a wait that closes a cycle is refused
+    const cycle = modelCycle(cmd.sessionId, [{ name: cmd.name, kind: 'lock', blockers: this.lockBlockers(l, mode, l.queue.length) }], (t) => this.waitsOf(t));
+    if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
     l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}) });
     ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId });
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
@@ -330,9 +337,46 @@ export class SharedModel {
     }
     if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
     if (sem.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    const cycle = modelCycle(cmd.sessionId, [{ name: cmd.name, kind: 'semaphore', blockers: this.semBlockers(sem, sem.queue.length) }], (t) => this.waitsOf(t));
+    if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
     sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
     ev.push({ type: 'semWaiting', name: cmd.name, sessionId: cmd.sessionId, permits: cmd.permits });
     return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
+  }
+
+  /** whom a request of this mode at queue position i of l waits for (the wait-for graph,
+   *  docs/lock-fsm.md "Deadlock detection") */
+  private lockBlockers(l: MLock, mode: Mode, i: number): string[] {
+    const out: string[] = [];
+    for (const h of l.holders) if (h.mode === 'exclusive') out.push(h.sid);
+    if (mode === 'exclusive') for (const h of [...l.holders].sort((a, b) => a.token - b.token)) if (h.mode === 'shared') out.push(h.sid);
+    for (let j = i - 1; j >= 0; j--) {
+      const w = l.queue[j] as MWait;
+      if (mode === 'exclusive' || w.mode === 'exclusive') out.push(w.sid);
+    }
+    return out;
+  }
+
+  private semBlockers(sem: MSem, i: number): string[] {
+    const out = [...sem.holders].sort((a, b) => a.token - b.token).map((h) => h.sid);
+    for (let j = i - 1; j >= 0; j--) out.push((sem.queue[j] as MSemWait).sid);
+    return out;
+  }
+
+  /** a session's waits: on locks by name, then on semaphores by name */
+  private waitsOf(sid: string): ModelWait[] {
+    const out: ModelWait[] = [];
+    for (const name of [...this.locks.keys()].sort(cmp)) {
+      const l = this.locks.get(name) as MLock;
+      const i = l.queue.findIndex((w) => w.sid === sid);
+      if (i >= 0) out.push({ name, kind: 'lock', blockers: this.lockBlockers(l, (l.queue[i] as MWait).mode, i) });
+    }
+    for (const name of [...this.sems.keys()].sort(cmp)) {
+      const sem = this.sems.get(name) as MSem;
+      const i = sem.queue.findIndex((w) => w.sid === sid);
+      if (i >= 0) out.push({ name, kind: 'semaphore', blockers: this.semBlockers(sem, i) });
+    }
+    return out;
   }
 
   private semGrant(index: number, name: string, sem: MSem, sid: string, owner: string, permits: number, ev: FsmEvent[], maxHoldMs: number): MSemHolder {

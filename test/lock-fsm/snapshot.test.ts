@@ -80,7 +80,7 @@ function corrupt(mut: (s: StateV1) => void): () => void {
 
 test('a corrupt snapshot gives a clear error naming the field', () => {
   const cases: [(s: StateV1) => void, RegExp][] = [
-    [(s) => { s.v = 4; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3/],
+    [(s) => { s.v = 5; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3, 4/],
     [(s) => { s.format = 'etcd'; }, /format/],
     [(s) => { (s as unknown as Record<string, unknown>)['extra'] = 1; }, /extra is not a known field/],
     [(s) => { s.lastToken = -1; }, /lastToken/],
