@@ -11,17 +11,25 @@
 //    a semaphore is refused although another holder's release might have let it through.
 // A session's own grants and requests are never an edge (it never waits for itself).
 //
-// A new wait is refused when the session that makes it is reachable from it: the walk
-// starts at the new request only, and stops at the first way back. Its cost is linear in
-// the part of the graph reachable from the new request, never more than every waiting
-// request and every grant of a name something waits on, each touched once: a session is
-// expanded once, a lock's or semaphore's holders are listed once, and a queue is scanned
-// backwards only as far as the previous scan of it went (a waiter marks "everything ahead
-// of me is already reached"). A session that holds nothing and waits for nothing cannot be
-// on a cycle: its first wait costs O(1). The walk visits sessions in one fixed order
-// and its result is that of the plain breadth-first search the docs define (docs/lock-fsm.md
-// "Deadlock detection": names sorted, holders by token, requests ahead nearest first), so
-// the cycle it reports is the same on every replica and after any snapshot restore.
+// A new wait is refused when the session that makes it is reachable from it. Two walks
+// decide it, both starting at the new waiter and advanced in turns, the cheaper one first:
+//  - forward from the new request (whom it waits for, whom they wait for, …), until it
+//    reaches the requesting session (a cycle) or runs out;
+//  - backward from the requesting session (who waits for it, who waits for them, …), until
+//    it meets a session the new request would wait for directly (a cycle) or runs out.
+// The first to run out proves there is no cycle. So deciding costs about twice the smaller
+// of the two reachable parts, usually tiny: a waiter nobody waits for (it holds nothing
+// anyone waits on, and waits for nothing else) is settled by one step backward however long
+// the queue it joins. Only when there is a cycle does the forward walk run to the end of it.
+// Each walk is linear in what it reaches, each element touched once: a session is expanded
+// once, a lock's or semaphore's holders are listed once, and a queue is scanned only as
+// far as the previous scan of it went (a waiter marks "everything ahead of me (behind me,
+// backward) is already reached"). A session that holds nothing and waits for nothing
+// cannot be on a cycle: its first wait costs O(1). The cycle reported is the forward walk's,
+// which visits sessions in one fixed order: its result is that of the plain breadth-first
+// search the docs define (docs/lock-fsm.md "Deadlock detection": names sorted, holders by
+// token, requests ahead nearest first), the same on every replica and after any snapshot
+// restore.
 //
 // Besides the FSM's own check (cycleOfNewWait), this file offers the checkers' views of the
 // same graph: waitForCycle (any cycle in a state: there must never be one, every apply
@@ -32,6 +40,7 @@ import type { CycleEntry } from './results.js';
 import type { FsmCore, LockState, Session, Waiter } from './state.js';
 import type { SemState, SemWaiter } from './semaphores.js';
 import { compareStrings } from './names.js';
+import { assertFsm as assert } from '../assert.js';
 
 /** a request about to wait: on lock names (in one mode), or on a semaphore */
 export type NewWait = { target: 'lock'; names: readonly string[]; shared: boolean } | { target: 'semaphore'; name: string };
@@ -44,14 +53,27 @@ interface Via {
   sem: boolean;
 }
 
+// Queue scans mark the waiters they pass (Waiter.fwdMark / backMark) with the walk's own
+// number: a field compare instead of a set lookup, the hottest step of a long walk. A mark
+// is MARK_ALL (this request and every one ahead of it, or behind it backward, is reached),
+// MARK_EXCLUSIVE (every exclusive one is), or older than the walk (nothing). Walk numbers
+// only ever grow, so a mark of an earlier walk never counts; they are no state (never in
+// snapshots, never compared across replicas).
+const MARK_EXCLUSIVE = 1;
+const MARK_ALL = 2;
+let walks = 0;
+/** a fresh base for one walk's marks: marks of earlier walks are all below it */
+function nextWalk(): number {
+  walks += 3;
+  return walks;
+}
+
 /** one walk of the graph from a set of start edges, looking for `target` */
 class Walk {
   private readonly via = new Map<Session, Via>();
   private readonly frontier: Session[] = [];
-  /** waiters x with x and every request ahead of x reached */
-  private readonly allAhead = new Set<Waiter>();
-  /** waiters x with every exclusive request up to x reached */
-  private readonly exclusiveAhead = new Set<Waiter>();
+  /** this walk's marks are base + MARK_* (Waiter.fwdMark) */
+  private readonly base = nextWalk();
   /** locks whose every holder (exclusive or shares) is reached */
   private readonly holdersSeen = new Set<LockState>();
   private readonly semHoldersSeen = new Set<SemState>();
@@ -88,14 +110,16 @@ class Walk {
       for (const sh of [...l.shares.values()].sort((a, b) => a.token - b.token)) if (this.reach(from, name, false, sh.session)) return true;
     }
     let x = at === null ? l.tail : at.prev;
+    const all = this.base + MARK_ALL;
     if (shared) {
-      for (; x !== null && !this.allAhead.has(x) && !this.exclusiveAhead.has(x); x = x.prev) {
-        this.exclusiveAhead.add(x);
+      const excl = this.base + MARK_EXCLUSIVE;
+      for (; x !== null && x.fwdMark < excl; x = x.prev) {
+        x.fwdMark = excl;
         if (!x.shared && this.reach(from, name, false, x.session)) return true;
       }
     } else {
-      for (; x !== null && !this.allAhead.has(x); x = x.prev) {
-        this.allAhead.add(x);
+      for (; x !== null && x.fwdMark < all; x = x.prev) {
+        x.fwdMark = all;
         if (this.reach(from, name, false, x.session)) return true;
       }
     }
@@ -129,7 +153,9 @@ class Walk {
 
   /** every edge out of a waiting session: its lock waits by name, then its semaphore waits */
   private expand(t: Session): boolean {
-    if (t.waits !== null) {
+    if (t.waits !== null && t.waits.size === 1) {
+      for (const w of t.waits.values()) if (this.lockEdges(t, w.lock, w.shared, w)) return true;
+    } else if (t.waits !== null) {
       for (const name of [...t.waits.keys()].sort(compareStrings)) {
         const w = t.waits.get(name) as Waiter;
         if (this.lockEdges(t, w.lock, w.shared, w)) return true;
@@ -144,9 +170,33 @@ class Walk {
     return false;
   }
 
+  private next = 0;
+
+  /** the new request's own edges (docs/lock-fsm.md: its names sorted) */
+  start(c: FsmCore, req: NewWait): void {
+    const s = this.target;
+    if (req.target === 'lock') {
+      for (const name of [...req.names].sort(compareStrings)) {
+        const l = c.locks.get(name);
+        if (l !== undefined && this.lockEdges(s, l, req.shared, null)) return;
+      }
+    } else {
+      const sem = c.sems.get(req.name);
+      if (sem !== undefined) this.semEdges(s, sem, sem.queue.length);
+    }
+  }
+
+  /** expands the next session of the breadth-first order: 'found', 'done' (nothing left to
+   *  expand, target not reached) or 'more' */
+  advance(): 'found' | 'done' | 'more' {
+    if (this.found !== null) return 'found';
+    if (this.next >= this.frontier.length) return 'done';
+    return this.expand(this.frontier[this.next++] as Session) ? 'found' : this.next >= this.frontier.length ? 'done' : 'more';
+  }
+
   /** breadth first from the start edges already followed, until the target is found */
   run(): boolean {
-    for (let i = 0; i < this.frontier.length && this.found === null; i++) if (this.expand(this.frontier[i] as Session)) break;
+    while (this.advance() === 'more');
     return this.found !== null;
   }
 
@@ -192,22 +242,123 @@ export function wouldDeadlock(fsm: { readonly core: FsmCore }, sessionId: string
   return s === undefined ? null : cycleOfNewWait(fsm.core, s, req);
 }
 
-/** cycleOfNewWait, with the number of edges the walk followed (bench/fsm.ts) */
+/** cycleOfNewWait, with the number of edges the walks followed (bench/fsm.ts) */
 export function walkNewWait(c: FsmCore, s: Session, req: NewWait): { cycle: CycleEntry[] | null; steps: number } {
   // Nothing waits for a session that holds nothing and waits for nothing.
   if (s.heldHead === null && s.shares === null && s.sems === null && s.waits === null && s.semWaits === null) return { cycle: null, steps: 0 };
-  const walk = new Walk(s);
-  if (req.target === 'lock') {
-    for (const name of [...req.names].sort(compareStrings)) {
-      const l = c.locks.get(name);
-      if (l !== undefined && walk.lockEdges(s, l, req.shared, null)) break;
+  const fwd = new Walk(s);
+  const back = new BackWalk(c, s, req);
+  let started = false;
+  let cycle = false;
+  for (;;) {
+    if (back.steps <= fwd.steps) {
+      const b = back.advance();
+      if (b === 'done') return { cycle: null, steps: fwd.steps + back.steps };
+      if (b === 'found') { cycle = true; break; }
+    } else {
+      if (!started) { started = true; fwd.start(c, req); }
+      const f = fwd.advance();
+      if (f === 'done') return { cycle: null, steps: fwd.steps + back.steps };
+      if (f === 'found') { cycle = true; break; }
     }
-  } else {
-    const sem = c.sems.get(req.name);
-    if (sem !== undefined) walk.semEdges(s, sem, sem.queue.length);
   }
-  const found = walk.found !== null || walk.run();
-  return { cycle: found ? walk.cycle() : null, steps: walk.steps };
+  // a cycle exists: the forward walk, run to where it closes, names it
+  if (!started) fwd.start(c, req);
+  const closed = fwd.found !== null || fwd.run();
+  assert(closed && cycle, `deadlock walk of ${s.id}: the backward walk met the new request's targets but the forward walk found no cycle`);
+  return { cycle: fwd.cycle(), steps: fwd.steps + back.steps };
+}
+
+/**
+ * The backward walk: who waits for the requesting session, who waits for them, and so on
+ * (the graph's edges reversed: a session holding a grant is waited for by the conflicting
+ * requests in that name's queue; a request is waited for by the conflicting requests
+ * behind it). It looks for a session the new request would wait for directly.
+ */
+class BackWalk {
+  private readonly seen = new Set<Session>();
+  private readonly frontier: Session[];
+  private next = 0;
+  /** this walk's marks are base + MARK_* (Waiter.backMark: x and every request behind it) */
+  private readonly base = nextWalk();
+  /** semaphore → the index from which its queue's suffix is reached */
+  private readonly semSuffix = new Map<SemState, number>();
+  private readonly locks: { name: string; l: LockState | undefined }[];
+  private found = false;
+  steps = 0;
+
+  constructor(private readonly c: FsmCore, private readonly s: Session, private readonly req: NewWait) {
+    this.frontier = [s];
+    this.seen.add(s);
+    this.locks = req.target === 'lock' ? req.names.map((name) => ({ name, l: c.locks.get(name) })) : [];
+  }
+
+  /** would the new request wait for x directly (x holds a conflicting grant of one of its
+   *  names, or has a conflicting request queued there: the new request queues last)? */
+  private direct(x: Session): boolean {
+    const req = this.req;
+    if (req.target === 'semaphore') return this.c.sems.get(req.name)?.holders.has(x.id) === true || x.semWaits?.has(req.name) === true;
+    for (const { name, l } of this.locks) {
+      if (l === undefined) continue;
+      if (l.holder === x || (!req.shared && l.shares?.has(x.id) === true)) return true;
+      const w = x.waits?.get(name);
+      if (w !== undefined && (!req.shared || !w.shared)) return true;
+    }
+    return false;
+  }
+
+  private visit(x: Session): boolean {
+    this.steps++;
+    if (this.found || this.seen.has(x)) return this.found;
+    if (this.direct(x)) return (this.found = true);
+    this.seen.add(x);
+    this.frontier.push(x);
+    return false;
+  }
+
+  /** the requests from `x` on (x included) that conflict with a request or grant of this
+   *  mode: all of them, or only the exclusive ones */
+  private scanFrom(x: Waiter | null, exclusiveOnly: boolean): boolean {
+    if (exclusiveOnly) {
+      const excl = this.base + MARK_EXCLUSIVE;
+      for (; x !== null && x.backMark < excl; x = x.next) {
+        x.backMark = excl;
+        if (!x.shared && this.visit(x.session)) return true;
+      }
+    } else {
+      const all = this.base + MARK_ALL;
+      for (; x !== null && x.backMark < all; x = x.next) {
+        x.backMark = all;
+        if (this.visit(x.session)) return true;
+      }
+    }
+    return false;
+  }
+
+  private semFrom(sem: SemState, from: number): boolean {
+    const done = this.semSuffix.get(sem) ?? sem.queue.length;
+    if (from >= done) return false;
+    this.semSuffix.set(sem, from);
+    for (let i = from; i < done; i++) if (this.visit((sem.queue[i] as SemWaiter).session)) return true;
+    return false;
+  }
+
+  /** every edge into t: requests that conflict with its grants, and with its requests from behind */
+  private expand(t: Session): boolean {
+    for (let l = t.heldHead; l !== null; l = l.heldNext) if (this.scanFrom(l.head, false)) return true;
+    if (t.shares !== null) for (const sh of t.shares.values()) if (this.scanFrom(sh.lock.head, true)) return true;
+    if (t.sems !== null) for (const h of t.sems.values()) if (this.semFrom(h.sem, 0)) return true;
+    if (t.waits !== null) for (const w of t.waits.values()) if (this.scanFrom(w.next, w.shared)) return true;
+    if (t.semWaits !== null) for (const w of t.semWaits.values()) if (this.semFrom(w.sem, w.sem.queue.indexOf(w) + 1)) return true;
+    return false;
+  }
+
+  advance(): 'found' | 'done' | 'more' {
+    if (this.found) return 'found';
+    if (this.next >= this.frontier.length) return 'done';
+    if (this.expand(this.frontier[this.next++] as Session)) return 'found';
+    return this.next >= this.frontier.length ? 'done' : 'more';
+  }
 }
 
 /** Is `s` on a cycle of the current graph? The cycle through it (s first), or null. */

@@ -48,6 +48,9 @@ export class Waiter {
   next: Waiter | null = null;
   /** the lock set this place belongs to (docs/lock-fsm.md "Lock sets"); null for a single request */
   set: LockSetWait | null = null;
+  /** scratch marks of the deadlock walks (deadlock.ts), not state */
+  fwdMark = 0;
+  backMark = 0;
   constructor(
     readonly lock: LockState,
     readonly session: Session,

@@ -295,7 +295,7 @@ test('deadlocks through shared locks, semaphores, campaigns, queued-ahead reques
   check(g);
 });
 
-test('the walk costs nothing for a session that holds and waits for nothing, and only what is reachable otherwise', () => {
+test('deciding costs nothing for a session that holds and waits for nothing, and about the smaller of the two reachable parts otherwise', () => {
   const g = new Log();
   for (let i = 0; i < 50; i++) g.open(`w${i}`);
   g.open('h');
@@ -306,11 +306,18 @@ test('the walk costs nothing for a session that holds and waits for nothing, and
   assert.ok(me);
   assert.equal(walkNewWait(g.fsm.core, me, { target: 'lock', names: ['hot'], shared: false }).steps, 0);
   g.token('mine', 'me');
-  // holder + 50 requests ahead, then each of those sessions expanded once: its holder edge
-  // again, but not the queue ahead of it (marked as reached by the first scan): linear
+  // nobody waits for 'me': one step backward settles it, however long the queue it joins
+  assert.deepEqual(walkNewWait(g.fsm.core, me, { target: 'lock', names: ['hot'], shared: false }), { cycle: null, steps: 0 });
+  // someone waits on 'mine': the backward walk reaches that one session and stops there,
+  // while the forward walk took its first step (the holder and the 50 requests ahead)
+  g.open('x');
+  assert.ok(g.acquire('mine', 'x', 5000).ok);
   const { cycle, steps } = walkNewWait(g.fsm.core, me, { target: 'lock', names: ['hot'], shared: false });
   assert.equal(cycle, null);
-  assert.equal(steps, 1 + 50 + 50);
+  assert.equal(steps, 1 + (1 + 50));
+  // and when there is a cycle, the forward walk names it
+  assert.ok(g.acquire('mine', 'h', 5000).ok);
+  assert.deepEqual(walkNewWait(g.fsm.core, me, { target: 'lock', names: ['hot'], shared: false }).cycle, [{ sessionId: 'me', name: 'hot' }, { sessionId: 'h', name: 'mine' }]);
 });
 
 test('limits: a set needs room for each place (max_waiters_per_lock, max_locks)', () => {
