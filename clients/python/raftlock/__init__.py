@@ -11,13 +11,13 @@ at ttl/3 with jitter, one Idempotency-Key per change across retries, failover wi
 Retry-After, and no grant left behind by an acquire that gave up."""
 
 from .client import Client
-from .errors import (CompactedError, Holder, InvalidRequestError, LimitMismatchError, LockHeldError, LockLostError,
+from .errors import (CompactedError, DeadlockError, Holder, InvalidRequestError, LimitMismatchError, LockHeldError, LockLostError,
                      NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError, SemaphoreFullError,
                      SessionLostError, SessionNotFoundError, TooManyRequestsError, UnavailableError)
-from .lock import Leadership, Lock, SemaphoreGrant
+from .lock import Leadership, Lock, LockSet, SemaphoreGrant
 from .session import Session, default_safety_margin
 
-__all__ = ["Client", "Session", "Lock", "SemaphoreGrant", "Leadership", "Holder", "SemaphoreFullError",
+__all__ = ["Client", "Session", "Lock", "LockSet", "SemaphoreGrant", "Leadership", "Holder", "SemaphoreFullError", "DeadlockError",
            "LimitMismatchError", "CompactedError", "RaftlockError", "LockHeldError", "NotHolderError",
            "SessionNotFoundError", "UnavailableError", "TooManyRequestsError", "OutcomeUnknownError",
            "InvalidRequestError", "PermissionDeniedError", "SessionLostError", "LockLostError", "default_safety_margin"]
