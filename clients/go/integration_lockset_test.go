@@ -34,7 +34,8 @@ func TestIntegrationOppositeOrderDeadlocksPerNameNeverWithLockSet(t *testing.T) 
 		t.Fatal(err)
 	}
 	aWaits := make(chan error, 1)
-	go func() { aWaits <- NewMutex(sa, a2).Lock(ctx) }()
+	ma2 := NewMutex(sa, a2)
+	go func() { aWaits <- ma2.Lock(ctx) }()
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		li, err := c.Get(ctx, a2)
 		if err == nil && li.Waiters == 1 {
@@ -60,6 +61,9 @@ func TestIntegrationOppositeOrderDeadlocksPerNameNeverWithLockSet(t *testing.T) 
 		t.Fatal(err)
 	}
 	if err := ma1.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ma2.Unlock(ctx); err != nil {
 		t.Fatal(err)
 	}
 
