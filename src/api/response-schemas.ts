@@ -125,5 +125,16 @@ export const viewSchemas = {
       waiters: z.number().int().min(0).describe('requests queued behind the leader: the campaigners waiting to lead'),
     })).optional().describe('elections that have a leader, sorted by name'),
     elections_truncated: z.boolean().optional(),
+    contended: z.array(z.object({
+      name: lockName,
+      waiters: z.number().int().min(1),
+      waiting_since_ms: z.number().describe('when the oldest current wait began, as the answering node applied it'),
+      waiting_since_exact: z.boolean().describe('false: it began before the node was watching (a lower bound)'),
+      holder: z.object({ session_id: z.string(), owner: z.string(), fencing_token: token, mode: z.enum(['exclusive', 'shared']), holders: z.number().int().min(1) }).optional().describe('the first holder and how many hold it; absent while free'),
+      in_delay: z.literal(true).optional(),
+    })).optional().describe('the most contended locks: most waiters first, then the longest wait'),
+    activity: z.array(z.object({
+      at_ms: z.number(), grants: z.number().int().min(0), waited: z.number().int().min(0), wait_avg_ms: z.number().int().min(0), wait_max_ms: z.number().int().min(0),
+    })).optional().describe("the answering node's applied grants per second over the last minute, with how long the granted requests had waited"),
   }),
 };
