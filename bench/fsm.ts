@@ -117,7 +117,7 @@ function deadlockBench(): void {
   const S = DL_SESSIONS;
   const H = Math.max(1, Math.floor(S / 2 / QUEUE));
   console.log(`\ndeadlock detection and lock sets: ${S.toLocaleString('en-US')} sessions, ${H} queues of ${QUEUE} waiters (each waiter also holds a lock)`);
-  const fsm = new LockFsm({ maxSessions: 2 * S + 10, maxWaitersPerLock: QUEUE + 10, idempotencyMaxKeys: 1_000_000 });
+  const fsm = new LockFsm({ maxSessions: 2 * S + 10_000, maxWaitersPerLock: QUEUE + 10, idempotencyMaxKeys: 1_000_000 });
   const ids = Array.from({ length: S }, (_, i) => sid(i));
   const open = (id: string): Command => ({ kind: 'openSession', sessionId: id, ttlMs: 10_000, owner: '', lockDelayMs: 0 });
   timed('openSession', S, fsm, (i) => open(ids[i] as string));
@@ -142,16 +142,22 @@ function deadlockBench(): void {
   const chain = new LockFsm({ maxSessions: C + 10, idempotencyMaxKeys: 1_000_000 });
   timed('chain: openSession', C, chain, (i) => open(ids[i] as string));
   timed('chain: acquire chain-i, granted', C, chain, (i) => ({ kind: 'acquire', name: `chain-${i}`, sessionId: ids[i] as string, waitMs: 0 }));
-  timed('chain: acquire chain-(i+1), queued (walk: i+1…)', C - 1, chain, (i) => ({ kind: 'acquire', name: `chain-${i + 1}`, sessionId: ids[i] as string, waitMs: 30_000 }));
+  timed('chain: acquire chain-(i+1), queued (i waits for i+1)', C - 1, chain, (i) => ({ kind: 'acquire', name: `chain-${i + 1}`, sessionId: ids[i] as string, waitMs: 30_000 }));
   const last = chain.core.sessions.get(ids[C - 1] as string);
+  const toHead = { target: 'lock' as const, names: ['chain-0'], shared: false };
+  const closing = last ? walkNewWait(chain.core, last, toHead).steps : 0;
   const closeCycle = time(`chain: session ${C - 1} waits for chain-0 (deadlock)`, () => chain.apply(++index, { atMs, cmd: { kind: 'acquire', name: 'chain-0', sessionId: ids[C - 1] as string, waitMs: 30_000 } }));
   const r = closeCycle.result;
-  console.log(`${''.padEnd(44)} answer: ${r.ok ? r.kind : r.code}${!r.ok && r.code === 'deadlock' ? `, a cycle of ${r.cycle.length} sessions` : ''}; walk ${last ? walkNewWait(chain.core, last, { target: 'lock', names: ['chain-0'], shared: false }).steps.toLocaleString('en-US') : '?'} edges`);
-  chain.apply(++index, { atMs, cmd: open('outsider') });
-  chain.apply(++index, { atMs, cmd: { kind: 'acquire', name: 'outsider-own', sessionId: 'outsider', waitMs: 0 } });
-  const out = chain.core.sessions.get('outsider');
-  const noCycle = time('chain: an outsider holding a lock waits for chain-0', () => chain.apply(++index, { atMs, cmd: { kind: 'acquire', name: 'chain-0', sessionId: 'outsider', waitMs: 30_000 } }));
-  console.log(`${''.padEnd(44)} answer: ${noCycle.result.ok ? noCycle.result.kind : noCycle.result.code}; walk ${out ? walkNewWait(chain.core, out, { target: 'lock', names: ['chain-1'], shared: false }).steps.toLocaleString('en-US') : '?'} edges (no cycle: every reachable session visited)`);
+  console.log(`${''.padEnd(44)} answer: ${r.ok ? r.kind : r.code}${!r.ok && r.code === 'deadlock' ? `, a cycle of ${r.cycle.length} sessions` : ''}; walks ${closing.toLocaleString('en-US')} edges`);
+  // the chain's last session (every other session of the chain waits for it, through the
+  // others: the backward walk would be the whole chain) waits for a lock whose holder
+  // waits for nothing: the forward walk ends at once, and decides
+  chain.apply(++index, { atMs, cmd: open('elsewhere') });
+  chain.apply(++index, { atMs, cmd: { kind: 'acquire', name: 'hot-elsewhere', sessionId: 'elsewhere', waitMs: 0 } });
+  const aside = { target: 'lock' as const, names: ['hot-elsewhere'], shared: false };
+  const deciding = last ? walkNewWait(chain.core, last, aside).steps : 0;
+  const noCycle = time(`chain: session ${C - 1} waits for another lock`, () => chain.apply(++index, { atMs, cmd: { kind: 'acquire', name: 'hot-elsewhere', sessionId: ids[C - 1] as string, waitMs: 30_000 } }));
+  console.log(`${''.padEnd(44)} answer: ${noCycle.result.ok ? noCycle.result.kind : noCycle.result.code}; walks ${deciding.toLocaleString('en-US')} edges (its holder waits for nothing: the forward walk decides)`);
 
   // lock sets
   const M = Math.min(S, 50_000);

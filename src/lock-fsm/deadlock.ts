@@ -25,7 +25,8 @@
 // once, a lock's or semaphore's holders are listed once, and a queue is scanned only as
 // far as the previous scan of it went (a waiter marks "everything ahead of me (behind me,
 // backward) is already reached"). A session that holds nothing and waits for nothing
-// cannot be on a cycle: its first wait costs O(1). The cycle reported is the forward walk's,
+// cannot be on a cycle: its first wait costs O(1), as does the wait of a session whose few
+// grants and requests nobody waits behind. The cycle reported is the forward walk's,
 // which visits sessions in one fixed order: its result is that of the plain breadth-first
 // search the docs define (docs/lock-fsm.md "Deadlock detection": names sorted, holders by
 // token, requests ahead nearest first), the same on every replica and after any snapshot
@@ -244,8 +245,9 @@ export function wouldDeadlock(fsm: { readonly core: FsmCore }, sessionId: string
 
 /** cycleOfNewWait, with the number of edges the walks followed (bench/fsm.ts) */
 export function walkNewWait(c: FsmCore, s: Session, req: NewWait): { cycle: CycleEntry[] | null; steps: number } {
-  // Nothing waits for a session that holds nothing and waits for nothing.
-  if (s.heldHead === null && s.shares === null && s.sems === null && s.waits === null && s.semWaits === null) return { cycle: null, steps: 0 };
+  // Nothing waits for a session that holds nothing and waits for nothing, or whose grants
+  // and requests nobody waits behind: the backward walk's first step, without building it.
+  if (nobodyWaitsFor(s)) return { cycle: null, steps: 0 };
   const fwd = new Walk(s);
   const back = new BackWalk(c, s, req);
   let started = false;
@@ -267,6 +269,23 @@ export function walkNewWait(c: FsmCore, s: Session, req: NewWait): { cycle: Cycl
   const closed = fwd.found !== null || fwd.run();
   assert(closed && cycle, `deadlock walk of ${s.id}: the backward walk met the new request's targets but the forward walk found no cycle`);
   return { cycle: fwd.cycle(), steps: fwd.steps + back.steps };
+}
+
+/** How many of a session's grants and waits the quick check looks at before it leaves the
+ *  question to the walks (a session with many grants: the walks are linear anyway). */
+const QUICK_CHECK = 16;
+
+/** true when surely nobody waits for `s`: no request is queued on a lock or semaphore it
+ *  holds, and none behind any of its own requests (a conservative answer: false may still
+ *  be nobody, e.g. only shared requests behind a shared wait) */
+function nobodyWaitsFor(s: Session): boolean {
+  let n = 0;
+  for (let l = s.heldHead; l !== null; l = l.heldNext) if (l.head !== null || ++n > QUICK_CHECK) return false;
+  if (s.shares !== null) for (const sh of s.shares.values()) if (sh.lock.head !== null || ++n > QUICK_CHECK) return false;
+  if (s.sems !== null) for (const h of s.sems.values()) if (h.sem.queue.length > 0 || ++n > QUICK_CHECK) return false;
+  if (s.waits !== null) for (const w of s.waits.values()) if (w.next !== null || ++n > QUICK_CHECK) return false;
+  if (s.semWaits !== null) for (const w of s.semWaits.values()) if (w.sem.queue[w.sem.queue.length - 1] !== w || ++n > QUICK_CHECK) return false;
+  return true;
 }
 
 /**

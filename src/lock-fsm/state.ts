@@ -381,14 +381,16 @@ export class FsmCore {
    *  moves the queues of its other names too: they are served in the same call, from a
    *  work list rather than by recursion (a chain of shared sets could be long). */
   pump(first: LockState, index: number, events: FsmEvent[]): void {
-    const work = [first];
-    for (let i = 0; i < work.length; i++) this.pumpOne(work[i] as LockState, index, events, work);
+    // the work list exists only once a set was granted (most pumps grant none)
+    const work = this.pumpOne(first, index, events, null);
+    for (let i = 0; work !== null && i < work.length; i++) this.pumpOne(work[i] as LockState, index, events, work);
   }
 
-  private pumpOne(l: LockState, index: number, events: FsmEvent[], work: LockState[]): void {
+  private pumpOne(l: LockState, index: number, events: FsmEvent[], work: LockState[] | null): LockState[] | null {
     while (l.head !== null && l.holder === null && !l.inDelay) {
       const w = l.head;
       if (w.set !== null) {
+        work ??= [];
         if (!grantSetIfReady(this, w.set, index, events, work)) break;
         continue;
       }
@@ -409,6 +411,7 @@ export class FsmCore {
     }
     this.reindex(l);
     this.maybeDrop(l);
+    return work;
   }
 
   enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false, maxHoldMs = 0, value?: string): Waiter {
