@@ -145,6 +145,9 @@ export interface LockFsmOptions {
   /** TEST ONLY (the mutation table in docs/simulation-lock.md): expireHold ends the
    *  session's current grant of the name whatever token it names */
   testExpireHoldIgnoresToken?: boolean;
+  /** TEST ONLY (docs/jepsen-lite.md "Does it bite?"): a reused Idempotency-Key gets its
+   *  first answer whatever the request (IdempotencyTable.testReplayReusedKeys) */
+  testIdemUnbound?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -159,6 +162,7 @@ export function newCore(o: LockFsmOptions): FsmCore {
   if (!Number.isSafeInteger(maxSessionsPerPrincipal) || maxSessionsPerPrincipal < 1) throw new Error(`maxSessionsPerPrincipal must be a positive integer, got ${maxSessionsPerPrincipal}`);
   if (!Number.isSafeInteger(maxLocks) || maxLocks < 1) throw new Error(`maxLocks must be a positive integer, got ${maxLocks}`);
   const idem = new IdempotencyTable(o.idempotencyTtlMs ?? 600_000, o.idempotencyMaxKeys ?? 500_000);
+  if (o.testIdemUnbound === true) idem.testReplayReusedKeys = true;
   return new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem);
 }
 

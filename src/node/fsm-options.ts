@@ -10,5 +10,13 @@ export function lockFsmOptions(config: Config): LockFsmOptions {
     maxWaitersPerLock: config.limits.maxWaitersPerLock,
     maxSessionsPerPrincipal: config.limits.maxSessionsPerToken,
     maxLocks: config.limits.maxLocks,
+    ...(testMutations().has('idem-unbound') ? { testIdemUnbound: true } : {}),
   };
+}
+
+/** TEST HOOK (docs/jepsen-lite.md "Does it bite?"): RAFTLOCK_TEST_MUTATION=idem-unbound,
+ *  legacy-wait-tracking switches a fix off in a real node, for jepsen-lite's mutation rows.
+ *  Only test/jepsen-lite sets it; never set it in production. */
+export function testMutations(env: NodeJS.ProcessEnv = process.env): ReadonlySet<string> {
+  return new Set((env.RAFTLOCK_TEST_MUTATION ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 }

@@ -16,7 +16,7 @@ import { buildServer } from '../api/server.js';
 import { Metrics } from '../metrics.js';
 import { resolveNode, type Config } from '../config.js';
 import { LockApp } from './lock-app.js';
-import { lockFsmOptions } from './fsm-options.js';
+import { lockFsmOptions, testMutations } from './fsm-options.js';
 import { RaftLockService } from './lock-service.js';
 import { Membership } from './membership.js';
 import { ClusterOps } from './cluster-ops.js';
@@ -194,7 +194,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     logger.debug({ from: m.from, type: m.type }, 'joining: waiting for a snapshot; appends from index 1 ignored'),
   );
 
-  const lessor = new Lessor({ tickMs: plan.tickMs });
+  const mutations = testMutations();
+  if (mutations.size > 0) logger.warn({ mutations: [...mutations] }, 'RAFTLOCK_TEST_MUTATION: fixes switched off (test hook)');
+  const lessor = new Lessor({ tickMs: plan.tickMs, ...(mutations.has('legacy-wait-tracking') ? { testLegacyWaitTracking: true } : {}) });
   // The leader-side timeouts, and the relay budget derived from them: a follower relaying
   // a request waits for the leader's own longest answer time plus forwardTimeoutMs, so it
   // never reports "outcome unknown" for something the leader completes (api/forward.ts).

@@ -26,6 +26,7 @@ import { definite, enc, get, grantsOf, holderOf, num, post, sleep, str } from '.
 import { maxHoldOf } from './workloads.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
 import { electionIteration, readElection, revokeGrants, revokeLeader, type ElectionCtx } from './client-election.js';
+import { transferIteration, type TransferCtx } from './client-transfer.js';
 import type { Workload } from './workloads.js';
 
 export interface ClientArgs {
@@ -40,6 +41,8 @@ export interface ClientArgs {
   semLimit: number;
   /** the election workload's names (client-election.ts) */
   elections: string[];
+  /** the transfer workload's account locks (client-transfer.ts; absent: none) */
+  accounts?: string[];
   /** what this client runs (absent: lock) */
   workload?: Workload;
   ttlMs: number;
@@ -118,6 +121,13 @@ const electionCtx: ElectionCtx = {
   sessionAlive: (s) => session === s && !sessionSuspect,
 };
 
+const transferCtx: TransferCtx = {
+  rec,
+  resource: args.resource,
+  accounts: args.accounts ?? [],
+  noteSession: (s, r) => noteSession(s, r),
+};
+
 // ---- the workload ------------------------------------------------------------------
 
 async function criticalSection(rng: Rng, lock: string, s: string, token: number): Promise<void> {
@@ -163,6 +173,7 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
   if (workload === 'shared') return sharedIteration(workloadCtx, rng, s);
   if (workload === 'semaphore') return semaphoreIteration(workloadCtx, rng, s);
   if (workload === 'election') return electionIteration(electionCtx, rng, s);
+  if (workload === 'transfer') return transferIteration(transferCtx, rng, s);
   const lock = args.locks[rng.int(0, args.locks.length)]!;
   if (rng.next() < 0.25) {
     if (rng.next() < 0.5 || !lastTokens.has(lock)) await readLock(lock);
@@ -204,7 +215,26 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
     definite(a, () => ({})),
   );
   noteSession(s, rel);
+  if (acq.key !== undefined && rng.next() < 0.15 && session === s && !sessionSuspect) await reuseKey(rng, s, lock, acq.key);
   await sleep(rng.int(0, 100));
+}
+
+/**
+ * A user's job id sent again with another request (docs/api.md "Idempotency"): the key of
+ * the acquire just done, now for another lock or for the same lock with another body (a
+ * max hold the first did not ask for). The contract answers 422 idempotency_key_reused
+ * and changes nothing (checkers-keys.ts); a server that answers it anyway as a grant gets
+ * its "grant" released in the session, as a client would clean up.
+ */
+async function reuseKey(rng: Rng, s: string, first: string, key: string): Promise<void> {
+  const others = args.locks.filter((l) => l !== first);
+  const lock = others.length > 0 && rng.next() < 0.5 ? others[rng.int(0, others.length)]! : first;
+  const hold = { max_hold_ms: 60_000 + rng.int(0, 1000) };
+  const r = await rec.run('acquire', { lock, session: s, wait_ms: 0, ...hold, reused_key: key }, post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: 0, ...hold }, 2000), 4000, (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })), undefined, key);
+  noteSession(s, r);
+  if (r.type !== 'ok') return;
+  const rel = await rec.run('release', { lock, session: s }, post(`/v1/locks/${enc(lock)}/release`, { session_id: s }, 1500), 3000, (a) => definite(a, () => ({})));
+  noteSession(s, rel);
 }
 
 /** Linearizable reads and token checks at a steady pace, as their own logical process
@@ -221,7 +251,7 @@ async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<vo
       await readElection(reader, args.elections[rng.int(0, args.elections.length)]!);
       continue;
     }
-    const names = workload === 'shared' ? args.sharedLocks : args.locks;
+    const names = workload === 'shared' ? args.sharedLocks : workload === 'transfer' ? (args.accounts ?? []) : args.locks;
     const lock = names[rng.int(0, names.length)]!;
     const token = lastTokens.get(lock);
     if (token !== undefined && rng.next() < 0.3) {
@@ -286,7 +316,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
   const end = now() + deadlineMs;
   const sems = new Set(args.semaphores);
   const elections = new Set(args.elections);
-  const pending = new Set([...args.locks, ...args.sharedLocks, ...args.semaphores, ...args.elections]);
+  const pending = new Set([...args.locks, ...args.sharedLocks, ...(args.accounts ?? []), ...args.semaphores, ...args.elections]);
   while (pending.size > 0 && now() < end) {
     for (const lock of [...pending]) {
       const r = sems.has(lock) ? await readSemaphore(rec, lock) : elections.has(lock) ? await readElection(rec, lock) : await readLock(lock);

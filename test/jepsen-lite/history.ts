@@ -27,7 +27,11 @@ export type Fn =
   | 'proclaim' // POST /v1/elections/{name}/proclaim: the leader checks it still leads
   | 'resign'
   | 'el-read' // linearizable GET /v1/elections/{name}: the leader as holder / holder_token
-  | 'revoke'; // the nemesis: POST /v1/locks/{name}/revoke (admin)
+  | 'revoke' // the nemesis: POST /v1/locks/{name}/revoke (admin)
+  | 'acquire-all' // POST /v1/locks/acquire-all (the names in `names`, the grants in `set`)
+  | 'release-all' // POST /v1/locks/release-all (what it released in `released`)
+  | 'bank-read' // the bank: read accounts with their tokens (the transfer workload)
+  | 'transfer'; // the bank: move `amount` from `from` to `to`, fenced by both tokens
 
 /** One flat value shape for every Fn (JSON-friendly; fields used depend on f and type). */
 export interface OpValue {
@@ -70,6 +74,19 @@ export interface OpValue {
   revoked?: { session: string; token: number }[];
   /** res-write of the election workload: who wrote (the leader's session) */
   writer?: string;
+  /** acquire-all / release-all: the names of the set; acquire-all ok: each name's grant */
+  names?: string[];
+  set?: { name: string; token: number }[];
+  /** the transfer workload: its id, accounts, amount, the tokens and balances read */
+  transfer_id?: string;
+  from?: string;
+  to?: string;
+  amount?: number;
+  tokens?: Record<string, number>;
+  balances?: Record<string, number>;
+  /** this request reuses the Idempotency-Key of an earlier, different request (a job id
+   *  sent again with another body): the contract answers 422 idempotency_key_reused */
+  reused_key?: string;
   /** how many HTTP attempts the logical operation took (retries with one Idempotency-Key) */
   attempts?: number;
   /** the node that gave the final answer */

@@ -13,6 +13,13 @@
 // synthetic `expire-hold` from its acquire's call on: the service may end it by itself.
 // The model lets these happen anywhere in their windows; the lease and election checkers
 // hold the timing to the TTL and the max hold.
+//
+// Idempotency-Keys: the recorder's retries of one operation share its key, so a retry's
+// answer is the operation's answer (the model sees one operation); a request sent under
+// another request's key (input.reused_key) answered 422 is dropped here (nothing applied)
+// and any other answer to it is checkers-keys.ts's violation. Keys span names, so the
+// per-name model cannot hold the binding itself. Lock sets reach this checker projected
+// onto their names (lock-sets.ts).
 import type { Op, OpValue } from './history.js';
 import { checkOperations, type CheckResult, type Operation } from './wgl.js';
 import { historyModel, type Grant, type HistInput, type HistOutput, type HistState, type NameKind } from '../model/history-model.js';
@@ -150,6 +157,10 @@ export function partitionByName(ops: readonly Op[]): NamePartition[] {
     if (op.f === 'revoke' && (op.input.target === 'semaphore') !== (kind === 'semaphore')) continue;
     // an unknown read changes nothing: drop it (as Jepsen does)
     if (op.type === 'info' && READS.has(op.f)) continue;
+    // a key reused for another request, refused: nothing applied, whatever the session's
+    // state (the key is looked up before the command: docs/api.md "Idempotency"), so it
+    // constrains nothing; what it might have changed anyway, later answers show
+    if (op.type === 'fail' && op.output.code === 'idempotency_key_reused') continue;
     const p = part(name);
     const idx = indexer(p);
     let out = toOutput(op, idx);

@@ -4,11 +4,14 @@
 // - member-reuse-id: remove a voter, then a node with an EMPTY data dir joins under the
 //   same id in its slot ("The same id may be reused"). The old incarnation's grants and
 //   acknowledgements must never count for the new one (docs/membership.md "Incarnations").
-// - member-remove-while-down: kill -9 ⌊(n−1)/2⌋ followers and at once DELETE another
-//   follower: without it the rest would lack a quorum (3 nodes: 1 up of 2; 5 nodes: 2 up
-//   of 4), so the leader must refuse (409, "Strict reconfiguration check"). If it accepts,
-//   the heal must still find a quorum path: the killed nodes restart, a leader is elected
-//   and the removed node is replaced (a run that cannot get there is a violation).
+// - member-remove-while-down: kill -9 ⌊(n−1)/2⌋ followers and DELETE another follower:
+//   without it the rest would lack a quorum (3 nodes: 1 up of 2; 5 nodes: 2 up of 4).
+//   Half the time at once — the leader heard from the killed nodes a moment ago and may
+//   accept, as etcd does (docs/membership.md "Strict reconfiguration check": a voter heard
+//   from within 2 × the maximum election timeout counts) — and half the time after that
+//   window, when the leader must refuse (409; anything else is a violation). If it
+//   accepts, the heal must still find a quorum path: the killed nodes restart, a leader is
+//   elected and the removed node is replaced (a run that cannot get there is a violation).
 // - member-grow: 3 → 4 → 3, 5 → 6 → 5. A new id in the run's spare network slot, added
 //   etcd's way ("Add it, then start it"): `POST /v1/cluster/members`, then `serve
 //   --config --node` on an empty data dir; it must become a voter, and the heal removes it
@@ -85,9 +88,13 @@ async function removeWhileDown(env: NemesisEnv, rng: Rng): Promise<Injected> {
   const down = followers.slice(0, k);
   const target = followers[k]!;
   await env.kill(down);
-  // at once: the leader heard from the killed nodes a moment ago
+  // at once (the leader heard from the killed nodes a moment ago: it may accept), or once
+  // the strict check's window (2 × the maximum election timeout, at least 1 s) has passed
+  const waited = rng.next() < 0.5;
+  if (waited) await env.sleep(Math.max(1000, 2 * env.electionMaxMs) + 500);
   const a = await env.deleteOnce(target);
   let outcome: 'refused' | 'accepted' | 'unknown';
+  if (waited && a.status !== 409) env.problem(`${v}: DELETE ${target} ${Math.max(1000, 2 * env.electionMaxMs) + 500} ms after ${down.join(',')} ${k > 1 ? 'were' : 'was'} killed (the rest would lack a quorum) answered ${a.status ?? 'nothing'} ${a.text.slice(0, 200)}, not 409`);
   if (a.status === 409) outcome = 'refused';
   else if (a.status === 200) outcome = 'accepted';
   else if (a.status === null || a.status === 503 || a.status === 504) outcome = 'unknown';
@@ -99,7 +106,7 @@ async function removeWhileDown(env: NemesisEnv, rng: Rng): Promise<Injected> {
   const quorum = Math.floor((n - 1) / 2) + 1;
   return {
     variant: v,
-    detail: `kill -9 ${down.join(',')}; DELETE ${target} at once (the rest would be ${up} up of ${n - 1}, quorum ${quorum}): ${a.status ?? 'no answer'} ${a.text.slice(0, 160)} → ${outcome}`,
+    detail: `kill -9 ${down.join(',')}; DELETE ${target} ${waited ? 'after the strict check\'s window' : 'at once'} (the rest would be ${up} up of ${n - 1}, quorum ${quorum}): ${a.status ?? 'no answer'} ${a.text.slice(0, 160)} → ${outcome}`,
     holdMs: rng.int(1000, 2500),
     heal: async () => {
       await env.restart(down);

@@ -154,6 +154,8 @@ export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: 
 export interface NemesisEnv {
   nodes: string[];
   ttlMs: number;
+  /** the cluster's election_timeout_ms[1] (the strict reconfiguration check's window is twice it) */
+  electionMaxMs: number;
   netns: boolean;
   leader(): Promise<string | null>;
   kill(ids: string[]): Promise<void>;

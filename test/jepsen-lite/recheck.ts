@@ -6,7 +6,11 @@ import { join } from 'node:path';
 import { pairOps, parseHistory } from './history.js';
 import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
 import { checkLinearizable } from './linearizability.js';
-import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
+import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-proc.js';
+import { checkLockSets, projectLockSets } from './lock-sets.js';
+import { checkTransfers } from './checkers-transfer.js';
+import { checkKeyReuse } from './checkers-keys.js';
+import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE } from './workloads.js';
 import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
 import { isElection, isSharedLock } from './workloads.js';
 import { checkElections } from './checkers-election.js';
@@ -38,7 +42,9 @@ function faultsFrom(text: string): FaultRecord[] {
 }
 
 export function recheck(dir: string): RecheckResult {
-  const ops = pairOps(parseHistory(readFileSync(join(dir, 'history.jsonl'), 'utf8')));
+  const recorded = pairOps(parseHistory(readFileSync(join(dir, 'history.jsonl'), 'utf8')));
+  // lock sets as the per-name operations they are on each name (lock-sets.ts)
+  const ops = projectLockSets(recorded);
   const cfg = JSON.parse(readFileSync(join(dir, 'cluster.config.json'), 'utf8')) as { session: { default_ttl_ms: number }; election_timeout_ms: [number, number] };
   const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as { fencing: boolean; livenessBoundMs: number };
   const ttl = cfg.session.default_ttl_ms;
@@ -58,7 +64,15 @@ export function recheck(dir: string): RecheckResult {
   // runs from before the watch streams have no watch.jsonl (and --no-watch runs an empty one)
   const watchFile = join(dir, 'watch.jsonl');
   const watch = existsSync(watchFile) ? readFileSync(watchFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as WatchRecord) : [];
-  if (watch.length > 0) violations.push(...checkWatch(watch, ops).violations);
+  if (watch.length > 0) violations.push(...checkWatch(watch, recorded).violations);
+  // the transfer workload's bank (runs without one have no bank.jsonl)
+  const bankFile = join(dir, 'bank.jsonl');
+  if (existsSync(bankFile)) {
+    const bank = readFileSync(bankFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as BankLogEntry);
+    const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `${ACCOUNT_PREFIX}${i}`);
+    if (recorded.some((o) => o.f === 'acquire-all')) violations.push(...checkTransfers(recorded, bank, accounts, OPENING_BALANCE, summary.fencing).violations, ...checkLockSets(recorded));
+  }
+  violations.push(...checkKeyReuse(recorded).violations);
   violations.push(...checkSharedLocks(ops, access, lease, summary.fencing).violations, ...checkSemaphores(ops, access, lease).violations);
   violations.push(...checkDurability(ops, faults.filter(crashLike)));
   const end = Math.max(...ops.map((o) => o.completedAt));
@@ -71,5 +85,5 @@ export function recheck(dir: string): RecheckResult {
     const elections = readdirSync(dir).filter((f) => /^n\d+\.log$/.test(f)).flatMap((f) => electionsInLog(f.slice(0, -4), readFileSync(join(dir, f), 'utf8'), wallAtZero));
     violations.push(...checkLeaderChanges(elections, faults, 2 * cfg.election_timeout_ms[1], runEnd));
   }
-  return { ops: ops.length, linearizable: lin.valid, violations };
+  return { ops: recorded.length, linearizable: lin.valid, violations };
 }

@@ -40,6 +40,8 @@ export interface Outcome {
   type: 'ok' | 'fail' | 'info';
   value: OpValue;
   body?: Record<string, unknown>;
+  /** the Idempotency-Key every attempt carried */
+  key?: string;
 }
 
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -75,11 +77,13 @@ export class Recorder {
    * retry with the same Idempotency-Key (the contract returns the first answer). Reads
    * pass `idempotent: false` and are simply retried. When `giveUp` aborts (a caller that
    * waits less than it asked the server to), the operation ends at once as info with code
-   * `gave-up`: whatever was sent may still take effect.
+   * `gave-up`: whatever was sent may still take effect. A retry after a 504 goes to the
+   * next node, as a client that fails over does (the contract: the first answer, whichever
+   * node is asked). `key`: send this Idempotency-Key (a job id a user sends again),
+   * not a fresh one.
    */
-  async run(f: Fn, input: OpValue, attempt: Attempt, deadlineMs: number, classify: (a: HttpAnswer) => Outcome, giveUp?: AbortSignal): Promise<Outcome> {
+  async run(f: Fn, input: OpValue, attempt: Attempt, deadlineMs: number, classify: (a: HttpAnswer) => Outcome, giveUp?: AbortSignal, key: string = randomUUID()): Promise<Outcome> {
     const id = `${this.process}:${this.seq++}`;
-    const key = randomUUID();
     this.event(id, 'invoke', f, input);
     const deadline = this.now() + deadlineMs;
     let unknown = false;
@@ -108,13 +112,14 @@ export class Recorder {
         } else if (a.status === 504) {
           unknown = true;
           lastCode = 'timeout';
+          this.rotate();
         } else {
           const out = classify(a);
           out.value.attempts = attempts;
           // endpoints are in node order (n1, n2, …): which node gave the final answer
-          if (!f.startsWith('res-')) out.value.node = `n${this.endpoints.indexOf(node) + 1}`;
+          if (!f.startsWith('res-') && !f.startsWith('bank-') && f !== 'transfer') out.value.node = `n${this.endpoints.indexOf(node) + 1}`;
           this.event(id, out.type, f, out.value);
-          return out;
+          return { ...out, key };
         }
       }
       if (this.now() + 100 >= deadline) break;
@@ -125,7 +130,7 @@ export class Recorder {
         return out;
       }
     }
-    const out: Outcome = unknown ? { type: 'info', value: { code: lastCode, attempts } } : { type: 'fail', value: { code: lastCode, attempts } };
+    const out: Outcome = unknown ? { type: 'info', value: { code: lastCode, attempts }, key } : { type: 'fail', value: { code: lastCode, attempts }, key };
     this.event(id, out.type, f, out.value);
     return out;
   }

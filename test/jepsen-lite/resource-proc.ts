@@ -18,6 +18,15 @@
 // token has begun since. Then no two accepted accesses on a name overlap with one of them
 // a write. Semaphore holders run side by side, so their tokens are not ordered against
 // each other and fence nothing here: the resource only counts them.
+//
+// The bank (`POST /bank/read`, `POST /bank/transfer`) serves the transfer workload: one
+// balance per account (ja-…, OPENING_BALANCE each), as rows of a database table guarded
+// by a fencing-token column. A read names each account with the token of its grant; a
+// transfer sets both balances from what the client read (read-modify-write, as a service
+// does) in one transaction, refused whole (409 stale_token) when either token is below the
+// highest the account has seen. Every transfer, accepted or not, goes to bank.jsonl with
+// the balances before and after, from which checkers-transfer.ts proves the total
+// conserved and no transfer lost or applied twice.
 // Started by the runner with one JSON argument; prints {"port": N} once listening.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { appendFileSync } from 'node:fs';
@@ -28,6 +37,10 @@ export interface ResourceArgs {
   /** where begin/end of the access-logged resource go */
   accessLogFile: string;
   fencing: boolean;
+  /** where the bank's transfers go (absent: no bank) */
+  bankLogFile?: string;
+  /** every account's opening balance */
+  openingBalance?: number;
   t0: string;
   host: string;
 }
@@ -73,6 +86,26 @@ export interface AccessLogEntry {
   /** after this entry: accesses (shared locks) or permits (semaphores) in progress on the
    *  name, as the resource sees them — stale holders included */
   active: number;
+}
+
+/** One transfer at the bank (the transfer workload). */
+export interface BankLogEntry {
+  seq: number;
+  t: number;
+  /** the client's transfer id (unique per attempt: a second entry with it is a duplicate) */
+  id: string;
+  from: string;
+  to: string;
+  amount: number;
+  /** the tokens the client wrote with, per account */
+  tokens: Record<string, number>;
+  /** the balances the client read (and computed its writes from) */
+  read: Record<string, number>;
+  accepted: boolean;
+  /** highest token each account had seen before, its balance before and after */
+  highest: Record<string, number>;
+  before: Record<string, number>;
+  after: Record<string, number>;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as ResourceArgs;
@@ -136,13 +169,73 @@ function answer(res: ServerResponse, status: number, b: unknown): void {
   res.end(JSON.stringify(b));
 }
 
+const accounts = new Map<string, { balance: number; highest: number }>();
+let bankSeq = 0;
+const account = (name: string): { balance: number; highest: number } => {
+  let a = accounts.get(name);
+  if (!a) accounts.set(name, (a = { balance: args.openingBalance ?? 100, highest: 0 }));
+  return a;
+};
+const isInt = (x: unknown): x is number => typeof x === 'number' && Number.isSafeInteger(x);
+
+/** the bank (see the header): fenced reads and transfers of the transfer workload */
+function onBank(op: 'read' | 'transfer', b: Record<string, unknown>): { status: number; body: unknown } {
+  const tokens = b.tokens as Record<string, unknown> | undefined;
+  if (!tokens || typeof tokens !== 'object' || Object.values(tokens).some((t) => !isInt(t))) return { status: 400, body: { error: { code: 'invalid_request', message: 'tokens: { account: integer } is required' } } };
+  const fenced = (name: string): boolean => !args.fencing || (tokens[name] as number) >= account(name).highest;
+  if (op === 'read') {
+    const names = Object.keys(tokens);
+    const stale = names.filter((n) => !fenced(n));
+    if (stale.length) return { status: 409, body: { error: { code: 'stale_token', message: `stale token for ${stale.join(', ')}` } } };
+    for (const n of names) account(n).highest = Math.max(account(n).highest, tokens[n] as number);
+    return { status: 200, body: { balances: Object.fromEntries(names.map((n) => [n, account(n).balance])) } };
+  }
+  const { id, from, to, amount } = b;
+  const read = b.read as Record<string, unknown> | undefined;
+  if (typeof id !== 'string' || typeof from !== 'string' || typeof to !== 'string' || from === to || !isInt(amount) || !isInt(tokens[from]) || !isInt(tokens[to]) || !read || !isInt(read[from]) || !isInt(read[to])) {
+    return { status: 400, body: { error: { code: 'invalid_request', message: 'id, from, to (two accounts), amount, tokens and read of both accounts are required' } } };
+  }
+  const a = account(from);
+  const c = account(to);
+  const accepted = fenced(from) && fenced(to);
+  const entry: BankLogEntry = {
+    seq: bankSeq++,
+    t: now(),
+    id,
+    from,
+    to,
+    amount,
+    tokens: { [from]: tokens[from] as number, [to]: tokens[to] as number },
+    read: { [from]: read[from] as number, [to]: read[to] as number },
+    accepted,
+    highest: { [from]: a.highest, [to]: c.highest },
+    before: { [from]: a.balance, [to]: c.balance },
+    after: { [from]: a.balance, [to]: c.balance },
+  };
+  if (accepted) {
+    // one transaction: both rows written from what the client read, both fences moved
+    a.balance = (read[from] as number) - amount;
+    c.balance = (read[to] as number) + amount;
+    a.highest = Math.max(a.highest, tokens[from] as number);
+    c.highest = Math.max(c.highest, tokens[to] as number);
+    entry.after = { [from]: a.balance, [to]: c.balance };
+  }
+  if (args.bankLogFile) appendFileSync(args.bankLogFile, JSON.stringify(entry) + '\n');
+  if (!accepted) return { status: 409, body: { error: { code: 'stale_token', message: `a token is below the highest its account has seen (${from}: ${a.highest}, ${to}: ${c.highest})` } } };
+  return { status: 200, body: { ok: true, balances: entry.after } };
+}
+
 async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
+  if (req.method === 'POST' && (req.url === '/bank/read' || req.url === '/bank/transfer')) {
+    const a = onBank(req.url === '/bank/read' ? 'read' : 'transfer', await body(req));
+    return answer(res, a.status, a.body);
+  }
   if (req.method === 'POST' && (req.url === '/begin' || req.url === '/end')) {
     const a = onAccess(req.url === '/begin' ? 'begin' : 'end', await body(req));
     return answer(res, a.status, a.body);
   }
   const op = req.url === '/read' ? 'read' : req.url === '/write' ? 'write' : null;
-  if (req.method !== 'POST' || !op) return answer(res, 404, { error: { code: 'not_found', message: 'POST /read, /write, /begin or /end' } });
+  if (req.method !== 'POST' || !op) return answer(res, 404, { error: { code: 'not_found', message: 'POST /read, /write, /begin, /end, /bank/read or /bank/transfer' } });
   const b = await body(req);
   const lock = b.lock;
   const token = b.token;

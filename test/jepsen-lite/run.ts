@@ -17,8 +17,8 @@ import { ClusterOps } from './run-cluster-ops.js';
 import { clockKickFlags, faketimeLibrary, FakeClocks } from './clock.js';
 import { clockFrom } from './recorder.js';
 import { electionsInLog, type FaultRecord, type LagSample } from './checkers.js';
-import type { AccessLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
-import { assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
+import type { AccessLogEntry, BankLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
+import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE, assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
 import type { WatchArgs, WatchRecord } from './watch-proc.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
@@ -285,7 +285,7 @@ class Run {
   /** the fenced resource and the probe; returns what every client needs to know */
   private async startHelpers(): Promise<Omit<ClientArgs, 'role' | 'id' | 'seed'>> {
     const portP = new Promise<number>((resolve) => {
-      const args: ResourceArgs = { logFile: this.file('resource.jsonl'), accessLogFile: this.file('access.jsonl'), fencing: this.opts.fencing, t0: this.t0.toString(), host: '127.0.0.1' };
+      const args: ResourceArgs = { logFile: this.file('resource.jsonl'), accessLogFile: this.file('access.jsonl'), bankLogFile: this.file('bank.jsonl'), openingBalance: OPENING_BALANCE, fencing: this.opts.fencing, t0: this.t0.toString(), host: '127.0.0.1' };
       const h = new Helper(siblingArgv('resource-proc'), args, this.lab, (o) => {
         if (typeof o.port === 'number') resolve(o.port);
       }, this.file('resource.err'));
@@ -301,6 +301,7 @@ class Run {
       sharedLocks: this.opts.workloads.includes('shared') ? Array.from({ length: SHARED_LOCKS }, (_, i) => `${SHARED_PREFIX}${i}`) : [],
       semaphores: this.opts.workloads.includes('semaphore') ? Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`) : [],
       elections: this.opts.workloads.includes('election') ? Array.from({ length: ELECTIONS }, (_, i) => `${ELECTION_PREFIX}${i}`) : [],
+      accounts: this.opts.workloads.includes('transfer') ? Array.from({ length: ACCOUNTS }, (_, i) => `${ACCOUNT_PREFIX}${i}`) : [],
       semLimit: SEM_LIMIT,
       ttlMs: this.opts.ttlMs,
       t0: this.t0.toString(),
@@ -423,6 +424,7 @@ class Run {
     return {
       nodes: this.ids,
       ttlMs: this.opts.ttlMs,
+      electionMaxMs: this.opts.electionMs[1],
       netns: this.lab !== null,
       leader: () => this.leader(),
       kill: (xs) => np.killMany(xs),
@@ -483,7 +485,7 @@ class Run {
         return `revoke ${name}${r.leader ? ` of leader ${r.leader.slice(0, 8)}` : ' (no leader read)'}: revoked ${what}`;
       },
       revokeGrants: async (target) => {
-        const names = target === 'lock' ? [...this.base!.locks, ...this.base!.sharedLocks] : this.base!.semaphores;
+        const names = target === 'lock' ? [...this.base!.locks, ...this.base!.sharedLocks, ...(this.base!.accounts ?? [])] : this.base!.semaphores;
         if (names.length === 0) return `revoke: no ${target} in this run's workloads`;
         const name = names[this.nemesisRng.int(0, names.length)]!;
         const r = (await this.probe!.ask({ cmd: 'revoke-grants', target, name }, 15_000)) as { holder: string | null; revoked: { session: string; token: number }[] | null; type: string } | null;
@@ -595,6 +597,7 @@ class Run {
     }
     const resourceLog = readFileSync(this.file('resource.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as ResourceLogEntry);
     const accessLog = readFileSync(this.file('access.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry);
+    const bankLog = existsSync(this.file('bank.jsonl')) ? readFileSync(this.file('bank.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as BankLogEntry) : [];
     await this.cleanup();
     const leftovers = this.lab ? await this.lab.leftovers() : [];
     const ops = pairOps(this.events, this.now());
@@ -609,6 +612,7 @@ class Run {
       faults: this.faults,
       resourceLog,
       accessLog,
+      bankLog,
       ...(this.watcher ? { watch: this.watchRecords, watchDrained: this.watchDrained } : {}),
       runEnd,
       nodes: np,

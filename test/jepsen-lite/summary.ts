@@ -5,10 +5,13 @@ import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSa
 import { clockMargin } from './nemesis-clock.js';
 import { checkLinearizable } from './linearizability.js';
 import type { NodeProcs } from './procs.js';
-import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
+import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-proc.js';
+import { checkTransfers, type TransferReport } from './checkers-transfer.js';
+import { checkLockSets, projectLockSets } from './lock-sets.js';
+import { checkKeyReuse } from './checkers-keys.js';
 import type { RunOptions } from './run.js';
 import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from './checkers-shared.js';
-import { assignWorkloads, isElection, isSharedLock } from './workloads.js';
+import { ACCOUNT_PREFIX, ACCOUNTS, assignWorkloads, isElection, isSharedLock, OPENING_BALANCE } from './workloads.js';
 import { checkElections, type ElectionReport } from './checkers-election.js';
 import { checkWatch, type WatchReport } from './checkers-watch.js';
 import type { WatchRecord } from './watch-proc.js';
@@ -41,6 +44,10 @@ export interface RunSummary {
   semaphore: Omit<SemaphoreReport, 'violations'>;
   /** the election workload (checkElections) */
   election: Omit<ElectionReport, 'violations'>;
+  /** the transfer workload (checkTransfers); absent when the run had none */
+  transfer?: Omit<TransferReport, 'violations'> & { sets: number };
+  /** requests sent under a key of an earlier, different request (checkKeyReuse) */
+  reusedKeys?: { sent: number; refused: number };
   /** the watch streams (checkWatch); absent when the run had none */
   watch?: Omit<WatchReport, 'violations'>;
   /** clock faults: the safety margin, and what the window checkers found beyond it */
@@ -73,6 +80,8 @@ export interface RunFacts {
   resourceLog: ResourceLogEntry[];
   /** begin/end at the access-logged resource (shared locks, semaphores); none before it existed */
   accessLog?: AccessLogEntry[];
+  /** the bank's transfers (the transfer workload); none before it existed */
+  bankLog?: BankLogEntry[];
   /** when the last fault was healed and the workload began to stop */
   runEnd: number;
   nodes: Pick<NodeProcs, 'unexpected' | 'rss'>;
@@ -96,8 +105,11 @@ export interface RunFacts {
 }
 
 /** Run every checker over what a run recorded and build its summary. */
-export function check(opts: RunOptions, r: RunFacts): RunSummary {
+export function check(opts: RunOptions, facts: RunFacts): RunSummary {
   const violations: string[] = [];
+  // lock sets (the transfer workload) as the per-name operations they are on each name
+  // (lock-sets.ts); the watch checker matches events against the history as recorded
+  const r: RunFacts = { ...facts, ops: projectLockSets(facts.ops) };
   // every name, every primitive, against the one model; the exclusive lease rule does not
   // apply to shared locks (checkSharedLocks does), semaphore ops are another kind it skips
   const exclusive = r.ops.filter((o) => !isSharedLock(o.input.lock));
@@ -131,11 +143,20 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   violations.push(...elViolations);
   let watch: Omit<WatchReport, 'violations'> | undefined;
   if (r.watch !== undefined) {
-    const { violations: wViolations, ...w } = checkWatch(r.watch, r.ops);
+    const { violations: wViolations, ...w } = checkWatch(r.watch, facts.ops);
     violations.push(...wViolations);
     if (r.watchDrained === null) violations.push('watch: the watch process did not answer the final drain');
     watch = w;
   }
+  let transfer: RunSummary['transfer'];
+  if (opts.workloads.includes('transfer')) {
+    const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `${ACCOUNT_PREFIX}${i}`);
+    const { violations: tViolations, ...t } = checkTransfers(facts.ops, r.bankLog ?? [], accounts, OPENING_BALANCE, opts.fencing);
+    violations.push(...tViolations, ...checkLockSets(facts.ops));
+    transfer = { ...t, sets: facts.ops.filter((o) => o.f === 'acquire-all' && o.type === 'ok').length };
+  }
+  const keys = checkKeyReuse(facts.ops);
+  violations.push(...keys.violations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
   // and a damaged disk is a crash that must not lose anything acknowledged either
   violations.push(...checkDurability(r.ops, r.faults.filter(crashLike)));
@@ -154,7 +175,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
   violations.push(...mem.violations);
   for (const l of r.leftovers) violations.push(`cleanup: ${l} still exists after the run`);
   const opsByType: Record<string, number> = {};
-  for (const o of r.ops) opsByType[`${o.f}:${o.type}`] = (opsByType[`${o.f}:${o.type}`] ?? 0) + 1;
+  for (const o of facts.ops) opsByType[`${o.f}:${o.type}`] = (opsByType[`${o.f}:${o.type}`] ?? 0) + 1;
   const workloads: Record<string, number> = {};
   for (const w of assignWorkloads(opts.workloads, opts.clients)) workloads[w] = (workloads[w] ?? 0) + 1;
   const faultCounts: Record<string, number> = {};
@@ -172,7 +193,7 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     netnsNote: r.netnsNote,
     packetMode: r.packetMode,
     fencing: opts.fencing,
-    ops: r.ops.length,
+    ops: facts.ops.length,
     opsByType,
     grants: r.ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire' || o.f === 'campaign') && o.type === 'ok').length,
     faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end), ...(f.failed ? { failed: true } : {}) })),
@@ -185,6 +206,8 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     semaphore,
     election,
     ...(watch !== undefined ? { watch } : {}),
+    ...(transfer !== undefined ? { transfer } : {}),
+    ...(keys.sent > 0 ? { reusedKeys: { sent: keys.sent, refused: keys.refused } } : {}),
     ...(clock !== undefined ? { clock } : {}),
     recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
     worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
@@ -252,6 +275,8 @@ export function summaryText(s: RunSummary): string {
     ...(s.shared?.grants ? [`shared locks: ${s.shared.grants} grants (${s.shared.sharedGrants} shared, ${s.shared.exclusiveGrants} exclusive); resource: ${s.shared.reads} reads, ${s.shared.writes} writes, ${s.shared.rejected} rejected stale${s.fencing ? '' : `, ${s.shared.staleAccepted} stale accepted, ${s.shared.overlapsAccepted} accepted accesses overlapping a write`}; reads overlapping reads inside their windows: ${s.shared.concurrentReads}`] : []),
     ...(s.semaphore?.grants ? [`semaphores: ${s.semaphore.grants} grants; ${Object.keys(s.semaphore.limits).map((n) => `${n}: limit ${s.semaphore.limits[n]}, most permits in use inside safe windows ${s.semaphore.maxInWindows[n] ?? 0}, at the resource (stale holders too) ${s.semaphore.maxAtResource[n] ?? 0}`).join('; ')}`] : []),
     ...(s.election?.grants ? [`elections: ${s.election.grants} leaderships of ${s.election.leaders} sessions (${s.election.maxHoldCampaigns} of ${s.election.campaigns} campaigns asked max_hold_ms); ${s.election.revokes} revocations took ${s.election.revoked} away; the leaders' writes: ${s.election.writes}, ${s.election.rejected} refused as stale`] : []),
+    ...(s.transfer ? [`transfers: ${s.transfer.sets} account pairs locked with acquire-all; the bank: ${s.transfer.transfers} transfers, ${s.transfer.accepted} applied, ${s.transfer.rejected} refused as stale, ${s.transfer.lost} lost, ${s.transfer.staleAccepted} stale accepted; total ${s.transfer.total} (opened with ${s.transfer.openingTotal})`] : []),
+    ...(s.reusedKeys ? [`reused Idempotency-Keys: ${s.reusedKeys.sent} requests sent under another request's key, ${s.reusedKeys.refused} answered 422 idempotency_key_reused`] : []),
     ...(s.watch ? [`watch: ${s.watch.events} events at ${s.watch.indices} indices; ${s.watch.matched} acknowledged operations found as events (${Object.entries(s.watch.counts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})${s.watch.historySkipped ? ` (history check SKIPPED: ${s.watch.historySkipped})` : ''}; ${Object.entries(s.watch.nodes).map(([n, w]) => `${n}: ${w.connections} connections, ${w.compacted} × 410, last index ${w.last}`).join('; ')}`] : []),
     `faults injected: ${s.faults.length} (${Object.entries(s.faultCounts).sort().map(([k, v]) => `${k} ${v}`).join(', ')})`,
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,

@@ -6,7 +6,7 @@
 // the names each workload uses are disjoint, so the checkers can tell them apart from
 // the history alone (also on --recheck).
 
-export const WORKLOADS = ['lock', 'shared', 'semaphore', 'election'] as const;
+export const WORKLOADS = ['lock', 'shared', 'semaphore', 'election', 'transfer'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 /** exclusive lock names: jl-0, jl-1, … (the linearizability and lease checkers' locks) */
@@ -15,6 +15,18 @@ export const LOCK_PREFIX = 'jl-';
 export const SHARED_PREFIX = 'js-';
 /** the semaphore workload's semaphore names: jm-0, … */
 export const SEM_PREFIX = 'jm-';
+
+/** the transfer workload's accounts: lock names ja-0 … ja-(ACCOUNTS−1), one fenced
+ *  account each at the bank (resource-proc.ts), every one opening with OPENING_BALANCE */
+export const ACCOUNT_PREFIX = 'ja-';
+export const ACCOUNTS = 4;
+export const OPENING_BALANCE = 100;
+
+/** An account lock of the transfer workload (taken with acquire-all, checked per name by
+ *  the linearizability and lease checkers as projected acquires: lock-sets.ts). */
+export function isAccount(name: string | undefined): boolean {
+  return name !== undefined && name.startsWith(ACCOUNT_PREFIX);
+}
 
 /** the election workload's election names: je-0, … (checkers-election.ts) */
 export const ELECTION_PREFIX = 'je-';
