@@ -1,8 +1,8 @@
 // jepsen-lite in `npm test`: a 3-node run of about 60 s with the classic fault kinds
 // (partitions and packet faults only as root with network namespaces; otherwise skipped
-// with a line) and revocations. Beside the four exclusive-lock clients, two clients run the
-// shared-lock workload, two the semaphore workload and two the election workload
-// (docs/jepsen-lite.md "Workloads"), and one watch stream per node follows every change:
+// with a line) and revocations. Beside the three exclusive-lock clients, two clients run the
+// shared-lock workload, two the semaphore workload, two the election workload and two the
+// transfer workload (docs/jepsen-lite.md "Workloads"), and one watch stream per node follows every change:
 // the same faults and the same minute check shared locks, semaphores (one resized),
 // elections, revocation, max hold and the watch feed too, each linearizable against the
 // reference model. The membership, wipe, corrupt and clock kinds have their own short runs
@@ -13,11 +13,11 @@ import { categoryOf, type FaultCategory } from './nemesis.js';
 import { runForTest, testSeed } from './support.js';
 import type { Workload } from './workloads.js';
 
-/** c1…c10: lock ×4, shared ×2, semaphore ×2, election ×2 (assigned round-robin from this list) */
-const WORKLOADS: Workload[] = ['lock', 'shared', 'election', 'semaphore', 'lock', 'shared', 'lock', 'semaphore', 'election', 'lock'];
+/** c1…c11: lock ×3, shared ×2, semaphore ×2, election ×2, transfer ×2 (assigned round-robin from this list) */
+const WORKLOADS: Workload[] = ['lock', 'shared', 'election', 'semaphore', 'transfer', 'lock', 'shared', 'transfer', 'semaphore', 'election', 'lock'];
 const FAULTS: FaultCategory[] = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'revoke'];
 
-test('jepsen-lite: 3 nodes, 60 s, the classic fault kinds and revocations, exclusive and shared locks, semaphores, an election, a watch stream per node: no violation', { timeout: 300_000 }, async (t) => {
+test('jepsen-lite: 3 nodes, 60 s, the classic fault kinds and revocations, exclusive and shared locks, semaphores, an election, transfers between accounts locked together, a watch stream per node: no violation', { timeout: 300_000 }, async (t) => {
   const { summary, text } = await runForTest(t, { nodes: 3, durationMs: 60_000, seed: testSeed(), faults: FAULTS, workloads: WORKLOADS, clients: WORKLOADS.length, watch: true });
   assert.deepEqual(summary.violations, [], text);
   assert.equal(summary.linearizable, true, text);
@@ -25,6 +25,7 @@ test('jepsen-lite: 3 nodes, 60 s, the classic fault kinds and revocations, exclu
   assert.ok(summary.shared.sharedGrants > 0 && summary.shared.exclusiveGrants > 0, `the shared-lock workload got no shared or no exclusive grant\n${text}`);
   assert.ok(summary.semaphore.grants > 0, `the semaphore workload got no grant\n${text}`);
   assert.ok(summary.election.grants > 0, `the election workload elected nobody\n${text}`);
+  assert.ok(summary.transfer !== undefined && summary.transfer.sets > 0 && summary.transfer.accepted > 0, `the transfer workload moved no money\n${text}`);
   assert.ok(summary.watch !== undefined && summary.watch.matched > 0, `the watch streams saw no acknowledged operation\n${text}`);
   for (const k of ['lock', 'election', 'semaphore'] as const) assert.ok(summary.perLock.some((p) => p.kind === k), `no ${k} was checked for linearizability\n${text}`);
   const injected = new Set(summary.faults.filter((f) => !f.failed).map((f) => categoryOf(f.variant as never)));
