@@ -87,6 +87,8 @@ export interface OpValue {
   /** this request reuses the Idempotency-Key of an earlier, different request (a job id
    *  sent again with another body): the contract answers 422 idempotency_key_reused */
   reused_key?: string;
+  /** an operation with wait_ms: when its last HTTP attempt was sent (its wait may run from there) */
+  last_try?: number;
   /** how many HTTP attempts the logical operation took (retries with one Idempotency-Key) */
   attempts?: number;
   /** the node that gave the final answer */

@@ -10,6 +10,7 @@ import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-
 import { checkLockSets, projectLockSets } from './lock-sets.js';
 import { checkTransfers } from './checkers-transfer.js';
 import { checkKeyReuse } from './checkers-keys.js';
+import { checkWaitBounds } from './checkers-waits.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE } from './workloads.js';
 import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
 import { isElection, isSharedLock } from './workloads.js';
@@ -72,7 +73,7 @@ export function recheck(dir: string): RecheckResult {
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `${ACCOUNT_PREFIX}${i}`);
     if (recorded.some((o) => o.f === 'acquire-all')) violations.push(...checkTransfers(recorded, bank, accounts, OPENING_BALANCE, summary.fencing).violations, ...checkLockSets(recorded));
   }
-  violations.push(...checkKeyReuse(recorded).violations);
+  violations.push(...checkKeyReuse(recorded).violations, ...checkWaitBounds(ops, summary.livenessBoundMs, faults));
   violations.push(...checkSharedLocks(ops, access, lease, summary.fencing).violations, ...checkSemaphores(ops, access, lease).violations);
   violations.push(...checkDurability(ops, faults.filter(crashLike)));
   const end = Math.max(...ops.map((o) => o.completedAt));

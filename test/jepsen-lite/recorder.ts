@@ -89,15 +89,19 @@ export class Recorder {
     let unknown = false;
     let attempts = 0;
     let lastCode = 'unavailable';
+    /** when the last attempt was sent: a waiting acquire's wait runs from its arrival */
+    let lastTry = 0;
+    const waits = input.wait_ms !== undefined;
     while (true) {
       attempts++;
+      lastTry = this.now();
       const node = this.endpoints[this.ep]!;
       let a: HttpAnswer | null = null;
       try {
         a = await attempt(node, key);
       } catch (err) {
         if (giveUp?.aborted) {
-          const out: Outcome = { type: 'info', value: { code: 'gave-up', attempts } };
+          const out: Outcome = { type: 'info', value: { code: 'gave-up', attempts, ...(waits ? { last_try: lastTry } : {}) } };
           this.event(id, out.type, f, out.value);
           return out;
         }
@@ -116,6 +120,7 @@ export class Recorder {
         } else {
           const out = classify(a);
           out.value.attempts = attempts;
+          if (waits) out.value.last_try = lastTry;
           // endpoints are in node order (n1, n2, …): which node gave the final answer
           if (!f.startsWith('res-') && !f.startsWith('bank-') && f !== 'transfer') out.value.node = `n${this.endpoints.indexOf(node) + 1}`;
           this.event(id, out.type, f, out.value);
@@ -125,12 +130,12 @@ export class Recorder {
       if (this.now() + 100 >= deadline) break;
       await sleep(50 + Math.min(200, 25 * attempts));
       if (giveUp?.aborted) {
-        const out: Outcome = { type: 'info', value: { code: 'gave-up', attempts } };
+        const out: Outcome = { type: 'info', value: { code: 'gave-up', attempts, ...(waits ? { last_try: lastTry } : {}) } };
         this.event(id, out.type, f, out.value);
         return out;
       }
     }
-    const out: Outcome = unknown ? { type: 'info', value: { code: lastCode, attempts }, key } : { type: 'fail', value: { code: lastCode, attempts }, key };
+    const out: Outcome = unknown ? { type: 'info', value: { code: lastCode, attempts, ...(waits ? { last_try: lastTry } : {}) }, key } : { type: 'fail', value: { code: lastCode, attempts }, key };
     this.event(id, out.type, f, out.value);
     return out;
   }

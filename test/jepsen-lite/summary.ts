@@ -9,6 +9,7 @@ import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-
 import { checkTransfers, type TransferReport } from './checkers-transfer.js';
 import { checkLockSets, projectLockSets } from './lock-sets.js';
 import { checkKeyReuse } from './checkers-keys.js';
+import { checkWaitBounds } from './checkers-waits.js';
 import type { RunOptions } from './run.js';
 import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from './checkers-shared.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, assignWorkloads, isElection, isSharedLock, OPENING_BALANCE } from './workloads.js';
@@ -155,6 +156,7 @@ export function check(opts: RunOptions, facts: RunFacts): RunSummary {
     violations.push(...tViolations, ...checkLockSets(facts.ops));
     transfer = { ...t, sets: facts.ops.filter((o) => o.f === 'acquire-all' && o.type === 'ok').length };
   }
+  violations.push(...checkWaitBounds(r.ops, opts.livenessBoundMs, r.faults));
   const keys = checkKeyReuse(facts.ops);
   violations.push(...keys.violations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
