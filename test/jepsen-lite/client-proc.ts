@@ -27,6 +27,7 @@ import { maxHoldOf } from './workloads.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
 import { electionIteration, readElection, revokeGrants, revokeLeader, type ElectionCtx } from './client-election.js';
 import { transferIteration, type TransferCtx } from './client-transfer.js';
+import { waitIteration, type WaitCtx } from './client-wait.js';
 import type { Workload } from './workloads.js';
 
 export interface ClientArgs {
@@ -43,6 +44,8 @@ export interface ClientArgs {
   elections: string[];
   /** the transfer workload's account locks (client-transfer.ts; absent: none) */
   accounts?: string[];
+  /** the wait workload's locks (client-wait.ts; absent: none) */
+  waitLocks?: string[];
   /** what this client runs (absent: lock) */
   workload?: Workload;
   ttlMs: number;
@@ -128,6 +131,13 @@ const transferCtx: TransferCtx = {
   noteSession: (s, r) => noteSession(s, r),
 };
 
+const waitCtx: WaitCtx = {
+  rec,
+  names: args.waitLocks ?? [],
+  noteSession: (s, r) => noteSession(s, r),
+  sessionAlive: (s) => session === s && !sessionSuspect,
+};
+
 // ---- the workload ------------------------------------------------------------------
 
 async function criticalSection(rng: Rng, lock: string, s: string, token: number): Promise<void> {
@@ -174,6 +184,7 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
   if (workload === 'semaphore') return semaphoreIteration(workloadCtx, rng, s);
   if (workload === 'election') return electionIteration(electionCtx, rng, s);
   if (workload === 'transfer') return transferIteration(transferCtx, rng, s);
+  if (workload === 'wait') return waitIteration(waitCtx, rng, s);
   const lock = args.locks[rng.int(0, args.locks.length)]!;
   if (rng.next() < 0.25) {
     if (rng.next() < 0.5 || !lastTokens.has(lock)) await readLock(lock);
@@ -251,7 +262,7 @@ async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<vo
       await readElection(reader, args.elections[rng.int(0, args.elections.length)]!);
       continue;
     }
-    const names = workload === 'shared' ? args.sharedLocks : workload === 'transfer' ? (args.accounts ?? []) : args.locks;
+    const names = workload === 'shared' ? args.sharedLocks : workload === 'transfer' ? (args.accounts ?? []) : workload === 'wait' ? (args.waitLocks ?? []) : args.locks;
     const lock = names[rng.int(0, names.length)]!;
     const token = lastTokens.get(lock);
     if (token !== undefined && rng.next() < 0.3) {
@@ -316,7 +327,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
   const end = now() + deadlineMs;
   const sems = new Set(args.semaphores);
   const elections = new Set(args.elections);
-  const pending = new Set([...args.locks, ...args.sharedLocks, ...(args.accounts ?? []), ...args.semaphores, ...args.elections]);
+  const pending = new Set([...args.locks, ...args.sharedLocks, ...(args.accounts ?? []), ...(args.waitLocks ?? []), ...args.semaphores, ...args.elections]);
   while (pending.size > 0 && now() < end) {
     for (const lock of [...pending]) {
       const r = sems.has(lock) ? await readSemaphore(rec, lock) : elections.has(lock) ? await readElection(rec, lock) : await readLock(lock);

@@ -71,7 +71,7 @@ export const FAULT_VARIANTS = [
 export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
 
 /** the variants of a category; `revoke` has one per kind of grant the workloads make */
-export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly string[] = ['lock', 'shared', 'semaphore', 'election', 'transfer']): Variant[] {
+export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly string[] = ['lock', 'shared', 'semaphore', 'election', 'transfer', 'wait']): Variant[] {
   switch (c) {
     case 'partition':
       return nodes >= 5
@@ -99,7 +99,7 @@ export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly 
     case 'revoke':
       return [
         ...(workloads.includes('election') ? ['revoke-leader' as const] : []),
-        ...(workloads.includes('lock') || workloads.includes('shared') || workloads.includes('transfer') ? ['revoke-lock' as const] : []),
+        ...(workloads.includes('lock') || workloads.includes('shared') || workloads.includes('transfer') || workloads.includes('wait') ? ['revoke-lock' as const] : []),
         ...(workloads.includes('semaphore') ? ['revoke-semaphore' as const] : []),
       ];
   }

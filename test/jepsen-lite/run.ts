@@ -18,7 +18,7 @@ import { clockKickFlags, faketimeLibrary, FakeClocks } from './clock.js';
 import { clockFrom } from './recorder.js';
 import { electionsInLog, type FaultRecord, type LagSample } from './checkers.js';
 import type { AccessLogEntry, BankLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
-import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE, assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
+import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE, WAIT_LOCKS, WAIT_PREFIX, assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
 import type { WatchArgs, WatchRecord } from './watch-proc.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
@@ -302,6 +302,7 @@ class Run {
       semaphores: this.opts.workloads.includes('semaphore') ? Array.from({ length: SEMAPHORES }, (_, i) => `${SEM_PREFIX}${i}`) : [],
       elections: this.opts.workloads.includes('election') ? Array.from({ length: ELECTIONS }, (_, i) => `${ELECTION_PREFIX}${i}`) : [],
       accounts: this.opts.workloads.includes('transfer') ? Array.from({ length: ACCOUNTS }, (_, i) => `${ACCOUNT_PREFIX}${i}`) : [],
+      waitLocks: this.opts.workloads.includes('wait') ? Array.from({ length: WAIT_LOCKS }, (_, i) => `${WAIT_PREFIX}${i}`) : [],
       semLimit: SEM_LIMIT,
       ttlMs: this.opts.ttlMs,
       t0: this.t0.toString(),
@@ -485,7 +486,7 @@ class Run {
         return `revoke ${name}${r.leader ? ` of leader ${r.leader.slice(0, 8)}` : ' (no leader read)'}: revoked ${what}`;
       },
       revokeGrants: async (target) => {
-        const names = target === 'lock' ? [...this.base!.locks, ...this.base!.sharedLocks, ...(this.base!.accounts ?? [])] : this.base!.semaphores;
+        const names = target === 'lock' ? [...this.base!.locks, ...this.base!.sharedLocks, ...(this.base!.accounts ?? []), ...(this.base!.waitLocks ?? [])] : this.base!.semaphores;
         if (names.length === 0) return `revoke: no ${target} in this run's workloads`;
         const name = names[this.nemesisRng.int(0, names.length)]!;
         const r = (await this.probe!.ask({ cmd: 'revoke-grants', target, name }, 15_000)) as { holder: string | null; revoked: { session: string; token: number }[] | null; type: string } | null;

@@ -6,7 +6,7 @@
 // the names each workload uses are disjoint, so the checkers can tell them apart from
 // the history alone (also on --recheck).
 
-export const WORKLOADS = ['lock', 'shared', 'semaphore', 'election', 'transfer'] as const;
+export const WORKLOADS = ['lock', 'shared', 'semaphore', 'election', 'transfer', 'wait'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 /** exclusive lock names: jl-0, jl-1, … (the linearizability and lease checkers' locks) */
@@ -27,6 +27,10 @@ export const OPENING_BALANCE = 100;
 export function isAccount(name: string | undefined): boolean {
   return name !== undefined && name.startsWith(ACCOUNT_PREFIX);
 }
+
+/** the wait workload's lock (client-wait.ts): long holds and waiters that do not retry */
+export const WAIT_PREFIX = 'jw-';
+export const WAIT_LOCKS = 1;
 
 /** the election workload's election names: je-0, … (checkers-election.ts) */
 export const ELECTION_PREFIX = 'je-';
