@@ -1,6 +1,7 @@
 // The access-logged resource (resource-proc.ts /begin, /end) as a real process: shared
 // readers coexist, a write with a higher token makes the readers' ends stale, lower tokens
-// are refused, semaphore holders are only counted, and bad input gets a 400.
+// are refused, semaphore holders are only counted, and bad input gets a 400; the bank's
+// transfers (the transfer workload) are fenced per account and refused whole.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
@@ -9,12 +10,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { siblingArgv } from './procs.js';
-import type { AccessLogEntry, ResourceArgs } from './resource-proc.js';
+import type { AccessLogEntry, BankLogEntry, ResourceArgs } from './resource-proc.js';
+import { checkTransfers } from './checkers-transfer.js';
 import { checkSharedLocks } from './checkers-shared.js';
 
 test('access-logged resource: fencing of shared-lock accesses at begin and end, semaphore counts, bad input', { timeout: 30_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'raftlock-resource-'));
-  const args: ResourceArgs = { logFile: join(dir, 'resource.jsonl'), accessLogFile: join(dir, 'access.jsonl'), fencing: true, t0: process.hrtime.bigint().toString(), host: '127.0.0.1' };
+  const args: ResourceArgs = { logFile: join(dir, 'resource.jsonl'), accessLogFile: join(dir, 'access.jsonl'), bankLogFile: join(dir, 'bank.jsonl'), openingBalance: 100, fencing: true, t0: process.hrtime.bigint().toString(), host: '127.0.0.1' };
   const [cmd, ...argv] = siblingArgv('resource-proc');
   const child = spawn(cmd!, [...argv, JSON.stringify(args)], { stdio: ['ignore', 'pipe', 'inherit'] });
   try {
@@ -63,6 +65,20 @@ test('access-logged resource: fencing of shared-lock accesses at begin and end, 
     assert.equal(r.rejected, 4);
     assert.equal(r.overlapsAccepted, 0);
     assert.equal(log.at(-1)!.active, 1);
+    // the bank: fenced reads, a transfer in one transaction, refused whole when one token is stale
+    const rd = await call('/bank/read', { tokens: { 'ja-0': 10, 'ja-1': 11 } });
+    assert.deepEqual(rd.body.balances, { 'ja-0': 100, 'ja-1': 100 });
+    assert.equal((await call('/bank/transfer', { id: 't1', from: 'ja-0', to: 'ja-1', amount: 7, tokens: { 'ja-0': 10, 'ja-1': 11 }, read: { 'ja-0': 100, 'ja-1': 100 } })).status, 200);
+    const stale = await call('/bank/transfer', { id: 't2', from: 'ja-1', to: 'ja-2', amount: 5, tokens: { 'ja-1': 9, 'ja-2': 12 }, read: { 'ja-1': 107, 'ja-2': 100 } });
+    assert.equal(stale.status, 409, 'a token below what ja-1 saw: nothing moves, ja-2 either');
+    assert.equal((await call('/bank/read', { tokens: { 'ja-0': 5 } })).status, 409);
+    assert.deepEqual((await call('/bank/read', { tokens: { 'ja-1': 11, 'ja-2': 12 } })).body.balances, { 'ja-1': 107, 'ja-2': 100 });
+    assert.equal((await call('/bank/transfer', { id: 't3', from: 'ja-0', to: 'ja-0', amount: 1, tokens: { 'ja-0': 10 }, read: { 'ja-0': 93 } })).status, 400);
+    const bank = readFileSync(args.bankLogFile!, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as BankLogEntry);
+    assert.deepEqual(bank.map((e) => [e.id, e.accepted]), [['t1', true], ['t2', false]]);
+    const t = checkTransfers([], bank, ['ja-0', 'ja-1', 'ja-2'], 100, true);
+    assert.equal(t.total, 300);
+    assert.deepEqual(t.violations.filter((v) => !/which no client sent/.test(v)), []);
   } finally {
     child.kill('SIGKILL');
     rmSync(dir, { recursive: true, force: true });
