@@ -8,8 +8,8 @@
 //   wait_ms 200–1000. Answered: done (a grant is released with its token). Unanswered (a
 //   504, a connection lost to a leader change): the client keeps its session and gives up
 //   the acquire, as a caller that moved on would, and cleans up only much later (wait_ms
-//   + 6–8 s): a release of jw-0 without a token. Meanwhile the reader reads jw-0 every
-//   100–300 ms. A wait the cluster forgot to end is granted at the long holder's release,
+//   + 12–15 s, after any long hold has ended): a release of jw-0 without a token. The reader reads jw-0 every
+//   100–300 ms meanwhile. A wait the cluster forgot to end is granted at the long holder's release,
 //   long after its deadline, and the reads show it (checkers-waits.ts).
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { Outcome, Recorder } from './recorder.js';
@@ -36,7 +36,7 @@ export async function waitIteration(ctx: WaitCtx, rng: Rng, s: string): Promise<
   );
   if (acq.type === 'info' && !long) {
     // gave up without knowing: keep the session, clean up much later
-    const until = Date.now() + waitMs + rng.int(6000, 8000);
+    const until = Date.now() + waitMs + rng.int(12_000, 15_000);
     while (Date.now() < until && ctx.sessionAlive(s)) await sleep(200);
     if (!ctx.sessionAlive(s)) return;
     const rel = await ctx.rec.run('release', { lock, session: s }, post(`/v1/locks/${enc(lock)}/release`, { session_id: s }, 1500), 3000, (a) => definite(a, () => ({})));
