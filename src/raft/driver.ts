@@ -440,7 +440,7 @@ export class RaftDriver<out R = unknown> {
     //    with sending, thesis §10.2.1; commit counts us only once our own write is durable).
     if (rd.earlyMessages.length > 0) {
       this.sendMessages(rd.earlyMessages);
-      if (rd.mustSync) this.opts.transport.flush?.();
+      if (rd.mustSync) this.opts.transport.flush();
     }
 
     // 2. committed entries that are already durable HERE are applied before this Ready's
@@ -486,7 +486,7 @@ export class RaftDriver<out R = unknown> {
     //    written at once
     if (rd.messages.length > 0) {
       this.sendMessages(rd.messages);
-      if (rd.mustSync) this.opts.transport.flush?.();
+      if (rd.mustSync) this.opts.transport.flush();
     }
 
     // 5. snapshot, the remaining committed entries (those written by this Ready), read states

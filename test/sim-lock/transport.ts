@@ -22,6 +22,8 @@ export class SimTransport implements Transport {
     if (this.closed) return;
     for (const m of msgs) this.network.send(m, this.now(), this.incarnation);
   }
+  /** send() hands every message to the network at once */
+  flush(): void {}
   onMessage(h: (m: Message) => void): void {
     this.messageHandler = h;
   }
