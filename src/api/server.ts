@@ -61,6 +61,9 @@ export interface ServerDeps {
   watch?: WatchFeed;
   /** test hook: a watch stream's unsent-bytes bound (default WATCH_STREAM_BUFFER_BYTES) */
   watchStreamBufferBytes?: number;
+  /** called as each client answer (/v1/…) is handed to the socket: the node passes the
+   *  per-step trace's last server step (src/raft/trace.ts) while tracing; no hook without it */
+  onAnswer?: () => void;
 }
 
 /**
@@ -247,6 +250,14 @@ function installLifecycle(app: FastifyInstance, deps: ServerDeps, forwarder: For
     if (closing) done(new ApiError('unavailable', 'the node is shutting down'));
     else done();
   });
+
+  const onAnswer = deps.onAnswer;
+  if (onAnswer) {
+    app.addHook('onSend', (req, _reply, payload, done) => {
+      if (req.url.startsWith('/v1/')) onAnswer();
+      done(null, payload);
+    });
+  }
 
   app.addHook('onResponse', (req, reply, done) => {
     durationOf(req.routeLabel || 'unmatched', req.method, reply.statusCode).observe(reply.elapsedTime / 1000);

@@ -217,6 +217,7 @@ export class RaftDriver<out R = unknown> {
 
   tick(): void {
     if (this.stopped) return;
+    if (tracing) trace('tick', this.opts.id, -1);
     this.inboxTicks++;
     if (this.awaitingDisk && this.role === 'leader' && this.coverTicks < (this.opts.heartbeatCoverTicks ?? 0) && this.coverTerm === this.term) {
       // A heartbeat that says only "I lead this term": commit 0 (a follower never lowers
@@ -466,6 +467,7 @@ export class RaftDriver<out R = unknown> {
       this.deferredHardState = undefined;
       const batch = { ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}), entries: rd.entries };
       const t0 = this.opts.clock.nowMs();
+      if (tracing) trace('save_start', this.opts.id, rd.entries.at(-1)?.index ?? -1, '-', rd.entries.length);
       await this.waitForDisk(storage.save(batch, { sync: true }));
       this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
       if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
@@ -652,8 +654,10 @@ export class RaftDriver<out R = unknown> {
         this.deferredHardState = undefined;
         await this.waitForDisk(storage.save({ hardState: hs, entries: [] }, { sync: false }));
       }
+      if (tracing) trace('compact_start', this.opts.id, this.applied);
       const data = this.opts.app.snapshot();
       await this.waitForDisk(storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data }));
+      if (tracing) trace('compact_done', this.opts.id, this.applied);
       return true;
     } finally {
       this.compacting = false;
