@@ -6,7 +6,7 @@
 //
 // Runs with --expose-gc so heap figures are measured after a full collection.
 import { Packr } from 'msgpackr';
-import { LockFsm, exportState, type Command } from '../src/lock-fsm/index.js';
+import { LockFsm, exportState, type Command, type Envelope } from '../src/lock-fsm/index.js';
 
 const argN = process.argv.indexOf('--n');
 const N = argN > 0 ? Number(process.argv[argN + 1]) : 1_000_000;
@@ -29,12 +29,24 @@ function lockName(i: number): string {
 
 let index = 0;
 const atMs = 1_700_000_000_000;
+/** a keyed entry as a leader writes it: the key bound to its request (docs/lock-fsm.md
+ *  "Idempotency"), a digest of 32 hex digits as the node computes one */
+function keyed(i: number, key: string, cmd: Command): Envelope {
+  return { atMs, idempotencyKey: key, keyBinding: { principal: 'ci-runner', digest: flat((0x10000000 + i).toString(16).repeat(4)) }, cmd };
+}
+
+/** a string as decoded from the log: one flat copy (concatenations and repeat() may
+ *  leave a rope of parts, which would count more than a node keeps) */
+function flat(x: string): string {
+  return Buffer.from(x, 'utf8').toString('utf8');
+}
+
 function timed(label: string, n: number, fsm: LockFsm, cmdAt: (i: number) => Command, key?: (i: number) => string): number {
   const t0 = process.hrtime.bigint();
   const c0 = process.cpuUsage();
   for (let i = 0; i < n; i++) {
     const k = key?.(i);
-    fsm.apply(++index, k === undefined ? { atMs, cmd: cmdAt(i) } : { atMs, idempotencyKey: k, cmd: cmdAt(i) });
+    fsm.apply(++index, k === undefined ? { atMs, cmd: cmdAt(i) } : keyed(i, k, cmdAt(i)));
   }
   const s = Number(process.hrtime.bigint() - t0) / 1e9;
   const cpu = cpuSeconds(c0);
@@ -60,6 +72,7 @@ function time<T>(label: string, f: () => T): T {
 
 function main(): void {
   console.log(`lock-fsm bench: N=${N.toLocaleString('en-US')} (node ${process.version}${gc ? '' : ', WITHOUT --expose-gc: heap figures are rough'})`);
+  keyMemory(Math.min(N, 500_000)); // first, on an otherwise empty heap
   const opts = { maxSessions: 2 * N + 10, idempotencyMaxKeys: 1_000_000 };
   const fsm = new LockFsm(opts);
   // Heap deltas include the id/name strings and an 8-byte array slot each (the bench keeps
@@ -86,6 +99,17 @@ function main(): void {
   timed('expireSession, unknown session (no-op)', M, fsm, (i) => ({ kind: 'expireSession', sessionId: `gone-${i}` }));
   const c = fsm.counts();
   console.log(`end state: ${c.sessions.toLocaleString('en-US')} sessions, ${c.heldLocks.toLocaleString('en-US')} held locks, ${c.waiters} waiters, ${fsm.core.idem.size.toLocaleString('en-US')} idempotency keys`);
+}
+
+/** heap per remembered Idempotency-Key: a 21-char key, an error result, its binding (a
+ *  ~30-char lock name as decoded from the log, a 32-hex digest, an interned principal) */
+function keyMemory(n: number): void {
+  const fsm = new LockFsm({ idempotencyMaxKeys: n + 1 });
+  const keys = Array.from({ length: n }, (_, i) => flat(`job-${String(i).padStart(17, '0')}`));
+  const h0 = heapMB();
+  for (let i = 0; i < n; i++) fsm.apply(i + 1, keyed(i, keys[i] as string, { kind: 'release', name: flat(lockName(i)), sessionId: 'no-such-session' }));
+  const h1 = heapMB();
+  console.log(`heap: ${((h1 - h0) * 2 ** 20 / n).toFixed(0)} B per remembered Idempotency-Key with its binding, besides the key string (${n.toLocaleString('en-US')} keys of ${fsm.core.idem.size.toLocaleString('en-US')} kept)`);
 }
 
 function snapshotBench(fsm: LockFsm, opts: { maxSessions: number; idempotencyMaxKeys: number }): void {

@@ -56,10 +56,12 @@ if (files.length === 0) {
 }
 
 /** seconds each long process-lane file took alone (2026-12-01, the soak beside it at nice
- *  10): only for dealing the files out; a file not listed counts as DEFAULT_SECONDS */
+ *  10; the jepsen-lite runs 2026-12-04 at load 6): only for dealing the files out; a file
+ *  not listed counts as DEFAULT_SECONDS */
 const PROCESS_SECONDS = {
-  'jepsen-lite/jepsen-3': 76, 'client/cli': 51, 'membership/reconfigure': 46, 'jepsen-lite/jepsen-5': 45,
-  'storage/crash': 41, 'jepsen-lite/jepsen-membership': 40, 'client/go-python': 34, 'cluster/failover': 34,
+  'jepsen-lite/jepsen-3': 100, 'jepsen-lite/jepsen-membership': 89, 'jepsen-lite/jepsen-disk-clock': 69,
+  'client/cli': 51, 'membership/reconfigure': 46, 'jepsen-lite/jepsen-5': 45,
+  'storage/crash': 41, 'client/go-python': 34, 'cluster/failover': 34,
   'cluster/cli': 34, 'jepsen-lite/control': 33, 'client/sdk-cluster': 28, 'cluster/api': 24, 'packaging/pack': 23,
   'client/acquire-cleanup': 22, 'ops/backup-restore': 22, 'membership/transfer': 17, 'membership/add-then-start': 16,
   'cluster/recovery': 16, 'cluster/amnesia': 15, 'ops/status-page': 14, 'cluster/bad-input': 13, 'security/fuzz': 13,

@@ -35,6 +35,8 @@ export class Metrics {
   readonly raftProposals: Counter<'result'>;
   /** peer messages the Raft core's trust boundary refused (docs/raft-core.md "Bad input") */
   readonly raftMessagesRefused: Counter<'reason'>;
+  /** on the leader: followers found to hold less than they had acknowledged (docs/api.md "Metrics") */
+  readonly raftFollowerLogRegressions: Counter;
   /** propose → commit, seconds */
   readonly raftCommitLatency: Histogram;
   /** one durable LevelDB batch, seconds */
@@ -69,6 +71,7 @@ export class Metrics {
     this.raftProposals = new Counter({ name: 'raftlock_raft_proposals_total', help: 'proposals by outcome', labelNames: ['result'], registers });
     this.raftMessagesRefused = new Counter({ name: 'raftlock_raft_messages_refused_total', help: 'peer messages the Raft core refused (misaddressed, bad_header, bad_field): a bug or an impostor, since the transport checks the wire first', labelNames: ['reason'], registers });
     for (const reason of ['misaddressed', 'bad_header', 'bad_field']) this.raftMessagesRefused.labels(reason).inc(0);
+    this.raftFollowerLogRegressions = new Counter({ name: 'raftlock_raft_follower_log_regressions_total', help: 'on the leader: times a follower was found holding less of the log than it had acknowledged (its disk lost data it reported written)', registers });
     this.raftCommitLatency = new Histogram({ name: 'raftlock_raft_commit_latency_seconds', help: 'propose to commit latency', buckets: LATENCY_BUCKETS_S, registers });
     this.storageSync = new Histogram({ name: 'raftlock_storage_sync_seconds', help: 'durable storage write (fsync) latency', buckets: LATENCY_BUCKETS_S, registers });
     this.sessionsActive = new Gauge({ name: 'raftlock_sessions_active', help: 'open sessions', registers });

@@ -306,6 +306,39 @@ func TestLockHeldIsDefiniteAndSendsNoRelease(t *testing.T) {
 	}
 }
 
+func TestIdempotencyKeyReusedIsItsOwnErrorNeverRetried(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL, st.srv.URL}})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := defaultHandler(10000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") {
+			reply(w, 422, errBody("idempotency_key_reused", "the Idempotency-Key was first used for another request (another name); nothing was applied"))
+			return
+		}
+		h(w, r)
+	})
+	err = NewMutex(s, "x").TryLock(context.Background())
+	acq := st.requests(isPath("POST", "/acquire"))
+	var e *Error
+	if !errors.Is(err, ErrIdempotencyKeyReused) || !errors.As(err, &e) || e.Status != 422 || e.IdempotencyKey != acq[0].Key || !strings.Contains(e.Error(), "another name") {
+		t.Fatalf("want ErrIdempotencyKeyReused naming the key %q, got %#v", acq[0].Key, err)
+	}
+	if errors.Is(err, ErrLocked) || errors.Is(err, ErrUnavailable) || errors.Is(err, ErrOutcomeUnknown) {
+		t.Fatalf("%v matches another sentinel", err)
+	}
+	if len(acq) != 1 {
+		t.Fatalf("%d acquire attempts: a 422 is definite, never retried", len(acq))
+	}
+	if n := len(st.requests(isPath("POST", "/release"))); n != 0 {
+		t.Fatalf("%d releases after a definite 422: nothing was applied", n)
+	}
+}
+
 func TestFailoverHonoursRetryAfter(t *testing.T) {
 	a, b := newStub(t), newStub(t)
 	a.setHandler(func(w http.ResponseWriter, r stubReq) {

@@ -42,6 +42,11 @@ var (
 	// ErrCompacted: a watch resume point older than every endpoint keeps
 	// (Error.CompactedIndex: a resume after it is possible).
 	ErrCompacted = errors.New("raftlock: watch resume point compacted")
+	// ErrIdempotencyKeyReused: the change's Idempotency-Key (Error.IdempotencyKey) was
+	// first used for another request (another token, operation, name or body); the
+	// server applied nothing. Never retried. This client draws a fresh key per change,
+	// so seeing it means two changes were sent under one key.
+	ErrIdempotencyKeyReused = errors.New("raftlock: idempotency key reused for another request")
 )
 
 // Holder is the holder of a lock, as a lock_held answer names it.
@@ -61,7 +66,8 @@ type Error struct {
 	Message  string
 	// Holder is set for lock_held when the server named the holder.
 	Holder *Holder
-	// IdempotencyKey is set for ErrOutcomeUnknown: retry with it.
+	// IdempotencyKey is set for ErrOutcomeUnknown (retry with it) and for
+	// ErrIdempotencyKeyReused (the key that was refused).
 	IdempotencyKey string
 	// Leader is set for lock_held on a campaign: the election's leader (nil while none
 	// leads, or when the answer did not say).
@@ -108,6 +114,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "limit_mismatch"
 	case ErrCompacted:
 		return e.Code == "compacted"
+	case ErrIdempotencyKeyReused:
+		return e.Code == "idempotency_key_reused"
 	}
 	return false
 }

@@ -135,7 +135,12 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 				if a.status >= 200 && a.status < 300 {
 					return a, nil
 				}
-				return nil, errorFromResponse(a.status, a.body, u)
+				// a definite answer, never retried (422 idempotency_key_reused included)
+				e := errorFromResponse(a.status, a.body, u)
+				if e.Code == "idempotency_key_reused" {
+					e.IdempotencyKey = cl.key
+				}
+				return nil, e
 			}
 			e := errorFromResponse(a.status, a.body, u)
 			switch a.status {

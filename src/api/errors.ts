@@ -22,6 +22,8 @@ export const ERROR_CATALOG = {
   compacted: { status: 410, message: 'the events after that index are no longer kept' },
   payload_too_large: { status: 413, message: 'the body is over 64 KiB' },
   unsupported_media_type: { status: 415, message: 'the body must be application/json' },
+  /** the Idempotency-Key was first used for another request; nothing was applied */
+  idempotency_key_reused: { status: 422, message: 'the Idempotency-Key was first used for another request; nothing was applied' },
   too_many_requests: { status: 429, message: 'a configured limit was reached' },
   /** beyond the contract: a bug or an unexpected failure. Never a crash. */
   internal: { status: 500, message: 'internal error' },

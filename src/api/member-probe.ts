@@ -18,6 +18,8 @@ export interface MemberStatus {
   applied_index: number | null;
   /** entries behind the leader (leader's view), else leader commit − member applied */
   lag: number | null;
+  /** the member's own not_ready (GET /v1/cluster): why its /readyz answers 503 */
+  not_ready?: string;
   error?: string;
 }
 
@@ -45,7 +47,7 @@ export class MemberProbe {
       if (!v) return { id, api, role: 'unreachable', term: null, commit_index: null, applied_index: null, lag: null, ...(err ? { error: err } : {}) };
       const fromLeader = leaderView?.members.find((x) => x.id === id)?.lag;
       const lag = fromLeader ?? (leaderView ? Math.max(0, leaderView.commit_index - v.applied_index) : null);
-      return { id, api, role: v.role, term: v.term, commit_index: v.commit_index, applied_index: v.applied_index, lag };
+      return { id, api, role: v.role, term: v.term, commit_index: v.commit_index, applied_index: v.applied_index, lag, ...(typeof v.not_ready === 'string' ? { not_ready: v.not_ready } : {}) };
     });
     return { leaderId: leaderView?.node_id ?? local.leader_id, members };
   }

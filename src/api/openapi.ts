@@ -40,7 +40,7 @@ const SESSION_ID_PARAM: Json = { name: 'id', in: 'path', required: true, schema:
 const MEMBER_ID_PARAM: Json = { name: 'id', in: 'path', required: true, schema: { type: 'string', pattern: '^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$' } };
 const IDEMPOTENCY_PARAM: Json = {
   name: 'Idempotency-Key', in: 'header', required: false,
-  description: 'a retry with the same key returns the first answer and changes nothing twice (at least 10 minutes)',
+  description: 'a retry with the same key returns the first answer and changes nothing twice (at least 10 minutes). The key is bound to its first request (token, operation, name, body): sent with another, it gets 422 idempotency_key_reused and nothing is applied',
   schema: { type: 'string', minLength: 1, maxLength: MAX_IDEMPOTENCY_KEY_BYTES },
 };
 
@@ -77,7 +77,13 @@ interface Op {
   open?: boolean;
 }
 
+/** operations that take the Idempotency-Key header but log nothing (a renew is a read
+ *  barrier and a lease renewal): their key is not recorded, so it is never "reused" */
+const UNLOGGED_KEYED = new Set(['renew']);
+
 function operation(id: string, o: Op): Json {
+  // a logged change binds its key to the request: the same key with another gets 422
+  const errors = o.params?.includes(IDEMPOTENCY_PARAM) && !UNLOGGED_KEYED.has(id) ? { ...o.errors, ...errorResponses(['idempotency_key_reused']) } : o.errors;
   const okContent = o.ok.contentType
     ? { [o.ok.contentType]: { schema: { type: 'string', ...(o.ok.contentType === 'application/octet-stream' ? { format: 'binary' } : {}) } } }
     : jsonContent(ref(o.ok.schema ?? 'Health'), o.ok.example);
@@ -88,7 +94,7 @@ function operation(id: string, o: Op): Json {
     tags: o.tags,
     ...(o.params ? { parameters: o.params } : {}),
     ...(o.body ? { requestBody: { required: o.body.required, content: jsonContent(ref(o.body.schema), o.body.example) } } : {}),
-    responses: { [String(o.ok.status)]: { description: o.ok.description ?? 'success', content: okContent }, ...o.errors },
+    responses: { [String(o.ok.status)]: { description: o.ok.description ?? 'success', content: okContent }, ...errors },
     ...(o.open ? { security: [] } : {}),
   };
 }

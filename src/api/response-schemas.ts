@@ -64,6 +64,7 @@ const clusterView = z.object({
   commit_index: z.number().int(),
   applied_index: z.number().int(),
   members: z.array(member),
+  not_ready: z.string().optional().describe('present while this node is not ready: the reason its /readyz gives with its 503 (e.g. "bootstrapping: waiting for n4")'),
 });
 
 const semHolder = z.object({ session_id: sessionId, owner: z.string(), permits: z.number().int().min(1), fencing_token: token });
@@ -95,6 +96,7 @@ export const viewSchemas = {
       commit_index: z.number().int().nullable(),
       applied_index: z.number().int().nullable(),
       lag: z.number().int().nullable(),
+      not_ready: z.string().optional().describe('as the member reports it (GET /v1/cluster): why it is not ready'),
       error: z.string().optional(),
     })),
     observations: z.object({

@@ -144,6 +144,8 @@ export interface ClusterView {
   commit_index: number;
   applied_index: number;
   members: MemberView[];
+  /** present while this node is not ready: the reason its /readyz gives (docs/api.md "Readiness") */
+  not_ready?: string;
 }
 
 export interface Routing {

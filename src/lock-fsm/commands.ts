@@ -8,7 +8,7 @@
 
 import { GRANT_KINDS, type GrantKind } from './results.js';
 import {
-  MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId,
+  MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId,
 } from './names.js';
 
 /** Parameters of a session opened by the same entry as an acquire (acquire without session_id). */
@@ -88,6 +88,24 @@ export type Command =
 
 export type CommandKind = Command['kind'];
 
+/**
+ * What an Idempotency-Key is bound to besides the command's own kind and name
+ * (docs/lock-fsm.md "Idempotency"): the key answers a retry only when all of them match.
+ *
+ * The digest is computed by the node, not here (src/node/request-digest.ts: SHA-256 of the
+ * request's canonical form), and travels in the envelope. The state machine could not
+ * compute it: it sees the resolved command — a session id the leader drew for this
+ * attempt, the node's default ttl — while a retry must match on the request as the
+ * client sent it. Carried as a value, it keeps apply() free of crypto and every replica
+ * compares the same bytes.
+ */
+export interface KeyBinding {
+  /** the principal (API token name) that sent the request; '' when auth is off (anonymous) */
+  principal: string;
+  /** 32–64 lowercase hex digits: the digest of the request's canonical form */
+  digest: string;
+}
+
 export interface Envelope {
   /** the proposing leader's log time (ms): only used to age idempotency keys. A leader
    *  advances it by its monotonic clock, never by its wall clock (src/node/log-clock.ts,
@@ -95,6 +113,9 @@ export interface Envelope {
   atMs: number;
   /** the client's Idempotency-Key header; a retry with the same key gets the first result */
   idempotencyKey?: string;
+  /** the request the key is bound to (only with idempotencyKey). Entries of versions
+   *  before bindings lack it: their key is bound to the command's kind and name only. */
+  keyBinding?: KeyBinding;
   cmd: Command;
 }
 
@@ -285,11 +306,27 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
  */
 export function parseEnvelope(x: unknown): Envelope {
   if (!isPlainObject(x)) throw new InvalidCommandError('envelope', `must be an object, got ${describe(x)}`);
-  checkKeys(x, 'envelope', ['atMs', 'idempotencyKey', 'cmd']);
-  const env: Envelope = { atMs: int(x, 'envelope', 'atMs', 0, Number.MAX_SAFE_INTEGER), cmd: parseCommand(x['cmd']) };
-  if (has(x, 'idempotencyKey')) {
-    env.idempotencyKey = str(x, 'envelope', 'idempotencyKey', isIdempotencyKey, 'an idempotency key (1–128 bytes of well-formed UTF-8)');
+  checkKeys(x, 'envelope', ['atMs', 'idempotencyKey', 'keyBinding', 'cmd']);
+  const atMs = int(x, 'envelope', 'atMs', 0, Number.MAX_SAFE_INTEGER);
+  const cmd = parseCommand(x['cmd']);
+  if (!has(x, 'idempotencyKey')) {
+    if (has(x, 'keyBinding')) throw new InvalidCommandError('envelope.keyBinding', 'needs an idempotencyKey');
+    return { atMs, cmd };
   }
-  // Rebuild with the canonical key order (atMs, idempotencyKey?, cmd).
-  return env.idempotencyKey === undefined ? { atMs: env.atMs, cmd: env.cmd } : { atMs: env.atMs, idempotencyKey: env.idempotencyKey, cmd: env.cmd };
+  const idempotencyKey = str(x, 'envelope', 'idempotencyKey', isIdempotencyKey, 'an idempotency key (1–128 bytes of well-formed UTF-8)');
+  // Rebuild with the canonical key order (atMs, idempotencyKey?, keyBinding?, cmd).
+  if (!has(x, 'keyBinding')) return { atMs, idempotencyKey, cmd };
+  return { atMs, idempotencyKey, keyBinding: parseKeyBinding(x['keyBinding']), cmd };
+}
+
+function parseKeyBinding(x: unknown): KeyBinding {
+  const p = 'envelope.keyBinding';
+  if (!isPlainObject(x)) throw new InvalidCommandError(p, `must be an object, got ${describe(x)}`);
+  checkKeys(x, p, ['principal', 'digest']);
+  return { principal: str(x, p, 'principal', isBindingPrincipal, `'' or ${PRINCIPAL}`), digest: str(x, p, 'digest', isRequestDigest, '32–64 lowercase hex digits') };
+}
+
+/** a binding's principal: a token name, or '' for an anonymous caller (auth off) */
+export function isBindingPrincipal(x: unknown): x is string {
+  return x === '' || isPrincipal(x);
 }

@@ -77,6 +77,14 @@ export interface ElectionInfo {
   waiters: number;
 }
 
+/** a queued wait as the lessor needs it: wait_ms, its identity (the index that queued it,
+ *  0 if unknown) and the log time it was queued at (Waiter.queuedAtMs) */
+export interface WaitInfo {
+  waitMs: number;
+  since: number;
+  queuedAtMs: number;
+}
+
 export interface FsmCounts {
   sessions: number;
   heldLocks: number;
@@ -122,15 +130,20 @@ export class LockFsm {
     c.idem.advance(env.atMs);
     const key = env.idempotencyKey;
     if (key !== undefined) {
-      const first = c.idem.get(key);
-      if (first !== undefined) return { result: first, events: [], replayed: true };
+      // a retry of the key's first request gets its first answer; any other request with
+      // the key is refused and changes nothing (docs/lock-fsm.md "Idempotency")
+      const seen = c.idem.check(key, env);
+      if (seen !== undefined) {
+        if ('replay' in seen) return { result: seen.replay, events: [], replayed: true };
+        return { result: { ok: false, code: 'idempotency_key_reused', differs: seen.reused }, events: [] };
+      }
     }
     const events: FsmEvent[] = [];
     const result = this.dispatch(index, env.cmd, events, key);
     // A limit refusal changed nothing and is transient: a retry with the same key may
     // succeed once there is room, so it is not remembered. Nor is session_exists: it
     // changed nothing, and the leader retries at once with a fresh id under the same key.
-    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) c.idem.put(key, result);
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) c.idem.put(key, result, env);
     return { result, events };
   }
 
@@ -489,13 +502,13 @@ export class LockFsm {
   }
 
   /** every queued wait, in queue order per lock, then per semaphore (semaphore: true);
-   *  since: the wait's identity (0: unknown) */
-  *waits(): Generator<{ name: string; sessionId: string; waitMs: number; since: number; semaphore?: true }> {
+   *  since: the wait's identity (0: unknown); queuedAtMs: the log time it was queued at */
+  *waits(): Generator<WaitInfo & { name: string; sessionId: string; semaphore?: true }> {
     for (const l of this.core.locks.values()) {
-      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since };
+      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
     }
     for (const sem of this.core.sems.values()) {
-      for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, semaphore: true };
+      for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs, semaphore: true };
     }
   }
 
@@ -511,15 +524,22 @@ export class LockFsm {
   }
 
   /** the session's current wait for `name`, if it waits (since: the wait's identity) */
-  waitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+  waitOf(name: string, sessionId: string): WaitInfo | undefined {
     const w = this.core.sessions.get(sessionId)?.waits?.get(name);
-    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
+  }
+
+  /** does the wait of `sessionId` for `name` begun at index `since` still stand (since 0:
+   *  any wait of the session for it)? The lessor's WaitLive (due) */
+  waitStands(target: GrantKind, name: string, sessionId: string, since: number): boolean {
+    const w = target === 'semaphore' ? this.semWaitOf(name, sessionId) : this.waitOf(name, sessionId);
+    return w !== undefined && (since === 0 || w.since === since);
   }
 
   /** the session's current wait for semaphore `name`, if it waits */
-  semWaitOf(name: string, sessionId: string): { waitMs: number; since: number } | undefined {
+  semWaitOf(name: string, sessionId: string): WaitInfo | undefined {
     const w = this.core.sessions.get(sessionId)?.semWaits?.get(name);
-    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since };
+    return w === undefined ? undefined : { waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
   }
 
   counts(): FsmCounts {

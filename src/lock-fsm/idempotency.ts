@@ -3,23 +3,50 @@
 // twice. It lives in replicated state (and in snapshots) so it survives leader changes
 // and restarts.
 //
+// Each key is bound to the request that first used it (docs/lock-fsm.md "Idempotency"):
+// the command's kind and name, the principal that sent it and the digest of its canonical
+// body. Only a request that matches all of them is a retry; the same key with anything
+// else is refused (idempotency_key_reused) and changes nothing: keys are reused on purpose
+// (a job id) and by accident, and answering another request's stored result would tell a
+// client it holds a lock that someone else holds.
+//
 // Ageing uses log time only: each envelope carries the proposing leader's clock (atMs).
 // `nowMs` is the high-water mark of those values, so a new leader whose clock lags cannot
 // make old keys young again, and every replica prunes at exactly the same entries.
 // Keys are recorded at `nowMs`, so the insertion queue is also sorted by time, and both
 // pruning by age and eviction by size pop from its front: O(1) amortized per command.
 
-import type { ApplyResult } from './results.js';
+import type { Command, CommandKind, Envelope } from './commands.js';
+import type { ApplyResult, KeyReuse } from './results.js';
 
+/** The request a key was first used for. kind and target come from the command itself;
+ *  principal and digest from Envelope.keyBinding, null when the entry had none (written by
+ *  a version before bindings: that part is unknown and not compared). */
+export interface StoredBinding {
+  kind: CommandKind;
+  /** the command's name; a session close's session id; '' for a session open */
+  target: string;
+  principal: string | null;
+  digest: string | null;
+}
+
+/** A key's record: its first answer and, in place (one object per key: the table may hold
+ *  500,000 of them), the StoredBinding it is bound to. kind null: the key was restored from
+ *  a snapshot of a version before bindings (format ≤ 3), only its result is known. */
 interface Stored {
   atMs: number;
   result: ApplyResult;
+  kind: CommandKind | null;
+  target: string;
+  principal: string | null;
+  digest: string | null;
 }
 
 export interface IdempotencyEntry {
   key: string;
   atMs: number;
   result: ApplyResult;
+  binding: StoredBinding | null;
 }
 
 export class IdempotencyTable {
@@ -28,6 +55,9 @@ export class IdempotencyTable {
   private queue: string[] = [];
   private head = 0;
   private now = 0;
+  /** one copy of each principal (API token names: as many as the token file names), so a
+   *  key does not keep its own copy of the string its entry was decoded with */
+  private readonly principals = new Map<string, string>();
 
   constructor(readonly ttlMs: number, readonly maxKeys: number) {
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 600_000) throw new Error(`idempotencyTtlMs must be an integer >= 600000 (the contract keeps keys 10 minutes), got ${ttlMs}`);
@@ -59,12 +89,27 @@ export class IdempotencyTable {
     return this.map.get(key)?.result;
   }
 
-  /** Records the first result for key. Past maxKeys, the oldest key is dropped: the
-   *  table stays bounded, at the price of an older retry being executed again. */
-  put(key: string, result: ApplyResult): void {
+  /**
+   * A keyed entry meets the table: undefined when the key is new (apply the command),
+   * the stored first answer when this is a retry of the request that first used it, or
+   * the refusal that changes nothing when the key was first used for another request.
+   */
+  check(key: string, env: Envelope): { replay: ApplyResult } | { reused: KeyReuse } | undefined {
+    const st = this.map.get(key);
+    if (st === undefined) return undefined;
+    const first = bindingIn(st);
+    const differs = first === null ? legacyReuse(env.cmd, st.result) : reuseOf(first, bindingOf(env));
+    return differs === null ? { replay: st.result } : { reused: differs };
+  }
+
+  /** Records the first result for key, bound to the entry's request. Past maxKeys, the
+   *  oldest key is dropped: the table stays bounded, at the price of an older retry being
+   *  executed again. */
+  put(key: string, result: ApplyResult, env: Envelope): void {
     if (this.map.has(key)) throw new Error(`IdempotencyTable: key ${JSON.stringify(key)} recorded twice`);
+    if (!result.ok && result.code === 'idempotency_key_reused') throw new Error(`IdempotencyTable: a refusal of key ${JSON.stringify(key)} is not its answer`);
     while (this.map.size >= this.maxKeys) this.popFront();
-    this.map.set(key, { atMs: this.now, result: freeze(result) });
+    this.map.set(key, this.record(this.now, result, bindingOf(env)));
     this.queue.push(key);
   }
 
@@ -91,6 +136,18 @@ export class IdempotencyTable {
     st.result = freeze({ ok: true, kind, name });
   }
 
+  private record(atMs: number, result: ApplyResult, b: StoredBinding | null): Stored {
+    if (b === null) return { atMs, result: freeze(result), kind: null, target: '', principal: null, digest: null };
+    return { atMs, result: freeze(result), kind: b.kind, target: b.target, principal: b.principal === null ? null : this.intern(b.principal), digest: b.digest };
+  }
+
+  private intern(principal: string): string {
+    const known = this.principals.get(principal);
+    if (known !== undefined) return known;
+    this.principals.set(principal, principal);
+    return principal;
+  }
+
   private popFront(): void {
     const key = this.queue[this.head] as string;
     this.map.delete(key);
@@ -107,7 +164,7 @@ export class IdempotencyTable {
     for (let i = this.head; i < this.queue.length; i++) {
       const key = this.queue[i] as string;
       const st = this.map.get(key) as Stored;
-      yield { key, atMs: st.atMs, result: st.result };
+      yield { key, atMs: st.atMs, result: st.result, binding: bindingIn(st) };
     }
   }
 
@@ -118,7 +175,7 @@ export class IdempotencyTable {
     this.head = 0;
     this.now = nowMs;
     for (const e of entries) {
-      this.map.set(e.key, { atMs: e.atMs, result: freeze(e.result) });
+      this.map.set(e.key, this.record(e.atMs, e.result, e.binding));
       this.queue.push(e.key);
     }
   }
@@ -129,4 +186,67 @@ function freeze(r: ApplyResult): ApplyResult {
   if (r.ok && r.kind === 'session_closed') Object.freeze(r.released);
   if (!r.ok && r.code === 'lock_held' && r.holder) Object.freeze(r.holder);
   return Object.freeze(r);
+}
+
+/** the command's own part of a key's binding: what it acts on. A session open has none
+ *  (its id is drawn by the leader per attempt); a session close names its session. */
+export function targetOf(cmd: Command): string {
+  if (cmd.kind === 'openSession') return '';
+  if ('name' in cmd) return cmd.name;
+  if ('sessionId' in cmd) return cmd.sessionId;
+  return '';
+}
+
+function bindingIn(st: Stored): StoredBinding | null {
+  return st.kind === null ? null : { kind: st.kind, target: st.target, principal: st.principal, digest: st.digest };
+}
+
+/** the binding an entry records for its key */
+export function bindingOf(env: Envelope): StoredBinding {
+  const b = env.keyBinding;
+  return { kind: env.cmd.kind, target: targetOf(env.cmd), principal: b?.principal ?? null, digest: b?.digest ?? null };
+}
+
+/** The first part that differs, in the order principal, operation, name, body (so a
+ *  caller that is not the key's first principal learns nothing of its request), or null
+ *  for the same request. A part unknown on either side (an entry of a version before
+ *  bindings) is not compared. */
+export function reuseOf(first: StoredBinding, now: StoredBinding): KeyReuse | null {
+  if (first.principal !== null && now.principal !== null && first.principal !== now.principal) return 'principal';
+  if (first.kind !== now.kind) return 'operation';
+  if (first.target !== now.target) return 'name';
+  if (first.digest !== null && now.digest !== null && first.digest !== now.digest) return 'body';
+  return null;
+}
+
+/** the successful results each command kind answers with (a key restored from a format ≤ 3
+ *  snapshot is checked against its stored result only); absent: not checked */
+const ANSWERS: Partial<Record<CommandKind, readonly Extract<ApplyResult, { ok: true }>['kind'][]>> = {
+  openSession: ['session_opened'],
+  closeSession: ['session_closed'],
+  acquire: ['acquired', 'queued'],
+  campaign: ['acquired', 'queued'],
+  semAcquire: ['sem_acquired', 'sem_queued'],
+  release: ['released'],
+  semRelease: ['sem_released'],
+  semSetLimit: ['sem_limit'],
+  revoke: ['revoked'],
+  proclaim: ['proclaimed'],
+  resign: ['resigned'],
+};
+
+/**
+ * A key restored from a snapshot of a version before bindings (format ≤ 3): only its
+ * first result is known. It answers a retry when that result could be this command's —
+ * a successful result of the command's kind, naming the command's lock (or session) —
+ * and is refused otherwise. Refusals carry no name and are replayed as before.
+ */
+export function legacyReuse(cmd: Command, r: ApplyResult): KeyReuse | null {
+  if (!r.ok) return null;
+  const kinds = ANSWERS[cmd.kind];
+  if (kinds !== undefined && !kinds.includes(r.kind)) return 'operation';
+  const target = targetOf(cmd);
+  if ('name' in r && r.name !== target) return 'name';
+  if (r.kind === 'session_closed' && cmd.kind === 'closeSession' && r.sessionId !== target) return 'name';
+  return null;
 }

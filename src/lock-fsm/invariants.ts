@@ -90,6 +90,7 @@ function checkSemaphores(fsm: LockFsm, tokens: Set<number>): void {
       assert(!sem.holders.has(w.session.id) && !seen.has(w.session.id), `semaphore ${name}: ${w.session.id} waits twice or holds and waits`);
       seen.add(w.session.id);
       assert(w.waitMs > 0 && w.permits >= 1, `semaphore ${name}: waiter ${w.session.id} waitMs/permits out of range`);
+      assert(w.queuedAtMs >= 0 && w.queuedAtMs <= c.idem.nowMs, `semaphore ${name}: waiter ${w.session.id} queued at log time ${w.queuedAtMs}, after the applied log time ${c.idem.nowMs}`);
     }
     inUse += used;
     waiters += sem.queue.length;
@@ -118,6 +119,7 @@ function checkQueue(fsm: LockFsm, l: LockState): number {
     seen.add(w.session);
     assert(w.session.waits?.get(l.name) === w, `session ${w.session.id} does not know its wait on ${l.name}`);
     assert(w.waitMs > 0, `waiter on ${l.name} with waitMs ${w.waitMs}`);
+    assert(w.queuedAtMs >= 0 && w.queuedAtMs <= c.idem.nowMs, `waiter on ${l.name} queued at log time ${w.queuedAtMs}, after the applied log time ${c.idem.nowMs}`);
     assert(w.value === undefined || (!w.shared && isElectionValue(w.value)), `candidate ${w.session.id} on ${l.name}: shared or malformed value`);
   }
   assert(l.tail === prev, `queue of ${l.name}: tail is not the last waiter`);

@@ -10,12 +10,23 @@
 //    calling it every tickMs proposes an expiry within one tick of its deadline;
 //  - a follower tracks nothing and proposes nothing (demote forgets everything).
 // Each command is reported once, then again every retryMs until an apply shows it done
-// (a proposal can be dropped, e.g. during a leadership transfer). So several copies of a
-// command can be in the log at once: endLockDelay and cancelWait therefore name the delay
-// or wait they end by the log index at which it began (`since`), and a copy that lands
-// after its item is over does nothing (docs/lock-fsm.md "Lessor commands name what they end"). A cancelWait is tried
-// at most WAIT_ATTEMPTS times: the API layer may track a wait whose grant it has not
-// seen yet, and a cancelWait for a wait that is already over has nothing to report.
+// (a proposal can be dropped, e.g. during a leadership transfer; the proposer holds a
+// repeat back while an earlier copy can still commit: src/node/lessor-proposer.ts). So
+// several copies of a command can be in the log at once: endLockDelay and cancelWait
+// therefore name the delay or wait they end by the log index at which it began (`since`),
+// and a copy that lands after its item is over does nothing (docs/lock-fsm.md "Lessor
+// commands name what they end").
+//
+// Waits (docs/lock-fsm.md "The lessor (leader only)"): every committed wait ends by its
+// wait_ms, whichever node proposed it and however many leaders came between. The lessor
+// learns of a wait from the log (the `waiting` / `semWaiting` event of the apply that
+// queued it; a campaign's wait is a lock wait) or, on taking office, from the state, and
+// arms it in log time: queuedAtMs + waitMs, counted from now as what log time has not yet
+// spent of it. The API layer's trackWait then brings that bound forward to the request's
+// arrival + the wait's waitMs (exact for the request that queued it) and extends it to
+// arrival + the request's own wait_ms (a later request asks for more). Its cancel is
+// re-proposed until an apply ends the wait or the wait is gone (due's `waitLive`), never
+// given up after a few tries.
 //
 // Each tracked item has exactly one heap entry. A renewal does not touch the heap: when
 // the entry comes due, the item is re-pushed at its current deadline (lazy update), so a
@@ -29,7 +40,9 @@ import type { FsmEvent, GrantKind } from './results.js';
 export interface LessorSource {
   sessions(): Iterable<{ sessionId: string; ttlMs: number }>;
   locksInDelay(): Iterable<{ name: string; delayMs: number; since: number }>;
-  waits(): Iterable<{ name: string; sessionId: string; waitMs: number; since: number; semaphore?: true }>;
+  /** queuedAtMs: the log time the wait was queued at (LockFsm.waits); absent: unknown, the
+   *  wait gets its full waitMs from now */
+  waits(): Iterable<{ name: string; sessionId: string; waitMs: number; since: number; queuedAtMs?: number; semaphore?: true }>;
   /** grants with a max hold, and the log time of the applied state (LockFsm); optional so
    *  a source without max holds need not say so */
   grantsWithMaxHold?(): Iterable<{ target: GrantKind; name: string; sessionId: string; fencingToken: number; maxHoldMs: number; grantedAtMs: number }>;
@@ -39,6 +52,20 @@ export interface LessorSource {
 /** does this grant still stand (LockFsm.holdsGrant)? due() drops a max-hold deadline of a
  *  grant that ended otherwise (released, or its session closed) without proposing */
 export type GrantLive = (target: GrantKind, name: string, sessionId: string, fencingToken: number) => boolean;
+
+/** does this wait still stand (LockFsm.waitStands; since 0: any wait of the session on
+ *  the name)? due() drops a wait that ended unseen instead of cancelling it for ever */
+export type WaitLive = (target: GrantKind, name: string, sessionId: string, since: number) => boolean;
+
+/** what observe() reads to arm a wait it learns of from the log (LockFsm implements it) */
+export interface WaitSource {
+  waitOf(name: string, sessionId: string): WaitInfoLike | undefined;
+  semWaitOf(name: string, sessionId: string): WaitInfoLike | undefined;
+  /** the log time of the applied state */
+  readonly logTimeMs: number;
+}
+
+interface WaitInfoLike { waitMs: number; since: number; queuedAtMs: number }
 
 export interface LessorOptions {
   /** how often the driver calls due(); used as the default retry unit (default 100) */
@@ -51,17 +78,25 @@ export interface LessorOptions {
   /** TEST ONLY (the mutation table in docs/simulation-lock.md): a new leader arms every
    *  max hold a full maxHoldMs from now, forgetting the log time that already passed */
   testRearmFullMaxHold?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): track waits as versions
+   *  before log-time waits did: only those the API layer queued on this leader
+   *  (trackWait) or that were applied when it took office (re-armed with the full waitMs),
+   *  none learned from the log, and each cancel given up after three proposals */
+  testLegacyWaitTracking?: boolean;
 }
 
 type Track =
   | { kind: 'session'; sessionId: string; ttlMs: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
   | { kind: 'delay'; name: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean }
-  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean }
+  /** fromLog: armed from the log's queue time (observe, promote); false once the API layer
+   *  tracked it with the request's arrival (trackWait) */
+  | { kind: 'wait'; name: string; sessionId: string; since: number; deadlineMs: number; proposedAtMs: number; dead: boolean; attempts: number; semaphore: boolean; fromLog: boolean; waitMs: number }
   /** a grant's max hold (docs/lock-fsm.md "Revocation and maximum hold") */
   | { kind: 'hold'; target: GrantKind; name: string; sessionId: string; token: number; deadlineMs: number; proposedAtMs: number; dead: boolean };
 
 const NOT_PROPOSED = -1;
-const WAIT_ATTEMPTS = 3;
+/** the testLegacyWaitTracking mutation's cap on a cancel's proposals */
+const LEGACY_WAIT_ATTEMPTS = 3;
 
 /** a grant's max-hold track: one per (kind, name, session), so a later grant replaces it */
 function holdKey(target: GrantKind, name: string, sessionId: string): string {
@@ -78,6 +113,7 @@ export class Lessor {
   readonly retryMs: number;
   private readonly legacy: readonly string[];
   private readonly rearmFullMaxHold: boolean;
+  private readonly legacyWaits: boolean;
   private leader = false;
   private readonly sessionTracks = new Map<string, Track & { kind: 'session' }>();
   private readonly delayTracks = new Map<string, Track & { kind: 'delay' }>();
@@ -92,6 +128,7 @@ export class Lessor {
     this.retryMs = opts.retryMs ?? 20 * this.tickMs;
     this.legacy = opts.legacyCommands ?? [];
     this.rearmFullMaxHold = opts.testRearmFullMaxHold === true;
+    this.legacyWaits = opts.testLegacyWaitTracking === true;
     if (!(this.tickMs > 0) || !(this.retryMs > 0)) throw new Error('Lessor: tickMs and retryMs must be positive');
   }
 
@@ -99,8 +136,9 @@ export class Lessor {
     return this.leader;
   }
 
-  /** Takes office: every session gets a full TTL from now, every lock-delay its full delay,
-   *  every wait its full wait (the old leader's clocks are not trusted, only extended). */
+  /** Takes office: every session gets a full TTL from now, every lock-delay its full delay
+   *  (the old leader's clocks are not trusted, only extended), every wait and max hold
+   *  what log time has not yet spent of it. */
   promote(nowMs: number, src: LessorSource): void {
     this.clear();
     this.leader = true;
@@ -112,13 +150,17 @@ export class Lessor {
     }
     this.heap.pushAll(armed);
     for (const d of src.locksInDelay()) this.trackDelay(d.name, d.since, nowMs + d.delayMs);
-    for (const w of src.waits()) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs, w.since, w.semaphore === true);
-    // A max hold ends grantedAtMs + maxHoldMs in LOG time. Log time runs no faster than
-    // real time (docs/lock-fsm.md "Log time"), so the log time that passed since the grant
-    // is at most the real time that did: arming the rest from now never frees a grant
-    // before max_hold_ms of real time after it was made. It may free it later, by what log
-    // time lost (elections, idle gaps), never by more than max_hold_ms.
+    // A max hold ends grantedAtMs + maxHoldMs in LOG time, and a wait queuedAtMs + waitMs.
+    // Log time runs no faster than real time (docs/lock-fsm.md "Log time"), so the log time
+    // that passed since the grant (the queueing) is at most the real time that did: arming
+    // the rest from now never frees a grant before max_hold_ms of real time after it was
+    // made, nor ends a wait before wait_ms after its request. It may be later, by what log
+    // time lost (elections, idle gaps), never by more than max_hold_ms (wait_ms).
     const logNow = src.logTimeMs ?? 0;
+    for (const w of src.waits()) {
+      if (this.legacyWaits || w.queuedAtMs === undefined) this.trackWait(w.name, w.sessionId, nowMs + w.waitMs, w.since, w.semaphore === true);
+      else this.trackLogWait(w.name, w.sessionId, w as WaitInfoLike, logNow, nowMs, w.semaphore === true);
+    }
     for (const h of src.grantsWithMaxHold?.() ?? []) {
       const left = this.rearmFullMaxHold ? h.maxHoldMs : Math.max(0, Math.min(h.maxHoldMs, h.grantedAtMs + h.maxHoldMs - logNow));
       this.trackHold(h.target, h.name, h.sessionId, h.fencingToken, nowMs + left);
@@ -162,28 +204,71 @@ export class Lessor {
     return this.sessionTracks.get(sessionId)?.deadlineMs;
   }
 
-  /** The API layer queued a wait that arrived at t with wait_ms w: deadline t + w. since:
-   *  the wait's identity in the FSM (LockFsm.waitOf). A later request for the same wait
-   *  only extends it; one for a newer wait of the same session replaces it. */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
+  /** The API layer waits for the grant of a request that arrived at `arrivalMs` with
+   *  wait_ms w: deadline arrival + w. since: the wait's identity in the FSM
+   *  (LockFsm.waitOf). The first such request brings the bound armed from the log forward
+   *  to its arrival + the wait's own waitMs (the request that queued the wait arrived no
+   *  later than any other that finds it, so this is never early, and exact for that one);
+   *  every request extends the deadline to its own arrival + w (a retry, or a later
+   *  acquire of the same session, asks to wait that long); one for a newer wait of the
+   *  same session replaces it. */
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false, arrivalMs?: number): void {
     if (!this.leader) return;
     const k = waitKey(name, sessionId, semaphore);
     const t = this.waitTracks.get(k);
     if (t !== undefined && t.since === since) {
-      t.deadlineMs = Math.max(t.deadlineMs, deadlineMs);
+      const from = t.fromLog && arrivalMs !== undefined ? Math.min(t.deadlineMs, arrivalMs + t.waitMs) : t.deadlineMs;
+      const d = Math.max(from, deadlineMs);
+      if (d < t.deadlineMs) this.newWaitTrack(k, name, sessionId, since, d, semaphore, false, t.waitMs);
+      else {
+        t.deadlineMs = d;
+        t.fromLog = false;
+      }
       return;
     }
+    this.newWaitTrack(k, name, sessionId, since, deadlineMs, semaphore, false, 0);
+  }
+
+  /** The API layer's client went away: its wait is given up now. The cancel is proposed
+   *  (and re-proposed) as any due one, until an apply shows the wait's end. */
+  endWaitNow(name: string, sessionId: string, since: number, nowMs: number, semaphore = false): void {
+    if (!this.leader) return;
+    this.newWaitTrack(waitKey(name, sessionId, semaphore), name, sessionId, since, nowMs, semaphore, false, 0);
+  }
+
+  /** a wait learned from the log (its apply, or the state on taking office): it ends at
+   *  queuedAtMs + waitMs in log time, of which logNow − queuedAtMs is spent. A wait the API
+   *  layer already tracks keeps that deadline. */
+  private trackLogWait(name: string, sessionId: string, w: WaitInfoLike, logNow: number, nowMs: number, semaphore: boolean): void {
+    const k = waitKey(name, sessionId, semaphore);
+    if (this.waitTracks.get(k)?.since === w.since) return;
+    const left = Math.max(0, Math.min(w.waitMs, w.queuedAtMs + w.waitMs - logNow));
+    this.newWaitTrack(k, name, sessionId, w.since, nowMs + left, semaphore, true, w.waitMs);
+  }
+
+  /** (re)places the wait's track: a fresh object, so a deadline may also move earlier (the
+   *  old heap entry is discarded as dead when it surfaces) */
+  private newWaitTrack(k: string, name: string, sessionId: string, since: number, deadlineMs: number, semaphore: boolean, fromLog: boolean, waitMs: number): void {
     this.untrack(this.waitTracks, k);
-    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0, semaphore };
+    const nt = { kind: 'wait' as const, name, sessionId, since, deadlineMs, proposedAtMs: NOT_PROPOSED, dead: false, attempts: 0, semaphore, fromLog, waitMs };
     this.waitTracks.set(k, nt);
     this.heap.push(deadlineMs, nt);
   }
 
-  /** Feeds the events of every apply (in log order) on the leader. */
-  observe(events: readonly FsmEvent[], nowMs: number): void {
+  /** Feeds the events of every apply (in log order) on the leader, right after that apply.
+   *  src: the state after it, to arm the waits it queued (without it, they are not armed). */
+  observe(events: readonly FsmEvent[], nowMs: number, src?: WaitSource): void {
     if (!this.leader) return;
     for (const e of events) {
       switch (e.type) {
+        case 'waiting':
+        case 'semWaiting': {
+          if (src === undefined || this.legacyWaits) break;
+          const sem = e.type === 'semWaiting';
+          const w = sem ? src.semWaitOf(e.name, e.sessionId) : src.waitOf(e.name, e.sessionId);
+          if (w !== undefined) this.trackLogWait(e.name, e.sessionId, w, src.logTimeMs, nowMs, sem);
+          break;
+        }
         case 'sessionOpened': this.trackSession(e.sessionId, e.ttlMs, nowMs); break;
         case 'sessionEnded':
           this.untrack(this.sessionTracks, e.sessionId);
@@ -256,8 +341,10 @@ export class Lessor {
   }
 
   /** Commands to propose now: each due item once, then again every retryMs until done.
-   *  live: when given, a max hold whose grant no longer stands is dropped unproposed. */
-  due(nowMs: number, live?: GrantLive): Command[] {
+   *  live: when given, a max hold whose grant no longer stands is dropped unproposed;
+   *  waitLive: the same for a wait that ended unseen (without it, its cancel is repeated
+   *  until an apply shows the wait's end). */
+  due(nowMs: number, live?: GrantLive, waitLive?: WaitLive): Command[] {
     const out: Command[] = [];
     if (!this.leader) return out;
     for (let at = this.heap.peekAt(); at !== undefined && at <= nowMs; at = this.heap.peekAt()) {
@@ -272,9 +359,13 @@ export class Lessor {
         this.untrackHold(t.target, t.name, t.sessionId, t.token); // released or ended otherwise
         continue;
       }
+      if (t.kind === 'wait' && !this.legacyWaits && waitLive !== undefined && !waitLive(t.semaphore ? 'semaphore' : 'lock', t.name, t.sessionId, t.since)) {
+        this.untrack(this.waitTracks, waitKey(t.name, t.sessionId, t.semaphore)); // granted or ended unseen
+        continue;
+      }
       t.proposedAtMs = nowMs;
       out.push(this.commandFor(t));
-      if (t.kind === 'wait' && ++t.attempts >= WAIT_ATTEMPTS) this.untrack(this.waitTracks, waitKey(t.name, t.sessionId, t.semaphore));
+      if (t.kind === 'wait' && this.legacyWaits && ++t.attempts >= LEGACY_WAIT_ATTEMPTS) this.untrack(this.waitTracks, waitKey(t.name, t.sessionId, t.semaphore));
       else this.heap.push(nowMs + this.retryMs, t);
     }
     return out;

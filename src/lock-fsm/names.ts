@@ -83,6 +83,14 @@ export function isIdempotencyKey(x: unknown): x is string {
   return n >= 1 && n <= MAX_IDEMPOTENCY_KEY_BYTES;
 }
 
+/** The digest of a keyed request's canonical form (Envelope.keyBinding.digest): 32–64
+ *  lowercase hex digits. The node computes it (src/node/request-digest.ts); the FSM only
+ *  compares it. */
+export function isRequestDigest(x: unknown): x is string {
+  return typeof x === 'string' && REQUEST_DIGEST_RE.test(x);
+}
+const REQUEST_DIGEST_RE = /^[0-9a-f]{32,64}$/;
+
 /** An integer in [lo, hi] (both safe integers). */
 export function isIntIn(x: unknown, lo: number, hi: number): x is number {
   return typeof x === 'number' && Number.isSafeInteger(x) && x >= lo && x <= hi;

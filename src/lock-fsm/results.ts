@@ -51,7 +51,15 @@ export type ApplyResult =
   | { ok: false; code: 'permission_denied' }
   /** sessions: max_sessions; waiters: max_waiters_per_lock; sessions_per_token:
    *  max_sessions_per_token; locks: max_locks (lock entries plus queued waits) */
-  | { ok: false; code: 'too_many_requests'; limit: LimitName };
+  | { ok: false; code: 'too_many_requests'; limit: LimitName }
+  /** the entry's Idempotency-Key was first used for another request (docs/lock-fsm.md
+   *  "Idempotency"): nothing was applied. differs: the first part of the binding that
+   *  differs, in the order principal, operation, name, body. Never stored (the key keeps
+   *  its first answer), so never in a snapshot. */
+  | { ok: false; code: 'idempotency_key_reused'; differs: KeyReuse };
+
+/** what made a key's reuse another request (ApplyResult idempotency_key_reused) */
+export type KeyReuse = 'principal' | 'operation' | 'name' | 'body';
 
 /** what a grant is of: revoke and expireHold name it (an election, when it has a grant
  *  path of its own, becomes one more kind) */

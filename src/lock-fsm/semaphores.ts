@@ -32,6 +32,8 @@ export class SemWaiter {
     /** the acquire's max_hold_ms, given to the grant (0: none; see Waiter.maxHoldMs) */
     public maxHoldMs = 0,
   ) {}
+  /** the log time of the apply that queued it (see Waiter.queuedAtMs) */
+  queuedAtMs = 0;
 }
 
 export class SemState {
@@ -162,6 +164,7 @@ export function attachSemHolder(c: FsmCore, sem: SemState, s: Session, owner: st
 
 export function enqueue(c: FsmCore, sem: SemState, s: Session, owner: string, permits: number, waitMs: number, since: number, key: string | undefined, maxHoldMs = 0): SemWaiter {
   const w = new SemWaiter(sem, s, owner, permits, waitMs, since, key, maxHoldMs);
+  w.queuedAtMs = c.idem.nowMs;
   sem.queue.push(w);
   c.semWaiterTotal++;
   (s.semWaits ??= new Map()).set(sem.name, w);

@@ -10,17 +10,21 @@
 
 import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
 import { SemState, attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
-import type { IdempotencyEntry } from './idempotency.js';
+import type { IdempotencyEntry, StoredBinding } from './idempotency.js';
+import { isBindingPrincipal } from './commands.js';
 import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';
 import { grantsWithMaxHold } from './holds.js';
-import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isSessionId } from './names.js';
+import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
 /** 2: shared lock grants and waits, semaphores. 3: elections (the `elections` section) and
- *  the `maxHold` section. Version 1 and 2 snapshots still restore (no shares, no
- *  semaphores, no elections, no max holds: docs/lock-fsm.md "Snapshots"). */
-export const SNAPSHOT_VERSION = 3;
-const READABLE_VERSIONS: readonly number[] = [1, 2, 3];
+ *  the `maxHold` section. 4: each idempotency key's binding (IdemTuple). 5: the
+ *  `waitTimes` section (the log time each wait was queued at). Older snapshots still
+ *  restore (no shares, no semaphores, no elections, no max holds, keys bound to their
+ *  first result only, waits queued at the snapshot's log time: docs/lock-fsm.md
+ *  "Snapshots"). */
+export const SNAPSHOT_VERSION = 5;
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (docs/security.md "Sessions belong to their token"), so states without auth encode exactly as before */
@@ -52,8 +56,16 @@ export type HoldWaitTuple = [GrantKind, string, string, number];
  *  [sessionId, value] of the waiters that campaign, in queue order]. Only entries with an
  *  election value are listed, sorted by name; the lock itself is in `locks`. */
 export type ElectionTuple = [string, string | null, [string, string][]];
-/** [key, atMs, first result] */
-export type IdemTuple = [string, number, ApplyResult];
+/** version 4: what a key is bound to (idempotency.ts StoredBinding): [command kind,
+ *  target, principal | null, digest | null], null parts unknown (an entry of a version
+ *  before bindings) */
+export type BindingTuple = [string, string, string | null, string | null];
+/** [key, atMs, first result] (versions 1–3); version 4 adds the binding, null for a key
+ *  restored from a version 1–3 snapshot */
+export type IdemTuple = [string, number, ApplyResult] | [string, number, ApplyResult, BindingTuple | null];
+/** version 5, `waitTimes`: [target, name, sessionId, queuedAtMs] of every queued wait (lock
+ *  waits, campaigns and semaphore waits), sorted by (target, name, sessionId) */
+export type WaitTimeTuple = [GrantKind, string, string, number];
 
 export interface StateV1 {
   format: string;
@@ -69,6 +81,9 @@ export interface StateV1 {
   maxHold?: { grants: HoldTuple[]; waits: HoldWaitTuple[] };
   /** version 3; sorted by name */
   elections?: ElectionTuple[];
+  /** version 5, only when some request waits (states without waits encode as version 4
+   *  did, but for `v`) */
+  waitTimes?: WaitTimeTuple[];
   idem: { nowMs: number; entries: IdemTuple[] };
 }
 
@@ -92,7 +107,7 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   }
   while (d < delayed.length) push(delayed[d++] as string);
   const entries: IdemTuple[] = [];
-  for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result]);
+  for (const e of c.idem.entries()) entries.push([e.key, e.atMs, e.result, e.binding === null ? null : [e.binding.kind, e.binding.target, e.binding.principal, e.binding.digest]]);
   const sems = [...c.sems.keys()].sort(compareStrings).map((name) => semTuple(c.sems.get(name) as SemState));
   const elections: ElectionTuple[] = [];
   for (const t of locks) {
@@ -101,9 +116,22 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   }
   const idem = { nowMs: c.idem.nowMs, entries };
   const maxHold = maxHoldSection(c);
-  return maxHold === undefined
-    ? { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections, idem }
-    : { format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections, maxHold, idem };
+  const waitTimes = waitTimesSection(c);
+  // fixed key order (the encoding is canonical): optional sections in this order, before idem
+  return {
+    format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections,
+    ...(maxHold !== undefined ? { maxHold } : {}),
+    ...(waitTimes !== undefined ? { waitTimes } : {}),
+    idem,
+  };
+}
+
+/** version 5: when each queued wait was queued, in log time (Waiter.queuedAtMs) */
+function waitTimesSection(c: FsmCore): WaitTimeTuple[] | undefined {
+  const rows: WaitTimeTuple[] = [];
+  for (const l of c.locks.values()) for (let w = l.head; w !== null; w = w.next) rows.push(['lock', l.name, w.session.id, w.queuedAtMs]);
+  for (const sem of c.sems.values()) for (const w of sem.queue) rows.push(['semaphore', sem.name, w.session.id, w.queuedAtMs]);
+  return rows.length === 0 ? undefined : rows.sort(byTargetNameSession);
 }
 
 const byTargetNameSession = (a: readonly [string, string, string, ...unknown[]], b: readonly [string, string, string, ...unknown[]]): number =>
@@ -164,7 +192,7 @@ const MAXI = Number.MAX_SAFE_INTEGER;
 export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
   const o = x as Record<string, unknown>;
-  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'idem'];
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'waitTimes', 'idem'];
   for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
   if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
   const v = o['v'];
@@ -173,6 +201,7 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (!v2 && o['sems'] !== undefined) fail('sems', 'is not a field of version 1');
   if (v < 3 && o['maxHold'] !== undefined) fail('maxHold', `is not a field of version ${v}`);
   if (v < 3 && o['elections'] !== undefined) fail('elections', `is not a field of version ${v}`);
+  if (v < 5 && o['waitTimes'] !== undefined) fail('waitTimes', `is not a field of version ${v}`);
   const c = newCore(options);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
@@ -183,9 +212,43 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (o['elections'] !== undefined) importElections(c, array(o['elections'], 'elections'));
   const sorted = Float64Array.from(tokens).sort();
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
-  importIdem(c, o['idem']);
+  importIdem(c, o['idem'], v);
   if (o['maxHold'] !== undefined) importMaxHold(c, o['maxHold']);
+  importWaitTimes(c, o['waitTimes'], v >= 5);
   return c;
+}
+
+/** version 5's waitTimes: one row for every queued wait (and the section only when some
+ *  request waits). Older versions have none: their waits count as queued at the
+ *  snapshot's log time, which is never earlier than they were (a new leader then ends
+ *  them no earlier than wait_ms after the request, possibly later). */
+function importWaitTimes(c: FsmCore, x: unknown, required: boolean): void {
+  const waits: { queuedAtMs: number }[] = [];
+  for (const l of c.locks.values()) for (let w = l.head; w !== null; w = w.next) waits.push(w);
+  for (const sem of c.sems.values()) for (const w of sem.queue) waits.push(w);
+  for (const w of waits) w.queuedAtMs = c.idem.nowMs;
+  if (!required) return;
+  if (x === undefined) {
+    if (waits.length > 0) fail('waitTimes', `is missing (${waits.length} requests wait)`);
+    return;
+  }
+  const rows = array(x, 'waitTimes');
+  if (rows.length === 0) fail('waitTimes', 'is written only when some request waits');
+  if (rows.length !== waits.length) fail('waitTimes', `has ${rows.length} rows for ${waits.length} waiting requests`);
+  let prev: [string, string, string] | null = null;
+  rows.forEach((r, i) => {
+    const p = `waitTimes[${i}]`;
+    const t = row(r, 4, () => p);
+    if (!(GRANT_KINDS as readonly unknown[]).includes(t[0])) fail(`${p}[0]`, `must be one of ${GRANT_KINDS.join(', ')}`);
+    const name = check(t[1], isLockName, `${p}[1]`, 'a name');
+    const s = sessionRef(c, t[2], () => `${p}[2]`);
+    const k: [string, string, string] = [t[0] as string, name, s.id];
+    if (prev !== null && byTargetNameSession(prev, k) >= 0) fail(p, 'is out of order or duplicated (sorted by target, name, session id)');
+    prev = k;
+    const w = t[0] === 'lock' ? s.waits?.get(name) : s.semWaits?.get(name);
+    if (w === undefined) fail(p, `names a wait for ${name} that session ${s.id} does not have`);
+    w.queuedAtMs = check(t[3], intIn(0, c.idem.nowMs), `${p}[3]`, `a log time in [0, idem.nowMs=${c.idem.nowMs}]`);
+  });
 }
 
 /** version 3's maxHold section: every row names a grant or wait imported above */
@@ -406,7 +469,7 @@ function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string, 
   });
 }
 
-function importIdem(c: FsmCore, x: unknown): void {
+function importIdem(c: FsmCore, x: unknown, v: number): void {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('idem', 'must be an object');
   const o = x as Record<string, unknown>;
   for (const k of Object.keys(o)) if (k !== 'nowMs' && k !== 'entries') fail(`idem.${k}`, 'is not a known field');
@@ -415,13 +478,28 @@ function importIdem(c: FsmCore, x: unknown): void {
   let prevAt = 0;
   const entries: IdempotencyEntry[] = array(o['entries'], 'idem.entries').map((r, i) => {
     const p = `idem.entries[${i}]`;
-    const t = row(r, 3, () => p);
+    const t = row(r, v >= 4 ? 4 : 3, () => p);
     const key = check(t[0], isIdempotencyKey, `${p}[0]`, 'an idempotency key');
     if (seen.has(key)) fail(`${p}[0]`, 'repeats a key');
     seen.add(key);
     const atMs = check(t[1], intIn(prevAt, nowMs), `${p}[1]`, `a time in [${prevAt}, nowMs] (entries are oldest first)`);
     prevAt = atMs;
-    return { key, atMs, result: parseApplyResult(t[2], `${p}[2]`) };
+    const binding = v >= 4 && t[3] !== null ? importBinding(t[3], `${p}[3]`) : null;
+    return { key, atMs, result: parseApplyResult(t[2], `${p}[2]`), binding };
   });
   c.idem.load(nowMs, entries);
 }
+
+/** version 4: [kind, target, principal | null, digest | null]. The kind is checked for its
+ *  shape only (a command kind's name): it is compared, never dispatched on. */
+function importBinding(x: unknown, p: string): StoredBinding {
+  const t = row(x, 4, () => p);
+  const kind = check(t[0], isKindName, `${p}[0]`, 'a command kind');
+  const target = check(t[1], isTarget, `${p}[1]`, "a lock name, a session id or ''");
+  const principal = t[2] === null ? null : check(t[2], isBindingPrincipal, `${p}[2]`, "a principal, '' or null");
+  const digest = t[3] === null ? null : check(t[3], isRequestDigest, `${p}[3]`, 'a request digest (32–64 lowercase hex digits) or null');
+  return { kind: kind as StoredBinding['kind'], target, principal, digest };
+}
+
+const isKindName = (x: unknown): x is string => typeof x === 'string' && /^[a-z][A-Za-z]{0,39}$/.test(x);
+const isTarget = (x: unknown): x is string => x === '' || isLockName(x) || isSessionId(x);

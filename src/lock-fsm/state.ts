@@ -66,6 +66,10 @@ export class Waiter {
      *  readonly: snapshot import sets it from the `elections` section.) */
     public value: string | undefined = undefined,
   ) {}
+  /** the log time of the apply that queued it (FsmCore.idem.nowMs): a new leader's lessor
+   *  ends the wait at queuedAtMs + waitMs in log time (Lessor.promote; docs/lock-fsm.md
+   *  "The lessor (leader only)"), so a leader change never restarts its clock */
+  queuedAtMs = 0;
 }
 
 /**
@@ -389,6 +393,7 @@ export class FsmCore {
 
   enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false, maxHoldMs = 0, value?: string): Waiter {
     const w = new Waiter(l, s, owner, waitMs, since, key, shared, maxHoldMs, value);
+    w.queuedAtMs = this.idem.nowMs;
     w.prev = l.tail;
     if (l.tail !== null) l.tail.next = w;
     else l.head = w;

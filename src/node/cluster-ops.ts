@@ -17,6 +17,8 @@ export interface ClusterOpsDeps {
   /** budget of a follower's relay to the leader, beyond the leader's own time (forwarding) */
   relayMarginMs?: number;
   nowMs(): number;
+  /** why this node is not ready, as /readyz says it (readiness.ts); shown as `not_ready` */
+  notReadyReason?: () => string | null;
 }
 
 /** Thrown by removeMember on a leader asked to remove itself, once it handed leadership
@@ -49,6 +51,7 @@ export class ClusterOps {
       }
       return m;
     });
+    const notReady = this.d.notReadyReason?.() ?? null;
     return {
       cluster: this.d.clusterName,
       node_id: self,
@@ -58,6 +61,7 @@ export class ClusterOps {
       commit_index: st.commit,
       applied_index: this.d.driver.appliedIndex,
       members,
+      ...(notReady !== null ? { not_ready: notReady } : {}),
     };
   }
 

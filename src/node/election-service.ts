@@ -25,30 +25,33 @@ export class ElectionService implements ElectionApi {
     const cmd: Command = { kind: 'campaign', name, sessionId, value: p.value, waitMs: p.waitMs, ...who };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs; // docs/contract.md §4 "Revocation and maximum hold"
-    const out = await this.log.submitOutput(cmd, ctx);
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts)
+    const request = { op: 'election.campaign', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, value: p.value, owner: p.owner, max_hold_ms: p.maxHoldMs } };
+    const out = await this.log.submitOutput(cmd, ctx, request);
+    // answered from the applied result: its name, session, token and value
     const r = out.result;
     if (r.ok && r.kind === 'acquired') {
       // a replayed leadership that is gone since answers as stored (as for locks)
-      if (out.replayed && !this.leads(name, r.sessionId, r.fencingToken)) return { name, session_id: r.sessionId, value: r.value ?? '', fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
-      return this.confirm(name, r.sessionId, r.fencingToken, arrival);
+      if (out.replayed && !this.leads(r.name, r.sessionId, r.fencingToken)) return { name: r.name, session_id: r.sessionId, value: r.value ?? '', fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
+      return this.confirm(r.name, r.sessionId, r.fencingToken, arrival);
     }
-    if (r.ok && r.kind === 'queued') return this.waitForLeadership(name, r.sessionId, p.waitMs, arrival, ctx);
+    if (r.ok && r.kind === 'queued') return this.waitForLeadership(r.name, r.sessionId, p.waitMs, arrival, ctx);
     if (!r.ok && r.code === 'lock_held') throw campaignLost(name, r);
     throw resultError(r);
   }
 
   async proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.log.submit(asActor(this.d, { kind: 'proclaim' as const, name, sessionId, value }, ctx, name), ctx);
-    if (r.ok && r.kind === 'proclaimed') return { name, value: r.value };
+    const r = await this.log.submit(asActor(this.d, { kind: 'proclaim' as const, name, sessionId, value }, ctx, name), ctx, { op: 'election.proclaim', name, body: { session_id: sessionId, value } });
+    if (r.ok && r.kind === 'proclaimed') return { name: r.name, value: r.value };
     if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} does not lead election ${name}`);
     throw resultError(r);
   }
 
   async resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.log.submit(asActor(this.d, { kind: 'resign' as const, name, sessionId }, ctx, name), ctx);
-    if (r.ok && r.kind === 'resigned') return { name, resigned: true };
+    const r = await this.log.submit(asActor(this.d, { kind: 'resign' as const, name, sessionId }, ctx, name), ctx, { op: 'election.resign', name, body: { session_id: sessionId } });
+    if (r.ok && r.kind === 'resigned') return { name: r.name, resigned: true };
     if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`);
     throw resultError(r);
   }

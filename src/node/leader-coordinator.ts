@@ -36,7 +36,8 @@ export class LeaderCoordinator {
   private readonly holdTimer: HoldTimer;
 
   constructor(private readonly d: ServiceDeps, private readonly log: LeaderLog) {
-    this.lessorProposer = new LessorProposer((cmd) => log.send(cmd));
+    // the driver tells the gate this node's term and applied index (lessor-proposer.ts)
+    this.lessorProposer = new LessorProposer((cmd) => log.send(cmd), d.driver);
     this.holdTimer = new HoldTimer(d.metrics);
   }
 
@@ -47,7 +48,8 @@ export class LeaderCoordinator {
     if (!out) return;
     this.holdTimer.onApplied(out, this.d.nowMs());
     if (out.events.length === 0) return;
-    this.d.lessor.observe(out.events, this.d.nowMs());
+    // with the state after this apply: a wait it queued is armed whoever proposed it
+    this.d.lessor.observe(out.events, this.d.nowMs(), this.d.app.fsm);
     for (const e of out.events) this.waits.onEvent(e, (name) => this.holderOf(name));
   }
 
@@ -68,8 +70,15 @@ export class LeaderCoordinator {
     if (this.d.driver.currentRole !== 'leader') return;
     const now = this.d.nowMs();
     for (const sid of this.waits.sessionsWaiting()) this.d.lessor.renew(sid, now);
+    this.proposeDue(now);
+  }
+
+  /** what the lessor says is due; a max hold or wait that ended unseen is dropped unproposed */
+  private proposeDue(now: number): void {
     const fsm = this.d.app.fsm;
-    this.lessorProposer.proposeDue(this.d.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token)));
+    this.lessorProposer.proposeDue(this.d.lessor.due(now,
+      (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token),
+      (target, name, sid, since) => fsm.waitStands(target, name, sid, since)));
   }
 
   /** graceful shutdown: every waiting request is answered. Not with 503: each of those
@@ -109,16 +118,22 @@ export class LeaderCoordinator {
 
   /**
    * Wait for the FSM to grant the queued request or end its wait. The lessor ends the wait
-   * at arrival + waitMs by a cancel naming it; the registry gives up a backstop later. A
-   * client that goes away ('aborted') gives its place up, so that nothing is granted to
-   * nobody: a cancel naming the wait is proposed. It may lose to a grant (or never commit),
-   * so the caller answers "outcome unknown", never 503.
+   * at arrival + waitMs by a cancel naming it (it armed the wait when it applied, in log
+   * time; this request's arrival is the exact start: Lessor.trackWait); the registry gives up a backstop
+   * later. A client that goes away ('aborted') gives its place up, so that nothing is
+   * granted to nobody: the lessor's deadline for the wait becomes now, and its cancel is
+   * proposed at once and again until the wait ends. It may lose to a grant, so the caller
+   * answers "outcome unknown", never 503.
    */
   async awaitGrant(w: QueuedWait, arrival: number, waitMs: number, signal: AbortSignal): Promise<WaitOutcome> {
-    this.d.lessor.trackWait(w.name, w.sessionId, arrival + waitMs, w.since, w.target === 'semaphore');
+    this.d.lessor.trackWait(w.name, w.sessionId, arrival + waitMs, w.since, w.target === 'semaphore', arrival);
     const key = w.target === 'semaphore' ? SEMAPHORE_PREFIX + w.name : w.name;
     const outcome = await this.waits.wait(key, w.sessionId, waitMs + this.waitBackstopMs(), signal);
-    if (outcome.kind === 'aborted' && this.d.driver.currentRole === 'leader') void this.log.send(cancelOf(w));
+    if (outcome.kind === 'aborted' && this.d.driver.currentRole === 'leader') {
+      const now = this.d.nowMs();
+      this.d.lessor.endWaitNow(w.name, w.sessionId, w.since, now, w.target === 'semaphore');
+      this.proposeDue(now);
+    }
     return outcome;
   }
 
@@ -157,10 +172,4 @@ export class LeaderCoordinator {
   private holderOf(name: string): HolderInfo | undefined {
     return this.d.app.fsm.getLock(name).holder;
   }
-}
-
-/** the cancel that ends exactly this wait */
-function cancelOf(w: QueuedWait): Command {
-  if (w.target === 'semaphore') return { kind: 'semCancelWait', name: w.name, sessionId: w.sessionId, since: w.since };
-  return w.since === 0 ? { kind: 'cancelWait', name: w.name, sessionId: w.sessionId } : { kind: 'cancelWait', name: w.name, sessionId: w.sessionId, since: w.since };
 }

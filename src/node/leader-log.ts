@@ -3,13 +3,14 @@
 // a ReadIndex quorum round that starts after the request arrived (docs/contract.md "TTL
 // semantics"). Only the leader does either. Every proposal is stamped with log time,
 // never this node's wall clock (log-clock.ts, docs/lock-fsm.md "Log time").
-import type { ApplyOutput, ApplyResult, Command } from '../lock-fsm/index.js';
+import type { ApplyOutput, ApplyResult, Command, Envelope } from '../lock-fsm/index.js';
 import { InvalidCommandError } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import type { RequestContext } from '../api/service.js';
 import type { ProposalOutcome } from '../raft/driver.js';
 import { encodeCommand } from './command-codec.js';
 import { LogClock } from './log-clock.js';
+import { keyBinding, type KeyedRequest } from './request-digest.js';
 import type { ServiceDeps } from './service-deps.js';
 
 /** The request's context for a follow-up command of the same request (a withdrawal, an
@@ -26,15 +27,21 @@ export class LeaderLog {
     this.clock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
   }
 
-  /** Propose one command and wait for it to apply; map the driver's outcome to errors. */
-  async submit(cmd: Command, ctx: RequestContext): Promise<ApplyResult> {
-    return (await this.submitOutput(cmd, ctx)).result;
+  /** Propose one command and wait for it to apply; map the driver's outcome to errors.
+   *  `request`: the client's request the command carries out, which its Idempotency-Key
+   *  is bound to (request-digest.ts); required when ctx has a key. */
+  async submit(cmd: Command, ctx: RequestContext, request?: KeyedRequest): Promise<ApplyResult> {
+    return (await this.submitOutput(cmd, ctx, request)).result;
   }
 
   /** submit, keeping whether the answer is a stored first answer (ApplyOutput.replayed) */
-  async submitOutput(cmd: Command, ctx: RequestContext): Promise<ApplyOutput> {
+  async submitOutput(cmd: Command, ctx: RequestContext, request?: KeyedRequest): Promise<ApplyOutput> {
     this.requireLeader();
-    const env = { atMs: this.clock.stamp(), cmd, ...(ctx.idempotencyKey !== undefined ? { idempotencyKey: ctx.idempotencyKey } : {}) };
+    const key = ctx.idempotencyKey;
+    // every keyed command names the request it answers: a key bound to nothing would
+    // replay its first answer to whatever reuses it (docs/lock-fsm.md "Idempotency")
+    if (key !== undefined && request === undefined) throw new ApiError('internal', `a ${cmd.kind} command carries an Idempotency-Key but not its request (a bug: follow-up commands go unkeyed)`);
+    const env: Envelope = key === undefined ? { atMs: this.clock.stamp(), cmd } : { atMs: this.clock.stamp(), idempotencyKey: key, keyBinding: keyBinding(ctx, request!), cmd };
     let bytes: Uint8Array;
     try {
       bytes = encodeCommand(env); // validates: what apply() will accept; refuse here rather than log a no-op

@@ -45,11 +45,11 @@ export class RaftLockService implements LockService {
 
   ready(): boolean {
     const st = this.d.driver.status();
-    return st.leader !== null && this.d.driver.appliedIndex >= st.commit && this.d.membership.notReadyReason() === null;
+    return st.leader !== null && this.d.driver.appliedIndex >= st.commit && this.notReadyReason() === null;
   }
 
   notReadyReason(): string | null {
-    return this.d.membership.notReadyReason();
+    return this.d.readiness?.reason() ?? this.d.membership.notReadyReason();
   }
 
   // ---- the driver's hooks: the leader side's (leader-coordinator.ts) -----------------
@@ -77,7 +77,8 @@ export class RaftLockService implements LockService {
     for (let attempt = 0; attempt < 3; attempt++) {
       const cmd: Command = { kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs };
       if (ctx.principal !== undefined) cmd.principal = ctx.principal;
-      const r = await this.log.submit(cmd, ctx);
+      // the request as sent: the node's default ttl and lock-delay are not part of it
+      const r = await this.log.submit(cmd, ctx, { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } });
       if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
       if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
       throw resultError(r);
@@ -106,7 +107,7 @@ export class RaftLockService implements LockService {
 
   async closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.log.submit(asActor(this.d, { kind: 'closeSession' as const, sessionId }, ctx, undefined), ctx);
+    const r = await this.log.submit(asActor(this.d, { kind: 'closeSession' as const, sessionId }, ctx, undefined), ctx, { op: 'session.close', name: sessionId, body: {} });
     if (r.ok && r.kind === 'session_closed') return { released: r.released };
     throw resultError(r);
   }
@@ -120,21 +121,26 @@ export class RaftLockService implements LockService {
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts);
+    // mode as the contract defaults it
+    const request = { op: 'lock.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
     let out: ApplyOutput;
     try {
-      out = await this.log.submitOutput(cmd, ctx);
+      out = await this.log.submitOutput(cmd, ctx, request);
     } catch (err) {
       this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'error' });
       throw err;
     }
+    // the answer is the applied result's: its name, session and token (a replay answers
+    // the key's first request, which the state machine matched to this one)
     const r = out.result;
     if (r.ok && r.kind === 'acquired') {
-      if (out.replayed) return this.replayedGrant(name, r, arrival);
-      return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival);
+      if (out.replayed) return this.replayedGrant(r, arrival);
+      return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
     }
     if (r.ok && r.kind === 'queued') {
       this.d.metrics.lockAcquire.inc({ result: 'queued' });
-      return this.waitForGrant(name, r.sessionId, p.waitMs, arrival, ctx);
+      return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx);
     }
     this.d.metrics.lockAcquire.inc({ result: !r.ok && r.code === 'lock_held' ? 'lock_held' : !r.ok && r.code === 'session_not_found' ? 'session_not_found' : 'error' });
     throw resultError(r);
@@ -158,9 +164,9 @@ export class RaftLockService implements LockService {
     const cmd: Extract<Command, { kind: 'release' }> = { kind: 'release', name, sessionId };
     if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
     asActor(this.d, cmd, ctx, name);
-    const out = await this.log.submitOutput(cmd, ctx);
+    const out = await this.log.submitOutput(cmd, ctx, { op: 'lock.release', name, body: { session_id: sessionId, fencing_token: fencingToken } });
     const r = out.result;
-    if (r.ok && r.kind === 'released') return { name, released: true };
+    if (r.ok && r.kind === 'released') return { name: r.name, released: true };
     if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx))) return { name, released: true };
     throw resultError(r);
   }
@@ -264,13 +270,13 @@ export class RaftLockService implements LockService {
    * taken by another session) nothing is renewed or re-checked: the lock's state is not
    * this request's answer, and the token fences any use of the old grant.
    */
-  private replayedGrant(name: string, r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
-    const h = grantOf(this.d.app.fsm.getLock(name), r.sessionId);
+  private replayedGrant(r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
+    const h = grantOf(this.d.app.fsm.getLock(r.name), r.sessionId);
     if (h && h.fencingToken === r.fencingToken) {
-      return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival);
+      return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
     }
     this.d.metrics.lockAcquire.inc({ result: 'acquired' });
-    return grantView(name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
+    return grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
   }
 
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {

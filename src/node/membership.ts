@@ -23,6 +23,7 @@ import type { Transport } from '../raft/transport.js';
 import { ApiError } from '../api/errors.js';
 import type { LockApp, MemberAddress } from './lock-app.js';
 import { addressContext, decodeMemberContext } from './member-address.js';
+import type { PeerContact } from './peer-contact.js';
 
 export { encodeAddressContext } from './member-address.js';
 
@@ -42,9 +43,10 @@ export interface MembershipOptions {
   proposalTimeoutMs?: number;
   /** this node started with --join and an empty data dir: not a member until added */
   joining: boolean;
-  /** a voter heard from within this long counts as reachable for the strict quorum check
-   *  (the core's recentActive flags are cleared every election timeout, so alone they can
-   *  say "nobody" right after a check-quorum round) */
+  /** when each peer was last heard from, and in which term (peer-contact.ts) */
+  contact: PeerContact;
+  /** the strict reconfiguration check counts a voter as reachable if a message of the
+   *  leader's current term came from it within this long (docs/membership.md) */
   activeWindowMs?: number;
   nowMs(): number;
   logger: Logger;
@@ -72,8 +74,6 @@ export class Membership {
   private wasMember: boolean;
   private lastState: SelfState | null = null;
   private snapshotForJoiner: Promise<boolean> | null = null;
-  /** leader: when each peer was last seen active (sampled every tick) */
-  private readonly lastActive = new Map<NodeId, number>();
   /** leader: no automatic promotion attempt before this time */
   private promoteNotBeforeMs = 0;
 
@@ -162,12 +162,8 @@ export class Membership {
    *  newcomers and promote learners that have caught up */
   onTick(): void {
     this.refreshState();
-    if (this.o.driver().currentRole !== 'leader') {
-      this.lastActive.clear();
-      return;
-    }
+    if (this.o.driver().currentRole !== 'leader') return;
     const now = this.o.nowMs();
-    for (const [id, pr] of Object.entries(this.o.driver().status().progress ?? {})) if (pr.recentActive) this.lastActive.set(id, now);
     this.ensureSnapshotForNewcomers();
     this.autoPromote(now);
   }
@@ -338,18 +334,22 @@ export class Membership {
 
   /**
    * etcd's strict reconfiguration check: refuse a change after which the voters this
-   * leader heard from lately would not form a quorum of the new configuration (e.g.
-   * removing a healthy voter while another one is down).
+   * leader has heard from lately would not form a quorum of the new configuration (e.g.
+   * removing a healthy voter while another one is down: the remaining configuration could
+   * then never elect a leader until the down one returns). "Heard from lately": a Raft
+   * message of this leader's current term within activeWindowMs. Not the core's
+   * recentActive flags, which a new leader starts at "active" for every member, answering
+   * or not; and not a message of an earlier term (a leader that just died was heard from a
+   * moment ago). 409 names the members that are missing (docs/membership.md).
    */
   private checkQuorumAfter(voters: readonly NodeId[], what: string): void {
     const st = this.o.driver().status();
-    const now = this.o.nowMs();
-    const window = this.o.activeWindowMs ?? 5000;
-    const seen = (v: NodeId): boolean => st.progress?.[v]?.recentActive === true || now - (this.lastActive.get(v) ?? -Infinity) <= window;
-    const active = voters.filter((v) => v === this.o.self || seen(v));
+    const since = this.o.nowMs() - (this.o.activeWindowMs ?? 5000);
+    const reachable = (v: NodeId): boolean => v === this.o.self || this.o.contact.heardSince(v, since, st.term);
+    const missing = voters.filter((v) => !reachable(v));
     const quorum = Math.floor(voters.length / 2) + 1;
-    if (active.length < quorum) {
-      throw new ApiError('conflict', `${what} would leave ${active.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum}; bring the unreachable members back (or remove them) first`);
+    if (voters.length - missing.length < quorum) {
+      throw new ApiError('conflict', `${what} would leave ${voters.length - missing.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum} (not heard from lately: ${missing.join(', ')}); bring them back (or remove them) first`, { details: { missing } });
     }
   }
 

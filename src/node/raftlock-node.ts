@@ -27,7 +27,10 @@ import { OpsTracker } from './ops-tracker.js';
 import { WatchHub } from './watch-hub.js';
 import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
-import { AmnesiaError, amnesiaLine, existingCluster, forgottenVoter, isEmptyDir } from './amnesia-check.js';
+import { AmnesiaError, SupersededWatch, amnesiaLine, clusterStanding, forgottenVoter, isEmptyDir, strangerLine } from './amnesia-check.js';
+import { PeerContact, noteContact } from './peer-contact.js';
+import { Readiness } from './readiness.js';
+import type { MemberAddress } from './lock-app.js';
 import type { Role } from '../raft/core/types.js';
 import { setupSecurity } from '../security/node-security.js';
 
@@ -59,6 +62,12 @@ export interface RunningNode {
   reloadSecurity(): { ok: string[]; failed: string[] };
 }
 
+/** The strict reconfiguration check counts a voter as reachable when a message of the
+ *  leader's current term came from it within this long (docs/membership.md). */
+export function strictCheckWindowMs(config: Config): number {
+  return Math.max(1000, 2 * config.electionTimeoutMs.max);
+}
+
 /** Raft ticks at the heartbeat interval; election timeouts are whole ticks. */
 export function tickPlan(config: Config): { tickMs: number; electionTicks: number; electionTicksMax: number; heartbeatTicks: number } {
   const tickMs = config.heartbeatMs;
@@ -80,14 +89,24 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   // touching the disk
   const security = await setupSecurity({ config, resolved, logger, registry: metrics.registry });
 
-  const joining = o.join !== undefined;
   // a node about to start a blank data directory as a member of the cluster file: is that
-  // cluster already running without it? (docs/membership.md, "A node whose data directory is gone")
-  if (!joining && (await isEmptyDir(resolved.dataDir))) {
+  // cluster already running without it? (docs/membership.md, "A node whose data directory is
+  // gone"). A voter there lost its data; a learner not bound yet starts as a node that joins
+  // (`member add`, then start it: docs/membership.md "Add a node"); a stranger is refused.
+  let added: MemberAddress[] | null = null;
+  if (o.join === undefined && (await isEmptyDir(resolved.dataDir))) {
     const peers = config.nodes.filter((n) => n.id !== nodeId).map((n) => ({ id: n.id, api: n.api }));
-    const found = await existingCluster(peers, { timeoutMs: 2000, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) });
-    if (found) throw new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `its data directory ${resolved.dataDir} is empty but ${found.id} is a member of a running cluster at commit index ${found.commit}`));
+    const found = await clusterStanding(nodeId, peers, { timeoutMs: 2000, ...(process.env.RAFTLOCK_TOKEN ? { token: process.env.RAFTLOCK_TOKEN } : {}) });
+    if (found?.kind === 'voter') throw new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `its data directory ${resolved.dataDir} is empty but ${found.id} is a member of a running cluster at commit index ${found.commit}`));
+    if (found?.kind === 'stranger') throw new AmnesiaError(strangerLine(nodeId, found));
+    if (found?.kind === 'learner') {
+      added = found.view.members.filter((m) => m.peer !== '').map((m) => ({ id: m.id, api: m.api, peer: m.peer }));
+      logger.info({ via: found.id, commit: found.commit }, 'this node was added to the running cluster as a learner and starts empty: it receives a snapshot from the leader, which promotes it once it has caught up');
+    }
   }
+  // --join, or added before it first started: not in the seed configuration; the first
+  // state comes from the leader's snapshot
+  const joining = o.join !== undefined || added !== null;
   const levelStorage = await LevelStorage.open(resolved.dataDir, {
     // the cluster file seeds a NEW cluster only; a joiner starts with no conf at all (it
     // never campaigns until a snapshot gives it one). An existing data dir keeps its own.
@@ -116,6 +135,15 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   });
 
   const rejectLog = new LogLimiter(60_000);
+  // A follower's disk lost entries it had acknowledged (docs/raft-core.md "A follower whose
+  // log went backwards"): the core stopped counting it and sends them again. Loud: Raft's
+  // safety assumes a disk never does this, and a second member doing it before the first
+  // has caught up can lose committed entries.
+  const regressionFound = (follower: string, acked: number, hint: number): void => {
+    metrics.raftFollowerLogRegressions.inc();
+    logger.error({ follower, acknowledged: acked, logEndsAt: hint },
+      `the log of ${follower} went backwards: it had acknowledged index ${acked} but now holds only up to ${hint} (its disk lost data it reported as written: check that disk). It counts for no commit and no read until it holds those entries again; they are being sent (docs/raft-core.md)`);
+  };
   const raw = new RawNode(
     {
       id: nodeId,
@@ -141,6 +169,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         const suppressed = rejectLog.allow(`${m.from}:${why.reason}`);
         if (suppressed !== null) logger.warn({ from: String(m.from).slice(0, 128), reason: why.reason, detail: why.detail, suppressed }, 'peer message refused by the Raft core');
       },
+      onLogRegression: regressionFound,
     },
     storage,
   );
@@ -159,7 +188,9 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
 
   // seeded nodes, and joiners once they installed a snapshot, replay the log safely
   const seeded = storage.initialState().conf.voters.length > 0;
-  const transport = guardEmptyLog(httpTransport, () => seeded || storage.snapshot().meta.index > 0, (m) =>
+  // when each peer was last heard from (the strict reconfiguration check, bootstrap waits)
+  const contact = new PeerContact(nowMs);
+  const transport = guardEmptyLog(noteContact(httpTransport, contact), () => seeded || storage.snapshot().meta.index > 0, (m) =>
     logger.debug({ from: m.from, type: m.type }, 'joining: waiting for a snapshot; appends from index 1 ignored'),
   );
 
@@ -238,15 +269,29 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     promoteLagEntries: config.membership.promoteMaxLagEntries,
     catchUpTimeoutMs: config.membership.catchUpTimeoutMs,
     proposalTimeoutMs,
-    activeWindowMs: 2 * config.electionTimeoutMs.max,
+    contact,
+    activeWindowMs: strictCheckWindowMs(config),
     joining: joining && !raw.status().conf.voters.includes(nodeId) && !raw.status().conf.learners.includes(nodeId) && storage.lastIndex() === 0,
     nowMs,
     logger: logger.child({ component: 'membership' }),
   });
   // persisted addresses (snapshot, log) win; the file only fills in a new cluster's
   if (!joining) membership.seed(config.nodes.map((n) => ({ id: n.id, api: n.api, peer: n.peer })));
+  else if (added !== null) membership.learn(added);
   else membership.pushPeers();
-  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, relayMarginMs: forwardTimeoutMs, nowMs });
+  // docs/api.md "Readiness": what /readyz and GET /v1/cluster's not_ready say
+  const readiness = new Readiness({
+    self: nodeId,
+    driver: () => driver,
+    membership,
+    contact,
+    nowMs,
+    applyGraceMs: Math.max(1000, 2 * config.electionTimeoutMs.max),
+    learnerLagEntries: config.membership.promoteMaxLagEntries,
+    heardWindowMs: Math.max(3000, 3 * config.electionTimeoutMs.max),
+    logger: logger.child({ component: 'readiness' }),
+  });
+  const clusterOps = new ClusterOps({ nodeId, clusterName: config.cluster, driver, membership, electionTimeoutMaxMs: config.electionTimeoutMs.max, relayMarginMs: forwardTimeoutMs, nowMs, notReadyReason: () => readiness.reason() });
 
   const service: RaftLockService = new RaftLockService({
     nodeId,
@@ -256,6 +301,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     metrics,
     session: config.session,
     membership,
+    readiness,
     clusterOps,
     nowMs,
     readTimeoutMs,
@@ -322,10 +368,14 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   };
   let lastTickAt = nowMs();
   let superseded = false;
+  // one maximum election timeout: appends from a leader whose commit index lagged when it
+  // sent them (a new leader before its first commit) are long through by then
+  const supersededWatch = new SupersededWatch(config.electionTimeoutMs.max);
   const ticker = setInterval(() => {
-    if (!superseded && raw.standing() === 'superseded') {
-      // the log binds our id to another data directory: we are a member that lost its
-      // data; never go on as one (the core already refuses to vote or count)
+    if (!superseded && supersededWatch.observe(raw.status(), nowMs())) {
+      // the log binds our id to another data directory, and it holds what our leader has
+      // committed: we are a member that lost its data; never go on as one (the core
+      // already refuses to vote or count)
       superseded = true;
       o.onFatal(new AmnesiaError(amnesiaLine(nodeId, resolved.dataDir, `the cluster's configuration binds ${nodeId} to another data directory than ${resolved.dataDir}`)));
       return;
@@ -337,6 +387,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     driver.tick();
     service.onTick();
     membership.onTick();
+    readiness.onTick();
     updateGauges();
   }, plan.tickMs);
 

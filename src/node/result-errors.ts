@@ -1,6 +1,6 @@
 // The state machine's refusals as the REST contract's errors (docs/api.md "Errors"): one
 // mapping for every service on the node.
-import type { ApplyResult, HolderInfo, LimitName } from '../lock-fsm/index.js';
+import type { ApplyResult, HolderInfo, KeyReuse, LimitName } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import { holderView } from './lock-views.js';
 
@@ -36,8 +36,23 @@ export function resultError(r: ApplyResult): ApiError {
       return new ApiError('limit_mismatch', `the semaphore's limit is ${r.limit}`, { details: { limit: r.limit } });
     case 'semaphore_full':
       return new ApiError('semaphore_full', `the semaphore has ${r.inUse} of ${r.limit} permits in use`, { details: { in_use: r.inUse, limit: r.limit } });
+    case 'idempotency_key_reused':
+      return keyReused(r.differs);
   }
 }
+
+/** 422: the key's first request was another one (docs/api.md "Idempotency"). The message
+ *  names the part that differs; to another principal it says nothing of the first request. */
+export function keyReused(differs: KeyReuse): ApiError {
+  return new ApiError('idempotency_key_reused', `the Idempotency-Key was first used for another request (${REUSE_MESSAGES[differs]}); nothing was applied: use a new key for a new request`);
+}
+
+const REUSE_MESSAGES: Record<KeyReuse, string> = {
+  principal: 'sent with another token',
+  operation: 'another operation',
+  name: 'another name',
+  body: 'the same operation on the same name with other parameters',
+};
 
 const LIMIT_MESSAGES: Record<LimitName, string> = {
   sessions: 'the cluster-wide session limit (limits.max_sessions) is reached',

@@ -9,8 +9,9 @@ import { resultError, sessionNotFound } from './result-errors.js';
 
 export async function revokeGrants(log: LeaderLog, target: 'lock' | 'semaphore', name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
   if (sessionId !== undefined && !isSessionId(sessionId)) throw sessionNotFound(sessionId);
-  const r = await log.submit(sessionId === undefined ? { kind: 'revoke', target, name } : { kind: 'revoke', target, name, sessionId }, ctx);
-  if (r.ok && r.kind === 'revoked') return { name, revoked: r.revoked.map((g) => ({ session_id: g.sessionId, fencing_token: g.fencingToken })) };
+  const cmd = sessionId === undefined ? { kind: 'revoke' as const, target, name } : { kind: 'revoke' as const, target, name, sessionId };
+  const r = await log.submit(cmd, ctx, { op: `${target}.revoke`, name, body: { session_id: sessionId } });
+  if (r.ok && r.kind === 'revoked') return { name: r.name, revoked: r.revoked.map((g) => ({ session_id: g.sessionId, fencing_token: g.fencingToken })) };
   if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId ?? ''} holds no grant of ${target} ${name}`);
   throw resultError(r);
 }

@@ -25,14 +25,17 @@ export class SemaphoreService {
     const cmd: Command = { kind: 'semAcquire', name, sessionId, limit: p.limit, permits: p.permits, waitMs: p.waitMs, ...who };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
-    const out = await this.log.submitOutput(cmd, ctx);
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts)
+    const request = { op: 'semaphore.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, limit: p.limit, permits: p.permits, owner: p.owner, max_hold_ms: p.maxHoldMs } };
+    const out = await this.log.submitOutput(cmd, ctx, request);
+    // answered from the applied result: its name, session and token
     const r = out.result;
     if (r.ok && r.kind === 'sem_acquired') {
       // a replayed grant that is gone since answers as stored (as for locks)
-      if (out.replayed && !this.holds(name, r.sessionId, r.fencingToken)) return grantView(r);
-      return this.confirm(name, r.sessionId, r.fencingToken, arrival);
+      if (out.replayed && !this.holds(r.name, r.sessionId, r.fencingToken)) return grantView(r);
+      return this.confirm(r.name, r.sessionId, r.fencingToken, arrival);
     }
-    if (r.ok && r.kind === 'sem_queued') return this.waitForGrant(name, r.sessionId, p.waitMs, arrival, ctx);
+    if (r.ok && r.kind === 'sem_queued') return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx);
     throw resultError(r);
   }
 
@@ -41,9 +44,9 @@ export class SemaphoreService {
   async release(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; released: true }> {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
     const cmd = asActor(this.d, { kind: 'semRelease' as const, name, sessionId }, ctx, name);
-    const out = await this.log.submitOutput(cmd, ctx);
+    const out = await this.log.submitOutput(cmd, ctx, { op: 'semaphore.release', name, body: { session_id: sessionId } });
     const r = out.result;
-    if (r.ok && r.kind === 'sem_released') return { name, released: true };
+    if (r.ok && r.kind === 'sem_released') return { name: r.name, released: true };
     if (!r.ok && r.code === 'not_holder') {
       if (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx)) return { name, released: true };
       throw new ApiError('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
@@ -57,8 +60,8 @@ export class SemaphoreService {
   }
 
   async setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }> {
-    const r = await this.log.submit({ kind: 'semSetLimit', name, limit }, ctx);
-    if (r.ok && r.kind === 'sem_limit') return { name, limit: r.limit };
+    const r = await this.log.submit({ kind: 'semSetLimit', name, limit }, ctx, { op: 'semaphore.limit', name, body: { limit } });
+    if (r.ok && r.kind === 'sem_limit') return { name: r.name, limit: r.limit };
     throw resultError(r);
   }
 

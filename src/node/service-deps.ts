@@ -17,6 +17,9 @@ export interface ServiceDeps {
   metrics: Metrics;
   session: SessionConfig;
   membership: Membership;
+  /** why this node should not take traffic (docs/api.md "Readiness"); absent: membership's
+   *  own reasons only */
+  readiness?: { reason(): string | null };
   /** GET /v1/cluster, member changes, leadership transfer (docs/membership.md) */
   clusterOps: ClusterOps;
   /** monotonic ms (deadlines, and the log time entries are stamped with: log-clock.ts) */

@@ -21,6 +21,7 @@ import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
 import { assertDriver as assert } from '../assert.js';
 import { trace, tracing } from './trace.js';
+import { HeartbeatCover } from './heartbeat-cover.js';
 
 /** What the driver needs from the core: RawNode satisfies it. */
 export interface RawNodeLike {
@@ -55,8 +56,10 @@ export type ProposalOutcome<R = unknown> =
   /** provably not applied: refused before entering the log, or another entry won its slot */
   | { ok: false; kind: 'rejected'; reason: string }
   | { ok: false; kind: 'lost' }
-  /** proposed, but not known to be committed in time: it may still apply */
-  | { ok: false; kind: 'unknown' };
+  /** proposed, but not known to be committed in time: it may still apply. index and term:
+   *  the slot it took in this node's log, when it got one; once this node has applied that
+   *  index, the entry either was applied there or can never be */
+  | { ok: false; kind: 'unknown'; index?: Index; term?: Term };
 
 export type ReadOutcome = { ok: true; index: Index } | { ok: false; reason: 'not_leader' | 'timeout' | 'stopped' };
 
@@ -170,12 +173,8 @@ export class RaftDriver<out R = unknown> {
   private fatal = false;
   private idleWaiters: (() => void)[] = [];
   private compacting = false;
-  /** a write or compaction the loop waits for is out (heartbeat cover, see options) */
-  private awaitingDisk = false;
-  private coverTicks = 0;
-  /** followers the core replicated to as leader in coverTerm (heartbeat cover) */
-  private readonly coverPeers = new Set<NodeId>();
-  private coverTerm: Term = 0;
+  /** heartbeats while the loop waits for a write or compaction (see options) */
+  private readonly cover: HeartbeatCover;
   /** a commit-only hard state not written yet: the next synced batch carries it */
   private deferredHardState: HardState | undefined;
   /** callers of compactNow() waiting for the forced snapshot (true: taken or not needed) */
@@ -186,6 +185,7 @@ export class RaftDriver<out R = unknown> {
     this.raw = opts.raw;
     this.applied = opts.applied;
     this.appliedConf = cloneConf(opts.snapshotConf); // incarnations and cluster id included
+    this.cover = new HeartbeatCover(opts.heartbeatCoverTicks ?? 0);
     const st = this.raw.status();
     this.role = st.role;
     this.leader = st.leader;
@@ -219,17 +219,10 @@ export class RaftDriver<out R = unknown> {
     if (this.stopped) return;
     if (tracing) trace('tick', this.opts.id, -1);
     this.inboxTicks++;
-    if (this.awaitingDisk && this.role === 'leader' && this.coverTicks < (this.opts.heartbeatCoverTicks ?? 0) && this.coverTerm === this.term) {
-      // A heartbeat that says only "I lead this term": commit 0 (a follower never lowers
-      // its commit index) and ctx 0 (no ReadIndex round). The core cannot change role or
-      // term while the loop waits, so the claim holds; the answers wait in the inbox like
-      // every message and enter the core after the write.
-      this.coverTicks++;
-      // only members of the applied configuration: a removed node hears nothing more
-      const members = new Set([...this.appliedConf.voters, ...this.appliedConf.learners]);
-      const hbs: Message[] = [...this.coverPeers].filter((to) => members.has(to)).map((to) => ({ type: 'heartbeat', from: this.opts.id, to, term: this.term, commit: 0, ctx: 0 }));
-      if (hbs.length > 0) this.opts.transport.send(hbs);
-    }
+    // while the loop waits for the disk (heartbeat-cover.ts); the answers wait in the inbox
+    // like every message and enter the core after the write
+    const hbs = this.cover.onTick(this.opts.id, this.role, this.term, () => new Set([...this.appliedConf.voters, ...this.appliedConf.learners]));
+    if (hbs.length > 0) this.opts.transport.send(hbs);
     this.expireDeadlines();
     this.kick();
   }
@@ -409,7 +402,7 @@ export class RaftDriver<out R = unknown> {
         // would be a bug.
         assert(older.term < r.term, `two proposals for index ${r.index} in term ${r.term}`);
         this.pending.delete(r.index);
-        older.waiter.resolve({ ok: false, kind: 'unknown' });
+        older.waiter.resolve({ ok: false, kind: 'unknown', index: r.index, term: older.term });
       }
       this.pending.set(r.index, { term: r.term, waiter: w, startMs: p.startMs, deadlineMs: now + this.opts.proposalTimeoutMs });
       if (tracing) trace('propose', this.opts.id, r.index);
@@ -504,27 +497,17 @@ export class RaftDriver<out R = unknown> {
 
   /** send, remembering which followers the leader replicates to (heartbeat cover) */
   private sendMessages(msgs: readonly Message[]): void {
-    if (this.role === 'leader') {
-      for (const m of msgs) {
-        if (m.type !== 'append' && m.type !== 'heartbeat' && m.type !== 'snapshot') continue;
-        if (m.term !== this.coverTerm) {
-          this.coverPeers.clear();
-          this.coverTerm = m.term;
-        }
-        this.coverPeers.add(m.to);
-      }
-    }
+    this.cover.noteSent(this.role, msgs);
     this.opts.transport.send(msgs);
   }
 
   /** the loop waits for the disk: ticks meanwhile may repeat the leader's heartbeats */
   private async waitForDisk(p: Promise<void>): Promise<void> {
-    this.awaitingDisk = true;
-    this.coverTicks = 0;
+    this.cover.beginWait();
     try {
       await p;
     } finally {
-      this.awaitingDisk = false;
+      this.cover.endWait();
     }
   }
 
@@ -541,7 +524,7 @@ export class RaftDriver<out R = unknown> {
 
   private onSoftState(role: Role, leader: NodeId | null): void {
     const wasLeader = this.role === 'leader';
-    if (role !== 'leader') this.coverPeers.clear();
+    this.cover.noteRole(role);
     this.role = role;
     this.leader = leader;
     if (wasLeader && role !== 'leader') {
@@ -609,7 +592,7 @@ export class RaftDriver<out R = unknown> {
     for (const [idx, p] of this.pending) {
       if (idx <= index) {
         this.pending.delete(idx);
-        p.waiter.resolve({ ok: false, kind: 'unknown' });
+        p.waiter.resolve({ ok: false, kind: 'unknown', index: idx, term: p.term });
       }
     }
     this.opts.hooks.onSnapshotRestored?.(index, conf);
@@ -669,7 +652,7 @@ export class RaftDriver<out R = unknown> {
     for (const [idx, p] of this.pending) {
       if (p.deadlineMs <= now) {
         this.pending.delete(idx);
-        p.waiter.resolve({ ok: false, kind: 'unknown' });
+        p.waiter.resolve({ ok: false, kind: 'unknown', index: idx, term: p.term });
       }
     }
     for (const [ctx, reads] of this.readRounds) {

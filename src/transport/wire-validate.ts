@@ -186,7 +186,8 @@ const FIELDS: Record<Message['type'], readonly string[]> = {
   voteResp: ['reject'],
   preVoteResp: ['reject'],
   append: ['prevIndex', 'prevTerm', 'entries', 'commit'],
-  appendResp: ['index', 'reject', 'hint', 'hintTerm'],
+  // lost: optional, a follower's log no longer reaches what it acknowledged (types.ts)
+  appendResp: ['index', 'reject', 'hint', 'hintTerm', 'lost'],
   heartbeat: ['commit', 'ctx'],
   heartbeatResp: ['ctx'],
   snapshot: ['snapshot'],
@@ -228,8 +229,11 @@ export function message(v: unknown, path: string, from: NodeId, to: NodeId, budg
       if (prevIndex + es.length > MAX_WIRE_NUMBER) fail(`${path}.entries`, 'last index out of range');
       return { ...h, type: t, prevIndex, prevTerm, entries: es, commit: num(o, 'commit', path) };
     }
-    case 'appendResp':
-      return { ...h, type: t, index: num(o, 'index', path), reject: bool(o, 'reject', path), hint: num(o, 'hint', path), hintTerm: num(o, 'hintTerm', path) };
+    case 'appendResp': {
+      const resp: Message = { ...h, type: t, index: num(o, 'index', path), reject: bool(o, 'reject', path), hint: num(o, 'hint', path), hintTerm: num(o, 'hintTerm', path) };
+      if (o['lost'] !== undefined) resp.lost = bool(o, 'lost', path);
+      return resp;
+    }
     case 'heartbeat':
       return { ...h, type: t, commit: num(o, 'commit', path), ctx: num(o, 'ctx', path) };
     case 'heartbeatResp':

@@ -345,6 +345,26 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     assert.match(gone.stderr, /open a new one/);
   });
 
+  it('--idempotency-key reused for another lock or a release: exit 7, one line saying so, nothing done; the same command again prints its first answer', async () => {
+    const key = `job-${Date.now()}`;
+    const first = await raftlock(['acquire', 'cli/bound/a', ...ep, '--ttl', '30s', '--idempotency-key', key, '--json']);
+    assert.equal(first.code, 0, first.stderr);
+    const grant = JSON.parse(first.stdout) as { sessionId: string; fencingToken: number };
+    const other = await raftlock(['acquire', 'cli/bound/b', ...ep, '--ttl', '30s', '--idempotency-key', key, '--json']);
+    assert.equal(other.code, 7, other.stderr);
+    assert.equal(other.stderr.trim().split('\n').length, 1);
+    assert.match(other.stderr, new RegExp(`^raftlock acquire: .*first used for another request \\(another name\\).*--idempotency-key ${key} belongs to an earlier, different command: nothing was done`));
+    assert.equal(JSON.parse(other.stdout).error.code, 'idempotency_key_reused');
+    const rel = await raftlock(['release', 'cli/bound/a', ...ep, '--session', grant.sessionId, '--idempotency-key', key]);
+    assert.equal(rel.code, 7, rel.stderr);
+    assert.match(rel.stderr, /another operation/);
+    const again = await raftlock(['acquire', 'cli/bound/a', ...ep, '--ttl', '30s', '--idempotency-key', key, '--json']);
+    assert.equal(again.code, 0, again.stderr);
+    assert.deepEqual(JSON.parse(again.stdout), JSON.parse(first.stdout), 'the first answer');
+    const get = await raftlock(['get', 'cli/bound/b', ...ep, '--json']);
+    assert.equal((JSON.parse(get.stdout) as { held: boolean }).held, false);
+  });
+
   it('status prints every member; usage errors exit 2; no cluster exits 3 with one line', async () => {
     const st = await raftlock(['status', ...ep, '--json']);
     assert.equal(st.code, 0, st.stderr);

@@ -8,7 +8,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { ClusterHarness, delay, eventually, repoRoot } from '../support/cluster-harness.js';
-import { LockHeldError, LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '@raftlock/client';
+import { IdempotencyKeyReusedError, LockHeldError, LockLostError, RaftlockClient, SessionLostError, type ClientOptions } from '@raftlock/client';
 
 /** A resource that remembers the highest token it saw and refuses older ones (spec "Fencing tokens"). */
 class FencedCounter {
@@ -40,6 +40,20 @@ describe('SDK against a real 3-node cluster', () => {
     for (const n of h?.nodes ?? []) h.resume(n.id);
     await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
     await h?.close();
+  });
+
+  it('an idempotencyKey reused for another lock or a release: IdempotencyKeyReusedError, nothing applied; the same call still gets its first answer', async () => {
+    const c = client();
+    const key = `sdk-bound-${Date.now()}`;
+    const a = await c.acquire('sdk/bound/a', { ttlMs: 30_000, idempotencyKey: key });
+    const reused = (e: unknown): boolean => e instanceof IdempotencyKeyReusedError && e.code === 'idempotency_key_reused' && e.status === 422 && e.idempotencyKey === key;
+    await assert.rejects(c.acquire('sdk/bound/b', { ttlMs: 30_000, idempotencyKey: key }), reused);
+    await assert.rejects(c.release('sdk/bound/a', a.sessionId, a.fencingToken, { idempotencyKey: key }), reused);
+    assert.equal((await c.getLock('sdk/bound/b')).held, false);
+    assert.equal((await c.getLock('sdk/bound/a')).holder?.fencingToken, a.fencingToken, 'a is still held');
+    const again = await c.acquire('sdk/bound/a', { ttlMs: 30_000, idempotencyKey: key });
+    assert.deepEqual([again.sessionId, again.fencingToken], [a.sessionId, a.fencingToken]);
+    await c.closeSession(a.sessionId);
   });
 
   it("shared mode: two withLock readers overlap, a writer waits for both; session.lock(name, { mode: 'shared' })", async () => {

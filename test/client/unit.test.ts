@@ -8,7 +8,7 @@ import { parseDuration, formatDuration, DurationError } from '@raftlock/client';
 import { MAX_DURATION_MS } from '@raftlock/client/duration';
 import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '@raftlock/client/internal';
 import {
-  errorFromResponse, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
+  errorFromResponse, IdempotencyKeyReusedError, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
   SessionNotFoundError, TooManyRequestsError, UnavailableError,
 } from '@raftlock/client';
 import { RaftlockClient } from '@raftlock/client';
@@ -62,6 +62,7 @@ describe('errorFromResponse', () => {
       [415, 'unsupported_media_type', InvalidRequestError],
       [401, 'unauthenticated', PermissionDeniedError],
       [403, 'permission_denied', PermissionDeniedError],
+      [422, 'idempotency_key_reused', IdempotencyKeyReusedError],
     ];
     for (const [status, code, cls] of table) {
       const err = errorFromResponse(status, { error: { code, message: 'm' } }, ep);
@@ -265,6 +266,22 @@ describe('RaftlockClient failover and retries (fake servers)', () => {
       await assert.rejects(c.keepalive('s1'), SessionNotFoundError);
       await assert.rejects(c.listLocks({ limit: 5 }), InvalidRequestError);
       assert.equal(hits, 3);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('never retries 422 idempotency_key_reused, and names the refused key', async () => {
+    let hits = 0;
+    const ep = await fake((_q, res) => {
+      hits++;
+      json(res, 422, { error: { code: 'idempotency_key_reused', message: 'the Idempotency-Key was first used for another request (another name); nothing was applied' } });
+    });
+    const c = new RaftlockClient({ endpoints: [ep, ep] });
+    try {
+      await assert.rejects(c.acquire('b', { idempotencyKey: 'job-7' }), (e: unknown) => e instanceof IdempotencyKeyReusedError && e.idempotencyKey === 'job-7' && e.status === 422 && /another name/.test(e.message));
+      await assert.rejects(c.release('b', 's1'), (e: unknown) => e instanceof IdempotencyKeyReusedError && typeof e.idempotencyKey === 'string', 'the key the SDK drew');
+      assert.equal(hits, 2, 'one attempt each');
     } finally {
       await c.close();
     }

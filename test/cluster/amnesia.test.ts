@@ -8,7 +8,7 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import { ClusterHarness, eventually, type ClusterViewBody } from '../support/cluster-harness.js';
+import { ClusterHarness, delay, eventually, type ClusterViewBody } from '../support/cluster-harness.js';
 
 describe('a wiped member on real processes', { timeout: 180_000 }, () => {
   let h: ClusterHarness;
@@ -89,5 +89,54 @@ describe('a brand-new cluster with one node started late', { timeout: 120_000 },
     h.start('n3');
     await h.waitForLeader(60_000);
     for (const id of ['n1', 'n2', 'n3']) assert.equal(h.node(id).lastExit, null, `${id} still runs`);
+  });
+});
+
+// docs/api.md "Readiness": a node that is not bound to the cluster never says it is ready.
+// A member restarted on an empty directory while its peers were out of reach (so its
+// start-up check heard nothing) used to answer /readyz 200 {"status":"ready"} — role
+// follower, leader named — for over a second, until the leader's log told it that it lost
+// its data and it exited 2.
+describe('a wiped member whose peers were briefly out of reach', { timeout: 120_000 }, () => {
+  let h: ClusterHarness;
+  after(async () => {
+    await h?.close();
+  });
+
+  it('never answers /readyz 200: 503 "not bound to the cluster yet" until it exits 2', async () => {
+    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
+    h.startAll();
+    const leader = await h.waitForLeader(60_000);
+    const victim = ['n1', 'n2', 'n3'].find((id) => id !== leader)!;
+    const peers = ['n1', 'n2', 'n3'].filter((id) => id !== victim);
+    const w = await h.request(leader, 'POST', '/v1/locks/wiped%2Fx/acquire', {});
+    assert.equal(w.status, 200, w.text);
+    await h.kill(victim);
+    await rm(join(h.dir, 'data', victim), { recursive: true, force: true });
+    for (const id of peers) h.pause(id); // its start-up check (2 s per peer) hears nothing
+    const logBefore = h.logText(victim).length;
+    h.start(victim);
+    const answers: { status: number; message: string }[] = [];
+    let resumed = false;
+    const deadline = Date.now() + 60_000;
+    while (h.node(victim).proc && Date.now() < deadline) {
+      const r = await h.request(victim, 'GET', '/readyz').catch(() => null);
+      if (r) {
+        answers.push({ status: r.status, message: r.body?.error?.message ?? r.text });
+        if (!resumed) {
+          // it serves: its check is over; the peers come back, and the leader reaches it
+          for (const id of peers) h.resume(id);
+          resumed = true;
+        }
+      }
+      await delay(20);
+    }
+    const exit = await h.waitForExit(victim, 30_000);
+    console.log(`# ${victim} answered /readyz ${answers.length} times before it exited: ${[...new Set(answers.map((a) => `${a.status} ${a.message.slice(0, 60)}`))].join(' | ')}`);
+    assert.equal(exit, 2, `exit ${String(exit)}; ${h.logText(victim).slice(logBefore).slice(-1500)}`);
+    assert.ok(answers.length > 0, 'it served /readyz before it exited');
+    assert.deepEqual(answers.filter((a) => a.status === 200), [], 'never 200');
+    assert.ok(answers.some((a) => /^not ready: not bound to the cluster yet/.test(a.message)), `the not-bound reason among: ${[...new Set(answers.map((a) => a.message))].join(' | ')}`);
+    assert.match(h.logText(victim).slice(logBefore), /has lost its data/);
   });
 });

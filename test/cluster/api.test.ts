@@ -242,6 +242,37 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assertError(await post(f2!, '/v1/locks/idem/a/release', { session_id: first.body.session_id }), 409, 'not_holder');
   });
 
+  it('Idempotency-Key bound to its request: acquire B with A\'s key is 422 through a follower and the leader, release with an acquire\'s key is 422 (not 500), nothing applied', async () => {
+    const [f1] = await followers();
+    const l = await leader();
+    const key = uniqueKey('bound');
+    const a = await post(f1!, '/v1/locks/bound/a/acquire', { ttl_ms: 60_000 }, key);
+    assert.equal(a.status, 200, a.text);
+    tokens.grant(a.body.fencing_token, 'bound/a');
+    // the same key for lock B: before, 200 naming B with A's token (two grants, one token)
+    for (const via of [f1!, l]) {
+      const b = await post(via, '/v1/locks/bound/b/acquire', { ttl_ms: 60_000 }, key);
+      assertError(b, 422, 'idempotency_key_reused', `acquire B with A's key via ${via}`);
+      assert.deepEqual(Object.keys(b.body.error).sort(), ['code', 'message'], 'the contract\'s error shape');
+      assert.ok(!b.text.includes(a.body.session_id), 'the answer names nothing of the first request');
+    }
+    const gb = await get(l, '/v1/locks/bound/b');
+    assert.equal(gb.body.held, false, 'B was not acquired');
+    // the same key and body for A is still a retry, wherever it is sent
+    const again = await post(l, '/v1/locks/bound/a/acquire', { ttl_ms: 60_000 }, key);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body, a.body);
+    // and with another body it is not
+    assertError(await post(f1!, '/v1/locks/bound/a/acquire', { ttl_ms: 30_000 }, key), 422, 'idempotency_key_reused', 'another ttl');
+    // release with the acquire's key: before, 500 internal "unexpected result acquired"
+    for (const via of [f1!, l]) assertError(await post(via, '/v1/locks/bound/a/release', { session_id: a.body.session_id }, key), 422, 'idempotency_key_reused', `release via ${via}`);
+    const ga = await get(l, '/v1/locks/bound/a');
+    assert.equal(ga.body.holder.session_id, a.body.session_id, 'A is still held');
+    assert.equal(ga.body.holder.fencing_token, a.body.fencing_token);
+    const r = await post(f1!, '/v1/locks/bound/a/release', { session_id: a.body.session_id }, uniqueKey('rel'));
+    assert.deepEqual(r.body, { name: 'bound/a', released: true });
+  });
+
   it('FIFO waiters across nodes get the lock in arrival order, with increasing fencing tokens', async () => {
     const name = 'fifo/x';
     const holder = await post('n1', `/v1/locks/${name}/acquire`, {});

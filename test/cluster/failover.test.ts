@@ -7,7 +7,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterHarness, delay, eventually, type HarnessResponse } from '../support/cluster-harness.js';
-import { TokenWitness, sendRetrying503, uniqueKey, type RetryLog } from './helpers.js';
+import { TokenWitness, assertError, sendRetrying503, uniqueKey, type RetryLog } from './helpers.js';
 
 const ELECTION_MS: [number, number] = [300, 600];
 const SNAPSHOT_EVERY = 50;
@@ -281,11 +281,29 @@ describe('failover of a real 5-node cluster', { timeout: 180_000 }, () => {
     const last = await post(l, '/v1/locks/ha/last/acquire', {});
     assert.equal(last.status, 200, last.text);
     held.set('ha/last', { sid: last.body.session_id, token: tokens.grant(last.body.fencing_token, 'ha/last') });
+    // an Idempotency-Key's binding to its request (docs/api.md "Idempotency") must survive
+    // snapshots and the restart: more than SNAPSHOT_EVERY entries follow it, so every node
+    // restores it from a snapshot, not from its log
+    const bkey = uniqueKey('ha-bound');
+    const bound = await post(l, '/v1/locks/ha/bound/acquire', {}, bkey);
+    assert.equal(bound.status, 200, bound.text);
+    held.set('ha/bound', { sid: bound.body.session_id, token: tokens.grant(bound.body.fencing_token, 'ha/bound') });
+    for (let i = 0; i < SNAPSHOT_EVERY + 10; i += 10) {
+      for (const r of await Promise.all(Array.from({ length: 10 }, () => post(l, '/v1/sessions', {})))) assert.equal(r.status, 201, r.text);
+    }
+    await h.waitForApplied((await h.view(l)).commit_index, ids);
     // acknowledged means committed on a majority's disks: kill everything at once, no flush
     await Promise.all(ids.map((id) => h.kill(id)));
     h.startAll();
     await h.waitForLeader();
     await assertHeldEverywhere(ids, 'after kill -9 of every node and a restart');
+    const noRetry: RetryLog = { retried503: 0, retriedNetwork: 0 };
+    const reused = await sendRetrying503(h, () => ids[1]!, 'POST', '/v1/locks/ha/bound-other/acquire', {}, bkey, noRetry);
+    assertError(reused, 422, 'idempotency_key_reused', 'the key of ha/bound, reused for another lock after the restart');
+    assert.equal((await get(ids[2]!, '/v1/locks/ha/bound-other')).body.held, false);
+    const again = await sendRetrying503(h, () => ids[3]!, 'POST', '/v1/locks/ha/bound/acquire', {}, bkey, noRetry);
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual(again.body, bound.body, 'the retry gets the first answer after the restart');
     const next = await post(ids[0]!, '/v1/locks/ha/after-restart/acquire', {});
     assert.equal(next.status, 200, next.text);
     tokens.grant(next.body.fencing_token, 'ha/after-restart');

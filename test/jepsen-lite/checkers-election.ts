@@ -18,7 +18,7 @@
 //   gave the token to; no lost update.
 // Tokens increasing across every kind of grant is checkTokenOrder's (checkers.ts).
 import { describeOp, type Op } from './history.js';
-import { grantWindows, knownGrants, type Grant } from './checkers.js';
+import { grantWindows, knownGrants, type Grant, type Ttl } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { isElection } from './workloads.js';
 
@@ -42,33 +42,15 @@ export interface ElectionReport {
 const short = (s: string): string => s.slice(0, 8);
 const at = (t: number): string => (Number.isFinite(t) ? t.toFixed(1) : '∞');
 
-export function checkElections(ops: readonly Op[], log: readonly ResourceLogEntry[], ttlMs: number, fencing: boolean): ElectionReport {
+export function checkElections(ops: readonly Op[], log: readonly ResourceLogEntry[], ttl: Ttl, fencing: boolean): ElectionReport {
   const violations: string[] = [];
   const grants = knownGrants(ops, 'election').filter((g) => isElection(g.lock));
-  const win = grantWindows(ops, ttlMs, 'election');
+  const win = grantWindows(ops, ttl, 'election');
   const revokes = ops.filter((o) => o.f === 'revoke' && o.input.lock !== undefined && isElection(o.input.lock));
   const campaigns = ops.filter((o) => o.f === 'campaign' && o.input.lock !== undefined && isElection(o.input.lock));
 
-  /** the max hold of the campaign that made g: its own, or for a grant only reads saw, the
-   *  last campaign of the name by the session sent before the read answered */
-  const maxHoldEnd = (g: Grant): number => {
-    const own = campaigns.find((c) => c.type === 'ok' && c.output.token === g.token && c.input.session === g.session);
-    const c = own ?? campaigns.filter((x) => x.input.session === g.session && x.input.lock === g.lock && x.type !== 'fail' && x.invoke < g.complete).at(-1);
-    if (!c || c.input.max_hold_ms === undefined) return Infinity;
-    return c.invoke + c.input.max_hold_ms;
-  };
-  /** the earliest send of a revocation that can have taken g away */
-  const revokedFrom = (g: Grant): number => {
-    let t = Infinity;
-    for (const r of revokes) {
-      if (r.type === 'fail' || r.input.lock !== g.lock) continue;
-      if (r.input.session !== undefined && r.input.session !== g.session) continue;
-      if (r.complete < g.invoke) continue; // answered before the campaign was sent: it cannot have hit this one
-      t = Math.min(t, r.invoke);
-    }
-    return t;
-  };
-  const end = (g: Grant): number => Math.min(win.end(g), maxHoldEnd(g), revokedFrom(g));
+  // a leadership also ends at a revocation or its max hold (grantWindows.endedBy)
+  const end = (g: Grant): number => win.end(g);
 
   // ---- the service: one leader at a time
   const byName = new Map<string, Grant[]>();

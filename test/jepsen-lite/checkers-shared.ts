@@ -7,7 +7,7 @@
 // grant, clipped to the grant's safe window: outside it a paused client may still act,
 // and only fencing can stop it.
 import { describeOp, type Op } from './history.js';
-import { grantWindows, knownGrants, type Grant, type GrantWindows } from './checkers.js';
+import { grantWindows, knownGrants, type Grant, type GrantWindows, type Ttl } from './checkers.js';
 import type { AccessLogEntry } from './resource-proc.js';
 import { isSharedLock, SEM_PREFIX } from './workloads.js';
 
@@ -89,9 +89,9 @@ export interface SharedReport {
  *   token below a write's already begun, nor for a write below any access's; and no two
  *   accesses the resource accepted (begin and end) overlap with one of them a write.
  */
-export function checkSharedLocks(ops: readonly Op[], log: readonly AccessLogEntry[], ttlMs: number, fencing: boolean): SharedReport {
+export function checkSharedLocks(ops: readonly Op[], log: readonly AccessLogEntry[], ttl: Ttl, fencing: boolean): SharedReport {
   const violations: string[] = [];
-  const win = grantWindows(ops, ttlMs);
+  const win = grantWindows(ops, ttl);
   const grants = knownGrants(ops).filter((g) => isSharedLock(g.lock));
   const byLock = new Map<string, Grant[]>();
   for (const g of grants) byLock.set(g.lock, [...(byLock.get(g.lock) ?? []), g]);
@@ -216,14 +216,17 @@ const isSemaphore = (name: string): boolean => name.startsWith(SEM_PREFIX);
  *   holders' permits add up to in_use.
  * Tokens increasing across locks and semaphores is checkTokenOrder's (checkers.ts).
  */
-export function checkSemaphores(ops: readonly Op[], log: readonly AccessLogEntry[], ttlMs: number): SemaphoreReport {
+export function checkSemaphores(ops: readonly Op[], log: readonly AccessLogEntry[], ttl: Ttl): SemaphoreReport {
   const violations: string[] = [];
+  // the largest limit the semaphore ever had: acquires name the one in force, resizes
+  // change it (jm-1); the exact limit at each moment is the linearizability checker's
   const limits: Record<string, number> = {};
   for (const o of ops) {
-    if (o.f !== 'sem-acquire' || !o.input.lock || o.input.limit === undefined) continue;
-    limits[o.input.lock] = Math.min(limits[o.input.lock] ?? Infinity, o.input.limit);
+    if ((o.f !== 'sem-acquire' && o.f !== 'sem-limit') || !o.input.lock || o.input.limit === undefined) continue;
+    if (o.f === 'sem-limit' && o.type === 'fail') continue;
+    limits[o.input.lock] = Math.max(limits[o.input.lock] ?? 0, o.input.limit);
   }
-  const win = grantWindows(ops, ttlMs, 'semaphore');
+  const win = grantWindows(ops, ttl, 'semaphore');
   const grants = knownGrants(ops, 'semaphore');
   const byName = new Map<string, Grant[]>();
   for (const g of grants) byName.set(g.lock, [...(byName.get(g.lock) ?? []), g]);

@@ -3,7 +3,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ops } from './history-rows.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, electionsInLog, recoveries } from './checkers.js';
+import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, electionsInLog, recoveries } from './checkers.js';
 import type { ResourceLogEntry } from './resource-proc.js';
 import { schedule, FAULT_CATEGORIES, categoryOf, ONCE_PER_RUN } from './nemesis.js';
 import { seededRng } from '../../src/raft/core/rng.js';
@@ -34,6 +34,32 @@ test('lease safety: a grant after the holder stopped renewing for a TTL is fine;
     ['c2', 'acquire', { lock: 'L', session: SB }, 200, 'ok', { token: 6 }, 210],
   ]);
   assert.deepEqual(checkLeaseSafety(released, ttl), []);
+});
+
+test('lease safety: a revoked grant or one past its max hold ends its window; without either the next grant inside it is caught', () => {
+  const ttl = 2000;
+  const next = (extra: Parameters<typeof ops>[0]): ReturnType<typeof ops> =>
+    ops([
+      ['c1', 'acquire', { lock: 'L', session: SA }, 0, 'ok', { token: 5 }, 10],
+      ...extra,
+      ['c1', 'keepalive', { session: SA }, 500, 'ok', {}, 510],
+      ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 5000 }, 600, 'ok', { token: 6 }, 900],
+    ]);
+  assert.equal(checkLeaseSafety(next([]), ttl).length, 1);
+  assert.deepEqual(checkLeaseSafety(next([['probe', 'revoke', { lock: 'L', session: SA }, 300, 'ok', { revoked: [{ session: SA, token: 5 }] }, 320]]), ttl), []);
+  // a revoke of another session's grant, or of a semaphore of that name, ends nothing
+  assert.equal(checkLeaseSafety(next([['probe', 'revoke', { lock: 'L', session: SB }, 300, 'ok', { revoked: [] }, 320]]), ttl).length, 1);
+  assert.equal(checkLeaseSafety(next([['probe', 'revoke', { lock: 'L', target: 'semaphore' }, 300, 'ok', { revoked: [] }, 320]]), ttl).length, 1);
+  const held = (maxHoldMs: number | undefined): ReturnType<typeof ops> =>
+    ops([
+      ['c1', 'acquire', { lock: 'L', session: SA, ...(maxHoldMs !== undefined ? { max_hold_ms: maxHoldMs } : {}) }, 0, 'ok', { token: 5 }, 10],
+      ['c1', 'keepalive', { session: SA }, 500, 'ok', {}, 510],
+      ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 5000 }, 600, 'ok', { token: 6 }, 900],
+    ]);
+  assert.deepEqual(checkLeaseSafety(held(800), ttl), []);
+  // the max hold counts from the acquire's send: 1000 ms had not run out at 900
+  assert.equal(checkLeaseSafety(held(1000), ttl).length, 1);
+  assert.equal(checkLeaseSafety(held(undefined), ttl).length, 1);
 });
 
 test('no orphan grant: a lock held by a session whose every acquire of it was answered as failed is a violation', () => {
@@ -265,3 +291,20 @@ test('nemesis schedule: seeded, every category in the first round, once-per-run 
   assert.equal(k.filter((v) => v === 'kill-all').length, 1 + 40 / 4); // rounds of kill-one, kill-leader, kill-minority, kill-all
   assert.ok(!schedule(seededRng(5), ['partition'], 3, 40).includes('partition-ring'));
 });
+
+test('followers behind: a member far behind for 20 s with no fault is caught; one behind during a fault, or catching up, is not', () => {
+  const o = { minLag: 100, minMs: 20_000, graceMs: 10_000 };
+  const samples = (from: number, to: number, lag: (t: number) => number) => {
+    const out: { t: number; lags: Record<string, number> }[] = [];
+    for (let t = from; t <= to; t += 3000) out.push({ t, lags: { n1: 0, n2: lag(t) } });
+    return out;
+  };
+  const stuck = checkFollowersBehind(samples(0, 40_000, () => 150), [], o);
+  assert.equal(stuck.violations.length, 1);
+  assert.match(stuck.violations[0]!, /follower behind: n2 was 150–150 entries behind/);
+  // the same while a fault was on (a paused or partitioned node): not the leader's doing
+  assert.deepEqual(checkFollowersBehind(samples(0, 40_000, () => 150), [{ variant: 'pause-follower', detail: '', start: 0, end: 35_000 }], o).violations, []);
+  // far behind, but catching up within a few seconds
+  assert.deepEqual(checkFollowersBehind(samples(0, 40_000, (t) => (t % 12_000 < 6000 ? 150 : 0)), [], o).violations, []);
+});
+

@@ -1,4 +1,4 @@
-// The checkers besides linearizability (lock-model.ts). Each returns a list of
+// The checkers besides linearizability (linearizability.ts). Each returns a list of
 // violations, each a sentence with the ops that prove it, so a report can be acted on.
 import { describeOp, type Op } from './history.js';
 import type { ResourceLogEntry } from './resource-proc.js';
@@ -9,6 +9,28 @@ export interface FaultRecord {
   start: number;
   /** when the heal finished */
   end: number;
+  /** a node's clock ran at this rate from start to end (the `clock` fault) */
+  clock?: { node: string; rate: number };
+  /** the injection failed part way (what it did is still a fault window) */
+  failed?: boolean;
+}
+
+/**
+ * The lease the window checkers hold the service to: a TTL in ms, or one whose length
+ * depends on when the renewal was sent — `scale(sentAt)` ≤ 1 shortens the TTL and the max
+ * holds measured from then, while a clock fault let the leader's clock run fast
+ * (summary.ts leaseFor, docs/jepsen-lite.md "Clocks and the lease checkers").
+ */
+export type Ttl = number | { ms: number; scale(sentAt: number): number };
+
+/** the TTL a renewal sent at `t` is owed */
+export function ttlAt(ttl: Ttl, t: number): number {
+  return typeof ttl === 'number' ? ttl : ttl.ms * ttl.scale(t);
+}
+
+/** how much of a duration the leader measures from `t` on the real clock is owed (≤ 1) */
+export function scaleAt(ttl: Ttl, t: number): number {
+  return typeof ttl === 'number' ? 1 : ttl.scale(t);
 }
 
 /** A grant we know of: an acquire that returned ok, or a read/renew that saw the holder. */
@@ -112,9 +134,9 @@ export function knownGrants(ops: readonly Op[], kind: GrantKind = 'lock'): Grant
  * session) before. A grant to s2 is proven by the time its acquire returned, so the check
  * is: s2's grant completed before s1's window closed, and s1 had not started to let go.
  */
-export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
+export function checkLeaseSafety(ops: readonly Op[], ttl: Ttl): string[] {
   const violations: string[] = [];
-  const win = grantWindows(ops, ttlMs);
+  const win = grantWindows(ops, ttl);
   // a grant is proven by its acquire's answer or by an earlier read or renew that saw it
   const grants = knownGrants(ops);
   const byLock = new Map<string, Grant[]>();
@@ -125,14 +147,14 @@ export function checkLeaseSafety(ops: readonly Op[], ttlMs: number): string[] {
       const g1 = gs[i]!;
       const w = win.safeUntil(g1.session);
       if (!w) continue;
-      const released = win.releasedAt(g1);
+      const end = win.end(g1);
       for (let j = i + 1; j < gs.length; j++) {
         const g2 = gs[j]!;
         if (g2.session === g1.session) continue;
-        if (g2.complete < w.t && g2.complete < released) {
+        if (g2.complete < end) {
           violations.push(
             `lease: ${lock} granted to ${g2.session.slice(0, 8)} (token ${g2.token}) by t=${g2.complete.toFixed(1)} while ${g1.session.slice(0, 8)} (token ${g1.token}) was safe until ${w.t.toFixed(1)} ` +
-              `(acknowledged ${w.op.f} sent at ${w.op.invoke.toFixed(1)}) and had not released it\n    ${describeOp(g1.op)}${w.op === g1.op ? '' : `\n    ${describeOp(w.op)}`}\n    ${describeOp(g2.op)}`,
+              `(acknowledged ${w.op.f} sent at ${w.op.invoke.toFixed(1)}) and had not released it, nor been revoked or reached a max hold${end < w.t ? ` before ${end.toFixed(1)}` : ''}\n    ${describeOp(g1.op)}${w.op === g1.op ? '' : `\n    ${describeOp(w.op)}`}\n    ${describeOp(g2.op)}`,
           );
         }
         break; // only the next grant after g1 matters; later ones follow from it
@@ -147,7 +169,11 @@ export interface GrantWindows {
   safeUntil(session: string): { t: number; op: Op } | undefined;
   /** when the holder of `g` started to let go of it (Infinity: never seen) */
   releasedAt(g: Grant): number;
-  /** the end of g's safe window: min(safeUntil, releasedAt); −Infinity without a lease */
+  /** the earliest moment the service may end `g` by itself: its acquire's send time plus
+   *  max_hold_ms (log time never runs faster than real time, docs/contract.md §4), or the
+   *  send of a revocation that can have hit it (Infinity: neither) */
+  endedBy(g: Grant): number;
+  /** the end of g's safe window: min(safeUntil, releasedAt, endedBy); −Infinity without a lease */
   end(g: Grant): number;
 }
 
@@ -160,13 +186,13 @@ export interface GrantWindows {
  * (a client cleaning up after an acquire it gave up on lets go of whatever grant of the
  * name that acquire got). For semaphores every release is tokenless.
  */
-export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind = 'lock'): GrantWindows {
+export function grantWindows(ops: readonly Op[], ttl: Ttl, kind: GrantKind = 'lock'): GrantWindows {
   const F = KIND_FNS[kind];
   const safe = new Map<string, { t: number; op: Op }>();
   for (const op of ops) {
     if (op.type !== 'ok' || !op.input.session) continue;
     if (op.f !== 'acquire' && op.f !== 'renew' && op.f !== 'keepalive' && op.f !== 'sem-acquire' && op.f !== 'campaign') continue;
-    const until = op.invoke + ttlMs;
+    const until = op.invoke + ttlAt(ttl, op.invoke);
     const cur = safe.get(op.input.session);
     if (!cur || until > cur.t) safe.set(op.input.session, { t: until, op });
   }
@@ -202,10 +228,35 @@ export function grantWindows(ops: readonly Op[], ttlMs: number, kind: GrantKind 
     const any = Math.min(Infinity, ...(tokenless.get(sk) ?? []).filter((r) => r.invoke >= from).map((r) => r.invoke));
     return Math.min(letGo.get(`${g.session}#${g.lock}#${g.token}`) ?? Infinity, closeAt.get(g.session) ?? Infinity, any);
   };
+  // a grant the service ends by itself: a max hold, a revocation (the nemesis's `revoke`)
+  const acquires = ops.filter((o) => o.f === F.acquire && o.input.lock !== undefined && o.input.session !== undefined);
+  const target = kind === 'semaphore' ? 'semaphore' : 'lock';
+  const revokes = ops.filter((o) => o.f === 'revoke' && o.input.lock !== undefined && (o.input.target ?? 'lock') === target);
+  /** the max hold of the acquire that made g: its own, or for a grant only reads saw, the
+   *  last acquire of the name by the session sent before the read answered */
+  const maxHoldEnd = (g: Grant): number => {
+    const own = acquires.find((c) => c.type === 'ok' && c.output.token === g.token && c.input.session === g.session && c.input.lock === g.lock);
+    const c = own ?? acquires.filter((x) => x.input.session === g.session && x.input.lock === g.lock && x.type !== 'fail' && x.invoke < g.complete).at(-1);
+    if (!c || c.input.max_hold_ms === undefined) return Infinity;
+    return c.invoke + c.input.max_hold_ms * scaleAt(ttl, c.invoke);
+  };
+  /** the earliest send of a revocation that can have taken g away */
+  const revokedFrom = (g: Grant): number => {
+    let t = Infinity;
+    for (const r of revokes) {
+      if (r.type === 'fail' || r.input.lock !== g.lock) continue;
+      if (r.input.session !== undefined && r.input.session !== g.session) continue;
+      if (r.complete < g.invoke) continue; // answered before the acquire was sent: it cannot have hit this one
+      t = Math.min(t, r.invoke);
+    }
+    return t;
+  };
+  const endedBy = (g: Grant): number => Math.min(maxHoldEnd(g), revokedFrom(g));
   return {
     safeUntil: (session) => safe.get(session),
     releasedAt,
-    end: (g) => Math.min(safe.get(g.session)?.t ?? -Infinity, releasedAt(g)),
+    endedBy,
+    end: (g) => Math.min(safe.get(g.session)?.t ?? -Infinity, releasedAt(g), endedBy(g)),
   };
 }
 
@@ -499,3 +550,45 @@ export function electionsInLog(node: string, text: string, wallAtZero: number): 
   }
   return out;
 }
+
+// ---- 7b. followers kept up to date ----------------------------------------------------
+
+/** the leader's view at time t: each member's lag (entries behind the leader's last index) */
+export interface LagSample {
+  t: number;
+  lags: Record<string, number>;
+}
+
+/**
+ * No member stays far behind the leader while nothing explains it: a member whose lag is
+ * at least `minLag` entries in every sample over `minMs` or more, none of it during a
+ * fault or within `graceMs` after one healed, was left behind — the leader stopped feeding
+ * it (a replication stall) while it, knowing only what the leader tells it, may even say
+ * it is ready. A slow but working follower catches up within a second or two.
+ */
+export function checkFollowersBehind(samples: readonly LagSample[], faults: readonly FaultRecord[], o: { minLag: number; minMs: number; graceMs: number }): { violations: string[]; worstMs: Record<string, number> } {
+  const quiet = (t: number): boolean => !faults.some((f) => t >= f.start && t <= f.end + o.graceMs);
+  const violations: string[] = [];
+  const worstMs: Record<string, number> = {};
+  const ids = new Set(samples.flatMap((x) => Object.keys(x.lags)));
+  for (const id of ids) {
+    let from: LagSample | null = null;
+    let reported = false;
+    for (const x of samples) {
+      const lag = x.lags[id];
+      if (lag === undefined || lag < o.minLag || !quiet(x.t)) {
+        from = null;
+        continue;
+      }
+      from ??= x;
+      const ms = x.t - from.t;
+      worstMs[id] = Math.max(worstMs[id] ?? 0, ms);
+      if (ms >= o.minMs && !reported) {
+        reported = true;
+        violations.push(`follower behind: ${id} was ${from.lags[id]}–${lag} entries behind the leader's log from t=${from.t.toFixed(0)} to t=${x.t.toFixed(0)} (${(ms / 1000).toFixed(1)} s) with no fault active or just healed`);
+      }
+    }
+  }
+  return { violations, worstMs };
+}
+

@@ -3,7 +3,7 @@
 // 2: bad arguments.
 import { Command, InvalidArgumentError } from 'commander';
 import { parseDurationMs } from '../../src/config.js';
-import { DEFAULT_FAULTS, FAULT_CATEGORIES, FAULT_VARIANTS, categoryOf, type FaultCategory, type Variant } from './nemesis.js';
+import { FAULT_CATEGORIES, FAULT_VARIANTS, categoryOf, defaultFaults, type FaultCategory, type Variant } from './nemesis.js';
 import { defaultOptions, runJepsen, summaryText } from './run.js';
 import { recheck } from './recheck.js';
 import { defaultClients, parseWorkloads, WORKLOADS, type Workload } from './workloads.js';
@@ -52,8 +52,9 @@ const program = new Command()
   .option('--nodes <n>', 'cluster size (3 or 5)', int, 3)
   .option('--duration <d>', 'how long the workload runs (60s, 10m, …)', duration, 60_000)
   .option('--seed <n>', 'seed of the fault schedule and the workload (default: random, printed)', int)
-  .option('--faults <list>', `comma-separated: ${FAULT_CATEGORIES.join(', ')}, or all / none (default: all but membership and wipe)`, faults, [...DEFAULT_FAULTS])
+  .option('--faults <list>', `comma-separated: ${FAULT_CATEGORIES.join(', ')}, or all / none (default: every kind)`, faults)
   .option('--emphasise <variants>', 'fault variants to schedule once more in every round, e.g. kill-all (normally once per run); their category must be in --faults', variants, [])
+  .option('--without <variants>', 'fault variants never to inject, e.g. corrupt-lost-ack', variants, [])
   .option('--workload <list>', `what the clients run, comma-separated, assigned to c1, c2, … in turn (a name twice weights it): ${WORKLOADS.join(', ')}, or all — lock: exclusive locks and the fenced register; shared: readers and writers of a shared lock; semaphore: permits of a semaphore with a fixed limit; election: campaigners of one election whose leader writes the fenced register with its token (some campaigns with max_hold_ms)`, workloads, ['lock'])
   .option('--clients <n>', 'client processes (default: nodes + 2, and at least 2 per workload)', int)
   .option('--locks <n>', 'lock names the clients compete for', int, 3)
@@ -64,7 +65,7 @@ const program = new Command()
   .option('--no-netns', 'run on loopback without network namespaces (partitions and packet faults are skipped)')
   .option('--rss-limit-mb <n>', 'resident memory bound per node', int, 400)
   .option('--recheck <dir>', 'run the history checkers again on an existing run folder, and nothing else')
-  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults: FaultCategory[]; emphasise: Variant[]; workload: Workload[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; watch: boolean; rssLimitMb: number }) => {
+  .action(async (o: { recheck?: string; nodes: number; duration: number; seed?: number; faults?: FaultCategory[]; emphasise: Variant[]; without: Variant[]; workload: Workload[]; clients?: number; locks: number; ttl: number; out: string; fencing: boolean; netns: boolean; watch: boolean; rssLimitMb: number }) => {
     if (o.recheck !== undefined) {
       const r = recheck(o.recheck);
       process.stdout.write(`recheck ${o.recheck}: ${r.ops} operations, linearizable: ${r.linearizable}, violations: ${r.violations.length}\n${r.violations.map((v) => `  - ${v}\n`).join('')}`);
@@ -75,14 +76,16 @@ const program = new Command()
     if (o.duration < 10_000) throw new InvalidArgumentError('--duration must be at least 10s');
     if (o.clients !== undefined && o.clients < 1) throw new InvalidArgumentError('--clients must be at least 1');
     if (o.locks < 1) throw new InvalidArgumentError('--locks must be at least 1');
-    if (o.faults.includes('revoke') && !o.workload.includes('election')) throw new InvalidArgumentError('--faults revoke revokes the election\'s leader: it needs --workload election (e.g. --workload lock,election)');
-    for (const v of o.emphasise) if (!o.faults.includes(categoryOf(v))) throw new InvalidArgumentError(`--emphasise ${v} needs its category "${categoryOf(v)}" in --faults`);
+    o.faults ??= defaultFaults(o.workload);
+    const chosen = o.faults;
+    for (const v of o.emphasise) if (!chosen.includes(categoryOf(v))) throw new InvalidArgumentError(`--emphasise ${v} needs its category "${categoryOf(v)}" in --faults`);
     const opts = defaultOptions({
       nodes: o.nodes,
       durationMs: o.duration,
       ...(o.seed !== undefined ? { seed: o.seed } : {}),
       faults: o.faults,
       emphasise: o.emphasise,
+      without: o.without,
       workloads: o.workload,
       clients: o.clients ?? defaultClients(o.nodes, o.workload),
       locks: o.locks,

@@ -13,7 +13,7 @@
 // resource must refuse it once a newer leader has written (checkers-election.ts).
 import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';
-import { definite, enc, get, num, post, sleep, str } from './client-http.js';
+import { definite, enc, get, grantsOf, holderOf, num, post, sleep, str } from './client-http.js';
 
 export interface ElectionCtx {
   rec: Recorder;
@@ -86,6 +86,29 @@ export function readElection(rec: Recorder, name: string): Promise<Outcome> {
       return out;
     }),
   );
+}
+
+/** The nemesis's revocation of a lock's holder or of a semaphore's grants (sent by the
+ *  probe): for a lock (a shared one too) read it and revoke one holder (every grant of the
+ *  name when none is read within 3 s); for a semaphore revoke every grant of the name.
+ *  Recorded in the history as `revoke` (with `target` for a semaphore). */
+export async function revokeGrants(rec: Recorder, target: 'lock' | 'semaphore', name: string): Promise<{ holder: string | null; revoked: { session: string; token: number }[] | null; type: string }> {
+  let holder: string | null = null;
+  if (target === 'lock') {
+    for (const end = rec.now() + 3000; holder === null && rec.now() < end; ) {
+      const r = await rec.run('read', { lock: name }, get(`/v1/locks/${enc(name)}`, 1500), 2000, (a) => definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b) })));
+      const g = r.type === 'ok' ? r.value.grants ?? [] : [];
+      if (g.length > 0) holder = g[Math.floor(g.length / 2)]!.session;
+      else await sleep(100);
+    }
+  }
+  const path = target === 'lock' ? `/v1/locks/${enc(name)}/revoke` : `/v1/semaphores/${enc(name)}/revoke`;
+  const v = await rec.run('revoke', { lock: name, ...(holder !== null ? { session: holder } : {}), ...(target === 'semaphore' ? { target } : {}) }, post(path, holder !== null ? { session_id: holder } : {}, 2000), 4000, (a) =>
+    definite(a, (b) => ({
+      revoked: Array.isArray(b.revoked) ? (b.revoked as Record<string, unknown>[]).map((x) => ({ session: str(x.session_id) ?? '', token: num(x.fencing_token) ?? -1 })) : [],
+    })),
+  );
+  return { holder, revoked: v.type === 'ok' ? (v.value.revoked ?? []) : null, type: v.type === 'fail' ? `fail ${v.value.code}` : v.type };
 }
 
 /** The nemesis's revocation (sent by the probe): read the election, then revoke its leader

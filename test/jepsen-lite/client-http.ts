@@ -21,10 +21,23 @@ export function holderOf(body: Record<string, unknown> | undefined): OpValue {
   return out;
 }
 
-/** 2xx → ok; 4xx → a definite failure naming the code */
+/** every holder a lock read shows, with its mode (a shared lock has several) */
+export function grantsOf(body: Record<string, unknown>): OpValue {
+  if (!Array.isArray(body.holders)) return {};
+  const grants = (body.holders as Record<string, unknown>[]).map((h) => ({ session: str(h.session_id) ?? '', token: num(h.fencing_token) ?? -1, mode: h.mode === 'shared' ? ('shared' as const) : ('exclusive' as const) }));
+  return { grants };
+}
+
+/** 2xx → ok; 4xx → a definite failure naming the code (and what a semaphore's refusal says) */
 export function definite(a: HttpAnswer, ok: (body: Record<string, unknown>) => OpValue): Outcome {
   if (a.status >= 200 && a.status < 300) return { type: 'ok', value: ok(a.body ?? {}), body: a.body ?? {} };
-  return { type: 'fail', value: { code: errorCode(a), ...holderOf(a.body) }, body: a.body ?? {} };
+  const e = a.body?.error as Record<string, unknown> | undefined;
+  const sem: OpValue = {};
+  const limit = num(e?.limit);
+  const inUse = num(e?.in_use);
+  if (limit !== undefined) sem.limit = limit;
+  if (inUse !== undefined) sem.in_use = inUse;
+  return { type: 'fail', value: { code: errorCode(a), ...holderOf(a.body), ...sem }, body: a.body ?? {} };
 }
 
 export const post = (path: string, body: unknown, timeoutMs: number, signal?: AbortSignal) => (ep: string, key: string) => httpJson(ep + path, 'POST', body, timeoutMs, { 'idempotency-key': key }, signal);

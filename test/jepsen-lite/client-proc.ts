@@ -22,9 +22,10 @@ import { createInterface } from 'node:readline';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { clockFrom, httpJson, Recorder, type Outcome } from './recorder.js';
 import type { HistoryEvent } from './history.js';
-import { definite, enc, get, holderOf, num, post, sleep, str } from './client-http.js';
+import { definite, enc, get, grantsOf, holderOf, num, post, sleep, str } from './client-http.js';
+import { maxHoldOf } from './workloads.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
-import { electionIteration, readElection, revokeLeader, type ElectionCtx } from './client-election.js';
+import { electionIteration, readElection, revokeGrants, revokeLeader, type ElectionCtx } from './client-election.js';
 import type { Workload } from './workloads.js';
 
 export interface ClientArgs {
@@ -147,7 +148,7 @@ async function checkToken(lock: string, token: number): Promise<void> {
 
 async function readLock(lock: string): Promise<Outcome> {
   return rec.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) =>
-    definite(a, (b) => ({ held: b.held === true, ...holderOf(b) })),
+    definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b) })),
   );
 }
 
@@ -172,11 +173,12 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
   const waitMs = rng.next() < 0.3 ? 0 : rng.int(100, 1500);
   // a caller with a deadline shorter than its wait: gives up after 50 ms … wait_ms − 50 ms
   const giveUpMs = waitMs >= 200 && rng.next() < 0.3 ? rng.int(50, waitMs - 50) : undefined;
+  const hold = maxHoldOf(rng);
   const giveUp = giveUpMs === undefined ? undefined : AbortSignal.timeout(giveUpMs);
   const acq = await rec.run(
     'acquire',
-    { lock, session: s, wait_ms: waitMs, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
-    post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs }, waitMs + 2000, giveUp),
+    { lock, session: s, wait_ms: waitMs, ...hold, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
+    post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs, ...hold }, waitMs + 2000, giveUp),
     waitMs + 4000,
     (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
     giveUp,
@@ -225,7 +227,7 @@ async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<vo
     if (token !== undefined && rng.next() < 0.3) {
       await reader.run('check', { lock, token }, get(`/v1/locks/${enc(lock)}/check?fencing_token=${token}`, 1500), 2000, (a) => definite(a, (b) => ({ current: b.current === true })));
     } else {
-      const r = await reader.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) => definite(a, (b) => ({ held: b.held === true, ...holderOf(b) })));
+      const r = await reader.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) => definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b) })));
       if (r.type === 'ok' && r.value.holder_token !== undefined) lastTokens.set(lock, r.value.holder_token);
     }
   }
@@ -265,11 +267,11 @@ async function health(): Promise<string[]> {
 /** One operator request (the membership fault's DELETE), sent from the client namespace:
  *  the first endpoint that answers with something other than 503 (a removed or leaderless
  *  node) wins; null when none answered at all. */
-async function anyEndpoint(method: string, path: string): Promise<{ endpoint: string; status: number; body: unknown } | null> {
+async function anyEndpoint(method: string, path: string, body?: unknown, timeoutMs = 5000): Promise<{ endpoint: string; status: number; body: unknown } | null> {
   let last: { endpoint: string; status: number; body: unknown } | null = null;
   for (const ep of args.endpoints) {
     try {
-      const a = await httpJson(ep + path, method, undefined, 5000);
+      const a = await httpJson(ep + path, method, body, timeoutMs);
       last = { endpoint: ep, status: a.status, body: a.body };
       if (a.status !== 503) return last;
     } catch {
@@ -297,7 +299,7 @@ async function readAll(deadlineMs: number): Promise<boolean> {
 async function runProbe(): Promise<void> {
   const rl = createInterface({ input: process.stdin });
   for await (const line of rl) {
-    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'revoke' | 'stop'; deadlineMs?: number; method?: string; path?: string; name?: string };
+    let cmd: { id: number; cmd: 'cluster' | 'read-all' | 'health' | 'http' | 'one' | 'revoke' | 'revoke-grants' | 'stop'; endpoint?: string; target?: 'lock' | 'semaphore'; deadlineMs?: number; method?: string; path?: string; body?: unknown; timeoutMs?: number; name?: string };
     try {
       cmd = JSON.parse(line) as typeof cmd;
     } catch {
@@ -309,8 +311,10 @@ async function runProbe(): Promise<void> {
     if (cmd.cmd === 'cluster') reply = await clusterViews();
     else if (cmd.cmd === 'read-all') reply = await readAll(cmd.deadlineMs ?? 10_000);
     else if (cmd.cmd === 'health') reply = await health();
-    else if (cmd.cmd === 'http') reply = await anyEndpoint(cmd.method ?? 'GET', cmd.path ?? '/');
+    else if (cmd.cmd === 'http') reply = await anyEndpoint(cmd.method ?? 'GET', cmd.path ?? '/', cmd.body, cmd.timeoutMs);
+    else if (cmd.cmd === 'one') reply = await httpJson(`${cmd.endpoint ?? ''}${cmd.path ?? '/'}`, cmd.method ?? 'GET', cmd.body, cmd.timeoutMs ?? 1000).then((a) => ({ status: a.status, body: a.body }), () => null);
     else if (cmd.cmd === 'revoke') reply = await revokeLeader(rec, cmd.name ?? '');
+    else if (cmd.cmd === 'revoke-grants') reply = await revokeGrants(rec, cmd.target ?? 'lock', cmd.name ?? '');
     write({ reply: cmd.id, value: reply });
   }
 }

@@ -4,8 +4,12 @@
 // shared: acquire the lock shared (a reader, about two in three) or exclusive (a writer),
 // waiting up to wait_ms; then begin an access of the access-logged resource (read or
 // write) with the grant's token, "work", end it; sometimes renew; release with the token.
-// semaphore: acquire 1 or 2 permits of a semaphore whose limit is fixed for the run; then
-// begin an access with the token and the permits, "work", end it; release.
+// semaphore: acquire 1 or 2 permits of a semaphore (jm-0: a limit fixed for the run; jm-1:
+// resized now and then by its clients, between 2 and 3, each acquiring with the limit it
+// last learned — its own resize, or a limit_mismatch answer); then begin an access with
+// the token and the permits, "work", end it; release.
+// A third of the acquires ask for a max hold (workloads.ts maxHoldOf): the service may end
+// the grant while the client works, and fencing at the resource keeps that safe.
 // Some waiting acquires give up early and release the name in their session without a
 // token, as the exclusive workload does (docs/client.md "An acquire that fails never
 // leaves a grant behind").
@@ -13,6 +17,7 @@ import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';
 import type { OpValue } from './history.js';
 import { definite, enc, get, num, post, sleep, str } from './client-http.js';
+import { maxHoldOf, RESIZED_SEM, SEM_LIMIT } from './workloads.js';
 
 export interface WorkloadCtx {
   rec: Recorder;
@@ -46,11 +51,12 @@ export async function sharedIteration(ctx: WorkloadCtx, rng: Rng, s: string): Pr
   const lock = pick(rng, ctx.sharedLocks);
   const mode = rng.next() < 0.65 ? 'shared' : 'exclusive';
   const { waitMs, giveUpMs } = waits(rng);
+  const hold = maxHoldOf(rng);
   const giveUp = giveUpMs === undefined ? undefined : AbortSignal.timeout(giveUpMs);
   const acq = await ctx.rec.run(
     'acquire',
-    { lock, session: s, mode, wait_ms: waitMs, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
-    post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs, mode }, waitMs + 2000, giveUp),
+    { lock, session: s, mode, wait_ms: waitMs, ...hold, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
+    post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs, mode, ...hold }, waitMs + 2000, giveUp),
     waitMs + 4000,
     (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
     giveUp,
@@ -74,20 +80,32 @@ export async function sharedIteration(ctx: WorkloadCtx, rng: Rng, s: string): Pr
   await sleep(rng.int(0, 100));
 }
 
+/** the limit this client last learned for each resized semaphore */
+const limits = new Map<string, number>();
+
 export async function semaphoreIteration(ctx: WorkloadCtx, rng: Rng, s: string): Promise<void> {
   const name = pick(rng, ctx.semaphores);
+  const resized = name === RESIZED_SEM;
+  if (resized && rng.next() < 0.15) {
+    const to = (limits.get(name) ?? SEM_LIMIT) === SEM_LIMIT ? SEM_LIMIT + 1 : SEM_LIMIT;
+    const r = await ctx.rec.run('sem-limit', { lock: name, limit: to }, (ep, key) => httpJson(`${ep}/v1/semaphores/${enc(name)}/limit`, 'PUT', { limit: to }, 1500, { 'idempotency-key': key }), 3000, (a) => definite(a, (b) => ({ limit: num(b.limit) ?? -1 })));
+    if (r.type === 'ok') limits.set(name, to);
+    return sleep(rng.int(0, 100));
+  }
   const permits = rng.next() < 0.6 ? 1 : 2;
-  const limit = ctx.semLimit;
+  const limit = resized ? limits.get(name) ?? SEM_LIMIT : ctx.semLimit;
   const { waitMs, giveUpMs } = waits(rng);
+  const hold = maxHoldOf(rng);
   const giveUp = giveUpMs === undefined ? undefined : AbortSignal.timeout(giveUpMs);
   const acq = await ctx.rec.run(
     'sem-acquire',
-    { lock: name, session: s, permits, limit, wait_ms: waitMs, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
-    post(`/v1/semaphores/${enc(name)}/acquire`, { session_id: s, limit, permits, wait_ms: waitMs }, waitMs + 2000, giveUp),
+    { lock: name, session: s, permits, limit, wait_ms: waitMs, ...hold, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
+    post(`/v1/semaphores/${enc(name)}/acquire`, { session_id: s, limit, permits, wait_ms: waitMs, ...hold }, waitMs + 2000, giveUp),
     waitMs + 4000,
     (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, permits: num(b.permits) ?? -1, limit: num(b.limit) ?? -1 })),
     giveUp,
   );
+  if (acq.type === 'fail' && acq.value.code === 'limit_mismatch' && acq.value.limit !== undefined) limits.set(name, acq.value.limit);
   const release = (): Promise<Outcome> => ctx.rec.run('sem-release', { lock: name, session: s }, post(`/v1/semaphores/${enc(name)}/release`, { session_id: s }, 1500), 3000, (a) => definite(a, () => ({})));
   if (acq.type === 'info' && acq.value.code === 'gave-up') {
     ctx.noteSession(s, await release());

@@ -22,6 +22,7 @@ export type Fn =
   | 'sem-acquire' // POST /v1/semaphores/{name}/acquire (the semaphore's name in `lock`)
   | 'sem-release'
   | 'sem-read' // linearizable GET /v1/semaphores/{name}
+  | 'sem-limit' // PUT /v1/semaphores/{name}/limit: resize (the new limit in `limit`)
   | 'campaign' // POST /v1/elections/{name}/campaign (the election's name in `lock`)
   | 'proclaim' // POST /v1/elections/{name}/proclaim: the leader checks it still leads
   | 'resign'
@@ -57,7 +58,11 @@ export interface OpValue {
   /** sem-read: permits in use and the holders */
   in_use?: number;
   holders?: { session: string; token: number; permits: number }[];
-  /** campaign: the grant is freed this long after it was made (docs/contract.md §4) */
+  /** read of a lock: every holder with its mode (shared locks have several) */
+  grants?: { session: string; token: number; mode: 'exclusive' | 'shared' }[];
+  /** revoke: what it revokes (absent: a lock, an election being the lock of its name) */
+  target?: 'lock' | 'semaphore';
+  /** campaign, acquire, sem-acquire: the grant is freed this long after it was made (docs/contract.md §4) */
   max_hold_ms?: number;
   /** campaign / proclaim: the leader's value; el-read: the value read */
   text?: string;

@@ -1,39 +1,37 @@
 // The nemesis: a seeded schedule of fault episodes (fault → hold → heal → recover → quiet)
 // and the code that injects each fault for real: iptables partitions, kill -9 and restart
-// on the same data, SIGSTOP/SIGCONT of nodes and of lock clients, packet faults, and a
-// crash that drops every unsynced write. The seed fixes the order of the faults and every
-// random choice the nemesis makes; the targets that depend on the cluster (who leads)
-// are looked up when the fault starts.
+// on the same data, SIGSTOP/SIGCONT of nodes and of lock clients, packet faults, a crash
+// that drops every unsynced write, membership changes, lost and damaged disks, and clocks
+// running fast, slow or stepping. The seed fixes the order of the faults and every random
+// choice the nemesis makes; the targets that depend on the cluster (who leads) are looked
+// up when the fault starts. Every kind is in DEFAULT_FAULTS (`revoke` when the election
+// workload runs): docs/jepsen-lite.md "Faults" describes each variant.
 //
-// `membership` (docs/membership.md "Replace a failed node (dead disk, lost machine)")
-// replaces a voter: remove it through the API, stop its process, and when the fault heals
-// start a fresh node with a NEW id and an empty data dir in the same network slot
-// (namespace and address), joining with `serve --join` until it is a voter.
-// `member-failover-leader` changes membership while the leader is dead, the operator's
-// `member remove <dead leader>` right after a failover: kill -9 the leader, DELETE it at
-// once through whichever follower answers (a new leader is being elected meanwhile, and
-// must not change membership before its term commits: docs/membership.md), restart the dead
-// leader on its old data while the removal is under way, stop it once removed. Its heal
-// adds a member while the leader is dead: kill -9 the current leader, start the joiner in
-// the removed node's slot at once, restart the killed leader shortly after. The membership
-// family is not in DEFAULT_FAULTS (the set `npm test` and a plain `npm run jepsen` use).
+// This file holds the schedule and the simple kinds; the membership family is in
+// nemesis-membership.ts, `corrupt` in nemesis-disk.ts, `clock` in nemesis-clock.ts. The
+// runner (run.ts) implements NemesisEnv: the verbs on real processes, disks and networks.
 //
-// `wipe` loses a voter's data directory: kill -9, delete the directory, start it again
-// under its id without --join. It must refuse (exit 2 with its one line: docs/membership.md,
-// "A node whose data directory is gone"); the heal is the documented recovery — remove
-// it, then a node with an empty directory joins in its slot. Not in DEFAULT_FAULTS either.
-//
-// `revoke` takes the election's leadership away through the admin API (`POST
-// /v1/locks/{name}/revoke` of the leader's session, sent by the probe and recorded in the
-// history): the deposed leader learns it at its next proclaim, and its writes in between
-// must be refused by the fenced resource once a newer leader wrote. It needs the election
-// workload, so it is not in DEFAULT_FAULTS (jepsen-3.test.ts adds it).
+// `revoke` takes grants away through the admin API (sent by the probe and recorded in the
+// history): the election's leadership (`POST /v1/locks/{name}/revoke` of the leader's
+// session: the deposed leader learns it at its next proclaim, and its writes in between
+// must be refused by the fenced resource once a newer leader wrote), a lock holder's grant
+// (exclusive or shared), or every grant of a semaphore. Which ones depends on the workloads.
 import type { Rng } from '../../src/raft/core/rng.js';
+import type { Surgery } from './disk-faults.js';
+import type { ClockMode } from './clock.js';
+import { injectMembership, MEMBERSHIP_VARIANTS, type MembershipVariant } from './nemesis-membership.js';
+import { injectCorrupt, CORRUPT_VARIANTS, type CorruptVariant } from './nemesis-disk.js';
+import { injectClock, CLOCK_VARIANTS, type ClockVariant } from './nemesis-clock.js';
 
-export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership', 'wipe', 'revoke'] as const;
+export const FAULT_CATEGORIES = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced', 'membership', 'wipe', 'corrupt', 'clock', 'revoke'] as const;
 export type FaultCategory = (typeof FAULT_CATEGORIES)[number];
-/** what runs when no --faults is given, and what the 3-node `npm test` run uses */
-export const DEFAULT_FAULTS: readonly FaultCategory[] = ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'];
+/** every kind: what runs when no --faults is given */
+export const DEFAULT_FAULTS: readonly FaultCategory[] = [...FAULT_CATEGORIES];
+
+/** what runs when no --faults is given: every kind (each workload has grants to revoke) */
+export function defaultFaults(_workloads: readonly string[]): FaultCategory[] {
+  return [...DEFAULT_FAULTS];
+}
 
 export type Variant =
   | 'partition-leader' // isolate the leader
@@ -55,18 +53,25 @@ export type Variant =
   | 'member-failover-leader' // kill the leader, remove it at once through a follower, restart it; the heal joins a new node while the next leader is dead
   | 'wipe-restart' // lose a voter's data dir and start it again: it must refuse; then remove → join
   | 'revoke-leader' // revoke the election leader's grant (admin API)
-  | 'unsynced'; // kill -9 a majority incl. the leader, losing every unsynced write; once per run
+  | 'revoke-lock' // revoke a lock holder's grant, exclusive or shared
+  | 'revoke-semaphore' // revoke every grant of a semaphore
+  | 'unsynced' // kill -9 a majority incl. the leader, losing every unsynced write; once per run
+  | MembershipVariant
+  | CorruptVariant
+  | ClockVariant;
 
 /** every variant, for the command line (--emphasise) */
 export const FAULT_VARIANTS = [
   'partition-leader', 'partition-halves', 'partition-ring', 'partition-bridge', 'partition-oneway', 'partition-partial',
   'kill-one', 'kill-leader', 'kill-minority', 'kill-all', 'pause-leader', 'pause-follower', 'pause-client', 'packet',
-  'member-replace-leader', 'member-replace-follower', 'unsynced', 'revoke-leader',
+  'member-replace-leader', 'member-replace-follower', 'member-failover-leader', 'unsynced', 'revoke-leader', 'revoke-lock', 'revoke-semaphore', 'wipe-restart',
+  ...MEMBERSHIP_VARIANTS, ...CORRUPT_VARIANTS, ...CLOCK_VARIANTS,
 ] as const satisfies readonly Variant[];
 
 export const ONCE_PER_RUN: ReadonlySet<Variant> = new Set(['kill-all', 'unsynced']);
 
-export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
+/** the variants of a category; `revoke` has one per kind of grant the workloads make */
+export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly string[] = ['lock', 'shared', 'semaphore', 'election']): Variant[] {
   switch (c) {
     case 'partition':
       return nodes >= 5
@@ -83,11 +88,20 @@ export function variantsOf(c: FaultCategory, nodes: number): Variant[] {
     case 'unsynced':
       return ['unsynced'];
     case 'membership':
-      return ['member-replace-leader', 'member-replace-follower', 'member-failover-leader'];
+      return ['member-replace-leader', 'member-replace-follower', 'member-failover-leader', ...MEMBERSHIP_VARIANTS];
     case 'wipe':
       return ['wipe-restart'];
+    case 'corrupt':
+      // corrupt-lost-ack only when asked for (--emphasise): nemesis-disk.ts says why
+      return CORRUPT_VARIANTS.filter((v) => v !== 'corrupt-lost-ack');
+    case 'clock':
+      return [...CLOCK_VARIANTS];
     case 'revoke':
-      return ['revoke-leader'];
+      return [
+        ...(workloads.includes('election') ? ['revoke-leader' as const] : []),
+        ...(workloads.includes('lock') || workloads.includes('shared') ? ['revoke-lock' as const] : []),
+        ...(workloads.includes('semaphore') ? ['revoke-semaphore' as const] : []),
+      ];
   }
 }
 
@@ -98,11 +112,13 @@ export function categoryOf(v: Variant): FaultCategory {
   if (v.startsWith('pause')) return 'pause';
   if (v.startsWith('member')) return 'membership';
   if (v === 'wipe-restart') return 'wipe';
-  if (v === 'revoke-leader') return 'revoke';
+  if (v.startsWith('corrupt')) return 'corrupt';
+  if (v.startsWith('clock')) return 'clock';
+  if (v.startsWith('revoke')) return 'revoke';
   return v as FaultCategory;
 }
 
-function shuffle<T>(rng: Rng, xs: T[]): T[] {
+export function shuffle<T>(rng: Rng, xs: readonly T[]): T[] {
   const a = [...xs];
   for (let i = a.length - 1; i > 0; i--) {
     const j = rng.int(0, i + 1);
@@ -116,17 +132,20 @@ function shuffle<T>(rng: Rng, xs: T[]): T[] {
  * once-per-run crashes among them), so even a short run sees every kind; later rounds
  * cycle through the repeatable variants in a fresh shuffled order each, plus one of each
  * `emphasise`d variant per round (`--emphasise kill-all` repeats the crash of every node).
+ * Variants in `without` are never scheduled.
  */
-export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400, emphasise: readonly Variant[] = []): Variant[] {
+export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: number, length = 400, emphasise: readonly Variant[] = [], workloads?: readonly string[], without: readonly Variant[] = []): Variant[] {
+  const of = (c: FaultCategory): Variant[] => variantsOf(c, nodes, workloads).filter((v) => !without.includes(v));
   const first: Variant[] = [];
   for (const c of categories) {
-    const vs = variantsOf(c, nodes);
+    const vs = of(c);
+    if (vs.length === 0) continue;
     if (c === 'kill') first.push('kill-all');
     else first.push(vs[rng.int(0, vs.length)]!);
   }
   const out = shuffle(rng, first);
   // emphasised variants (e.g. kill-all, normally once per run) join every later round
-  const repeatable = [...categories.flatMap((c) => variantsOf(c, nodes)).filter((v) => !ONCE_PER_RUN.has(v)), ...emphasise];
+  const repeatable = [...categories.flatMap(of).filter((v) => !ONCE_PER_RUN.has(v)), ...emphasise];
   while (out.length < length && repeatable.length > 0) out.push(...shuffle(rng, repeatable));
   return out.slice(0, length);
 }
@@ -151,17 +170,69 @@ export interface NemesisEnv {
   startPacket(): Promise<string>;
   stopPacket(): Promise<void>;
   sleep(ms: number): Promise<void>;
+  /** the system misbehaved during a fault (in an injection or a heal): a violation of the run */
+  problem(text: string): void;
+
+  // ---- membership (nemesis-membership.ts)
   /** DELETE the member through the API until it is out of the configuration, then stop its
    *  process (and forget it: it leaves `nodes`); throws when the removal cannot be done */
   removeMember(id: string): Promise<void>;
-  /** start a node with a new id in `slotOf`'s place with --join; resolves with its id once it
-   *  is a voter (it joins `nodes` when it starts) */
-  addMember(slotOf: string): Promise<string>;
+  /** one DELETE /v1/cluster/members/{id}: the first answer that is not a 503, as it came */
+  deleteOnce(id: string): Promise<{ status: number | null; text: string }>;
+  /** the members as the current leader sees them (id → role), null when no leader answers */
+  members(): Promise<Map<string, string> | null>;
+  /** start a node with an empty data dir in `slotOf`'s place with --join, under a new id
+   *  (or `slotOf`'s own id again: `sameId`); resolves with its id once it is a voter (it
+   *  joins `nodes` when it starts) */
+  addMember(slotOf: string, o?: { sameId?: boolean }): Promise<string>;
+  /** a new voter in the spare slot, etcd's way: member add, then `serve --config --node`
+   *  on an empty data dir; resolves with its id once it is a voter */
+  growMember(): Promise<{ id: string; grew: boolean }>;
+  /** POST /v1/cluster/transfer-leadership {to}: the answer, in one line */
+  transferLeadership(to: string | undefined): Promise<string>;
   /** kill -9 `id`, delete its data directory, start it again under its id; resolves once
    *  it exited (or after a bound) with how it ended and the refusal line it printed */
   wipeAndRestart(id: string): Promise<{ code: number | null; line: string | null; ms: number }>;
+  /** remove → wipe → join under the same id (docs/storage.md "Corruption recovery") */
+  rebuild(id: string): Promise<void>;
+
+  // ---- disks (nemesis-disk.ts)
+  /** the leader's view of `id`: the index it acknowledged (the leader's own last index for
+   *  the leader) and how far behind the leader's log that is; null without a leader */
+  acked(id: string): Promise<{ match: number; lag: number } | null>;
+  /** the newest LevelDB write-ahead log file of `id`'s data directory and its size now */
+  walMark(id: string): { file: string; size: number } | null;
+  /** operate on the data directory of a stopped node */
+  surgery(id: string, f: (dir: string) => Surgery): Surgery;
+  /** start a node whose disk was damaged; resolves once it serves or exits (bounded) */
+  restartDamaged(id: string): Promise<DamagedStart>;
+  /** watch a restarted node for `ms`: a problem when it says ready while it has not applied
+   *  what the leader had committed seconds before (null: none seen) */
+  watchReadiness(id: string, ms: number): Promise<string | null>;
+
+  // ---- clocks (nemesis-clock.ts)
+  /** how `id`'s process keeps time: 'rate' (both clocks follow its control file), 'wall'
+   *  (only the wall clock does), undefined (no fake clocks in this run) */
+  clockMode(id: string): ClockMode | undefined;
+  /** write `id`'s libfaketime control: "+0 x2", "+600", … */
+  setClock(id: string, spec: string): void;
+  /** kill -9 `id` and start it again with only its wall clock faked */
+  restartWallClock(id: string): Promise<void>;
+
   /** revoke the election's leader (the `revoke` fault); resolves with what was done */
   revokeLeader(): Promise<string>;
+  /** revoke a holder of a random lock of the workloads, or every grant of a random
+   *  semaphore; resolves with what was done */
+  revokeGrants(target: 'lock' | 'semaphore'): Promise<string>;
+}
+
+/** how a node with a damaged disk started: it exited (the line naming why), or it serves
+ *  with the log it loaded (the "storage loaded" line's last index) */
+export interface DamagedStart {
+  exit: { code: number | null; signal: string | null; line: string | null } | null;
+  loadedLastIndex: number | null;
+  dataDir: string;
+  ms: number;
 }
 
 export interface ActiveFault {
@@ -169,18 +240,27 @@ export interface ActiveFault {
   detail: string;
   /** the fault found the system misbehaving (the run is not VALID) */
   problem?: string;
+  /** a node's clock ran at this rate during the fault (the lease checkers' margin) */
+  clock?: { node: string; rate: number };
+  /** acknowledged before this time means durable: the durability checker's crash point */
+  durableBefore?: number;
   /** undo it (restart, resume, heal) */
   heal(): Promise<void>;
 }
 
-const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(0, xs.length)]!;
+export const pick = <T>(rng: Rng, xs: readonly T[]): T => xs[rng.int(0, xs.length)]!;
 
-async function leaderOrAny(env: NemesisEnv, rng: Rng): Promise<string> {
+export async function leaderOrAny(env: NemesisEnv, rng: Rng): Promise<string> {
   return (await env.leader()) ?? pick(rng, env.nodes);
 }
 
+export type Injected = ActiveFault & { holdMs: number };
+
 /** Start one fault. Returns how to heal it; the caller holds it for `holdMs` first. */
-export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<ActiveFault & { holdMs: number }> {
+export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Injected> {
+  if ((MEMBERSHIP_VARIANTS as readonly string[]).includes(v)) return injectMembership(v as MembershipVariant, env, rng);
+  if ((CORRUPT_VARIANTS as readonly string[]).includes(v)) return injectCorrupt(v as CorruptVariant, env, rng);
+  if ((CLOCK_VARIANTS as readonly string[]).includes(v)) return injectClock(v as ClockVariant, env, rng);
   const n = env.nodes.length;
   const minority = Math.floor((n - 1) / 2);
   const pauseMs = env.ttlMs + rng.int(800, 1800); // longer than the session TTL
@@ -278,15 +358,18 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Act
     }
     case 'wipe-restart': {
       const id = pick(rng, env.nodes);
+      const sameId = rng.next() < 0.5;
       const r = await env.wipeAndRestart(id);
       const refused = r.code === 2 && r.line !== null;
       return {
         variant: v,
         detail: refused
-          ? `wiped ${id}'s data directory and restarted it: it refused in ${r.ms} ms (exit 2: ${r.line!.slice(0, 120)}…); remove → join`
+          ? `wiped ${id}'s data directory and restarted it: it refused in ${r.ms} ms (exit 2: ${r.line!.slice(0, 120)}…); remove → join${sameId ? ` as ${id} again` : ''}`
           : `wiped ${id}'s data directory and restarted it: it did NOT refuse (exit ${r.code}, line ${r.line === null ? 'missing' : 'present'})`,
         holdMs: rng.int(500, 1500),
+        // the documented recovery; the same id again half the time (docs/membership.md allows it)
         heal: async () => {
+          if (sameId) return env.rebuild(id);
           await env.removeMember(id);
           await env.addMember(id);
         },
@@ -326,9 +409,16 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Act
       const d = await env.revokeLeader();
       return { variant: v, detail: d, holdMs: rng.int(200, 600), heal: async () => undefined };
     }
+    case 'revoke-lock':
+    case 'revoke-semaphore': {
+      const d = await env.revokeGrants(v === 'revoke-lock' ? 'lock' : 'semaphore');
+      return { variant: v, detail: d, holdMs: rng.int(200, 600), heal: async () => undefined };
+    }
     case 'packet': {
       const d = await env.startPacket();
       return { variant: v, detail: d, holdMs: rng.int(3000, 5000), heal: () => env.stopPacket() };
     }
+    default:
+      throw new Error(`nemesis: no injection for ${v}`);
   }
 }

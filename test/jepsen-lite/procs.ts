@@ -28,6 +28,8 @@ export interface NodeSpec {
   peer: string;
   listenApi: string;
   listenPeer: string;
+  /** the network slot it lives in: the id it was started under, or `spare` (growth) */
+  slot?: string;
 }
 
 export interface UnexpectedExit {
@@ -46,11 +48,24 @@ export class NodeProcs {
   readonly unexpected: UnexpectedExit[] = [];
   /** node → extra `serve` flags: `--join URL --api … --peer …` for a node that joined later */
   private readonly joinArgs = new Map<string, string[]>();
+  /** node → its own cluster file (a node added etcd's way is in a copy that lists it) */
+  private readonly configOf = new Map<string, string>();
+  /** the exit of each node's current process (for callers that wait on it) */
+  private readonly exits = new Map<string, Promise<{ code: number | null; signal: string | null }>>();
   /** node → [t, rss bytes] samples */
   readonly rss = new Map<string, [number, number][]>();
 
   constructor(
-    private readonly o: { dir: string; configPath: string; specs: NodeSpec[]; lab: NetLab | null; env: Record<string, string>; now: () => number },
+    private readonly o: {
+      dir: string;
+      configPath: string;
+      specs: NodeSpec[];
+      lab: NetLab | null;
+      env: Record<string, string>;
+      now: () => number;
+      /** per start: more environment and node flags (the fake clocks, clock.ts) */
+      perStart?: (id: string) => { env: Record<string, string>; nodeFlags: string[] };
+    },
   ) {}
 
   get ids(): string[] {
@@ -72,12 +87,14 @@ export class NodeProcs {
       log = createWriteStream(join(this.o.dir, `${id}.log`), { flags: 'a' });
       this.logs.set(id, log);
     }
-    const argv = [process.execPath, ...SERVE_NODE_FLAGS, nodeBin, 'serve', '--config', this.o.configPath, '--node', id, ...(this.joinArgs.get(id) ?? []), '--log-level', 'info'];
+    const extra = this.o.perStart?.(id) ?? { env: {}, nodeFlags: [] };
+    const argv = [process.execPath, ...SERVE_NODE_FLAGS, ...extra.nodeFlags, nodeBin, 'serve', '--config', this.configOf.get(id) ?? this.o.configPath, '--node', id, ...(this.joinArgs.get(id) ?? []), '--log-level', 'info'];
     const full = this.o.lab ? this.o.lab.wrap(id, argv) : argv;
-    const proc = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: serveEnv({ ...process.env, ...this.o.env }) });
+    const proc = spawn(full[0]!, full.slice(1), { stdio: ['ignore', 'pipe', 'pipe'], env: serveEnv({ ...process.env, ...this.o.env, ...extra.env }) });
     proc.stdout!.pipe(log, { end: false });
     proc.stderr!.pipe(log, { end: false });
     this.procs.set(id, proc);
+    this.exits.set(id, new Promise((resolve) => proc.once('exit', (code, signal) => resolve({ code, signal }))));
     proc.once('exit', (code, signal) => {
       if (this.procs.get(id) === proc) this.procs.delete(id);
       this.paused.delete(id);
@@ -89,7 +106,24 @@ export class NodeProcs {
   /** a node that joins a running cluster: it is not in the cluster file, so every start
    *  (also restarts after kills) names its URLs; --join is ignored once it has state */
   setJoin(id: string, joinUrl: string, api: string, peer: string): void {
+    this.configOf.delete(id);
     this.joinArgs.set(id, ['--join', joinUrl, '--api', api, '--peer', peer]);
+  }
+
+  /** a node started from its own cluster file (one that lists it), without --join */
+  setConfig(id: string, configPath: string): void {
+    this.joinArgs.delete(id);
+    this.configOf.set(id, configPath);
+  }
+
+  /** how the current process of `id` ends (undefined: none was started) */
+  exitOf(id: string): Promise<{ code: number | null; signal: string | null }> | undefined {
+    return this.exits.get(id);
+  }
+
+  /** the node's log file */
+  logPath(id: string): string {
+    return join(this.o.dir, `${id}.log`);
   }
 
   /** the next exit of `id` is the nemesis's doing (a removed member), not a crash;

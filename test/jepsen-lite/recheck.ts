@@ -5,12 +5,13 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pairOps, parseHistory } from './history.js';
 import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
-import { checkLinearizable } from './lock-model.js';
+import { checkLinearizable } from './linearizability.js';
 import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
 import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
 import { isElection, isSharedLock } from './workloads.js';
 import { checkElections } from './checkers-election.js';
 import { checkWatch } from './checkers-watch.js';
+import { crashLike, leaseFor } from './summary.js';
 import type { WatchRecord } from './watch-proc.js';
 
 export interface RecheckResult {
@@ -24,8 +25,9 @@ function faultsFrom(text: string): FaultRecord[] {
   let open: FaultRecord | null = null;
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;
-    const o = JSON.parse(line) as { t: number; fault?: string; start?: boolean; heal?: boolean; detail?: string };
-    if (o.fault && o.start) open = { variant: o.fault, detail: o.detail ?? '', start: o.t, end: o.t };
+    const o = JSON.parse(line) as { t: number; at?: number; fault?: string; start?: boolean; heal?: boolean; detail?: string; clock?: FaultRecord['clock'] };
+    // `at`: when the injection began (the line is written once it is in place)
+    if (o.fault && o.start) open = { variant: o.fault, detail: o.detail ?? '', start: o.at ?? o.t, end: o.t, ...(o.clock ? { clock: o.clock } : {}) };
     else if (o.fault && o.heal && open) {
       open.end = o.t;
       out.push(open);
@@ -47,16 +49,18 @@ export function recheck(dir: string): RecheckResult {
   const access = existsSync(accessFile) ? readFileSync(accessFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry) : [];
   const violations: string[] = [];
   const exclusive = ops.filter((o) => !isSharedLock(o.input.lock));
-  const lin = checkLinearizable(exclusive);
+  const lin = checkLinearizable(ops);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(exclusive, ttl), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource.filter((e) => !isElection(e.lock)), summary.fencing).violations);
-  violations.push(...checkElections(ops, resource, ttl, summary.fencing).violations);
+  // the lease the window checkers hold the service to: shortened by clock faults (summary.ts)
+  const lease = leaseFor(ttl, faults).owed;
+  violations.push(...checkLeaseSafety(exclusive, lease), ...checkTokenOrder(ops), ...checkNoOrphanGrants(ops), ...checkResource(resource.filter((e) => !isElection(e.lock)), summary.fencing).violations);
+  violations.push(...checkElections(ops, resource, lease, summary.fencing).violations);
   // runs from before the watch streams have no watch.jsonl (and --no-watch runs an empty one)
   const watchFile = join(dir, 'watch.jsonl');
   const watch = existsSync(watchFile) ? readFileSync(watchFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as WatchRecord) : [];
   if (watch.length > 0) violations.push(...checkWatch(watch, ops).violations);
-  violations.push(...checkSharedLocks(ops, access, ttl, summary.fencing).violations, ...checkSemaphores(ops, access, ttl).violations);
-  violations.push(...checkDurability(ops, faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced')));
+  violations.push(...checkSharedLocks(ops, access, lease, summary.fencing).violations, ...checkSemaphores(ops, access, lease).violations);
+  violations.push(...checkDurability(ops, faults.filter(crashLike)));
   const end = Math.max(...ops.map((o) => o.completedAt));
   violations.push(...checkLiveness(recoveries(ops, faults, end), summary.livenessBoundMs));
   // leader changes need the clock line (runs from before it have none: skipped)

@@ -12,9 +12,11 @@ import { freePort } from '../support/cluster-harness.js';
 import { pairOps, type HistoryEvent } from './history.js';
 import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
-import { categoryOf, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
+import { categoryOf, DEFAULT_FAULTS, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
+import { ClusterOps } from './run-cluster-ops.js';
+import { clockKickFlags, faketimeLibrary, FakeClocks } from './clock.js';
 import { clockFrom } from './recorder.js';
-import { electionsInLog, type FaultRecord } from './checkers.js';
+import { electionsInLog, type FaultRecord, type LagSample } from './checkers.js';
 import type { AccessLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
 import { assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
 import type { WatchArgs, WatchRecord } from './watch-proc.js';
@@ -32,6 +34,8 @@ export interface RunOptions {
   faults: FaultCategory[];
   /** variants scheduled once more in every round (e.g. kill-all, normally once per run) */
   emphasise: Variant[];
+  /** variants never scheduled (e.g. one that finds a bug still being fixed) */
+  without?: Variant[];
   clients: number;
   /** what the clients run, assigned round-robin (c1 the first, c2 the second, …; a name
    *  may appear more than once to weight it): workloads.ts */
@@ -60,7 +64,7 @@ export function defaultOptions(over: Partial<RunOptions> = {}): RunOptions {
     nodes: 3,
     durationMs: 60_000,
     seed: Date.now() % 1_000_000,
-    faults: ['partition', 'kill', 'pause', 'pause-client', 'packet', 'unsynced'],
+    faults: [...DEFAULT_FAULTS],
     emphasise: [],
     clients: defaultClients(over.nodes ?? 3, over.workloads ?? ['lock']),
     workloads: ['lock'],
@@ -132,11 +136,23 @@ class Run {
   /** every stream's index after the final drain (null: not drained) */
   private watchDrained: Record<string, number> | null = null;
   private specs: NodeSpec[] = [];
+  /** the network slot a grown cluster's extra node takes (member-grow), null while taken */
+  private spare: NodeSpec | null = null;
   /** ids for nodes that join later (membership fault): n<nodes+1>, n<nodes+2>, … */
   private nextNode: number;
-  /** membership faults that could not put the cluster back to its size, restarts that did
-   *  not serve in time (checked as violations) */
+  /** what a fault found the system doing wrong: membership faults that could not put the
+   *  cluster back to its size, restarts that did not serve in time, damaged disks that
+   *  crashed a node, … (checked as violations) */
   private readonly memberProblems: string[] = [];
+  private ops: ClusterOps | null = null;
+  /** the leader's view of each member's lag, sampled between fault episodes */
+  private readonly lagSamples: LagSample[] = [];
+  /** a fault episode is under way (inject, hold, heal, settle) */
+  private inFault = false;
+  /** what every client knows (the names of each workload) */
+  private base: Omit<ClientArgs, 'role' | 'id' | 'seed'> | null = null;
+  /** the nodes' fake clocks (the `clock` fault), null when the run has none */
+  private clocks: FakeClocks | null = null;
 
   constructor(private readonly opts: RunOptions) {
     this.log = opts.log ?? ((l: string) => process.stdout.write(l + '\n'));
@@ -169,6 +185,7 @@ class Run {
     await this.buildNetwork();
     await this.startNodes();
     const base = await this.startHelpers();
+    this.base = base;
     // start-up alone takes over 30 s when 5 nodes start on a loaded 2-core machine
     const first = await this.waitLeader(RESTART_LIMIT_MS);
     if (!first) throw new Error(`no leader within ${RESTART_LIMIT_MS / 1000} s (${this.netnsNote}); node logs in ${this.dir}`);
@@ -183,11 +200,26 @@ class Run {
     }
     const np = this.nodes!;
     const rssTimer = setInterval(() => np.sampleRss(), 1000);
+    // how far behind the leader's log each member is, every 3 s between fault episodes
+    // (checkFollowersBehind looks at those only; during one the probe is the nemesis's)
+    let sampling = false;
+    const lagTimer = setInterval(() => {
+      if (sampling || this.inFault) return;
+      sampling = true;
+      void this.ops!.leaderView()
+        .then((v) => {
+          const lags: Record<string, number> = {};
+          for (const m of v?.members ?? []) if (m.lag !== undefined) lags[m.id] = m.lag;
+          if (v) this.lagSamples.push({ t: this.now(), lags });
+        })
+        .finally(() => (sampling = false));
+    }, 3000);
     try {
       await this.driveNemesis();
       return await this.finish();
     } finally {
       clearInterval(rssTimer);
+      clearInterval(lagTimer);
     }
   }
 
@@ -198,7 +230,7 @@ class Run {
       const sup = await netnsSupport();
       if (sup.ok) {
         try {
-          this.lab = await NetLab.create({ runId: this.runId, nodes: this.ids, trace: (l) => this.faultLog({ cmd: l }) });
+          this.lab = await NetLab.create({ runId: this.runId, nodes: [...this.ids, 'spare'], trace: (l) => this.faultLog({ cmd: l }) });
           this.netnsNote = `network namespaces rlj${this.runId}-*, bridge ${this.lab.bridge}`;
         } catch (err) {
           // root without CAP_NET_ADMIN (a default container), or no netns support in the kernel
@@ -214,21 +246,39 @@ class Run {
     if (this.skipped.length) this.log(`jepsen-lite: SKIPPING ${this.skipped.join(' and ')} faults: no network namespaces (${this.netnsNote}); kills and pauses still run`);
   }
 
-  private async startNodes(): Promise<void> {
-    for (const id of this.ids) {
-      if (this.lab) {
-        const ip = this.lab.ip(id);
-        this.specs.push({ id, api: `http://${ip}:17001`, peer: `http://${ip}:17101`, listenApi: `${ip}:17001`, listenPeer: `${ip}:17101` });
-      } else {
-        const a = await freePort();
-        const p = await freePort();
-        this.specs.push({ id, api: `http://127.0.0.1:${a}`, peer: `http://127.0.0.1:${p}`, listenApi: `127.0.0.1:${a}`, listenPeer: `127.0.0.1:${p}` });
-      }
+  private async slotSpec(slot: string): Promise<NodeSpec> {
+    if (this.lab) {
+      const ip = this.lab.ip(slot);
+      return { id: slot, slot, api: `http://${ip}:17001`, peer: `http://${ip}:17101`, listenApi: `${ip}:17001`, listenPeer: `${ip}:17101` };
     }
+    const a = await freePort();
+    const p = await freePort();
+    return { id: slot, slot, api: `http://127.0.0.1:${a}`, peer: `http://127.0.0.1:${p}`, listenApi: `127.0.0.1:${a}`, listenPeer: `127.0.0.1:${p}` };
+  }
+
+  private async startNodes(): Promise<void> {
+    for (const id of this.ids) this.specs.push(await this.slotSpec(id));
+    this.spare = await this.slotSpec('spare');
     const configPath = this.file('cluster.config.json');
     writeClusterFile(configPath, this.specs, this.file('data'), this.opts.ttlMs, this.opts.electionMs, this.opts.heartbeatMs);
     const env: Record<string, string> = this.categories.includes('unsynced') ? { RAFTLOCK_TEST_UNSYNCED_LOSS: '1' } : {};
-    this.nodes = new NodeProcs({ dir: this.dir, configPath, specs: this.specs, lab: this.lab, env, now: this.now });
+    if (this.categories.includes('clock')) {
+      const lib = faketimeLibrary();
+      if (lib) this.clocks = new FakeClocks(lib, this.dir);
+      else {
+        this.skipped.push('clock');
+        this.categories = this.categories.filter((c) => c !== 'clock');
+        this.log('jepsen-lite: SKIPPING clock faults: libfaketime (libfaketimeMT.so.1) is not installed (scripts/install-test-deps.sh installs Debian\'s faketime)');
+      }
+    }
+    const clocks = this.clocks;
+    const perStart = clocks
+      ? (id: string): { env: Record<string, string>; nodeFlags: string[] } => {
+          const wall = this.ops?.wallNext.delete(id) === true;
+          return { env: clocks.envFor(id, wall ? 'wall' : 'rate'), nodeFlags: clockKickFlags() };
+        }
+      : undefined;
+    this.nodes = new NodeProcs({ dir: this.dir, configPath, specs: this.specs, lab: this.lab, env, now: this.now, ...(perStart ? { perStart } : {}) });
     for (const id of this.ids) this.nodes.start(id);
   }
 
@@ -255,8 +305,33 @@ class Run {
       ttlMs: this.opts.ttlMs,
       t0: this.t0.toString(),
     };
-    this.probe = new Helper(siblingArgv('client-proc'), { ...base, role: 'probe', id: 'probe', seed: 0 } satisfies ClientArgs, this.lab, (e) => this.onEvent(e), this.file('probe.err'));
+    // the probe also reaches the spare slot (a grown cluster's extra node)
+    const probeArgs = { ...base, endpoints: [...base.endpoints, this.spare!.api], role: 'probe', id: 'probe', seed: 0 } satisfies ClientArgs;
+    this.probe = new Helper(siblingArgv('client-proc'), probeArgs, this.lab, (e) => this.onEvent(e), this.file('probe.err'));
     this.helpers.push(this.probe);
+    this.ops = new ClusterOps({
+      // the same arrays, changed in place by both sides
+      ids: this.ids,
+      specs: this.specs,
+      spare: () => this.spare,
+      takeSpare: (v) => {
+        this.spare = v;
+      },
+      nodes: this.nodes!,
+      probe: this.probe,
+      lab: this.lab,
+      clocks: this.clocks,
+      dir: this.dir,
+      configPath: this.file('cluster.config.json'),
+      now: this.now,
+      faultLog: (o) => this.faultLog(o),
+      problem: (p) => {
+        this.memberProblems.push(p);
+        this.faultLog({ problem: p });
+      },
+      newId: () => `n${this.nextNode++}`,
+      restart: (xs) => this.restart(xs),
+    });
     return base;
   }
 
@@ -340,6 +415,7 @@ class Run {
 
   private nemesisEnv(): NemesisEnv {
     const np = this.nodes!;
+    const ops = this.ops!;
     const lab = (): NetLab => {
       if (!this.lab) throw new Error('network faults need network namespaces');
       return this.lab;
@@ -376,15 +452,44 @@ class Run {
       startPacket: () => lab().startPacketFaults({ delayMs: 20, jitterMs: 15, loss: 10, duplicate: 5, reorder: 15 }),
       stopPacket: async () => this.lab?.stopPacketFaults(),
       sleep,
-      removeMember: (x) => this.removeMember(x),
-      addMember: (slotOf) => this.addMember(slotOf),
+      problem: (p) => {
+        this.memberProblems.push(p);
+        this.faultLog({ problem: p });
+      },
+      removeMember: (x) => ops.removeMember(x),
+      deleteOnce: (x) => ops.deleteOnce(x),
+      members: () => ops.members(),
+      addMember: (slotOf, o) => ops.addMember(slotOf, o),
+      growMember: () => ops.growMember(),
+      transferLeadership: (to) => ops.transferLeadership(to),
       wipeAndRestart: (x) => this.wipeAndRestart(x),
+      rebuild: (x) => ops.rebuild(x),
+      acked: (x) => ops.acked(x),
+      walMark: (x) => ops.walMark(x),
+      surgery: (x, f) => ops.surgery(x, f),
+      restartDamaged: (x) => ops.restartDamaged(x),
+      watchReadiness: (x, ms) => ops.watchReadiness(x, ms),
+      clockMode: (x) => this.clocks?.mode(x),
+      setClock: (x, spec) => {
+        this.clocks?.set(x, spec);
+        this.faultLog({ clock: x, spec });
+      },
+      restartWallClock: (x) => ops.restartWallClock(x),
       revokeLeader: async () => {
         const name = `${ELECTION_PREFIX}0`;
         const r = (await this.probe!.ask({ cmd: 'revoke', name }, 15_000)) as { leader: string | null; revoked: { session: string; token: number }[] | null; type: string } | null;
         if (!r) return `revoke ${name}: no answer from the probe`;
         const what = r.revoked === null ? r.type : r.revoked.length ? r.revoked.map((g) => `${g.session.slice(0, 8)} (token ${g.token})`).join(', ') : 'nothing';
         return `revoke ${name}${r.leader ? ` of leader ${r.leader.slice(0, 8)}` : ' (no leader read)'}: revoked ${what}`;
+      },
+      revokeGrants: async (target) => {
+        const names = target === 'lock' ? [...this.base!.locks, ...this.base!.sharedLocks] : this.base!.semaphores;
+        if (names.length === 0) return `revoke: no ${target} in this run's workloads`;
+        const name = names[this.nemesisRng.int(0, names.length)]!;
+        const r = (await this.probe!.ask({ cmd: 'revoke-grants', target, name }, 15_000)) as { holder: string | null; revoked: { session: string; token: number }[] | null; type: string } | null;
+        if (!r) return `revoke ${name}: no answer from the probe`;
+        const what = r.revoked === null ? r.type : r.revoked.length ? r.revoked.map((g) => `${g.session.slice(0, 8)} (token ${g.token})`).join(', ') : 'nothing';
+        return `revoke ${target} ${name}${r.holder ? ` of holder ${r.holder.slice(0, 8)}` : ' (every grant)'}: revoked ${what}`;
       },
     };
   }
@@ -407,84 +512,6 @@ class Run {
     return { code: exit?.code ?? null, line, ms };
   }
 
-  // ---- membership (the `membership` fault) ---------------------------------------------
-
-  /** the members as the current leader sees them (id → role), or null when no leader answers */
-  private async members(): Promise<Map<string, string> | null> {
-    const views = (await this.probe!.ask({ cmd: 'cluster' }, 3000)) as { status?: number; body?: { role?: string; term?: number; members?: { id: string; role?: string }[] } }[] | null;
-    let best: { term: number; m: Map<string, string> } | null = null;
-    for (const v of views ?? []) {
-      const b = v.body;
-      if (v.status !== 200 || b?.role !== 'leader' || !Array.isArray(b.members)) continue;
-      if (!best || (b.term ?? 0) > best.term) best = { term: b.term ?? 0, m: new Map(b.members.map((x) => [x.id, x.role ?? '?'])) };
-    }
-    return best?.m ?? null;
-  }
-
-  /** DELETE /v1/cluster/members/{id} (retrying 409/503/504 and silence) until the leader's
-   *  configuration no longer has it, then stop the process; it leaves this.ids */
-  private async removeMember(id: string): Promise<void> {
-    const np = this.nodes!;
-    np.expectExit(id); // a removed node's exit is ours, not a crash
-    const end = this.now() + 30_000;
-    let last = '';
-    try {
-      while (this.now() < end) {
-        const a = (await this.probe!.ask({ cmd: 'http', method: 'DELETE', path: `/v1/cluster/members/${encodeURIComponent(id)}` }, 20_000)) as { status: number; body: unknown } | null;
-        last = a ? `${a.status} ${JSON.stringify(a.body).slice(0, 200)}` : 'no answer';
-        this.faultLog({ membership: `DELETE ${id}`, answer: last });
-        if (a && a.status >= 400 && a.status < 500 && a.status !== 404 && a.status !== 409) throw new Error(`DELETE ${id}: ${last}`);
-        // 200, or 404/504/silence after which the configuration may already be without it
-        const m = await this.members();
-        if (m && !m.has(id)) break;
-        if (a?.status === 200 && m === null) {
-          // committed (200), leader not visible right now: trust the answer
-          break;
-        }
-        await sleep(300);
-      }
-      if (this.now() >= end) throw new Error(`DELETE ${id} did not take effect within 30 s (last answer: ${last})`);
-    } catch (err) {
-      np.expectExit(id, false);
-      throw err;
-    }
-    await np.kill(id);
-    const i = this.ids.indexOf(id);
-    if (i >= 0) this.ids.splice(i, 1);
-    this.faultLog({ membership: `removed ${id}`, members: [...this.ids] });
-  }
-
-  /** start a node with a new id and an empty data dir in `slotOf`'s place (same namespace
-   *  and URLs: the clients and the probe know the cluster by those), joining through a
-   *  current member; resolves once the leader lists it as a voter (bounded: 60 s) */
-  private async addMember(slotOf: string): Promise<string> {
-    const np = this.nodes!;
-    const old = this.specs.find((s) => s.id === slotOf)!;
-    const id = `n${this.nextNode++}`;
-    const spec: NodeSpec = { ...old, id };
-    this.specs.splice(this.specs.indexOf(old), 1, spec);
-    this.lab?.alias(id, slotOf);
-    const via = this.specs.find((s) => this.ids.includes(s.id))!;
-    np.setJoin(id, via.api, spec.api, spec.peer);
-    this.ids.push(id);
-    np.start(id);
-    this.faultLog({ membership: `started ${id} --join ${via.api} in ${slotOf}'s slot`, members: [...this.ids] });
-    const end = this.now() + 60_000;
-    while (this.now() < end) {
-      const m = await this.members();
-      const role = m?.get(id);
-      if (role === 'follower' || role === 'leader') {
-        this.faultLog({ membership: `${id} is a voter`, members: [...this.ids] });
-        return id;
-      }
-      await sleep(100);
-    }
-    const problem = `membership: ${id} (joining in place of ${slotOf}) was not a voter 60 s after it started; the cluster stayed below ${this.opts.nodes} voters`;
-    this.memberProblems.push(problem);
-    this.faultLog({ membership: problem });
-    return id;
-  }
-
   private grantAfter(t: number): boolean {
     for (let i = this.events.length - 1; i >= 0 && this.events[i]!.t >= t - 60_000; i--) {
       const e = this.events[i]!;
@@ -499,9 +526,10 @@ class Run {
     const rng = this.nemesisRng;
     await sleep(3000); // warm-up
     const endAt = this.now() + this.opts.durationMs - 3000;
-    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))))) {
+    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))), this.opts.workloads, this.opts.without)) {
       if (this.now() >= endAt) break;
       const start = this.now();
+      this.inFault = true;
       let fault: Awaited<ReturnType<typeof inject>>;
       try {
         fault = await inject(v, env, rng);
@@ -509,19 +537,29 @@ class Run {
         this.faultLog({ fault: v, error: (err as Error).message });
         this.log(`jepsen-lite: could not inject ${v}: ${(err as Error).message}`);
         await env.healPartitions().catch(() => undefined);
+        // what it did before it failed is a fault window for the checkers all the same
+        this.faults.push({ variant: v, detail: `could not inject: ${(err as Error).message}`, start, end: this.now(), failed: true });
+        this.inFault = false;
         continue;
       }
-      this.faultLog({ fault: v, start: true, detail: fault.detail });
+      this.faultLog({ fault: v, start: true, at: Number(start.toFixed(1)), detail: fault.detail, ...(fault.clock ? { clock: fault.clock } : {}) });
       if (fault.problem !== undefined) this.memberProblems.push(fault.problem);
       this.log(`jepsen-lite: t=${(start / 1000).toFixed(1)}s ${v}: ${fault.detail}`);
       await sleep(fault.holdMs);
-      await fault.heal();
+      try {
+        await fault.heal();
+      } catch (err) {
+        const p = `${v}: the heal failed: ${(err as Error).message}`;
+        this.memberProblems.push(p);
+        this.faultLog({ fault: v, healError: (err as Error).message });
+      }
       const end = this.now();
       this.faultLog({ fault: v, heal: true });
-      this.faults.push({ variant: v, detail: fault.detail, start, end });
+      this.faults.push({ variant: v, detail: fault.detail, start, end, ...(fault.clock ? { clock: fault.clock } : {}) });
       // settle: wait for the next grant (bounded), then a quiet spell
       const settleEnd = end + this.opts.livenessBoundMs + 4000;
       while (this.now() < settleEnd && !this.grantAfter(end)) await sleep(50);
+      this.inFault = false;
       await sleep(rng.int(800, 2000));
     }
     while (this.now() < endAt + 3000) await sleep(50);
@@ -537,6 +575,7 @@ class Run {
     await this.lab?.healPartitions();
     await this.lab?.stopPacketFaults();
     for (const id of this.ids) {
+      this.clocks?.set(id, this.clocks.mode(id) === 'wall' ? '+0' : '+0 x1');
       if (!np.running(id)) np.start(id);
       np.resume(id);
     }
@@ -580,6 +619,7 @@ class Run {
       leftovers,
       memberProblems: this.memberProblems,
       members: [...this.ids],
+      lagSamples: this.lagSamples,
     });
     writeFileSync(this.file('summary.json'), JSON.stringify(summary, null, 2));
     writeFileSync(this.file('summary.txt'), summaryText(summary));

@@ -1,8 +1,9 @@
 // The verdict of a run: every checker over the recorded facts, and the summary a person
 // reads (summary.txt) and a program reads (summary.json).
 import type { Op } from './history.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LeaderElection } from './checkers.js';
-import { checkLinearizable } from './lock-model.js';
+import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LagSample, type LeaderElection, type Ttl } from './checkers.js';
+import { clockMargin } from './nemesis-clock.js';
+import { checkLinearizable } from './linearizability.js';
 import type { NodeProcs } from './procs.js';
 import type { AccessLogEntry, ResourceLogEntry } from './resource-proc.js';
 import type { RunOptions } from './run.js';
@@ -27,11 +28,12 @@ export interface RunSummary {
   ops: number;
   opsByType: Record<string, number>;
   grants: number;
-  faults: { variant: string; detail: string; start: number; end: number }[];
+  /** every episode; `failed`: its injection failed part way (a window, not a kind covered) */
+  faults: { variant: string; detail: string; start: number; end: number; failed?: boolean }[];
   faultCounts: Record<string, number>;
   skippedCategories: string[];
   linearizable: boolean | 'unknown';
-  perLock: { lock: string; ops: number; result: string; steps: number }[];
+  perLock: { lock: string; kind?: string; ops: number; result: string; steps: number }[];
   resource: { reads: number; writes: number; rejected: number; lostUpdates: number; staleAccepted: number };
   /** the shared-lock workload (checkSharedLocks) */
   shared: Omit<SharedReport, 'violations'>;
@@ -41,11 +43,15 @@ export interface RunSummary {
   election: Omit<ElectionReport, 'violations'>;
   /** the watch streams (checkWatch); absent when the run had none */
   watch?: Omit<WatchReport, 'violations'>;
+  /** clock faults: the safety margin, and what the window checkers found beyond it */
+  clock?: { faults: number; marginMs: number; maxRate: number; expectedBeyondMargin: string[] };
   recoveries: { variant: string; recoveryMs: number | null }[];
   worstRecoveryMs: number | null;
   livenessBoundMs: number;
   /** leaders elected after the first (one per term), and how many no fault explains */
   leaderChanges: number;
+  /** per member, the longest time it stayed 100+ entries behind with no fault to explain it */
+  behindMs?: Record<string, number>;
   unexplainedLeaderChanges: number;
   maxRssMb: Record<string, number>;
   /** max RSS in the first and the last minute of the run, per node: a leak shows as growth */
@@ -81,6 +87,8 @@ export interface RunFacts {
   memberProblems?: string[];
   /** the node ids at the end (differ from n1…nN after membership faults) */
   members?: string[];
+  /** the leader's view of each member's lag through the run (checkFollowersBehind) */
+  lagSamples?: LagSample[];
   /** the watch streams' records (watch.jsonl); absent: the run had no watch */
   watch?: WatchRecord[];
   /** each stream's index after the final drain */
@@ -90,22 +98,36 @@ export interface RunFacts {
 /** Run every checker over what a run recorded and build its summary. */
 export function check(opts: RunOptions, r: RunFacts): RunSummary {
   const violations: string[] = [];
-  // the single-holder model and the exclusive lease rule do not apply to shared locks
-  // (checkSharedLocks does); semaphore ops are another kind (f sem-*) they skip
+  // every name, every primitive, against the one model; the exclusive lease rule does not
+  // apply to shared locks (checkSharedLocks does), semaphore ops are another kind it skips
   const exclusive = r.ops.filter((o) => !isSharedLock(o.input.lock));
-  const lin = checkLinearizable(exclusive);
+  const lin = checkLinearizable(r.ops);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
-  violations.push(...checkLeaseSafety(exclusive, opts.ttlMs));
+  // the lease the window checkers hold the service to (clock faults shorten it: leaseFor)
+  const lease = leaseFor(opts.ttlMs, r.faults);
+  const windowed = (ttl: Ttl): string[] => [
+    ...checkLeaseSafety(exclusive, ttl),
+    ...checkSharedLocks(r.ops, r.accessLog ?? [], ttl, opts.fencing).violations,
+    ...checkSemaphores(r.ops, r.accessLog ?? [], ttl).violations,
+    ...checkElections(r.ops, r.resourceLog, ttl, opts.fencing).violations,
+  ];
+  let clock: RunSummary['clock'];
+  if (lease.clockFaults > 0) {
+    const real = new Set(windowed(lease.owed));
+    const expectedBeyondMargin = windowed(lease.guarantee).filter((v) => !real.has(v));
+    clock = { faults: lease.clockFaults, marginMs: lease.marginMs, maxRate: Number(lease.maxRate.toFixed(3)), expectedBeyondMargin };
+  }
+  violations.push(...checkLeaseSafety(exclusive, lease.owed));
   violations.push(...checkTokenOrder(r.ops));
   violations.push(...checkNoOrphanGrants(r.ops));
   // the election's register is the election checker's (one leader per token, the writer)
   const res = checkResource(r.resourceLog.filter((e) => !isElection(e.lock)), opts.fencing);
   violations.push(...res.violations);
-  const { violations: sharedViolations, ...shared } = checkSharedLocks(r.ops, r.accessLog ?? [], opts.ttlMs, opts.fencing);
+  const { violations: sharedViolations, ...shared } = checkSharedLocks(r.ops, r.accessLog ?? [], lease.owed, opts.fencing);
   violations.push(...sharedViolations);
-  const { violations: semViolations, ...semaphore } = checkSemaphores(r.ops, r.accessLog ?? [], opts.ttlMs);
+  const { violations: semViolations, ...semaphore } = checkSemaphores(r.ops, r.accessLog ?? [], lease.owed);
   violations.push(...semViolations);
-  const { violations: elViolations, ...election } = checkElections(r.ops, r.resourceLog, opts.ttlMs, opts.fencing);
+  const { violations: elViolations, ...election } = checkElections(r.ops, r.resourceLog, lease.owed, opts.fencing);
   violations.push(...elViolations);
   let watch: Omit<WatchReport, 'violations'> | undefined;
   if (r.watch !== undefined) {
@@ -115,13 +137,17 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     watch = w;
   }
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
-  violations.push(...checkDurability(r.ops, r.faults.filter((f) => f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-') || f.variant === 'wipe-restart')));
+  // and a damaged disk is a crash that must not lose anything acknowledged either
+  violations.push(...checkDurability(r.ops, r.faults.filter(crashLike)));
   violations.push(...(r.memberProblems ?? []));
   const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
   violations.push(...checkLiveness(recs, opts.livenessBoundMs));
   const elections = r.elections ?? [];
   const leaderViolations = checkLeaderChanges(elections, r.faults, 2 * opts.electionMs[1], r.runEnd);
   violations.push(...leaderViolations);
+  // left behind: 100 entries or more for 20 s with no fault in the last 10 s
+  const behind = checkFollowersBehind(r.lagSamples ?? [], r.faults, { minLag: 100, minMs: 20_000, graceMs: 10_000 });
+  violations.push(...behind.violations);
   if (!r.finalOk) violations.push('liveness: after the final heal, not every lock could be read linearizably within 15 s');
   for (const u of r.nodes.unexpected) violations.push(`node ${u.node} died on its own at t=${u.t.toFixed(0)} (code ${u.code}, signal ${u.signal}); log tail:\n${u.logTail}`);
   const mem = checkMemory(r.nodes.rss, opts.rssLimitMb * 1048576);
@@ -149,28 +175,63 @@ export function check(opts: RunOptions, r: RunFacts): RunSummary {
     ops: r.ops.length,
     opsByType,
     grants: r.ops.filter((o) => (o.f === 'acquire' || o.f === 'sem-acquire' || o.f === 'campaign') && o.type === 'ok').length,
-    faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end) })),
+    faults: r.faults.map((f) => ({ variant: f.variant, detail: f.detail, start: Math.round(f.start), end: Math.round(f.end), ...(f.failed ? { failed: true } : {}) })),
     faultCounts,
     skippedCategories: r.skipped,
     linearizable: lin.valid,
-    perLock: lin.perLock.map(({ lock, ops, result, steps }) => ({ lock, ops, result, steps })),
+    perLock: lin.perLock.map(({ lock, kind, ops, result, steps }) => ({ lock, kind, ops, result, steps })),
     resource: { reads: res.reads, writes: res.writes, rejected: res.rejected, lostUpdates: res.lostUpdates, staleAccepted: res.staleAccepted },
     shared,
     semaphore,
     election,
     ...(watch !== undefined ? { watch } : {}),
+    ...(clock !== undefined ? { clock } : {}),
     recoveries: recs.map((x) => ({ variant: x.variant, recoveryMs: x.recoveryMs === null ? null : Math.round(x.recoveryMs) })),
     worstRecoveryMs: recs.some((x) => x.recoveryMs === null) ? null : finite.length ? Math.round(Math.max(...finite)) : 0,
     livenessBoundMs: opts.livenessBoundMs,
     leaderChanges: Math.max(0, new Set(elections.map((e) => e.term)).size - 1),
     unexplainedLeaderChanges: leaderViolations.length,
+    behindMs: Object.fromEntries(Object.entries(behind.worstMs).map(([k, v]) => [k, Math.round(v)])),
     maxRssMb: mem.maxMb,
     rssTrendMb: mem.trendMb,
     unexpectedExits: r.nodes.unexpected.length,
     members: r.members ?? [],
     violations,
     valid,
-    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}${opts.watch ? '' : ' --no-watch'}`,
+    reproduce: `npm run jepsen -- --nodes ${opts.nodes} --duration ${Math.round(opts.durationMs / 1000)}s --seed ${opts.seed} --faults ${opts.faults.join(',')} --clients ${opts.clients}${workloadArg(opts.workloads)}${opts.ttlMs !== 2000 ? ` --ttl ${opts.ttlMs}ms` : ''}${opts.netns ? '' : ' --no-netns'}${opts.emphasise.length ? ` --emphasise ${opts.emphasise.join(',')}` : ''}${opts.without?.length ? ` --without ${opts.without.join(',')}` : ''}${opts.fencing ? '' : ' --no-fencing'}${opts.watch ? '' : ' --no-watch'}`,
+  };
+}
+
+/** the faults after which nothing acknowledged before them may be missing (checkDurability):
+ *  crashes of every node or of a majority, replaced or wiped members, damaged disks */
+export function crashLike(f: FaultRecord): boolean {
+  return f.variant === 'kill-all' || f.variant === 'unsynced' || f.variant.startsWith('member-') || f.variant === 'wipe-restart' || f.variant.startsWith('corrupt-');
+}
+
+/**
+ * The lease the window checkers hold the service to, from the run's clock faults
+ * (nemesis-clock.ts states the margin). A renewal sent while a node's clock ran fast (from
+ * one TTL before the fault to 1.5 s after its heal: a deadline set before keeps running on
+ * the fast clock, and libfaketime takes up to a second to read a change) is owed:
+ * - `guarantee`: what an SDK user is promised, ttl − the safety margin, at any rate;
+ * - `owed`: the same within the margin (rate ≤ maxRate); beyond it, what even the fast
+ *   clock still gives, ttl / rate (less 5 % for the moment a rate change lands). Missing
+ *   that is a violation at any rate; missing only `guarantee` is expected beyond the margin.
+ * Slow clocks and steps shorten nothing: the contract's ttl stands.
+ */
+export function leaseFor(ttlMs: number, faults: readonly FaultRecord[]): { owed: Ttl; guarantee: Ttl; clockFaults: number; marginMs: number; maxRate: number } {
+  const { marginMs, maxRate } = clockMargin(ttlMs);
+  const fast = faults.filter((f) => f.clock !== undefined && f.clock.rate > 1).map((f) => ({ from: f.start - ttlMs, to: f.end + 1500, rate: f.clock!.rate }));
+  const clockFaults = faults.filter((f) => f.variant.startsWith('clock-')).length;
+  if (fast.length === 0) return { owed: ttlMs, guarantee: ttlMs, clockFaults, marginMs, maxRate };
+  const sdk = 1 - marginMs / ttlMs;
+  const rateAt = (t: number): number => Math.max(1, ...fast.filter((w) => t >= w.from && t <= w.to).map((w) => w.rate));
+  return {
+    owed: { ms: ttlMs, scale: (t) => (rateAt(t) === 1 ? 1 : rateAt(t) <= maxRate ? sdk : Math.min(sdk, 0.95 / rateAt(t))) },
+    guarantee: { ms: ttlMs, scale: (t) => (rateAt(t) === 1 ? 1 : sdk) },
+    clockFaults,
+    marginMs,
+    maxRate,
   };
 }
 
@@ -196,6 +257,7 @@ export function summaryText(s: RunSummary): string {
     `linearizable: ${s.linearizable} (${s.perLock.map((p) => `${p.lock}: ${p.ops} ops, ${p.steps} steps`).join('; ')})`,
     `recovery after heal: worst ${s.worstRecoveryMs === null ? 'NONE' : `${s.worstRecoveryMs} ms`} (bound ${s.livenessBoundMs} ms); ${s.recoveries.map((x) => `${x.variant} ${x.recoveryMs === null ? 'none' : x.recoveryMs}`).join(', ')}`,
     `leader changes: ${s.leaderChanges} (${s.unexplainedLeaderChanges} without a fault)`,
+    ...(s.clock ? [`clocks: ${s.clock.faults} clock faults; safety margin ${s.clock.marginMs} ms of the TTL (a leader clock up to ×${s.clock.maxRate}); lease-window findings expected beyond the margin (not violations): ${s.clock.expectedBeyondMargin.length}`, ...s.clock.expectedBeyondMargin.slice(0, 5).map((v) => `  ~ ${v.split('\n')[0]}`)] : []),
     `node memory (max RSS MB): ${Object.entries(s.maxRssMb).map(([k, v]) => `${k} ${v}`).join(', ')} (first minute → last minute: ${Object.entries(s.rssTrendMb).map(([k, [a, b]]) => `${k} ${a}→${b}`).join(', ')}); unexpected node exits: ${s.unexpectedExits}`,
     ...(s.members.length && s.members.join(',') !== Array.from({ length: s.nodes }, (_, i) => `n${i + 1}`).join(',') ? [`members at the end (after membership changes): ${s.members.join(', ')}`] : []),
     `violations: ${s.violations.length}`,

@@ -3,8 +3,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkOperations, type Model, type Operation } from './wgl.js';
-import { checkLinearizable } from './lock-model.js';
-import { pairOps, type HistoryEvent, type Op } from './history.js';
+import { checkLinearizable } from './linearizability.js';
+import type { Op } from './history.js';
+import { H } from './history-builder.js';
 
 type RegIn = { f: 'w' | 'r'; v: number };
 const register: Model<number, RegIn, number> = {
@@ -50,20 +51,6 @@ test('register: a search budget gives unknown, not a hang', () => {
 });
 
 // ---- the lock model over real-looking histories ------------------------------------
-
-class H {
-  private events: HistoryEvent[] = [];
-  private n = 0;
-  add(process: string, f: HistoryEvent['f'], input: HistoryEvent['value'], t0: number, type: 'ok' | 'fail' | 'info' | null, output: HistoryEvent['value'], t1: number): this {
-    const id = `${process}:${this.n++}`;
-    this.events.push({ process, id, type: 'invoke', f, value: input, t: t0 });
-    if (type) this.events.push({ process, id, type, f, value: output, t: t1 });
-    return this;
-  }
-  ops(): Op[] {
-    return pairOps([...this.events].sort((a, b) => a.t - b.t));
-  }
-}
 
 const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);

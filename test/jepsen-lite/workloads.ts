@@ -20,15 +20,24 @@ export const SEM_PREFIX = 'jm-';
 export const ELECTION_PREFIX = 'je-';
 export const ELECTIONS = 1;
 
-/** how many names the shared and semaphore workloads compete for: one each, so that a
- *  handful of clients contend (readers with writers, permits with the limit) */
+/** how many names the shared and semaphore workloads compete for: one shared lock, so
+ *  that a handful of clients contend (readers with writers); two semaphores, jm-0 with a
+ *  fixed limit and jm-1 that its clients also resize (RESIZED_SEM) */
 export const SHARED_LOCKS = 1;
-export const SEMAPHORES = 1;
-/** the fixed limit of every semaphore of the workload; clients ask for 1 or 2 permits */
+export const SEMAPHORES = 2;
+/** the limit every semaphore starts with (jm-0 keeps it); clients ask for 1 or 2 permits */
 export const SEM_LIMIT = 2;
+/** the semaphore whose clients resize it between SEM_LIMIT and SEM_LIMIT + 1 */
+export const RESIZED_SEM = `${SEM_PREFIX}1`;
 
-/** A lock of the shared-lock workload: checked by checkSharedLocks, not by the
- *  single-holder model (lock-model.ts) nor the exclusive lease checker. */
+/** a third of the acquires of every workload ask the service to end the grant by itself
+ *  after 300–1500 ms (docs/contract.md §4 "Revocation and maximum hold") */
+export function maxHoldOf(rng: { next(): number; int(lo: number, hi: number): number }): { max_hold_ms?: number } {
+  return rng.next() < 0.33 ? { max_hold_ms: rng.int(300, 1500) } : {};
+}
+
+/** A lock of the shared-lock workload: checked by checkSharedLocks (and, as every name, by
+ *  the linearizability checker), not by the exclusive lease checker. */
 export function isSharedLock(name: string | undefined): boolean {
   return name !== undefined && name.startsWith(SHARED_PREFIX);
 }

@@ -1,6 +1,6 @@
 // Property tests of elections (docs/lock-fsm.md "Elections"): random sequences of
 // campaigns, proclaims, resigns, plain acquires and releases of the same names, session
-// ends and the lessor's wait cancels, against the reference model (shared-model.ts,
+// ends and the lessor's wait cancels, against the reference model (test/model/lock-model.ts,
 // which models an election as the exclusive lock it is, with a value). After EVERY
 // command: same result and events as the model, same lock, queue and election views, the
 // FSM's own invariants, and, checked directly: at most one leader per name (the leader is

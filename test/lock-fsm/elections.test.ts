@@ -133,7 +133,7 @@ test('snapshots: version 3 keeps leaders and candidates with their values; a cor
   g.do({ kind: 'acquire', name: 'E', sessionId: 'b', waitMs: 1000 }); // a plain request in the same queue
   g.do({ kind: 'campaign', name: 'E', sessionId: 'c', value: 'vc', waitMs: 1000 });
   const st = exportState(g.fsm);
-  assert.equal(st.v, 3);
+  assert.equal(st.v, 5); // versions 4 (key bindings) and 5 (wait times) keep version 3's elections section
   assert.deepEqual(st.elections, [['E', 'va', [['c', 'vc']]]]);
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
   assertFsmInvariants(copy);
@@ -153,7 +153,7 @@ test('snapshots: version 3 keeps leaders and candidates with their values; a cor
   bad((s) => { s['elections'] = [['E', null, []]]; }, /elections\[0\] has neither/);
   bad((s) => { s['v'] = 2; }, /elections is not a field of version 2/);
   // a version 2 snapshot (no elections section) restores: its locks are plain locks
-  const { elections: _e, ...v2 } = st;
+  const { elections: _e, waitTimes: _w, ...v2 } = st;
   const old = LockFsm.fromState({ ...v2, v: 2 });
   assertFsmInvariants(old);
   assert.equal(old.getElection('E').leader, null);

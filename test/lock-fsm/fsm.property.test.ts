@@ -1,4 +1,4 @@
-// Property tests: random command sequences against the reference model (model.ts).
+// Property tests: random command sequences against the reference model (test/model/lock-model.ts).
 // After EVERY command: same result, same events, same exported state; the FSM's own
 // invariants hold (≤1 holder, live sessions, linked structures); tokens strictly
 // increase; grants follow FIFO and never happen during lock-delay. Plus: a snapshot taken
@@ -12,10 +12,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Packr } from 'msgpackr';
-import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
+import { LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent, type KeyBinding } from '../../src/lock-fsm/index.js';
 import type { StateV1 } from '../../src/lock-fsm/snapshot.js';
-import { Model, type ModelLimits } from './model.js';
+import { LockModel, type ModelLimits } from '../model/lock-model.js';
 import { compact, maybe } from './model-property.js';
+import { bindingArb, envelopeOf } from '../model/model-keys.js';
 import { testSeed } from '../support/seed.js';
 
 const packr = new Packr({ useRecords: false, structuredClone: false, moreTypes: false, bundleStrings: false });
@@ -43,16 +44,18 @@ const cmdArb: fc.Arbitrary<Command> = fc.oneof(
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('barrier' as const), term: fc.nat(5) }) },
 );
 
-interface Step { cmd: Command; key?: string; dtMs: number; dIndex: number }
+interface Step { cmd: Command; key?: string; binding?: KeyBinding; dtMs: number; dIndex: number }
 const stepArb: fc.Arbitrary<Step> = fc.record({
   cmd: cmdArb,
   key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3', 'k4', 'k5'), 6),
+  // what the key is bound to: a few requests, or none (an entry of a version before bindings)
+  binding: bindingArb,
   // mostly forward, sometimes a lagging leader clock, sometimes past the idempotency TTL
   dtMs: fc.oneof({ weight: 12, arbitrary: fc.integer({ min: 0, max: 5000 }) }, { weight: 1, arbitrary: fc.integer({ min: -20000, max: 0 }) }, { weight: 1, arbitrary: fc.integer({ min: 300000, max: 700000 }) }),
   dIndex: fc.integer({ min: 1, max: 3 }),
 }).map(compact);
 
-const limitsArb: fc.Arbitrary<ModelLimits> = fc.record({
+const limitsArb: fc.Arbitrary<Required<ModelLimits>> = fc.record({
   maxSessions: fc.constantFrom(3, 100, 100),
   maxWaitersPerLock: fc.constantFrom(2, 100, 100),
   idempotencyTtlMs: fc.constant(600_000),
@@ -64,8 +67,7 @@ function envelopes(steps: readonly Step[]): { index: number; env: Envelope }[] {
   return steps.map((s) => {
     index += s.dIndex;
     at = Math.max(0, at + s.dtMs);
-    const env: Envelope = s.key === undefined ? { atMs: at, cmd: s.cmd } : { atMs: at, idempotencyKey: s.key, cmd: s.cmd };
-    return { index, env };
+    return { index, env: envelopeOf(at, s) };
   });
 }
 
@@ -90,7 +92,7 @@ test('random command sequences: FSM ≡ reference model, invariants hold, snapsh
   fc.assert(
     fc.property(limitsArb, fc.array(stepArb, { minLength: 1, maxLength: 120, size: 'max' }), fc.nat(), (lim, steps, cutSeed) => {
       const fsm = new LockFsm(lim);
-      const model = new Model(lim);
+      const model = new LockModel(lim);
       const log = envelopes(steps);
       const cut = cutSeed % (log.length + 1);
       let restored: LockFsm | null = cut === 0 ? LockFsm.fromSnapshot(fsm.snapshot(encode), decode, lim) : null;

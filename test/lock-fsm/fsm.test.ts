@@ -243,9 +243,12 @@ test('idempotency: a retry returns the first result and changes nothing, across 
   assert.deepEqual(retry, { result: first.result, events: [], replayed: true });
   assert.equal(g.fsm.getLock('a').holder?.sessionId, 's2', 'nothing changed');
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
-  const again = copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'req-1', cmd: { kind: 'closeSession', sessionId: 's2' } });
-  assert.deepEqual(again.result, { ok: true, kind: 'acquired', name: 'a', sessionId: 's1', fencingToken: tok, ttlMs: 10_000 });
-  assert.ok(copy.getSession('s2'), 'the retry did not run, even though it is a different command');
+  const same = copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'req-1', cmd: { kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0 } });
+  assert.deepEqual(same.result, { ok: true, kind: 'acquired', name: 'a', sessionId: 's1', fencingToken: tok, ttlMs: 10_000 }, 'the restored key still answers its retry');
+  // the same key with another command is not a retry: refused, and nothing runs
+  const other = copy.apply(g.index + 2, { atMs: g.atMs, idempotencyKey: 'req-1', cmd: { kind: 'closeSession', sessionId: 's2' } });
+  assert.deepEqual(other, { result: { ok: false, code: 'idempotency_key_reused', differs: 'operation' }, events: [] });
+  assert.ok(copy.getSession('s2'), 'the other command did not run');
   assert.throws(() => { (retry.result as { ok: boolean }).ok = false; }, TypeError, 'stored results are frozen');
 });
 
@@ -300,7 +303,7 @@ test('listLocks: held locks only, by prefix, sorted by name, limited; counts for
   assert.deepEqual(g.fsm.listLocks('x', 10), []);
   assert.equal(g.fsm.listLocks('jobs/a', 1)[0]?.waiters, 1);
   assert.deepEqual(g.fsm.counts(), { sessions: 2, heldLocks: 5, waiters: 1, locksInDelay: 1, semaphores: 0, semaphoresInUse: 0, semaphoreWaiters: 0, electionLeaders: 0 });
-  assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000, since: g.index }]);
+  assert.deepEqual([...g.fsm.waits()], [{ name: 'jobs/a', sessionId: 's3', waitMs: 1000, since: g.index, queuedAtMs: g.atMs }]);
   assert.deepEqual([...g.fsm.sessions()].map((s) => s.sessionId).sort(), ['s1', 's3']);
 });
 

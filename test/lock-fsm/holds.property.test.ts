@@ -1,5 +1,5 @@
 // Property tests of revocation and max hold (docs/lock-fsm.md "Revocation and maximum
-// hold"): random commands against the reference model (shared-model.ts), driven through
+// hold"): random commands against the reference model (test/model/lock-model.ts), driven through
 // the real Lessor as a leader would — every apply's events go to lessor.observe, "tick"
 // steps apply what lessor.due proposes, "promote" steps change leader (the new lessor
 // re-arms from the state), and stale copies of earlier expireHold proposals are applied
@@ -19,7 +19,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
 import { Lessor, LockFsm, assertFsmInvariants, exportState, type Command, type Envelope, type FsmEvent, type LockFsmOptions } from '../../src/lock-fsm/index.js';
-import { SharedModel } from './shared-model.js';
+import { LockModel } from '../model/lock-model.js';
 import { decode, encode } from './helpers.js';
 import { compact } from './model-property.js';
 import { testSeed } from '../support/seed.js';
@@ -67,7 +67,7 @@ const stepArb: fc.Arbitrary<Step> = fc.oneof(
 /** runs one history; throws on the first broken property */
 function run(steps: readonly Step[], opts: LockFsmOptions): void {
   const fsm = new LockFsm(opts);
-  const model = new SharedModel(100);
+  const model = new LockModel({ maxWaitersPerLock: 100 });
   let lessor = new Lessor({ tickMs: 100, retryMs: 1000 });
   let now = 1_000_000;
   let index = 0;
@@ -148,7 +148,7 @@ test('snapshots: version 2 (no max holds) still restores; a maxHold section is r
   fsm.apply(1, { atMs: 5000, cmd: { kind: 'openSession', sessionId: 's1', ttlMs: 10_000, owner: '', lockDelayMs: 0 } });
   fsm.apply(2, { atMs: 5000, cmd: { kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0 } });
   const plain = JSON.parse(JSON.stringify(exportState(fsm))) as Record<string, unknown>;
-  assert.equal(plain['v'], 3);
+  assert.equal(plain['v'], 5); // versions 4 (key bindings) and 5 (wait times) keep version 3's maxHold rules
   assert.equal(plain['maxHold'], undefined, 'no section without max holds');
   const { elections, ...v2 } = plain; // version 3 also added the elections section (empty here)
   assert.deepEqual(elections, []);

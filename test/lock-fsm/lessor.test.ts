@@ -20,7 +20,7 @@ class Leader {
   }
   apply(cmd: Command): FsmEvent[] {
     const out = this.g.run(cmd, { atMs: this.now });
-    this.lessor.observe(out.events, this.now);
+    this.lessor.observe(out.events, this.now, this.g.fsm);
     return out.events;
   }
   tick(): Command[] {
@@ -98,7 +98,7 @@ test('renew extends (never shortens) the deadline; unknown sessions are refused'
   assert.deepEqual(lessor.due(1800), [{ kind: 'expireSession', sessionId: 's1' }]);
 });
 
-test('promote gives every session a full TTL from now, and re-arms lock-delays and waits with their full durations', () => {
+test('promote gives every session a full TTL from now, re-arms lock-delays with their full durations, and waits with what log time left of them (all of it here)', () => {
   const g = new Log();
   g.open('s1', { ttlMs: 1000, lockDelayMs: 3000 });
   g.open('s2', { ttlMs: 5000 });
@@ -156,12 +156,130 @@ test('lock-delay and wait tracking follow the FSM events', () => {
   assert.equal(L.proposed.length, 2, 'no cancelWait for a wait that was granted');
 });
 
-test('a cancelWait for a wait the FSM no longer has is given up after a few tries', () => {
+test('a cancel is proposed again every retryMs until its wait ends, however long; a wait that ended unseen is dropped unproposed', () => {
+  const g = new Log();
+  g.open('h');
+  g.open('w');
+  g.token('a', 'h');
+  g.acquire('a', 'w', 100);
+  const since = g.fsm.waitOf('a', 'w')!.since;
   const lessor = new Lessor({ tickMs: TICK, retryMs: 1000 });
+  lessor.promote(0, g.fsm);
+  const live = (t: 'lock' | 'semaphore', name: string, sid: string, at: number): boolean => g.fsm.waitStands(t, name, sid, at);
+  const sent: Command[] = [];
+  // every copy is lost (a slow log, leader changes): the cancel never stops being proposed
+  for (let t = 0; t <= 60_000; t += TICK) sent.push(...lessor.due(t, undefined, live).filter((c) => c.kind !== 'expireSession'));
+  assert.equal(sent.length, 60);
+  assert.ok(sent.every((c) => c.kind === 'cancelWait' && c.since === since));
+  // the wait ends without an event this lessor saw (granted before it took office, say)
+  g.do({ kind: 'release', name: 'a', sessionId: 'h' });
+  assert.equal(g.fsm.getLock('a').holder?.sessionId, 'w');
+  assert.deepEqual(lessor.due(61_000, undefined, live).filter((c) => c.kind !== 'expireSession'), []);
+  assert.equal(lessor.counts().waits, 0);
+  // without the FSM to ask, only an apply ends it: the cancel is repeated
+  const blind = new Lessor({ tickMs: TICK, retryMs: 1000 });
+  blind.promote(0, new LockFsm());
+  blind.trackWait('a', 's1', 100, 7);
+  const again = [];
+  for (let t = 0; t <= 20_000; t += TICK) again.push(...blind.due(t));
+  assert.equal(again.length, 20);
+  assert.equal(blind.counts().waits, 1);
+});
+
+test('the testLegacyWaitTracking mutation restores the old lessor: no wait learned from the log, full re-arm on promotion, a cancel given up after three tries', () => {
+  const lessor = new Lessor({ tickMs: TICK, retryMs: 1000, testLegacyWaitTracking: true });
   lessor.promote(0, new LockFsm());
   lessor.trackWait('a', 's1', 100, 7);
   const sent = [];
-  for (let t = 0; t <= 20_000; t += TICK) sent.push(...lessor.due(t));
+  for (let t = 0; t <= 20_000; t += TICK) sent.push(...lessor.due(t, undefined, () => true));
   assert.equal(sent.length, 3);
-  assert.deepEqual(lessor.counts().waits, 0);
+  assert.equal(lessor.counts().waits, 0);
+  const g = new Log();
+  g.open('h');
+  g.open('w');
+  g.token('a', 'h');
+  const out = g.run({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  const legacy = new Lessor({ tickMs: TICK, testLegacyWaitTracking: true });
+  legacy.promote(0, new LockFsm());
+  legacy.observe(out.events, 0, g.fsm);
+  assert.equal(legacy.counts().waits, 0, 'the wait the log queued is not tracked');
+  g.run({ kind: 'openSession', sessionId: 'x', ttlMs: 10_000, owner: '', lockDelayMs: 0 }, { atMs: g.atMs + 900 });
+  legacy.promote(5000, g.fsm);
+  assert.deepEqual(legacy.due(5999), [], 'promotion re-arms the full wait_ms, whatever log time passed');
+});
+
+test('a wait committed under this leader, proposed by another, is learned from the log and cancelled wait_ms after its apply', () => {
+  const L = new Leader();
+  L.apply({ kind: 'openSession', sessionId: 'h', ttlMs: 1_000_000, owner: '', lockDelayMs: 0 });
+  L.apply({ kind: 'openSession', sessionId: 'w', ttlMs: 1_000_000, owner: '', lockDelayMs: 0 });
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'h', waitMs: 0 });
+  // the entry a deposed leader proposed commits here; no API request waits on this node
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  L.apply({ kind: 'semAcquire', name: 's', sessionId: 'h', limit: 1, permits: 1, waitMs: 0 });
+  L.apply({ kind: 'semAcquire', name: 's', sessionId: 'w', limit: 1, permits: 1, waitMs: 1500 });
+  L.apply({ kind: 'campaign', name: 'e', sessionId: 'h', value: 'vh', waitMs: 0 });
+  L.apply({ kind: 'campaign', name: 'e', sessionId: 'w', value: 'vw', waitMs: 2000 });
+  assert.equal(L.lessor.counts().waits, 3);
+  while (L.now < 3000) L.tick();
+  assert.deepEqual(L.proposed.map((p) => [p.at, p.cmd.kind, 'name' in p.cmd ? p.cmd.name : '']), [[1000, 'cancelWait', 'a'], [1500, 'semCancelWait', 's'], [2000, 'cancelWait', 'e']]);
+  assert.equal(L.lessor.counts().waits, 0);
+  // so a later release does not hand the lock to the session that stopped waiting
+  L.apply({ kind: 'release', name: 'a', sessionId: 'h' });
+  assert.equal(L.g.fsm.getLock('a').holder, undefined);
+  // the API layer's own deadline (the request's arrival + wait_ms) replaces the log's bound
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'h', waitMs: 0 });
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  const since = L.g.fsm.waitOf('a', 'w')!.since;
+  L.lessor.trackWait('a', 'w', L.now + 400, since, false, L.now - 600); // it arrived 600 ms before it applied
+  L.lessor.trackWait('a', 'w', L.now + 300, since, false, L.now - 700); // a request with an earlier deadline does not shorten it
+  const from = L.proposed.length;
+  for (let k = 0; k < 10; k++) L.tick();
+  assert.deepEqual(L.proposed.slice(from).map((p) => [p.at - 3000, p.cmd.kind]), [[400, 'cancelWait']]);
+  // a later request of the session that finds the wait (here with wait_ms 0) never cuts it
+  // short: the wait keeps its own wait_ms from the arrival of the request that queued it
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  const queued = L.now;
+  const again = L.g.fsm.waitOf('a', 'w')!.since;
+  L.tick();
+  L.tick();
+  L.lessor.trackWait('a', 'w', L.now + 0, again, false, L.now); // 200 ms after it queued; it asks for 0 ms
+  const mark = L.proposed.length;
+  for (let k = 0; k < 12; k++) L.tick();
+  assert.deepEqual(L.proposed.slice(mark).map((p) => [p.at - queued, p.cmd.kind]), [[1000, 'cancelWait']]);
+  // and one asking for more extends it
+  L.apply({ kind: 'acquire', name: 'a', sessionId: 'w', waitMs: 1000 });
+  const third = L.g.fsm.waitOf('a', 'w')!.since;
+  L.lessor.trackWait('a', 'w', L.now + 1000, third, false, L.now);
+  L.tick();
+  const asked = L.now;
+  L.lessor.trackWait('a', 'w', asked + 3000, third, false, asked);
+  const m3 = L.proposed.length;
+  for (let k = 0; k < 40; k++) L.tick();
+  assert.deepEqual(L.proposed.slice(m3).map((p) => [p.at - asked, p.cmd.kind]), [[3000, 'cancelWait']]);
+});
+
+test('a new leader arms each wait with what log time left of it, so leader changes never restart a wait', () => {
+  const g = new Log();
+  const t0 = g.atMs;
+  g.open('h');
+  g.open('w');
+  g.token('a', 'h');
+  g.acquire('a', 'w', 5000); // queued at log time t0
+  // 3 s of log time pass under the first leader
+  g.run({ kind: 'openSession', sessionId: 'x', ttlMs: 10_000, owner: '', lockDelayMs: 0 }, { atMs: t0 + 3000 });
+  const second = new Lessor({ tickMs: TICK });
+  second.promote(100_000, g.fsm);
+  assert.deepEqual(second.due(101_999), []);
+  assert.deepEqual(second.due(102_000).map((c) => c.kind), ['cancelWait']);
+  // its cancel is lost; the third leader took office after 1.5 s more of log time
+  g.run({ kind: 'openSession', sessionId: 'y', ttlMs: 10_000, owner: '', lockDelayMs: 0 }, { atMs: t0 + 4500 });
+  const third = new Lessor({ tickMs: TICK });
+  third.promote(200_000, g.fsm);
+  assert.deepEqual(third.due(200_499), []);
+  assert.deepEqual(third.due(200_500).map((c) => c.kind), ['cancelWait']);
+  // once log time is past queuedAtMs + wait_ms, the next leader cancels at once
+  g.run({ kind: 'openSession', sessionId: 'z', ttlMs: 10_000, owner: '', lockDelayMs: 0 }, { atMs: t0 + 9000 });
+  const fourth = new Lessor({ tickMs: TICK });
+  fourth.promote(300_000, g.fsm);
+  assert.deepEqual(fourth.due(300_000).map((c) => c.kind), ['cancelWait']);
 });

@@ -1,14 +1,16 @@
 // The frame of the property tests that run random command sequences against the reference
-// model (shared-model.ts): elections.property.test.ts and shared.property.test.ts. One
+// model (test/model/lock-model.ts): elections.property.test.ts and shared.property.test.ts. One
 // run applies every step to the FSM and to the model and checks, after EVERY command,
-// the same result and events and the FSM's own invariants; the test adds its own checks
+// the same result and events, the same exported (snapshot) state and the FSM's own
+// invariants; the test adds its own checks
 // per step. A snapshot taken at a random point and restored elsewhere, then fed the rest
 // of the log, must end in identical bytes.
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { LockFsm, assertFsmInvariants, type ApplyOutput, type Command, type Envelope, type FsmEvent } from '../../src/lock-fsm/index.js';
-import { SharedModel } from './shared-model.js';
+import { LockFsm, assertFsmInvariants, exportState, type ApplyOutput, type Command, type Envelope, type FsmEvent, type KeyBinding } from '../../src/lock-fsm/index.js';
+import { LockModel } from '../model/lock-model.js';
 import { decode, encode } from './helpers.js';
+import { bindingArb, envelopeOf } from '../model/model-keys.js';
 
 /** an optional field present with probability 1/(1+absentWeight) */
 export function maybe<T>(arb: fc.Arbitrary<T>, absentWeight: number): fc.Arbitrary<T | undefined> {
@@ -29,11 +31,12 @@ export function sessionCommands(sid: fc.Arbitrary<string>): fc.WeightedArbitrary
   ];
 }
 
-export interface Step { cmd: Command; key?: string }
+export interface Step { cmd: Command; key?: string; binding?: KeyBinding }
 
-/** a command, with an Idempotency-Key from a small set one time in seven */
+/** a command, with an Idempotency-Key from a small set one time in seven, bound to one of
+ *  a few requests (model-keys.ts) */
 export function stepsOf(cmd: fc.Arbitrary<Command>): fc.Arbitrary<Step> {
-  return fc.record({ cmd, key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3'), 6) }).map(compact);
+  return fc.record({ cmd, key: maybe(fc.constantFrom('k0', 'k1', 'k2', 'k3'), 6), binding: bindingArb }).map(compact);
 }
 
 /** a FIFO queue's events and requests: a lock's (acquires and campaigns) or a semaphore's */
@@ -69,7 +72,7 @@ export interface StepCheck<B> {
   /** read before the step applies (e.g. the queues) */
   before(fsm: LockFsm): B;
   /** after the FSM and the model applied step `i` alike and the FSM's invariants held */
-  after(s: { fsm: LockFsm; model: SharedModel; env: Envelope; i: number; got: ApplyOutput; before: B }): void;
+  after(s: { fsm: LockFsm; model: LockModel; env: Envelope; i: number; got: ApplyOutput; before: B }): void;
 }
 
 /** fc.assert over random runs (max waiters 2 or 100, 1 to 100 steps, a random cut for the snapshot) */
@@ -78,9 +81,9 @@ export function assertMatchesModel<B>(steps: fc.Arbitrary<Step>, o: { seed: numb
     fc.property(fc.constantFrom(2, 100), fc.array(steps, { minLength: 1, maxLength: 100, size: 'max' }), fc.nat(), (maxWaiters, run, cutSeed) => {
       const opts = { maxWaitersPerLock: maxWaiters };
       const fsm = new LockFsm(opts);
-      const model = new SharedModel(maxWaiters);
+      const model = new LockModel({ maxWaitersPerLock: maxWaiters });
       const c = check();
-      const log: { index: number; env: Envelope }[] = run.map((s, i) => ({ index: i + 1, env: s.key === undefined ? { atMs: 1000, cmd: s.cmd } : { atMs: 1000, idempotencyKey: s.key, cmd: s.cmd } }));
+      const log: { index: number; env: Envelope }[] = run.map((s, i) => ({ index: i + 1, env: envelopeOf(1000, s) }));
       const cut = cutSeed % (log.length + 1);
       let restored: LockFsm | null = cut === 0 ? LockFsm.fromSnapshot(fsm.snapshot(encode), decode, opts) : null;
       log.forEach(({ index, env }, i) => {
@@ -89,6 +92,7 @@ export function assertMatchesModel<B>(steps: fc.Arbitrary<Step>, o: { seed: numb
         const want = model.apply(index, env);
         assert.deepEqual(got, want, `step ${i} ${JSON.stringify(env).slice(0, 300)}`);
         assertFsmInvariants(fsm);
+        assert.deepEqual(exportState(fsm), model.export(), `state after step ${i}`);
         c.after({ fsm, model, env, i, got, before });
         if (restored !== null) assert.deepEqual(restored.apply(index, env), got, `restored replica diverged at step ${i}`);
         if (i + 1 === cut) restored = LockFsm.fromSnapshot(fsm.snapshot(encode), decode, opts);

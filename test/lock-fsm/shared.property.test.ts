@@ -1,5 +1,5 @@
 // Property tests of shared locks and semaphores: random command sequences against the
-// reference model (shared-model.ts). After EVERY command: same result and events as the
+// reference model (test/model/lock-model.ts). After EVERY command: same result and events as the
 // model, same views of every lock and semaphore, the FSM's own invariants, and, checked
 // directly: no exclusive holder beside any other holder; for every semaphore holder, the
 // permits held by it and every holder granted before it ≤ the limit in force when it was

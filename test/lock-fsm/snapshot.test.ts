@@ -45,7 +45,7 @@ test('restore reproduces holders, waiters, lock-delays, lastToken and the idempo
   // acq-1 queued s3 for a; endLockDelay a granted it, so its key now answers with the grant
   const tok = copy.getLock('a').holder?.fencingToken;
   assert.equal(copy.getLock('a').holder?.sessionId, 's3');
-  assert.deepEqual(copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'acq-1', cmd: { kind: 'barrier', term: 9 } }).result,
+  assert.deepEqual(copy.apply(g.index + 1, { atMs: g.atMs, idempotencyKey: 'acq-1', cmd: { kind: 'acquire', name: 'a', sessionId: 's3', waitMs: 5000 } }).result,
     { ok: true, kind: 'acquired', name: 'a', sessionId: 's3', fencingToken: tok, ttlMs: 10_000 }, 'idempotency table restored, and settled by the grant');
 });
 
@@ -80,7 +80,7 @@ function corrupt(mut: (s: StateV1) => void): () => void {
 
 test('a corrupt snapshot gives a clear error naming the field', () => {
   const cases: [(s: StateV1) => void, RegExp][] = [
-    [(s) => { s.v = 4; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3/],
+    [(s) => { s.v = 6; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3, 4, 5/],
     [(s) => { s.format = 'etcd'; }, /format/],
     [(s) => { (s as unknown as Record<string, unknown>)['extra'] = 1; }, /extra is not a known field/],
     [(s) => { s.lastToken = -1; }, /lastToken/],
@@ -102,6 +102,12 @@ test('a corrupt snapshot gives a clear error naming the field', () => {
     [(s) => { s.idem.entries[0]![2] = { ok: true, kind: 'bogus' } as never; }, /idem\.entries\[0\]\[2\]\.kind is unknown/],
     [(s) => { s.idem.entries[1]![0] = s.idem.entries[0]![0]; }, /repeats a key/],
     [(s) => { s.idem.nowMs = 0; }, /idem\.entries\[0\]\[1\]/],
+    [(s) => { s.idem.entries[0]!.pop(); }, /idem\.entries\[0\] must be an array of 4 elements/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[0] = 'no such kind!'; }, /idem\.entries\[0\]\[3\]\[0\] must be a command kind/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[1] = 'bad name'; }, /idem\.entries\[0\]\[3\]\[1\]/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[2] = 'white space'; }, /idem\.entries\[0\]\[3\]\[2\] must be a principal/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[])[3] = 'XYZ'; }, /idem\.entries\[0\]\[3\]\[3\] must be a request digest/],
+    [(s) => { (s.idem.entries[0]![3] as unknown[]).pop(); }, /idem\.entries\[0\]\[3\] must be an array of 4 elements/],
   ];
   for (const [mut, re] of cases) assert.throws(corrupt(mut), re);
   assert.throws(() => importState(null), /root must be an object/);
@@ -117,4 +123,50 @@ test('restore of a corrupt snapshot leaves the current state untouched', () => {
   assert.deepEqual(exportState(g.fsm), before);
   assert.throws(() => g.fsm.restore(new Uint8Array([0xc1]), decode));
   assert.deepEqual(exportState(g.fsm), before);
+});
+
+test('version 5 keeps the log time each wait was queued at (lock, campaign and semaphore waits); older snapshots count their waits as queued at the snapshot', () => {
+  const g = new Log();
+  g.open('a');
+  g.open('b');
+  g.open('c');
+  g.token('L', 'a');
+  g.acquire('L', 'b', 5000); // queued at log time t0
+  g.do({ kind: 'campaign', name: 'E', sessionId: 'a', value: 'va', waitMs: 0 });
+  g.do({ kind: 'campaign', name: 'E', sessionId: 'c', value: 'vc', waitMs: 4000 }, { atMs: g.atMs + 700 });
+  g.do({ kind: 'semAcquire', name: 'S', sessionId: 'a', limit: 1, permits: 1, waitMs: 0 });
+  g.do({ kind: 'semAcquire', name: 'S', sessionId: 'b', limit: 1, permits: 1, waitMs: 3000 }, { atMs: g.atMs + 300 });
+  const t0 = 1_700_000_000_000;
+  const st = exportState(g.fsm);
+  assert.equal(st.v, 5);
+  assert.deepEqual(st.waitTimes, [['lock', 'E', 'c', t0 + 700], ['lock', 'L', 'b', t0], ['semaphore', 'S', 'b', t0 + 1000]]);
+  const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
+  assertFsmInvariants(copy);
+  const byName = (ws: Iterable<{ name: string }>): unknown[] => [...ws].sort((x, y) => (x.name < y.name ? -1 : 1));
+  assert.deepEqual(byName(copy.waits()), byName(g.fsm.waits()));
+  assert.deepEqual(copy.waitOf('L', 'b'), { waitMs: 5000, since: 5, queuedAtMs: t0 });
+  assert.deepEqual(Buffer.from(copy.snapshot(encode)), Buffer.from(g.fsm.snapshot(encode)));
+  // a version 3 or 4 snapshot has no such section: every wait counts as queued at its log time
+  const { waitTimes: _w, ...v3 } = st;
+  const old = LockFsm.fromState({ ...v3, v: 3 });
+  assertFsmInvariants(old);
+  assert.deepEqual([...old.waits()].map((w) => w.queuedAtMs), [t0 + 1000, t0 + 1000, t0 + 1000]);
+  // a state without waits writes no section
+  const idle = new Log();
+  idle.open('a');
+  assert.equal(exportState(idle.fsm).waitTimes, undefined);
+  const bad = (mutate: (s: StateV1) => void, re: RegExp): void => {
+    const s = structuredClone(st);
+    mutate(s);
+    assert.throws(() => LockFsm.fromState(s), re);
+  };
+  bad((s) => { delete s.waitTimes; }, /waitTimes is missing \(3 requests wait\)/);
+  bad((s) => { s.waitTimes!.pop(); }, /waitTimes has 2 rows for 3 waiting requests/);
+  bad((s) => { s.waitTimes!.reverse(); }, /waitTimes\[1\] is out of order/);
+  bad((s) => { s.waitTimes![1]![2] = 'a'; }, /waitTimes\[1\] names a wait for L that session a does not have/);
+  bad((s) => { s.waitTimes![2]![0] = 'lock'; }, /waitTimes\[2\] names a wait for S that session b does not have/);
+  bad((s) => { s.waitTimes![0]![3] = t0 + 5000; }, /waitTimes\[0\]\[3\] must be a log time in \[0, idem\.nowMs=/);
+  bad((s) => { s.v = 3; }, /waitTimes is not a field of version 3/);
+  bad((s) => { s.v = 4; }, /waitTimes is not a field of version 4/);
+  bad((s) => { s.waitTimes = []; }, /waitTimes has 0 rows|written only when some request waits/);
 });

@@ -68,11 +68,12 @@ test('a snapshot written before delays and waits had an identity restores them a
   const { g } = delayA();
   const s = exportState(g.fsm);
   // the old format: 6-element lock tuples, 3-element waiter tuples
-  const { sems: _sems, elections: _elections, ...v1 } = s;
+  const { sems: _sems, elections: _elections, waitTimes: _waitTimes, ...v1 } = s;
   const old = { ...v1, v: 1, locks: s.locks.map((l) => [l[0], l[1], l[2], l[3], l[4], l[5].map((w) => [w[0], w[1], w[2]])]) };
   const fsm = LockFsm.fromSnapshot(encode(old), decode);
   assert.deepEqual(fsm.locksInDelay(), [{ name: 'L', delayMs: 5000, since: 0 }]);
-  assert.deepEqual([...fsm.waits()], [{ name: 'L', sessionId: 'w', waitMs: 60_000, since: 0 }]);
+  // and with no record of when the wait was queued, it counts as queued at the snapshot's log time
+  assert.deepEqual([...fsm.waits()], [{ name: 'L', sessionId: 'w', waitMs: 60_000, since: 0, queuedAtMs: s.idem.nowMs }]);
   // a new leader's lessor proposes the legacy form for it, and it applies
   const lessor = new Lessor({ tickMs: 100 });
   lessor.promote(0, fsm);

@@ -100,3 +100,61 @@ describe('member add before the node runs, then start it: promoted to voter auto
     assert.match(list.stdout, /^n5\s+(follower|leader)\s/m);
   });
 });
+
+// The same order without --join (docs/membership.md "Add a node"): the node is listed in
+// the cluster file, added with POST /v1/cluster/members, then started with plain
+// `serve --config FILE --node n4` on an empty data directory. Its start-up check asks the
+// running cluster and finds n4 a learner that no leader has bound yet — which counts in no
+// quorum and may start empty — so it starts as a node that joins, instead of refusing as a
+// member that lost its data (which it did before: exit 2, "has lost its data").
+describe('member add, then serve --config FILE --node n4 (FILE lists n4, no --join): promoted to voter', { timeout: 180_000 }, () => {
+  let h: ClusterHarness;
+
+  before(async () => {
+    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
+    h.startAll();
+    await h.waitForLeader();
+  });
+  after(async () => {
+    await h?.close();
+  });
+
+  it('catches up from the leader\'s snapshot and is promoted; /readyz 200 once it is', async () => {
+    const lock = await h.request('n1', 'POST', '/v1/locks/before-n4/acquire', {});
+    assert.equal(lock.status, 200, lock.text);
+    const n4 = await h.addToFile('n4');
+    const r = await h.request('n1', 'POST', '/v1/cluster/members', { id: 'n4', api: n4.api, peer: n4.peer });
+    assert.equal(r.status, 200, r.text);
+    h.start('n4');
+    const members = ['n1', 'n2', 'n3', 'n4'];
+    await eventually(async () => {
+      const views = await Promise.all(members.map((id) => h.view(id)));
+      return views.every((v) => {
+        const m = v.members.find((x) => x.id === 'n4') as Member | undefined;
+        return m && (m.role === 'follower' || m.role === 'leader') && m.promotion_pending === undefined;
+      });
+    }, 60_000, `every member to list n4 as a voter (n4 ${h.node('n4').lastExit ? `exited ${JSON.stringify(h.node('n4').lastExit)}: ${h.logText('n4').slice(-600)}` : 'runs'})`);
+    assert.equal(h.node('n4').lastExit, null, 'n4 still runs');
+    const log = h.logText('n4');
+    assert.doesNotMatch(log, /has lost its data/);
+    assert.match(log, /added to the running cluster as a learner and starts empty/);
+    assert.match(log, /installed a snapshot from the leader/);
+    await eventually(async () => ((await h.request('n4', 'GET', '/readyz')).status === 200 ? true : null), 20_000, 'n4 ready');
+    const held = await h.request('n4', 'GET', '/v1/locks/before-n4?consistency=stale');
+    assert.equal(held.status, 200, held.text);
+    assert.equal(held.body.held, true, 'n4 has the state from before it joined');
+    const w = await h.request('n4', 'POST', '/v1/locks/via-n4/acquire', {});
+    assert.equal(w.status, 200, w.text);
+  });
+
+  it('an id the running cluster does not list is refused with one line saying to add it first', async () => {
+    await h.addToFile('n5'); // in the file, never added
+    h.start('n5');
+    const code = await h.waitForExit('n5', 60_000);
+    assert.equal(code, 2);
+    const line = h.logText('n5').split('\n').find((l) => l.startsWith('raftlock: node n5 is not a member'));
+    assert.ok(line, h.logText('n5').slice(-1000));
+    assert.match(line, /raftlock member add n5/);
+    assert.match(line, /--join/);
+  });
+});

@@ -14,6 +14,7 @@ import type { Transport } from '../../src/raft/transport.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { Membership } from '../../src/node/membership.js';
 import { decodeMemberContext, encodeAddressContext } from '../../src/node/member-address.js';
+import { PeerContact } from '../../src/node/peer-contact.js';
 
 /** Just what Membership reads from the driver; conf changes apply at once. */
 class ScriptedDriver {
@@ -23,6 +24,9 @@ class ScriptedDriver {
   lastIndex = 100;
   proposals: ConfChange[] = [];
   compactions = 0;
+  term = 2;
+  /** a member marked active has sent a message of the current term just now */
+  readonly contact = new PeerContact(() => performance.now());
   /** answers to the next proposals, then 'ok' */
   script: ProposalOutcome[] = [];
   constructor() {
@@ -30,12 +34,13 @@ class ScriptedDriver {
   }
   setProgress(id: string, match: number, active: boolean, learner = false): void {
     this.progress[id] = { match, next: match + 1, state: 'replicate', learner, recentActive: active };
+    if (active) this.contact.note({ type: 'heartbeatResp', from: id, to: 'n1', term: this.term, ctx: 0 });
   }
   get currentRole(): string {
     return this.role;
   }
   status() {
-    return { role: this.role, conf: this.conf, progress: this.progress, lastIndex: this.lastIndex };
+    return { role: this.role, term: this.term, conf: this.conf, progress: this.progress, lastIndex: this.lastIndex };
   }
   async proposeConfChange(cc: ConfChange): Promise<ProposalOutcome> {
     this.proposals.push(cc);
@@ -61,7 +66,7 @@ function setup(o: { joining?: boolean; snapshotIndex?: number; self?: string } =
   let snap = o.snapshotIndex ?? 0;
   const m = new Membership({
     self: o.self ?? 'n1', app, driver: () => driver as unknown as RaftDriver, transport,
-    snapshotIndex: () => snap, promoteLagEntries: 10, catchUpTimeoutMs: 300, joining: o.joining ?? false,
+    snapshotIndex: () => snap, promoteLagEntries: 10, catchUpTimeoutMs: 300, joining: o.joining ?? false, contact: driver.contact,
     nowMs: () => performance.now(), logger: pino({ level: 'silent' }),
   });
   m.seed(['n1', 'n2', 'n3'].map((id) => ({ id, api: `http://127.0.0.1:1700${id[1]}`, peer: `http://127.0.0.1:1710${id[1]}` })));
@@ -222,8 +227,11 @@ describe('Membership', () => {
 
   it('strict quorum check: no removal of a healthy voter while another is down', async () => {
     const { driver, m } = setup({ snapshotIndex: 1 });
-    driver.setProgress('n3', 40, false); // n3 is down
-    await assert.rejects(m.remove('n2'), (e) => code('conflict')(e) && /below the quorum/.test((e as Error).message));
+    driver.term = 3; // this leader's term: n2 answers in it, n3 is down
+    driver.setProgress('n2', 100, true);
+    driver.setProgress('n3', 40, false);
+    await assert.rejects(m.remove('n2'), (e) => code('conflict')(e) && /below the quorum/.test((e as Error).message) && /not heard from lately: n3/.test((e as Error).message));
+    await assert.rejects(m.remove('n2'), (e) => e instanceof ApiError && JSON.stringify(e.details) === JSON.stringify({ missing: ['n3'] }), 'the 409 names the missing members');
     // a voter heard from a moment ago counts even after check-quorum cleared its flag
     m.onTick();
     driver.setProgress('n2', 100, false);
@@ -232,6 +240,21 @@ describe('Membership', () => {
     await assert.rejects(m.remove('nope'), code('not_found'));
     await m.remove('n2');
     await assert.rejects(m.remove('n1'), code('invalid_request'), 'never the last voter');
+  });
+
+  it('strict quorum check: a voter heard from only in an earlier term does not count (a leader that just died)', async () => {
+    const { driver, m } = setup({ snapshotIndex: 1 });
+    // n3 was just elected in term 3 with n1's vote; n2 led term 2 and was heard from a
+    // moment ago, but not since: it is down. The core gives every member one lease period
+    // of recentActive, so the flags say nothing yet.
+    driver.term = 3;
+    driver.setProgress('n3', 100, true);
+    driver.setProgress('n2', 100, true);
+    driver.term = 4;
+    driver.setProgress('n3', 100, true);
+    driver.progress['n2']!.recentActive = true;
+    await assert.rejects(m.remove('n3'), (e) => code('conflict')(e) && JSON.stringify((e as ApiError).details) === JSON.stringify({ missing: ['n2'] }));
+    assert.equal(driver.proposals.length, 0, 'nothing proposed');
   });
 
   it('promote: unknown id 404; a voter is already done', async () => {

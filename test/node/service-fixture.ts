@@ -16,6 +16,7 @@ import type { RequestContext } from '../../src/api/service.js';
 export class FakeDriver {
   currentRole: 'leader' | 'follower' = 'leader';
   currentLeader: string | null = 'n1';
+  currentTerm = 1;
   appliedIndex = 0;
   hold = false;
   private held: { bytes: Uint8Array; resolve: (o: ProposalOutcome<ApplyOutput>) => void }[] = [];
@@ -93,7 +94,14 @@ export function setup() {
     driver.currentLeader = 'n2';
     svc.onRoleChange(false);
   };
-  return { svc, driver, app, lessor, ctx, depose, tick: (ms: number) => (now += ms), now: () => now };
+  /** this node leads again, in a new term (as the next leader would: its lessor takes office) */
+  const promote = (): void => {
+    driver.currentRole = 'leader';
+    driver.currentLeader = 'n1';
+    driver.currentTerm++;
+    svc.onRoleChange(true);
+  };
+  return { svc, driver, app, lessor, ctx, depose, promote, tick: (ms: number) => (now += ms), now: () => now };
 }
 
 export async function codeOf(p: Promise<unknown>): Promise<string> {

@@ -61,3 +61,52 @@ test('mutation check: with testOnlyFreshCampaignsWithoutPreVote the wiped member
   assert.ok(net.node('n1').raw.status().term > term, 'n2\'s vote requests raised the term');
   assert.equal(net.sent.some((m) => m.from === 'n2' && m.type === 'vote'), true);
 });
+
+// A wiped member that has heard from a leader (or a candidate with a log) cannot win any
+// election: a fresh candidate needs every voter's grant, each from an empty log. With
+// Pre-Vote, as raftlock runs, it then holds off campaigning for three more election
+// timeouts of silence (Raft.freshAfterLog), so its peers being briefly out of reach does
+// not make it pre-vote again and again (docs/membership.md "Incarnations").
+const PROD: NodeOptions = { incarnations: true, preVote: true, checkQuorum: true };
+
+test('a wiped member that heard the leader stays quiet while its peers are briefly out of reach', () => {
+  const net = Network.create(3, PROD);
+  net.campaign('n1');
+  assert.ok(net.propose('n1', 'X').ok);
+  // the leader's messages to the wiped n2 are lost until n2 heard one heartbeat
+  net.drop((m) => m.from === 'n1' && m.to === 'n2' && m.type !== 'heartbeat');
+  net.wipe('n2');
+  net.run(2);
+  assert.equal(net.node('n2').raw.status().standing, 'fresh');
+  const preVotes = (): number => net.sent.filter((m) => m.from === 'n2' && m.type === 'preVote').length;
+  const before = preVotes();
+  net.isolate('n2'); // its peers out of reach for three election timeouts (10 ticks each)
+  net.run(30);
+  assert.equal(preVotes(), before, 'no pre-vote while the others are briefly out of reach');
+  // a longer silence: it campaigns again (a new cluster whose first leader vanished must
+  // still be able to bootstrap), with pre-votes that change nobody's term
+  net.run(40);
+  assert.ok(preVotes() > before, 'after a long silence it pre-votes again');
+  net.recover();
+  net.run(30);
+  assert.equal(net.node('n2').raw.status().standing, 'superseded');
+  assert.deepEqual(net.leaders(), ['n1']);
+});
+
+test('a brand-new cluster whose first leader lost its disk before anyone stored its bootstrap entry bootstraps again', () => {
+  const net = Network.create(3, PROD);
+  // n1 wins the unanimous first election; its appends (the bootstrap entry) are lost, only
+  // its heartbeats get through: n2 and n3 have heard a leader but hold no log
+  net.drop((m) => m.from === 'n1' && (m.type === 'append' || m.type === 'snapshot'));
+  net.campaign('n1');
+  assert.equal(net.leader(), 'n1');
+  net.run(2);
+  assert.equal(net.node('n2').raw.status().standing, 'fresh');
+  // n1's disk is lost: every voter is fresh again, and the two that heard n1 wait longer
+  // before they campaign, but the new n1 has heard nobody with a log and campaigns at once
+  net.wipe('n1');
+  net.recover();
+  net.run(60);
+  const leader = net.leader();
+  for (const id of ['n1', 'n2', 'n3']) assert.equal(net.node(id).raw.status().standing, 'bound', `${id} bound (leader ${leader})`);
+});

@@ -88,6 +88,7 @@ export class Network {
       ...(applied !== undefined ? { applied } : {}),
       ...(o.lazyCommit !== undefined ? { lazyCommit: o.lazyCommit } : {}),
       ...(o.trace ? { trace: o.trace } : {}),
+      ...(o.onLogRegression ? { onLogRegression: o.onLogRegression } : {}),
       ...(o.incarnations ? { incarnation: `${id}#${this.disks.get(id) ?? 1}` } : {}),
       ...testSwitches(o),
     };

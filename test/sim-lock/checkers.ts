@@ -17,15 +17,20 @@
 //    believe it holds the lock (its lease = last acknowledged send + ttl, unreleased);
 //  - lock-delay holds: a lock-delay ends no earlier than its delay after it began;
 //  - waits run their course: a wait is cancelled no earlier than wait_ms after the send
-//    of the acquire that queued it;
+//    of the acquire that queued it; and ends in time, whoever proposed it (wait-checker.ts);
 //  - Idempotency-Keys live 10 minutes of real (simulated) time on every node: the oldest
-//    key younger than that is still in the table of every node that applied it.
+//    key younger than that is still in the table of every node that applied it;
+//  - the committed log, applied once in index order to the reference model
+//    (test/model/lock-model.ts), gives every result and event the nodes gave
+//    (model-checker.ts).
 import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/lock-fsm/index.js';
 import { decodeCommand } from '../../src/node/command-codec.js';
 import type { LockNode } from './node.js';
 import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
 import { HoldShadow, type StampInfo } from './hold-checker.js';
 import { ElectionShadow } from './election-checker.js';
+import { ModelAgreement } from './model-checker.js';
+import { WaitShadow } from './wait-checker.js';
 
 export class LockViolation extends Error {
   constructor(readonly checker: string, message: string) {
@@ -71,9 +76,15 @@ export class LockCheckers {
   /** holders by mode, semaphore permits and FIFO queues over the applied stream */
   readonly modes = new ModeShadow(violation);
   readonly elections = new ElectionShadow(violation);
+  /** the reference model over the committed log (model-checker.ts) */
+  readonly model = new ModelAgreement(stable);
   /** max holds and revocations (hold-checker.ts) */
   readonly holds: HoldShadow;
-  /** entry bytes → who stamped it and when (the first stamp of those bytes) */
+  /** every wait ends in time, however many leaders came between (wait-checker.ts) */
+  readonly waitBound: WaitShadow;
+  /** (term, entry bytes) → who stamped it and when (the first stamp of those bytes in that
+   *  term: two leaders of different terms may stamp the same command at the same log time,
+   *  and the entry's term says whose the applied one is) */
   private readonly stamps = new Map<string, StampInfo>();
   private readonly stateAt = new Map<number, { hash: number; node: string }>();
   private readonly lastToken = new Map<string, number>();
@@ -101,11 +112,12 @@ export class LockCheckers {
 
   constructor(private readonly nowMs: () => number, opts: { tickMs?: number; timedHolds?: boolean } = {}) {
     this.holds = new HoldShadow(violation, opts.tickMs ?? 10, opts.timedHolds ?? true);
+    this.waitBound = new WaitShadow(violation, opts.tickMs ?? 10, opts.timedHolds ?? true);
   }
 
   /** a node stamped these entry bytes at real time realMs, leading `term` */
   onProposed(node: string, term: number, data: Uint8Array, realMs: number): void {
-    const k = bytesKey(data);
+    const k = `${term}:${bytesKey(data)}`;
     if (!this.stamps.has(k)) this.stamps.set(k, { node, term, realMs });
   }
 
@@ -123,6 +135,7 @@ export class LockCheckers {
     this.counts.applied++;
     const digest = fnv(data, `${kind}|${out ? stable(out) : ''}`);
     const c = this.canonical.get(index);
+    let modelCheck: (() => void) | undefined;
     if (c === undefined) {
       if (index !== this.maxCanonical + 1) violation('AppliedPrefix', `${node.id} applied ${index} first, but the highest index applied anywhere is ${this.maxCanonical}`);
       this.canonical.set(index, { term, digest, first: node.id });
@@ -132,15 +145,23 @@ export class LockCheckers {
         this.counts.grants += out.events.filter((e) => e.type === 'granted').length;
         this.modes.onApplied(index, out.replayed ? undefined : env?.cmd, out);
         this.elections.onApplied(index, out.replayed ? undefined : env?.cmd, out);
-        const k = bytesKey(data);
+        const k = `${term}:${bytesKey(data)}`;
         const stamp = kind === 'normal' ? this.stamps.get(k) : undefined;
         this.stamps.delete(k);
         this.holds.onApplied(index, out.replayed ? undefined : env?.cmd, env?.atMs, stamp, out, node.app.fsm, this.nowMs());
+        this.waitBound.onApplied(index, out.replayed ? undefined : env?.cmd, env?.atMs, stamp, out, node.app.fsm, this.nowMs());
         // a revoked holder is not told until its next renew: fencing tokens, not the
         // client's belief, protect the resource from then on (docs/contract.md §4)
         for (const e of out.events) if (e.type === 'revoked') this.dropBelief(e.sessionId, e.name);
       }
-      if (out && env) this.timing(index, env, out);
+      if (out && env) {
+        this.timing(index, env, out);
+        // last of all below: a mutation keeps being reported by the property checker named for it
+        modelCheck = () => {
+          const why = this.model.onFirstApply(index, env, out);
+          if (why !== null) violation('ModelAgreement', `${node.id} ${why}`);
+        };
+      }
     } else if (c.term !== term || c.digest !== digest) {
       violation('StateMachineSafety', `${node.id} applied at ${index} term ${term} digest ${digest}, ${c.first} applied term ${c.term} digest ${c.digest}` +
         (out ? ` (${node.id}'s output ${stable(out)})` : ''));
@@ -173,12 +194,17 @@ export class LockCheckers {
     if (out && node.lessor.isLeader) {
       const tokens = out.events.flatMap((e) => ((e.type === 'granted' || e.type === 'semGranted') && e.maxHoldMs !== undefined ? [e.fencingToken] : []));
       if (tokens.length > 0) this.holds.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs(), tokens);
+      // and a wait when it applies the entry that queued it (Lessor.observe)
+      const queued = out.events.flatMap((e) => (e.type === 'waiting' || e.type === 'semWaiting' ? [{ target: e.type === 'waiting' ? 'lock' as const : 'semaphore' as const, name: e.name, sid: e.sessionId }] : []));
+      if (queued.length > 0) this.waitBound.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs(), queued);
     }
+    modelCheck?.();
   }
 
-  /** a node took office: its lessor armed every max hold it has applied (Lessor.promote) */
+  /** a node took office: its lessor armed every max hold and wait it has applied (Lessor.promote) */
   onPromoted(node: LockNode): void {
     this.holds.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs());
+    this.waitBound.onTracked(`${node.id}/${node.driver.currentTerm}`, node.app.fsm, this.nowMs());
   }
 
   /** a request with this key (its first attempt) was sent at sentMs */

@@ -17,9 +17,9 @@
 //    contract's bound: the expiry is stamped at G + M plus what the log counted between
 //    the grant's stamp and its apply, and plus the log time a new leader catches up on.
 //    A proposal the lessor fault held back excuses that leader (the fault delays it past
-//    later entries, which a real slow commit would not), and so does one the proposer's
-//    gate held back behind an unanswered earlier copy (a leader in office again while
-//    its previous term's proposal waits for its timeout: lessor-proposer.ts);
+//    later entries, which a real slow commit would not). (The proposer's gate holds a
+//    repeat back only behind a copy of the same leader's term, which is ahead of anything
+//    it stamps later: lessor-proposer.ts; a copy of an earlier term no longer does.)
 //  - Revoked: after applying a revoke, on every node, the grants it names are over at that
 //    index, and a revoke of every grant of a name leaves only grants made by that same
 //    entry (the next waiters, with larger tokens: FencingTokens checks they increase).
@@ -133,7 +133,7 @@ export class HoldShadow {
     }
   }
 
-  /** the lessor fault or the proposer's gate held back this leader's expireHold of `token` */
+  /** the lessor fault held back this leader's expireHold of `token` */
   excuse(token: number, tenure: string): void {
     this.holds.get(token)?.excused.add(tenure);
   }

@@ -18,7 +18,7 @@ import type { SimOptions } from '../sim/options.js';
 import { SimTransport } from './transport.js';
 
 /** the Raft knobs the lock simulation shares with test/sim's swarm (same seed → same mix) */
-export const RAFT_KNOBS = ['electionTicks', 'heartbeatTicks', 'preVote', 'checkQuorum', 'maxInflight', 'maxMsgBytes', 'lazyCommit'] as const;
+export const RAFT_KNOBS = ['electionTicks', 'heartbeatTicks', 'preVote', 'checkQuorum', 'maxInflight', 'maxMsgBytes', 'lazyCommit', 'heartbeatCoverTicks'] as const;
 
 export interface NodeParams extends Pick<SimOptions, (typeof RAFT_KNOBS)[number]> {
   tickMs: number;
@@ -39,6 +39,9 @@ export interface LockMutations {
   testExpireHoldIgnoresToken?: boolean;
   /** a new leader's lessor arms every max hold a full max_hold_ms from taking office */
   testRearmFullMaxHold?: boolean;
+  /** the lessor tracks only the waits its API layer queued or that were applied when it
+   *  took office (re-armed in full), and gives a cancel up after three tries */
+  testLegacyWaitTracking?: boolean;
 }
 
 /** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
@@ -72,9 +75,12 @@ export interface NodeEnv {
   lessorFault(cmd: Command): LessorFault;
   /** the current tick */
   tick(): number;
-  /** an expireHold of `token` came due while an earlier proposal of it (an earlier term's,
-   *  say) is still unanswered: the production gate holds it back until that one is */
-  onHoldGated(node: LockNode, token: number): void;
+  /** the workload's request tracked a wait on this leader (the API layer's trackWait:
+   *  arrival + wait_ms replaces the lessor's bound from the log, or extends it for a
+   *  later request of the same wait) */
+  onWaitTracked(node: LockNode, target: 'lock' | 'semaphore', name: string, sessionId: string, since: number, deadlineMs: number): void;
+  /** the driver's heartbeat cover sent `n` heartbeats while a write was out (statistics) */
+  onCoverHeartbeats(n: number): void;
   /** this node stamped an entry (its encoded bytes) while leading `term` */
   onProposed(node: LockNode, term: number, data: Uint8Array): void;
 }
@@ -87,10 +93,19 @@ export class SimulatedCrash extends Error {
 
 /** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
  *  and then fail, so the driver dies after persisting and before sending (a crash in the
- *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). */
+ *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). A
+ *  stall makes the next synced save take whole ticks (a slow fsync): the batch is written
+ *  at once, durable and answered at the tick the stall ends (release), and lost to a crash
+ *  before that as unsynced writes are (abort). */
 class CrashableDisk implements DurableStorage {
   armed = false;
-  constructor(readonly disk: SimDisk) {}
+  /** the next synced save takes this many ticks */
+  stallTicks = 0;
+  /** the save that is out, and the tick it completes */
+  stalled: { until: number; resolve: () => void; reject: (err: unknown) => void } | null = null;
+  /** told when a stalled save begins (the cluster stops awaiting this driver's loop) */
+  onStall: (() => void) | null = null;
+  constructor(readonly disk: SimDisk, private readonly tick: () => number) {}
   initialState() { return this.disk.initialState(); }
   entries(lo: number, hi: number, maxBytes?: number) { return this.disk.entries(lo, hi, maxBytes); }
   term(i: number) { return this.disk.term(i); }
@@ -98,9 +113,34 @@ class CrashableDisk implements DurableStorage {
   lastIndex() { return this.disk.lastIndex(); }
   snapshot() { return this.disk.snapshot(); }
   save(b: PersistBatch, o: { sync: boolean }): Promise<void> {
+    if (o.sync && this.stallTicks > 0 && !this.armed) {
+      this.disk.saveSync(b, { sync: false });
+      const until = this.tick() + this.stallTicks;
+      this.stallTicks = 0;
+      return new Promise((resolve, reject) => {
+        this.stalled = { until, resolve, reject };
+        this.onStall?.();
+      });
+    }
     const p = this.disk.save(b, o);
     if (this.armed && o.sync) return p.then(() => Promise.reject(new SimulatedCrash()));
     return p;
+  }
+
+  /** the stalled save completes if its tick has come */
+  release(tick: number): void {
+    const s = this.stalled;
+    if (s === null || tick < s.until) return;
+    this.stalled = null;
+    this.disk.flush();
+    s.resolve();
+  }
+
+  /** the node dies with its save out (the batch is as unsynced as any) */
+  abort(): void {
+    const s = this.stalled;
+    this.stalled = null;
+    s?.reject(new SimulatedCrash());
   }
   compact(s: Snapshot): Promise<void> { return this.disk.compact(s); }
   close(): Promise<void> { return Promise.resolve(); }
@@ -125,7 +165,13 @@ export class LockNode {
   /** sessions with a waiting acquire on this leader: kept alive while they wait
    *  (leader-coordinator onTick does the same through its WaitRegistry) */
   readonly waitingSessions = new Set<string>();
-  /** the production gate: one lessor proposal in flight per item */
+  /** the gate reads the driver's term and applied index, as leader-coordinator.ts wires it */
+  private readonly proposerView = {
+    node: this as LockNode,
+    get currentTerm(): number { return this.node.driver.currentTerm; },
+    get appliedIndex(): number { return this.node.driver.appliedIndex; },
+  };
+  /** the production gate: one copy per item that can still commit (lessor-proposer.ts) */
   private readonly lessorProposer = new LessorProposer((cmd) => {
     this.env.onLessorProposal(cmd);
     const f = this.env.lessorFault(cmd);
@@ -137,16 +183,8 @@ export class LockNode {
       held.push({ cmd, readyAt: this.env.tick() + f.landInNext.afterTicks });
       this.stale.set(k, held);
     }
-    const p = f.delayTicks === 0 ? this.propose(cmd) : new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
-    if (cmd.kind === 'expireHold') {
-      const t = cmd.fencingToken;
-      this.holdsInFlight.add(t);
-      void p.finally(() => this.holdsInFlight.delete(t));
-    }
-    return p;
-  });
-  /** expireHold tokens proposed and not yet answered (the proposer's gate holds repeats) */
-  private readonly holdsInFlight = new Set<number>();
+    return f.delayTicks === 0 ? this.propose(cmd) : new Promise<ProposalOutcome>((resolve) => this.later.push({ at: this.env.tick() + f.delayTicks, cmd, resolve, term }));
+  }, this.proposerView);
   /** copies waiting for the next lock-delay of their lock or wait of their session (landInNext) */
   private readonly stale = new Map<string, { cmd: Command; readyAt: number }[]>();
   /** lessor proposals held back by the lessor fault, proposed at tick `at` if this node
@@ -162,14 +200,14 @@ export class LockNode {
 
   constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
     this.transport = transport;
-    this.storage = new CrashableDisk(disk);
+    this.storage = new CrashableDisk(disk, env.tick);
     const snap = disk.snapshot();
     this.app = new LockApp(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}, (index, err) => {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);
     const legacy = [...(mutations.legacyEndLockDelay ? ['endLockDelay' as const] : []), ...(mutations.legacyCancelWait ? ['cancelWait' as const] : [])];
-    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy, ...(mutations.testRearmFullMaxHold ? { testRearmFullMaxHold: true } : {}) });
+    this.lessor = new Lessor({ tickMs: p.tickMs, legacyCommands: legacy, ...(mutations.testRearmFullMaxHold ? { testRearmFullMaxHold: true } : {}), ...(mutations.testLegacyWaitTracking ? { testLegacyWaitTracking: true } : {}) });
     this.logClock = new LogClock({ monoMs: env.nowMs, appliedLogTimeMs: () => this.app.fsm.logTimeMs, ...(mutations.wallClockStamps ? { wallMs: () => env.wallMs(id) } : {}) });
     this.raw = new RawNode({
       id, rng, electionTicks: p.electionTicks, heartbeatTicks: p.heartbeatTicks, preVote: p.preVote, checkQuorum: p.checkQuorum,
@@ -179,6 +217,8 @@ export class LockNode {
       id, raw: this.raw, storage: this.storage, transport, app: this.app,
       snapshotConf: snap.meta.conf, applied: snap.meta.index,
       snapshotEveryEntries: p.snapshotEveryEntries, proposalTimeoutMs: p.proposalTimeoutMs,
+      // as production (raftlock-node.ts): a slow fsync must not silence a leader
+      heartbeatCoverTicks: p.heartbeatCoverTicks,
       clock: { nowMs: env.nowMs }, autoRun: false,
       hooks: {
         onRoleChange: (role, _leader, term) => {
@@ -194,7 +234,7 @@ export class LockNode {
         },
         onApplied: (entry, result) => {
           const out = result as ApplyOutput | undefined;
-          if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs());
+          if (out && out.events.length > 0) this.lessor.observe(out.events, env.nowMs(), this.app.fsm);
           if (out && this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStale(out);
           if (out) for (const e of out.events) if (e.type === 'granted' || e.type === 'waitEnded' || e.type === 'semGranted' || e.type === 'semWaitEnded') this.waitingSessions.delete(e.sessionId);
           env.onApplied(this, entry.index, entry.term, entry.kind, entry.data, out);
@@ -215,16 +255,19 @@ export class LockNode {
 
   /** the production ticker: driver.tick(), then the service's onTick (lessor → proposals) */
   tick(): void {
+    const before = this.transport.sent;
     this.driver.tick();
+    // a driver's tick sends nothing but the heartbeat cover's heartbeats
+    if (this.transport.sent > before) this.env.onCoverHeartbeats(this.transport.sent - before);
     this.proposeLate();
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();
     for (const sid of this.waitingSessions) this.lessor.renew(sid, now);
-    // as leader-coordinator.ts: a max hold whose grant ended otherwise is dropped unproposed
+    // as leader-coordinator.ts: a max hold or wait that ended otherwise is dropped unproposed
     const fsm = this.app.fsm;
-    const due = this.lessor.due(now, (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token));
-    for (const cmd of due) if (cmd.kind === 'expireHold' && this.holdsInFlight.has(cmd.fencingToken)) this.env.onHoldGated(this, cmd.fencingToken);
-    this.lessorProposer.proposeDue(due);
+    this.lessorProposer.proposeDue(this.lessor.due(now,
+      (target, name, sid, token) => fsm.holdsGrant(target, name, sid, token),
+      (target, name, sid, since) => fsm.waitStands(target, name, sid, since)));
   }
 
   propose(cmd: Command, idempotencyKey?: string): Promise<ProposalOutcome> {
@@ -257,8 +300,9 @@ export class LockNode {
 
   /** leader-coordinator's awaitGrant (trackWait): the lessor times the wait out; a stale cancelWait copy of
    *  an earlier wait of this session on this lock is let go now (landInNext) */
-  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false): void {
-    this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore);
+  trackWait(name: string, sessionId: string, deadlineMs: number, since: number, semaphore = false, arrivalMs?: number): void {
+    this.lessor.trackWait(name, sessionId, deadlineMs, since, semaphore, arrivalMs);
+    if (this.lessor.isLeader) this.env.onWaitTracked(this, semaphore ? 'semaphore' : 'lock', name, sessionId, since, deadlineMs);
     if (this.stale.size > 0 && this.driver.currentRole === 'leader') this.releaseStaleFor(staleKey(name, sessionId));
   }
 
@@ -280,12 +324,39 @@ export class LockNode {
     }
   }
 
+  /** the disk-stall fault: this node's next synced write takes `ticks` ticks */
+  armStall(ticks: number): void {
+    this.storage.stallTicks = ticks;
+  }
+
+  /** a synced write is out (or armed to stall): the driver's loop waits for it */
+  get diskStalled(): boolean {
+    return this.storage.stalled !== null;
+  }
+
+  get stallArmed(): boolean {
+    return this.storage.stallTicks > 0;
+  }
+
+  /** resolves when a stalled write begins (the cluster then stops awaiting the loop) */
+  stallBegan(): Promise<void> {
+    return new Promise((resolve) => {
+      this.storage.onStall = resolve;
+    });
+  }
+
+  /** a new tick: a stalled write whose time has come completes */
+  releaseDisk(tick: number): void {
+    this.storage.release(tick);
+  }
+
   armCrash(): void {
     this.storage.armed = true;
   }
 
   async stop(): Promise<void> {
     this.dead = true;
+    this.storage.abort(); // a write that is out dies with the node
     await this.transport.close();
     await this.driver.stop();
   }

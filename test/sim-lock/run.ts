@@ -1,27 +1,38 @@
 // The lock simulation's command line:
-//   npm run sim:lock -- --seed N [--ticks T] [--seeds K] [--verbose] [--mutation NAME]
+//   npm run sim:lock -- --seed N [--ticks T] [--seeds K] [--verbose] [--mutation NAME] [--jobs J]
 // runs seed N (or K seeds from N; default: one random seed). --mutation switches a fix off
-// (legacyEndLockDelay, legacyCancelWait, wallClockStamps: docs/simulation-lock.md
-// "Mutation table"). Every seed prints SEED=N; a
-// failing one prints the failure, the trace tail and `reproduce: npm run sim:lock -- --seed N`.
+// (docs/simulation-lock.md "Mutation table"). Every seed prints SEED=N; a failing one
+// prints the failure, the trace tail and `reproduce: npm run sim:lock -- --seed N`.
+// --jobs J spreads the K seeds over J processes (sweep.ts) and prints only failures,
+// progress and a summary.
 import { runLockSchedule, drawLockOptions } from './simulate.js';
 import { formatLockFailure } from './report.js';
 import { parseSeedArgs } from '../support/seed-args.js';
 import type { LockMutations } from './node.js';
+import { sweep } from './sweep.js';
+import { intArg } from '../support/seed-args.js';
+import { fileURLToPath } from 'node:url';
 
-const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold'];
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking'];
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}]`);
+  console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}] [--jobs J]`);
   process.exit(2);
 }
 
 async function main(): Promise<void> {
-  const { seed, seeds, ticks, verbose, extra } = parseSeedArgs(process.argv.slice(2), { ticks: 1500 }, usage, { mutation: { type: 'string' } });
+  const { seed, seeds, ticks, verbose, extra } = parseSeedArgs(process.argv.slice(2), { ticks: 1500 }, usage, { mutation: { type: 'string' }, jobs: { type: 'string' } });
   const m = extra['mutation'];
   if (m !== undefined && !MUTATIONS.includes(m as keyof LockMutations)) usage(`--mutation must be one of ${MUTATIONS.join(', ')}, got ${String(m)}`);
   const mutations: LockMutations = m === undefined ? {} : { [m as keyof LockMutations]: true };
   const base = seed ?? Math.floor(Math.random() * 1e9);
+  const jobs = extra['jobs'] === undefined ? 1 : intArg('jobs', extra['jobs'], 1, usage);
+  if (jobs > 1) {
+    if (verbose) usage('--verbose prints every seed: use it without --jobs');
+    const r = await sweep(process.execPath, fileURLToPath(import.meta.url), base, seeds, jobs, ['--ticks', String(ticks), ...(typeof m === 'string' ? ['--mutation', m] : [])]);
+    process.exitCode = r.failed.length > 0 ? 1 : 0;
+    return;
+  }
   let failed = 0;
   for (let s = base; s < base + seeds; s++) {
     if (verbose) console.log(JSON.stringify(drawLockOptions(s, ticks), null, 1));
@@ -33,6 +44,7 @@ async function main(): Promise<void> {
       `lessorDelayed=${st['lessorDelayed']} lessorDuplicated=${st['lessorDuplicated']} delaysEnded=${st['delaysEnded']} waitsCancelled=${st['waitsCancelled']} clockSteps=${st['clockSteps']} ` +
       `sharedGrants=${st['sharedGrants']} ackedShares=${st['ackedShares']} semGrants=${st['semGrants']} semAcked=${st['semAcked']} semResized=${st['semResized']} fifoChecked=${st['fifoChecked']} ` +
       `electionsWon=${st['electionsWon']} proclaims=${st['proclaims']} resigns=${st['resigns']} electionChecks=${st['electionChecks']} ` +
+      `waitsQueued=${st['waitsQueued']} waitBoundChecks=${st['waitBoundChecks']} waitLateMsMax=${st['waitLateMsMax']} lessorCancelWait=${st['lessorCancelWait']} maxLog=${st['maxLogIndex']} diskStalls=${st['diskStalls']} coverHeartbeats=${st['coverHeartbeats']} ` +
       `${((performance.now() - t0) / 1000).toFixed(2)}s`);
     if (!r.ok) {
       failed++;

@@ -29,13 +29,13 @@ test(`lock simulation: ${schedules} schedules of ${ticks} fault ticks from SEED=
     ['committed', 'grants', 'ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'unknown',
       'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps',
       'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks',
-      'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
+      'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks', 'waitsQueued', 'waitBoundChecks', 'diskStalls', 'coverHeartbeats'].map((k) => `${k}=${sum[k] ?? 0}`).join(' '));
   for (const f of failures) console.log(`\n${f}\n`);
   assert.equal(failures.length, 0, `${failures.length} failing seeds (reports above)`);
   // the schedules must actually exercise what they check
   for (const k of ['ackedGrants', 'waitsGranted', 'expiries', 'ackedKeepalives', 'crashes', 'midReadyCrashes', 'snapshotsRestored', 'lessorDelayed', 'lessorDuplicated', 'delaysEnded', 'waitsCancelled', 'clockSteps',
     'sharedGrants', 'ackedShares', 'semGrants', 'semAcked', 'semQueued', 'semResized', 'fifoChecked', 'electionsWon', 'proclaims', 'resigns', 'electionChecks', 'campaignsWon',
-    'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks']) {
+    'holdsGranted', 'holdExpiries', 'holdBoundChecks', 'revokesApplied', 'grantsRevoked', 'revokeChecks', 'waitsQueued', 'waitBoundChecks', 'diskStalls', 'coverHeartbeats']) {
     assert.ok((sum[k] ?? 0) > 0, `no ${k} in ${schedules} schedules`);
   }
 });
@@ -61,21 +61,39 @@ test('lock simulation: regression seeds', async () => {
   }
 });
 
+// The lessor's re-proposal storm (docs/simulation-lock.md "The re-proposal storm"): on this
+// seed (64-byte messages, a 1-message window, 21 % loss) commits are slower than the
+// proposal timeout, and the lessor's proposer, reopening its gate on every 'unknown'
+// answer, proposed each expiry ~47 times: the leader's log reached 18,932 entries with
+// 6,434 committed, and nothing was granted after healing. Each expiry is now proposed once
+// per term while an earlier copy can still commit (src/node/lessor-proposer.ts).
+test('lock simulation: the re-proposal storm stays bounded (seed 2108, 6000 fault ticks)', async () => {
+  const r = await runLockSchedule(2108, { ticks: 6000 });
+  if (!r.ok) assert.fail(formatLockFailure(r, 6000));
+  const st = r.stats;
+  assert.ok(st['maxLogIndex']! - st['committed']! < 200, `the longest log held ${st['maxLogIndex']} entries with ${st['committed']} committed`);
+  assert.ok(st['lessorExpire']! < 4 * st['expiries']! + 100, `${st['lessorExpire']} expireSession proposals for ${st['expiries']} expiries`);
+});
+
 // The mutation table (docs/simulation-lock.md "Mutation table"): each fix switched off is
 // caught by the checker that guards it on seeds of the default window (SEED=1, 120
 // schedules), which the sweep above runs with the fix on, where they pass. Each seed
 // stops at its failure, so this costs a few seconds.
 const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number[] }[] = [
   // a stale endLockDelay copy ends a later lock-delay of the same lock
-  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [38] },
+  { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [32] },
   // a stale cancelWait copy ends a later wait of the same session early
-  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [11] },
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [22] },
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
   { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
   // a stale expireHold copy ends the session's later grant of the same name (by its token)
-  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [10, 32] },
+  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [17, 32] },
   // a new leader arms every max hold a full max_hold_ms from taking office
   { mutation: 'testRearmFullMaxHold', checker: 'MaxHoldBound', seeds: [1, 3] },
+  // the lessor learns of no wait from the log (a wait committed under a leader that did not
+  // propose it is never cancelled), re-arms waits in full on promotion, and gives a cancel
+  // up after three tries: a waiting session is granted after its wait ended
+  { mutation: 'testLegacyWaitTracking', checker: 'WaitBound', seeds: [1, 2] },
 ];
 
 for (const m of MUTATIONS) {

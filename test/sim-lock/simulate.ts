@@ -130,6 +130,14 @@ function lockRng(seed: number): Rng {
   return root.fork();
 }
 
+/** the disk stalls' stream: past every other stream of the seed (test/sim's stall stream
+ *  included) */
+function stallRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 12; k++) root.fork();
+  return root.fork();
+}
+
 /** the lock faults' stream: past lockRng's */
 function faultRng(seed: number): Rng {
   const root = seededRng(seed);
@@ -163,13 +171,16 @@ export class LockCluster {
   /** the first error thrown where the driver or a promise would swallow it (hooks run
    *  inside the driver's loop, whose catch turns any throw into a fail-stop) */
   failure: unknown = null;
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorExpireHold: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, snapshotsRestored: 0, leaderChanges: 0, lessorExpire: 0, lessorEndDelay: 0, lessorCancelWait: 0, lessorExpireHold: 0, lessorDelayed: 0, lessorDuplicated: 0, clockSteps: 0, maxLogIndex: 0, diskStalls: 0, coverHeartbeats: 0 };
   /** wall-clock step per node (the clock-step fault) */
   private readonly wallStep = new Map<NodeId, number>();
   private readonly faultRng: Rng;
+  /** the disk-stall fault's draws (test/sim's knobs, a stream of its own) */
+  private readonly stallRng: Rng;
 
   constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void, private readonly mutations: LockMutations = {}) {
     this.faultRng = faultRng(o.seed).fork();
+    this.stallRng = stallRng(o.seed);
     this.network = new SimNetwork(o.raft.network, net);
     // the wallClockStamps mutation makes log time a wall clock: the max-hold time checks,
     // which rest on log time running no faster than real time, are off under it
@@ -215,8 +226,11 @@ export class LockCluster {
         else if (cmd.kind === 'expireHold') this.stats.lessorExpireHold++;
         else this.stats.lessorCancelWait++;
       },
+      onCoverHeartbeats: (k) => {
+        this.stats.coverHeartbeats += k;
+      },
+      onWaitTracked: (n, target, name, sid, since, deadlineMs) => this.checkers.waitBound.onApiTracked(`${n.id}/${n.driver.currentTerm}`, target, name, sid, since, deadlineMs),
       onProposed: (n, term, data) => this.checkers.onProposed(n.id, term, data, this.nowMs()),
-      onHoldGated: (n, token) => this.checkers.holds.excuse(token, `${n.id}/${n.driver.currentTerm}`),
       wallMs: (nid) => this.nowMs() + (this.wallStep.get(nid) ?? 0),
       lessorFault: (cmd) => {
         const f = this.lessorFault(cmd);
@@ -224,6 +238,10 @@ export class LockCluster {
         // leader's max-hold deadline is excused (hold-checker.ts)
         const n = this.nodes.get(id);
         if (cmd.kind === 'expireHold' && f.delayTicks > 0 && n) this.checkers.holds.excuse(cmd.fencingToken, `${id}/${n.driver.currentTerm}`);
+        // the same for a held-back cancel and the wait it ends (wait-checker.ts)
+        if ((cmd.kind === 'cancelWait' || cmd.kind === 'semCancelWait') && f.delayTicks > 0 && n) {
+          this.checkers.waitBound.excuse(cmd.kind === 'semCancelWait' ? 'semaphore' : 'lock', cmd.name, cmd.sessionId, `${id}/${n.driver.currentTerm}`);
+        }
         return f;
       },
       tick: () => this.tick,
@@ -254,6 +272,21 @@ export class LockCluster {
     if (delayTicks > 0) this.stats.lessorDelayed++;
     this.stats.lessorDuplicated += copies.length + (land ? 1 : 0);
     return { delayTicks, copies, ...(land ? { landInNext: { afterTicks: timeout } } : {}) };
+  }
+
+  /** the disk-stall fault (test/sim/disk-stalls.ts, with test/sim's knobs): now and then
+   *  one node's next synced write takes whole ticks, its driver's loop waits, and the
+   *  driver's heartbeat cover keeps a leader heard (src/raft/heartbeat-cover.ts) */
+  stallFaults(): void {
+    const d = this.o.raft.disk;
+    if (d.stallProbability === 0 || this.stallRng.next() >= d.stallProbability) return;
+    const leader = this.stallRng.next() < d.stallLeaderBias ? this.leader() : null;
+    const up = this.running();
+    const victim = leader ?? (up.length > 0 ? up[this.stallRng.int(0, up.length)]! : null);
+    const ticks = 1 + Math.round(-Math.log(1 - this.stallRng.next()) * d.stallTicksMean);
+    if (victim === null || victim.diskStalled || victim.stallArmed) return;
+    victim.armStall(ticks);
+    this.stats.diskStalls++;
   }
 
   /** the clock-step fault: the leader's wall clock jumps forward (only a mutation that
@@ -313,6 +346,7 @@ export class LockCluster {
     this.nodes.delete(n.id);
     this.runningList = null;
     await n.stop();
+    this.fatal.delete(n.id); // a write that was out failed with it: not a crash of the next incarnation
     this.disks.get(n.id)!.crash(this.o.raft.crash.loseUnsynced);
     this.downUntil.set(n.id, until);
     this.stats.crashes++;
@@ -344,6 +378,7 @@ export class LockCluster {
   beginTick(): void {
     this.tick++;
     this.restartDue();
+    for (const n of this.running()) n.releaseDisk(this.tick);
     this.network.deliverDue(this.tick, this, (ev) => this.deliver(ev));
     for (const n of this.running()) n.tick();
   }
@@ -351,7 +386,12 @@ export class LockCluster {
   /** run every driver until idle; resolved proposals' continuations run in between */
   async drainAll(): Promise<void> {
     for (let pass = 0; pass < 3; pass++) {
-      for (const n of this.running()) await n.driver.drain();
+      // a driver whose write is out waits for it; its inputs queue in its inbox meanwhile
+      for (const n of this.running()) {
+        if (n.diskStalled) continue;
+        const began = n.stallBegan(); // before drain(): the write may be issued inside it, synchronously
+        await Promise.race([n.driver.drain(), began]);
+      }
       await settle();
       this.assertNoFailure();
     }
@@ -367,6 +407,8 @@ export class LockCluster {
 
   endTick(): void {
     this.assertNoFailure();
+    // the longest log any node holds (the re-proposal storm grew it without bound)
+    for (const n of this.running()) this.stats.maxLogIndex = Math.max(this.stats.maxLogIndex, n.disk.lastIndex());
     this.checkers.compareStates(this.running());
     this.checkers.checkKeys(this.running());
   }
@@ -398,13 +440,14 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
     seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
-    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...cluster.checkers.waitBound.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
   });
   try {
     for (let t = 0; t < o.ticks; t++) {
       cluster.beginTick();
       cluster.network.tickFaults(cluster.tick, () => cluster.leader()?.id ?? null);
       cluster.clockFaults();
+      cluster.stallFaults();
       workload.wake();
       workload.act();
       await cluster.drainAll();

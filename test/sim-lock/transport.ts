@@ -18,8 +18,12 @@ export class SimTransport implements Transport {
     private readonly now: () => number,
   ) {}
 
+  /** messages handed to send() (statistics) */
+  sent = 0;
+
   send(msgs: readonly Message[]): void {
     if (this.closed) return;
+    this.sent += msgs.length;
     for (const m of msgs) this.network.send(m, this.now(), this.incarnation);
   }
   /** send() hands every message to the network at once */

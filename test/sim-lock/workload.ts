@@ -275,7 +275,7 @@ export class LockWorkload {
     // already granted or cancelled has nothing to time out; tracking it as "unknown" would
     // make the lessor cancel whatever wait the session has next)
     const w = n.app.fsm.waitOf(name, sid);
-    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since);
+    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since, false, sent);
     n.waitingSessions.add(sid);
     const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
     while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
@@ -601,7 +601,7 @@ export class LockWorkload {
     check: (askedMs: number) => 'waiting' | 'gone' | 'done'): Promise<void> {
     const sid = c.sessionId!;
     if (!n.lessor.isLeader) return;
-    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since, semaphore);
+    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since, semaphore, sent);
     n.waitingSessions.add(sid);
     const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
     while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {

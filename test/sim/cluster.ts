@@ -33,7 +33,7 @@ export class SimCluster {
   /** removed from the membership and shut down for good; their ids are never reused */
   readonly decommissioned = new Set<NodeId>();
   private readonly toDecommission = new Set<NodeId>();
-  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, compactions: 0, joins: 0, removals: 0, wipes: 0 };
+  readonly stats = { crashes: 0, midReadyCrashes: 0, restarts: 0, compactions: 0, joins: 0, removals: 0, wipes: 0, coverHeartbeats: 0, leaderStalls: 0, leaderStallsDeposed: 0, leaderStallTicksMax: 0 };
   /** disks made per node id: each gets its own incarnation */
   private readonly diskCount = new Map<NodeId, number>();
   private readonly env: DriverEnv;
@@ -43,6 +43,15 @@ export class SimCluster {
     this.network = new SimNetwork(opts.network, rng.net);
     this.env = {
       checkers: this.checkers,
+      now: () => this.now,
+      onCoverHeartbeats: (n: number) => {
+        this.stats.coverHeartbeats += n;
+      },
+      onLeaderStall: (ticks: number, deposed: boolean) => {
+        this.stats.leaderStalls++;
+        if (deposed) this.stats.leaderStallsDeposed++;
+        else this.stats.leaderStallTicksMax = Math.max(this.stats.leaderStallTicksMax, ticks);
+      },
       send: (m: Message, inc: number) => this.network.send(m, this.now, inc),
       onConfApplied: (_node: NodeId, e: Entry) => this.onConfApplied(e),
       ...(trace ? { trace: (line: string) => trace(`[${this.now}] ${line}`) } : {}),
@@ -80,6 +89,18 @@ export class SimCluster {
     this.checkers.dropReads(id);
     this.disks.set(id, this.blankDisk(id));
     this.stats.wipes++;
+    this.start(id);
+  }
+
+  /** a lying disk: the node crashes, and its disk keeps only the log up to `keep` although
+   *  the node had acknowledged more (SimDisk.loseTail); it restarts at once on that disk */
+  loseTail(id: NodeId, keep: number): void {
+    const node = this.running.get(id);
+    if (!node) return;
+    const last = node.disk.lastIndex();
+    this.kill(node, this.now);
+    this.disks.get(id)!.loseTail(keep);
+    this.env.trace?.(`${id}: disk lost entries ${keep + 1}..${last} it had acknowledged; restarted`);
     this.start(id);
   }
 
@@ -167,7 +188,7 @@ export class SimCluster {
 
   private deliver(ev: NetEvent): void {
     if (ev.kind === 'message') {
-      const refused = this.running.get(ev.msg.to)?.raw.step(ev.msg) ?? null;
+      const refused = this.running.get(ev.msg.to)?.receive(ev.msg) ?? null;
       // every node here is correct, so the core's trust boundary (RawNode.step) must never
       // refuse one of their messages: a refusal is a bug in the boundary or the sender
       if (refused !== null) throw new Error(`RawNode.step refused a message from a correct node (${refused.reason}: ${refused.detail})`);
@@ -175,8 +196,8 @@ export class SimCluster {
     }
     const node = this.running.get(ev.node);
     if (!node || node.incarnation !== ev.inc) return;
-    if (ev.kind === 'unreachable') node.raw.reportUnreachable(ev.peer);
-    else node.raw.reportSnapshot(ev.peer, ev.ok);
+    if (ev.kind === 'unreachable') node.reportUnreachable(ev.peer);
+    else node.reportSnapshot(ev.peer, ev.ok);
   }
 
   /** deliver → tick → drain; the workload acts after this, then call endTick() */
@@ -184,7 +205,7 @@ export class SimCluster {
     this.now++;
     this.restartDue();
     this.network.deliverDue(this.now, this, (ev) => this.deliver(ev));
-    for (const n of this.runningNodes()) n.raw.tick();
+    for (const n of this.runningNodes()) n.tick();
     this.drainAll();
   }
 

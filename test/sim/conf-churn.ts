@@ -117,7 +117,7 @@ export class ConfChurn {
   }
 
   private propose(leader: SimNode, cc: ConfChange): boolean {
-    if (!leader.raw.proposeConfChange(cc).ok) return false;
+    if (leader.stalled || !leader.raw.proposeConfChange(cc).ok) return false;
     this.stats.churnChanges++;
     this.note(`${leader.id} appended ${cc.type} ${cc.nodeId}`);
     if (cc.type === 'addLearner' && !this.cluster.ids.includes(cc.nodeId)) {

@@ -91,6 +91,12 @@ export class SimDisk implements DurableStorage {
     this.sync();
   }
 
+  /** a write issued without sync completes: it and everything before it is durable (the
+   *  end of a stalled synced write) */
+  flush(): void {
+    this.sync();
+  }
+
   private sync(): void {
     for (const op of this.pending) applyOp(this.synced, op);
     this.pending = [];
@@ -110,6 +116,25 @@ export class SimDisk implements DurableStorage {
     const synced = this.synced;
     this.written = MemoryStorage.from({
       hardState: synced.hardState(), snapshot: synced.snapshot(), entries: synced.entries(synced.firstIndex(), synced.lastIndex() + 1),
+    });
+  }
+
+  /**
+   * A disk that lost SYNCED data (after a crash): the log keeps only entries up to `keep`,
+   * though the node had acknowledged more (a lying or damaged disk: a torn last record of
+   * LevelDB's log, PAR FAST'18). The hard state survives, its commit index cut to `keep`
+   * (the record that raised it was lost with the entries). Never below the snapshot.
+   */
+  loseTail(keep: Index): void {
+    this.sync();
+    const s = this.synced;
+    if (keep >= s.lastIndex() || keep < s.firstIndex() - 1) return;
+    const hs = s.hardState();
+    this.synced = MemoryStorage.from({
+      hardState: { ...hs, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1),
+    });
+    this.written = MemoryStorage.from({
+      hardState: this.synced.hardState(), snapshot: this.synced.snapshot(), entries: this.synced.entries(this.synced.firstIndex(), keep + 1),
     });
   }
 

@@ -60,6 +60,21 @@ export interface CrashOptions {
   amnesiaProbability: number;
   /** an operator notices a lost disk and runs `member remove` after 1 + Exp(mean) ticks */
   amnesiaNoticeTicksMean: number;
+  /** per tick: a follower's disk loses the newest entries it had acknowledged (a lying or
+   *  damaged disk) and the node restarts at once; only entries that a majority of the
+   *  other voters hold durably, so no protocol is asked to survive a lost majority */
+  lostTailProbability: number;
+}
+
+/** slow disks (disk-stalls.ts): a synced write that takes whole ticks, during which the
+ *  driver steps nothing and the heartbeat cover keeps a leader heard */
+export interface DiskOptions {
+  /** per tick: one node's next synced write stalls (0 on half the seeds) */
+  stallProbability: number;
+  /** a stall lasts 1 + Exp(mean) ticks (mean 0.5–2.5 election timeouts: some outlast the cover) */
+  stallTicksMean: number;
+  /** probability that the stalled node is the leader rather than any node */
+  stallLeaderBias: number;
 }
 
 export interface WorkloadOptions {
@@ -88,6 +103,10 @@ export interface SimOptions {
   maxMsgBytes: number;
   /** RaftConfig.lazyCommit (production runs with it on) */
   lazyCommit: boolean;
+  /** the driver's heartbeat cover (RaftDriverOptions.heartbeatCoverTicks), as production
+   *  sets it: one maximum election timeout (2 × electionTicks, the core's default bound) */
+  heartbeatCoverTicks: number;
+  disk: DiskOptions;
   network: NetworkOptions;
   crash: CrashOptions;
   workload: WorkloadOptions;
@@ -164,6 +183,7 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     youngLeaderProbability: 0,
     amnesiaProbability: 0,
     amnesiaNoticeTicksMean: 0,
+    lostTailProbability: 0,
   };
   const workload: WorkloadOptions = {
     proposeProbability: 0.02 + rng.next() * 0.6,
@@ -184,6 +204,8 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
     maxInflight: pick(rng, [1, 2, 8, 64, 256]),
     maxMsgBytes: pick(rng, [64, 512, 4096, 1 << 20]),
     lazyCommit: false, // drawn last, below, so that adding it shifted no other knob of a seed
+    heartbeatCoverTicks: 2 * electionTicks,
+    disk: { stallProbability: 0, stallTicksMean: 1, stallLeaderBias: 0 }, // drawn last, below
     network, crash, workload,
     churn: { stepProbability: 0, crashDelayMaxTicks: 1, crashNewLeaderProbability: 0, downTicksMean: 1, followUpTicks: 1, clogTicks: 1 }, // drawn below
     stableWindowTicks: 30 * electionTicks,
@@ -207,7 +229,21 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
   // disk is a membership change
   o.crash.amnesiaProbability = howard ? 0 : maybe(rng, 0.5, 0.0005, 0.004);
   o.crash.amnesiaNoticeTicksMean = rng.int(20, 400);
+  // drawn after everything above (so adding them shifted no knob of a seed); half the
+  // seeds stall no write, and their schedules are as before
+  o.disk = { stallProbability: maybe(rng, 0.5, 0.001, 0.01), stallTicksMean: Math.round(electionTicks * (0.5 + 2 * rng.next())), stallLeaderBias: 0.3 + rng.next() * 0.6 };
+  // drawn after the disk stalls (so adding it shifted no knob of a seed above): a disk that loses entries
+  // the node had acknowledged (docs/raft-core.md "A follower whose log went backwards")
+  o.crash.lostTailProbability = maybe(rng, 0.7, 0.0005, 0.004);
   return o;
+}
+
+/** the disk-stall nemesis' draws: a stream of their own, past every stream test/sim and
+ *  test/sim-lock fork from the seed (so a seed without stalls draws exactly as before) */
+export function stallRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 11; k++) root.fork();
+  return root.fork();
 }
 
 /** every option, one per line, `SEED=` first (VOPR style) */

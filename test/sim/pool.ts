@@ -9,6 +9,8 @@ export interface WorkerSummary {
   schedules: number;
   ticks: number;
   committed: number;
+  diskStalls: number;
+  coverHeartbeats: number;
   failures: { seed: number; report: string }[];
 }
 
@@ -52,6 +54,8 @@ export async function runWorker(job: WorkerJob, hangMs = HANG_MS): Promise<Worke
           total.schedules++;
           total.ticks += o.ticks;
           total.committed += o.committed;
+          total.diskStalls += o.diskStalls;
+          total.coverHeartbeats += o.coverHeartbeats;
           if (o.report !== undefined) total.failures.push({ seed: o.seed, report: o.report });
           next = o.seed + 1;
         } else {
@@ -77,11 +81,14 @@ export async function runWorker(job: WorkerJob, hangMs = HANG_MS): Promise<Worke
 }
 
 export function emptySummary(): WorkerSummary {
-  return { schedules: 0, ticks: 0, committed: 0, failures: [] };
+  return { schedules: 0, ticks: 0, committed: 0, diskStalls: 0, coverHeartbeats: 0, failures: [] };
 }
 
 export function addSummary(a: WorkerSummary, b: WorkerSummary): WorkerSummary {
-  return { schedules: a.schedules + b.schedules, ticks: a.ticks + b.ticks, committed: a.committed + b.committed, failures: [...a.failures, ...b.failures] };
+  return {
+    schedules: a.schedules + b.schedules, ticks: a.ticks + b.ticks, committed: a.committed + b.committed,
+    diskStalls: a.diskStalls + b.diskStalls, coverHeartbeats: a.coverHeartbeats + b.coverHeartbeats, failures: [...a.failures, ...b.failures],
+  };
 }
 
 /** run `count` seeds from `from` on `jobs` workers in chunks; `onChunk` sees each result */

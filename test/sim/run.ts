@@ -1,12 +1,13 @@
 // The simulator's command line (TigerBeetle's `vopr` in spirit):
-//   npm run sim -- --seed N [--ticks T] [--seeds K] [--verbose] [--mutation NAME[,NAME]]
+//   npm run sim -- --seed N [--ticks T] [--seeds K] [--verbose] [--mutation NAME[,NAME]] [--no-stalls]
 //   npm run sim:soak -- [--seeds 100000] [--seed N] [--jobs J]
 // runs seed N (or K seeds from N). A failing seed prints SEED=N, every option, the trace
 // tail, the failure and `reproduce: npm run sim -- --seed N`. --verbose prints the options
 // and the full trace (role changes, partitions, heal) as the schedule runs. The soak
 // starts from a random seed unless given one, spreads seeds over J worker threads and
 // keeps going past failures. --mutation switches a safety fix off (mutations.ts), to see
-// the simulator find the bug it prevents.
+// the simulator find the bug it prevents; --no-stalls runs a seed without the disk stalls it
+// draws (disk-stalls.ts), as seeds ran before they existed.
 import { availableParallelism } from 'node:os';
 import { describeOptions, drawOptions } from './options.js';
 import { runSchedule } from './simulate.js';
@@ -23,27 +24,28 @@ interface Args {
   soak: boolean;
   jobs: number;
   mutations: Mutation[];
+  stalls: boolean;
 }
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: npm run sim -- [--seed N] [--ticks T] [--seeds K] [--verbose] [--mutation NAME]\n       npm run sim:soak -- [--seeds K] [--seed N] [--jobs J] [--ticks T] [--mutation NAME]`);
+  console.error(`${msg}\nusage: npm run sim -- [--seed N] [--ticks T] [--seeds K] [--verbose] [--mutation NAME] [--no-stalls]\n       npm run sim:soak -- [--seeds K] [--seed N] [--jobs J] [--ticks T] [--mutation NAME]`);
   process.exit(2);
 }
 
 function parseArgs(argv: string[]): Args {
-  const a = parseSeedArgs(argv, { ticks: 2000 }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' }, mutation: { type: 'string' } });
+  const a = parseSeedArgs(argv, { ticks: 2000 }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' }, mutation: { type: 'string' }, 'no-stalls': { type: 'boolean' } });
   let mutations: Mutation[] = [];
   try {
     mutations = parseMutations(typeof a.extra.mutation === 'string' ? a.extra.mutation : undefined);
   } catch (err) {
     usage(`--mutation: ${(err as Error).message}`);
   }
-  return { seed: a.seed, seeds: a.seeds, ticks: a.ticks, verbose: a.verbose, soak: a.extra.soak === true, jobs: a.extra.jobs === undefined ? availableParallelism() : intArg('jobs', a.extra.jobs, 1, usage), mutations };
+  return { seed: a.seed, seeds: a.seeds, ticks: a.ticks, verbose: a.verbose, soak: a.extra.soak === true, jobs: a.extra.jobs === undefined ? availableParallelism() : intArg('jobs', a.extra.jobs, 1, usage), mutations, stalls: a.extra['no-stalls'] !== true };
 }
 
 function runOne(seed: number, args: Args): boolean {
   if (args.verbose) console.log(describeOptions(drawOptions(seed, args.ticks, args.mutations)));
-  const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, mutations: args.mutations, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
+  const r = runSchedule(seed, { ticks: args.ticks, traceLines: 200, mutations: args.mutations, diskStalls: args.stalls, ...(args.verbose ? { onTrace: (l: string) => console.log(l) } : {}) });
   if (!r.ok) {
     console.log(formatFailure(r));
     return false;
@@ -51,7 +53,8 @@ function runOne(seed: number, args: Args): boolean {
   if (args.verbose || args.seeds === 1) {
     const s = r.stats;
     console.log(`SEED=${seed} ok: ${r.ticks} ticks, ${s['committed']} committed, ${s['leaders']} leader elections, ${s['crashes']} crashes, ` +
-      `${s['readsServed']} reads served, ${s['compactions']} compactions, ${s['joins']} joins, ${s['removals']} removals`);
+      `${s['readsServed']} reads served, ${s['compactions']} compactions, ${s['joins']} joins, ${s['removals']} removals, ` +
+      `${s['diskStalls']} disk stalls, ${s['coverHeartbeats']} cover heartbeats`);
   }
   return true;
 }

@@ -18,6 +18,9 @@ export interface SeedOutcome {
   seed: number;
   ticks: number;
   committed: number;
+  /** disk stalls and the heartbeat cover's heartbeats (disk-stalls.ts) */
+  diskStalls: number;
+  coverHeartbeats: number;
   /** the failure report, when the seed failed */
   report?: string;
 }
@@ -30,7 +33,7 @@ for (let seed = job.from; seed < job.from + job.count; seed++) {
   post({ started: seed });
   const mutations = job.mutations ?? [];
   const r = runSchedule(seed, { ticks: job.ticks, mutations });
-  const outcome: SeedOutcome = { seed, ticks: r.ticks, committed: r.stats['committed'] ?? 0 };
+  const outcome: SeedOutcome = { seed, ticks: r.ticks, committed: r.stats['committed'] ?? 0, diskStalls: r.stats['diskStalls'] ?? 0, coverHeartbeats: r.stats['coverHeartbeats'] ?? 0 };
   // replay a failing seed with a trace for the report: same seed, same schedule
   if (!r.ok) outcome.report = formatFailure(runSchedule(seed, { ticks: job.ticks, traceLines: 60, mutations }));
   post({ outcome });

@@ -26,12 +26,14 @@ test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEE
   const total = await runPool(base, schedules, ticks, workers, Math.max(1, Math.ceil(schedules / (workers * 8))), undefined, mutations);
   const secs = (performance.now() - started) / 1000;
   console.log(`sim: ${total.schedules} schedules, ${total.ticks} ticks (${(total.ticks / total.schedules).toFixed(0)} per schedule), ` +
-    `${total.committed} entries committed, ${total.failures.length} failed, ${secs.toFixed(1)} s wall on ${workers} worker(s), ` +
+    `${total.committed} entries committed, ${total.diskStalls} disk stalls, ${total.coverHeartbeats} cover heartbeats, ${total.failures.length} failed, ${secs.toFixed(1)} s wall on ${workers} worker(s), ` +
     `seeds ${base}..${base + schedules - 1}`);
   total.failures.sort((a, b) => a.seed - b.seed);
   for (const f of total.failures) console.log(`\n${f.report}\n`);
   assert.equal(total.schedules, schedules);
   assert.deepEqual(total.failures.map((f) => f.seed), [], 'failing seeds (reports above)');
+  // the driver's heartbeat cover (production's) must actually run: some writes stall
+  if (schedules >= 100) assert.ok(total.diskStalls > 0 && total.coverHeartbeats > 0, `${total.diskStalls} disk stalls, ${total.coverHeartbeats} cover heartbeats`);
 });
 
 test('a seed replays exactly: same trace, same statistics', () => {

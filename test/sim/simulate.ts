@@ -6,10 +6,11 @@
 //      write committed, applied on every member, and a linearizable read served;
 //   3. stability (Howard's partial partition only, with PreVote + CheckQuorum): hold the
 //      partition for a window and allow at most one leader change in it.
-import { drawOptions, subsystemRngs, type SimOptions } from './options.js';
+import { drawOptions, stallRng, subsystemRngs, type SimOptions } from './options.js';
 import { SimCluster } from './cluster.js';
 import { Workload } from './workload.js';
 import { ConfChurn } from './conf-churn.js';
+import { DiskStalls } from './disk-stalls.js';
 import { SafetyViolation } from './checkers.js';
 import type { Mutation } from './mutations.js';
 
@@ -43,6 +44,9 @@ export interface RunConfig {
   onTrace?: (line: string) => void;
   /** safety fixes to switch off (mutations.ts) */
   mutations?: readonly Mutation[];
+  /** false: no disk stalls, whatever the seed draws (disk-stalls.ts): the schedule such a
+   *  seed had before stalls existed (the mutation table's soak seeds were found then) */
+  diskStalls?: boolean;
 }
 
 class PhaseFailure extends Error {
@@ -53,6 +57,7 @@ class PhaseFailure extends Error {
 
 export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
   const opts = drawOptions(seed, cfg.ticks ?? 2000, cfg.mutations);
+  if (cfg.diskStalls === false) opts.disk.stallProbability = 0;
   const rngs = subsystemRngs(seed);
   const trace: string[] = [];
   const keep = cfg.traceLines ?? 0;
@@ -68,12 +73,13 @@ export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
   const cluster = new SimCluster(opts, { core: rngs.core, disk: rngs.disk, net: rngs.network }, traceFn);
   const workload = new Workload(opts, cluster, rngs.workload, rngs.nemesis);
   const churn = new ConfChurn(opts, cluster, rngs.churn, traceFn);
+  const stalls = new DiskStalls(opts, cluster, stallRng(seed));
   let phase: Phase = 'faults';
   const result = (failure?: ScheduleFailure): ScheduleResult => ({
     seed, options: opts, ok: failure === undefined, ticks: cluster.now, trace,
     ...(failure ? { failure } : {}),
     stats: {
-      ...cluster.stats, ...workload.stats, ...churn.stats, ...cluster.network.stats, ...cluster.checkers.counts,
+      ...cluster.stats, ...workload.stats, ...churn.stats, ...stalls.stats, ...cluster.network.stats, ...cluster.checkers.counts,
       committed: cluster.checkers.maxApplied,
     },
   });
@@ -89,6 +95,7 @@ export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
       workload.clients(true, true);
       workload.nemesis();
       churn.tick();
+      stalls.tick();
       cluster.endTick();
     }
     phase = 'liveness';

@@ -54,6 +54,7 @@ export class Workload {
   /** propose one write through `node`; returns its log slot when the core accepted it */
   propose(node: SimNode): { index: number; term: number } | null {
     this.stats.proposed++;
+    if (node.stalled) return null; // its driver takes input after the write (as production's inbox)
     const res = node.raw.propose(this.payload(this.nextWrite++));
     if (!res.ok) return null;
     this.stats.accepted++;
@@ -63,7 +64,7 @@ export class Workload {
   /** issue a ReadIndex read at `node`; returns its ctx when the core took it */
   read(node: SimNode): number | null {
     const ctx = this.nextRead++;
-    if (!node.raw.readIndex(ctx)) return null;
+    if (node.stalled || !node.raw.readIndex(ctx)) return null;
     this.stats.readsIssued++;
     this.cluster.checkers.onReadIssued(ctx, node.id, node.incarnation, this.cluster.now);
     return ctx;
@@ -91,7 +92,7 @@ export class Workload {
     const leader = this.cluster.leader();
     if (!leader) return;
     const to = pick(this.rng, leader.raw.status().conf.voters.filter((v) => v !== leader.id));
-    if (to !== undefined && leader.raw.transferLeadership(to)) this.stats.transfers++;
+    if (to !== undefined && !leader.stalled && leader.raw.transferLeadership(to)) this.stats.transfers++;
   }
 
   private confChange(): void {
@@ -112,7 +113,7 @@ export class Workload {
       });
     }
     const cc = pick(this.rng, options)?.();
-    if (!cc) return;
+    if (!cc || leader.stalled) return;
     const res = leader.raw.proposeConfChange(cc);
     if (!res.ok) return;
     this.stats.confChanges++;
@@ -129,6 +130,7 @@ export class Workload {
     const c = this.opts.crash;
     this.youngLeaders();
     this.amnesia();
+    this.lostTail();
     this.operator();
     if (c.crashProbability === 0 || this.nemesisRng.next() >= c.crashProbability) return;
     const leader = this.nemesisRng.next() < c.leaderBias ? this.cluster.leader() : null;
@@ -168,6 +170,35 @@ export class Workload {
     this.wiped.set(victim, this.cluster.now + 1 + Math.round(-Math.log(1 - this.nemesisRng.next()) * c.amnesiaNoticeTicksMean));
   }
 
+  /**
+   * A follower's disk loses the newest entries it had acknowledged (synced ones: a lying or
+   * damaged disk) and the node restarts at once. Only entries that a majority of the
+   * leader's voters other than the victim hold durably, under a committed configuration:
+   * losing more loses data no protocol can recover, and that is not what this tests. It
+   * tests that the leader notices the follower went back, stops counting it, and brings it
+   * up to date (docs/raft-core.md "A follower whose log went backwards").
+   */
+  private lostTail(): void {
+    const c = this.opts.crash;
+    if (c.lostTailProbability === 0 || this.nemesisRng.next() >= c.lostTailProbability) return;
+    const leader = this.cluster.leader();
+    if (!leader) return;
+    const st = leader.raw.status();
+    const voters = st.conf.voters;
+    if ([...leader.app.state.conf.voters].sort().join(',') !== [...voters].sort().join(',')) return;
+    const victim = pick(this.nemesisRng, [...voters, ...st.conf.learners].filter((v) => v !== leader.id && this.cluster.node(v) !== undefined));
+    if (victim === undefined) return;
+    const disk = this.cluster.node(victim)!.disk.durable;
+    const last = disk.lastIndex();
+    const keep = Math.max(disk.firstIndex() - 1, last - this.nemesisRng.int(1, 9));
+    const quorum = Math.floor(voters.length / 2) + 1;
+    for (let i = keep + 1; i <= last; i++) {
+      const holders = voters.filter((v) => v !== victim && this.cluster.node(v)?.disk.durable.term(i) === disk.term(i)).length;
+      if (holders < quorum) return;
+    }
+    if (keep < last) this.cluster.loseTail(victim, keep);
+  }
+
   /** The operator's answer to a lost disk (docs/membership.md): `member remove` of the
    *  node; it is shut down once that commits (a re-join would be a new member). */
   operator(): void {
@@ -181,7 +212,7 @@ export class Workload {
       if (!leader || leader.id === id) continue;
       const conf = leader.raw.status().conf;
       if (!conf.voters.includes(id) && !conf.learners.includes(id)) continue;
-      if (leader.raw.proposeConfChange({ type: 'removeNode', nodeId: id }).ok) this.stats.confChanges++;
+      if (!leader.stalled && leader.raw.proposeConfChange({ type: 'removeNode', nodeId: id }).ok) this.stats.confChanges++;
     }
   }
 

@@ -5,7 +5,7 @@ import { test, describe, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
@@ -76,7 +76,7 @@ async function assertRefused(dir: string, cls: new (...args: never[]) => Error, 
   });
 }
 
-const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader\)$/;
+const WIPE = /\(remove this node from the cluster \(raftlock member remove\), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader \(docs\/recovery\.md "A damaged data directory"\)\)$/;
 
 describe('open refuses a damaged log', () => {
   test('a flipped byte in an entry: the last of its write, and one in the middle', async () => {
@@ -184,7 +184,7 @@ describe('open refuses a damaged log', () => {
     await assertRefused(dir, StorageVersionError, new RegExp(`^unsupported storage format version 99 in ${dir}: this raftlock reads version 2 only`));
   });
 
-  test("damaged LevelDB files: a table block, or a write-ahead-log record LevelDB skips", async () => {
+  test("damaged LevelDB files: a table block, or a write-ahead-log record (LevelDB would skip it and the rest of its block)", async () => {
     for (const kind of ['ldb', 'log'] as const) {
       const dir = newDir(`level-${kind}`);
       const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
@@ -200,9 +200,57 @@ describe('open refuses a damaged log', () => {
       for (let k = 0; k < 50; k++) b[(b.length >> 1) + k]! ^= 0xff;
       writeFileSync(file, b);
       // LevelDB does not verify its log with paranoid checks (classic-level cannot turn
-      // them on): it drops the damaged record, and our contiguity check catches the hole
-      await assertRefused(dir, StorageCorruptionError, kind === 'ldb' ? /: LevelDB reports Corruption: / : /: entry \d+ is missing \(log jumps from entry \d+ to entry \d+\)/);
+      // them on): raftlock reads the log with LevelDB's checksums before LevelDB does
+      await assertRefused(dir, StorageCorruptionError, kind === 'ldb' ? /: LevelDB reports Corruption: / : /: LevelDB's write-ahead log \d+\.log at byte \d+ \(checksum mismatch\): LevelDB would skip the rest of that 32 KiB block/);
     }
+  });
+
+  test("a damaged first log record is refused, not taken for a fresh directory (LevelDB would recover an empty database and delete the log)", async () => {
+    const dir = newDir('first-record');
+    const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+    await s.save({ hardState: { term: 1, vote: null, commit: 0 }, entries: entries(1, 2, 3) }, { sync: true });
+    await s.close();
+    const log = readdirSync(dir).find((f) => f.endsWith('.log'))!;
+    const b = readFileSync(join(dir, log));
+    b[20] = b[20]! ^ 1; // inside the first record: the directory's initial write
+    writeFileSync(join(dir, log), b);
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`LevelDB's write-ahead log ${log} at byte 0 \\(checksum mismatch\\)`));
+    assert.ok(readdirSync(dir).includes(log), 'the damaged log is left in place');
+    // a record cut short at the end is a write that never finished, as LevelDB has it: it opens
+    const torn = newDir('torn-tail');
+    const t = await LevelStorage.open(torn, { seedConf: SEED_CONF });
+    for (const i of [1, 2, 3]) await t.save({ hardState: { term: 2, vote: null, commit: 0 }, entries: entries(i) }, { sync: true });
+    await t.close();
+    const tlog = readdirSync(torn).find((f) => f.endsWith('.log'))!;
+    const tb = readFileSync(join(torn, tlog));
+    writeFileSync(join(torn, tlog), tb.subarray(0, tb.length - 5));
+    const reopened = await LevelStorage.open(torn, { seedConf: SEED_CONF });
+    assert.equal(reopened.lastIndex(), 2, 'the cut write is gone, nothing else');
+    await reopened.close();
+  });
+
+  test("a missing CURRENT is refused before LevelDB sees the directory, and its files stay (LevelDB would start an empty database and delete them)", async () => {
+    const dir = await populated('no-current');
+    // reopen once more so the log moves into a table file, as a node restarted a few times has
+    await (await LevelStorage.open(dir, { seedConf: SEED_CONF })).close();
+    const before = readdirSync(dir).filter((f) => f !== 'CURRENT' && f !== 'LOCK' && !f.startsWith('LOG')).sort();
+    assert.ok(before.some((f) => f.endsWith('.ldb')), `a table file to lose: ${before.join(' ')}`);
+    rmSync(join(dir, 'CURRENT'));
+    await assertRefused(dir, StorageCorruptionError, /LevelDB's CURRENT file is missing, but its files are there \(\d+\.ldb/);
+    assert.deepEqual(readdirSync(dir).filter((f) => f !== 'LOCK' && !f.startsWith('LOG')).sort(), before, 'the refusal left every file in place');
+    // CURRENT back: the directory opens whole
+    writeFileSync(join(dir, 'CURRENT'), `${before.find((f) => f.startsWith('MANIFEST-'))}\n`);
+    const s = await LevelStorage.open(dir, { seedConf: SEED_CONF });
+    assert.equal(s.lastIndex(), 10);
+    await s.close();
+  });
+
+  test('a missing LevelDB file (the MANIFEST): the message names it and the replacement procedure, not "check the disk, then restart"', async () => {
+    const dir = await populated('manifest');
+    const manifest = readdirSync(dir).find((f) => f.startsWith('MANIFEST-'))!;
+    rmSync(join(dir, manifest));
+    await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: LevelDB's file ${manifest} is missing, so the data directory is incomplete and restarting cannot help \\(remove this node from the cluster`));
+    await assertRefused(dir, StorageCorruptionError, WIPE);
   });
 
   test('the undamaged directory still opens (control)', async () => {

@@ -60,6 +60,8 @@ export interface ClusterViewBody {
   commit_index: number;
   applied_index: number;
   members: { id: string; api: string; peer: string; role?: string; match_index?: number; lag?: number }[];
+  /** present while the node is not ready: the reason its /readyz gives */
+  not_ready?: string;
 }
 
 export interface HarnessResponse {
@@ -157,6 +159,21 @@ export class ClusterHarness {
     if (this.nodes.some((x) => x.id === id)) throw new Error(`node ${id} exists already`);
     const n: HarnessNode = { id, api: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}`, proc: null, log: null, lastExit: null, joinVia: this.node(via).api };
     this.nodes.push(n);
+    return n;
+  }
+
+  /**
+   * A new node that IS in the cluster file: the file is rewritten with it added (the
+   * running nodes read it only at start). start(id) then runs plain `serve --config FILE
+   * --node id`, as an operator does after `member add` (docs/membership.md "Add a node").
+   */
+  async addToFile(id: string): Promise<HarnessNode> {
+    if (this.nodes.some((x) => x.id === id)) throw new Error(`node ${id} exists already`);
+    const n: HarnessNode = { id, api: `http://127.0.0.1:${await freePort()}`, peer: `http://127.0.0.1:${await freePort()}`, proc: null, log: null, lastExit: null };
+    this.nodes.push(n);
+    const config = JSON.parse(readFileSync(this.configPath, 'utf8')) as { nodes: { id: string; api: string; peer: string }[] };
+    config.nodes.push({ id: n.id, api: n.api, peer: n.peer });
+    writeFileSync(this.configPath, JSON.stringify(config, null, 2));
     return n;
   }
 

@@ -11,9 +11,10 @@ at ttl/3 with jitter, one Idempotency-Key per change across retries, failover wi
 Retry-After, and no grant left behind by an acquire that gave up."""
 
 from .client import Client
-from .errors import (CompactedError, Holder, InvalidRequestError, LimitMismatchError, LockHeldError, LockLostError,
-                     NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError, SemaphoreFullError,
-                     SessionLostError, SessionNotFoundError, TooManyRequestsError, UnavailableError)
+from .errors import (CompactedError, Holder, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError,
+                     LockHeldError, LockLostError, NotHolderError, OutcomeUnknownError, PermissionDeniedError,
+                     RaftlockError, SemaphoreFullError, SessionLostError, SessionNotFoundError, TooManyRequestsError,
+                     UnavailableError)
 from .fencing import STALE_FENCING_TOKEN_CODE, is_stale_fencing_token
 from .lock import Leadership, Lock, SemaphoreGrant
 from .session import Session, default_safety_margin
@@ -21,5 +22,6 @@ from .session import Session, default_safety_margin
 __all__ = ["Client", "Session", "Lock", "SemaphoreGrant", "Leadership", "Holder", "SemaphoreFullError",
            "LimitMismatchError", "CompactedError", "RaftlockError", "LockHeldError", "NotHolderError",
            "SessionNotFoundError", "UnavailableError", "TooManyRequestsError", "OutcomeUnknownError",
-           "InvalidRequestError", "PermissionDeniedError", "SessionLostError", "LockLostError", "default_safety_margin"]
+           "InvalidRequestError", "IdempotencyKeyReusedError", "PermissionDeniedError", "SessionLostError",
+           "LockLostError", "default_safety_margin"]
 __all__ += ["STALE_FENCING_TOKEN_CODE", "is_stale_fencing_token"]

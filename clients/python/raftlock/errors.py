@@ -100,6 +100,17 @@ class OutcomeUnknownError(UnavailableError):
         self.idempotency_key = idempotency_key
 
 
+class IdempotencyKeyReusedError(RaftlockError):
+    """422 idempotency_key_reused: the change's Idempotency-Key (``idempotency_key``) was
+    first used for another request (another token, operation, name or body); the server
+    applied nothing. Never retried. This client draws a fresh key per change, so seeing it
+    means two changes were sent under one key."""
+
+    def __init__(self, message: str, idempotency_key: Optional[str] = None, **kw: Any) -> None:
+        super().__init__("idempotency_key_reused", message, **kw)
+        self.idempotency_key = idempotency_key
+
+
 class InvalidRequestError(RaftlockError):
     """400/413/415, or a malformed answer (bad_response): retrying cannot help."""
 
@@ -130,9 +141,10 @@ _STATUS_CODES = {400: "invalid_request", 401: "unauthenticated", 403: "permissio
                  503: "unavailable", 504: "timeout"}
 
 
-def error_from_response(status: int, body: bytes, endpoint: str) -> RaftlockError:
+def error_from_response(status: int, body: bytes, endpoint: str, idempotency_key: Optional[str] = None) -> RaftlockError:
     """Maps one error answer ``{"error": {"code", "message", ...}}`` to its typed error; a
-    body that cannot be parsed still gives a RaftlockError naming the status."""
+    body that cannot be parsed still gives a RaftlockError naming the status.
+    ``idempotency_key``: the key the request carried (named by IdempotencyKeyReusedError)."""
     e: dict = {}
     try:
         parsed = json.loads(body.decode("utf-8")) if body else None
@@ -157,6 +169,8 @@ def error_from_response(status: int, body: bytes, endpoint: str) -> RaftlockErro
         return LimitMismatchError(msg, _int(e.get("limit")), **kw)
     if code == "compacted":
         return CompactedError(msg, _int(e.get("compacted_index")), **kw)
+    if code == "idempotency_key_reused":
+        return IdempotencyKeyReusedError(msg, idempotency_key, **kw)
     if code == "not_holder":
         return NotHolderError(msg, **kw)
     if code == "session_not_found":

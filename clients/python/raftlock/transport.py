@@ -170,7 +170,8 @@ class Transport:
                         a.sent_at = first_sent
                     if 200 <= a.status < 300:
                         return a
-                    raise error_from_response(a.status, a.body, url)
+                    # a definite answer, never retried (422 idempotency_key_reused included)
+                    raise error_from_response(a.status, a.body, url, key)
                 err = error_from_response(a.status, a.body, url)
                 if a.status in (503, 429):
                     self.endpoints.retry_after(url, parse_retry_after(retry_after, 1.0))

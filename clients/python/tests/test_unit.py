@@ -10,8 +10,8 @@ import threading
 import time
 import unittest
 
-from raftlock import (Client, LockHeldError, LockLostError, OutcomeUnknownError, SessionLostError, SessionNotFoundError,
-                      UnavailableError, default_safety_margin)
+from raftlock import (Client, IdempotencyKeyReusedError, LockHeldError, LockLostError, OutcomeUnknownError,
+                      SessionLostError, SessionNotFoundError, UnavailableError, default_safety_margin)
 from raftlock.endpoints import MAX_RETRY_AFTER, parse_retry_after
 
 from .stub import Reply, Stub, err, healthy
@@ -171,6 +171,23 @@ class RetryTest(StubCase):
         self.assertEqual((cm.exception.holder.session_id, cm.exception.holder.fencing_token), ("other", 9))
         self.assertEqual(self.stub.matching("POST", "/acquire")[0].body["wait_ms"], 0)
         self.assertEqual(self.stub.matching("POST", "/release"), [])
+
+    def test_idempotency_key_reused_is_its_own_error_and_never_retried(self) -> None:
+        c = Client([self.stub.url, self.stub.url])
+        s = c.session(ttl=10)
+        self.addCleanup(s.close)
+        ok = healthy(10000)
+        reused = err("idempotency_key_reused", "the Idempotency-Key was first used for another request (another name)")
+        self.stub.handler = lambda r: Reply(422, reused) if r.path.endswith("/acquire") else ok(r)
+        with self.assertRaises(IdempotencyKeyReusedError) as cm:
+            s.lock("x")
+        acq = self.stub.matching("POST", "/acquire")
+        self.assertEqual(len(acq), 1, "a 422 is definite: never retried")
+        self.assertEqual((cm.exception.code, cm.exception.status), ("idempotency_key_reused", 422))
+        self.assertEqual(cm.exception.idempotency_key, acq[0].key)
+        self.assertIn("another name", str(cm.exception))
+        self.assertNotIsInstance(cm.exception, (LockHeldError, UnavailableError))
+        self.assertEqual(self.stub.matching("POST", "/release"), [], "nothing was applied: nothing to clean up")
 
     def test_closing_the_session_ends_a_wait_at_once(self) -> None:
         s = self.client().session(ttl=10)

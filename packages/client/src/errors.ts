@@ -96,6 +96,21 @@ export class OutcomeUnknownError extends UnavailableError {
   }
 }
 
+/**
+ * 422 idempotency_key_reused: the Idempotency-Key was first used for another request —
+ * another token, operation, name or body — and the server applied nothing. Never retried:
+ * the key answers its first request only, so a new request needs a new key (or none: the
+ * SDK draws one per change). `idempotencyKey` is the key that was refused.
+ */
+export class IdempotencyKeyReusedError extends RaftlockError {
+  readonly idempotencyKey: string | undefined;
+  constructor(message: string, idempotencyKey: string | undefined, opts: RaftlockErrorOptions = {}) {
+    super('idempotency_key_reused', message, opts);
+    this.name = 'IdempotencyKeyReusedError';
+    this.idempotencyKey = idempotencyKey;
+  }
+}
+
 /** 400/413/415: the request itself is wrong; retrying cannot help. */
 export class InvalidRequestError extends RaftlockError {
   constructor(code: string, message: string, opts: RaftlockErrorOptions = {}) {
@@ -186,8 +201,9 @@ export function decodeHolder(v: unknown): HolderInfo | undefined {
 /**
  * Maps one error answer `{ error: { code, message, … } }` to its typed error. Unknown or
  * malformed bodies still give a RaftlockError naming the status, never a crash.
+ * `idempotencyKey`: the key the request carried (named by IdempotencyKeyReusedError).
  */
-export function errorFromResponse(status: number, body: unknown, endpoint: string): RaftlockError {
+export function errorFromResponse(status: number, body: unknown, endpoint: string, idempotencyKey?: string): RaftlockError {
   const err = typeof body === 'object' && body !== null ? (body as { error?: unknown }).error : undefined;
   const e = typeof err === 'object' && err !== null ? (err as Record<string, unknown>) : {};
   const code = typeof e.code === 'string' ? e.code : statusCode(status);
@@ -207,6 +223,8 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
       return new SessionNotFoundError(message, opts);
     case 'compacted':
       return new CompactedError(message, count(e.compacted_index), opts);
+    case 'idempotency_key_reused':
+      return new IdempotencyKeyReusedError(message, idempotencyKey, opts);
     case 'unavailable':
       return new UnavailableError(message, opts);
     case 'too_many_requests':

@@ -134,7 +134,8 @@ export class HttpCaller {
           this.endpoints.succeeded(pick.url);
           if (spec.retry === 'keyed') r.answer.sentAt = firstSentAt;
           if (r.answer.status >= 200 && r.answer.status < 300) return r.answer;
-          throw errorFromResponse(r.answer.status, r.answer.body, pick.url);
+          // a definite answer, never retried: 4xx (422 idempotency_key_reused included)
+          throw errorFromResponse(r.answer.status, r.answer.body, pick.url, spec.idempotencyKey);
         }
         const err = errorFromResponse(r.answer.status, r.answer.body, pick.url);
         if (r.answer.status === 503 || r.answer.status === 429) {
@@ -161,7 +162,7 @@ export class HttpCaller {
     const r = await this.attempt(url, spec, start, spec.deadline ?? start + this.o.timeoutMs + (spec.waitMs ?? 0));
     if (r.kind !== 'answer') throw r.error;
     if (r.answer.status >= 200 && r.answer.status < 300) return r.answer;
-    throw errorFromResponse(r.answer.status, r.answer.body, url);
+    throw errorFromResponse(r.answer.status, r.answer.body, url, spec.idempotencyKey);
   }
 
   private giveUp(spec: CallSpec, last: RaftlockError | undefined, outcomeUnknown: boolean): RaftlockError {

@@ -9,7 +9,7 @@ export { Leadership } from './leadership.js';
 export type { LeadershipHost } from './leadership.js';
 export {
   RaftlockError, LockHeldError, NotHolderError, SessionNotFoundError, UnavailableError, TooManyRequestsError,
-  OutcomeUnknownError, InvalidRequestError, CompactedError, PermissionDeniedError, SessionLostError, LockLostError, SemaphoreFullError, LimitMismatchError, errorFromResponse,
+  OutcomeUnknownError, InvalidRequestError, CompactedError, PermissionDeniedError, SessionLostError, LockLostError, SemaphoreFullError, LimitMismatchError, IdempotencyKeyReusedError, errorFromResponse,
 } from './errors.js';
 export type { HolderInfo, RaftlockErrorOptions } from './errors.js';
 export type { WatchEvent, WatchEventData, WatchEventName, WatchOptions, WatchSynced, Leader } from './watch.js';

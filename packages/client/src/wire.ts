@@ -112,6 +112,8 @@ export interface ClusterInfo {
   commitIndex: number;
   appliedIndex: number;
   members: MemberInfo[];
+  /** present while the node is not ready: the reason its /readyz gives (e.g. "bootstrapping: waiting for n4") */
+  notReady?: string;
 }
 
 type Obj = Record<string, unknown>;
@@ -260,6 +262,7 @@ export function decodeCluster(v: unknown, what: string): ClusterInfo {
     commitIndex: num(o, 'commit_index', what),
     appliedIndex: num(o, 'applied_index', what),
     members,
+    ...(typeof o.not_ready === 'string' ? { notReady: o.not_ready } : {}),
   };
 }
 

@@ -50,6 +50,8 @@ export const STATUS_JS = String.raw`(function () {
       tr.appendChild(idCell);
       var roleCell = el('td');
       roleCell.appendChild(el('span', 'badge ' + m.role, m.role));
+      // why the member is not ready, in its own words (e.g. "bootstrapping: waiting for n4")
+      if (m.not_ready) roleCell.appendChild(el('div', 'muted not-ready', m.not_ready));
       tr.appendChild(roleCell);
       tr.appendChild(el('td', 'num', num(m.term)));
       tr.appendChild(el('td', 'num', num(m.commit_index)));

@@ -49,6 +49,7 @@ td.mono { font-family: var(--mono); font-size: 12.5px; }
 td.name { max-width: 320px; overflow: hidden; text-overflow: ellipsis; }
 td.value { max-width: 360px; overflow: hidden; text-overflow: ellipsis; white-space: nowrap; }
 td.muted { color: var(--muted); }
+.not-ready { color: var(--warn); font-size: 12px; margin-top: 2px; }
 .badge { display: inline-block; padding: 1px 8px; border-radius: 999px; font-size: 12px; font-weight: 600; background: var(--idle-bg); color: var(--muted); }
 .badge.leader { background: var(--ok-bg); color: var(--ok); }
 .badge.candidate { background: var(--warn-bg); color: var(--warn); }

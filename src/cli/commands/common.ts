@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../../config.js';
 import {
-  CompactedError, DurationError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
+  CompactedError, DurationError, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
   PermissionDeniedError, RaftlockClient, RaftlockError, SessionLostError, SessionNotFoundError, UnavailableError,
 } from '@raftlock/client';
 
@@ -25,6 +25,8 @@ export const EXIT = {
   denied: 5,
   /** the server answered something unexpected (a bug) */
   internal: 6,
+  /** --idempotency-key was first used for another request (422 idempotency_key_reused): nothing was done */
+  keyReused: 7,
 } as const;
 
 export const DEFAULT_CONFIG = 'cluster.config.json';
@@ -176,6 +178,10 @@ export function describeError(err: unknown): { code: number; line: string; error
   if (err instanceof NotHolderError) return { code: EXIT.held, line: `${msg}; the lock was released, expired or re-granted — acquire it again`, errorCode: err.code };
   if (err instanceof SessionNotFoundError) return { code: EXIT.lost, line: `${msg}; the session expired or was closed — open a new one`, errorCode: err.code };
   if (err instanceof SessionLostError || err instanceof LockLostError) return { code: EXIT.lost, line: msg, errorCode: err.code };
+  if (err instanceof IdempotencyKeyReusedError) {
+    const key = err.idempotencyKey !== undefined ? ` ${err.idempotencyKey}` : '';
+    return { code: EXIT.keyReused, line: `${msg}; --idempotency-key${key} belongs to an earlier, different command: nothing was done — repeat that command exactly to retry it, or pass a new key (or none) for this one`, errorCode: err.code };
+  }
   if (err instanceof OutcomeUnknownError) {
     return { code: EXIT.unavailable, line: `${msg}; run the same command with --idempotency-key ${err.idempotencyKey ?? 'KEY'} to retry safely`, errorCode: err.code };
   }

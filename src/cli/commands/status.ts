@@ -21,6 +21,8 @@ export interface MemberStatus {
   appliedIndex: number | null;
   /** entries behind the leader's log (leader's view), or commit − applied when unknown */
   lag: number | null;
+  /** why the member is not ready, as it says itself (e.g. "bootstrapping: waiting for n4") */
+  notReady?: string;
   error?: string;
 }
 
@@ -48,7 +50,7 @@ export async function clusterStatus(client: RaftlockClient): Promise<ClusterStat
     if (!v) return { id: m.id, api: m.api, role: 'unreachable', term: null, commitIndex: null, appliedIndex: null, lag: null, ...(err ? { error: err } : {}) };
     const fromLeader = leaderView?.members.find((x) => x.id === m.id)?.lag;
     const lag = fromLeader ?? (leaderView ? Math.max(0, leaderView.commitIndex - v.appliedIndex) : null);
-    return { id: m.id, api: m.api, role: v.role, term: v.term, commitIndex: v.commitIndex, appliedIndex: v.appliedIndex, lag };
+    return { id: m.id, api: m.api, role: v.role, term: v.term, commitIndex: v.commitIndex, appliedIndex: v.appliedIndex, lag, ...(v.notReady !== undefined ? { notReady: v.notReady } : {}) };
   });
   return { leaderId, term: leaderView?.term ?? first.term, members };
 }
@@ -56,7 +58,9 @@ export async function clusterStatus(client: RaftlockClient): Promise<ClusterStat
 export function formatStatus(s: ClusterStatus): string {
   const dash = (n: number | null): string => (n === null ? '-' : String(n));
   const rows = s.members.map((m) => [m.id, m.role, dash(m.term), dash(m.commitIndex), dash(m.appliedIndex), dash(m.lag), m.api]);
-  return [`leader: ${s.leaderId ?? 'none'}  term: ${s.term}`, formatTable(['MEMBER', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAG', 'API'], rows)].join('\n');
+  // each member that is not ready says why, under the table (e.g. "n1: bootstrapping: waiting for n4")
+  const notReady = s.members.filter((m) => m.notReady !== undefined).map((m) => `${m.id}: ${m.notReady}`);
+  return [`leader: ${s.leaderId ?? 'none'}  term: ${s.term}`, formatTable(['MEMBER', 'ROLE', 'TERM', 'COMMIT', 'APPLIED', 'LAG', 'API'], rows), ...notReady].join('\n');
 }
 
 export function registerStatus(program: Command): void {

@@ -57,7 +57,7 @@ export function describeMessage(m: Message): string {
     case 'append':
       return `${head} prev=${m.prevIndex}/${m.prevTerm} commit=${m.commit} ${describeEntries(m.entries)}`;
     case 'appendResp':
-      return m.reject ? `${head} reject index=${m.index} hint=${m.hint}/${m.hintTerm}` : `${head} index=${m.index}`;
+      return m.reject ? `${head} reject index=${m.index} hint=${m.hint}/${m.hintTerm}${m.lost ? ' lost' : ''}` : `${head} index=${m.index}`;
     case 'heartbeat':
       return `${head} commit=${m.commit}${m.ctx ? ` ctx=${m.ctx}` : ''}`;
     case 'heartbeatResp':

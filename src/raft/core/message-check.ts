@@ -71,6 +71,7 @@ function checkFields(m: Message): string | null {
       if (!isBool(m.reject)) return 'reject: not a boolean';
       if (!isNat(m.hint)) return 'hint: not a natural number';
       if (!isNat(m.hintTerm)) return 'hintTerm: not a natural number';
+      if (m.lost !== undefined && !(m.lost === true && m.reject === true)) return 'lost: only true, on a rejection';
       return null;
     case 'heartbeat':
       if (!isNat(m.commit)) return 'commit: not a natural number';

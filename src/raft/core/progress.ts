@@ -1,6 +1,7 @@
 // What the leader knows about each follower's log (etcd-io/raft tracker/progress.go and
 // tracker/inflights.go, simplified). Invariants: 0 <= match < next; match is only ever
-// raised by an acknowledgement from the follower itself (never from what we sent).
+// raised by an acknowledgement from the follower itself (never from what we sent), and
+// only lowered (to 0) when the follower proves that its log went backwards (regressed).
 import { assert } from '../../assert.js';
 import type { Index, ProgressState, ProgressStatus } from './types.js';
 
@@ -51,6 +52,9 @@ export class Progress {
    *  answer or the next heartbeat response */
   probeSent = false;
   learner: boolean;
+  /** after its log went backwards (regressed): the index it had acknowledged, which it
+   *  must hold again before its ReadIndex acks count; 0 otherwise */
+  recoverTo: Index = 0;
   /** the incarnation whose answers this progress records (docs/membership.md, "Incarnations") */
   inc: string | undefined = undefined;
   readonly inflights: Inflights;
@@ -113,7 +117,22 @@ export class Progress {
       this.probeSent = false;
     }
     this.next = Math.max(this.next, n + 1);
+    if (this.recoverTo > 0 && this.match >= this.recoverTo) this.recoverTo = 0;
     return updated;
+  }
+
+  /**
+   * The follower's log went backwards (it rejected an index it had acknowledged): nothing
+   * it acknowledged can be trusted any more, so match is forgotten (it counts for no
+   * commit until it acknowledges again), its ReadIndex acks wait until it holds again
+   * what it had acknowledged (recoverTo), and it is probed from `next`.
+   */
+  regressed(next: Index): void {
+    assert(Number.isSafeInteger(next) && next >= 1, `regressed: next must be an index >= 1, got ${next}`);
+    this.recoverTo = Math.max(this.recoverTo, this.match);
+    this.match = 0;
+    this.resetState('probe');
+    this.next = next;
   }
 
   /**
@@ -145,6 +164,8 @@ export class Progress {
   }
 
   status(): ProgressStatus {
-    return { match: this.match, next: this.next, state: this.state, learner: this.learner, recentActive: this.recentActive };
+    const st: ProgressStatus = { match: this.match, next: this.next, state: this.state, learner: this.learner, recentActive: this.recentActive };
+    if (this.recoverTo > 0) st.recoverTo = this.recoverTo;
+    return st;
   }
 }

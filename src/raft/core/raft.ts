@@ -92,7 +92,20 @@ export interface RaftConfig {
    *  leader no longer sends to deposes each leader before its removal commits (sim seed
    *  1010906). */
   testOnlyLeaseOnlyWithCheckQuorum?: boolean;
+  /** TEST ONLY — as above. Switches OFF the handling of a follower whose log went
+   *  backwards (a disk that lost entries it had acknowledged: see noteRegression): the
+   *  leader again takes a rejection at an index it holds as matched for a stale one, and a
+   *  follower again ignores a heartbeat's commit index beyond its log, so the follower
+   *  stays stuck behind until the leader next compacts its log (docs/raft-core.md "A
+   *  follower whose log went backwards"). */
+  testOnlyIgnoreLogRegression?: boolean;
   trace?: (e: TraceEvent) => void;
+  /** Leader: `follower` rejected an append at an index at or below what it had acknowledged
+   *  (`acked`), so its log went backwards (a damaged or lying disk); `hint` is where it now
+   *  says its log ends. For the driver's log and metrics; the core has already stopped
+   *  counting it and re-sends the entries (docs/raft-core.md "A follower whose log went
+   *  backwards"). */
+  onLogRegression?: (follower: NodeId, acked: Index, hint: Index) => void;
   /** RawNode.step refused a peer's message (misaddressed or malformed: message-check.ts);
    *  for the driver's log. It is dropped either way. */
   onReject?: (m: Message, why: Rejection) => void;
@@ -167,6 +180,20 @@ export class Raft {
   private bootstrapped: boolean;
   /** our incarnation, or undefined when the amnesia guard is off (plain Raft) */
   private readonly inc: string | undefined;
+  /** the highest commit index a leader's append has told us, in this process (an append
+   *  carries the leader's commit index), or a snapshot's index: above our own commit while
+   *  our log lacks those entries. A node whose applied index stays below it is behind
+   *  (docs/api.md "Readiness") */
+  knownCommit: Index = 0;
+  /** the commit index carried by the latest append of our current leader (0 until one
+   *  arrives): once our log reaches it, we hold every entry that leader had committed when
+   *  it sent it — what the amnesia decision waits for (docs/membership.md "Incarnations") */
+  leaderCommit: Index = 0;
+  /** fresh only: in this process we heard from a leader, or from a candidate with a log,
+   *  so a cluster with a log exists, and an election this node cannot win (a fresh
+   *  candidate needs every voter's grant, each from an empty log). It then holds off
+   *  campaigning (tickElection; docs/raft-core.md "Incarnations") */
+  private sawLog = false;
 
   constructor(cfg: RaftConfig, storage: Storage) {
     validateConfig(cfg);
@@ -283,6 +310,7 @@ export class Raft {
       this.grantedThisTerm = false;
     }
     this.lead = null;
+    this.leaderCommit = 0;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
     // §5.2: randomized timeouts make split votes rare
@@ -408,7 +436,7 @@ export class Raft {
 
   private tickElection(): void {
     this.electionElapsed++;
-    const patience = this.learnerMayCampaign() ? LEARNER_PATIENCE * this.cfg.electionTicks : 0;
+    const patience = this.learnerMayCampaign() || this.freshAfterLog() ? LEARNER_PATIENCE * this.cfg.electionTicks : 0;
     if (this.promotable() && this.electionElapsed >= this.randomizedElectionTimeout + patience) {
       this.electionElapsed = 0;
       this.hup(false);
@@ -492,6 +520,25 @@ export class Raft {
     return this.inc !== undefined && this.cfg.testOnlyFreshCampaignsWithoutPreVote !== true && this.standing() === 'fresh';
   }
 
+  /**
+   * A fresh node that has seen a log elsewhere (sawLog) cannot win: a fresh candidate needs
+   * every voter's grant (the bootstrap election), and a voter with a log never grants an
+   * empty one. It is a member that lost its data, or one whose cluster formed without it;
+   * either way it waits for the leader's log. So it campaigns only after LEARNER_PATIENCE
+   * more election timeouts of silence than a voter waits, like a learner: it stays quiet
+   * while its peers are briefly out of reach, and still campaigns in the end. (The one
+   * case where it could be needed: a brand-new cluster whose first leader lost its disk
+   * before anyone stored the bootstrap entry; the others heard that leader, but the
+   * leader's new process has not, and campaigns at once.) Only liveness is at stake: a
+   * pre-vote changes no term and no vote. Only with Pre-Vote, as
+   * raftlock nodes run: without it the rule is off, and the plain-Raft schedules the
+   * simulator studied with wiped nodes (docs/simulation.md: fresh-campaigns-without-prevote,
+   * vote-lease-without-prevote, stale-vote-unanswered) run as they did.
+   */
+  private freshAfterLog(): boolean {
+    return this.sawLog && this.cfg.preVote && this.inc !== undefined && this.standing() === 'fresh';
+  }
+
   private requestVotes(type: 'vote' | 'preVote', term: Term, transfer: boolean): void {
     const lastIndex = this.log.lastIndex();
     const lastTerm = this.log.lastTerm();
@@ -553,6 +600,7 @@ export class Raft {
   }
 
   private handleVoteRequest(m: Extract<Message, { type: 'vote' | 'preVote' }>): void {
+    if (m.lastIndex > 0) this.sawLog = true;
     const resp = m.type === 'vote' ? 'voteResp' : 'preVoteResp';
     // §5.2: at most one vote per term; a pre-vote for a future term promises nothing
     const canVote = this.vote === m.from || (this.vote === null && this.lead === null) || (m.type === 'preVote' && m.term > this.term);
@@ -669,15 +717,24 @@ export class Raft {
   }
 
   private handleFromLeader(m: Extract<Message, { type: 'append' | 'heartbeat' | 'snapshot' }>): void {
-    if (m.type === 'append') this.handleAppend(m);
-    else if (m.type === 'heartbeat') this.handleHeartbeat(m);
-    else this.handleSnapshot(m);
+    this.sawLog = true;
+    if (m.type === 'append') {
+      // the leader's own commit index (a heartbeat's is at most what we acknowledged, and
+      // one beyond our log says our log went backwards: handleHeartbeat)
+      this.knownCommit = Math.max(this.knownCommit, m.commit);
+      this.leaderCommit = Math.max(this.leaderCommit, m.commit);
+      this.handleAppend(m);
+    } else if (m.type === 'heartbeat') {
+      this.handleHeartbeat(m);
+    } else {
+      this.handleSnapshot(m);
+    }
   }
 
   // ---- follower side of replication ----------------------------------------------------
 
-  private respondAppend(to: NodeId, index: Index, reject: boolean, hint = 0, hintTerm = 0): void {
-    this.send({ type: 'appendResp', from: this.id, to, term: this.term, index, reject, hint, hintTerm });
+  private respondAppend(to: NodeId, index: Index, reject: boolean, hint = 0, hintTerm = 0, lost = false): void {
+    this.send(lost ? { type: 'appendResp', from: this.id, to, term: this.term, index, reject, hint, hintTerm, lost } : { type: 'appendResp', from: this.id, to, term: this.term, index, reject, hint, hintTerm });
   }
 
   private handleAppend(m: Extract<Message, { type: 'append' }>): void {
@@ -703,8 +760,20 @@ export class Raft {
 
   private handleHeartbeat(m: Extract<Message, { type: 'heartbeat' }>): void {
     // the leader sends min(our match, its commit), so this prefix agrees with its log
-    // (a commit beyond our log is not the leader's, which never sends one: ignore it)
-    if (m.commit <= this.log.lastIndex()) this.commitTo(m.commit);
+    if (m.commit <= this.log.lastIndex()) {
+      this.commitTo(m.commit);
+    } else if (this.cfg.testOnlyIgnoreLogRegression !== true && this.standing() !== 'fresh') {
+      // A commit beyond our log: in this term we acknowledged entries up to it (the leader
+      // sends at most our match, learned from our acknowledgements, so even a delayed
+      // heartbeat says so), and within a term a follower's log never shrinks below what
+      // it acknowledged. So ours went backwards: a disk that lost acknowledged entries. (A
+      // fresh node acknowledged nothing: the claim is about the data directory it replaced,
+      // whose progress the leader drops as soon as this incarnation answers.) Say so (`lost`): the leader stops counting us and sends the entries again
+      // (noteRegression). The rejection of an append cannot say it: on a transport that
+      // duplicates or reorders, a stale one looks the same.
+      const last = this.log.lastIndex();
+      this.respondAppend(m.from, m.commit, true, last, this.log.term(last) ?? 0, true);
+    }
     this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: m.ctx });
   }
 
@@ -723,6 +792,7 @@ export class Raft {
       return false;
     }
     this.log.restore(s);
+    this.knownCommit = Math.max(this.knownCommit, s.meta.index);
     this.confs.reset(s.meta.conf);
     this.bootstrapped = true;
     this.trace({ type: 'commit', id: this.id, index: s.meta.index, term: s.meta.term });
@@ -767,10 +837,37 @@ export class Raft {
   private handleAppendReject(from: NodeId, pr: Progress, m: Extract<Message, { type: 'appendResp' }>): void {
     let probe = m.hint;
     if (m.hintTerm > 0) probe = this.log.findConflictByTerm(probe, m.hintTerm);
+    if (m.lost === true) {
+      // only the follower can tell (handleHeartbeat); without the fix it stays unheard
+      if (pr.match > 0 && m.index <= pr.match && this.cfg.testOnlyIgnoreLogRegression !== true) this.noteRegression(from, pr, m.index, probe);
+      return;
+    }
     if (pr.maybeDecrTo(m.index, probe)) {
       if (pr.state === 'replicate') pr.becomeProbe();
       this.maybeSendAppend(from, true);
     }
+  }
+
+  /**
+   * `from` says (`lost`, answering a heartbeat) that its log no longer reaches `rejected`,
+   * an index at or below what it acknowledged: it lost entries it told us it had durably
+   * stored (a damaged or lying disk: PAR, FAST'18). Raft's safety assumes a disk never
+   * does, and nothing can undo what was already counted; what the leader can do is stop
+   * counting it — for commits (its match is forgotten) and for ReadIndex rounds until it
+   * holds again everything it had acknowledged (`recoverTo`) — and send the entries again
+   * from where it says its log ends. Before, the leader kept sending from the old match,
+   * took each rejection for a stale one, and the follower stayed stuck behind until the
+   * leader next compacted its log. A `lost` answer is exact: the heartbeat it answers
+   * carried at most what the follower had acknowledged in this term. (One that a
+   * duplicating or reordering network delivers after the follower has acknowledged those
+   * entries again makes the leader forget the match once more: safe, it costs a probe; an
+   * ordered transport never does it.) docs/raft-core.md "A follower whose log went backwards".
+   */
+  private noteRegression(from: NodeId, pr: Progress, rejected: Index, probe: Index): void {
+    const acked = pr.match;
+    pr.regressed(Math.max(1, Math.min(rejected, probe + 1)));
+    this.cfg.onLogRegression?.(from, acked, probe);
+    this.maybeSendAppend(from, true);
   }
 
   private handleAppendAck(from: NodeId, pr: Progress, index: Index): void {
@@ -814,8 +911,10 @@ export class Raft {
     pr.probeSent = false;
     if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeFirstOne();
     if (pr.match < this.log.lastIndex()) this.maybeSendAppend(from, true);
-    // a ReadIndex ack confirms our leadership only from the bound incarnation of a voter
-    if (ctx > 0 && this.tracker.progressCounts(from)) {
+    // a ReadIndex ack confirms our leadership only from the bound incarnation of a voter,
+    // and not from one whose log went backwards until it holds again what it had
+    // acknowledged: a read at our commit index must not rest on a copy it lost
+    if (ctx > 0 && this.tracker.progressCounts(from) && pr.recoverTo === 0) {
       const acks = this.readOnly.recvAck(from, ctx);
       if (acks && this.tracker.hasQuorum(acks)) this.readStates.push(...this.readOnly.release(ctx));
     }

@@ -183,6 +183,8 @@ export class RawNode {
       commit: r.log.committed,
       applied: r.log.applied,
       lastIndex: r.log.lastIndex(),
+      knownCommit: Math.max(r.knownCommit, r.log.committed),
+      leaderCommit: r.leaderCommit,
       conf: { voters: [...r.conf().voters], learners: [...r.conf().learners] },
       leadTransferee: r.leadTransferee,
     };

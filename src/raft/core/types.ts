@@ -88,8 +88,11 @@ export type Message = Header &
     | { type: 'append'; prevIndex: Index; prevTerm: Term; entries: Entry[]; commit: Index }
     /** index: on success the last index now matching the leader; on reject, the rejected
      *  prevIndex. hint/hintTerm: fast back-tracking (§5.3 "optimization"): the follower's
-     *  best guess of the last index that might match and its term there. */
-    | { type: 'appendResp'; index: Index; reject: boolean; hint: Index; hintTerm: Term }
+     *  best guess of the last index that might match and its term there. lost: a rejection
+     *  of a heartbeat's commit index (`index`), which the follower had acknowledged but its
+     *  log no longer reaches: its disk lost entries (docs/raft-core.md "A follower whose
+     *  log went backwards") */
+    | { type: 'appendResp'; index: Index; reject: boolean; hint: Index; hintTerm: Term; lost?: boolean }
     /** ctx: ReadIndex round id (0 = plain heartbeat) */
     | { type: 'heartbeat'; commit: Index; ctx: number }
     | { type: 'heartbeatResp'; ctx: number }
@@ -167,6 +170,9 @@ export interface ProgressStatus {
   state: ProgressState;
   learner: boolean;
   recentActive: boolean;
+  /** present while the follower's log is behind what it had acknowledged (its disk lost
+   *  entries): the index it must hold again before it counts for reads */
+  recoverTo?: Index;
 }
 
 export interface Status {
@@ -178,6 +184,12 @@ export interface Status {
   commit: Index;
   applied: Index;
   lastIndex: Index;
+  /** the highest commit index this node knows of: its own, or one a leader's append told
+   *  it that its log does not reach yet (Raft.knownCommit) */
+  knownCommit: Index;
+  /** the commit index carried by the latest append of the current leader; 0 until one
+   *  arrives (Raft.leaderCommit) */
+  leaderCommit: Index;
   conf: ConfState;
   /** present on the leader only */
   progress?: Record<NodeId, ProgressStatus>;

@@ -25,6 +25,7 @@ import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../core
 import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeIncarnation, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
 import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
 import { loadState, type Db } from './storage-load.js';
+import { damagedLogs } from './leveldb-log-check.js';
 
 export { StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError, StorageError } from './storage-errors.js';
 
@@ -94,6 +95,8 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
     } catch (err) {
       throw new StorageFailure(dir, 'creating the data directory', err);
     }
+    await refuseOrphanedFiles(dir);
+    await refuseDamagedLog(dir);
     const db = new Level<Buffer, Buffer>(dir, {
       keyEncoding: 'buffer',
       valueEncoding: 'buffer',
@@ -419,11 +422,62 @@ function segmentEnd(segs: readonly number[], k: number, last: Index): Index {
   return k + 1 < segs.length ? segs[k + 1]! - 1 : last;
 }
 
+/**
+ * LevelDB finds its files through CURRENT, which names the MANIFEST. Without CURRENT, an
+ * open with createIfMissing starts an EMPTY database in the directory and deletes every
+ * table and log it does not know as obsolete (measured: classic-level 3, LevelDB 1.20;
+ * docs/storage.md "What LevelDB does with a damaged file"): the log would be destroyed by
+ * the attempt to read it. So a directory with LevelDB's files but no CURRENT is refused
+ * before LevelDB sees it, naming what is there, and its files are left as they are.
+ */
+async function refuseOrphanedFiles(dir: string): Promise<void> {
+  let names: string[];
+  try {
+    names = await readdir(dir);
+  } catch (err) {
+    throw new StorageFailure(dir, 'reading the data directory', err);
+  }
+  if (names.includes('CURRENT')) return;
+  const level = names.filter((f) => /^MANIFEST-\d+$/.test(f) || /^\d+\.(ldb|sst|log)$/.test(f)).sort();
+  if (level.length === 0) return;
+  const shown = level.slice(0, 4).join(', ') + (level.length > 4 ? `, … (${level.length} files)` : '');
+  throw new StorageCorruptionError(dir, `LevelDB's CURRENT file is missing, but its files are there (${shown}): opening would start an empty database and delete them; put CURRENT back (the MANIFEST file's name and a newline), or recover the node`);
+}
+
+/** LevelDB's recovery would skip a damaged log record and the rest of its block, then delete
+ *  the log (leveldb-log-check.ts): refused first, naming the file and the offset */
+async function refuseDamagedLog(dir: string): Promise<void> {
+  let damaged: string[];
+  try {
+    damaged = await damagedLogs(dir);
+  } catch (err) {
+    throw new StorageFailure(dir, 'reading the write-ahead log', err);
+  }
+  if (damaged.length === 0) return;
+  throw new StorageCorruptionError(dir, `LevelDB's write-ahead log ${damaged[0]}: LevelDB would skip the rest of that 32 KiB block, recover without it and delete the log`);
+}
+
 function openError(dir: string, err: unknown): StorageError {
   const cause = (err as { cause?: { code?: unknown } }).cause;
   if (cause?.code === 'LEVEL_LOCKED') return new StorageLockedError(dir, { cause: err });
   if (isLevelCorruption(err)) return new StorageCorruptionError(dir, `LevelDB cannot open it: ${describe(err)}`, undefined, { cause: err });
+  // One of LevelDB's own files is gone (CURRENT names a MANIFEST that is not there, a
+  // table file the MANIFEST lists is missing): the directory is incomplete, and no restart
+  // brings the file back. Say which file, and how to replace the node (docs/recovery.md).
+  const gone = missingLevelFile(dir, err);
+  if (gone !== null) return new StorageCorruptionError(dir, `LevelDB's file ${gone} is missing, so the data directory is incomplete and restarting cannot help`, undefined, { cause: err });
   return new StorageFailure(dir, 'opening', err);
+}
+
+/** the name of a file of `dir` that LevelDB reports missing ("IO error: <dir>/MANIFEST-000002:
+ *  No such file or directory"), or null */
+function missingLevelFile(dir: string, err: unknown): string | null {
+  const text = describe(err);
+  const m = /IO error: (\S+?): No such file or directory/.exec(text);
+  if (m === null) return null;
+  const path = m[1]!;
+  const name = path.slice(path.lastIndexOf('/') + 1);
+  return path.startsWith(dir) && /^(MANIFEST-\d+|CURRENT|\d+\.(ldb|sst|log))$/.test(name) ? name : null;
 }
 
 function isLevelCorruption(err: unknown): boolean {

@@ -4,7 +4,7 @@
 /** What an operator should do when a node's log cannot be trusted: the node must come
  *  back as a NEW member, never as the voter it was (it would vote and acknowledge with
  *  forgotten state; docs/membership.md, "A node whose data directory is gone"). */
-export const WIPE_ADVICE = 'remove this node from the cluster (raftlock member remove), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader';
+export const WIPE_ADVICE = 'remove this node from the cluster (raftlock member remove), wipe its data directory, then start it with raftlock serve --join: it receives a snapshot from the leader (docs/recovery.md "A damaged data directory")';
 
 export abstract class StorageError extends Error {
   abstract readonly code: string;

@@ -1,46 +1,110 @@
-// A small reference model of shared locks, semaphores and elections for property tests, written
-// from the contract (docs/contract.md §4) and docs/lock-fsm.md, not from fsm.ts: plain
-// arrays and linear scans. It covers sessions without principals, acquires without
-// newSession, and Idempotency-Keys without ageing (the lock model, model.ts, covers
-// those); its views use the shapes of LockFsm's queries so they compare directly.
-// Revocation and max hold (docs/lock-fsm.md "Revocation and maximum hold") too: every
-// grant keeps its max hold (0: none) and the log time it was made.
+// THE reference model of raftlock's lock state machine (docs/lock-fsm.md, docs/contract.md
+// §3–4), written from the documents, not from src/lock-fsm: plain arrays and linear scans,
+// obviously correct rather than fast. One model for every test that needs to know what
+// the state machine should have done:
+// - the property tests (test/lock-fsm/*.property.test.ts) apply random commands to it and
+//   to LockFsm and compare results, events, views and the exported state after each one;
+// - the lock simulator (test/sim-lock, checkers.ts `ModelAgreement`) applies the committed
+//   log to it once, in index order, and compares every node's result and events;
+// - jepsen-lite's linearizability checker (test/model/history-model.ts over wgl.ts) maps
+//   each operation of a history to its commands and searches for an order in which the
+//   model gives every answer the clients got.
+//
+// Covered: sessions (TTL, owner, lock-delay; limits on sessions and waiters), exclusive and
+// shared locks with FIFO queues, elections (campaign, proclaim, resign, the leader's
+// value), semaphores (limit, resize, FIFO), revocation and max hold (every grant keeps its
+// max hold, 0: none, and the log time it was made), acquires that open their session
+// (newSession), Idempotency-Keys (first answer replayed; aged out in log time; a queued
+// acquire's key answers the grant once made), and the snapshot state (export(), in the
+// shape of exportState). Not covered: principals and actors (docs/security.md), the
+// lock-count limit. Its views use the shapes of LockFsm's queries so they compare directly.
+//
+// Fencing tokens: max(index, last token + 1). The history models apply a grant whose token
+// a client saw at index = that token, so the model agrees exactly when the token is above
+// every earlier one; a grant nobody saw gets a placeholder (index 0: last + 1) that
+// `retoken` moves up when a later answer shows it.
+//
+// Adding to it (docs/jepsen-lite.md "The model"): a new command is a case of run() plus
+// its view; an Idempotency-Key rule lives in apply() (the first answer is stored with what
+// the key is bound to); a lock set (acquireAll/releaseAll) is one command over several
+// names, so its history ops partition by the set, not by one name (history-model.ts).
 
 import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import type { ElectionTuple, HoldTuple, HoldWaitTuple, IdemTuple, LockTuple, SemTuple, SessionTuple, ShareTuple, StateV1, WaiterTuple, WaitTimeTuple } from '../../src/lock-fsm/snapshot.js';
+import { bindingTuple, modelBinding, modelReuse, type ModelBinding } from './model-keys.js';
 
 type Mode = 'exclusive' | 'shared';
 /** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
 interface MHolder { sid: string; owner: string; token: number; mode: Mode; maxHoldMs: number; at: number; value?: string }
-interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string }
+/** queuedAtMs: the log time the wait was queued at (snapshot version 5's waitTimes) */
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string; waitMs: number; queuedAtMs: number }
 interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
 interface MSemHolder { sid: string; owner: string; permits: number; token: number; maxHoldMs: number; at: number }
-interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number }
+interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number; waitMs: number; queuedAtMs: number }
 interface MSem { limit: number; holders: MSemHolder[]; queue: MSemWait[] }
 interface MSession { ttlMs: number; owner: string; lockDelayMs: number }
+interface MIdem { key: string; atMs: number; result: ApplyResult; binding: ModelBinding }
 
 const cmp = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
 
-export class SharedModel {
+export interface ModelLimits {
+  maxWaitersPerLock: number;
+  /** open sessions beyond this answer too_many_requests (default: no limit) */
+  maxSessions?: number;
+  /** a key is forgotten this long in log time after its first apply (default: never) */
+  idempotencyTtlMs?: number;
+  /** at most this many keys; the oldest goes first (default: no limit) */
+  idempotencyMaxKeys?: number;
+}
+
+/** the session a command names: an existing one, or the one its newSession opens */
+type Acquirer = { refused: ApplyResult } | { s: MSession | null; sid: string; owner: string; open: () => MSession };
+
+export class LockModel {
   sessions = new Map<string, MSession>();
   locks = new Map<string, MLock>();
   sems = new Map<string, MSem>();
   lastToken = 0;
-  idem = new Map<string, ApplyResult>();
+  lastApplied = 0;
+  /** Idempotency-Keys in first-apply order (ageing drops from the front) */
+  idem: MIdem[] = [];
   /** log time: the highest atMs applied */
   nowMs = 0;
   private key: string | undefined;
 
-  constructor(readonly maxWaiters: number) {}
+  constructor(readonly lim: ModelLimits) {}
+
+  /** a deep copy (the history models branch on it) */
+  clone(): LockModel {
+    const m = new LockModel(this.lim);
+    for (const [k, v] of this.sessions) m.sessions.set(k, { ...v });
+    for (const [k, l] of this.locks) m.locks.set(k, { holders: l.holders.map((h) => ({ ...h })), queue: l.queue.map((w) => ({ ...w })), delayMs: l.delayMs, delaySince: l.delaySince });
+    for (const [k, sem] of this.sems) m.sems.set(k, { limit: sem.limit, holders: sem.holders.map((h) => ({ ...h })), queue: sem.queue.map((w) => ({ ...w })) });
+    m.lastToken = this.lastToken;
+    m.lastApplied = this.lastApplied;
+    m.idem = this.idem.map((e) => ({ ...e }));
+    m.nowMs = this.nowMs;
+    return m;
+  }
 
   apply(index: number, env: Envelope): { result: ApplyResult; events: FsmEvent[]; replayed?: true } {
+    this.lastApplied = index;
     this.nowMs = Math.max(this.nowMs, env.atMs);
+    const ttl = this.lim.idempotencyTtlMs;
+    if (ttl !== undefined) this.idem = this.idem.filter((e) => e.atMs > this.nowMs - ttl);
     const key = env.idempotencyKey;
-    const hit = key === undefined ? undefined : this.idem.get(key);
-    if (hit) return { result: hit, events: [], replayed: true };
+    const hit = key === undefined ? undefined : this.idem.find((e) => e.key === key);
+    if (hit) {
+      const refused = modelReuse(hit.binding, modelBinding(env));
+      return refused === null ? { result: hit.result, events: [], replayed: true } : { result: refused, events: [] };
+    }
     this.key = key;
     const ev: FsmEvent[] = [];
     const result = this.run(index, env.cmd, ev);
-    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) this.idem.set(key, result);
+    if (key !== undefined && !(!result.ok && (result.code === 'too_many_requests' || result.code === 'session_exists'))) {
+      if (this.lim.idempotencyMaxKeys !== undefined && this.idem.length >= this.lim.idempotencyMaxKeys) this.idem.shift();
+      this.idem.push({ key, atMs: this.nowMs, result, binding: modelBinding(env) });
+    }
     return { result, events: ev };
   }
 
@@ -49,19 +113,59 @@ export class SharedModel {
     return this.lastToken;
   }
 
+  /** A grant's token became known (a history model's placeholder, see the header): the
+   *  grant of `sid` on `name` with token `from` gets `to`; the last token follows it when
+   *  it was the last. Nothing else changes. */
+  retoken(target: 'lock' | 'semaphore', name: string, sid: string, from: number, to: number): void {
+    const hs: { sid: string; token: number }[] = target === 'lock' ? this.locks.get(name)?.holders ?? [] : this.sems.get(name)?.holders ?? [];
+    const h = hs.find((x) => x.sid === sid && x.token === from);
+    if (!h) throw new Error(`lock model: no ${target} grant of ${name} to ${sid} with token ${from}`);
+    h.token = to;
+    if (this.lastToken === from) this.lastToken = Math.max(to, this.lastToken);
+  }
+
   private settle(key: string | undefined, queuedKind: string, grant: ApplyResult & { ok: true; name: string; sessionId: string }): void {
     if (key === undefined) return;
-    const r = this.idem.get(key);
-    if (r && r.ok && r.kind === queuedKind && 'name' in r && r.name === grant.name && 'sessionId' in r && r.sessionId === grant.sessionId) this.idem.set(key, grant);
+    const e = this.idem.find((x) => x.key === key);
+    const r = e?.result;
+    if (e && r && r.ok && r.kind === queuedKind && 'name' in r && r.name === grant.name && 'sessionId' in r && r.sessionId === grant.sessionId) e.result = grant;
+  }
+
+  /** the session a new session would get refused for, or null */
+  private refuseNewSession(sid: string): ApplyResult | null {
+    if (this.sessions.has(sid)) return { ok: false, code: 'session_exists' };
+    if (this.lim.maxSessions !== undefined && this.sessions.size >= this.lim.maxSessions) return { ok: false, code: 'too_many_requests', limit: 'sessions' };
+    return null;
+  }
+
+  private acquirer(cmd: { sessionId: string; owner?: string; newSession?: { ttlMs: number; owner: string; lockDelayMs: number } }, ev: FsmEvent[]): Acquirer {
+    const ns = cmd.newSession;
+    const sid = cmd.sessionId;
+    if (ns) {
+      const refused = this.refuseNewSession(sid);
+      if (refused) return { refused };
+      const open = (): MSession => {
+        const s = { ttlMs: ns.ttlMs, owner: ns.owner, lockDelayMs: ns.lockDelayMs };
+        this.sessions.set(sid, s);
+        ev.push({ type: 'sessionOpened', sessionId: sid, ttlMs: ns.ttlMs });
+        return s;
+      };
+      return { s: null, sid, owner: cmd.owner ?? ns.owner, open };
+    }
+    const s = this.sessions.get(sid);
+    if (!s) return { refused: { ok: false, code: 'session_not_found' } };
+    return { s, sid, owner: cmd.owner ?? s.owner, open: () => s };
   }
 
   private run(index: number, cmd: Command, ev: FsmEvent[]): ApplyResult {
     switch (cmd.kind) {
-      case 'openSession':
-        if (this.sessions.has(cmd.sessionId)) return { ok: false, code: 'session_exists' };
+      case 'openSession': {
+        const refused = this.refuseNewSession(cmd.sessionId);
+        if (refused) return refused;
         this.sessions.set(cmd.sessionId, { ttlMs: cmd.ttlMs, owner: cmd.owner, lockDelayMs: cmd.lockDelayMs });
         ev.push({ type: 'sessionOpened', sessionId: cmd.sessionId, ttlMs: cmd.ttlMs });
         return { ok: true, kind: 'session_opened', sessionId: cmd.sessionId, ttlMs: cmd.ttlMs };
+      }
       case 'closeSession': return this.end(index, cmd.sessionId, 'closed', ev);
       case 'expireSession': return this.end(index, cmd.sessionId, 'expired', ev);
       case 'acquire': return this.acquire(index, cmd, ev);
@@ -261,12 +365,12 @@ export class SharedModel {
 
   /** value: a campaign (an exclusive acquire whose grant leads the election) */
   private acquire(index: number, cmd: Extract<Command, { kind: 'acquire' }>, ev: FsmEvent[], value?: string): ApplyResult {
-    const s = this.sessions.get(cmd.sessionId);
-    if (!s) return { ok: false, code: 'session_not_found' };
+    const who = this.acquirer(cmd, ev);
+    if ('refused' in who) return who.refused;
+    const { s, owner, sid } = who;
     const mode: Mode = cmd.mode === 'shared' ? 'shared' : 'exclusive';
-    const owner = cmd.owner ?? s.owner;
     const l = this.locks.get(cmd.name);
-    const mine = l?.holders.find((h) => h.sid === cmd.sessionId);
+    const mine = s === null ? undefined : l?.holders.find((h) => h.sid === sid);
     const held = (): ApplyResult => {
       const x = l?.holders.find((h) => h.mode === 'exclusive');
       if (!x) return { ok: false, code: 'lock_held' };
@@ -275,25 +379,29 @@ export class SharedModel {
     };
     if (value !== undefined && mine) {
       // a campaign by the leader answers its leadership; by a plain or shared holder: refused
-      if (mine.mode === 'exclusive' && mine.value !== undefined) return this.acquired(cmd.name, mine, s);
+      if (mine.mode === 'exclusive' && mine.value !== undefined) return this.acquired(cmd.name, mine, s!);
       return held();
     }
     // an exclusive holder's grant answers any request; a share is never upgraded
     if (mine && (mine.mode === 'exclusive' || mode === 'shared')) {
-      const r = this.acquired(cmd.name, mine, s);
+      const r = this.acquired(cmd.name, mine, s!);
       if (r.ok && r.kind === 'acquired') delete r.value; // a plain acquire by the leader: a plain answer
       return r;
     }
-    if (mine) return { ok: false, code: 'lock_held' };
+    if (mine) return held();
     const free = !l || (l.delayMs === 0 && l.queue.length === 0 && l.holders.every((h) => mode === 'shared' && h.mode === 'shared'));
-    if (free) return this.acquired(cmd.name, this.grant(index, cmd.name, cmd.sessionId, owner, mode, ev, cmd.maxHoldMs ?? 0, value), s);
+    if (free) {
+      const session = who.open();
+      return this.acquired(cmd.name, this.grant(index, cmd.name, sid, owner, mode, ev, cmd.maxHoldMs ?? 0, value), session);
+    }
     if (cmd.waitMs === 0) return held();
-    const pos = l.queue.findIndex((w) => w.sid === cmd.sessionId);
-    if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
-    if (l.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    l.queue.push({ sid: cmd.sessionId, owner, mode, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}) });
-    ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: cmd.sessionId });
-    return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: l.queue.length };
+    const pos = s === null ? -1 : l.queue.findIndex((w) => w.sid === sid);
+    if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
+    if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    who.open();
+    l.queue.push({ sid, owner, mode, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}), queuedAtMs: this.nowMs });
+    ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: sid, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: sid });
+    return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
 
   /** serve the head while the lock allows it: one writer, or every reader at the head */
@@ -312,25 +420,27 @@ export class SharedModel {
   }
 
   private semAcquire(index: number, cmd: Extract<Command, { kind: 'semAcquire' }>, ev: FsmEvent[]): ApplyResult {
-    const s = this.sessions.get(cmd.sessionId);
-    if (!s) return { ok: false, code: 'session_not_found' };
-    const owner = cmd.owner ?? s.owner;
+    const who = this.acquirer(cmd, ev);
+    if ('refused' in who) return who.refused;
+    const { s, owner } = who;
     const sem = this.sems.get(cmd.name);
-    const mine = sem?.holders.find((h) => h.sid === cmd.sessionId);
+    const mine = s === null ? undefined : sem?.holders.find((h) => h.sid === cmd.sessionId);
     if (sem && mine) return this.semAcquired(cmd.name, sem, mine);
     if (sem && sem.limit !== cmd.limit) return { ok: false, code: 'limit_mismatch', limit: sem.limit };
-    const pos = sem ? sem.queue.findIndex((w) => w.sid === cmd.sessionId) : -1;
+    const pos = sem && s !== null ? sem.queue.findIndex((w) => w.sid === cmd.sessionId) : -1;
     if (pos >= 0) return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: pos + 1 };
     const inUse = sem ? used(sem) : 0;
     if (cmd.permits > cmd.limit) return { ok: false, code: 'semaphore_full', inUse, limit: cmd.limit };
     if (!sem || (sem.queue.length === 0 && inUse + cmd.permits <= sem.limit)) {
       const st = sem ?? { limit: cmd.limit, holders: [], queue: [] };
+      who.open();
       this.sems.set(cmd.name, st);
       return this.semAcquired(cmd.name, st, this.semGrant(index, cmd.name, st, cmd.sessionId, owner, cmd.permits, ev, cmd.maxHoldMs ?? 0));
     }
     if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
-    if (sem.queue.length >= this.maxWaiters) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
-    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0 });
+    if (sem.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    who.open();
+    sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, queuedAtMs: this.nowMs });
     ev.push({ type: 'semWaiting', name: cmd.name, sessionId: cmd.sessionId, permits: cmd.permits });
     return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
   }
@@ -428,6 +538,50 @@ export class SharedModel {
       name, limit: sem.limit, inUse: used(sem),
       holders: [...sem.holders].sort((a, b) => a.token - b.token).map((h) => ({ sessionId: h.sid, owner: h.owner, permits: h.permits, fencingToken: h.token })),
       waiters: sem.queue.map((w, i) => ({ sessionId: w.sid, owner: w.owner, permits: w.permits, position: i + 1 })),
+    };
+  }
+
+  /** the state in snapshot form (docs/lock-fsm.md "Snapshot"), for comparison with exportState */
+  export(): StateV1 {
+    const sessions = [...this.sessions.entries()].sort((a, b) => cmp(a[0], b[0])).map(([id, x]): SessionTuple => [id, x.ttlMs, x.owner, x.lockDelayMs]);
+    const names = [...this.locks.keys()].sort(cmp);
+    const locks = names.map((name): LockTuple => {
+      const l = this.locks.get(name)!;
+      const waiters = l.queue.map((w): WaiterTuple => (w.mode === 'shared' ? [w.sid, w.owner, w.waitMs, w.since, w.key ?? null, 'shared'] : w.key === undefined ? [w.sid, w.owner, w.waitMs, w.since] : [w.sid, w.owner, w.waitMs, w.since, w.key]));
+      const shares = l.holders.filter((h) => h.mode === 'shared').map((h): ShareTuple => [h.sid, h.owner, h.token]).sort((a, b) => cmp(a[0], b[0]));
+      const x = l.holders.find((h) => h.mode === 'exclusive');
+      return x ? [name, x.sid, x.owner, x.token, 0, waiters, 0, shares] : [name, null, null, 0, l.delayMs, waiters, l.delaySince, shares];
+    });
+    const sems = [...this.sems.keys()].sort(cmp).map((name): SemTuple => {
+      const sem = this.sems.get(name)!;
+      const holders = sem.holders.map((h): [string, string, number, number] => [h.sid, h.owner, h.permits, h.token]).sort((a, b) => cmp(a[0], b[0]));
+      return [name, sem.limit, holders, sem.queue.map((w): [string, string, number, number, number, string | null] => [w.sid, w.owner, w.permits, w.waitMs, w.since, w.key ?? null])];
+    });
+    const elections: ElectionTuple[] = [];
+    for (const name of names) {
+      const l = this.locks.get(name)!;
+      const leader = l.holders.find((h) => h.mode === 'exclusive' && h.value !== undefined);
+      const candidates = l.queue.filter((w) => w.value !== undefined).map((w): [string, string] => [w.sid, w.value!]);
+      if (leader || candidates.length > 0) elections.push([name, leader?.value ?? null, candidates]);
+    }
+    const bySection = (a: readonly [string, string, string, ...unknown[]], b: readonly [string, string, string, ...unknown[]]): number => cmp(a[0], b[0]) || cmp(a[1], b[1]) || cmp(a[2], b[2]);
+    const grants = this.holdsView().map((h): HoldTuple => [h.target, h.name, h.sessionId, h.maxHoldMs, h.grantedAtMs]).sort(bySection);
+    const waits: HoldWaitTuple[] = [];
+    for (const name of names) for (const w of this.locks.get(name)!.queue) if (w.maxHoldMs > 0) waits.push(['lock', name, w.sid, w.maxHoldMs]);
+    for (const [name, sem] of this.sems) for (const w of sem.queue) if (w.maxHoldMs > 0) waits.push(['semaphore', name, w.sid, w.maxHoldMs]);
+    waits.sort(bySection);
+    const idem = { nowMs: this.nowMs, entries: this.idem.map((e): IdemTuple => [e.key, e.atMs, e.result, bindingTuple(e.binding)]) };
+    // version 5: when each wait was queued, in log time; the section only when some request waits
+    const waitTimes: WaitTimeTuple[] = [];
+    for (const name of names) for (const w of this.locks.get(name)!.queue) waitTimes.push(['lock', name, w.sid, w.queuedAtMs]);
+    for (const [name, sem] of this.sems) for (const w of sem.queue) waitTimes.push(['semaphore', name, w.sid, w.queuedAtMs]);
+    waitTimes.sort(bySection);
+    const base = { format: 'raftlock/lock-fsm', v: 5, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems, elections };
+    return {
+      ...base,
+      ...(grants.length === 0 && waits.length === 0 ? {} : { maxHold: { grants, waits } }),
+      ...(waitTimes.length > 0 ? { waitTimes } : {}),
+      idem,
     };
   }
 }

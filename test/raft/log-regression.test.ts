@@ -1,0 +1,93 @@
+// A follower whose disk lost entries it had acknowledged (docs/raft-core.md "A follower
+// whose log went backwards"): killed right after the leader counted its acknowledgement,
+// it comes back with a shorter log (a torn last record: a lying or damaged disk). The
+// leader holds it as matched up to the old index, so before the fix it kept sending from
+// there, took every rejection for a stale one, and the follower stayed behind until the
+// leader next compacted — forever on a quiet cluster — while its heartbeat acks still
+// counted for ReadIndex rounds. Now the follower answers a heartbeat whose commit index
+// its log does not reach with `lost`, and the leader forgets its match, stops counting it
+// for reads until it holds those entries again, and sends them.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { MemoryStorage } from '../../src/raft/core/storage.js';
+import { Network, type NodeOptions } from './harness.js';
+
+const OPTS: NodeOptions = { incarnations: true, preVote: true, checkQuorum: true };
+
+/** n1 leads {n1,n2,n3}; five writes are committed and acknowledged by everyone */
+function cluster(opts: NodeOptions): { net: Network; last: number } {
+  const net = Network.create(3, opts);
+  net.campaign('n1');
+  assert.equal(net.leader(), 'n1');
+  for (let k = 0; k < 5; k++) assert.ok(net.propose('n1', `w${k}`).ok);
+  net.run(3);
+  const last = net.node('n1').storage.lastIndex();
+  assert.equal(net.node('n1').raw.status().progress!['n2']!.match, last, 'n2 acknowledged everything');
+  return { net, last };
+}
+
+/** `id` crashes and its disk keeps only the log up to `keep` (the hard state survives, its
+ *  commit index cut to what is left); it restarts on that disk, the same incarnation */
+function loseTail(net: Network, id: string, keep: number): void {
+  const s = net.node(id).storage;
+  const hs = s.hardState();
+  net.node(id).storage = MemoryStorage.from({ hardState: { ...hs, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1) });
+  net.restart(id);
+}
+
+test('a follower that lost acknowledged entries is noticed, not counted, and brought back up to date on a quiet cluster', () => {
+  const seen: string[] = [];
+  const { net, last } = cluster({ ...OPTS, onLogRegression: (f, acked, hint) => void seen.push(`${f} acked ${acked} ends at ${hint}`) });
+  loseTail(net, 'n2', last - 2);
+  assert.equal(net.node('n2').storage.lastIndex(), last - 2);
+  // no new writes: only heartbeats flow
+  net.run(3);
+  assert.deepEqual(seen, [`n2 acked ${last} ends at ${last - 2}`], 'the leader heard that n2 went back');
+  assert.equal(net.node('n2').storage.lastIndex(), last, 'n2 holds the entries again');
+  net.run(3);
+  assert.equal(net.node('n2').raw.status().commit, last);
+  const pr = net.node('n1').raw.status().progress!['n2']!;
+  assert.equal(pr.match, last);
+  assert.equal(pr.recoverTo, undefined, 'no longer recovering');
+});
+
+test('while it has not got the entries back, its acks count for no ReadIndex round; they do again once it has', () => {
+  const { net, last } = cluster(OPTS);
+  net.isolate('n3');
+  // n2 can hear heartbeats but gets no appends: it cannot get the entries back yet
+  net.drop((m) => m.from === 'n1' && m.to === 'n2' && (m.type === 'append' || m.type === 'snapshot'));
+  loseTail(net, 'n2', last - 1);
+  net.run(2);
+  const pr = net.node('n1').raw.status().progress!['n2']!;
+  assert.equal(pr.match, 0, 'its match is forgotten: it counts for no commit');
+  assert.equal(pr.recoverTo, last);
+  net.node('n1').raw.readIndex(7);
+  net.run(5);
+  assert.deepEqual(net.node('n1').readStates, [], 'a read at the commit index does not rest on n2, which lost it');
+  assert.equal(net.leader(), 'n1', 'n2 still hears the leader: no election');
+  net.recover();
+  net.isolate('n3');
+  net.run(5);
+  assert.deepEqual(net.node('n1').readStates.map((r) => r.ctx), [7], 'served once n2 holds the entries again');
+  assert.equal(net.node('n2').storage.lastIndex(), last);
+});
+
+test('mutation check (testOnlyIgnoreLogRegression): the follower stays behind and its acks keep counting for reads', () => {
+  const { net, last } = cluster({ ...OPTS, testOnlyIgnoreLogRegression: true });
+  loseTail(net, 'n2', last - 2);
+  net.run(50);
+  assert.equal(net.node('n2').storage.lastIndex(), last - 2, 'stuck: the leader keeps sending from the old match');
+  assert.equal(net.node('n1').raw.status().progress!['n2']!.match, last);
+  net.isolate('n3');
+  net.node('n1').raw.readIndex(9);
+  net.run(5);
+  assert.deepEqual(net.node('n1').readStates.map((r) => r.ctx), [9], 'n2 counted for the read although it lost the entries');
+});
+
+test('a lost answer about an index the leader never counted is ignored (a fresh progress after a leader change)', () => {
+  const { net, last } = cluster(OPTS);
+  const before = net.node('n1').raw.status().progress!['n2']!.match;
+  net.node('n1').raw.step({ type: 'appendResp', from: 'n2', to: 'n1', term: net.node('n1').raw.status().term, index: last + 5, reject: true, hint: 1, hintTerm: 1, lost: true, inc: 'n2#1' });
+  net.stabilize();
+  assert.equal(net.node('n1').raw.status().progress!['n2']!.match, before, 'an index above the match is no proof');
+});
