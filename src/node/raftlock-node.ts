@@ -24,6 +24,7 @@ import { ClusterOps } from './cluster-ops.js';
 import { guardEmptyLog } from './join-guard.js';
 import { OpsProvider } from './ops-provider.js';
 import { OpsTracker } from './ops-tracker.js';
+import { ContentionTracker } from './contention-tracker.js';
 import { WatchHub } from './watch-hub.js';
 import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
@@ -204,6 +205,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const forwardTimeoutMs = proposalTimeoutMs + readTimeoutMs + 1000;
   // docs/operations.md "Status page": leader history and grant times for the status page
   const opsTracker = new OpsTracker(() => Date.now());
+  const contention = new ContentionTracker(() => Date.now());
   let lastLeader: string | null = null;
   const driver: RaftDriver<ApplyOutput> = new RaftDriver({
     id: nodeId,
@@ -241,6 +243,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         watchHub.onApplied(entry.index, result);
         service.onApplied(result);
         opsTracker.onApplied(result);
+        contention.onApplied(result);
       },
       onConfApplied: (conf, cc, index) => {
         logger.info({ index, change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
@@ -249,6 +252,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       onSnapshotRestored: (index) => {
         logger.info({ index }, 'installed a snapshot from the leader');
         opsTracker.onSnapshotRestored();
+        contention.onSnapshotRestored();
         watchHub.onSnapshotRestored(index);
         membership.onRestored();
       },
@@ -316,6 +320,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     driver,
     app,
     tracker: opsTracker,
+    contention,
     termAt: (index) => storage.term(index),
     readTimeoutMs,
     wallMs: () => Date.now(),

@@ -76,6 +76,28 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it('lock A B -- CMD takes both together, one token variable per name; two such commands in opposite order never deadlock', async () => {
+    const dump = `require('node:fs').writeFileSync(process.argv[1], JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('RAFTLOCK_') && k !== 'RAFTLOCK_ENDPOINTS'))))`;
+    const out = join(dir, 'set.json');
+    const r = await raftlock(['lock', 'cli/accounts/2', 'cli/accounts/1', ...ep, '--ttl', '5s', '--', process.execPath, '-e', dump, out]);
+    assert.equal(r.code, 0, r.stderr);
+    const env = JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
+    assert.equal(env['RAFTLOCK_LOCKS'], 'cli/accounts/2 cli/accounts/1');
+    assert.equal(env['RAFTLOCK_LOCK_1'], 'cli/accounts/2');
+    assert.equal(env['RAFTLOCK_LOCK_2'], 'cli/accounts/1');
+    assert.match(env['RAFTLOCK_FENCING_TOKEN_1'] ?? '', /^\d+$/);
+    assert.equal(Number(env['RAFTLOCK_FENCING_TOKEN_1']), Number(env['RAFTLOCK_FENCING_TOKEN_2']) + 1, 'consecutive tokens in name order: accounts/1 first');
+    assert.ok(env['RAFTLOCK_SESSION_ID']);
+    assert.equal(env['RAFTLOCK_FENCING_TOKEN'], undefined, 'no single token for several locks');
+    // both free again, and two commands in opposite order both run
+    const sleep = 'setTimeout(() => {}, 300)';
+    const [a, b] = await Promise.all([
+      raftlock(['lock', 'cli/accounts/1', 'cli/accounts/2', ...ep, '--wait', '20s', '--', process.execPath, '-e', sleep]),
+      raftlock(['lock', 'cli/accounts/2', 'cli/accounts/1', ...ep, '--wait', '20s', '--', process.execPath, '-e', sleep]),
+    ]);
+    assert.deepEqual([a.code, b.code], [0, 0], `${a.stderr} ${b.stderr}`);
+  });
+
   it('lock runs the command with the token in its env, releases, and returns its exit code', async () => {
     const out = join(dir, 'plain');
     const r = await raftlock(['lock', 'jobs/nightly', ...ep, '--ttl', '5s', '--', process.execPath, '-e', CHILD, out, '7']);

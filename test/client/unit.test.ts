@@ -8,7 +8,7 @@ import { parseDuration, formatDuration, DurationError } from '@raftlock/client';
 import { MAX_DURATION_MS } from '@raftlock/client/duration';
 import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '@raftlock/client/internal';
 import {
-  errorFromResponse, IdempotencyKeyReusedError, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
+  errorFromResponse, DeadlockError, IdempotencyKeyReusedError, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
   SessionNotFoundError, TooManyRequestsError, UnavailableError,
 } from '@raftlock/client';
 import { RaftlockClient } from '@raftlock/client';
@@ -79,6 +79,18 @@ describe('errorFromResponse', () => {
     const e = errorFromResponse(500, undefined, ep);
     assert.equal(e.code, 'internal');
     assert.ok(errorFromResponse(409, { error: { code: 'lock_held', message: 'x', holder: 'nope' } }, ep) instanceof LockHeldError);
+  });
+  it('lock sets and deadlocks (docs/contract.md §5): blocked on lock_held, DeadlockError with its cycle; malformed rows are dropped', () => {
+    const held = errorFromResponse(409, { error: { code: 'lock_held', message: 'm', blocked: [{ name: 'a', holder: { session_id: 's2', owner: '', fencing_token: 4 } }, { name: 'b' }, { nope: 1 }] } }, ep);
+    assert.ok(held instanceof LockHeldError);
+    assert.deepEqual(held.blocked, [{ name: 'a', holder: { sessionId: 's2', owner: '', fencingToken: 4 } }, { name: 'b' }]);
+    assert.equal(held.holder, undefined);
+    assert.equal((errorFromResponse(409, { error: { code: 'lock_held', message: 'm' } }, ep) as LockHeldError).blocked, undefined);
+    const dl = errorFromResponse(409, { error: { code: 'deadlock', message: 'm', cycle: [{ session_id: 's1', name: 'x' }, { session_id: 's2', name: 'p', kind: 'semaphore' }, 'junk'] } }, ep);
+    assert.ok(dl instanceof DeadlockError);
+    assert.equal(dl.code, 'deadlock');
+    assert.deepEqual(dl.cycle, [{ sessionId: 's1', name: 'x' }, { sessionId: 's2', name: 'p', kind: 'semaphore' }]);
+    assert.deepEqual((errorFromResponse(409, { error: { code: 'deadlock', message: 'm' } }, ep) as DeadlockError).cycle, []);
   });
 });
 
@@ -292,6 +304,22 @@ describe('RaftlockClient failover and retries (fake servers)', () => {
     const c = new RaftlockClient({ endpoints: [ep] });
     try {
       await assert.rejects(c.acquire('a'), (e: unknown) => e instanceof RaftlockError && e.code === 'bad_response' && /fencing_token/.test(e.message));
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('acquireAll refuses an answer whose grants do not match the names asked for, one to one and in order', async () => {
+    const answers = [
+      { session_id: 's', ttl_ms: 1, grants: [{ name: 'b', fencing_token: 2 }, { name: 'a', fencing_token: 3 }] },
+      { session_id: 's', ttl_ms: 1, grants: [{ name: 'a', fencing_token: 2 }] },
+      { session_id: 's', ttl_ms: 1, grants: [{ name: 'a', fencing_token: 2 }, { name: 'b', fencing_token: 0 }] },
+    ];
+    let i = 0;
+    const ep = await fake((_q, res) => json(res, 200, answers[i++ % answers.length]));
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      for (let k = 0; k < answers.length; k++) await assert.rejects(c.acquireAll(['a', 'b']), (e: unknown) => e instanceof RaftlockError && e.code === 'bad_response');
     } finally {
       await c.close();
     }

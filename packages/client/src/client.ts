@@ -13,11 +13,12 @@ import { HttpCaller, type Answer, type CallSpec } from './http.js';
 import type { Lock } from './lock.js';
 import type { SemaphoreGrant } from './semaphore.js';
 import type { Leadership } from './leadership.js';
+import type { LockSet } from './lock-set.js';
 import { Session, type SessionCampaignOptions, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
 import { observeLeaders, watchEvents, type Leader, type WatchEvent, type WatchOptions, type WatchSynced } from './watch.js';
 import {
-  decodeCampaignGrant, decodeCluster, decodeElection, decodeGrant, decodeKeepalive, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
-  type CampaignGrant, type ClusterInfo, type ElectionInfo, type Grant, type KeepaliveAnswer, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
+  decodeCampaignGrant, decodeCluster, decodeLockSetGrant, decodeElection, decodeGrant, decodeKeepalive, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
+  type CampaignGrant, type ClusterInfo, type LockSetGrantInfo, type ElectionInfo, type Grant, type KeepaliveAnswer, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
 } from './wire.js';
 
 export interface ClientOptions {
@@ -105,6 +106,15 @@ export interface WithLockContext {
   signal: AbortSignal;
   sessionId: string;
   lock: Lock;
+}
+
+export interface WithLocksContext {
+  /** name → fencing token: pass each name's token to the writes under that name */
+  fencingTokens: Readonly<Record<string, number>>;
+  /** aborts when ANY of the locks can no longer be proven held: stop touching the resources */
+  signal: AbortSignal;
+  sessionId: string;
+  locks: LockSet;
 }
 
 export interface WithLockOptions extends SessionLockOptions {
@@ -265,6 +275,35 @@ export class RaftlockClient {
     const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
     const a = await this.mutate({ method: 'POST', path: lockPath(name, 'acquire'), body, waitMs, signal: o.signal }, o.idempotencyKey);
     return { ...decodeGrant(a.body, `acquire ${name}`), sentAt: a.sentAt };
+  }
+
+  /**
+   * POST /v1/locks/acquire-all (docs/contract.md §5 "Lock sets"): every name granted together,
+   * or none. Throws LockHeldError (with `blocked`) when not granted within waitMs,
+   * DeadlockError when waiting would close a cycle. One request (session.lockAll and
+   * withLocks are the safe patterns).
+   */
+  async acquireAll(names: readonly string[], o: AcquireOptions = {}): Promise<LockSetGrantInfo & { sentAt: number }> {
+    const waitMs = o.waitMs ?? 0;
+    const base: Record<string, unknown> = { names: [...names] };
+    if (o.sessionId !== undefined) base.session_id = o.sessionId;
+    if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
+    if (o.owner !== undefined) base.owner = o.owner;
+    if (o.mode === 'shared') base.mode = 'shared';
+    if (o.maxHoldMs !== undefined) base.max_hold_ms = o.maxHoldMs;
+    // A retry (same Idempotency-Key) asks only for the wait that is left.
+    const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
+    const a = await this.mutate({ method: 'POST', path: '/v1/locks/acquire-all', body, waitMs, signal: o.signal }, o.idempotencyKey);
+    return { ...decodeLockSetGrant(a.body, names, `acquire-all ${names.join(', ')}`), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/locks/release-all: releases each of these names the session holds, and ends
+   *  its waits on them; answers the names it released. */
+  async releaseAll(names: readonly string[], sessionId: string, o: { signal?: AbortSignal; idempotencyKey?: string; budgetMs?: number } = {}): Promise<{ released: string[] }> {
+    const deadline = o.budgetMs !== undefined ? this.clock() + o.budgetMs : undefined;
+    const a = await this.mutate({ method: 'POST', path: '/v1/locks/release-all', body: { names: [...names], session_id: sessionId }, signal: o.signal, ...opt('deadline', deadline) }, o.idempotencyKey);
+    const released = (a.body as { released?: unknown } | undefined)?.released;
+    return { released: Array.isArray(released) ? released.filter((x): x is string => typeof x === 'string') : [] };
   }
 
   /** POST /v1/locks/{name}/renew: renews the holder's session; NotHolderError if it lost the lock. */
@@ -464,6 +503,40 @@ export class RaftlockClient {
       (l, session) => fn({ fencingToken: l.fencingToken, signal: l.signal, sessionId: session.id, lock: l }));
   }
 
+  /**
+   * withLock for several locks at once (docs/contract.md §5): takes every name together
+   * (session.lockAll: never deadlocks with another withLocks over the same names, in any
+   * order), runs `fn` once, releases them all in `finally`. `fn` gets each name's fencing
+   * token and a signal that aborts when ANY of them can no longer be proven held. If one was
+   * lost before `fn` settled, withLocks rejects with LockLostError — the work was not
+   * protected.
+   */
+  async withLocks<T>(names: readonly string[], fn: (ctx: WithLocksContext) => Promise<T> | T, o: WithLockOptions = {}): Promise<T> {
+    const own = o.session === undefined;
+    const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
+    let set: LockSet | undefined;
+    try {
+      set = await session.lockAll(names, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode), ...opt('maxHoldMs', o.maxHoldMs) });
+      const ls = set;
+      let value: T;
+      try {
+        value = await fn({ fencingTokens: ls.fencingTokens, signal: ls.signal, sessionId: session.id, locks: ls });
+      } catch (err) {
+        if (ls.signal.aborted && ls.signal.reason instanceof LockLostError && !(err instanceof LockLostError)) throw lostWith(ls.signal.reason, { cause: err });
+        throw err;
+      }
+      if (ls.signal.aborted && ls.signal.reason instanceof LockLostError) throw lostWith(ls.signal.reason, { result: value });
+      return value;
+    } finally {
+      try {
+        if (own) await session.close();
+        else if (set) await set.release();
+      } catch (err) {
+        this.warn(`could not release ${set ? `locks ${names.join(', ')}` : 'the session'} (they expire after the session's ttl)`, err);
+      }
+    }
+  }
+
   /** withLock and withSemaphore: session (own or given), acquire, run once, release in finally. */
   private async withGrant<L extends Lock, T>(
     o: { session?: Session; ttlMs?: number; owner?: string; safetyMarginMs?: number; signal?: AbortSignal },
@@ -517,6 +590,8 @@ export class RaftlockClient {
       random: this.rand,
       keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
       acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }) => this.acquire(name, p),
+      acquireAllFor: (names: readonly string[], p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }) => this.acquireAll(names, p),
+      releaseAll: (names: readonly string[], sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.releaseAll(names, sessionId, o ?? {}),
       release: (name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }) => this.release(name, sessionId, fencingToken, o ?? {}),
       acquireSemaphoreFor: (name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }) => this.acquireSemaphore(name, p),
       sessionLocks: async (sessionId: string, signal: AbortSignal) => (await this.getSession(sessionId, { signal })).locks,

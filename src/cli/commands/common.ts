@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../../config.js';
 import {
-  CompactedError, DurationError, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
+  CompactedError, DeadlockError, DurationError, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
   PermissionDeniedError, RaftlockClient, RaftlockError, SessionLostError, SessionNotFoundError, UnavailableError,
 } from '@raftlock/client';
 
@@ -155,7 +155,7 @@ export function reportError(name: string, err: unknown, json: boolean): number {
   process.stderr.write(`raftlock ${name}: ${line}\n`);
   if (json) {
     const e = err instanceof RaftlockError ? err : undefined;
-    printJson({ error: { code: errorCode, message: line, ...(e?.endpoint ? { endpoint: e.endpoint } : {}), ...(err instanceof LockHeldError && err.holder ? { holder: err.holder } : {}) } });
+    printJson({ error: { code: errorCode, message: line, ...(e?.endpoint ? { endpoint: e.endpoint } : {}), ...(err instanceof LockHeldError && err.holder ? { holder: err.holder } : {}), ...(err instanceof LockHeldError && err.blocked ? { blocked: err.blocked } : {}), ...(err instanceof DeadlockError ? { cycle: err.cycle } : {}) } });
   }
   return code;
 }
@@ -173,6 +173,7 @@ export function describeError(err: unknown): { code: number; line: string; error
     const who = err.holder ? ` (holder: session ${err.holder.sessionId}${err.holder.owner ? `, owner ${err.holder.owner}` : ''}, token ${err.holder.fencingToken})` : ' (in lock-delay after its holder expired)';
     return { code: EXIT.held, line: `${msg}${who}; wait with --wait 30s or try again later`, errorCode: err.code };
   }
+  if (err instanceof DeadlockError) return { code: EXIT.held, line: `${msg}; nothing was changed: release what the session holds and try again, or take the locks together (raftlock lock A B -- CMD)`, errorCode: err.code };
   if (err instanceof SemaphoreFullError) return { code: EXIT.held, line: `${msg}${err.inUse !== undefined && err.limit !== undefined ? ` (${err.inUse} of ${err.limit} permits in use)` : ''}; wait with --wait 30s or try again later`, errorCode: err.code };
   if (err instanceof LimitMismatchError) return { code: EXIT.usage, line: `${msg}; it is busy with --limit ${err.limit ?? '?'}: use that limit (or wait until it is idle)`, errorCode: err.code };
   if (err instanceof NotHolderError) return { code: EXIT.held, line: `${msg}; the lock was released, expired or re-granted — acquire it again`, errorCode: err.code };
