@@ -170,6 +170,16 @@ test('fencing: tokens grow in real-time order across locks; one token is never t
     ['c2', 'acquire', { lock: 'L2', session: SB }, 25, 'ok', { token: 4 }, 45],
   ]);
   assert.equal(checkTokenOrder(acquiredLate).length, 1);
+  // a same-session acquire that answers the grant its session already holds (seen by a read
+  // before that acquire was sent: a given-up acquire applied late) did not make it (the
+  // 30-minute run of seed 3030: jm-0's token 20345, read at 1638728, answered again to an
+  // acquire sent at 1641379, after token 20380 of je-0 was granted)
+  const heldAlready = ops([
+    ['c3', 'sem-read', { lock: 'M' }, 0, 'ok', { limit: 2, in_use: 1, holders: [{ session: SB, token: 4, permits: 1 }] }, 10],
+    ['c1', 'acquire', { lock: 'L1', session: SA }, 20, 'ok', { token: 5 }, 30],
+    ['c2', 'sem-acquire', { lock: 'M', session: SB, permits: 1, limit: 2 }, 40, 'ok', { token: 4, permits: 1, limit: 2 }, 50],
+  ]);
+  assert.deepEqual(checkTokenOrder(heldAlready), []);
   // a renew, or an acquire retried with its Idempotency-Key (the replay answers the first
   // grant), returns a token granted earlier, by an attempt answered 504: its lower bound is
   // that first attempt, not the retry (CI false positive, seed 272702)

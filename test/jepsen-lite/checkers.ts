@@ -276,13 +276,18 @@ export function checkTokenOrder(ops: readonly Op[]): string[] {
     const l = lockTokens.get(g.token);
     if (l) violations.push(`fencing: token ${g.token} was granted for lock ${l.lock} and for semaphore ${g.lock}\n    ${describeOp(l.op)}\n    ${describeOp(g.op)}`);
   }
-  const byInvoke = [...grants].sort((a, b) => a.invoke - b.invoke);
+  // When g was made: after its earliest acquire was invoked — unless something showed g
+  // before that (a read, or an earlier answer): then that acquire found g already made (a
+  // same-session acquire answers the grant it holds, e.g. one an acquire given up on got
+  // later: docs/api.md "Release"), and g's start is not known.
+  const from = (g: Grant): number => (g.complete < g.invoke ? -Infinity : g.invoke);
+  const byInvoke = [...grants].sort((a, b) => from(a) - from(b));
   const byComplete = [...grants].sort((a, b) => a.complete - b.complete);
   let k = 0;
   let best: Grant | null = null;
   for (const g of byInvoke) {
     // every grant that completed before g was invoked came before it in real time
-    while (k < byComplete.length && byComplete[k]!.complete < g.invoke) {
+    while (k < byComplete.length && byComplete[k]!.complete < from(g)) {
       const c = byComplete[k++]!;
       if (!best || c.token > best.token) best = c;
     }
