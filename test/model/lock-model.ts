@@ -542,8 +542,8 @@ export class LockModel {
   private end(index: number, id: string, reason: 'closed' | 'expired', ev: FsmEvent[]): ApplyResult {
     const s = this.sessions.get(id);
     if (!s) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
-    if (this.sets.some((x) => x.sid === id)) {
-      // with a set among its waits, every wait leaves its queue before any queue is served
+    if (this.sets.length > 0) {
+      // while any set waits, every wait leaves its queue before any queue is served
       this.sets = this.sets.filter((x) => x.sid !== id);
       const names = [...this.locks.keys()].sort(cmp).filter((n) => this.locks.get(n)!.queue.some((w) => w.sid === id));
       for (const name of names) {
