@@ -94,6 +94,9 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // propose it is never cancelled), re-arms waits in full on promotion, and gives a cancel
   // up after three tries: a waiting session is granted after its wait ended
   { mutation: 'testLegacyWaitTracking', checker: 'WaitBound', seeds: [1, 4] },
+  // the state machine refuses no wait as deadlock: a wait that closes a cycle is queued,
+  // and the cycle persists in the wait-for graph
+  { mutation: 'testNoDeadlockDetection', checker: 'DeadlockReal', seeds: [2, 3] },
 ];
 
 for (const m of MUTATIONS) {
