@@ -9,6 +9,7 @@ import { seededRng } from '../raft/core/rng.js';
 import { LevelStorage } from '../raft/storage/level-storage.js';
 import { UnsyncedLossStorage } from '../raft/storage/unsynced-loss-storage.js';
 import { RaftDriver } from '../raft/driver.js';
+import { trace, tracing } from '../raft/trace.js';
 import { HttpTransport } from '../transport/http-transport.js';
 import { LogLimiter } from '../transport/log-limiter.js';
 import { Lessor, type ApplyOutput } from '../lock-fsm/index.js';
@@ -340,6 +341,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     ...(security.https ? { https: security.https } : {}),
     ...(security.apiClientConnect ? { apiClientConnect: security.apiClientConnect } : {}),
     ...(security.authorize ? { authorize: security.authorize } : {}),
+    // the per-step trace's last server step (src/raft/trace.ts): when the answer is handed to the socket
+    ...(tracing ? { onAnswer: () => trace('http_answer', '-', -1) } : {}),
   });
   security.installApiGuards(server);
 

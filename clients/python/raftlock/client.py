@@ -48,12 +48,15 @@ class Client:
     ``ca_file`` / ``cert_file`` / ``key_file`` (or a ready ``ssl_context``): TLS for
     https:// endpoints, mutual TLS with a client certificate. ``on_warning(message, err)``
     receives recoverable problems (a failed keepalive that will be retried, a failed
-    release)."""
+    release). ``leader_routing`` (default True): send writes, keepalives and linearizable
+    reads to the leader the answers name, when its URL is one of ``endpoints``, sparing a
+    follower's relay; False spreads them round-robin (README "Leader routing")."""
 
     def __init__(self, endpoints: Union[str, Sequence[str]], timeout: float = 5.0, retry_budget: float = 15.0,
                  token: Optional[str] = None, ca_file: Optional[str] = None, cert_file: Optional[str] = None,
                  key_file: Optional[str] = None, ssl_context: Optional[ssl.SSLContext] = None,
-                 on_warning: Optional[Callable[[str, BaseException], None]] = None) -> None:
+                 on_warning: Optional[Callable[[str, BaseException], None]] = None,
+                 leader_routing: bool = True) -> None:
         urls = [u.strip() for u in endpoints.split(",") if u.strip()] if isinstance(endpoints, str) else list(endpoints)
         for what, v in (("timeout", timeout), ("retry_budget", retry_budget)):
             if not isinstance(v, (int, float)) or not v > 0:
@@ -71,7 +74,7 @@ class Client:
                 raise InvalidRequestError("invalid_request", f"Client: TLS files: {e}") from e
         self.timeout = float(timeout)
         self._on_warning = on_warning
-        self._transport = Transport(eps, float(timeout), float(retry_budget), token, ssl_context, rng)
+        self._transport = Transport(eps, float(timeout), float(retry_budget), token, ssl_context, rng, bool(leader_routing))
 
     @property
     def endpoints(self) -> List[str]:
@@ -176,7 +179,7 @@ class Client:
 
     def get_lock(self, name: str, stale: bool = False) -> Dict[str, Any]:
         """GET /v1/locks/{name}: ``{"name", "held", "holder"?, "waiters"}`` (linearizable unless stale)."""
-        a = self._transport.call("GET", _lock_path(name) + ("?consistency=stale" if stale else ""), "read")
+        a = self._transport.call("GET", _lock_path(name) + ("?consistency=stale" if stale else ""), "read", any_node=stale)
         return a.json(f"get {name}")
 
     def check_token(self, name: str, fencing_token: int) -> bool:
@@ -191,13 +194,13 @@ class Client:
 
     def get_semaphore(self, name: str, stale: bool = False) -> Dict[str, Any]:
         """GET /v1/semaphores/{name}: ``{"name", "limit", "in_use", "holders", "waiters"}``."""
-        a = self._transport.call("GET", _semaphore_path(name) + ("?consistency=stale" if stale else ""), "read")
+        a = self._transport.call("GET", _semaphore_path(name) + ("?consistency=stale" if stale else ""), "read", any_node=stale)
         return a.json(f"get semaphore {name}")
 
     def leader(self, name: str, stale: bool = False) -> Optional[Dict[str, Any]]:
         """GET /v1/elections/{name}: the leader ``{"session_id", "value", "fencing_token"}``,
         or None while none leads (linearizable unless stale)."""
-        a = self._transport.call("GET", _election_path(name) + ("?consistency=stale" if stale else ""), "read")
+        a = self._transport.call("GET", _election_path(name) + ("?consistency=stale" if stale else ""), "read", any_node=stale)
         ld = a.json(f"get election {name}").get("leader")
         return ld if isinstance(ld, dict) else None
 

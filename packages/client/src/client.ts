@@ -34,6 +34,10 @@ export interface ClientOptions {
   tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
   /** where recoverable problems are reported (a failed keepalive, a failed release); default: nowhere */
   onWarning?: (message: string, err?: unknown) => void;
+  /** send writes, keepalives and linearizable reads to the leader the answers name (its URL
+   *  must be one of `endpoints`), sparing a follower's relay; false: round-robin over every
+   *  endpoint (default true; docs/client.md "Leader routing") */
+  leaderRouting?: boolean;
   /** @internal tests: monotonic clock (ms), randomness, undici dispatcher */
   now?: () => number;
   random?: () => number;
@@ -191,6 +195,7 @@ export class RaftlockClient {
     const retryBudgetMs = positive(opts.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS, 'retryBudgetMs');
     this.http = new HttpCaller({
       endpoints, timeoutMs, retryBudgetMs, now: this.clock, random: this.rand,
+      ...(opts.leaderRouting !== undefined ? { leaderRouting: opts.leaderRouting } : {}),
       ...(opts.token !== undefined ? { token: opts.token } : {}),
       ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
       ...(opts.dispatcher !== undefined ? { dispatcher: opts.dispatcher } : {}),
@@ -317,13 +322,13 @@ export class RaftlockClient {
 
   async getLock(name: string, o: ReadOptions = {}): Promise<LockInfo> {
     const q = o.consistency === 'stale' ? '?consistency=stale' : '';
-    const a = await this.http.call({ method: 'GET', path: lockPath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: lockPath(name) + q, retry: 'read', anyNode: q !== '', ...opt('signal', o.signal) });
     return decodeLockInfo(a.body, `get ${name}`);
   }
 
   /** GET /v1/locks: held locks whose name starts with `prefix`, sorted by name */
   async listLocks(o: ListOptions = {}): Promise<LockInfo[]> {
-    const a = await this.http.call({ method: 'GET', path: `/v1/locks${listQuery(o)}`, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: `/v1/locks${listQuery(o)}`, retry: 'read', anyNode: o.consistency === 'stale', ...opt('signal', o.signal) });
     return decodeLockList(a.body, 'list locks');
   }
 
@@ -377,14 +382,14 @@ export class RaftlockClient {
    *  (an idle semaphore: limit 0, nobody) */
   async getSemaphore(name: string, o: ReadOptions = {}): Promise<SemaphoreInfo> {
     const q = o.consistency === 'stale' ? '?consistency=stale' : '';
-    const a = await this.http.call({ method: 'GET', path: semaphorePath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: semaphorePath(name) + q, retry: 'read', anyNode: q !== '', ...opt('signal', o.signal) });
     return decodeSemaphoreInfo(a.body, `get semaphore ${name}`);
   }
 
   /** GET /v1/semaphores: the semaphores with holders or waiters whose name starts with
    *  `prefix`, sorted by name (the same options as listLocks) */
   async listSemaphores(o: ListOptions = {}): Promise<SemaphoreInfo[]> {
-    const a = await this.http.call({ method: 'GET', path: `/v1/semaphores${listQuery(o)}`, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: `/v1/semaphores${listQuery(o)}`, retry: 'read', anyNode: o.consistency === 'stale', ...opt('signal', o.signal) });
     return decodeSemaphoreList(a.body, 'list semaphores');
   }
 
@@ -448,7 +453,7 @@ export class RaftlockClient {
   /** GET /v1/elections/{name}: the leader and its value, or null while none leads (linearizable unless stale). */
   async getLeader(name: string, o: ReadOptions = {}): Promise<ElectionInfo> {
     const q = o.consistency === 'stale' ? '?consistency=stale' : '';
-    const a = await this.http.call({ method: 'GET', path: electionPath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: electionPath(name) + q, retry: 'read', anyNode: q !== '', ...opt('signal', o.signal) });
     return decodeElection(a.body, `get election ${name}`);
   }
 
@@ -482,7 +487,7 @@ export class RaftlockClient {
   /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */
   async cluster(o: { endpoint?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ClusterInfo & { endpoint: string }> {
     const deadline = o.timeoutMs === undefined ? undefined : this.clock() + o.timeoutMs;
-    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', ...opt('signal', o.signal), ...opt('deadline', deadline), ...opt('endpoint', o.endpoint === undefined ? undefined : normalizeEndpoint(o.endpoint)) });
+    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', anyNode: true, ...opt('signal', o.signal), ...opt('deadline', deadline), ...opt('endpoint', o.endpoint === undefined ? undefined : normalizeEndpoint(o.endpoint)) });
     return { ...decodeCluster(a.body, 'cluster'), endpoint: a.endpoint };
   }
 

@@ -56,6 +56,8 @@ export interface ClientFlags {
   timeout: string;
   retryFor: string;
   json?: boolean;
+  /** commander's --no-leader-routing: false turns it off */
+  leaderRouting?: boolean;
 }
 
 /** Adds the connection options every client command takes. */
@@ -67,6 +69,7 @@ export function withClientOptions(cmd: Command): Command {
     .option('--ca-file <file>', 'CA certificate for https:// endpoints (default: RAFTLOCK_CA_FILE)')
     .option('--timeout <duration>', 'give up on one request attempt after this long', '5s')
     .option('--retry-for <duration>', 'keep retrying across endpoints (elections, restarts) this long', '5s')
+    .option('--no-leader-routing', 'spread requests over the endpoints instead of sending them to the leader the answers name (docs/client.md "Leader routing"; default: RAFTLOCK_LEADER_ROUTING=off turns it off too)')
     .option('--json', 'print results (and errors, on stdout) as JSON');
 }
 
@@ -94,12 +97,22 @@ export function makeClient(f: ClientFlags): RaftlockClient {
       endpoints,
       timeoutMs: durationFlag(f.timeout, '--timeout', 1),
       retryBudgetMs: durationFlag(f.retryFor, '--retry-for', 1),
+      leaderRouting: leaderRouting(f),
       ...(token ? { token } : {}),
       ...(ca ? { tls: { ca } } : {}),
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** --no-leader-routing, else RAFTLOCK_LEADER_ROUTING (on|off), else on */
+export function leaderRouting(f: Pick<ClientFlags, 'leaderRouting'>): boolean {
+  if (f.leaderRouting === false) return false;
+  const env = process.env.RAFTLOCK_LEADER_ROUTING;
+  if (env === undefined || env === '' || env === 'on') return true;
+  if (env === 'off') return false;
+  throw new UsageError(`RAFTLOCK_LEADER_ROUTING: expected on or off, got ${JSON.stringify(env)}`);
 }
 
 /** A duration flag ("10s", "500ms") in ms; at least `min`. */
