@@ -337,7 +337,9 @@ export class LockWorkload {
     const mine = names.map((x) => (fsm.getLock(x).holders ?? []).find((h) => h.sessionId === sid));
     if (mine.some((h) => h === undefined)) return false;
     if (shared) return true;
-    for (let k = 0; k < names.length; k++) this.confirmGrant(c, n, names[k]!, sid, mine[k]!.fencingToken, sent, index);
+    // a name the session already held keeps that grant's max hold: believed only until the
+    // earliest bound of the acquires that may have made it (holdCap), as for a re-acquire
+    for (let k = 0; k < names.length; k++) this.confirmGrant(c, n, names[k]!, sid, mine[k]!.fencingToken, sent, index, c.holdCap.get(names[k]!) ?? Infinity);
     return true;
   }
 
