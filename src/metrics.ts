@@ -50,6 +50,8 @@ export class Metrics {
   readonly electionsLed: Gauge;
   readonly lockWaiters: Gauge;
   readonly lockAcquire: Counter<'result'>;
+  /** waits refused because they would close a cycle in the wait-for graph (docs/contract.md §5) */
+  readonly deadlocks: Counter;
   /** time from enqueue to grant (or give-up) of a waiting acquire, seconds */
   readonly lockWait: Histogram;
   /** how long grants (locks, shares, semaphore permits) were held, grant → release /
@@ -81,6 +83,7 @@ export class Metrics {
     this.electionsLed = new Gauge({ name: 'raftlock_elections_led', help: 'elections that have a leader (each is also a held lock in raftlock_locks_held)', registers });
     this.lockWaiters = new Gauge({ name: 'raftlock_lock_waiters', help: 'acquires waiting in lock queues', registers });
     this.lockAcquire = new Counter({ name: 'raftlock_lock_acquire_total', help: 'acquire requests by outcome', labelNames: ['result'], registers });
+    this.deadlocks = new Counter({ name: 'raftlock_deadlocks_total', help: 'waits refused with 409 deadlock because they would close a cycle in the wait-for graph, as this node applied them', registers });
     this.lockWait = new Histogram({ name: 'raftlock_lock_wait_seconds', help: 'time an acquire waited in the queue', buckets: WAIT_BUCKETS_S, registers });
     this.lockHold = new Histogram({ name: 'raftlock_lock_hold_seconds', help: 'how long grants were held (grant to release, expiry or revoke), as this node applied them', labelNames: ['kind', 'end'], buckets: HOLD_BUCKETS_S, registers });
     this.httpRequestDuration = new Histogram({

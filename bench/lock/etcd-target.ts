@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { JsonHttp } from './http.js';
 import { freePort, getJson, pollUntil, removeDir, startChild, stopChild, type Child } from './procs.js';
-import { memberCpuSeconds, sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
+import { memberCpuSeconds, notLeader, sumMetric, type Deployment, type LockTarget, type RaftCounters } from './target.js';
 
 const b64 = (s: string): string => Buffer.from(s, 'utf8').toString('base64');
 
@@ -97,6 +97,7 @@ export function externalEtcd(endpoints: string[]): Deployment {
     endpoints,
     description: `existing etcd ${endpoints.join(',')}`,
     leader: () => etcdLeader(endpoints),
+    follower: async () => notLeader(endpoints, await etcdLeader(endpoints)),
     cpuSeconds: () => memberCpuSeconds(endpoints),
     target: (endpoint, connections) => new EtcdTarget(endpoint, connections),
     stop: async () => undefined,
@@ -140,6 +141,7 @@ export async function startLocalEtcd(o: { members: number; log: (line: string) =
       endpoints,
       description: `local ${o.members}-member ${version} (logs in ${dir})`,
       leader: () => etcdLeader(endpoints),
+      follower: async () => notLeader(endpoints, await etcdLeader(endpoints)),
       cpuSeconds: () => memberCpuSeconds(endpoints),
       target: (endpoint, connections) => new EtcdTarget(endpoint, connections),
       stop,

@@ -7,17 +7,18 @@
 import { cpus, loadavg, totalmem } from 'node:os';
 import { CommanderError } from 'commander';
 import cliProgress from 'cli-progress';
-import { parseOptions, UsageError, type BenchOptions } from './options.js';
+import { parseOptions, UsageError, type BenchOptions, type MatrixEntry, type Topology } from './options.js';
 import { externalRaftlock, startLocalRaftlock } from './raftlock-target.js';
 import { etcdVersion, externalEtcd, startLocalEtcd } from './etcd-target.js';
 import { runWorkload, supports, type Busy, type RunResult, type RunSpec } from './workloads.js';
-import { compare, comparisonTable, raftlockOnlyNote, resultsTable, summarize } from './report.js';
-import type { Deployment } from './target.js';
+import { compare, comparisonTable, raftlockOnlyNote, resultsTable, subtractionTable, summarize } from './report.js';
+import type { Deployment, LockTarget } from './target.js';
+import { SdkTarget } from './sdk-target.js';
 import { runScale, scaleTable } from './scale.js';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { analyseTrace, traceTable } from './trace.js';
+import { analyseTrace, slowestTable, traceTable } from './trace.js';
 
 const log = (line: string): void => {
   process.stderr.write(`${line}\n`);
@@ -34,16 +35,19 @@ function machine(): Record<string, string | number> {
   };
 }
 
-async function deployments(o: BenchOptions, traceDir: string | null): Promise<Deployment[]> {
+/** members of the clusters a topology runs on */
+const membersOf = (t: Topology): number => (t === 'one' ? 1 : 3);
+
+async function deployments(o: BenchOptions, traceDir: string | null, members: number): Promise<Deployment[]> {
   const out: Deployment[] = [];
   try {
     const env: Record<string, string> = traceDir !== null ? { RAFTLOCK_TRACE_DIR: traceDir } : {};
-    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: 3, nodeArgs: o.nodeArgs, log, keepDir: o.keep, snapshotEvery: o.snapshotEvery, env }));
+    out.push(o.endpoints ? externalRaftlock(o.endpoints) : await startLocalRaftlock({ nodes: members, nodeArgs: o.nodeArgs, log, keepDir: o.keep, snapshotEvery: o.snapshotEvery, env }));
     log(`raftlock: ${out[0]!.description}`);
     if (o.compare === 'etcd') {
       if (o.etcdEndpoints) out.push(externalEtcd(o.etcdEndpoints));
       else if (!etcdVersion()) log('etcd: no `etcd` binary on the PATH, so the comparison is SKIPPED (Debian: apt-get install etcd-server)');
-      else out.push(await startLocalEtcd({ members: 3, log, keepDir: o.keep }));
+      else out.push(await startLocalEtcd({ members, log, keepDir: o.keep }));
       if (out[1]) log(`etcd: ${out[1].description}`);
     }
     return out;
@@ -60,13 +64,25 @@ function busyText(b: Busy | null): string {
   return `busy: leader ${p(b.leader)}, followers ${b.followers.map(p).join(' ')}, generator ${p(b.generator)}`;
 }
 
-async function runOne(d: Deployment, spec: RunSpec, label: string, bar: cliProgress.SingleBar | null): Promise<RunResult> {
+/** the clients' target for a matrix entry, and one on the leader for the counters (the
+ *  same object when the clients use a raw connection to the leader) */
+async function targetsFor(d: Deployment, e: MatrixEntry): Promise<{ target: LockTarget; leader: LockTarget }> {
   const leader = await d.leader();
-  const target = d.target(leader, spec.clients);
+  if (e.client !== 'raw') {
+    // the SDK gets every member, as an application would; it finds the leader itself (or not)
+    return { target: new SdkTarget(leader, d.endpoints, e.client === 'sdk'), leader: d.target(leader, 1) };
+  }
+  if (e.topology === 'follower') return { target: d.target(await d.follower(), e.clients), leader: d.target(leader, 1) };
+  const target = d.target(leader, e.clients);
+  return { target, leader: target };
+}
+
+async function runOne(d: Deployment, e: MatrixEntry, spec: RunSpec, label: string, bar: cliProgress.SingleBar | null): Promise<RunResult> {
+  const { target, leader } = await targetsFor(d, e);
   bar?.start(1000, 0, { label, ops: 0 });
   try {
     const load0 = loadavg()[0]!;
-    const r = await runWorkload(target, spec, (fraction, ops) => bar?.update(Math.round(fraction * 1000), { label, ops }), () => d.cpuSeconds());
+    const r = { ...(await runWorkload(target, spec, (fraction, ops) => bar?.update(Math.round(fraction * 1000), { label, ops }), () => d.cpuSeconds(), leader)), topology: e.topology, client: e.client };
     bar?.stop();
     const lat = r.latency.totalCount > 0 ? `p50 ${(r.latency.getValueAtPercentile(50) / 1000).toFixed(1)} ms, p99 ${(r.latency.getValueAtPercentile(99) / 1000).toFixed(1)} ms` : 'no samples';
     const errs = Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ');
@@ -75,6 +91,7 @@ async function runOne(d: Deployment, spec: RunSpec, label: string, bar: cliProgr
   } finally {
     bar?.stop();
     await target.close();
+    if (leader !== target) await leader.close();
   }
 }
 
@@ -96,39 +113,53 @@ async function main(): Promise<number> {
   if (o.scale !== null) return scaleMain(o, o.scale);
   const traceDir = o.trace ? mkdtempSync(join(tmpdir(), 'raftlock-trace-')) : null;
   const samples: { t0: number; t1: number }[] = [];
-  const ds = await deployments(o, traceDir);
   const runs: RunResult[] = [];
   const bar = o.progress && process.stderr.isTTY
     ? new cliProgress.SingleBar({ format: '{label} [{bar}] {percentage}% | {ops} ops', stream: process.stderr, clearOnComplete: true, hideCursor: true }, cliProgress.Presets.shades_classic)
     : null;
-  try {
-    let seq = 0;
-    for (const { workload, clients } of o.matrix) {
-      for (let rep = 0; rep < o.reps; rep++) {
-        // A/B, then B/A: neither system always runs first (after the other's load)
-        const order = (rep % 2 === 0 ? ds : [...ds].reverse()).filter((d) => {
-          const ok = supports(d.hasModes, workload);
-          if (!ok && rep === 0) log(`${d.system} ${workload} C=${clients}: skipped, ${d.system} has no shared lock or semaphore primitive (raftlock-only row)`);
-          return ok;
-        });
-        for (const d of order) {
-          const spec: RunSpec = { workload, clients, durationMs: o.durationMs, warmupMs: o.warmupMs, sessions: o.sessions, runId: `b${process.pid}-${++seq}`, ...(o.trace ? { samples } : {}) };
-          runs.push(await runOne(d, spec, `${d.system} ${workload} C=${clients} rep ${rep + 1}/${o.reps}`, bar));
+  let seq = 0;
+  let compared = false;
+  // each cluster size starts its clusters once: the leader and follower topologies share theirs
+  const sizes = [...new Set(o.matrix.map((e) => membersOf(e.topology)))];
+  for (const size of sizes) {
+    const ds = await deployments(o, traceDir, size);
+    compared ||= ds.length > 1;
+    try {
+      for (const e of o.matrix.filter((x) => membersOf(x.topology) === size)) {
+        const { workload, clients } = e;
+        for (let rep = 0; rep < o.reps; rep++) {
+          // A/B, then B/A: neither system always runs first (after the other's load)
+          const order = (rep % 2 === 0 ? ds : [...ds].reverse()).filter((d) => {
+            const ok = supports(d.hasModes, workload) && (e.client === 'raw' || d.system === 'raftlock');
+            if (!ok && rep === 0) log(`${d.system} ${workload} C=${clients} ${e.client}: skipped, ${e.client !== 'raw' ? `the ${e.client} client is raftlock's` : `${d.system} has no shared lock or semaphore primitive`} (raftlock-only row)`);
+            return ok;
+          });
+          for (const d of order) {
+            const spec: RunSpec = { workload, clients, durationMs: o.durationMs, warmupMs: o.warmupMs, sessions: o.sessions, runId: `b${process.pid}-${++seq}`, ...(o.trace ? { samples } : {}) };
+            const variant = e.topology === 'leader' && e.client === 'raw' ? '' : ` [${e.topology}${e.client === 'raw' ? '' : `, ${e.client}`}]`;
+            runs.push(await runOne(d, e, spec, `${d.system} ${workload} C=${clients}${variant} rep ${rep + 1}/${o.reps}`, bar));
+          }
         }
       }
+    } finally {
+      await Promise.all(ds.map((d) => d.stop()));
     }
-  } finally {
-    await Promise.all(ds.map((d) => d.stop()));
   }
   if (traceDir !== null) {
     // performance.now() ms here → the nodes' monotonic µs (both clocks are CLOCK_MONOTONIC)
     const hrOffsetUs = Number(process.hrtime.bigint() / 1000n) - performance.now() * 1000;
-    const r = analyseTrace(traceDir, samples, hrOffsetUs);
-    if (o.keep) log(`trace files kept in ${traceDir}`);
+    const r = analyseTrace(traceDir, samples, hrOffsetUs, o.slowest);
+    if (o.keep) {
+      // the generator's side too, so the trace can be analysed again (bench/lock/trace.ts)
+      writeFileSync(join(traceDir, 'samples.json'), JSON.stringify({ hrOffsetUs, samples }));
+      log(`trace files kept in ${traceDir}`);
+    }
     else rmSync(traceDir, { recursive: true, force: true });
-    process.stdout.write(`\n${traceTable(r)}\n`);
+    const e = o.matrix[0]!;
+    if (e.workload === 'uncontended' && e.clients === 1) process.stdout.write(`\n${traceTable(r)}\n`);
+    if (o.slowest > 0) process.stdout.write(`\n${slowestTable(r, `${e.workload} C=${e.clients}`)}\n`);
     if (o.json) process.stdout.write(`${JSON.stringify({ machine: m, trace: r }, null, 2)}\n`);
-    return r.matched > 0 ? 0 : 1;
+    return r.acquires > 0 ? 0 : 1;
   }
   const rows = summarize(runs);
   const comparisons = compare(rows);
@@ -136,8 +167,14 @@ async function main(): Promise<number> {
   out('');
   out(`Results (median of ${o.reps} run${o.reps > 1 ? 's' : ''} per row, ${o.durationMs / 1000} s measured after ${o.warmupMs / 1000} s warm-up; latencies in ms; entries and fsyncs per op from the leader's /metrics):`);
   out(resultsTable(rows));
-  const note = raftlockOnlyNote(rows, ds.length > 1);
+  const note = raftlockOnlyNote(rows, compared);
   if (note) out(note);
+  const sub = subtractionTable(rows);
+  if (sub) {
+    out('');
+    out('Uncontended C=1 by subtraction (p50 ms of the acquire and of the release, each one commit; CPU of all members per cycle):');
+    out(sub);
+  }
   if (comparisons.length > 0) {
     out('');
     out('raftlock vs etcd (ratio of median throughputs; targets: BENCHMARKS.md "Results"):');

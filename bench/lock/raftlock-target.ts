@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { JsonHttp } from './http.js';
 import { freePort, getJson, pollUntil, removeDir, startChild, stopChild, type Child } from './procs.js';
-import { memberCpuSeconds, sumMetric, type Deployment, type LockTarget, type ModeOps, type RaftCounters } from './target.js';
+import { memberCpuSeconds, notLeader, sumMetric, type Deployment, type LockTarget, type ModeOps, type RaftCounters } from './target.js';
 import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
 
 const repoRoot = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -100,6 +100,7 @@ export function externalRaftlock(endpoints: string[]): Deployment {
     endpoints,
     description: `existing cluster ${endpoints.join(',')}`,
     leader: () => raftlockLeader(endpoints),
+    follower: async () => notLeader(endpoints, await raftlockLeader(endpoints)),
     cpuSeconds: () => memberCpuSeconds(endpoints),
     target: (endpoint, connections) => new RaftlockTarget(endpoint, connections),
     stop: async () => undefined,
@@ -168,6 +169,7 @@ export async function startLocalRaftlock(o: LocalRaftlockOptions): Promise<Local
       endpoints,
       description: `local ${o.nodes}-node cluster (dist/, fsync on, logs in ${dir})`,
       leader: () => raftlockLeader(endpoints),
+      follower: async () => notLeader(endpoints, await raftlockLeader(endpoints)),
       cpuSeconds: () => memberCpuSeconds(endpoints),
       target: (endpoint, connections) => new RaftlockTarget(endpoint, connections),
       stop,

@@ -3,11 +3,14 @@
 // issue-8 targets, and a JSON form for machines.
 import { MODE_WORKLOADS, SEMAPHORE_LIMIT, SHARED_LOCKS, WRITE_EVERY, type RunResult, type WorkloadName } from './workloads.js';
 import type { SystemName } from './target.js';
+import type { ClientKind, Topology } from './options.js';
 
 export interface Row {
   workload: WorkloadName;
   clients: number;
   system: SystemName;
+  topology: Topology;
+  client: ClientKind;
   reps: number;
   /** per repetition, in run order */
   opsPerSecRuns: number[];
@@ -16,6 +19,8 @@ export interface Row {
   p90Ms: number;
   p99Ms: number;
   maxMs: number;
+  /** uncontended: p50 of the cycles' releases (each one commit, like the acquire) */
+  releaseP50Ms: number | null;
   entriesPerOp: number | null;
   fsyncsPerOp: number | null;
   syncMs: number | null;
@@ -33,15 +38,16 @@ export interface Row {
   errors: Record<string, number>;
 }
 
-/** raftlock ÷ etcd throughput required per (workload, clients): the second round's targets
- *  (BENCHMARKS.md "Second round (issue 18)"), which replace the first round's */
+/** raftlock ÷ etcd throughput required per (workload, clients): the third round's targets
+ *  (BENCHMARKS.md "Third round (issue 33)"), which replace the second round's (issue 18's
+ *  contended targets asked for less than one commit per hand-off, and were withdrawn) */
 export const TARGET_RATIOS: Record<string, number> = {
-  'uncontended/1': 1.5,
-  'uncontended/16': 2,
-  'uncontended/64': 2.2,
-  'contended/16': 5,
-  'contended/64': 2.5,
-  'churn/16': 2.5,
+  'uncontended/1': 1.1,
+  'uncontended/16': 1.5,
+  'uncontended/64': 1.5,
+  'contended/16': 2,
+  'contended/64': 1.5,
+  'churn/16': 1.6,
 };
 
 export function median(xs: number[]): number {
@@ -59,7 +65,7 @@ function medianOrNull(xs: (number | null)[]): number | null {
 export function summarize(runs: RunResult[]): Row[] {
   const groups = new Map<string, RunResult[]>();
   for (const r of runs) {
-    const k = `${r.workload}/${r.clients}/${r.system}`;
+    const k = `${r.workload}/${r.clients}/${r.system}/${r.topology}/${r.client}`;
     const g = groups.get(k) ?? [];
     g.push(r);
     groups.set(k, g);
@@ -74,6 +80,8 @@ export function summarize(runs: RunResult[]): Row[] {
       workload: first.workload,
       clients: first.clients,
       system: first.system,
+      topology: first.topology,
+      client: first.client,
       reps: g.length,
       opsPerSecRuns: g.map((r) => r.opsPerSec),
       opsPerSec: median(g.map((r) => r.opsPerSec)),
@@ -81,6 +89,7 @@ export function summarize(runs: RunResult[]): Row[] {
       p90Ms: pct(90),
       p99Ms: pct(99),
       maxMs: median(g.map((r) => (r.latency.totalCount > 0 ? r.latency.maxValue / 1000 : NaN))),
+      releaseP50Ms: medianOrNull(g.map((r) => (r.releaseLatency && r.releaseLatency.totalCount > 0 ? r.releaseLatency.getValueAtPercentile(50) / 1000 : null))),
       entriesPerOp: medianOrNull(g.map((r) => r.entriesPerOp)),
       fsyncsPerOp: medianOrNull(g.map((r) => r.fsyncsPerOp)),
       syncMs: medianOrNull(g.map((r) => r.syncMs)),
@@ -124,16 +133,20 @@ function table(header: string[], body: string[][], rightAlign: boolean[]): strin
   return [line(header), sep, ...body.map(line)].join('\n');
 }
 
+/** does any row run elsewhere than a raw client on a 3-member cluster's leader? */
+const variants = (rows: Row[]): boolean => rows.some((r) => r.topology !== 'leader' || r.client !== 'raw');
+
 export function resultsTable(rows: Row[]): string {
+  const v = variants(rows);
   const body = rows.map((r) => [
-    r.workload, String(r.clients), r.system, `${f0(r.opsPerSec)} ${UNIT[r.workload]}`, r.reps > 1 ? r.opsPerSecRuns.map(f0).join(' / ') : '',
+    r.workload, String(r.clients), r.system, ...(v ? [r.topology, r.client] : []), `${f0(r.opsPerSec)} ${UNIT[r.workload]}`, r.reps > 1 ? r.opsPerSecRuns.map(f0).join(' / ') : '',
     LAT[r.workload], fms(r.p50Ms), fms(r.p90Ms), fms(r.p99Ms), fms(r.maxMs), f2(r.entriesPerOp), f2(r.fsyncsPerOp), f2(r.syncMs), f2(r.peerMsgsPerOp), f2(r.cpuMsPerOp), f0(r.leaderCpuUsPerOp ?? NaN), busyCell(r),
     Object.entries(r.errors).map(([k, v]) => `${v}× ${k}`).join('; ') || '0',
   ]);
   return table(
-    ['workload', 'C', 'system', 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'leader CPU µs/op', 'busy: leader / follower / generator', 'errors'],
+    ['workload', 'C', 'system', ...(v ? ['topology', 'client'] : []), 'throughput (median)', 'per rep', 'latency of', 'p50 ms', 'p90 ms', 'p99 ms', 'max ms', 'entries/op', 'fsyncs/op', 'sync ms', 'peer msgs/op', 'CPU ms/op', 'leader CPU µs/op', 'busy: leader / follower / generator', 'errors'],
     body,
-    [false, true, false, true, true, false, true, true, true, true, true, true, true, true, true, true, true, false],
+    [false, true, false, ...(v ? [false, false] : []), true, true, false, true, true, true, true, true, true, true, true, true, true, true, false],
   );
 }
 
@@ -153,8 +166,9 @@ export interface Comparison {
 export function compare(rows: Row[]): Comparison[] {
   const out: Comparison[] = [];
   for (const a of rows) {
-    if (a.system !== 'raftlock') continue;
-    const b = rows.find((r) => r.system === 'etcd' && r.workload === a.workload && r.clients === a.clients);
+    // the issue's targets compare both systems' raw clients on a 3-member cluster's leader
+    if (a.system !== 'raftlock' || a.topology !== 'leader' || a.client !== 'raw') continue;
+    const b = rows.find((r) => r.system === 'etcd' && r.workload === a.workload && r.clients === a.clients && r.topology === 'leader' && r.client === 'raw');
     if (!b) continue;
     const target = TARGET_RATIOS[`${a.workload}/${a.clients}`] ?? null;
     const ratio = a.opsPerSec / b.opsPerSec;
@@ -175,6 +189,34 @@ export function comparisonTable(cs: Comparison[]): string {
     fms(c.raftlockP99Ms), fms(c.etcdP99Ms), c.p99Met ? 'met' : 'NOT met',
   ]);
   return table(['workload', 'C', 'raftlock ops/s', 'etcd ops/s', 'ratio', 'target', 'raftlock p99 ms', 'etcd p99 ms', 'p99 ≤ etcd'], body, [false, true, true, true, true, false, true, true, false]);
+}
+
+/**
+ * Uncontended C=1 by subtraction (BENCHMARKS.md "Third round"): per system, the p50 of the
+ * acquire and of the release on one member, on a 3-member cluster's leader and via one of
+ * its followers; the differences are what replication and a follower's relay add, and the
+ * last rows what raftlock pays over etcd at each. Null unless two topologies ran.
+ */
+export function subtractionTable(rows: Row[]): string | null {
+  const at = (system: SystemName, t: Topology): Row | undefined => rows.find((r) => r.workload === 'uncontended' && r.clients === 1 && r.client === 'raw' && r.system === system && r.topology === t);
+  const systems = (['raftlock', 'etcd'] as const).filter((s) => at(s, 'one') || at(s, 'follower'));
+  if (systems.length === 0 || !systems.some((s) => at(s, 'leader'))) return null;
+  const d = (a: number | null | undefined, b: number | null | undefined): string => (a == null || b == null || !Number.isFinite(a) || !Number.isFinite(b) ? '-' : `${a - b >= 0 ? '+' : ''}${(a - b).toFixed(2)}`);
+  const cell = (x: number | null | undefined): string => (x == null ? '-' : fms(x));
+  const body: string[][] = [];
+  for (const s of systems) {
+    const [one, lead, fol] = [at(s, 'one'), at(s, 'leader'), at(s, 'follower')];
+    body.push([s, 'acquire p50', cell(one?.p50Ms), cell(lead?.p50Ms), cell(fol?.p50Ms), d(lead?.p50Ms, one?.p50Ms), d(fol?.p50Ms, lead?.p50Ms)]);
+    body.push([s, 'release p50', cell(one?.releaseP50Ms), cell(lead?.releaseP50Ms), cell(fol?.releaseP50Ms), d(lead?.releaseP50Ms, one?.releaseP50Ms), d(fol?.releaseP50Ms, lead?.releaseP50Ms)]);
+    body.push([s, 'CPU ms/cycle', f2(one?.cpuMsPerOp ?? null), f2(lead?.cpuMsPerOp ?? null), f2(fol?.cpuMsPerOp ?? null), d(lead?.cpuMsPerOp, one?.cpuMsPerOp), d(fol?.cpuMsPerOp, lead?.cpuMsPerOp)]);
+  }
+  if (systems.length === 2) {
+    const r = (t: Topology) => at('raftlock', t);
+    const e = (t: Topology) => at('etcd', t);
+    body.push(['raftlock − etcd', 'acquire p50', d(r('one')?.p50Ms, e('one')?.p50Ms), d(r('leader')?.p50Ms, e('leader')?.p50Ms), d(r('follower')?.p50Ms, e('follower')?.p50Ms), '', '']);
+    body.push(['raftlock − etcd', 'release p50', d(r('one')?.releaseP50Ms, e('one')?.releaseP50Ms), d(r('leader')?.releaseP50Ms, e('leader')?.releaseP50Ms), d(r('follower')?.releaseP50Ms, e('follower')?.releaseP50Ms), '', '']);
+  }
+  return table(['system', 'what', 'one member', '3, on the leader', '3, via a follower', 'replication (leader − one)', 'relay (follower − leader)'], body, [false, false, true, true, true, true, true]);
 }
 
 export function rowsJson(rows: Row[]): object[] {

@@ -62,11 +62,21 @@ export interface Deployment {
   readonly description: string;
   /** the leader's API URL (polls until one is known) */
   leader(): Promise<string>;
+  /** a member's API URL that is not the leader's (polls until a leader is known; throws
+   *  when the deployment has one member): the `follower` topology's entry point */
+  follower(): Promise<string>;
   /** process_cpu_seconds_total of every member, by API endpoint (null if one cannot be read) */
   cpuSeconds(): Promise<Record<string, number> | null>;
   /** a target whose HTTP pool has `connections` keep-alive connections to `endpoint` */
   target(endpoint: string, connections: number): LockTarget;
   stop(): Promise<void>;
+}
+
+/** An endpoint of `endpoints` other than `leader`, or a clear error when there is none. */
+export function notLeader(endpoints: readonly string[], leader: string): string {
+  const f = endpoints.find((e) => e !== leader);
+  if (f === undefined) throw new Error(`no follower to talk to: the deployment has one member (${leader})`);
+  return f;
 }
 
 /** Sum of every sample of metric `name` (all label sets) in Prometheus text format. */

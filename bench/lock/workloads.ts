@@ -16,6 +16,7 @@
 import { build, type Histogram } from 'hdr-histogram-js';
 import { HttpStatusError } from './http.js';
 import type { LockTarget, RaftCounters, SystemName } from './target.js';
+import type { ClientKind, Topology } from './options.js';
 
 export const WORKLOADS = ['uncontended', 'contended', 'churn', 'keepalive', 'read', 'shared', 'semaphore'] as const;
 export type WorkloadName = (typeof WORKLOADS)[number];
@@ -48,16 +49,29 @@ export interface RunSpec {
   samples?: { t0: number; t1: number }[];
 }
 
+/** one operation's measured request, and (uncontended) its release: performance.now() ms */
+interface Timing {
+  t0: number;
+  t1: number;
+  /** the release's own latency, ms (uncontended: the second commit of a cycle) */
+  releaseMs?: number;
+}
+
 export interface RunResult {
   system: SystemName;
   workload: WorkloadName;
   clients: number;
+  /** where and how the clients talked (main.ts sets them; runWorkload says leader/raw) */
+  topology: Topology;
+  client: ClientKind;
   /** operations (cycles, grants, keepalives, reads) completed in the window */
   ops: number;
   seconds: number;
   opsPerSec: number;
   /** microseconds of the measured request */
   latency: Histogram;
+  /** uncontended: microseconds of each cycle's release (a commit like the acquire) */
+  releaseLatency: Histogram | null;
   errors: Record<string, number>;
   entriesPerOp: number | null;
   fsyncsPerOp: number | null;
@@ -92,7 +106,7 @@ interface Window {
 
 interface ClientLoop {
   /** one operation; returns the measured request's start and end (performance.now ms) */
-  cycle(): Promise<{ t0: number; t1: number }>;
+  cycle(): Promise<Timing>;
   teardown(): Promise<void>;
 }
 
@@ -148,8 +162,8 @@ const setups: Record<WorkloadName, SetupFn> = {
       async cycle() {
         let handle = '';
         const r = await timed(async () => (handle = await t.acquire(name, sid, 0)));
-        await t.release(name, sid, handle);
-        return r;
+        const rel = await timed(() => t.release(name, sid, handle));
+        return { ...r, releaseMs: rel.t1 - rel.t0 };
       },
       teardown: () => t.closeSession(sid),
     };
@@ -230,11 +244,13 @@ async function readCounters(t: LockTarget, cpu: () => Promise<Record<string, num
 
 /**
  * Run one workload against one target. `onProgress(fraction, ops)` is called a few times a
- * second. `counterTarget` talks to the leader (the same node the clients use).
+ * second. `leader` reads the Raft counters: a target on the leader's endpoint (the clients'
+ * own target when they talk to the leader), whose endpoint is the `leader` of the busy split.
  */
-export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void, cpu: () => Promise<Record<string, number> | null>): Promise<RunResult> {
+export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fraction: number, ops: number) => void, cpu: () => Promise<Record<string, number> | null>, leader: LockTarget = t): Promise<RunResult> {
   const loops = await Promise.all(Array.from({ length: spec.clients }, (_, i) => setups[spec.workload](t, spec, i)));
   const latency = build({ numberOfSignificantValueDigits: 3 });
+  const releaseLatency = spec.workload === 'uncontended' ? build({ numberOfSignificantValueDigits: 3 }) : null;
   const errors: Record<string, number> = {};
   let ops = 0;
   const now = performance.now();
@@ -242,19 +258,20 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
 
   let before: Promise<RaftCounters | null> | null = null;
   let after: Promise<RaftCounters | null> | null = null;
-  const startTimer = setTimeout(() => (before = readCounters(t, cpu)), spec.warmupMs);
-  const endTimer = setTimeout(() => (after = readCounters(t, cpu)), spec.warmupMs + spec.durationMs);
+  const startTimer = setTimeout(() => (before = readCounters(leader, cpu)), spec.warmupMs);
+  const endTimer = setTimeout(() => (after = readCounters(leader, cpu)), spec.warmupMs + spec.durationMs);
   const progress = setInterval(() => onProgress(Math.min(1, (performance.now() - now) / (spec.warmupMs + spec.durationMs)), ops), 250);
 
   const client = async (loop: ClientLoop): Promise<void> => {
     while (performance.now() < w.end) {
       try {
-        const { t0, t1 } = await loop.cycle();
+        const { t0, t1, releaseMs } = await loop.cycle();
         const done = performance.now();
         if (done >= w.start && done <= w.end) {
           ops++;
           if (t0 >= w.start) {
             latency.recordValue(Math.max(1, Math.round((t1 - t0) * 1000)));
+            if (releaseMs !== undefined) releaseLatency?.recordValue(Math.max(1, Math.round(releaseMs * 1000)));
             spec.samples?.push({ t0, t1 });
           }
         }
@@ -277,7 +294,7 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
   // the loops stop at the first completion after w.end, which at low latency can come
   // before the end timer fires (it was set a moment after w.end was computed): read the
   // counters now then, or the row would have no entries/fsyncs/CPU figures
-  after ??= readCounters(t, cpu);
+  after ??= readCounters(leader, cpu);
   const c0 = await (before as Promise<RaftCounters | null> | null);
   const c1 = await (after as Promise<RaftCounters | null> | null);
   await Promise.all(loops.map((l) => l.teardown().catch(() => undefined)));
@@ -294,17 +311,20 @@ export async function runWorkload(t: LockTarget, spec: RunSpec, onProgress: (fra
     system: t.system,
     workload: spec.workload,
     clients: spec.clients,
+    topology: 'leader',
+    client: 'raw',
     ops,
     seconds,
     opsPerSec: ops / seconds,
     latency,
+    releaseLatency,
     errors,
     entriesPerOp: perOp((c) => c.entries),
     fsyncsPerOp: perOp((c) => c.fsyncs),
     peerMsgsPerOp: perOp((c) => c.peerMessages),
     cpuMsPerOp: cpuPerOp === null ? null : cpuPerOp * 1000,
     syncMs: c0 && c1 && c1.fsyncs > c0.fsyncs ? (1000 * (c1.fsyncSeconds - c0.fsyncSeconds)) / (c1.fsyncs - c0.fsyncs) : null,
-    busy: busyOver(t.endpoint, c0, c1),
+    busy: busyOver(leader.endpoint, c0, c1),
   };
 }
 

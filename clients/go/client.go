@@ -39,6 +39,10 @@ type Config struct {
 	// OnWarning receives recoverable problems (a failed keepalive that will be retried, a
 	// release that failed and will expire with its session). Default: nowhere.
 	OnWarning func(message string, err error)
+	// DisableLeaderRouting spreads calls round-robin over Endpoints. By default every call
+	// goes to the leader the answers name (when its URL is one of Endpoints), sparing a
+	// follower's relay; RAFTLOCK_LEADER_ROUTING=off turns it off too (README "Leader routing").
+	DisableLeaderRouting bool
 }
 
 // Client talks to a raftlock cluster. It is safe for concurrent use.
@@ -50,6 +54,7 @@ type Client struct {
 	requestTimeout time.Duration
 	retryBudget    time.Duration
 	onWarning      func(string, error)
+	leaderRouting  bool
 	rmu            sync.Mutex
 	rng            *mrand.Rand
 }
@@ -59,7 +64,8 @@ type Client struct {
 // The environment can point a program at a cluster without editing it (a program ported
 // from etcd has its endpoints in its source): RAFTLOCK_ENDPOINTS (comma-separated API
 // URLs), when set, replaces Config.Endpoints; RAFTLOCK_TOKEN and RAFTLOCK_CA_FILE fill in
-// Token and CAFile when those are empty. The raftlock command reads the same variables.
+// Token and CAFile when those are empty; RAFTLOCK_LEADER_ROUTING=off turns leader routing
+// off. The raftlock command reads the same variables.
 func New(cfg Config) (*Client, error) {
 	eps := cfg.Endpoints
 	if env := strings.TrimSpace(os.Getenv("RAFTLOCK_ENDPOINTS")); env != "" {
@@ -79,7 +85,14 @@ func New(cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Client{eps: set, token: cfg.Token, onWarning: cfg.OnWarning, rng: rng}
+	c := &Client{eps: set, token: cfg.Token, onWarning: cfg.OnWarning, rng: rng, leaderRouting: !cfg.DisableLeaderRouting}
+	switch env := strings.TrimSpace(os.Getenv("RAFTLOCK_LEADER_ROUTING")); env {
+	case "", "on":
+	case "off":
+		c.leaderRouting = false
+	default:
+		return nil, &Error{Code: "invalid_request", Message: fmt.Sprintf("raftlock: RAFTLOCK_LEADER_ROUTING: expected on or off, got %q", env)}
+	}
 	c.requestTimeout = orDefault(cfg.RequestTimeout, 5*time.Second)
 	c.retryBudget = orDefault(cfg.RetryBudget, 15*time.Second)
 	dial := orDefault(cfg.DialTimeout, 5*time.Second)

@@ -15,6 +15,12 @@ import (
 // to connect, or answered 503/429, rests: for 503/429 for the server's Retry-After, after
 // connection failures for an exponential backoff. When every endpoint rests, the caller
 // learns how long until the first one wakes.
+//
+// Leader routing (README "Leader routing"): every answer names the leader its node knows
+// (the X-Raftlock-Leader header). When that URL is one of the endpoints, calls go to it
+// first, sparing a follower's relay; while it rests, the rotation takes over, and the next
+// answer names the leader again. A hint naming any other address is ignored: requests
+// (and the token) only ever go to the endpoints the program listed.
 
 const (
 	baseBackoff = 100 * time.Millisecond
@@ -34,6 +40,8 @@ type endpointSet struct {
 	states []*endpointState
 	next   int
 	now    func() time.Time
+	// leader: the endpoint the last hint named, if it is one of ours
+	leader *endpointState
 }
 
 func newEndpointSet(urls []string, now func() time.Time, startAt int) (*endpointSet, error) {
@@ -63,12 +71,43 @@ func (es *endpointSet) urls() []string {
 	return out
 }
 
-// pick returns the next ready endpoint in rotation, else the one that wakes first and
-// how long until then.
-func (es *endpointSet) pick() (string, time.Duration) {
+// noteLeader remembers an answer's leader hint when it names one of the endpoints;
+// anything else (empty, malformed, another address) changes nothing.
+func (es *endpointSet) noteLeader(hint string) {
+	if hint == "" {
+		return
+	}
+	u, err := normalizeEndpoint(hint)
+	if err != nil {
+		return
+	}
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if s := es.find(u); s != nil {
+		es.leader = s
+	}
+}
+
+// leaderURL is the endpoint last named as the leader, or "".
+func (es *endpointSet) leaderURL() string {
+	es.mu.Lock()
+	defer es.mu.Unlock()
+	if es.leader == nil {
+		return ""
+	}
+	return es.leader.url
+}
+
+// pick returns, with toLeader, the known leader when it is ready (the rotation is not
+// advanced); otherwise the next ready endpoint in rotation, else the one that wakes first
+// and how long until then.
+func (es *endpointSet) pick(toLeader bool) (string, time.Duration) {
 	es.mu.Lock()
 	defer es.mu.Unlock()
 	t := es.now()
+	if toLeader && es.leader != nil && !es.leader.notBefore.After(t) {
+		return es.leader.url, 0
+	}
 	n := len(es.states)
 	best := -1
 	for i := 0; i < n; i++ {

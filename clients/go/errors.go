@@ -47,7 +47,27 @@ var (
 	// server applied nothing. Never retried. This client draws a fresh key per change,
 	// so seeing it means two changes were sent under one key.
 	ErrIdempotencyKeyReused = errors.New("raftlock: idempotency key reused for another request")
+	// ErrDeadlock: waiting would have closed a cycle of sessions waiting for each other
+	// (docs/contract.md §5 "Deadlock detection"). The server refused the wait at once and
+	// changed nothing; Error.Cycle names the cycle, this request's session first. Release
+	// what you hold and try again, or take the locks together (LockSet).
+	ErrDeadlock = errors.New("raftlock: deadlock")
 )
+
+// DeadlockStep is one step of a deadlock's cycle: SessionID waits on Name for the next
+// step's session (Kind "semaphore" when Name is a semaphore's, else empty).
+type DeadlockStep struct {
+	SessionID string `json:"session_id"`
+	Name      string `json:"name"`
+	Kind      string `json:"kind,omitempty"`
+}
+
+// BlockedLock is one lock that kept a lock set from being granted, with its exclusive
+// holder when it has one (docs/contract.md §5 "Lock sets").
+type BlockedLock struct {
+	Name   string  `json:"name"`
+	Holder *Holder `json:"holder,omitempty"`
+}
 
 // Holder is the holder of a lock, as a lock_held answer names it.
 type Holder struct {
@@ -76,6 +96,10 @@ type Error struct {
 	InUse, Limit int
 	// CompactedIndex is set for compacted.
 	CompactedIndex uint64
+	// Blocked is set for lock_held of a lock set: each lock that kept it from being granted.
+	Blocked []BlockedLock
+	// Cycle is set for deadlock: each session on the cycle with the name it waits on.
+	Cycle []DeadlockStep
 	// Err is the cause (the last attempt's error when retries ran out).
 	Err error
 }
@@ -116,6 +140,8 @@ func (e *Error) Is(target error) bool {
 		return e.Code == "compacted"
 	case ErrIdempotencyKeyReused:
 		return e.Code == "idempotency_key_reused"
+	case ErrDeadlock:
+		return e.Code == "deadlock"
 	}
 	return false
 }
@@ -149,7 +175,9 @@ func errorFromResponse(status int, body []byte, endpoint string) *Error {
 			InUse   int             `json:"in_use"`
 			Limit   int             `json:"limit"`
 			// compacted_index may sit in the error object or beside it
-			CompactedIndex uint64 `json:"compacted_index"`
+			CompactedIndex uint64          `json:"compacted_index"`
+			Blocked        json.RawMessage `json:"blocked"`
+			Cycle          json.RawMessage `json:"cycle"`
 		} `json:"error"`
 		CompactedIndex uint64 `json:"compacted_index"`
 	}
@@ -173,6 +201,18 @@ func errorFromResponse(status int, body []byte, endpoint string) *Error {
 		var l LeaderInfo
 		if json.Unmarshal(parsed.Error.Leader, &l) == nil && l.SessionID != "" {
 			e.Leader = &l
+		}
+	}
+	if code == "lock_held" && len(parsed.Error.Blocked) > 0 {
+		var b []BlockedLock
+		if json.Unmarshal(parsed.Error.Blocked, &b) == nil {
+			e.Blocked = b
+		}
+	}
+	if code == "deadlock" && len(parsed.Error.Cycle) > 0 {
+		var c []DeadlockStep
+		if json.Unmarshal(parsed.Error.Cycle, &c) == nil {
+			e.Cycle = c
 		}
 	}
 	e.InUse, e.Limit = parsed.Error.InUse, parsed.Error.Limit

@@ -21,6 +21,9 @@ type keepaliveGrant struct {
 	Name         string `json:"name"`
 	FencingToken int64  `json:"fencing_token"`
 	Mode         string `json:"mode,omitempty"`
+	// Waiters: how many requests wait on the name (docs/contract.md §5 "Contention");
+	// nil from a server that does not say
+	Waiters *int `json:"waiters,omitempty"`
 }
 
 // grantRef is a grant this client holds in a session: a Mutex's, a Semaphore's or a
@@ -32,6 +35,9 @@ type grantRef struct {
 	token  int64
 	seenAt time.Time
 	lost   func(error)
+	// waiters, when set, is told each keepalive's count of requests waiting on the name
+	// (outside the session's lock)
+	waiters func(int)
 }
 
 func grantKey(space, name string, token int64) string {
@@ -59,28 +65,40 @@ func (s *Session) untrack(r *grantRef) {
 
 // judgeGrants ends every tracked grant answered before askedAt that grants lacks.
 func (s *Session) judgeGrants(grants []keepaliveGrant, askedAt time.Time) {
-	held := make(map[string]bool, len(grants))
+	held := make(map[string]*int, len(grants))
 	for _, g := range grants {
 		space := "lock"
 		if g.Kind == "semaphore" {
 			space = "semaphore"
 		}
-		held[grantKey(space, g.Name, g.FencingToken)] = true
+		held[grantKey(space, g.Name, g.FencingToken)] = g.Waiters
 	}
 	var gone []*grantRef
+	type count struct {
+		r *grantRef
+		n int
+	}
+	var counts []count
 	s.mu.Lock()
 	if s.state != stateOpen {
 		s.mu.Unlock()
 		return
 	}
 	for r := range s.refs {
-		if r.seenAt.After(askedAt) || held[grantKey(r.space, r.name, r.token)] {
+		n, ok := held[grantKey(r.space, r.name, r.token)]
+		if ok && n != nil && r.waiters != nil {
+			counts = append(counts, count{r, *n})
+		}
+		if ok || r.seenAt.After(askedAt) {
 			continue
 		}
 		delete(s.refs, r)
 		gone = append(gone, r)
 	}
 	s.mu.Unlock()
+	for _, c := range counts {
+		c.r.waiters(c.n)
+	}
 	for _, r := range gone {
 		r.lost(&Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: %s %s (token %d) is no longer held by session %s: revoked, or freed by its max hold", r.space, r.name, r.token, s.id)})
 	}

@@ -28,6 +28,9 @@ import (
 // caller gets ErrOutcomeUnknown, never "unavailable". 503 and 429 said "nothing applied,
 // try later": that endpoint rests for its Retry-After and the next one is tried.
 
+// leaderHeader names the leader in every answer (docs/api.md "Leader hint").
+const leaderHeader = "X-Raftlock-Leader"
+
 type retryMode int
 
 const (
@@ -88,7 +91,9 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		u, rest := c.eps.pick()
+		// Only the endpoint changes with leader routing: what a failure means, and whether
+		// the call may be repeated, stays exactly as below (the same rules on any node).
+		u, rest := c.eps.pick(c.leaderRouting)
 		remaining := time.Until(deadline)
 		if remaining <= 0 && attempt > 0 {
 			break
@@ -232,6 +237,9 @@ func (c *Client) attempt(ctx context.Context, u string, cl call, start, deadline
 		return nil, kind, "", &Error{Code: "unavailable", Endpoint: u, Message: u + ": " + describeNetErr(err, attemptDur), Err: err}
 	}
 	defer res.Body.Close()
+	if c.leaderRouting {
+		c.eps.noteLeader(res.Header.Get(leaderHeader))
+	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxBody+1))
 	if err != nil {
 		return nil, attemptUnknown, "", &Error{Code: "unavailable", Endpoint: u, Message: u + ": " + describeNetErr(err, attemptDur), Err: err}

@@ -25,6 +25,7 @@ type Mutex struct {
 	holdUntil time.Time // zero: no max hold
 	ref       *grantRef
 	lostErr   error // set when a keepalive answer no longer listed the grant
+	cont      *contention
 }
 
 // MutexOption configures NewMutex.
@@ -49,7 +50,7 @@ func WithMaxHold(d time.Duration) MutexOption {
 
 // NewMutex returns a mutex for the lock name key in session s. Nothing is sent yet.
 func NewMutex(s *Session, key string, opts ...MutexOption) *Mutex {
-	m := &Mutex{s: s, key: key}
+	m := &Mutex{s: s, key: key, cont: newContention()}
 	for _, f := range opts {
 		f(m)
 	}
@@ -83,6 +84,14 @@ func (m *Mutex) Err() error {
 	defer m.mu.Unlock()
 	return m.lostErr
 }
+
+// Waiters is how many requests waited on the lock at the session's last keepalive (0 until
+// one says otherwise, or from a server that does not tell): docs/contract.md §5 "Contention".
+func (m *Mutex) Waiters() int { return m.cont.of(m.key) }
+
+// Contended receives a Contention when a keepalive finds requests waiting on the lock where
+// the one before found none: a long job can yield at a safe point (Unlock, then Lock again).
+func (m *Mutex) Contended() <-chan Contention { return m.cont.ch }
 
 // Check asks the cluster (linearizable) whether this mutex's token still holds the lock
 // (Chubby's CheckSequencer).
@@ -124,6 +133,8 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		s.untrack(m.ref)
 		ref := &grantRef{space: "lock", name: m.key, token: g.FencingToken, seenAt: time.Now()}
 		ref.lost = func(err error) { m.grantLost(ref, err) }
+		ref.waiters = func(n int) { m.cont.note(m.key, n) }
+		m.cont.reset()
 		m.ref = ref
 		s.track(ref)
 	}

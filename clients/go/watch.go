@@ -217,7 +217,7 @@ func (c *Client) watchLoop(ctx context.Context, prefix string, o watchOptions, e
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		u, rest := c.eps.pick()
+		u, rest := c.eps.pick(false) // any node serves a watch
 		if err := sleepCtx(ctx, rest); err != nil {
 			return err
 		}

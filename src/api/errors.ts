@@ -16,6 +16,8 @@ export const ERROR_CATALOG = {
   limit_mismatch: { status: 409, message: 'the semaphore has another limit' },
   /** a semaphore had no room and wait_ms ran out (body: in_use, limit) */
   semaphore_full: { status: 409, message: 'the semaphore is full' },
+  /** a wait that would close a cycle in the wait-for graph (docs/contract.md §5; body: cycle) */
+  deadlock: { status: 409, message: 'the wait would close a cycle of waiting sessions (a deadlock)' },
   /** a membership change is already in flight (one at a time, thesis §4.1) */
   conflict: { status: 409, message: 'a conflicting operation is in progress' },
   /** a watch resume point older than the events the node keeps (body: compacted_index) */

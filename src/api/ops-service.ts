@@ -31,6 +31,32 @@ export interface HeldSince {
   exact: boolean;
 }
 
+/** a lock with requests waiting on it (the status page's "Most contended locks") */
+export interface ContendedLock {
+  name: string;
+  waiters: number;
+  /** wall clock when the oldest current wait began, as this node applied it; when `exact`
+   *  is false it began before this node was watching and this is a lower bound */
+  waiting_since_ms: number;
+  waiting_since_exact: boolean;
+  /** the first holder (in grant order) and how many hold it; absent while free */
+  holder?: { session_id: string; owner: string; fencing_token: number; mode: 'exclusive' | 'shared'; holders: number };
+  /** free but in lock-delay */
+  in_delay?: true;
+}
+
+/** one second of this node's applied grants (the status page's live chart) */
+export interface ActivityPoint {
+  /** wall clock of the second's start */
+  at_ms: number;
+  /** grants applied (locks, shares, elections, semaphore permits) */
+  grants: number;
+  /** of those, grants that ended a wait this node saw begin, and how long they waited */
+  waited: number;
+  wait_avg_ms: number;
+  wait_max_ms: number;
+}
+
 export interface BackupResult {
   /** the backup file (src/ops/backup-file.ts) */
   file: Buffer;
@@ -41,6 +67,10 @@ export interface BackupResult {
 export interface OpsService {
   observations(): NodeObservations;
   heldSince(name: string, fencingToken: number): HeldSince;
+  /** the most contended locks, most waiters first (optional: a source without it shows none) */
+  contended?(limit: number): ContendedLock[];
+  /** grants and waits per second, the last minute, oldest first */
+  activity?(): ActivityPoint[];
   /** Leader only: confirm leadership with a quorum round (ReadIndex, §6.4), then snapshot
    *  the application at the applied index, which is at or past every write acknowledged
    *  before the request arrived. Throws ApiError unavailable/timeout. */

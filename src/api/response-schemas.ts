@@ -15,7 +15,7 @@ export const responseSchemas = {
   Keepalive: z.object({
     session_id: sessionId,
     ttl_ms: z.number().int(),
-    grants: z.array(z.object({ kind: z.enum(['lock', 'semaphore', 'election']), name: lockName, fencing_token: token, mode: z.literal('shared').optional().describe('present on a shared grant') }))
+    grants: z.array(z.object({ kind: z.enum(['lock', 'semaphore', 'election']), name: lockName, fencing_token: token, mode: z.literal('shared').optional().describe('present on a shared grant'), waiters: z.number().int().min(0).optional().describe('how many requests wait on the name (docs/contract.md §5 "Contention"); servers of this version always send it') }))
       .optional().describe("this version's extension: every grant the session holds as of the keepalive (a revoked or max-hold-ended grant is missing)"),
   }),
   Session: z.object({ session_id: sessionId, owner: z.string(), ttl_ms: z.number().int(), locks: z.array(lockName) }),
@@ -23,6 +23,8 @@ export const responseSchemas = {
   Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int(), mode: z.literal('shared').optional().describe('present on a shared grant') }),
   Holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }),
   Released: z.object({ name: lockName, released: z.literal(true) }),
+  LockSetGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int(), grants: z.array(z.object({ name: lockName, fencing_token: token })).min(1).describe('every name, in the request\'s order, each with its own token'), mode: z.literal('shared').optional().describe('present on a shared set') }),
+  ReleasedAll: z.object({ released: z.array(lockName).describe('the names this session held and released, in the request\'s order') }),
   Check: z.object({ name: lockName, current: z.boolean() }),
   Revoked: z.object({ name: lockName, revoked: z.array(z.object({ session_id: sessionId, fencing_token: token })).describe('the grants taken away, by session id (empty when none was held and no session_id was given)') }),
   TransferResult: z.object({ leader_id: z.string() }),
@@ -33,6 +35,8 @@ export const responseSchemas = {
       message: z.string().describe('what went wrong, naming the field for invalid_request'),
       holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }).optional().describe('lock_held: the current holder'),
       leader: z.object({ session_id: sessionId, value: z.string(), fencing_token: token }).nullable().optional().describe("lock_held on a campaign: the election's current leader (null while none leads)"),
+      blocked: z.array(z.object({ name: lockName, holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }).optional().describe('its exclusive holder, when it has one') })).optional().describe('lock_held of an acquire-all: each lock that kept the set from being granted'),
+      cycle: z.array(z.object({ session_id: sessionId, name: lockName, kind: z.literal('semaphore').optional().describe('present when the name is a semaphore\'s') })).optional().describe('deadlock: each session on the cycle with the name it waits on (for the next one), the refused request\'s session first'),
     }),
   }),
 };
@@ -123,5 +127,16 @@ export const viewSchemas = {
       waiters: z.number().int().min(0).describe('requests queued behind the leader: the campaigners waiting to lead'),
     })).optional().describe('elections that have a leader, sorted by name'),
     elections_truncated: z.boolean().optional(),
+    contended: z.array(z.object({
+      name: lockName,
+      waiters: z.number().int().min(1),
+      waiting_since_ms: z.number().describe('when the oldest current wait began, as the answering node applied it'),
+      waiting_since_exact: z.boolean().describe('false: it began before the node was watching (a lower bound)'),
+      holder: z.object({ session_id: z.string(), owner: z.string(), fencing_token: token, mode: z.enum(['exclusive', 'shared']), holders: z.number().int().min(1) }).optional().describe('the first holder and how many hold it; absent while free'),
+      in_delay: z.literal(true).optional(),
+    })).optional().describe('the most contended locks: most waiters first, then the longest wait'),
+    activity: z.array(z.object({
+      at_ms: z.number(), grants: z.number().int().min(0), waited: z.number().int().min(0), wait_avg_ms: z.number().int().min(0), wait_max_ms: z.number().int().min(0),
+    })).optional().describe("the answering node's applied grants per second over the last minute, with how long the granted requests had waited"),
   }),
 };

@@ -29,6 +29,10 @@ import type { LockService } from './service.js';
 import { bodySchemas, type ApiLimits } from './validate.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
+/** Every answer names the leader this node knows, by its advertised API URL (docs/api.md
+ *  "Leader hint"): clients send their next writes there instead of paying a follower's
+ *  relay. Absent while the node knows no leader. */
+export const LEADER_HEADER = 'x-raftlock-leader';
 /** A waiting acquire may hold its response up to wait_ms (≤ 300 s); idle sockets get that plus margin. */
 const SOCKET_IDLE_TIMEOUT_MS = 330_000;
 const REQUEST_ID_RE = /^[A-Za-z0-9._:-]{1,64}$/;
@@ -57,6 +61,9 @@ export interface ServerDeps {
   watch?: WatchFeed;
   /** test hook: a watch stream's unsent-bytes bound (default WATCH_STREAM_BUFFER_BYTES) */
   watchStreamBufferBytes?: number;
+  /** called as each client answer (/v1/…) is handed to the socket: the node passes the
+   *  per-step trace's last server step (src/raft/trace.ts) while tracing; no hook without it */
+  onAnswer?: () => void;
 }
 
 /**
@@ -117,7 +124,12 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
 
   installBodyParser(app);
   installLifecycle(app, deps, forwarder);
-  app.setErrorHandler((err, req, reply) => sendError(reply, toApiError(err, req)));
+  // an error may come after a leader change (a 503 from a deposed leader, a failed relay):
+  // its hint is taken again, so the client's next attempt goes to the leader known now
+  app.setErrorHandler((err, req, reply) => {
+    setLeaderHeader(reply, deps.service);
+    sendError(reply, toApiError(err, req));
+  });
   app.setNotFoundHandler((req, reply) => {
     sendError(reply, new ApiError('not_found', `no route ${req.method} ${(req.raw.url ?? '').split('?', 1)[0]?.slice(0, 200)}`));
   });
@@ -234,9 +246,18 @@ function installLifecycle(app: FastifyInstance, deps: ServerDeps, forwarder: For
     req.routeLabel = routeLabel(req.routeOptions.url);
     req.rawResponse = reply.raw;
     reply.header('x-request-id', req.id);
+    setLeaderHeader(reply, deps.service);
     if (closing) done(new ApiError('unavailable', 'the node is shutting down'));
     else done();
   });
+
+  const onAnswer = deps.onAnswer;
+  if (onAnswer) {
+    app.addHook('onSend', (req, _reply, payload, done) => {
+      if (req.url.startsWith('/v1/')) onAnswer();
+      done(null, payload);
+    });
+  }
 
   app.addHook('onResponse', (req, reply, done) => {
     durationOf(req.routeLabel || 'unmatched', req.method, reply.statusCode).observe(reply.elapsedTime / 1000);
@@ -277,6 +298,18 @@ export function toApiError(err: unknown, req?: FastifyRequest): ApiError {
   if (code && status < 500) return new ApiError(code, `${ERROR_CATALOG[code].message}: ${String(fe.message).slice(0, 200)}`, { cause: err });
   req?.log.error({ err }, 'unexpected error in a request');
   return new ApiError('internal', 'internal error; see the server log', { cause: err });
+}
+
+/** the leader hint (LEADER_HEADER) as this node knows it now */
+function setLeaderHeader(reply: FastifyReply, service: LockService): void {
+  let leaderApi: string | null = null;
+  try {
+    leaderApi = service.routing().leaderApi;
+  } catch {
+    // a removed node names no leader (routing() refuses): its clients fail over
+  }
+  if (leaderApi !== null) reply.header(LEADER_HEADER, leaderApi);
+  else reply.removeHeader(LEADER_HEADER);
 }
 
 function sendError(reply: FastifyReply, e: ApiError): void {

@@ -110,6 +110,21 @@ export interface KeepaliveGrantView {
   name: string;
   fencing_token: number;
   mode?: 'shared';
+  /** requests waiting on the name (docs/contract.md §5 "Contention") */
+  waiters: number;
+}
+/** an acquire-all's answer (docs/contract.md §5 "Lock sets"): grants in the request's order */
+export interface LockSetGrantView {
+  session_id: string;
+  ttl_ms: number;
+  grants: { name: string; fencing_token: number }[];
+  /** present on a shared set */
+  mode?: 'shared';
+}
+/** docs/contract.md §5 "Lock sets"; a service without it answers their routes 404 */
+export interface LockSetApi {
+  acquireAll(names: string[], p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<LockSetGrantView>;
+  releaseAll(names: string[], sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
 }
 export interface KeepaliveView {
   session_id: string;
@@ -159,6 +174,8 @@ export interface LockService {
   readonly semaphores?: SemaphoreApi;
   /** leader election (docs/contract.md §4 "Leader election"); absent: routes answer 404 */
   readonly elections?: ElectionApi;
+  /** lock sets (docs/contract.md §5); absent: routes answer 404 */
+  readonly lockSets?: LockSetApi;
   /** /readyz: knows a leader and has applied up to the commit index it knows */
   ready(): boolean;
   /** why /readyz answers 503 beyond ready() (e.g. the node was removed), or null */

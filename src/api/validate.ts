@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { ApiError, invalid } from './errors.js';
 import { describeValue, zodErrorText } from '../zod-error.js';
 // One source of truth with the FSM, which re-checks every committed value.
-import { MAX_DURATION_MS, MAX_ELECTION_VALUE_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
+import { MAX_DURATION_MS, MAX_ELECTION_VALUE_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_SET_NAMES, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
 export const MAX_NAME_BYTES = 256;
 export { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS };
@@ -108,6 +108,20 @@ const electionValue = z.string().refine((s) => Buffer.byteLength(s, 'utf8') <= M
 /** a semaphore's limit, or the permits of a request: 1–10000 */
 const permits = z.number().int().min(1).max(MAX_PERMITS);
 
+/** a lock set's names (docs/contract.md §5 "Lock sets"): 1–64 distinct valid lock names */
+const lockName = z.string().superRefine((n, c) => {
+  const p = lockNameProblem(n, 'lock name');
+  if (p) c.addIssue({ code: 'custom', message: p });
+});
+const setNames = z.array(lockName).min(1, { error: `must name 1-${MAX_SET_NAMES} locks, got none` }).max(MAX_SET_NAMES, { error: (i) => `must name at most ${MAX_SET_NAMES} locks, got ${Array.isArray(i.input) ? i.input.length : '?'}` })
+  .superRefine((names, c) => {
+    const seen = new Set<string>();
+    names.forEach((n, i) => {
+      if (seen.has(n)) c.addIssue({ code: 'custom', path: [i], message: `names ${describeValue(n)} twice (names must be distinct)` });
+      seen.add(n);
+    });
+  });
+
 export function bodySchemas(l: ApiLimits) {
   return {
     openSession: z.strictObject({ ttl_ms: ttl(l).optional(), owner: owner.optional(), lock_delay_ms: z.number().int().min(0).max(MAX_LOCK_DELAY_MS).optional() }),
@@ -123,6 +137,9 @@ export function bodySchemas(l: ApiLimits) {
     proclaim: z.strictObject({ session_id: sessionId, value: electionValue }),
     resign: z.strictObject({ session_id: sessionId }),
     release: z.strictObject({ session_id: sessionId, fencing_token: fencingToken.optional() }),
+    /** POST /v1/locks/acquire-all and release-all (docs/contract.md §5 "Lock sets") */
+    acquireAll: z.strictObject({ names: setNames, session_id: sessionId.optional(), ttl_ms: ttl(l).optional(), wait_ms: waitMs.optional(), mode: z.enum(['exclusive', 'shared']).optional(), owner: owner.optional(), max_hold_ms: maxHoldMs.optional() }),
+    releaseAll: z.strictObject({ names: setNames, session_id: sessionId }),
     addMember: z.strictObject({
       id: z.string().regex(MEMBER_ID, { error: (i) => `expected a node id (1-63 chars of [A-Za-z0-9_-]), got ${describeValue(i.input)}` }),
       api: httpUrl,

@@ -8,7 +8,7 @@
 
 import { GRANT_KINDS, type GrantKind } from './results.js';
 import {
-  MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId,
+  MAX_DURATION_MS, MAX_PERMITS, MAX_SET_NAMES, MAX_WAIT_MS, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId,
 } from './names.js';
 
 /** Parameters of a session opened by the same entry as an acquire (acquire without session_id). */
@@ -39,6 +39,16 @@ export type Command =
   /** maxHoldMs: the grant is freed that long after it was made, even while its session
    *  lives (the lessor's expireHold; docs/lock-fsm.md "Revocation and maximum hold") */
   | { kind: 'acquire'; name: string; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; mode?: 'shared'; maxHoldMs?: number }
+  /** a lock set (docs/lock-fsm.md "Lock sets"): every name granted together in this apply,
+   *  or one place at this index in the queue of every name it needs, or nothing. names:
+   *  1–64 distinct lock names, in the request's order (the answer's order). A name the
+   *  session holds is answered with its existing token. newSession, owner, actor, mode and
+   *  maxHoldMs as for acquire (maxHoldMs per name). */
+  | { kind: 'acquireAll'; names: string[]; sessionId: string; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; mode?: 'shared'; maxHoldMs?: number }
+  /** releases each of `names` the session holds (in name order, so the tokens their next
+   *  waiters get do not depend on the request's order) and ends its waits on them (a
+   *  waiting set as a whole) */
+  | { kind: 'releaseAll'; names: string[]; sessionId: string; actor?: string }
   /** semaphores (docs/lock-fsm.md "Semaphores"): take `permits` of `limit`; newSession,
    *  owner and actor as for acquire */
   | { kind: 'semAcquire'; name: string; sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; newSession?: NewSessionSpec; actor?: string; maxHoldMs?: number }
@@ -189,6 +199,22 @@ function grantKind(x: Obj, p: string): GrantKind {
   return v as GrantKind;
 }
 
+/** a lock set's names: 1–64 distinct lock names, order kept (it is the answer's order) */
+function names(x: Obj, p: string): string[] {
+  const v = x['names'];
+  if (!Array.isArray(v) || v.length < 1 || v.length > MAX_SET_NAMES) throw new InvalidCommandError(`${p}.names`, `must be an array of 1–${MAX_SET_NAMES} lock names, got ${describe(v)}${Array.isArray(v) ? ` of ${v.length}` : ''}`);
+  const out: string[] = [];
+  const seen = new Set<string>();
+  for (let i = 0; i < v.length; i++) {
+    const n: unknown = v[i];
+    if (!isLockName(n)) throw new InvalidCommandError(`${p}.names[${i}]`, `must be ${NAME}, got ${describe(n)}`);
+    if (seen.has(n)) throw new InvalidCommandError(`${p}.names[${i}]`, `repeats ${JSON.stringify(n)} (names must be distinct)`);
+    seen.add(n);
+    out.push(n);
+  }
+  return out;
+}
+
 /** the optional `actor` field (closeSession, acquire, release) */
 function withActor<C extends { actor?: string }>(cmd: C, x: Obj, p: string): C {
   if (has(x, 'actor')) cmd.actor = str(x, p, 'actor', isPrincipal, PRINCIPAL);
@@ -223,6 +249,21 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
       return cmd;
     }
+    case 'acquireAll': {
+      checkKeys(x, p, ['kind', 'names', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor', 'mode', 'maxHoldMs']);
+      const cmd: Command = { kind: 'acquireAll', names: names(x, p), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
+      if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
+      if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
+      withActor(cmd, x, p);
+      if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
+      if (has(x, 'mode') && x['mode'] !== 'shared') throw new InvalidCommandError(`${p}.mode`, `must be "shared" when present, got ${describe(x['mode'])}`);
+      if (has(x, 'mode')) cmd.mode = 'shared';
+      if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
+      return cmd;
+    }
+    case 'releaseAll':
+      checkKeys(x, p, ['kind', 'names', 'sessionId', 'actor']);
+      return withActor<Extract<Command, { kind: 'releaseAll' }>>({ kind: 'releaseAll', names: names(x, p), sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
     case 'semAcquire': {
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'limit', 'permits', 'waitMs', 'owner', 'newSession', 'actor', 'maxHoldMs']);
       const cmd: Command = { kind: 'semAcquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), limit: int(x, p, 'limit', 1, MAX_PERMITS), permits: int(x, p, 'permits', 1, MAX_PERMITS), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
@@ -296,7 +337,7 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       checkKeys(x, p, ['kind', 'term']);
       return { kind: 'barrier', term: int(x, p, 'term', 0, Number.MAX_SAFE_INTEGER) };
     default:
-      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait, revoke, expireHold, campaign, proclaim, resign; got ${describe(x['kind'])}`);
+      throw new InvalidCommandError(`${p}.kind`, `must be one of openSession, closeSession, acquire, release, cancelWait, expireSession, endLockDelay, barrier, semAcquire, semRelease, semSetLimit, semCancelWait, revoke, expireHold, campaign, proclaim, resign, acquireAll, releaseAll; got ${describe(x['kind'])}`);
   }
 }
 

@@ -16,6 +16,8 @@ import { compareStrings } from './names.js';
 import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
 import type { GrantKind } from './results.js';
 import { proclaim, resign } from './elections.js';
+import { acquireAll, cancelSet, endWaitsWithSets, releaseAll } from './lock-sets.js';
+import { cycleOfNewWait } from './deadlock.js';
 
 export type { LockFsmOptions } from './state.js';
 export type { HoldInfo } from './holds.js';
@@ -41,6 +43,9 @@ export interface SessionGrantInfo {
   fencingToken: number;
   /** locks only: a shared grant */
   shared?: true;
+  /** requests waiting on the name (docs/contract.md §5 "Contention"): a lock set waiting
+   *  on it counts once */
+  waiters: number;
 }
 
 export interface LockInfo {
@@ -169,6 +174,18 @@ export class LockFsm {
         return cmd.kind === 'proclaim' ? proclaim(this.core, cmd.name, s, cmd.value, ev) : resign(this.core, index, cmd.name, s, ev);
       }
       case 'release': return this.release(index, cmd, ev);
+      case 'acquireAll': {
+        const who = this.acquirer(cmd);
+        if ('refused' in who) return who.refused;
+        const ns = cmd.newSession;
+        const open = (): Session => this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
+        return acquireAll(this.core, index, cmd, { s: who.s, owner: who.owner, open, room: () => this.locksRoom() }, ev, key);
+      }
+      case 'releaseAll': {
+        const s = this.core.sessions.get(cmd.sessionId);
+        if (s === undefined) return { ok: false, code: 'session_not_found' };
+        return this.refuseActor(cmd.sessionId, cmd.actor) ?? releaseAll(this.core, index, cmd.names, s, ev);
+      }
       case 'cancelWait': return this.cancelWait(index, cmd, ev);
       case 'endLockDelay': return this.endLockDelay(index, cmd, ev);
       case 'barrier': return { ok: true, kind: 'noop' };
@@ -243,8 +260,13 @@ export class LockFsm {
 
   /** limits.max_locks: would one more lock entry or queued wait exceed the bound? */
   private locksFull(): boolean {
+    return this.locksRoom() <= 0;
+  }
+
+  /** limits.max_locks: how many more lock entries and queued waits fit */
+  private locksRoom(): number {
     const c = this.core;
-    return c.locks.size + c.waiterTotal + c.sems.size + c.semWaiterTotal >= c.limits.maxLocks;
+    return c.limits.maxLocks - (c.locks.size + c.waiterTotal + c.sems.size + c.semWaiterTotal);
   }
 
   private createSession(id: string, ttlMs: number, owner: string, lockDelayMs: number, principal: string, ev: FsmEvent[]): Session {
@@ -260,6 +282,9 @@ export class LockFsm {
     const s = c.sessions.get(id);
     if (s === undefined) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
     // Its waits go first, so none of its own released locks can be handed back to it.
+    // (With a lock set among them every wait leaves its queue before any queue is served:
+    // a set's grant serves several queues, which must not reach a wait of this session.)
+    if (s.lockSets !== null) endWaitsWithSets(c, s, index, ev);
     if (s.waits !== null) {
       for (const name of [...s.waits.keys()].sort(compareStrings)) {
         const w = s.waits.get(name) as Waiter;
@@ -328,6 +353,11 @@ export class LockFsm {
     if (mine !== undefined) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: positionOf(mine) };
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
+    // docs/lock-fsm.md "Deadlock detection": a wait that would close a cycle is refused
+    if (s !== null) {
+      const cycle = cycleOfNewWait(c, s, { target: 'lock', names: [cmd.name], shared });
+      if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
+    }
     s ??= this.createSession(cmd.sessionId, ns!.ttlMs, ns!.owner, ns!.lockDelayMs, ns!.principal ?? '', ev);
     c.enqueue(l, s, owner, cmd.waitMs, index, key, shared, cmd.maxHoldMs ?? 0, value);
     ev.push(shared ? { type: 'waiting', name: cmd.name, sessionId: s.id, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: s.id });
@@ -363,6 +393,11 @@ export class LockFsm {
     const s = c.sessions.get(cmd.sessionId);
     if (s === undefined) return { ok: false, code: 'session_not_found' };
     const w = s.waits?.get(cmd.name);
+    if (w !== undefined && w.set !== null && names(w.since, cmd.since)) {
+      // a place of a lock set: the set waits as one request, and its wait ends as one
+      cancelSet(c, w.set, 'cancelled', index, ev);
+      return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: s.id };
+    }
     if (w !== undefined && names(w.since, cmd.since)) {
       c.unlinkWaiter(w);
       ev.push({ type: 'waitEnded', name: cmd.name, sessionId: s.id, reason: 'cancelled' });
@@ -404,11 +439,11 @@ export class LockFsm {
     const s = this.core.sessions.get(id);
     if (s === undefined) return [];
     const locks: SessionGrantInfo[] = [];
-    for (let l = s.heldHead; l !== null; l = l.heldNext) locks.push({ kind: l.value !== null ? 'election' : 'lock', name: l.name, fencingToken: l.token });
-    if (s.shares !== null) for (const sh of s.shares.values()) locks.push({ kind: 'lock', name: sh.lock.name, fencingToken: sh.token, shared: true });
+    for (let l = s.heldHead; l !== null; l = l.heldNext) locks.push({ kind: l.value !== null ? 'election' : 'lock', name: l.name, fencingToken: l.token, waiters: l.waiterCount });
+    if (s.shares !== null) for (const sh of s.shares.values()) locks.push({ kind: 'lock', name: sh.lock.name, fencingToken: sh.token, shared: true, waiters: sh.lock.waiterCount });
     locks.sort((a, b) => compareStrings(a.name, b.name));
     const sems: SessionGrantInfo[] = [];
-    if (s.sems !== null) for (const [name, h] of s.sems) sems.push({ kind: 'semaphore', name, fencingToken: h.token });
+    if (s.sems !== null) for (const [name, h] of s.sems) sems.push({ kind: 'semaphore', name, fencingToken: h.token, waiters: h.sem.queue.length });
     sems.sort((a, b) => compareStrings(a.name, b.name));
     return [...locks, ...sems];
   }
@@ -502,10 +537,12 @@ export class LockFsm {
   }
 
   /** every queued wait, in queue order per lock, then per semaphore (semaphore: true);
-   *  since: the wait's identity (0: unknown); queuedAtMs: the log time it was queued at */
+   *  since: the wait's identity (0: unknown); queuedAtMs: the log time it was queued at. A
+   *  lock set waits as one request: it is listed once, under its first place (a cancelWait
+   *  naming any of its places ends the set). */
   *waits(): Generator<WaitInfo & { name: string; sessionId: string; semaphore?: true }> {
     for (const l of this.core.locks.values()) {
-      for (let w = l.head; w !== null; w = w.next) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
+      for (let w = l.head; w !== null; w = w.next) if (w.set === null || w.set.members[0] === w) yield { name: l.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs };
     }
     for (const sem of this.core.sems.values()) {
       for (const w of sem.queue) yield { name: sem.name, sessionId: w.session.id, waitMs: w.waitMs, since: w.since, queuedAtMs: w.queuedAtMs, semaphore: true };

@@ -125,6 +125,16 @@ export class IdempotencyTable {
     st.result = freeze(grant);
   }
 
+  /** A queued lock set was granted (docs/lock-fsm.md "Lock sets"): as settle, for the
+   *  acquireAll's stored 'queued_all' of the same session and wait (`since`). */
+  settleSet(key: string, since: number, grant: Extract<ApplyResult, { kind: 'acquired_all' }>): void {
+    const st = this.map.get(key);
+    if (st === undefined) return;
+    const r = st.result;
+    if (!(r.ok && r.kind === 'queued_all' && r.sessionId === grant.sessionId && r.since === since)) return;
+    st.result = freeze(grant);
+  }
+
   /** The service's withdrawal released a grant that won the race against the client's own
    *  release (Command release.settles): that release's stored `not_holder` becomes the
    *  `released` the client was answered. Any other stored answer stays. */
@@ -185,6 +195,16 @@ export class IdempotencyTable {
 function freeze(r: ApplyResult): ApplyResult {
   if (r.ok && r.kind === 'session_closed') Object.freeze(r.released);
   if (!r.ok && r.code === 'lock_held' && r.holder) Object.freeze(r.holder);
+  // lock sets and deadlocks (lock-sets.ts, deadlock.ts): their lists too
+  const rows = r.ok ? (r.kind === 'acquired_all' ? r.grants : r.kind === 'queued_all' ? r.names : r.kind === 'released_all' ? r.released : undefined) : r.code === 'deadlock' ? r.cycle : r.code === 'lock_held' ? r.blocked : undefined;
+  if (rows !== undefined) {
+    for (const x of rows) {
+      if (typeof x !== 'object') continue;
+      if ('holder' in x && x.holder !== undefined) Object.freeze(x.holder);
+      Object.freeze(x);
+    }
+    Object.freeze(rows);
+  }
   return Object.freeze(r);
 }
 

@@ -1,7 +1,7 @@
 // Public API of the lock state machine (pure, synchronous; see docs/lock-fsm.md).
 export type { Command, CommandKind, Envelope, KeyBinding, NewSessionSpec } from './commands.js';
 export { InvalidCommandError, parseCommand, parseEnvelope } from './commands.js';
-export type { ApplyOutput, ApplyResult, FsmEvent, GrantEndReason, GrantKind, HolderInfo, KeyReuse, LimitName, RevokedGrant } from './results.js';
+export type { ApplyOutput, ApplyResult, BlockedName, CycleEntry, FsmEvent, GrantEndReason, GrantKind, HolderInfo, KeyReuse, LimitName, RevokedGrant, SetGrant } from './results.js';
 export { parseApplyResult } from './results.js';
 export type { ElectionInfo, FsmCounts, HoldInfo, LockInfo, LockWaiterInfo, LockFsmOptions, SemaphoreInfo, SessionGrantInfo, SessionInfo, WaitInfo } from './fsm.js';
 export { LockFsm } from './fsm.js';
@@ -14,3 +14,6 @@ export {
   isElectionValue, isIdempotencyKey, isLockName, isOwner, isSessionId, utf8Length,
 } from './names.js';
 export { assertFsmInvariants } from './invariants.js';
+export type { NewWait } from './deadlock.js';
+export { checkDeadlockAnswer, waitForCycle, walkNewWait, wouldDeadlock } from './deadlock.js';
+export { MAX_SET_NAMES } from './names.js';

@@ -5,6 +5,8 @@
 import type { LockFsm } from './fsm.js';
 import { isElectionValue } from './names.js';
 import { assert, type LockState, type Session, type Waiter } from './state.js';
+import { isReady } from './lock-sets.js';
+import { waitForCycle } from './deadlock.js';
 
 export function assertFsmInvariants(fsm: LockFsm): void {
   const c = fsm.core;
@@ -13,10 +15,12 @@ export function assertFsmInvariants(fsm: LockFsm): void {
   for (const [name, l] of c.locks) {
     assert(l.name === name, `lock entry ${name} is named ${l.name}`);
     assert(l.holder !== null || l.shares !== null || l.inDelay || l.waiterCount > 0, `empty lock entry ${name} kept`);
-    assert(l.holder !== null || l.shares !== null || l.inDelay || l.waiterCount === 0, `free lock ${name} (not in delay) has waiters: nobody served`);
-    assert(!(l.holder !== null && l.shares !== null), `lock ${name} held exclusively beside shared holders`);
+    // a free lock (not in delay) with waiters exists only for a lock set's place at its head,
+    // a set that cannot be granted yet (docs/lock-fsm.md "Lock sets")
     const h = l.head;
-    assert(h === null || l.holder !== null || l.inDelay || (!h.shared && l.shares !== null), `lock ${name}: the head of its queue could be granted`);
+    assert(l.holder !== null || l.shares !== null || l.inDelay || l.waiterCount === 0 || h?.set != null, `free lock ${name} (not in delay) has waiters: nobody served`);
+    assert(!(l.holder !== null && l.shares !== null), `lock ${name} held exclusively beside shared holders`);
+    assert(h === null || l.holder !== null || l.inDelay || (h.set !== null ? !isReady(h.set) : !h.shared && l.shares !== null), `lock ${name}: the head of its queue could be granted`);
     if (l.shares !== null) {
       assert(l.shares.size > 0, `lock ${name} keeps an empty share map`);
       heldCount++;
@@ -67,6 +71,54 @@ export function assertFsmInvariants(fsm: LockFsm): void {
   assert(sessionWaits === waiterTotal, `sessions know ${sessionWaits} waits, queues hold ${waiterTotal}`);
   c.held.assertValid();
   checkSemaphores(fsm, tokens);
+  checkLockSets(fsm);
+  // no deadlock persists: the apply that would have closed a cycle refused that wait
+  const cycle = waitForCycle(fsm);
+  assert(cycle === null, `the wait-for graph has a cycle: ${JSON.stringify(cycle)}`);
+}
+
+/** docs/lock-fsm.md "Lock sets": every waiting set is whole (each of its names is a place
+ *  in that lock's queue, queued at the set's index, or held by its session), registered
+ *  once, and no place belongs to a set that does not know it */
+function checkLockSets(fsm: LockFsm): void {
+  const c = fsm.core;
+  let places = 0;
+  for (const set of c.lockSets) {
+    const s = set.session;
+    assert(c.sessions.get(s.id) === s && s.lockSets?.includes(set) === true, `lock set of ${s.id} at ${set.since}: session dead or unaware of it`);
+    assert(set.members.length > 0 && set.members.length + set.held.length === set.names.length, `lock set of ${s.id} at ${set.since}: ${set.members.length} places and ${set.held.length} held names for ${set.names.length} names`);
+    assert(new Set(set.names).size === set.names.length, `lock set of ${s.id} at ${set.since} names a lock twice`);
+    for (const w of set.members) {
+      places++;
+      assert(w.set === set && w.session === s && w.since === set.since && w.shared === set.shared && s.waits?.get(w.lock.name) === w && set.names.includes(w.lock.name), `lock set of ${s.id} at ${set.since}: place on ${w.lock.name} badly linked`);
+      assert(w.key === undefined && w.value === undefined, `lock set of ${s.id}: place on ${w.lock.name} carries a key or an election value`);
+    }
+    for (const name of set.held) {
+      const l = c.locks.get(name);
+      // never partly held: a name counted as held is held, or the set would have ended
+      assert(l?.holder === s || (set.shared && l?.shares?.has(s.id) === true), `lock set of ${s.id} at ${set.since} counts on ${name}, which it does not hold`);
+    }
+  }
+  for (const s of c.sessions.values()) {
+    if (s.lockSets === null) continue;
+    assert(s.lockSets.length > 0 && s.lockSets.every((x, i, a) => c.lockSets.has(x) && (i === 0 || (a[i - 1] as typeof x).since < x.since)), `session ${s.id}: stale or unordered lock sets`);
+  }
+  let marked = 0;
+  for (const l of c.locks.values()) {
+    // queues grow at the tail in log order: so are the places of every request (non-zero
+    // since: waits restored from old snapshots have 0), which orders sets alike everywhere
+    let last = 0;
+    for (let w = l.head; w !== null; w = w.next) {
+      if (w.set !== null) {
+        marked++;
+        assert(c.lockSets.has(w.set), `queue of ${l.name}: a place of an unregistered lock set`);
+      }
+      if (w.since === 0) continue;
+      assert(w.since > last, `queue of ${l.name}: wait begun at ${w.since} behind one begun at ${last}`);
+      last = w.since;
+    }
+  }
+  assert(marked === places, `${marked} places in queues belong to sets, the sets have ${places}`);
 }
 
 function checkSemaphores(fsm: LockFsm, tokens: Set<number>): void {

@@ -20,6 +20,8 @@ export const MAX_IDEMPOTENCY_KEY_BYTES = 128;
 export const MAX_ELECTION_VALUE_BYTES = 4096;
 /** api.md §3: wait_ms is 0–300000. */
 export const MAX_WAIT_MS = 300_000;
+/** docs/contract.md §5 "Lock sets": an acquire-all or release-all names 1–64 distinct locks. */
+export const MAX_SET_NAMES = 64;
 /** api.md §4 "Semaphores": a limit (and so a request's permits) is 1–10000. */
 export const MAX_PERMITS = 10_000;
 /** Upper bound for ttl_ms, lock_delay_ms and max_hold_ms in the log: 2^31-1, the one

@@ -3,7 +3,7 @@
 // lessor react to. Results are also stored in the idempotency table and in snapshots, so
 // they are plain data and parseApplyResult can validate and canonicalize a decoded one.
 
-import { isElectionValue, isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS, MAX_PERMITS } from './names.js';
+import { isElectionValue, isIntIn, isLockName, isOwner, isSessionId, MAX_DURATION_MS, MAX_PERMITS, MAX_SET_NAMES } from './names.js';
 
 export interface HolderInfo {
   sessionId: string;
@@ -36,13 +36,25 @@ export type ApplyResult =
   /** revoke (docs/lock-fsm.md "Revocation and maximum hold"): the grants it ended, sorted
    *  by session id (empty when the name had none and no session was named) */
   | { ok: true; kind: 'revoked'; target: GrantKind; name: string; revoked: RevokedGrant[] }
+  /** acquireAll (docs/lock-fsm.md "Lock sets"): every name granted in this apply (or held
+   *  already: its existing token), in the request's order; mode 'shared' for a shared set */
+  | { ok: true; kind: 'acquired_all'; sessionId: string; ttlMs: number; grants: SetGrant[]; mode?: 'shared' }
+  /** acquireAll that waits: one place in the queue of every name it needs, at log index
+   *  `since` (the wait's identity, as Waiter.since); names in the request's order */
+  | { ok: true; kind: 'queued_all'; sessionId: string; names: string[]; since: number }
+  /** releaseAll: the names it released, in the request's order (its waits on them ended too) */
+  | { ok: true; kind: 'released_all'; released: string[] }
+  /** a wait that would close a cycle in the wait-for graph (docs/lock-fsm.md "Deadlock
+   *  detection"): nothing was changed. cycle[0] is the refused request's session */
+  | { ok: false; code: 'deadlock'; cycle: CycleEntry[] }
   /** a semaphore acquire naming another limit than the one in force */
   | { ok: false; code: 'limit_mismatch'; limit: number }
   /** a semaphore acquire that could not be granted at once and did not wait */
   | { ok: false; code: 'semaphore_full'; inUse: number; limit: number }
   /** holder is absent while the lock is free but in lock-delay; value: present when the
-   *  holder is an election's leader (its value), so a campaign can name the leader */
-  | { ok: false; code: 'lock_held'; holder?: HolderInfo; value?: string }
+   *  holder is an election's leader (its value), so a campaign can name the leader.
+   *  blocked: an acquireAll's refusal, one row per name that stood in its way */
+  | { ok: false; code: 'lock_held'; holder?: HolderInfo; value?: string; blocked?: BlockedName[] }
   | { ok: false; code: 'not_holder' }
   | { ok: false; code: 'session_not_found' }
   /** openSession / acquire+newSession with an id that is already live: the leader must draw again */
@@ -67,6 +79,17 @@ export type GrantKind = 'lock' | 'semaphore';
 export const GRANT_KINDS: readonly GrantKind[] = ['lock', 'semaphore'];
 
 export interface RevokedGrant { sessionId: string; fencingToken: number }
+
+/** one name of a granted lock set, with its own token */
+export interface SetGrant { name: string; fencingToken: number }
+
+/** a name that kept a lock set from being granted: holder is its exclusive holder (absent
+ *  while it is held shared, in lock-delay, or free with a request queued ahead) */
+export interface BlockedName { name: string; holder?: HolderInfo }
+
+/** one step of a deadlock cycle: this session waits on `name` for the next entry's session
+ *  (the last entry's for the first's). kind 'semaphore' when `name` is a semaphore's. */
+export interface CycleEntry { sessionId: string; name: string; kind?: 'semaphore' }
 
 export type LimitName = 'sessions' | 'waiters' | 'sessions_per_token' | 'locks';
 const LIMIT_NAMES: readonly string[] = ['sessions', 'waiters', 'sessions_per_token', 'locks'] satisfies LimitName[];
@@ -119,7 +142,10 @@ export type FsmEvent =
   /** a request joined a semaphore's queue */
   | { type: 'semWaiting'; name: string; sessionId: string; permits: number }
   /** a semaphore with holders or waiters got another limit (before the grants it admits) */
-  | { type: 'semLimit'; name: string; limit: number };
+  | { type: 'semLimit'; name: string; limit: number }
+  /** a waiting lock set was granted (after its `granted` events): its queued acquireAll,
+   *  named by `since`, is answered with these grants, in the request's order */
+  | { type: 'setGranted'; sessionId: string; since: number; grants: SetGrant[]; mode?: 'shared' };
 
 /** why a grant ended (FsmEvent released / semReleased) */
 export type GrantEndReason = 'released' | 'closed' | 'expired';
@@ -211,6 +237,22 @@ function parseOk(o: Obj, path: string): ApplyResult {
       });
       return { ok: true, kind: 'revoked', target: target as GrantKind, name: s(o, 'name', isLockName, p), revoked };
     }
+    case 'acquired_all': {
+      exact(o, ['ok', 'kind', 'sessionId', 'ttlMs', 'grants', 'mode'], p);
+      const r: ApplyResult = { ok: true, kind: 'acquired_all', sessionId: s(o, 'sessionId', isSessionId, p), ttlMs: n(o, 'ttlMs', 1, MAX_DURATION_MS, p), grants: setGrants(o['grants'], `${p}.grants`) };
+      if (o['mode'] !== undefined && o['mode'] !== 'shared') fail(`${p}.mode`, 'must be "shared" when present');
+      if (o['mode'] === 'shared') r.mode = 'shared';
+      return r;
+    }
+    case 'queued_all':
+      exact(o, ['ok', 'kind', 'sessionId', 'names', 'since'], p);
+      return { ok: true, kind: 'queued_all', sessionId: s(o, 'sessionId', isSessionId, p), names: nameList(o['names'], `${p}.names`), since: n(o, 'since', 1, MAXI, p) };
+    case 'released_all': {
+      exact(o, ['ok', 'kind', 'released'], p);
+      const rel = o['released'];
+      if (!Array.isArray(rel) || rel.length > MAX_SET_NAMES || !rel.every(isLockName)) fail(`${p}.released`, `must be an array of at most ${MAX_SET_NAMES} lock names`);
+      return { ok: true, kind: 'released_all', released: [...(rel as string[])] };
+    }
     case 'queued':
       exact(o, ['ok', 'kind', 'name', 'sessionId', 'position'], p);
       return { ok: true, kind: 'queued', name: s(o, 'name', isLockName, p), sessionId: s(o, 'sessionId', isSessionId, p), position: n(o, 'position', 1, MAXI, p) };
@@ -240,7 +282,11 @@ function parseOk(o: Obj, path: string): ApplyResult {
 function parseErr(o: Obj, path: string): ApplyResult {
   switch (o['code']) {
     case 'lock_held':
-      exact(o, ['ok', 'code', 'holder', 'value'], path);
+      exact(o, ['ok', 'code', 'holder', 'value', 'blocked'], path);
+      if (o['blocked'] !== undefined) {
+        if (o['holder'] !== undefined || o['value'] !== undefined) fail(`${path}.blocked`, 'is not given with holder or value');
+        return { ok: false, code: 'lock_held', blocked: blockedList(o['blocked'], `${path}.blocked`) };
+      }
       if (o['holder'] === undefined) {
         if (o['value'] !== undefined) fail(`${path}.value`, 'needs a holder');
         return { ok: false, code: 'lock_held' };
@@ -253,6 +299,9 @@ function parseErr(o: Obj, path: string): ApplyResult {
     case 'permission_denied':
       exact(o, ['ok', 'code'], path);
       return { ok: false, code: o['code'] };
+    case 'deadlock':
+      exact(o, ['ok', 'code', 'cycle'], path);
+      return { ok: false, code: 'deadlock', cycle: cycleList(o['cycle'], `${path}.cycle`) };
     case 'limit_mismatch':
       exact(o, ['ok', 'code', 'limit'], path);
       return { ok: false, code: 'limit_mismatch', limit: n(o, 'limit', 1, MAX_PERMITS, path) };
@@ -268,6 +317,52 @@ function parseErr(o: Obj, path: string): ApplyResult {
     default:
       return fail(`${path}.code`, 'is unknown');
   }
+}
+
+function row(x: unknown, path: string): Obj {
+  if (typeof x !== 'object' || x === null || Array.isArray(x)) fail(path, 'must be an object');
+  return x as Obj;
+}
+
+/** 1–64 distinct lock names */
+function nameList(x: unknown, path: string): string[] {
+  if (!Array.isArray(x) || x.length < 1 || x.length > MAX_SET_NAMES || !x.every(isLockName) || new Set(x).size !== x.length) fail(path, `must be 1–${MAX_SET_NAMES} distinct lock names`);
+  return [...(x as string[])];
+}
+
+function setGrants(x: unknown, path: string): SetGrant[] {
+  if (!Array.isArray(x) || x.length < 1 || x.length > MAX_SET_NAMES) fail(path, `must be an array of 1–${MAX_SET_NAMES} grants`);
+  const out = x.map((g: unknown, i): SetGrant => {
+    const o = row(g, `${path}[${i}]`);
+    exact(o, ['name', 'fencingToken'], `${path}[${i}]`);
+    return { name: s(o, 'name', isLockName, `${path}[${i}]`), fencingToken: n(o, 'fencingToken', 1, MAXI, `${path}[${i}]`) };
+  });
+  if (new Set(out.map((g) => g.name)).size !== out.length) fail(path, 'names a lock twice');
+  return out;
+}
+
+function blockedList(x: unknown, path: string): BlockedName[] {
+  if (!Array.isArray(x) || x.length < 1 || x.length > MAX_SET_NAMES) fail(path, `must be an array of 1–${MAX_SET_NAMES} names`);
+  return x.map((b: unknown, i): BlockedName => {
+    const q = `${path}[${i}]`;
+    const o = row(b, q);
+    exact(o, ['name', 'holder'], q);
+    const name = s(o, 'name', isLockName, q);
+    return o['holder'] === undefined ? { name } : { name, holder: parseHolder(o['holder'], `${q}.holder`) };
+  });
+}
+
+function cycleList(x: unknown, path: string): CycleEntry[] {
+  if (!Array.isArray(x) || x.length < 1) fail(path, 'must be a non-empty array');
+  return x.map((e: unknown, i): CycleEntry => {
+    const q = `${path}[${i}]`;
+    const o = row(e, q);
+    exact(o, ['sessionId', 'name', 'kind'], q);
+    const entry: CycleEntry = { sessionId: s(o, 'sessionId', isSessionId, q), name: s(o, 'name', isLockName, q) };
+    if (o['kind'] !== undefined && o['kind'] !== 'semaphore') fail(`${q}.kind`, 'must be "semaphore" when present');
+    if (o['kind'] === 'semaphore') entry.kind = 'semaphore';
+    return entry;
+  });
 }
 
 /** Validates a decoded ApplyResult and rebuilds it with canonical key order. */

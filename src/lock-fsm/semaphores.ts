@@ -11,6 +11,7 @@ import type { Command } from './commands.js';
 import type { ApplyResult, FsmEvent } from './results.js';
 import { assert, type FsmCore, type MaxHold, type Session } from './state.js';
 import { compareStrings } from './names.js';
+import { cycleOfNewWait } from './deadlock.js';
 
 export class SemHolder implements MaxHold {
   maxHoldMs = 0;
@@ -71,6 +72,9 @@ export function semAcquire(c: FsmCore, index: number, cmd: SemAcquire, s: Sessio
   if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse: sem.inUse, limit: sem.limit };
   if (sem.queue.length >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
   if (full()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
+  // docs/lock-fsm.md "Deadlock detection": a wait that would close a cycle is refused
+  const cycle = s === null ? null : cycleOfNewWait(c, s, { target: 'semaphore', name: sem.name });
+  if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
   const w = enqueue(c, sem, s ?? open(), owner, cmd.permits, cmd.waitMs, index, key, cmd.maxHoldMs ?? 0);
   ev.push({ type: 'semWaiting', name: sem.name, sessionId: w.session.id, permits: cmd.permits });
   return { ok: true, kind: 'sem_queued', name: sem.name, sessionId: w.session.id, position: sem.queue.length };

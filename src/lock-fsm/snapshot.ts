@@ -14,17 +14,18 @@ import type { IdempotencyEntry, StoredBinding } from './idempotency.js';
 import { isBindingPrincipal } from './commands.js';
 import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';
 import { grantsWithMaxHold } from './holds.js';
-import { MAX_DURATION_MS, MAX_PERMITS, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId } from './names.js';
+import { LockSetWait, isReady, register as registerSet } from './lock-sets.js';
+import { MAX_DURATION_MS, MAX_PERMITS, MAX_SET_NAMES, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
 /** 2: shared lock grants and waits, semaphores. 3: elections (the `elections` section) and
  *  the `maxHold` section. 4: each idempotency key's binding (IdemTuple). 5: the
- *  `waitTimes` section (the log time each wait was queued at). Older snapshots still
- *  restore (no shares, no semaphores, no elections, no max holds, keys bound to their
- *  first result only, waits queued at the snapshot's log time: docs/lock-fsm.md
- *  "Snapshots"). */
-export const SNAPSHOT_VERSION = 5;
-const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5];
+ *  `waitTimes` section (the log time each wait was queued at). 6: waiting lock sets (the
+ *  `sets` section, only while a set waits). Older snapshots still restore (no shares, no
+ *  semaphores, no elections, no max holds, keys bound to their first result only, waits
+ *  queued at the snapshot's log time, no lock sets: docs/lock-fsm.md "Snapshots"). */
+export const SNAPSHOT_VERSION = 6;
+const READABLE_VERSIONS: readonly number[] = [1, 2, 3, 4, 5, 6];
 
 /** [sessionId, ttlMs, owner, lockDelayMs, principal?]: the 5th element only when the
  *  session has a principal (docs/security.md "Sessions belong to their token"), so states without auth encode exactly as before */
@@ -66,6 +67,11 @@ export type IdemTuple = [string, number, ApplyResult] | [string, number, ApplyRe
 /** version 5, `waitTimes`: [target, name, sessionId, queuedAtMs] of every queued wait (lock
  *  waits, campaigns and semaphore waits), sorted by (target, name, sessionId) */
 export type WaitTimeTuple = [GrantKind, string, string, number];
+/** version 6, `sets`: a waiting lock set (docs/lock-fsm.md "Lock sets"): [sessionId, since,
+ *  names in the request's order, 'shared' | null, Idempotency-Key | null], sorted by
+ *  (sessionId, since). Each name is either one of its places — the session's waiter of
+ *  that lock in `locks`, queued at `since` — or a name the session holds. */
+export type SetTuple = [string, number, string[], 'shared' | null, string | null];
 
 export interface StateV1 {
   format: string;
@@ -84,6 +90,8 @@ export interface StateV1 {
   /** version 5, only when some request waits (states without waits encode as version 4
    *  did, but for `v`) */
   waitTimes?: WaitTimeTuple[];
+  /** version 6, only while a lock set waits */
+  sets?: SetTuple[];
   idem: { nowMs: number; entries: IdemTuple[] };
 }
 
@@ -98,7 +106,10 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   // Every lock entry is either held (in the sorted index) or in lock-delay (a free lock
   // with waiters but no delay cannot exist): merge the two sorted streams.
   // (a lock with shares can be in lock-delay too: it is taken once, from the held stream)
-  const delayed = [...c.delayed].map((l) => l.name).filter((n) => !c.held.has(n)).sort(compareStrings);
+  // (version 6: a free lock may also be kept for a waiting lock set's place in its queue)
+  const placed = new Set<string>();
+  for (const set of c.lockSets) for (const m of set.members) if (!c.held.has(m.lock.name) && !m.lock.inDelay) placed.add(m.lock.name);
+  const delayed = [...c.delayed].map((l) => l.name).filter((n) => !c.held.has(n)).concat([...placed]).sort(compareStrings);
   let d = 0;
   const push = (name: string): void => { locks.push(lockTuple(c.locks.get(name) as LockState)); };
   for (const name of c.held.values()) {
@@ -117,11 +128,13 @@ export function exportState(fsm: { readonly core: FsmCore }): StateV1 {
   const idem = { nowMs: c.idem.nowMs, entries };
   const maxHold = maxHoldSection(c);
   const waitTimes = waitTimesSection(c);
+  const sets = setsSection(c);
   // fixed key order (the encoding is canonical): optional sections in this order, before idem
   return {
     format: SNAPSHOT_FORMAT, v: SNAPSHOT_VERSION, lastApplied: c.lastApplied, lastToken: c.lastToken, sessions, locks, sems, elections,
     ...(maxHold !== undefined ? { maxHold } : {}),
     ...(waitTimes !== undefined ? { waitTimes } : {}),
+    ...(sets !== undefined ? { sets } : {}),
     idem,
   };
 }
@@ -132,6 +145,14 @@ function waitTimesSection(c: FsmCore): WaitTimeTuple[] | undefined {
   for (const l of c.locks.values()) for (let w = l.head; w !== null; w = w.next) rows.push(['lock', l.name, w.session.id, w.queuedAtMs]);
   for (const sem of c.sems.values()) for (const w of sem.queue) rows.push(['semaphore', sem.name, w.session.id, w.queuedAtMs]);
   return rows.length === 0 ? undefined : rows.sort(byTargetNameSession);
+}
+
+/** version 6: each waiting lock set */
+function setsSection(c: FsmCore): SetTuple[] | undefined {
+  if (c.lockSets.size === 0) return undefined;
+  return [...c.lockSets]
+    .sort((a, b) => compareStrings(a.session.id, b.session.id) || a.since - b.since)
+    .map((set): SetTuple => [set.session.id, set.since, [...set.names], set.shared ? 'shared' : null, set.key ?? null]);
 }
 
 const byTargetNameSession = (a: readonly [string, string, string, ...unknown[]], b: readonly [string, string, string, ...unknown[]]): number =>
@@ -192,7 +213,7 @@ const MAXI = Number.MAX_SAFE_INTEGER;
 export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (typeof x !== 'object' || x === null || Array.isArray(x)) fail('root', 'must be an object');
   const o = x as Record<string, unknown>;
-  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'waitTimes', 'idem'];
+  const known = ['format', 'v', 'lastApplied', 'lastToken', 'sessions', 'locks', 'sems', 'elections', 'maxHold', 'waitTimes', 'sets', 'idem'];
   for (const k of Object.keys(o)) if (!known.includes(k)) fail(k, 'is not a known field');
   if (o['format'] !== SNAPSHOT_FORMAT) fail('format', `must be ${JSON.stringify(SNAPSHOT_FORMAT)}`);
   const v = o['v'];
@@ -202,14 +223,16 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (v < 3 && o['maxHold'] !== undefined) fail('maxHold', `is not a field of version ${v}`);
   if (v < 3 && o['elections'] !== undefined) fail('elections', `is not a field of version ${v}`);
   if (v < 5 && o['waitTimes'] !== undefined) fail('waitTimes', `is not a field of version ${v}`);
+  if (v < 6 && o['sets'] !== undefined) fail('sets', `is not a field of version ${v}`);
   const c = newCore(options);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
   importSessions(c, array(o['sessions'], 'sessions'));
   const tokens: number[] = [];
-  importLocks(c, array(o['locks'], 'locks'), v2, tokens);
+  importLocks(c, array(o['locks'], 'locks'), v2, tokens, v >= 6);
   if (v2) importSems(c, array(o['sems'], 'sems'), tokens);
   if (o['elections'] !== undefined) importElections(c, array(o['elections'], 'elections'));
+  if (v >= 6) importSets(c, o['sets'] === undefined ? undefined : array(o['sets'], 'sets'));
   const sorted = Float64Array.from(tokens).sort();
   for (let i = 1; i < sorted.length; i++) if (sorted[i] === sorted[i - 1]) fail('locks', `hold fencing token ${sorted[i]} twice`);
   importIdem(c, o['idem'], v);
@@ -324,8 +347,10 @@ function sessionRef(c: FsmCore, x: unknown, path: () => string): Session {
   return s;
 }
 
-/** tokens: every held token is pushed, checked for repeats by the caller */
-function importLocks(c: FsmCore, rows: unknown[], v2: boolean, tokens: number[]): void {
+/** tokens: every held token is pushed, checked for repeats by the caller. sets: version 6,
+ *  where a free lock may be kept for a lock set's place (its queue heads are checked once
+ *  the sets are read, by importSets) */
+function importLocks(c: FsmCore, rows: unknown[], v2: boolean, tokens: number[], sets = false): void {
   let prev = '';
   for (let i = 0; i < rows.length; i++) {
     const r = rows[i];
@@ -351,8 +376,12 @@ function importLocks(c: FsmCore, rows: unknown[], v2: boolean, tokens: number[])
       const shares = v2 ? t[7] : [];
       if (!Array.isArray(shares)) fail(`locks[${i}][7]`, 'must be an array');
       if (shares.length > 0) importShares(c, l, shares, `locks[${i}][7]`, tokens);
-      // a free lock is only stored while in lock-delay; one with shares may be in delay
-      if (shares.length === 0 || delayMs !== 0) {
+      // a free lock is only stored while in lock-delay (or, version 6, while a lock set has
+      // a place in its queue: importSets checks it); one with shares may be in delay
+      const placed = sets && shares.length === 0 && delayMs === 0 && since === 0 && Array.isArray(waiters) && waiters.length > 0;
+      if (placed) {
+        // kept for a lock set's place: checked by importSets
+      } else if (shares.length === 0 || delayMs !== 0) {
         if (!isIntIn(delayMs, 1, MAX_DURATION_MS)) fail(`locks[${i}][4]`, 'must be a lock-delay in ms (a free lock is stored only while in delay)');
         c.setDelay(l, delayMs, since);
       } else if (since !== 0) fail(`locks[${i}][6]`, 'must be 0: the lock is not in lock-delay');
@@ -360,7 +389,7 @@ function importLocks(c: FsmCore, rows: unknown[], v2: boolean, tokens: number[])
     if (v2 && holder !== null && !(Array.isArray(t[7]) && t[7].length === 0)) fail(`locks[${i}][7]`, 'must be empty: an exclusively held lock has no shares');
     if (!Array.isArray(waiters)) fail(`locks[${i}][5]`, 'must be an array');
     if (waiters.length > 0) importWaiters(c, l, waiters, `locks[${i}][5]`, v2);
-    if (l.head !== null && l.holder === null && !l.inDelay && (l.head.shared || l.shares === null)) fail(`locks[${i}][5]`, 'has a head request that should have been granted');
+    if (!sets && l.head !== null && l.holder === null && !l.inDelay && (l.head.shared || l.shares === null)) fail(`locks[${i}][5]`, 'has a head request that should have been granted');
     c.reindex(l);
   }
 }
@@ -467,6 +496,54 @@ function importWaiters(c: FsmCore, l: LockState, rows: unknown[], path: string, 
     const key = t.length === 6 && t[4] === null ? undefined : t.length >= 5 ? check(t[4], isIdempotencyKey, `${p}[4]`, 'an idempotency key') : undefined;
     c.enqueue(l, s, owner, waitMs, since, key, t.length === 6);
   });
+}
+
+/** version 6's sets: each row's places are waiters read above (queued at its `since`), its
+ *  other names grants of its session; then every queue's head is checked as importLocks
+ *  checks it for older versions, a set's place by the whole set (docs/lock-fsm.md "Lock sets") */
+function importSets(c: FsmCore, section: unknown[] | undefined): void {
+  if (section?.length === 0) fail('sets', 'is written only while a lock set waits');
+  const rows = section ?? [];
+  let prev: [string, number] | null = null;
+  rows.forEach((r, i) => {
+    const p = `sets[${i}]`;
+    const t = row(r, 5, () => p);
+    const s = sessionRef(c, t[0], () => `${p}[0]`);
+    const since = check(t[1], intIn(1, c.lastApplied), `${p}[1]`, 'a log index in [1, lastApplied]');
+    if (prev !== null && (compareStrings(prev[0], s.id) || prev[1] - since) >= 0) fail(p, 'is out of order or duplicated (sorted by session id, then since)');
+    prev = [s.id, since];
+    const names = array(t[2], `${p}[2]`);
+    if (names.length < 1 || names.length > MAX_SET_NAMES || !names.every(isLockName) || new Set(names).size !== names.length) fail(`${p}[2]`, `must be 1–${MAX_SET_NAMES} distinct lock names`);
+    if (t[3] !== null && t[3] !== 'shared') fail(`${p}[3]`, 'must be "shared" or null');
+    const shared = t[3] === 'shared';
+    const key = t[4] === null ? undefined : check(t[4], isIdempotencyKey, `${p}[4]`, 'an idempotency key or null');
+    const held: string[] = [];
+    const members = [];
+    for (const name of names as string[]) {
+      const w = s.waits?.get(name);
+      if (w !== undefined && w.since === since) {
+        if (w.set !== null) fail(`${p}[2]`, `names the place of ${s.id} in the queue of ${name}, which another set claims`);
+        if (w.shared !== shared || w.key !== undefined || w.value !== undefined) fail(`${p}[2]`, `the waiter of ${s.id} on ${name} is not a place of this set (mode, key or election value)`);
+        members.push(w);
+        continue;
+      }
+      const l = c.locks.get(name);
+      if (!(l?.holder === s || (shared && l?.shares?.has(s.id) === true))) fail(`${p}[2]`, `${name} is neither a place of this set nor held by ${s.id} in a mode that answers it`);
+      held.push(name);
+    }
+    if (members.length === 0) fail(p, 'has no place in any queue (a set whose names are all held is granted, not kept)');
+    const set = new LockSetWait(s, names as string[], held.sort(compareStrings), shared, since, key);
+    for (const w of members) {
+      w.set = set;
+      set.members.push(w);
+    }
+    registerSet(c, set);
+  });
+  for (const l of c.locks.values()) {
+    const h = l.head;
+    if (h === null || l.holder !== null || l.inDelay) continue;
+    if (h.set !== null ? isReady(h.set) : h.shared || l.shares === null) fail(`locks (${l.name})`, 'has a head request that should have been granted');
+  }
 }
 
 function importIdem(c: FsmCore, x: unknown, v: number): void {

@@ -17,6 +17,7 @@ import type { ApplyResult, FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';
 import { compareStrings } from './names.js';
 import type { SemHolder, SemState, SemWaiter } from './semaphores.js';
+import { grantSetIfReady, withdrawSetsHolding, type LockSetWait } from './lock-sets.js';
 
 export class Session {
   /** head of the intrusive list of locks this session holds (LockState.heldPrev/Next) */
@@ -30,6 +31,8 @@ export class Session {
   sems: Map<string, SemHolder> | null = null;
   /** semaphore name → this session's place in its queue; null until it first waits */
   semWaits: Map<string, SemWaiter> | null = null;
+  /** its waiting lock sets, in log order (lock-sets.ts); null while it has none */
+  lockSets: LockSetWait[] | null = null;
   constructor(
     readonly id: string,
     readonly ttlMs: number,
@@ -43,6 +46,11 @@ export class Session {
 export class Waiter {
   prev: Waiter | null = null;
   next: Waiter | null = null;
+  /** the lock set this place belongs to (docs/lock-fsm.md "Lock sets"); null for a single request */
+  set: LockSetWait | null = null;
+  /** scratch marks of the deadlock walks (deadlock.ts), not state */
+  fwdMark = 0;
+  backMark = 0;
   constructor(
     readonly lock: LockState,
     readonly session: Session,
@@ -167,6 +175,8 @@ export class FsmCore {
   /** names of locks with a holder, ordered */
   readonly held = new SortedStringSet();
   readonly delayed = new Set<LockState>();
+  /** waiting lock sets (lock-sets.ts) */
+  readonly lockSets = new Set<LockSetWait>();
   /** semaphores with holders or waiters (semaphores.ts) */
   readonly sems = new Map<string, SemState>();
   semWaiterTotal = 0;
@@ -327,6 +337,7 @@ export class FsmCore {
     l.grantedAtMs = 0;
     if (l.value !== null) this.electionLeaders--;
     l.value = null;
+    if (s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
     this.afterFree(l, delayMs, index, events);
   }
 
@@ -340,6 +351,7 @@ export class FsmCore {
     const mine = s.shares as Map<string, Share>;
     mine.delete(l.name);
     if (mine.size === 0) s.shares = null;
+    if (s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
     this.afterFree(l, delayMs, index, events);
   }
 
@@ -367,11 +379,25 @@ export class FsmCore {
 
   /** Grants what the queue's head allows: one exclusive request once the lock is free,
    *  or every shared request at the head together (each its own token, in queue order)
-   *  while no exclusive holder or delay is in the way. Then reindexes, and drops an
-   *  entry that carries nothing. Called after every change that can unblock the head. */
-  pump(l: LockState, index: number, events: FsmEvent[]): void {
+   *  while no exclusive holder or delay is in the way; a lock set at the head once all of
+   *  its places are at their heads (lock-sets.ts). Then reindexes, and drops an entry that
+   *  carries nothing. Called after every change that can unblock the head. A set's grant
+   *  moves the queues of its other names too: they are served in the same call, from a
+   *  work list rather than by recursion (a chain of shared sets could be long). */
+  pump(first: LockState, index: number, events: FsmEvent[]): void {
+    // the work list exists only once a set was granted (most pumps grant none)
+    const work = this.pumpOne(first, index, events, null);
+    for (let i = 0; work !== null && i < work.length; i++) this.pumpOne(work[i] as LockState, index, events, work);
+  }
+
+  private pumpOne(l: LockState, index: number, events: FsmEvent[], work: LockState[] | null): LockState[] | null {
     while (l.head !== null && l.holder === null && !l.inDelay) {
       const w = l.head;
+      if (w.set !== null) {
+        work ??= [];
+        if (!grantSetIfReady(this, w.set, index, events, work)) break;
+        continue;
+      }
       if (!w.shared && l.shares !== null) break;
       this.unlinkWaiter(w);
       if (w.shared) {
@@ -389,6 +415,7 @@ export class FsmCore {
     }
     this.reindex(l);
     this.maybeDrop(l);
+    return work;
   }
 
   enqueue(l: LockState, s: Session, owner: string, waitMs: number, since: number, key?: string, shared = false, maxHoldMs = 0, value?: string): Waiter {

@@ -10,6 +10,7 @@ import type { Transport } from '../raft/transport.js';
 export function guardEmptyLog(inner: Transport, bootstrapped: () => boolean, onDrop: (m: Message) => void): Transport {
   return {
     send: (msgs) => inner.send(msgs),
+    flush: () => inner.flush(),
     onMessage: (handler) =>
       inner.onMessage((m) => {
         if (m.type === 'append' && m.prevIndex === 0 && m.entries.length > 0 && !bootstrapped()) {

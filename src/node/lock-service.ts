@@ -11,6 +11,7 @@ import { LeaderLog, unkeyed } from './leader-log.js';
 import { LeaderCoordinator } from './leader-coordinator.js';
 import { SemaphoreService } from './semaphore-service.js';
 import { ElectionService } from './election-service.js';
+import { LockSetService } from './lock-set-service.js';
 import { asActor, checkOwner, newSessionId, requester } from './requester.js';
 import { revokeGrants } from './revoke.js';
 import { grantOf, grantView, lockView } from './lock-views.js';
@@ -26,12 +27,15 @@ export class RaftLockService implements LockService {
   readonly semaphores: SemaphoreService;
   /** leader election (docs/contract.md §4 "Leader election") */
   readonly elections: ElectionService;
+  /** lock sets (docs/contract.md §5) */
+  readonly lockSets: LockSetService;
 
   constructor(readonly d: ServiceDeps) {
     this.log = new LeaderLog(d);
     this.leader = new LeaderCoordinator(d, this.log);
     this.semaphores = new SemaphoreService(d, this.log, this.leader);
     this.elections = new ElectionService(d, this.log, this.leader);
+    this.lockSets = new LockSetService(d, this.log, this.leader);
   }
 
   // ---- routing and health ----------------------------------------------------------
@@ -55,6 +59,7 @@ export class RaftLockService implements LockService {
   // ---- the driver's hooks: the leader side's (leader-coordinator.ts) -----------------
 
   onApplied(out: ApplyOutput | undefined): void {
+    if (out) this.lockSets.onApplied(out);
     this.leader.onApplied(out);
   }
 
@@ -95,7 +100,8 @@ export class RaftLockService implements LockService {
     // The grants as of the read barrier (after the request arrived): a grant the client was
     // answered before it sent this keepalive is listed unless it was revoked or its max
     // hold ended — the SDK learns that here rather than with a read per keepalive.
-    const grants = this.d.app.fsm.sessionGrants(sessionId).map((g): KeepaliveGrantView => ({ kind: g.kind, name: g.name, fencing_token: g.fencingToken, ...(g.shared ? { mode: 'shared' as const } : {}) }));
+    // waiters: how many requests wait on each grant's name (docs/contract.md §5 "Contention")
+    const grants = this.d.app.fsm.sessionGrants(sessionId).map((g): KeepaliveGrantView => ({ kind: g.kind, name: g.name, fencing_token: g.fencingToken, ...(g.shared ? { mode: 'shared' as const } : {}), waiters: g.waiters }));
     return { session_id: s.sessionId, ttl_ms: s.ttlMs, grants };
   }
 

@@ -3,7 +3,7 @@
 // beyond the contract's list (computed at scrape time: no timers of their own).
 import { Gauge, type Registry } from 'prom-client';
 import { ApiError } from '../api/errors.js';
-import type { BackupResult, HeldSince, NodeObservations, OpsService } from '../api/ops-service.js';
+import type { ActivityPoint, BackupResult, ContendedLock, HeldSince, NodeObservations, OpsService } from '../api/ops-service.js';
 import type { RequestContext } from '../api/service.js';
 import type { Index, Term } from '../raft/core/types.js';
 import type { RaftDriver } from '../raft/driver.js';
@@ -11,6 +11,7 @@ import { encodeBackup } from '../ops/backup-file.js';
 import { raftlockVersion } from '../ops/version.js';
 import type { LockApp } from './lock-app.js';
 import type { OpsTracker } from './ops-tracker.js';
+import type { ContentionTracker } from './contention-tracker.js';
 
 export interface OpsProviderDeps {
   nodeId: string;
@@ -18,6 +19,8 @@ export interface OpsProviderDeps {
   driver: RaftDriver;
   app: LockApp;
   tracker: OpsTracker;
+  /** contention and grant activity for the status page (contention-tracker.ts) */
+  contention?: ContentionTracker;
   /** term of a log entry still in storage (the applied one), else undefined */
   termAt(index: Index): Term | undefined;
   readTimeoutMs: number;
@@ -67,6 +70,14 @@ export class OpsProvider implements OpsService {
 
   heldSince(name: string, fencingToken: number): HeldSince {
     return this.d.tracker.heldSince(name, fencingToken);
+  }
+
+  contended(limit: number): ContendedLock[] {
+    return this.d.contention?.contended(this.d.app.fsm, limit) ?? [];
+  }
+
+  activity(): ActivityPoint[] {
+    return this.d.contention?.activity() ?? [];
   }
 
   async backup(_ctx: RequestContext): Promise<BackupResult> {

@@ -31,7 +31,7 @@ export class PeerContact {
 export function noteContact(inner: Transport, contact: PeerContact): Transport {
   return {
     send: (msgs) => inner.send(msgs),
-    ...(inner.flush ? { flush: () => inner.flush!() } : {}),
+    flush: () => inner.flush(),
     onMessage: (handler) =>
       inner.onMessage((m) => {
         contact.note(m);

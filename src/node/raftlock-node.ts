@@ -9,6 +9,7 @@ import { seededRng } from '../raft/core/rng.js';
 import { LevelStorage } from '../raft/storage/level-storage.js';
 import { UnsyncedLossStorage } from '../raft/storage/unsynced-loss-storage.js';
 import { RaftDriver } from '../raft/driver.js';
+import { trace, tracing } from '../raft/trace.js';
 import { HttpTransport } from '../transport/http-transport.js';
 import { LogLimiter } from '../transport/log-limiter.js';
 import { Lessor, type ApplyOutput } from '../lock-fsm/index.js';
@@ -23,6 +24,7 @@ import { ClusterOps } from './cluster-ops.js';
 import { guardEmptyLog } from './join-guard.js';
 import { OpsProvider } from './ops-provider.js';
 import { OpsTracker } from './ops-tracker.js';
+import { ContentionTracker } from './contention-tracker.js';
 import { WatchHub } from './watch-hub.js';
 import { currentHolders } from './watch-state.js';
 import { joinCluster } from './join.js';
@@ -203,6 +205,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   const forwardTimeoutMs = proposalTimeoutMs + readTimeoutMs + 1000;
   // docs/operations.md "Status page": leader history and grant times for the status page
   const opsTracker = new OpsTracker(() => Date.now());
+  const contention = new ContentionTracker(() => Date.now());
   let lastLeader: string | null = null;
   const driver: RaftDriver<ApplyOutput> = new RaftDriver({
     id: nodeId,
@@ -240,6 +243,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
         watchHub.onApplied(entry.index, result);
         service.onApplied(result);
         opsTracker.onApplied(result);
+        contention.onApplied(result);
       },
       onConfApplied: (conf, cc, index) => {
         logger.info({ index, change: cc.type, node: cc.nodeId, voters: conf.voters, learners: conf.learners }, 'membership changed');
@@ -248,6 +252,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
       onSnapshotRestored: (index) => {
         logger.info({ index }, 'installed a snapshot from the leader');
         opsTracker.onSnapshotRestored();
+        contention.onSnapshotRestored();
         watchHub.onSnapshotRestored(index);
         membership.onRestored();
       },
@@ -315,6 +320,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     driver,
     app,
     tracker: opsTracker,
+    contention,
     termAt: (index) => storage.term(index),
     readTimeoutMs,
     wallMs: () => Date.now(),
@@ -335,6 +341,8 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     ...(security.https ? { https: security.https } : {}),
     ...(security.apiClientConnect ? { apiClientConnect: security.apiClientConnect } : {}),
     ...(security.authorize ? { authorize: security.authorize } : {}),
+    // the per-step trace's last server step (src/raft/trace.ts): when the answer is handed to the socket
+    ...(tracing ? { onAnswer: () => trace('http_answer', '-', -1) } : {}),
   });
   security.installApiGuards(server);
 

@@ -1,6 +1,6 @@
 // The state machine's refusals as the REST contract's errors (docs/api.md "Errors"): one
 // mapping for every service on the node.
-import type { ApplyResult, HolderInfo, KeyReuse, LimitName } from '../lock-fsm/index.js';
+import type { ApplyResult, BlockedName, CycleEntry, HolderInfo, KeyReuse, LimitName } from '../lock-fsm/index.js';
 import { ApiError } from '../api/errors.js';
 import { holderView } from './lock-views.js';
 
@@ -13,6 +13,23 @@ export function lockHeldError(name: string, holder: HolderInfo | undefined): Api
   return new ApiError('lock_held', `lock ${name} is held by session ${holder.sessionId}`, { details: { holder: holderView(holder) } });
 }
 
+/** 409 lock_held of a lock set (docs/contract.md §5): `blocked` names each lock that stood
+ *  in its way, with its holder when it has an exclusive one */
+export function setHeldError(blocked: readonly BlockedName[]): ApiError {
+  const rows = blocked.map((b) => (b.holder ? { name: b.name, holder: holderView(b.holder) } : { name: b.name }));
+  const first = blocked[0];
+  const what = first === undefined ? 'the locks are held' : `${first.name} is ${first.holder ? `held by session ${first.holder.sessionId}` : 'not available'}${blocked.length > 1 ? ` (and ${blocked.length - 1} more)` : ''}`;
+  return new ApiError('lock_held', `not every lock of the set could be granted: ${what}`, { details: { blocked: rows } });
+}
+
+/** 409 deadlock (docs/contract.md §5 "Deadlock detection"): the cycle, the refused
+ *  request's session first, each session with the name it waits on */
+export function deadlockError(cycle: readonly CycleEntry[]): ApiError {
+  const rows = cycle.map((e) => (e.kind === 'semaphore' ? { session_id: e.sessionId, name: e.name, kind: 'semaphore' as const } : { session_id: e.sessionId, name: e.name }));
+  const path = cycle.map((e, i) => `${e.sessionId} waits on ${e.kind === 'semaphore' ? 'semaphore ' : ''}${e.name} for ${(cycle[(i + 1) % cycle.length] as CycleEntry).sessionId}`).join('; ');
+  return new ApiError('deadlock', `this wait would close a cycle of waiting sessions (${path}): refused, nothing changed`, { details: { cycle: rows } });
+}
+
 export function permissionDenied(): ApiError {
   return new ApiError('permission_denied', 'the session was opened by another token; acting on it needs the admin right');
 }
@@ -21,7 +38,10 @@ export function resultError(r: ApplyResult): ApiError {
   if (r.ok) return new ApiError('internal', `unexpected result ${r.kind}`);
   switch (r.code) {
     case 'lock_held':
+      if (r.blocked !== undefined) return setHeldError(r.blocked);
       return new ApiError('lock_held', r.holder ? `the lock is held by session ${r.holder.sessionId}` : 'the lock is in lock-delay', r.holder ? { details: { holder: holderView(r.holder) } } : {});
+    case 'deadlock':
+      return deadlockError(r.cycle);
     case 'not_holder':
       return new ApiError('not_holder', 'the session does not hold the lock, or the fencing token is stale');
     case 'session_not_found':

@@ -25,6 +25,8 @@ const UNWATCHED = {
   sessionEnded: true,
   lockDelayStarted: true,
   lockDelayEnded: true,
+  // a lock set's grant: each of its names is a `granted` event of its own, watched
+  setGranted: true,
 } as const satisfies Partial<Record<FsmEvent['type'], true>>;
 
 /** an FSM event a watcher sees (each maps to exactly one watch event) */

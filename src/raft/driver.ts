@@ -217,6 +217,7 @@ export class RaftDriver<out R = unknown> {
 
   tick(): void {
     if (this.stopped) return;
+    if (tracing) trace('tick', this.opts.id, -1);
     this.inboxTicks++;
     // while the loop waits for the disk (heartbeat-cover.ts); the answers wait in the inbox
     // like every message and enter the core after the write
@@ -433,7 +434,7 @@ export class RaftDriver<out R = unknown> {
     //    with sending, thesis §10.2.1; commit counts us only once our own write is durable).
     if (rd.earlyMessages.length > 0) {
       this.sendMessages(rd.earlyMessages);
-      if (rd.mustSync) this.opts.transport.flush?.();
+      if (rd.mustSync) this.opts.transport.flush();
     }
 
     // 2. committed entries that are already durable HERE are applied before this Ready's
@@ -459,6 +460,7 @@ export class RaftDriver<out R = unknown> {
       this.deferredHardState = undefined;
       const batch = { ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}), entries: rd.entries };
       const t0 = this.opts.clock.nowMs();
+      if (tracing) trace('save_start', this.opts.id, rd.entries.at(-1)?.index ?? -1, '-', rd.entries.length);
       await this.waitForDisk(storage.save(batch, { sync: true }));
       this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
       if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
@@ -479,7 +481,7 @@ export class RaftDriver<out R = unknown> {
     //    written at once
     if (rd.messages.length > 0) {
       this.sendMessages(rd.messages);
-      if (rd.mustSync) this.opts.transport.flush?.();
+      if (rd.mustSync) this.opts.transport.flush();
     }
 
     // 5. snapshot, the remaining committed entries (those written by this Ready), read states
@@ -635,8 +637,10 @@ export class RaftDriver<out R = unknown> {
         this.deferredHardState = undefined;
         await this.waitForDisk(storage.save({ hardState: hs, entries: [] }, { sync: false }));
       }
+      if (tracing) trace('compact_start', this.opts.id, this.applied);
       const data = this.opts.app.snapshot();
       await this.waitForDisk(storage.compact({ meta: { index: this.applied, term, conf: this.appliedConf }, data }));
+      if (tracing) trace('compact_done', this.opts.id, this.applied);
       return true;
     } finally {
       this.compacting = false;

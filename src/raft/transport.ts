@@ -11,9 +11,11 @@ export interface Transport {
   /** write what send() queued now, instead of at the end of this event-loop turn (which
    *  lets everything sent in one turn share writes). The driver calls it where a message
    *  is on the critical path: a leader's appends before its own save is issued, and the
-   *  answers of a Ready right after its synced save. Optional: twins without batching
-   *  deliver on send(). */
-  flush?(): void;
+   *  answers of a Ready right after its synced save. Twins without batching deliver on
+   *  send() and make it a no-op. Required, not optional: a wrapper that forgot it (the
+   *  join guard once did) silently put every append a loop turn behind the leader's save
+   *  (BENCHMARKS.md "Third round"). */
+  flush(): void;
   /** every validated inbound message addressed to this node */
   onMessage(handler: (m: Message) => void): void;
   /** a peer could not be reached (connection refused, timeout): the core probes it gently */

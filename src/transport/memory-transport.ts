@@ -92,6 +92,9 @@ export class MemoryTransport extends TransportEvents implements Transport {
     for (const p of unreachable) this.later(() => this.emitUnreachable(p));
   }
 
+  /** send() delivers at once: nothing waits for a flush */
+  flush(): void {}
+
   setPeers(peers: ReadonlyMap<NodeId, string>): void {
     this.peers = new Map(peers);
   }

@@ -2,7 +2,7 @@
 // one holder, monotonically increasing tokens) to give every route a real answer, plus
 // switches for routing and a record of the contexts the routes passed in.
 import { ApiError } from '../../src/api/errors.js';
-import type { ClusterView, GrantView, LeaderOp, LockService, LockView, RequestContext, Routing, SessionView } from '../../src/api/service.js';
+import type { ClusterView, GrantView, LeaderOp, LockService, LockSetApi, LockSetGrantView, LockView, RequestContext, Routing, SessionView } from '../../src/api/service.js';
 
 interface FakeSession { id: string; owner: string; ttlMs: number; locks: Set<string> }
 interface FakeLock { holder: string; token: number }
@@ -79,6 +79,32 @@ export class FakeService implements LockService {
     s.locks.add(name);
     return { name, session_id: sid, fencing_token: token, ttl_ms: s.ttlMs };
   }
+  /** lock sets (docs/contract.md §5): all names or none, no queue */
+  readonly lockSets: LockSetApi = {
+    acquireAll: async (names: string[], p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<LockSetGrantView> => {
+      this.record('acquireAll', ctx, names, p);
+      const sid = p.sessionId ?? (await this.openSession({ ...(p.ttlMs !== undefined ? { ttlMs: p.ttlMs } : {}), ...(p.owner !== undefined ? { owner: p.owner } : {}) }, ctx)).session_id;
+      const s = this.session(sid);
+      const blocked = names.filter((n) => { const l = this.locks.get(n); return l !== undefined && l.holder !== sid; });
+      if (blocked.length > 0) throw new ApiError('lock_held', 'not every lock of the set could be granted', { details: { blocked: blocked.map((n) => ({ name: n, holder: { session_id: this.locks.get(n)!.holder, owner: '', fencing_token: this.locks.get(n)!.token } })) } });
+      const grants = names.map((n) => {
+        const l = this.locks.get(n);
+        if (l) return { name: n, fencing_token: l.token };
+        const token = ++this.lastToken;
+        this.locks.set(n, { holder: sid, token });
+        s.locks.add(n);
+        return { name: n, fencing_token: token };
+      });
+      return { session_id: sid, ttl_ms: s.ttlMs, grants };
+    },
+    releaseAll: async (names: string[], sessionId: string, ctx: RequestContext) => {
+      this.record('releaseAll', ctx, names, sessionId);
+      const s = this.session(sessionId);
+      const released = names.filter((n) => this.locks.get(n)?.holder === sessionId);
+      for (const n of released) { this.locks.delete(n); s.locks.delete(n); }
+      return { released };
+    },
+  };
   async renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView> {
     this.record('renew', ctx, name, sessionId);
     const s = this.session(sessionId);

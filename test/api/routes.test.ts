@@ -124,6 +124,28 @@ describe('routes: success shapes', () => {
     assert.match(String(m.headers['content-type']), /^text\/plain/);
   });
 
+  it('every answer names the leader it knows (x-raftlock-leader), errors too; none while no leader is known', async () => {
+    const saved = service.routingView;
+    try {
+      service.routingView = { isLeader: true, leaderApi: 'http://10.0.0.1:7001' };
+      const ok = await app.inject({ method: 'GET', url: '/v1/cluster' });
+      assert.equal(ok.headers['x-raftlock-leader'], 'http://10.0.0.1:7001');
+      const bad = await app.inject({ method: 'POST', url: '/v1/locks/x/acquire', payload: { wait_ms: -1 } });
+      assert.equal(bad.statusCode, 400);
+      assert.equal(bad.headers['x-raftlock-leader'], 'http://10.0.0.1:7001', 'an error answer names it too');
+      const missing = await app.inject({ method: 'GET', url: '/v1/nope' });
+      assert.equal(missing.statusCode, 404);
+      assert.equal(missing.headers['x-raftlock-leader'], 'http://10.0.0.1:7001');
+      // no leader known: no header (not an empty or stale one)
+      service.routingView = { isLeader: false, leaderApi: null };
+      const none = await app.inject({ method: 'GET', url: '/healthz' });
+      assert.equal(none.statusCode, 200);
+      assert.equal(none.headers['x-raftlock-leader'], undefined);
+    } finally {
+      service.routingView = saved;
+    }
+  });
+
   it('every response carries a request id; a well-formed client id is adopted', async () => {
     const r1 = await app.inject({ method: 'GET', url: '/healthz' });
     assert.match(String(r1.headers['x-request-id']), /^n1-/);

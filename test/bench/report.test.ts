@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { build } from 'hdr-histogram-js';
 import { sumMetric } from '../../bench/lock/target.js';
-import { busyCell, compare, median, raftlockOnlyNote, resultsTable, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
-import { parseOptions, SUITE_ISSUE8, SUITE_MODES, UsageError } from '../../bench/lock/options.js';
+import { busyCell, compare, median, raftlockOnlyNote, resultsTable, subtractionTable, summarize, TARGET_RATIOS } from '../../bench/lock/report.js';
+import { parseOptions, SUITE_ISSUE8, SUITE_ISSUE33, SUITE_MODES, UsageError, type Topology } from '../../bench/lock/options.js';
 import { supports, type RunResult, type WorkloadName } from '../../bench/lock/workloads.js';
 
 test('sumMetric adds every label set of one metric and ignores metrics that share a prefix', () => {
@@ -34,7 +34,7 @@ test('median of odd and even counts', () => {
 function run(system: 'raftlock' | 'etcd', clients: number, opsPerSec: number, latMs: number[], workload: WorkloadName = 'uncontended'): RunResult {
   const latency = build({ numberOfSignificantValueDigits: 3 });
   for (const ms of latMs) latency.recordValue(ms * 1000);
-  return { system, workload, clients, ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5, busy: { leader: 0.75, followers: [0.2, 0.3], generator: 0.1 } };
+  return { system, workload, clients, topology: 'leader', client: 'raw', ops: opsPerSec * 10, seconds: 10, opsPerSec, latency, releaseLatency: null, errors: {}, entriesPerOp: 2, fsyncsPerOp: 0.1, syncMs: 1, peerMsgsPerOp: null, cpuMsPerOp: 0.5, busy: { leader: 0.75, followers: [0.2, 0.3], generator: 0.1 } };
 }
 
 test('summarize takes medians per row; compare applies the target of that row', () => {
@@ -68,10 +68,10 @@ test('summarize takes medians per row; compare applies the target of that row', 
 
 test('command line: defaults, the issue-8 suite, and usage errors', () => {
   const d = parseOptions([]);
-  assert.deepEqual(d.matrix, [{ workload: 'uncontended', clients: 16 }]);
+  assert.deepEqual(d.matrix, [{ workload: 'uncontended', clients: 16, topology: 'leader', client: 'raw' }]);
   assert.equal(d.durationMs, 10_000);
   assert.equal(d.compare, null);
-  assert.deepEqual(parseOptions(['--suite', 'issue8']).matrix, SUITE_ISSUE8);
+  assert.deepEqual(parseOptions(['--suite', 'issue8']).matrix, SUITE_ISSUE8.map((r) => ({ ...r, topology: 'leader', client: 'raw' })));
   const m = parseOptions(['-w', 'churn,read', '-c', '1,8', '-d', '1.5s', '--compare', 'etcd']);
   assert.equal(m.matrix.length, 4);
   assert.equal(m.durationMs, 1500);
@@ -99,7 +99,41 @@ test('shared and semaphore rows: grants/s and p99 beside the exclusive contended
   assert.match(note ?? '', /^shared and semaphore: raftlock only \(no etcd row and no ratio\): etcd has no shared lock or semaphore primitive/);
   assert.match(note ?? '', /9:1 on 4 locks.*limit 4/);
   assert.equal(raftlockOnlyNote(summarize([run('raftlock', 16, 1, [1], 'contended')]), true), null);
-  assert.deepEqual(parseOptions(['--suite', 'modes']).matrix, SUITE_MODES);
+  assert.deepEqual(parseOptions(['--suite', 'modes']).matrix, SUITE_MODES.map((r) => ({ ...r, topology: 'leader', client: 'raw' })));
   assert.deepEqual(parseOptions(['-w', 'shared,semaphore', '-c', '16']).matrix.map((m) => m.workload), ['shared', 'semaphore']);
-  assert.throws(() => parseOptions(['--suite', 'nope']), /one of issue8, issue18, modes/);
+  assert.throws(() => parseOptions(['--suite', 'nope']), /one of issue8, issue18, modes, issue33/);
+});
+
+test('topologies and clients: rows per variant, ratios only between raw clients on the leader, the C=1 subtraction', () => {
+  const at = (system: 'raftlock' | 'etcd', topology: Topology, acquireMs: number, releaseMs: number, client: 'raw' | 'sdk' = 'raw'): RunResult => {
+    const r = run(system, 1, 1000 / (acquireMs + releaseMs), [acquireMs]);
+    const rel = build({ numberOfSignificantValueDigits: 3 });
+    rel.recordValue(releaseMs * 1000);
+    return { ...r, topology, client, releaseLatency: rel };
+  };
+  const rows = summarize([
+    at('raftlock', 'one', 1.5, 1.4), at('etcd', 'one', 1.0, 0.9),
+    at('raftlock', 'leader', 2.5, 2.4), at('etcd', 'leader', 2.0, 1.9),
+    at('raftlock', 'follower', 3.5, 3.4), at('etcd', 'follower', 2.1, 2.0),
+    at('raftlock', 'leader', 2.6, 2.5, 'sdk'),
+  ]);
+  assert.equal(rows.length, 7, 'one row per system, topology and client');
+  assert.match(resultsTable(rows), /\| topology \| client \|/);
+  assert.doesNotMatch(resultsTable(summarize([run('raftlock', 1, 1, [1])])), /topology/, 'the plain table keeps its columns');
+  const c = compare(rows);
+  assert.equal(c.length, 1, 'the targets compare raw clients on the leader only');
+  assert.equal(c[0]!.raftlock, rows.find((r) => r.system === 'raftlock' && r.topology === 'leader' && r.client === 'raw')!.opsPerSec);
+  const t = subtractionTable(rows) ?? '';
+  assert.match(t, /\| raftlock +\| acquire p50 +\| +1\.50 \| +2\.50 \| +3\.50 \| +\+1\.00 \| +\+1\.00 \|/);
+  assert.match(t, /\| etcd +\| release p50 +\| +0\.90 \| +1\.90 \| +2\.00 \| +\+1\.00 \| +\+0\.10 \|/);
+  assert.match(t, /\| raftlock − etcd \| acquire p50 +\| +\+0\.50 \| +\+0\.50 \| +\+1\.40 \|/);
+  assert.equal(subtractionTable(summarize([run('raftlock', 1, 1, [1])])), null, 'no subtraction from one topology');
+  // the command line: topologies × clients, the issue-33 suite, and what cannot be combined
+  const m = parseOptions(['-c', '1', '--topology', 'one,follower', '--client', 'raw,sdk']).matrix;
+  assert.deepEqual(m.map((e) => `${e.topology}/${e.client}`), ['one/raw', 'one/sdk', 'follower/raw', 'follower/sdk']);
+  assert.deepEqual(parseOptions(['--suite', 'issue33']).matrix, SUITE_ISSUE33);
+  assert.throws(() => parseOptions(['--topology', 'two']), UsageError);
+  assert.throws(() => parseOptions(['--client', 'curl']), UsageError);
+  assert.throws(() => parseOptions(['--suite', 'issue33', '--topology', 'one']), UsageError);
+  assert.throws(() => parseOptions(['--topology', 'one', '--endpoints', 'http://127.0.0.1:1']), UsageError);
 });

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { analyseTrace, traceTable } from '../../bench/lock/trace.js';
+import { analyseTrace, slowestTable, traceTable } from '../../bench/lock/trace.js';
 import { parseOptions, SUITE_ISSUE18, UsageError } from '../../bench/lock/options.js';
 
 test('trace: each acquire is lined up by its log index, following the first follower to ack', () => {
@@ -46,13 +46,53 @@ test('trace: each acquire is lined up by its log index, following the first foll
   }
 });
 
+test('trace: turns per step from the loop counts, one-member clusters, loops per process and the slowest requests', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'trace-test-'));
+  try {
+    // a one-member cluster: request in, propose and save in loop turn 10, save done and
+    // commit/apply/answer in turn 11; a GC pause of 2 ms inside the second acquire
+    const n1: string[] = ['loop - -1 - 1000000 1 5'];
+    const samples: { t0: number; t1: number }[] = [];
+    for (const [k, idx] of [[0, 5], [1, 7]] as const) {
+      const t = 1_000_000 + k * 10_000;
+      const l = 10 + 2 * k;
+      samples.push({ t0: t / 1000, t1: (t + 1000 + k * 4000) / 1000 });
+      n1.push(`http_recv - -1 - ${t + 50} ${l} 0`, `propose n1 ${idx} - ${t + 100} ${l} 0`, `save_start n1 ${idx} - ${t + 110} ${l} 1`, `leader_saved n1 ${idx} - ${t + 400} ${l + 1} 0`,
+        `commit n1 ${idx} - ${t + 410} ${l + 1} 0`, `apply n1 ${idx} - ${t + 420} ${l + 1} 0`, `http_answer - -1 - ${t + 500} ${l + 1} 0`);
+    }
+    n1.push('gc - -1 1 1011000 14 2000', 'tick n1 -1 - 1012000 14 0', 'loop - -1 - 1015000 21 25');
+    writeFileSync(join(dir, '1.trace'), `${n1.join('\n')}\n`);
+    const r = analyseTrace(dir, samples, 0, 2);
+    assert.equal(r.matched, 2, 'a one-member cluster has no follower steps to wait for');
+    const turns = Object.fromEntries(r.rows.map((x) => [x.step, x.turnsP50]));
+    assert.deepEqual(turns, { http_recv: null, propose: 0, commit: 1, apply: 0, http_answer: 0, client_recv: null });
+    assert.equal(r.leaderTurnsP50, 1);
+    assert.match(traceTable(r), /leader: proposed \(entered the core\) \| 0\.050 \| 0\.050 \| \d+% \| 0 \(0\) \|/);
+    // per process, between the loop samples inside the window: 20 iterations and 20 events over two requests
+    assert.deepEqual(r.processes, [{ node: 'n1', iterationsPerOp: 10, eventsPerOp: 10, gcCount: 1, gcMs: 2 }]);
+    // the slowest first: the 5 ms acquire, which the GC pause and a tick overlapped
+    assert.equal(r.slowest.length, 2);
+    assert.equal(r.slowest[0]!.ms, 5);
+    assert.deepEqual(r.slowest[0]!.gc, { n1: 2 });
+    assert.equal(r.slowest[0]!.ticks, 1);
+    assert.equal(r.slowest[0]!.worstStep, 'client_recv');
+    assert.deepEqual(r.slowest[0]!.longestSave, { n1: 0.29 });
+    assert.match(slowestTable(r, 'uncontended C=1'), /\| 1 \| 5\.00 \| client has the answer \(\+4\.00\) \| n1 2\.0 \| n1 0\.3 \| 1 \| 0 \|/);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
 test('trace: command line', () => {
-  assert.deepEqual(parseOptions(['--trace']).matrix, [{ workload: 'uncontended', clients: 1 }]);
+  assert.deepEqual(parseOptions(['--trace']).matrix, [{ workload: 'uncontended', clients: 1, topology: 'leader', client: 'raw' }]);
   assert.equal(parseOptions(['--trace']).trace, true);
   assert.equal(parseOptions([]).trace, false);
-  assert.deepEqual(parseOptions(['--suite', 'issue18']).matrix, SUITE_ISSUE18);
+  assert.deepEqual(parseOptions(['--suite', 'issue18']).matrix, SUITE_ISSUE18.map((r) => ({ ...r, topology: 'leader', client: 'raw' })));
   assert.throws(() => parseOptions(['--trace', '--compare', 'etcd']), UsageError);
   assert.throws(() => parseOptions(['--trace', '--endpoints', 'http://127.0.0.1:1']), UsageError);
-  assert.throws(() => parseOptions(['--trace', '-c', '64']), UsageError);
+  // any one row can be traced (the slowest requests); several cannot
+  assert.deepEqual(parseOptions(['--trace', '-w', 'contended', '-c', '64']).matrix, [{ workload: 'contended', clients: 64, topology: 'leader', client: 'raw' }]);
+  assert.throws(() => parseOptions(['--trace', '-c', '1,64']), UsageError);
+  assert.throws(() => parseOptions(['--trace', '--suite', 'issue18']), UsageError);
   assert.throws(() => parseOptions(['--suite', 'nope']), /issue8, issue18/);
 });

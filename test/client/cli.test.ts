@@ -76,6 +76,28 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
+  it('lock A B -- CMD takes both together, one token variable per name; two such commands in opposite order never deadlock', async () => {
+    const dump = `require('node:fs').writeFileSync(process.argv[1], JSON.stringify(Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('RAFTLOCK_') && k !== 'RAFTLOCK_ENDPOINTS'))))`;
+    const out = join(dir, 'set.json');
+    const r = await raftlock(['lock', 'cli/accounts/2', 'cli/accounts/1', ...ep, '--ttl', '5s', '--', process.execPath, '-e', dump, out]);
+    assert.equal(r.code, 0, r.stderr);
+    const env = JSON.parse(readFileSync(out, 'utf8')) as Record<string, string>;
+    assert.equal(env['RAFTLOCK_LOCKS'], 'cli/accounts/2 cli/accounts/1');
+    assert.equal(env['RAFTLOCK_LOCK_1'], 'cli/accounts/2');
+    assert.equal(env['RAFTLOCK_LOCK_2'], 'cli/accounts/1');
+    assert.match(env['RAFTLOCK_FENCING_TOKEN_1'] ?? '', /^\d+$/);
+    assert.equal(Number(env['RAFTLOCK_FENCING_TOKEN_1']), Number(env['RAFTLOCK_FENCING_TOKEN_2']) + 1, 'consecutive tokens in name order: accounts/1 first');
+    assert.ok(env['RAFTLOCK_SESSION_ID']);
+    assert.equal(env['RAFTLOCK_FENCING_TOKEN'], undefined, 'no single token for several locks');
+    // both free again, and two commands in opposite order both run
+    const sleep = 'setTimeout(() => {}, 300)';
+    const [a, b] = await Promise.all([
+      raftlock(['lock', 'cli/accounts/1', 'cli/accounts/2', ...ep, '--wait', '20s', '--', process.execPath, '-e', sleep]),
+      raftlock(['lock', 'cli/accounts/2', 'cli/accounts/1', ...ep, '--wait', '20s', '--', process.execPath, '-e', sleep]),
+    ]);
+    assert.deepEqual([a.code, b.code], [0, 0], `${a.stderr} ${b.stderr}`);
+  });
+
   it('lock runs the command with the token in its env, releases, and returns its exit code', async () => {
     const out = join(dir, 'plain');
     const r = await raftlock(['lock', 'jobs/nightly', ...ep, '--ttl', '5s', '--', process.execPath, '-e', CHILD, out, '7']);
@@ -381,5 +403,53 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     assert.equal(down.code, 3);
     assert.equal(down.stderr.trim().split('\n').length, 1);
     assert.match(down.stderr, /ECONNREFUSED.*raftlock status/);
+  });
+});
+
+describe('raftlock CLI leader routing (three fake nodes, docs/client.md "Leader routing")', () => {
+  const servers: import('node:http').Server[] = [];
+  after(async () => {
+    await Promise.all(servers.map((s) => new Promise((r) => s.close(r))));
+  });
+
+  /** three stateless fake nodes answering what `raftlock lock` asks; each names eps[1] as leader */
+  async function fakeCluster(): Promise<{ eps: string[]; hits: string[] }> {
+    const { createServer } = await import('node:http');
+    const eps: string[] = [];
+    const hits: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const srv = createServer((req, res) => {
+        req.resume();
+        req.on('end', () => {
+          hits.push(eps[i]!);
+          const url = req.url ?? '';
+          const body = req.method === 'DELETE' ? { released: [] } : url === '/v1/sessions' ? { session_id: 's1', ttl_ms: 60_000 }
+            : url.endsWith('/acquire') ? { name: 'routed', session_id: 's1', fencing_token: 9, ttl_ms: 60_000 } : url.endsWith('/release') ? { name: 'routed', released: true } : { session_id: 's1', ttl_ms: 60_000 };
+          res.writeHead(url === '/v1/sessions' && req.method === 'POST' ? 201 : 200, { 'content-type': 'application/json', 'x-raftlock-leader': eps[1]! });
+          res.end(JSON.stringify(body));
+        });
+      });
+      srv.keepAliveTimeout = 100;
+      servers.push(srv);
+      const port = await freePort();
+      await new Promise<void>((r) => srv.listen(port, '127.0.0.1', r));
+      eps.push(`http://127.0.0.1:${port}`);
+    }
+    return { eps, hits };
+  }
+
+  it('sends every call after the first to the leader the answers name; --no-leader-routing and RAFTLOCK_LEADER_ROUTING=off spread them', async () => {
+    for (const how of ['on', 'flag', 'env'] as const) {
+      const { eps, hits } = await fakeCluster();
+      const args = ['lock', 'routed', '--endpoints', eps.join(','), ...(how === 'flag' ? ['--no-leader-routing'] : []), '--', process.execPath, '-e', 'process.exit(0)'];
+      const r = await raftlock(args, how === 'env' ? { env: { RAFTLOCK_LEADER_ROUTING: 'off' } } : {});
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(hits.length >= 3, `open, acquire, and release or close: ${hits.length} calls`);
+      if (how === 'on') assert.deepEqual(hits.slice(1), hits.slice(1).map(() => eps[1]), `after the first answer every call goes to the leader: ${hits.join(' ')}`);
+      else for (let k = 1; k < hits.length; k++) assert.notEqual(hits[k], hits[k - 1], `${how}: consecutive calls rotate: ${hits.join(' ')}`);
+    }
+    const bad = await raftlock(['ls', '--endpoints', 'http://127.0.0.1:1'], { env: { RAFTLOCK_LEADER_ROUTING: 'maybe' } });
+    assert.equal(bad.code, 2, 'a bad RAFTLOCK_LEADER_ROUTING is a usage error');
+    assert.match(bad.stderr, /RAFTLOCK_LEADER_ROUTING: expected on or off/);
   });
 });

@@ -102,13 +102,14 @@ test('revocation is learnt from the keepalive answer (it lists the grants): no r
     const leader = await s.campaign('led', 'v1');
     const deposed = await s.campaign('deposed', 'v2');
     const answer = await client.keepalive(s.id);
+    // waiters: how many requests wait on each grant's name (contract §5 "Contention")
     assert.deepEqual(answer.grants, [
-      { kind: 'election', name: 'deposed', fencingToken: deposed.fencingToken },
-      { kind: 'lock', name: 'kept', fencingToken: kept.fencingToken },
-      { kind: 'lock', name: 'kept-shared', fencingToken: shared.fencingToken, mode: 'shared' },
-      { kind: 'election', name: 'led', fencingToken: leader.fencingToken },
-      { kind: 'lock', name: 'taken', fencingToken: gone.fencingToken },
-      { kind: 'semaphore', name: 'kept-pool', fencingToken: permits.fencingToken },
+      { kind: 'election', name: 'deposed', fencingToken: deposed.fencingToken, waiters: 0 },
+      { kind: 'lock', name: 'kept', fencingToken: kept.fencingToken, waiters: 0 },
+      { kind: 'lock', name: 'kept-shared', fencingToken: shared.fencingToken, mode: 'shared', waiters: 0 },
+      { kind: 'election', name: 'led', fencingToken: leader.fencingToken, waiters: 0 },
+      { kind: 'lock', name: 'taken', fencingToken: gone.fencingToken, waiters: 0 },
+      { kind: 'semaphore', name: 'kept-pool', fencingToken: permits.fencingToken, waiters: 0 },
     ]);
     const from = requests.length;
     await client.revoke('taken', { sessionId: s.id });

@@ -8,7 +8,7 @@ import { parseDuration, formatDuration, DurationError } from '@raftlock/client';
 import { MAX_DURATION_MS } from '@raftlock/client/duration';
 import { EndpointSet, normalizeEndpoint, parseRetryAfter } from '@raftlock/client/internal';
 import {
-  errorFromResponse, IdempotencyKeyReusedError, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
+  errorFromResponse, DeadlockError, IdempotencyKeyReusedError, InvalidRequestError, LockHeldError, NotHolderError, OutcomeUnknownError, PermissionDeniedError, RaftlockError,
   SessionNotFoundError, TooManyRequestsError, UnavailableError,
 } from '@raftlock/client';
 import { RaftlockClient } from '@raftlock/client';
@@ -80,6 +80,18 @@ describe('errorFromResponse', () => {
     assert.equal(e.code, 'internal');
     assert.ok(errorFromResponse(409, { error: { code: 'lock_held', message: 'x', holder: 'nope' } }, ep) instanceof LockHeldError);
   });
+  it('lock sets and deadlocks (docs/contract.md §5): blocked on lock_held, DeadlockError with its cycle; malformed rows are dropped', () => {
+    const held = errorFromResponse(409, { error: { code: 'lock_held', message: 'm', blocked: [{ name: 'a', holder: { session_id: 's2', owner: '', fencing_token: 4 } }, { name: 'b' }, { nope: 1 }] } }, ep);
+    assert.ok(held instanceof LockHeldError);
+    assert.deepEqual(held.blocked, [{ name: 'a', holder: { sessionId: 's2', owner: '', fencingToken: 4 } }, { name: 'b' }]);
+    assert.equal(held.holder, undefined);
+    assert.equal((errorFromResponse(409, { error: { code: 'lock_held', message: 'm' } }, ep) as LockHeldError).blocked, undefined);
+    const dl = errorFromResponse(409, { error: { code: 'deadlock', message: 'm', cycle: [{ session_id: 's1', name: 'x' }, { session_id: 's2', name: 'p', kind: 'semaphore' }, 'junk'] } }, ep);
+    assert.ok(dl instanceof DeadlockError);
+    assert.equal(dl.code, 'deadlock');
+    assert.deepEqual(dl.cycle, [{ sessionId: 's1', name: 'x' }, { sessionId: 's2', name: 'p', kind: 'semaphore' }]);
+    assert.deepEqual((errorFromResponse(409, { error: { code: 'deadlock', message: 'm' } }, ep) as DeadlockError).cycle, []);
+  });
 });
 
 describe('EndpointSet', () => {
@@ -110,6 +122,29 @@ describe('EndpointSet', () => {
       waits.push(set.pick().waitMs);
     }
     assert.deepEqual(waits, [100, 200, 400, 800, 1600, 2000, 2000, 2000]);
+  });
+  it('leader routing: a hint naming one of the endpoints is preferred while it is ready; anything else is ignored', () => {
+    let now = 0;
+    const set = new EndpointSet(['http://a:1', 'http://b:1', 'http://c:1'], () => now);
+    assert.equal(set.leaderUrl, null);
+    assert.equal(set.pick(true).url, 'http://a:1', 'no hint yet: the rotation');
+    set.noteLeader('http://c:1/');
+    assert.equal(set.leaderUrl, 'http://c:1', 'normalised like the endpoints');
+    assert.deepEqual([set.pick(true).url, set.pick(true).url], ['http://c:1', 'http://c:1']);
+    assert.equal(set.pick().url, 'http://b:1', 'calls for any node keep rotating (the leader picks did not advance it)');
+    // hints that name no endpoint of ours, or are malformed or absent, change nothing
+    for (const h of ['http://evil:1', 'not a url', '', undefined, ['ftp://x:1']]) {
+      set.noteLeader(h);
+      assert.equal(set.leaderUrl, 'http://c:1', `hint ${JSON.stringify(h)} ignored`);
+    }
+    // a resting leader is not waited for: the rotation takes over until it is ready again
+    set.retryAfter('http://c:1', 1000);
+    assert.equal(set.pick(true).url, 'http://a:1');
+    assert.equal(set.pick(true).waitMs, 0);
+    now += 1000;
+    assert.equal(set.pick(true).url, 'http://c:1');
+    set.noteLeader(['http://a:1', 'http://b:1']);
+    assert.equal(set.leaderUrl, 'http://a:1', 'a repeated header: the first value');
   });
   it('parses Retry-After (seconds or date), clamps it, falls back when malformed', () => {
     assert.equal(parseRetryAfter('2', 1000), 2000);
@@ -274,6 +309,22 @@ describe('RaftlockClient failover and retries (fake servers)', () => {
     }
   });
 
+  it('acquireAll refuses an answer whose grants do not match the names asked for, one to one and in order', async () => {
+    const answers = [
+      { session_id: 's', ttl_ms: 1, grants: [{ name: 'b', fencing_token: 2 }, { name: 'a', fencing_token: 3 }] },
+      { session_id: 's', ttl_ms: 1, grants: [{ name: 'a', fencing_token: 2 }] },
+      { session_id: 's', ttl_ms: 1, grants: [{ name: 'a', fencing_token: 2 }, { name: 'b', fencing_token: 0 }] },
+    ];
+    let i = 0;
+    const ep = await fake((_q, res) => json(res, 200, answers[i++ % answers.length]));
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      for (let k = 0; k < answers.length; k++) await assert.rejects(c.acquireAll(['a', 'b']), (e: unknown) => e instanceof RaftlockError && e.code === 'bad_response');
+    } finally {
+      await c.close();
+    }
+  });
+
   it('encodes a name as one path segment so "jobs/check" is never the check action', async () => {
     const urls: string[] = [];
     const ep = await fake((req, res) => {
@@ -284,6 +335,108 @@ describe('RaftlockClient failover and retries (fake servers)', () => {
     try {
       await c.getLock('jobs/check');
       assert.deepEqual(urls, ['/v1/locks/jobs%2Fcheck']);
+    } finally {
+      await c.close();
+    }
+  });
+});
+
+describe('leader routing (fake servers)', () => {
+  /** three fake nodes that name `leader()` in every answer, logging each request with its key */
+  async function cluster(leader: () => string, answer: (ep: string, req: IncomingMessage, res: ServerResponse) => void = (_e, _q, res) => json(res, 200, grant)) {
+    const hits: { ep: string; method: string; url: string; key: string | undefined }[] = [];
+    const eps: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      const ep = await fake((req, res) => {
+        hits.push({ ep: eps[i]!, method: req.method ?? '', url: req.url ?? '', key: req.headers['idempotency-key'] as string | undefined });
+        res.setHeader('x-raftlock-leader', leader());
+        answer(eps[i]!, req, res);
+      });
+      eps.push(ep);
+    }
+    return { eps, hits };
+  }
+  const lock = { name: 'a', held: false, waiters: 0 };
+
+  it('sends writes and linearizable reads to the leader the answers name; stale reads and the cluster view go anywhere', async () => {
+    let leaderEp = '';
+    const { eps, hits } = await cluster(() => leaderEp, (_e, req, res) => json(res, 200, req.url?.startsWith('/v1/locks/a/acquire') ? grant : req.url === '/v1/cluster' ? { node_id: 'n', role: 'follower', term: 1, leader_id: 'n2', commit_index: 1, applied_index: 1, members: [] } : lock));
+    leaderEp = eps[1]!;
+    const c = new RaftlockClient({ endpoints: eps, random: () => 0 });
+    try {
+      await c.acquire('a'); // the first call: wherever the rotation starts (a), which names the leader
+      for (let i = 0; i < 4; i++) await c.acquire('a');
+      await c.getLock('a');
+      assert.deepEqual(hits.map((h) => h.ep), [eps[0], eps[1], eps[1], eps[1], eps[1], eps[1]], 'after the first answer, every write and linearizable read goes to the leader');
+      hits.length = 0;
+      for (let i = 0; i < 3; i++) await c.getLock('a', { consistency: 'stale' });
+      await c.cluster();
+      assert.equal(new Set(hits.map((h) => h.ep)).size, 3, `stale reads and the cluster view rotate: ${hits.map((h) => h.ep).join(' ')}`);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('leaderRouting: false keeps the round-robin', async () => {
+    const { eps, hits } = await cluster(() => eps[1]!);
+    const c = new RaftlockClient({ endpoints: eps, random: () => 0, leaderRouting: false });
+    try {
+      for (let i = 0; i < 6; i++) await c.acquire('a');
+      assert.deepEqual(hits.map((h) => h.ep), [...eps, ...eps]);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a hint naming an address that is not an endpoint is never contacted', async () => {
+    const outsider = `http://127.0.0.1:${await freePort()}`;
+    const { eps, hits } = await cluster(() => outsider);
+    const c = new RaftlockClient({ endpoints: eps, random: () => 0 });
+    try {
+      for (let i = 0; i < 3; i++) await c.acquire('a');
+      assert.deepEqual(hits.map((h) => h.ep), eps, 'the rotation, as without routing');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('falls back to the other nodes when the leader fails, with the same Idempotency-Key, and follows the next leader named', async () => {
+    let leaderEp = '';
+    let failLeader = false;
+    const { eps, hits } = await cluster(() => leaderEp, (ep, _q, res) => {
+      // the old leader: its answer is lost (outcome unknown), and it names the new leader
+      if (failLeader && ep === eps[1]) {
+        leaderEp = eps[2]!;
+        res.setHeader('x-raftlock-leader', leaderEp);
+        return json(res, 504, { error: { code: 'timeout', message: 'unknown' } });
+      }
+      json(res, 200, grant);
+    });
+    leaderEp = eps[1]!;
+    const c = new RaftlockClient({ endpoints: eps, random: () => 0 });
+    try {
+      await c.acquire('a');
+      hits.length = 0;
+      failLeader = true;
+      const g = await c.acquire('a');
+      assert.equal(g.fencingToken, 9);
+      assert.deepEqual(hits.map((h) => h.ep), [eps[1], eps[2]], 'the retry went to the leader the failed answer named');
+      assert.equal(hits[0]!.key, hits[1]!.key, 'one Idempotency-Key across the failover');
+      await c.acquire('a');
+      assert.equal(hits.at(-1)!.ep, eps[2], 'and stays with it');
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('a refused leader rests: calls go to the other nodes meanwhile', async () => {
+    const dead = `http://127.0.0.1:${await freePort()}`;
+    const { eps, hits } = await cluster(() => dead);
+    const c = new RaftlockClient({ endpoints: [...eps, dead], random: () => 0 });
+    try {
+      for (let i = 0; i < 4; i++) await c.acquire('a');
+      assert.equal(hits.length, 4, 'every call answered by a live node');
+      assert.ok(hits.every((h) => eps.includes(h.ep)));
     } finally {
       await c.close();
     }

@@ -133,7 +133,7 @@ test('snapshots: version 3 keeps leaders and candidates with their values; a cor
   g.do({ kind: 'acquire', name: 'E', sessionId: 'b', waitMs: 1000 }); // a plain request in the same queue
   g.do({ kind: 'campaign', name: 'E', sessionId: 'c', value: 'vc', waitMs: 1000 });
   const st = exportState(g.fsm);
-  assert.equal(st.v, 5); // versions 4 (key bindings) and 5 (wait times) keep version 3's elections section
+  assert.equal(st.v, 6); // versions 4–6 (key bindings, wait times, lock sets) keep version 3's elections section
   assert.deepEqual(st.elections, [['E', 'va', [['c', 'vc']]]]);
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
   assertFsmInvariants(copy);

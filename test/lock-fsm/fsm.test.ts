@@ -349,12 +349,15 @@ test('sessionGrants: every grant of a session by kind and token (locks, shares, 
   const sem = g.run({ kind: 'semAcquire', name: 'p', sessionId: 's1', limit: 3, permits: 2, waitMs: 0 }).result;
   assert.ok(sem.ok && sem.kind === 'sem_acquired');
   g.token('other', 's2');
+  // waiters (docs/contract.md §5 "Contention"): s2 waits on z and on p
+  assert.equal(g.acquire('z', 's2', 1000).ok, true);
+  assert.equal(g.do({ kind: 'semAcquire', name: 'p', sessionId: 's2', limit: 3, permits: 2, waitMs: 1000 }).ok, true);
   assert.deepEqual(g.fsm.sessionGrants('s1'), [
-    { kind: 'lock', name: 'a', fencingToken: ta },
-    { kind: 'election', name: 'e', fencingToken: el.fencingToken },
-    { kind: 'lock', name: 'r', fencingToken: share.fencingToken, shared: true },
-    { kind: 'lock', name: 'z', fencingToken: tz },
-    { kind: 'semaphore', name: 'p', fencingToken: sem.fencingToken },
+    { kind: 'lock', name: 'a', fencingToken: ta, waiters: 0 },
+    { kind: 'election', name: 'e', fencingToken: el.fencingToken, waiters: 0 },
+    { kind: 'lock', name: 'r', fencingToken: share.fencingToken, shared: true, waiters: 0 },
+    { kind: 'lock', name: 'z', fencingToken: tz, waiters: 1 },
+    { kind: 'semaphore', name: 'p', fencingToken: sem.fencingToken, waiters: 1 },
   ]);
   assert.ok(g.do({ kind: 'revoke', target: 'lock', name: 'a', sessionId: 's1' }).ok);
   assert.ok(g.do({ kind: 'revoke', target: 'semaphore', name: 'p' }).ok);

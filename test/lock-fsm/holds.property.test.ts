@@ -148,7 +148,7 @@ test('snapshots: version 2 (no max holds) still restores; a maxHold section is r
   fsm.apply(1, { atMs: 5000, cmd: { kind: 'openSession', sessionId: 's1', ttlMs: 10_000, owner: '', lockDelayMs: 0 } });
   fsm.apply(2, { atMs: 5000, cmd: { kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0 } });
   const plain = JSON.parse(JSON.stringify(exportState(fsm))) as Record<string, unknown>;
-  assert.equal(plain['v'], 5); // versions 4 (key bindings) and 5 (wait times) keep version 3's maxHold rules
+  assert.equal(plain['v'], 6); // versions 4–6 (key bindings, wait times, lock sets) keep version 3's maxHold rules
   assert.equal(plain['maxHold'], undefined, 'no section without max holds');
   const { elections, ...v2 } = plain; // version 3 also added the elections section (empty here)
   assert.deepEqual(elections, []);

@@ -80,7 +80,7 @@ function corrupt(mut: (s: StateV1) => void): () => void {
 
 test('a corrupt snapshot gives a clear error naming the field', () => {
   const cases: [(s: StateV1) => void, RegExp][] = [
-    [(s) => { s.v = 6; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3, 4, 5/],
+    [(s) => { s.v = 7; }, /^Error: corrupt lock-fsm snapshot: v must be one of 1, 2, 3, 4, 5, 6/],
     [(s) => { s.format = 'etcd'; }, /format/],
     [(s) => { (s as unknown as Record<string, unknown>)['extra'] = 1; }, /extra is not a known field/],
     [(s) => { s.lastToken = -1; }, /lastToken/],
@@ -138,7 +138,7 @@ test('version 5 keeps the log time each wait was queued at (lock, campaign and s
   g.do({ kind: 'semAcquire', name: 'S', sessionId: 'b', limit: 1, permits: 1, waitMs: 3000 }, { atMs: g.atMs + 300 });
   const t0 = 1_700_000_000_000;
   const st = exportState(g.fsm);
-  assert.equal(st.v, 5);
+  assert.equal(st.v, 6);
   assert.deepEqual(st.waitTimes, [['lock', 'E', 'c', t0 + 700], ['lock', 'L', 'b', t0], ['semaphore', 'S', 'b', t0 + 1000]]);
   const copy = LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode);
   assertFsmInvariants(copy);

@@ -32,6 +32,7 @@
 import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
 import type { ElectionTuple, HoldTuple, HoldWaitTuple, IdemTuple, LockTuple, SemTuple, SessionTuple, ShareTuple, StateV1, WaiterTuple, WaitTimeTuple } from '../../src/lock-fsm/snapshot.js';
 import { bindingTuple, modelBinding, modelReuse, type ModelBinding } from './model-keys.js';
+import { modelCycle, type ModelWait } from './wait-for-model.js';
 
 type Mode = 'exclusive' | 'shared';
 /** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
@@ -273,6 +274,9 @@ export class LockModel {
         if (sem && h) return this.semAcquired(cmd.name, sem, h);
         return { ok: true, kind: 'noop' };
       }
+      case 'acquireAll':
+      case 'releaseAll':
+        throw new Error('lock sets are not modelled here yet: test/lock-fsm/lock-sets.property.test.ts checks them');
     }
   }
 
@@ -398,6 +402,10 @@ export class LockModel {
     const pos = s === null ? -1 : l.queue.findIndex((w) => w.sid === sid);
     if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    // docs/lock-fsm.md "Deadlock detection": a wait that closes a cycle is refused (a session
+    // the acquire itself opens waits for nothing yet, so it closes none)
+    const cycle = s === null ? null : modelCycle(sid, [{ name: cmd.name, kind: 'lock', blockers: this.lockBlockers(l, mode, l.queue.length) }], (t) => this.waitsOf(t));
+    if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
     who.open();
     l.queue.push({ sid, owner, mode, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, ...(value !== undefined ? { value } : {}), queuedAtMs: this.nowMs });
     ev.push(mode === 'shared' ? { type: 'waiting', name: cmd.name, sessionId: sid, mode: 'shared' } : { type: 'waiting', name: cmd.name, sessionId: sid });
@@ -439,10 +447,47 @@ export class LockModel {
     }
     if (cmd.waitMs === 0) return { ok: false, code: 'semaphore_full', inUse, limit: sem.limit };
     if (sem.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    const cycle = s === null ? null : modelCycle(cmd.sessionId, [{ name: cmd.name, kind: 'semaphore', blockers: this.semBlockers(sem, sem.queue.length) }], (t) => this.waitsOf(t));
+    if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
     who.open();
     sem.queue.push({ sid: cmd.sessionId, owner, permits: cmd.permits, since: index, waitMs: cmd.waitMs, ...(this.key !== undefined ? { key: this.key } : {}), maxHoldMs: cmd.maxHoldMs ?? 0, queuedAtMs: this.nowMs });
     ev.push({ type: 'semWaiting', name: cmd.name, sessionId: cmd.sessionId, permits: cmd.permits });
     return { ok: true, kind: 'sem_queued', name: cmd.name, sessionId: cmd.sessionId, position: sem.queue.length };
+  }
+
+  /** whom a request of this mode at queue position i of l waits for (the wait-for graph,
+   *  docs/lock-fsm.md "Deadlock detection") */
+  private lockBlockers(l: MLock, mode: Mode, i: number): string[] {
+    const out: string[] = [];
+    for (const h of l.holders) if (h.mode === 'exclusive') out.push(h.sid);
+    if (mode === 'exclusive') for (const h of [...l.holders].sort((a, b) => a.token - b.token)) if (h.mode === 'shared') out.push(h.sid);
+    for (let j = i - 1; j >= 0; j--) {
+      const w = l.queue[j] as MWait;
+      if (mode === 'exclusive' || w.mode === 'exclusive') out.push(w.sid);
+    }
+    return out;
+  }
+
+  private semBlockers(sem: MSem, i: number): string[] {
+    const out = [...sem.holders].sort((a, b) => a.token - b.token).map((h) => h.sid);
+    for (let j = i - 1; j >= 0; j--) out.push((sem.queue[j] as MSemWait).sid);
+    return out;
+  }
+
+  /** a session's waits: on locks by name, then on semaphores by name */
+  private waitsOf(sid: string): ModelWait[] {
+    const out: ModelWait[] = [];
+    for (const name of [...this.locks.keys()].sort(cmp)) {
+      const l = this.locks.get(name) as MLock;
+      const i = l.queue.findIndex((w) => w.sid === sid);
+      if (i >= 0) out.push({ name, kind: 'lock', blockers: this.lockBlockers(l, (l.queue[i] as MWait).mode, i) });
+    }
+    for (const name of [...this.sems.keys()].sort(cmp)) {
+      const sem = this.sems.get(name) as MSem;
+      const i = sem.queue.findIndex((w) => w.sid === sid);
+      if (i >= 0) out.push({ name, kind: 'semaphore', blockers: this.semBlockers(sem, i) });
+    }
+    return out;
   }
 
   private semGrant(index: number, name: string, sem: MSem, sid: string, owner: string, permits: number, ev: FsmEvent[], maxHoldMs: number): MSemHolder {
@@ -576,7 +621,7 @@ export class LockModel {
     for (const name of names) for (const w of this.locks.get(name)!.queue) waitTimes.push(['lock', name, w.sid, w.queuedAtMs]);
     for (const [name, sem] of this.sems) for (const w of sem.queue) waitTimes.push(['semaphore', name, w.sid, w.queuedAtMs]);
     waitTimes.sort(bySection);
-    const base = { format: 'raftlock/lock-fsm', v: 5, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems, elections };
+    const base = { format: 'raftlock/lock-fsm', v: 6, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems, elections };
     return {
       ...base,
       ...(grants.length === 0 && waits.length === 0 ? {} : { maxHold: { grants, waits } }),

@@ -50,7 +50,7 @@ describe('OpenAPI document', () => {
       ['get', '/v1/locks'], ['get', '/v1/locks/{name}/check'], ['get', '/healthz'], ['get', '/readyz'], ['get', '/metrics'], ['get', '/v1/cluster'],
       ['post', '/v1/cluster/members'], ['delete', '/v1/cluster/members/{id}'], ['post', '/v1/cluster/transfer-leadership'], ['get', '/v1/status'], ['get', '/v1/snapshot'],
       ['get', '/v1/semaphores'], ['get', '/v1/semaphores/{name}'], ['post', '/v1/semaphores/{name}/acquire'], ['put', '/v1/semaphores/{name}/limit'], ['post', '/v1/semaphores/{name}/release'],
-      ['get', '/v1/watch'],
+      ['get', '/v1/watch'], ['post', '/v1/locks/acquire-all'], ['post', '/v1/locks/release-all'],
     ];
     const ids = new Set<string>();
     for (const [method, path] of want) {
@@ -96,11 +96,20 @@ describe('OpenAPI document', () => {
       ['Error', { error: { code: 'lock_held', message: 'the lock is held by another session', holder: { session_id: 's-1', owner: 'w', fencing_token: 7 } } }],
       ['Error', { error: { code: 'invalid_request', message: 'body.ttl_ms: must be >= 1000, got 5' } }],
       ['TransferResult', { leader_id: 'n2' }],
+      // docs/contract.md §5
+      ['AcquireAllRequest', { names: ['accounts/1', 'accounts/2'], session_id: 's-1', ttl_ms: 10000, wait_ms: 30000, mode: 'shared', owner: 'w', max_hold_ms: 60000 }],
+      ['ReleaseAllRequest', { names: ['accounts/1'], session_id: 's-1' }],
+      ['LockSetGrant', { session_id: 's-1', ttl_ms: 10000, grants: [{ name: 'accounts/1', fencing_token: 7 }, { name: 'accounts/2', fencing_token: 8 }] }],
+      ['ReleasedAll', { released: [] }],
+      ['Keepalive', { session_id: 's-1', ttl_ms: 10000, grants: [{ kind: 'lock', name: 'a', fencing_token: 7, waiters: 3 }] }],
+      ['Error', { error: { code: 'lock_held', message: 'm', blocked: [{ name: 'accounts/2', holder: { session_id: 's-2', owner: '', fencing_token: 9 } }, { name: 'accounts/3' }] } }],
+      ['Error', { error: { code: 'deadlock', message: 'm', cycle: [{ session_id: 's-2', name: 'accounts/1' }, { session_id: 's-1', name: 'accounts/2' }] } }],
     ];
     for (const [schema, value] of ok) assert.equal(check(schema, value), null, `${schema} ${JSON.stringify(value)}`);
     const bad: [string, unknown][] = [
       ['AcquireRequest', { wait_ms: 300_001 }], ['AcquireRequest', { ttl_ms: 5 }], ['AcquireRequest', { extra: 1 }], ['AcquireRequest', { wait_ms: 1.5 }],
       ['RenewRequest', {}], ['ReleaseRequest', { session_id: 's-1', fencing_token: 0 }], ['OpenSessionRequest', { lock_delay_ms: -1 }],
+      ['AcquireAllRequest', {}], ['AcquireAllRequest', { names: [] }], ['AcquireAllRequest', { names: Array.from({ length: 65 }, (_, i) => `n${i}`) }], ['ReleaseAllRequest', { names: ['a'] }],
       ['AddMemberRequest', { id: '-bad', api: 'http://x:1', peer: 'http://x:2' }], ['Grant', { name: 'a' }], ['SemaphoreList', { semaphores: [{ name: 'p', limit: 0, in_use: 0, holders: [], waiters: [] }] }], ['Error', { error: { code: 'Bad Code', message: 'x' } }],
     ];
     for (const [schema, value] of bad) assert.notEqual(check(schema, value), null, `${schema} ${JSON.stringify(value)} must not validate`);
@@ -128,6 +137,9 @@ describe('OpenAPI document', () => {
     await call('GET', '/v1/cluster', 'ClusterView');
     await call('GET', '/v1/status', 'Status');
     await call('POST', '/v1/locks/a/b/release', 'Released', { session_id: s['session_id'] });
+    await call('POST', '/v1/locks/acquire-all', 'LockSetGrant', { names: ['x', 'y'], session_id: s['session_id'] });
+    await call('POST', '/v1/locks/release-all', 'ReleasedAll', { names: ['x', 'y'], session_id: s['session_id'] });
+    await call('POST', '/v1/locks/acquire-all', 'Error', { names: ['x', 'x'] });
     await call('DELETE', `/v1/sessions/${String(s['session_id'])}`, 'SessionClosed');
     await call('GET', '/healthz', 'Health');
     await app.close();

@@ -57,6 +57,14 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     const won = await h.request(leader, 'POST', '/v1/elections/svc%2Fprimary/campaign', { ttl_ms: 60_000, owner: 'primary-a', value: 'http://10.0.0.7:8080' });
     assert.equal(won.status, 200, won.text);
     const campaigning = h.requestRaw(leader, 'POST', '/v1/elections/svc%2Fprimary/campaign', JSON.stringify({ ttl_ms: 60_000, owner: 'primary-b', value: 'http://10.0.0.8:8080', wait_ms: 120_000 }), { 'content-type': 'application/json' }, 130_000).catch(() => undefined);
+    // a contended lock (docs/contract.md §5 "Contention"): held, two requests waiting on it,
+    // one of them a lock set
+    const hot = await h.request(leader, 'POST', '/v1/locks/hot%2Faccount/acquire', { ttl_ms: 60_000, owner: 'hot-holder' });
+    assert.equal(hot.status, 200, hot.text);
+    const hotWaiters = [
+      h.requestRaw(leader, 'POST', '/v1/locks/hot%2Faccount/acquire', JSON.stringify({ ttl_ms: 60_000, owner: 'hot-b', wait_ms: 120_000 }), { 'content-type': 'application/json' }, 130_000).catch(() => undefined),
+      h.requestRaw(leader, 'POST', '/v1/locks/acquire-all', JSON.stringify({ names: ['hot/account', 'hot/other'], ttl_ms: 60_000, owner: 'hot-c', wait_ms: 120_000 }), { 'content-type': 'application/json' }, 130_000).catch(() => undefined),
+    ];
     const follower = h.nodes.find((n) => n.id !== leader)!;
 
     const { chromium } = await import('playwright-core');
@@ -87,8 +95,8 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     await row.waitFor({ timeout: 10_000 });
     assert.match((await row.textContent()) ?? '', /worker-7/);
     assert.equal(await row.locator('td[data-token]').getAttribute('data-token'), String(grant.body.fencing_token));
-    // five locks, and the election's lock (an election is a lock whose grant carries a value)
-    assert.equal((await page.textContent('#locks-count'))?.trim(), '6');
+    // five locks, the contended one, and the election's lock (an election is a lock whose grant carries a value)
+    assert.equal((await page.textContent('#locks-count'))?.trim(), '7');
     // the shared lock: its mode and both holders with their tokens
     const shared = page.locator('tr[data-lock="docs/manual"]');
     await shared.waitFor({ timeout: 10_000 });
@@ -110,6 +118,19 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
     assert.equal(await election.locator('td[data-value]').getAttribute('data-value'), 'http://10.0.0.7:8080');
     assert.equal(await election.locator('.who').getAttribute('data-session'), won.body.session_id);
     assert.match((await election.textContent()) ?? '', /primary-a/);
+    // the most contended locks: hot/account first, two waiting, its holder named; the set's
+    // other name is free but held for the set
+    const contended = page.locator('tr[data-contended="hot/account"]');
+    await page.waitForSelector('tr[data-contended="hot/account"] td[data-waiters="2"]', { timeout: 10_000 });
+    assert.equal(await page.locator('#contended tbody tr').first().getAttribute('data-contended'), 'hot/account');
+    assert.match((await contended.textContent()) ?? '', /hot-holder/);
+    assert.ok(Number(await contended.locator('td[data-waited-ms]').getAttribute('data-waited-ms')) >= 0);
+    await page.waitForSelector('tr[data-contended="hot/other"] td[data-waiters="1"]', { timeout: 10_000 });
+    // the live chart of grants per second: a bar per second of the last minute, the grants
+    // made above among them
+    await page.waitForFunction(() => Number((globalThis as unknown as { document: { getElementById(id: string): { getAttribute(a: string): string | null } | null } }).document.getElementById('activity-chart')?.getAttribute('data-total') ?? '0') > 0, undefined, { timeout: 10_000 });
+    assert.equal(await page.locator('#activity-chart rect.grants').count(), 60);
+    assert.match((await page.textContent('#activity-hint')) ?? '', /grants in the last minute/);
     // page-side functions reach the DOM through globalThis: this project compiles without
     // the DOM library (and the page's CSP forbids evaluating strings)
     const navigations = (): Promise<number> => page.evaluate(() => (globalThis as unknown as PageGlobals).performance.getEntriesByType('navigation').length);
@@ -150,6 +171,7 @@ describe('status page in headless Chromium', { skip, timeout: 120_000 }, () => {
 
     await queued;
     await campaigning;
+    await Promise.all(hotWaiters);
     assert.deepEqual(foreign, [], 'the page loaded something from outside the node');
     assert.deepEqual(pageErrors, [], 'script errors on the page');
   });

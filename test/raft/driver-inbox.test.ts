@@ -41,6 +41,7 @@ class SinkTransport extends TransportEvents implements Transport {
   send(msgs: readonly Message[]): void {
     this.sent.push(...msgs);
   }
+  flush(): void {}
   setPeers(): void {}
   close(): Promise<void> {
     return Promise.resolve();

@@ -26,6 +26,8 @@ export class SimTransport implements Transport {
     this.sent += msgs.length;
     for (const m of msgs) this.network.send(m, this.now(), this.incarnation);
   }
+  /** send() hands every message to the network at once */
+  flush(): void {}
   onMessage(h: (m: Message) => void): void {
     this.messageHandler = h;
   }

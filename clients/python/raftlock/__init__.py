@@ -11,15 +11,15 @@ at ttl/3 with jitter, one Idempotency-Key per change across retries, failover wi
 Retry-After, and no grant left behind by an acquire that gave up."""
 
 from .client import Client
-from .errors import (CompactedError, Holder, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError,
-                     LockHeldError, LockLostError, NotHolderError, OutcomeUnknownError, PermissionDeniedError,
-                     RaftlockError, SemaphoreFullError, SessionLostError, SessionNotFoundError, TooManyRequestsError,
-                     UnavailableError)
+from .errors import (CompactedError, DeadlockError, Holder, IdempotencyKeyReusedError, InvalidRequestError,
+                     LimitMismatchError, LockHeldError, LockLostError, NotHolderError, OutcomeUnknownError,
+                     PermissionDeniedError, RaftlockError, SemaphoreFullError, SessionLostError, SessionNotFoundError,
+                     TooManyRequestsError, UnavailableError)
 from .fencing import STALE_FENCING_TOKEN_CODE, is_stale_fencing_token
-from .lock import Leadership, Lock, SemaphoreGrant
+from .lock import Leadership, Lock, LockSet, SemaphoreGrant
 from .session import Session, default_safety_margin
 
-__all__ = ["Client", "Session", "Lock", "SemaphoreGrant", "Leadership", "Holder", "SemaphoreFullError",
+__all__ = ["Client", "Session", "Lock", "LockSet", "SemaphoreGrant", "Leadership", "Holder", "SemaphoreFullError", "DeadlockError",
            "LimitMismatchError", "CompactedError", "RaftlockError", "LockHeldError", "NotHolderError",
            "SessionNotFoundError", "UnavailableError", "TooManyRequestsError", "OutcomeUnknownError",
            "InvalidRequestError", "IdempotencyKeyReusedError", "PermissionDeniedError", "SessionLostError",

@@ -12,7 +12,7 @@ from urllib.parse import quote
 
 from .endpoints import EndpointSet
 from .errors import InvalidRequestError, LockLostError, RaftlockError, SessionNotFoundError
-from .lock import Leadership, Lock
+from .lock import Leadership, Lock, LockSet
 from .session import Session
 from .transport import Cancel, Transport
 from .watch import observe_leaders, watch_events
@@ -48,12 +48,15 @@ class Client:
     ``ca_file`` / ``cert_file`` / ``key_file`` (or a ready ``ssl_context``): TLS for
     https:// endpoints, mutual TLS with a client certificate. ``on_warning(message, err)``
     receives recoverable problems (a failed keepalive that will be retried, a failed
-    release)."""
+    release). ``leader_routing`` (default True): send writes, keepalives and linearizable
+    reads to the leader the answers name, when its URL is one of ``endpoints``, sparing a
+    follower's relay; False spreads them round-robin (README "Leader routing")."""
 
     def __init__(self, endpoints: Union[str, Sequence[str]], timeout: float = 5.0, retry_budget: float = 15.0,
                  token: Optional[str] = None, ca_file: Optional[str] = None, cert_file: Optional[str] = None,
                  key_file: Optional[str] = None, ssl_context: Optional[ssl.SSLContext] = None,
-                 on_warning: Optional[Callable[[str, BaseException], None]] = None) -> None:
+                 on_warning: Optional[Callable[[str, BaseException], None]] = None,
+                 leader_routing: bool = True) -> None:
         urls = [u.strip() for u in endpoints.split(",") if u.strip()] if isinstance(endpoints, str) else list(endpoints)
         for what, v in (("timeout", timeout), ("retry_budget", retry_budget)):
             if not isinstance(v, (int, float)) or not v > 0:
@@ -71,7 +74,7 @@ class Client:
                 raise InvalidRequestError("invalid_request", f"Client: TLS files: {e}") from e
         self.timeout = float(timeout)
         self._on_warning = on_warning
-        self._transport = Transport(eps, float(timeout), float(retry_budget), token, ssl_context, rng)
+        self._transport = Transport(eps, float(timeout), float(retry_budget), token, ssl_context, rng, bool(leader_routing))
 
     @property
     def endpoints(self) -> List[str]:
@@ -136,6 +139,37 @@ class Client:
             except Exception as e:  # noqa: BLE001 -- the block's outcome stands; the session expires
                 self._warn(f"could not close session {session.id} (its lock expires after its ttl)", e)
 
+    @contextmanager
+    def locks(self, names: List[str], ttl: Optional[float] = None, wait: float = 0, owner: Optional[str] = None,
+              shared: bool = False, max_hold: Optional[float] = None) -> Iterator[LockSet]:
+        """``with client.locks(["accounts/1", "accounts/2"], ttl=10, wait=30) as ls:`` takes
+        every name together (Session.lock_all: never deadlocks with another set over the same
+        names, in any order), runs the block with ``ls.fencing_tokens``, and closes the
+        session. LockLostError on the way out if any lock was lost before the block ended."""
+        session = self.session(ttl=ttl, owner=owner)
+        try:
+            ls = session.lock_all(names, wait=wait, owner=owner, shared=shared, max_hold=max_hold)
+            try:
+                yield ls
+            except BaseException as e:
+                if ls.lost.is_set():
+                    raise self._set_lost_error(ls) from e
+                raise
+            if ls.lost.is_set():
+                raise self._set_lost_error(ls)
+        finally:
+            try:
+                session.close()
+            except Exception as e:  # noqa: BLE001 -- the block's outcome stands; the session expires
+                self._warn(f"could not close session {session.id} (its locks expire after its ttl)", e)
+
+    @classmethod
+    def _set_lost_error(cls, ls: LockSet) -> LockLostError:
+        for lk in ls.locks:
+            if lk.lost.is_set():
+                return cls._lost_error(lk)
+        return LockLostError("", 0, "a lock of the set was lost")
+
     @staticmethod
     def _lost_error(lk: Lock) -> LockLostError:
         why = lk.reason.message if lk.reason else f"lock {lk.name} was lost"
@@ -145,7 +179,7 @@ class Client:
 
     def get_lock(self, name: str, stale: bool = False) -> Dict[str, Any]:
         """GET /v1/locks/{name}: ``{"name", "held", "holder"?, "waiters"}`` (linearizable unless stale)."""
-        a = self._transport.call("GET", _lock_path(name) + ("?consistency=stale" if stale else ""), "read")
+        a = self._transport.call("GET", _lock_path(name) + ("?consistency=stale" if stale else ""), "read", any_node=stale)
         return a.json(f"get {name}")
 
     def check_token(self, name: str, fencing_token: int) -> bool:
@@ -160,13 +194,13 @@ class Client:
 
     def get_semaphore(self, name: str, stale: bool = False) -> Dict[str, Any]:
         """GET /v1/semaphores/{name}: ``{"name", "limit", "in_use", "holders", "waiters"}``."""
-        a = self._transport.call("GET", _semaphore_path(name) + ("?consistency=stale" if stale else ""), "read")
+        a = self._transport.call("GET", _semaphore_path(name) + ("?consistency=stale" if stale else ""), "read", any_node=stale)
         return a.json(f"get semaphore {name}")
 
     def leader(self, name: str, stale: bool = False) -> Optional[Dict[str, Any]]:
         """GET /v1/elections/{name}: the leader ``{"session_id", "value", "fencing_token"}``,
         or None while none leads (linearizable unless stale)."""
-        a = self._transport.call("GET", _election_path(name) + ("?consistency=stale" if stale else ""), "read")
+        a = self._transport.call("GET", _election_path(name) + ("?consistency=stale" if stale else ""), "read", any_node=stale)
         ld = a.json(f"get election {name}").get("leader")
         return ld if isinstance(ld, dict) else None
 
@@ -253,6 +287,40 @@ class Client:
         if max_hold is not None:
             base["max_hold_ms"] = _ms(max_hold)
         return self._waiting_call(_lock_path(name, "acquire"), f"acquire {name}", base, wait, cancel)
+
+    def _acquire_all(self, names: List[str], sid: str, wait: float, owner: Optional[str], cancel: Optional[Cancel] = None,
+                     shared: bool = False, max_hold: Optional[float] = None) -> Dict[str, Any]:
+        """POST /v1/locks/acquire-all (docs/contract.md §5): ``{"grants": [{"name",
+        "fencing_token"}], "ttl", "sent_at"}``, the grants matching ``names`` one to one"""
+        base: Dict[str, Any] = {"names": list(names), "session_id": sid}
+        if owner is not None:
+            base["owner"] = owner
+        if shared:
+            base["mode"] = "shared"
+        if max_hold is not None:
+            base["max_hold_ms"] = _ms(max_hold)
+        wait_ms = _ms(wait)
+
+        def body(elapsed: float) -> Dict[str, Any]:
+            return dict(base, wait_ms=max(0, wait_ms - _ms(elapsed)))
+
+        what = f"acquire-all {', '.join(names)}"
+        a = self._transport.call("POST", "/v1/locks/acquire-all", "keyed", body=body, key=str(uuid.uuid4()), wait=wait, cancel=cancel)
+        g = a.json(what)
+        grants, ttl_ms = g.get("grants"), g.get("ttl_ms")
+        ok = isinstance(grants, list) and isinstance(ttl_ms, int) and len(grants) == len(names)
+        if ok:
+            for x, n in zip(grants, names):  # type: ignore[arg-type]
+                ok = ok and isinstance(x, dict) and x.get("name") == n and isinstance(x.get("fencing_token"), int) and x["fencing_token"] >= 1
+        if not ok:
+            raise InvalidRequestError("bad_response", f"{a.endpoint}: {what}: the grants do not match the names asked for", status=a.status, endpoint=a.endpoint)
+        return {"grants": [{"name": x["name"], "fencing_token": x["fencing_token"]} for x in grants], "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at}  # type: ignore[union-attr]
+
+    def _release_all(self, names: List[str], sid: str, budget: Optional[float] = None) -> List[str]:
+        deadline = None if budget is None else time.monotonic() + budget
+        a = self._transport.call("POST", "/v1/locks/release-all", "keyed", body={"names": list(names), "session_id": sid}, key=str(uuid.uuid4()), deadline=deadline)
+        rel = a.json("release-all").get("released")
+        return [x for x in rel if isinstance(x, str)] if isinstance(rel, list) else []
 
     def _acquire_semaphore(self, name: str, sid: str, limit: int, permits: int, wait: float, owner: Optional[str],
                            max_hold: Optional[float], cancel: Optional[Cancel] = None) -> Dict[str, Any]:

@@ -2,7 +2,13 @@
 leader), so calls go round-robin over the endpoints believed healthy. One that failed to
 connect, or answered 503/429, rests: for 503/429 for the server's Retry-After, after
 connection failures for an exponential backoff. When every endpoint rests, the caller
-learns how long until the first one wakes."""
+learns how long until the first one wakes.
+
+Leader routing (README "Leader routing"): every answer names the leader its node knows
+(the X-Raftlock-Leader header). When that URL is one of the endpoints, calls the leader
+serves go to it first, sparing a follower's relay; while it rests, the rotation takes
+over, and the next answer names the leader again. A hint naming any other address is
+ignored: requests (and the token) only ever go to the endpoints the program listed."""
 
 import email.utils
 import threading
@@ -63,15 +69,41 @@ class EndpointSet:
         self._next = abs(int(start_at)) % len(self._states)
         self._now = now
         self._mu = threading.Lock()
+        #: the endpoint the last hint named, if it is one of ours
+        self._leader: Optional[_State] = None
 
     @property
     def urls(self) -> List[str]:
         return [s.url for s in self._states]
 
-    def pick(self) -> Tuple[str, float]:
-        """The next ready endpoint in rotation, else the one that wakes first (and the wait)."""
+    @property
+    def leader_url(self) -> Optional[str]:
+        """The endpoint last named as the leader, or None."""
+        with self._mu:
+            return self._leader.url if self._leader is not None else None
+
+    def note_leader(self, hint: Optional[str]) -> None:
+        """An answer's leader hint: remembered when it names one of the endpoints; anything
+        else (absent, malformed, another address) changes nothing."""
+        if not hint:
+            return
+        try:
+            url = normalize_endpoint(hint)
+        except InvalidRequestError:
+            return
+        with self._mu:
+            s = self._find(url)
+            if s is not None:
+                self._leader = s
+
+    def pick(self, to_leader: bool = False) -> Tuple[str, float]:
+        """With ``to_leader``, the known leader when it is ready (the rotation is not
+        advanced); otherwise the next ready endpoint in rotation, else the one that wakes
+        first (and the wait)."""
         with self._mu:
             t = self._now()
+            if to_leader and self._leader is not None and self._leader.not_before <= t:
+                return self._leader.url, 0.0
             n = len(self._states)
             best = None
             for i in range(n):

@@ -3,7 +3,7 @@
 ``endpoint`` that produced it. Branch on the class, as with the TypeScript SDK."""
 
 import json
-from typing import Any, Optional
+from typing import Any, List, Optional
 
 
 class Holder:
@@ -30,12 +30,27 @@ class RaftlockError(Exception):
 class LockHeldError(RaftlockError):
     """409 lock_held: another session holds the lock and the wait (if any) ran out. On a
     campaign, ``leader`` is the election's leader (``{"session_id", "value",
-    "fencing_token"}``, or None while none leads)."""
+    "fencing_token"}``, or None while none leads). On a lock set, ``blocked`` lists each
+    lock that kept it from being granted: ``{"name", "holder"?}`` (holder a Holder)."""
 
-    def __init__(self, message: str, holder: Optional[Holder] = None, leader: Optional[dict] = None, **kw: Any) -> None:
+    def __init__(self, message: str, holder: Optional[Holder] = None, leader: Optional[dict] = None,
+                 blocked: Optional[List[dict]] = None, **kw: Any) -> None:
         super().__init__("lock_held", message, **kw)
         self.holder = holder
         self.leader = leader
+        self.blocked = blocked
+
+
+class DeadlockError(RaftlockError):
+    """409 deadlock (docs/contract.md §5 "Deadlock detection"): waiting would have closed a
+    cycle of sessions waiting for each other, so the server refused the wait at once and
+    changed nothing. ``cycle`` lists each session with the name it waits on, this request's
+    session first: ``{"session_id", "name", "kind"?}`` ("semaphore" for a semaphore's name).
+    Release what you hold and try again, or take the locks together (lock_all)."""
+
+    def __init__(self, message: str, cycle: Optional[List[dict]] = None, **kw: Any) -> None:
+        super().__init__("deadlock", message, **kw)
+        self.cycle = cycle or []
 
 
 class SemaphoreFullError(RaftlockError):
@@ -162,7 +177,23 @@ def error_from_response(status: int, body: bytes, endpoint: str, idempotency_key
             holder = Holder(h["session_id"], h.get("owner") if isinstance(h.get("owner"), str) else "", h["fencing_token"])
         ld = e.get("leader")
         leader = ld if isinstance(ld, dict) and isinstance(ld.get("session_id"), str) else None
-        return LockHeldError(msg, holder, leader, **kw)
+        blocked = None
+        if isinstance(e.get("blocked"), list):
+            blocked = []
+            for b in e["blocked"]:
+                if isinstance(b, dict) and isinstance(b.get("name"), str):
+                    bh = b.get("holder")
+                    row: dict = {"name": b["name"]}
+                    if isinstance(bh, dict) and isinstance(bh.get("session_id"), str) and isinstance(bh.get("fencing_token"), int):
+                        row["holder"] = Holder(bh["session_id"], bh.get("owner") if isinstance(bh.get("owner"), str) else "", bh["fencing_token"])
+                    blocked.append(row)
+        return LockHeldError(msg, holder, leader, blocked, **kw)
+    if code == "deadlock":
+        cycle = []
+        for c in e.get("cycle") if isinstance(e.get("cycle"), list) else []:
+            if isinstance(c, dict) and isinstance(c.get("session_id"), str) and isinstance(c.get("name"), str):
+                cycle.append({"session_id": c["session_id"], "name": c["name"], **({"kind": "semaphore"} if c.get("kind") == "semaphore" else {})})
+        return DeadlockError(msg, cycle, **kw)
     if code == "semaphore_full":
         return SemaphoreFullError(msg, _int(e.get("in_use")), _int(e.get("limit")), **kw)
     if code == "limit_mismatch":

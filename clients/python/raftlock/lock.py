@@ -11,7 +11,7 @@ semaphore; Leadership leads an election (docs/contract.md §4) -- the same rules
 
 import threading
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Callable, Dict, List, Optional, Sequence
 
 from .errors import LockLostError, NotHolderError
 
@@ -41,6 +41,11 @@ class Lock:
         self._session = session
         self._released = False
         self._mu = threading.Lock()
+        #: requests waiting on the name at the session's last keepalive (docs/contract.md §5
+        #: "Contention"; 0 until a keepalive says otherwise, or from a server that does not tell)
+        self.waiters = 0
+        self._on_contended: List[Callable[["Lock", int], None]] = []
+        self._on_lost: List[Callable[["Lock"], None]] = []
 
     @property
     def held(self) -> bool:
@@ -48,6 +53,25 @@ class Lock:
         right before an action that needs the lock."""
         now = time.monotonic()
         return not self.lost.is_set() and now < self._session.proven_until and now < self.hold_until
+
+    @property
+    def contended(self) -> bool:
+        """Someone waits for this lock (as of the last keepalive): a long job can yield at a safe point."""
+        return self.waiters > 0
+
+    def on_contended(self, callback: Callable[["Lock", int], None]) -> None:
+        """``callback(lock, waiters)`` runs (on the keepalive thread: keep it short) when a
+        keepalive finds requests waiting on the lock where the one before found none."""
+        self._on_contended.append(callback)
+
+    def _note_waiters(self, n: int) -> None:
+        was, self.waiters = self.waiters, n
+        if was == 0 and n > 0 and not self.lost.is_set():
+            for cb in list(self._on_contended):
+                try:
+                    cb(self, n)
+                except Exception as e:  # noqa: BLE001 -- a callback's error must not stop the keepalives
+                    self._session._client._warn(f"a contended callback of {self._what()} failed", e)
 
     def assert_held(self) -> None:
         """Raises LockLostError unless ``held``."""
@@ -99,6 +123,20 @@ class Lock:
             self.lost.set()
             if self._hold_timer is not None:
                 self._hold_timer.cancel()
+        for cb in list(self._on_lost):
+            cb(self)
+
+    def _detach(self) -> Optional[bool]:
+        """A lock set's release (LockSet.release): marks it released and sets ``lost`` before
+        the request is sent. None: released already; else whether it was lost before."""
+        with self._mu:
+            if self._released:
+                return None
+            self._released = True
+            was_lost = self.lost.is_set()
+        self._mark_lost(f"{self._what()} (token {self.fencing_token}) was released")
+        self._session._forget(self)
+        return was_lost
 
     def __enter__(self) -> "Lock":
         return self
@@ -108,6 +146,96 @@ class Lock:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(name={self.name!r}, fencing_token={self.fencing_token}, session_id={self.session_id!r}, held={self.held})"
+
+
+class LockSet:
+    """Several locks granted together by one acquire-all (docs/contract.md §5 "Lock sets"):
+    ``locks`` in the order the names were asked for, each a Lock with its own fencing token;
+    ``fencing_tokens`` maps name to token; ``lost`` is set the moment ANY of them can no
+    longer be proven held. ``release()`` gives them all back in one request; ``with``
+    releases on the way out."""
+
+    def __init__(self, session: "Session", locks: Sequence[Lock]) -> None:
+        self.locks: List[Lock] = list(locks)
+        self.session_id = session.id
+        self.fencing_tokens: Dict[str, int] = {lk.name: lk.fencing_token for lk in self.locks}
+        #: set when any lock of the set can no longer be proven held
+        self.lost = threading.Event()
+        self._session = session
+        self._released = False
+        self._mu = threading.Lock()
+        for lk in self.locks:
+            lk._on_lost.append(lambda _lk: self.lost.set())
+            if lk.lost.is_set():
+                self.lost.set()
+
+    def lock(self, name: str) -> Lock:
+        for lk in self.locks:
+            if lk.name == name:
+                return lk
+        raise KeyError(f"lock {name} is not in this set")
+
+    @property
+    def held(self) -> bool:
+        """Every lock of the set is proven held right now."""
+        return all(lk.held for lk in self.locks)
+
+    @property
+    def contended(self) -> bool:
+        return any(lk.contended for lk in self.locks)
+
+    @property
+    def reason(self) -> Optional[LockLostError]:
+        for lk in self.locks:
+            if lk.lost.is_set():
+                return lk.reason
+        return None
+
+    def on_contended(self, callback: Callable[[Lock, int], None]) -> None:
+        """``callback(lock, waiters)`` when a lock of the set becomes contended."""
+        for lk in self.locks:
+            lk.on_contended(callback)
+
+    def assert_held(self) -> None:
+        for lk in self.locks:
+            lk.assert_held()
+
+    def release(self) -> None:
+        """Sets ``lost`` on every lock, then releases them in one release-all (a lock lost
+        meanwhile by its token alone, so a later grant of its name stays). Twice, or after
+        the session ended, does nothing."""
+        with self._mu:
+            if self._released:
+                return
+            self._released = True
+        batch: List[str] = []
+        lost: List[Lock] = []
+        for lk in self.locks:
+            was_lost = lk._detach()
+            if was_lost is None:
+                continue
+            if was_lost:
+                lost.append(lk)
+            else:
+                batch.append(lk.name)
+        if not self._session.is_open:
+            return
+        if batch:
+            self._session._client._release_all(batch, self.session_id)
+        for lk in lost:
+            try:
+                self._session._client._release(lk.name, self.session_id, lk.fencing_token)
+            except NotHolderError:
+                pass
+
+    def __enter__(self) -> "LockSet":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    def __repr__(self) -> str:
+        return f"LockSet({self.fencing_tokens!r}, session_id={self.session_id!r}, held={self.held})"
 
 
 class SemaphoreGrant(Lock):

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
 
 from .errors import (InvalidRequestError, LockHeldError, LockLostError, PermissionDeniedError, RaftlockError,
                      SemaphoreFullError, SessionLostError, SessionNotFoundError, definitely_not_applied)
-from .lock import Leadership, Lock, SemaphoreGrant
+from .lock import Leadership, Lock, LockSet, SemaphoreGrant
 from .transport import Cancel, Cancelled
 
 if TYPE_CHECKING:
@@ -95,6 +95,70 @@ class Session:
         def make(g: Dict[str, Any]) -> Lock:
             return Lock(self, name, g["fencing_token"], g["ttl"], "shared" if shared else "exclusive")
         return self._acquire_in("lock", name, wait, max_hold, LockHeldError, call, make)  # type: ignore[return-value]
+
+    def lock_all(self, names: List[str], wait: float = 0, owner: Optional[str] = None, shared: bool = False,
+                 max_hold: Optional[float] = None) -> LockSet:
+        """Takes every lock of ``names`` (1-64 distinct names) in this session at once: the
+        server grants them together in one step, or makes the set wait as one request with
+        one place in the FIFO queue of each name, so two sets over the same names, in any
+        order, never wait for each other (docs/contract.md §5). lock()'s rules otherwise:
+        LockHeldError (with ``blocked``) when the wait runs out, DeadlockError when waiting
+        would close a cycle, and an acquire that ends without a definite "not applied" gives
+        every name back (one release-all, which also withdraws the wait) before the error
+        propagates. The LockSet's ``lost`` is set when ANY of its locks is lost."""
+        if not isinstance(names, (list, tuple)) or not 1 <= len(names) <= 64 or len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
+            raise InvalidRequestError("invalid_request", f"a lock set names 1-64 distinct non-empty lock names, got {names!r}")
+        names = list(names)
+        if not isinstance(wait, (int, float)) or wait < 0 or wait != wait:
+            raise InvalidRequestError("invalid_request", f"wait must be a number of seconds >= 0, got {wait!r}")
+        if max_hold is not None and (not isinstance(max_hold, (int, float)) or not 0.1 <= max_hold <= 2147483.647):
+            raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
+        self._assert_open()
+        until = time.monotonic() + wait
+        while True:
+            chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+            try:
+                g = self._client._acquire_all(names, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
+            except Cancelled:
+                raise self._ended_error() from None
+            except BaseException as err:
+                if isinstance(err, SessionNotFoundError):
+                    self._mark_lost(f"the server no longer knows session {self.id}", err)
+                if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
+                    continue  # this wait ran out before ours: queue again
+                if not definitely_not_applied(err):
+                    self._forget_set(names, err)
+                raise
+            self._note_ack(g["sent_at"])
+            locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
+            with self._mu:
+                if self._state != "open":
+                    for lk in locks:
+                        lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
+                    raise self._ended_error()
+                for lk in locks:
+                    # a name the session held keeps that grant, and its first max hold
+                    for other in self._locks:
+                        if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                            lk._limit_hold(other.hold_until)
+                    self._locks.add(lk)
+            if max_hold is not None:
+                for lk in locks:
+                    lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+            ls = LockSet(self, locks)
+            if not ls.held:
+                for lk in locks:
+                    lk._mark_lost(f"{', '.join(names)} were granted but the session could not be proven alive")
+            return ls
+
+    def _forget_set(self, names: List[str], cause: BaseException) -> None:
+        if not self.is_open:
+            return
+        try:
+            self._client._release_all(names, self.id, budget=self._client.timeout)
+        except RaftlockError as e:
+            if not isinstance(e, SessionNotFoundError):
+                self._client._warn(f"could not release {', '.join(names)} after an acquire-all that gave up ({cause!r}); they are freed when session {self.id} ends", e)
 
     def semaphore(self, name: str, limit: int, permits: int = 1, wait: float = 0, owner: Optional[str] = None,
                   max_hold: Optional[float] = None) -> SemaphoreGrant:
@@ -299,16 +363,21 @@ class Session:
         keepalive arrived (docs/api.md "Keepalive answers"): every grant answered before it
         was sent that the list lacks was revoked or freed by its max hold. Matched by name
         and fencing token, locks and elections in one name space, semaphores in theirs."""
-        held = set()
+        held: Dict[Any, Optional[int]] = {}
         for g in grants:
             if isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("fencing_token"), int):
-                held.add(("semaphore" if g.get("kind") == "semaphore" else "lock", g["name"], g["fencing_token"]))
+                w = g.get("waiters")
+                held[("semaphore" if g.get("kind") == "semaphore" else "lock", g["name"], g["fencing_token"])] = w if isinstance(w, int) and not isinstance(w, bool) else None
         with self._mu:
             if self._state != "open":
                 return
             gone = [lk for lk in self._locks if lk._seen_at <= asked_at and (lk.space, lk.name, lk.fencing_token) not in held]
             for lk in gone:
                 self._locks.discard(lk)
+            counted = [(lk, held[(lk.space, lk.name, lk.fencing_token)]) for lk in self._locks if held.get((lk.space, lk.name, lk.fencing_token)) is not None]
+        # contention (docs/contract.md §5): each grant's count of waiting requests
+        for lk, n in counted:
+            lk._note_waiters(n)  # type: ignore[arg-type]
         for lk in gone:
             lk._mark_lost(f"{lk._what()} (token {lk.fencing_token}) is no longer held by session {self.id}: revoked, or freed by its max hold")
 

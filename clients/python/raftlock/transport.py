@@ -104,8 +104,10 @@ class Answer:
 
 class Transport:
     def __init__(self, endpoints: EndpointSet, timeout: float, retry_budget: float, token: Optional[str],
-                 ssl_context: Optional[ssl.SSLContext], rng: random.Random) -> None:
+                 ssl_context: Optional[ssl.SSLContext], rng: random.Random, leader_routing: bool = True) -> None:
         self.endpoints = endpoints
+        #: send calls the leader serves to the leader the answers name (endpoints.py)
+        self.leader_routing = leader_routing
         self.timeout = timeout
         self.retry_budget = retry_budget
         self.token = token
@@ -118,7 +120,9 @@ class Transport:
             return self._rng.random()
 
     def call(self, method: str, path: str, mode: str, body: Body = None, key: Optional[str] = None,
-             wait: float = 0.0, deadline: Optional[float] = None, cancel: Optional[Cancel] = None) -> Answer:
+             wait: float = 0.0, deadline: Optional[float] = None, cancel: Optional[Cancel] = None,
+             any_node: bool = False) -> Answer:
+        """``any_node``: served by whichever node answers (a stale read), never routed to the leader."""
         start = time.monotonic()
         if deadline is None:
             deadline = start + self.retry_budget + wait
@@ -129,7 +133,10 @@ class Transport:
         while True:
             if cancel is not None and cancel.is_set:
                 raise Cancelled()
-            url, rest = self.endpoints.pick()
+            # Only the endpoint changes with leader routing: what a failure means, and
+            # whether the call may be repeated, stays exactly as below (the same rules on
+            # any node).
+            url, rest = self.endpoints.pick(self.leader_routing and not any_node)
             remaining = deadline - time.monotonic()
             if remaining <= 0 and attempt > 0:
                 break
@@ -223,6 +230,8 @@ class Transport:
             try:
                 conn.request(method, u.path + path, body=data, headers=headers)
                 res = conn.getresponse()
+                if self.leader_routing:
+                    self.endpoints.note_leader(res.getheader("X-Raftlock-Leader"))
                 raw = _read_body(res)
             except (OSError, http.client.HTTPException) as e:
                 if cancel is not None and cancel.is_set:

@@ -90,3 +90,52 @@ class IntegrationTest(unittest.TestCase):
 
 if __name__ == "__main__":
     unittest.main()
+
+
+@unittest.skipUnless(ENDPOINTS, "integration: RAFTLOCK_TEST_ENDPOINTS is not set (comma-separated API URLs of a running cluster); npm test sets it")
+class LockSetIntegrationTest(unittest.TestCase):
+    def setUp(self) -> None:
+        self.client = Client(ENDPOINTS, token=os.environ.get("RAFTLOCK_TEST_TOKEN"))
+
+    def test_opposite_order_deadlocks_per_name_and_never_with_lock_all(self) -> None:
+        from raftlock import DeadlockError
+        a1, a2 = unique("acct1"), unique("acct2")
+        sa, sb = self.client.session(ttl=20), self.client.session(ttl=20)
+        try:
+            la1, lb2 = sa.lock(a1), sb.lock(a2)
+            got = {}
+            t = threading.Thread(target=lambda: got.setdefault("a2", sa.lock(a2, wait=30)))
+            t.start()
+            deadline = time.monotonic() + 10
+            while self.client.get_lock(a2)["waiters"] != 1:
+                self.assertLess(time.monotonic(), deadline, "a did not start waiting")
+                time.sleep(0.02)
+            started = time.monotonic()
+            with self.assertRaises(DeadlockError) as cm:
+                sb.lock(a1, wait=30)
+            self.assertLess(time.monotonic() - started, 10, "refused at once")
+            self.assertEqual(cm.exception.cycle[0], {"session_id": sb.id, "name": a1})
+            lb2.release()
+            t.join(30)
+            self.assertEqual(got["a2"].name, a2)
+            la1.release()
+            got["a2"].release()
+        finally:
+            sa.close()
+            sb.close()
+        errors = []
+
+        def transfer(names) -> None:
+            try:
+                for _ in range(4):
+                    with self.client.locks(names, ttl=20, wait=30) as ls:
+                        if not ls.held or set(ls.fencing_tokens) != set(names):
+                            errors.append("a set not wholly held")
+            except Exception as e:  # noqa: BLE001 -- reported below
+                errors.append(repr(e))
+        threads = [threading.Thread(target=transfer, args=(n,)) for n in ([a1, a2], [a2, a1])]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join(60)
+        self.assertEqual(errors, [])

@@ -13,11 +13,12 @@ import { HttpCaller, type Answer, type CallSpec } from './http.js';
 import type { Lock } from './lock.js';
 import type { SemaphoreGrant } from './semaphore.js';
 import type { Leadership } from './leadership.js';
+import type { LockSet } from './lock-set.js';
 import { Session, type SessionCampaignOptions, type SessionLockOptions, type SessionSemaphoreOptions } from './session.js';
 import { observeLeaders, watchEvents, type Leader, type WatchEvent, type WatchOptions, type WatchSynced } from './watch.js';
 import {
-  decodeCampaignGrant, decodeCluster, decodeElection, decodeGrant, decodeKeepalive, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
-  type CampaignGrant, type ClusterInfo, type ElectionInfo, type Grant, type KeepaliveAnswer, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
+  decodeCampaignGrant, decodeCluster, decodeLockSetGrant, decodeElection, decodeGrant, decodeKeepalive, decodeLockInfo, decodeLockList, decodeSemaphoreGrant, decodeSemaphoreInfo, decodeSemaphoreList, decodeSessionGrant, decodeSessionInfo, electionPath, lockPath, semaphorePath, sessionPath,
+  type CampaignGrant, type ClusterInfo, type LockSetGrantInfo, type ElectionInfo, type Grant, type KeepaliveAnswer, type LockInfo, type SemaphoreGrantInfo, type SemaphoreInfo, type SessionGrant, type SessionInfo,
 } from './wire.js';
 
 export interface ClientOptions {
@@ -33,6 +34,10 @@ export interface ClientOptions {
   tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
   /** where recoverable problems are reported (a failed keepalive, a failed release); default: nowhere */
   onWarning?: (message: string, err?: unknown) => void;
+  /** send writes, keepalives and linearizable reads to the leader the answers name (its URL
+   *  must be one of `endpoints`), sparing a follower's relay; false: round-robin over every
+   *  endpoint (default true; docs/client.md "Leader routing") */
+  leaderRouting?: boolean;
   /** @internal tests: monotonic clock (ms), randomness, undici dispatcher */
   now?: () => number;
   random?: () => number;
@@ -101,6 +106,15 @@ export interface WithLockContext {
   signal: AbortSignal;
   sessionId: string;
   lock: Lock;
+}
+
+export interface WithLocksContext {
+  /** name → fencing token: pass each name's token to the writes under that name */
+  fencingTokens: Readonly<Record<string, number>>;
+  /** aborts when ANY of the locks can no longer be proven held: stop touching the resources */
+  signal: AbortSignal;
+  sessionId: string;
+  locks: LockSet;
 }
 
 export interface WithLockOptions extends SessionLockOptions {
@@ -181,6 +195,7 @@ export class RaftlockClient {
     const retryBudgetMs = positive(opts.retryBudgetMs ?? DEFAULT_RETRY_BUDGET_MS, 'retryBudgetMs');
     this.http = new HttpCaller({
       endpoints, timeoutMs, retryBudgetMs, now: this.clock, random: this.rand,
+      ...(opts.leaderRouting !== undefined ? { leaderRouting: opts.leaderRouting } : {}),
       ...(opts.token !== undefined ? { token: opts.token } : {}),
       ...(opts.tls !== undefined ? { tls: opts.tls } : {}),
       ...(opts.dispatcher !== undefined ? { dispatcher: opts.dispatcher } : {}),
@@ -262,6 +277,35 @@ export class RaftlockClient {
     return { ...decodeGrant(a.body, `acquire ${name}`), sentAt: a.sentAt };
   }
 
+  /**
+   * POST /v1/locks/acquire-all (docs/contract.md §5 "Lock sets"): every name granted together,
+   * or none. Throws LockHeldError (with `blocked`) when not granted within waitMs,
+   * DeadlockError when waiting would close a cycle. One request (session.lockAll and
+   * withLocks are the safe patterns).
+   */
+  async acquireAll(names: readonly string[], o: AcquireOptions = {}): Promise<LockSetGrantInfo & { sentAt: number }> {
+    const waitMs = o.waitMs ?? 0;
+    const base: Record<string, unknown> = { names: [...names] };
+    if (o.sessionId !== undefined) base.session_id = o.sessionId;
+    if (o.ttlMs !== undefined) base.ttl_ms = o.ttlMs;
+    if (o.owner !== undefined) base.owner = o.owner;
+    if (o.mode === 'shared') base.mode = 'shared';
+    if (o.maxHoldMs !== undefined) base.max_hold_ms = o.maxHoldMs;
+    // A retry (same Idempotency-Key) asks only for the wait that is left.
+    const body = (elapsed: number): Record<string, unknown> => ({ ...base, wait_ms: Math.max(0, Math.round(waitMs - elapsed)) });
+    const a = await this.mutate({ method: 'POST', path: '/v1/locks/acquire-all', body, waitMs, signal: o.signal }, o.idempotencyKey);
+    return { ...decodeLockSetGrant(a.body, names, `acquire-all ${names.join(', ')}`), sentAt: a.sentAt };
+  }
+
+  /** POST /v1/locks/release-all: releases each of these names the session holds, and ends
+   *  its waits on them; answers the names it released. */
+  async releaseAll(names: readonly string[], sessionId: string, o: { signal?: AbortSignal; idempotencyKey?: string; budgetMs?: number } = {}): Promise<{ released: string[] }> {
+    const deadline = o.budgetMs !== undefined ? this.clock() + o.budgetMs : undefined;
+    const a = await this.mutate({ method: 'POST', path: '/v1/locks/release-all', body: { names: [...names], session_id: sessionId }, signal: o.signal, ...opt('deadline', deadline) }, o.idempotencyKey);
+    const released = (a.body as { released?: unknown } | undefined)?.released;
+    return { released: Array.isArray(released) ? released.filter((x): x is string => typeof x === 'string') : [] };
+  }
+
   /** POST /v1/locks/{name}/renew: renews the holder's session; NotHolderError if it lost the lock. */
   async renew(name: string, sessionId: string, o: { signal?: AbortSignal } = {}): Promise<Grant & { sentAt: number }> {
     const a = await this.http.call({ method: 'POST', path: lockPath(name, 'renew'), body: { session_id: sessionId }, retry: 'renewal', ...opt('signal', o.signal) });
@@ -278,13 +322,13 @@ export class RaftlockClient {
 
   async getLock(name: string, o: ReadOptions = {}): Promise<LockInfo> {
     const q = o.consistency === 'stale' ? '?consistency=stale' : '';
-    const a = await this.http.call({ method: 'GET', path: lockPath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: lockPath(name) + q, retry: 'read', anyNode: q !== '', ...opt('signal', o.signal) });
     return decodeLockInfo(a.body, `get ${name}`);
   }
 
   /** GET /v1/locks: held locks whose name starts with `prefix`, sorted by name */
   async listLocks(o: ListOptions = {}): Promise<LockInfo[]> {
-    const a = await this.http.call({ method: 'GET', path: `/v1/locks${listQuery(o)}`, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: `/v1/locks${listQuery(o)}`, retry: 'read', anyNode: o.consistency === 'stale', ...opt('signal', o.signal) });
     return decodeLockList(a.body, 'list locks');
   }
 
@@ -338,14 +382,14 @@ export class RaftlockClient {
    *  (an idle semaphore: limit 0, nobody) */
   async getSemaphore(name: string, o: ReadOptions = {}): Promise<SemaphoreInfo> {
     const q = o.consistency === 'stale' ? '?consistency=stale' : '';
-    const a = await this.http.call({ method: 'GET', path: semaphorePath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: semaphorePath(name) + q, retry: 'read', anyNode: q !== '', ...opt('signal', o.signal) });
     return decodeSemaphoreInfo(a.body, `get semaphore ${name}`);
   }
 
   /** GET /v1/semaphores: the semaphores with holders or waiters whose name starts with
    *  `prefix`, sorted by name (the same options as listLocks) */
   async listSemaphores(o: ListOptions = {}): Promise<SemaphoreInfo[]> {
-    const a = await this.http.call({ method: 'GET', path: `/v1/semaphores${listQuery(o)}`, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: `/v1/semaphores${listQuery(o)}`, retry: 'read', anyNode: o.consistency === 'stale', ...opt('signal', o.signal) });
     return decodeSemaphoreList(a.body, 'list semaphores');
   }
 
@@ -409,7 +453,7 @@ export class RaftlockClient {
   /** GET /v1/elections/{name}: the leader and its value, or null while none leads (linearizable unless stale). */
   async getLeader(name: string, o: ReadOptions = {}): Promise<ElectionInfo> {
     const q = o.consistency === 'stale' ? '?consistency=stale' : '';
-    const a = await this.http.call({ method: 'GET', path: electionPath(name) + q, retry: 'read', ...opt('signal', o.signal) });
+    const a = await this.http.call({ method: 'GET', path: electionPath(name) + q, retry: 'read', anyNode: q !== '', ...opt('signal', o.signal) });
     return decodeElection(a.body, `get election ${name}`);
   }
 
@@ -443,7 +487,7 @@ export class RaftlockClient {
   /** GET /v1/cluster as seen by whichever node answers (or by `endpoint`). */
   async cluster(o: { endpoint?: string; signal?: AbortSignal; timeoutMs?: number } = {}): Promise<ClusterInfo & { endpoint: string }> {
     const deadline = o.timeoutMs === undefined ? undefined : this.clock() + o.timeoutMs;
-    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', ...opt('signal', o.signal), ...opt('deadline', deadline), ...opt('endpoint', o.endpoint === undefined ? undefined : normalizeEndpoint(o.endpoint)) });
+    const a = await this.http.call({ method: 'GET', path: '/v1/cluster', retry: 'read', anyNode: true, ...opt('signal', o.signal), ...opt('deadline', deadline), ...opt('endpoint', o.endpoint === undefined ? undefined : normalizeEndpoint(o.endpoint)) });
     return { ...decodeCluster(a.body, 'cluster'), endpoint: a.endpoint };
   }
 
@@ -457,6 +501,40 @@ export class RaftlockClient {
   async withLock<T>(name: string, fn: (ctx: WithLockContext) => Promise<T> | T, o: WithLockOptions = {}): Promise<T> {
     return this.withGrant(o, (session) => session.lock(name, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode), ...opt('maxHoldMs', o.maxHoldMs) }),
       (l, session) => fn({ fencingToken: l.fencingToken, signal: l.signal, sessionId: session.id, lock: l }));
+  }
+
+  /**
+   * withLock for several locks at once (docs/contract.md §5): takes every name together
+   * (session.lockAll: never deadlocks with another withLocks over the same names, in any
+   * order), runs `fn` once, releases them all in `finally`. `fn` gets each name's fencing
+   * token and a signal that aborts when ANY of them can no longer be proven held. If one was
+   * lost before `fn` settled, withLocks rejects with LockLostError — the work was not
+   * protected.
+   */
+  async withLocks<T>(names: readonly string[], fn: (ctx: WithLocksContext) => Promise<T> | T, o: WithLockOptions = {}): Promise<T> {
+    const own = o.session === undefined;
+    const session = o.session ?? (await this.session({ ...opt('ttlMs', o.ttlMs), ...opt('owner', o.owner), ...opt('safetyMarginMs', o.safetyMarginMs), ...opt('signal', o.signal) }));
+    let set: LockSet | undefined;
+    try {
+      set = await session.lockAll(names, { ...opt('waitMs', o.waitMs), ...opt('owner', o.owner), ...opt('signal', o.signal), ...opt('mode', o.mode), ...opt('maxHoldMs', o.maxHoldMs) });
+      const ls = set;
+      let value: T;
+      try {
+        value = await fn({ fencingTokens: ls.fencingTokens, signal: ls.signal, sessionId: session.id, locks: ls });
+      } catch (err) {
+        if (ls.signal.aborted && ls.signal.reason instanceof LockLostError && !(err instanceof LockLostError)) throw lostWith(ls.signal.reason, { cause: err });
+        throw err;
+      }
+      if (ls.signal.aborted && ls.signal.reason instanceof LockLostError) throw lostWith(ls.signal.reason, { result: value });
+      return value;
+    } finally {
+      try {
+        if (own) await session.close();
+        else if (set) await set.release();
+      } catch (err) {
+        this.warn(`could not release ${set ? `locks ${names.join(', ')}` : 'the session'} (they expire after the session's ttl)`, err);
+      }
+    }
   }
 
   /** withLock and withSemaphore: session (own or given), acquire, run once, release in finally. */
@@ -512,6 +590,8 @@ export class RaftlockClient {
       random: this.rand,
       keepaliveAt: (sessionId: string, deadline: number, signal: AbortSignal) => this.keepalive(sessionId, { deadline, signal }),
       acquireFor: (name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }) => this.acquire(name, p),
+      acquireAllFor: (names: readonly string[], p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }) => this.acquireAll(names, p),
+      releaseAll: (names: readonly string[], sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }) => this.releaseAll(names, sessionId, o ?? {}),
       release: (name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }) => this.release(name, sessionId, fencingToken, o ?? {}),
       acquireSemaphoreFor: (name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }) => this.acquireSemaphore(name, p),
       sessionLocks: async (sessionId: string, signal: AbortSignal) => (await this.getSession(sessionId, { signal })).locks,

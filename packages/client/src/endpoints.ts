@@ -5,6 +5,13 @@
 // exponential backoff. When every endpoint rests, the caller is told how long to wait
 // for the first one to wake, instead of hammering a cluster that said "later".
 //
+// Leader routing (docs/client.md "Leader routing"): every answer names the leader its node
+// knows (the x-raftlock-leader header, docs/api.md "Leader hint"). When that URL is one of
+// these endpoints, calls the leader serves go to it first, sparing a follower's relay
+// (two hops); while it rests, the rotation above takes over, and the next answer names
+// the leader again. Only the endpoints given are ever used: a hint naming anything else is
+// ignored, so no request (or token) goes to an address the application did not list.
+//
 // Pure bookkeeping with an injected clock, so failover rules are unit-testable.
 
 export interface EndpointPick {
@@ -28,6 +35,8 @@ export const MAX_RETRY_AFTER_MS = 30_000;
 export class EndpointSet {
   private readonly states: State[];
   private next: number;
+  /** the endpoint the last hint named as leader, if it is one of ours */
+  private leader: State | undefined;
 
   constructor(urls: readonly string[], private readonly now: () => number, startAt = 0) {
     if (urls.length === 0) throw new Error('RaftlockClient: at least one endpoint is required');
@@ -39,9 +48,32 @@ export class EndpointSet {
     return this.states.map((s) => s.url);
   }
 
-  /** The next endpoint in rotation that is ready; else the one that wakes first. */
-  pick(): EndpointPick {
+  /** the endpoint last named as the leader (one of urls), or null */
+  get leaderUrl(): string | null {
+    return this.leader?.url ?? null;
+  }
+
+  /** An answer's leader hint (its x-raftlock-leader header): remembered when it names one
+   *  of the endpoints; anything else (absent, malformed, another address) changes nothing. */
+  noteLeader(hint: string | string[] | undefined): void {
+    const v = Array.isArray(hint) ? hint[0] : hint;
+    if (v === undefined || v === '' || (this.leader !== undefined && v === this.leader.url)) return;
+    let url: string;
+    try {
+      url = normalizeEndpoint(v);
+    } catch {
+      return;
+    }
+    const s = this.find(url);
+    if (s) this.leader = s;
+  }
+
+  /** The next endpoint to try. `toLeader`: the known leader when it is ready (the rotation
+   *  is not advanced); otherwise, and for every other call, the next endpoint in rotation
+   *  that is ready, else the one that wakes first. */
+  pick(toLeader = false): EndpointPick {
     const t = this.now();
+    if (toLeader && this.leader !== undefined && this.leader.notBefore <= t) return { url: this.leader.url, waitMs: 0 };
     const n = this.states.length;
     let best: State | undefined;
     for (let i = 0; i < n; i++) {

@@ -31,18 +31,51 @@ export class RaftlockError extends Error {
   }
 }
 
+/** one lock that kept a lock set from being granted (docs/contract.md §5 "Lock sets") */
+export interface BlockedLock {
+  name: string;
+  /** its exclusive holder, when it has one */
+  holder?: HolderInfo;
+}
+
 /** 409 lock_held: another session holds the lock and the wait (if any) ran out. */
 export class LockHeldError extends RaftlockError {
   /** absent when the lock is in lock-delay after its holder's session expired */
   readonly holder: HolderInfo | undefined;
   /** a lost campaign: the election's leader (null while none leads); undefined otherwise */
   readonly leader: { sessionId: string; value: string; fencingToken: number } | null | undefined;
-  constructor(message: string, holder: HolderInfo | undefined, opts: RaftlockErrorOptions & { leader?: { sessionId: string; value: string; fencingToken: number } | null } = {}) {
-    const { leader, ...rest } = opts;
+  /** an acquire-all: each lock that kept the set from being granted; undefined otherwise */
+  readonly blocked: BlockedLock[] | undefined;
+  constructor(message: string, holder: HolderInfo | undefined, opts: RaftlockErrorOptions & { leader?: { sessionId: string; value: string; fencingToken: number } | null; blocked?: BlockedLock[] } = {}) {
+    const { leader, blocked, ...rest } = opts;
     super('lock_held', message, rest);
     this.name = 'LockHeldError';
     this.holder = holder;
     this.leader = leader;
+    this.blocked = blocked;
+  }
+}
+
+/** one step of a deadlock: this session waits on `name` for the next step's session */
+export interface DeadlockStep {
+  sessionId: string;
+  name: string;
+  /** 'semaphore' when `name` is a semaphore's */
+  kind?: 'semaphore';
+}
+
+/**
+ * 409 deadlock (docs/contract.md §5 "Deadlock detection"): waiting would have closed a cycle
+ * of sessions waiting for each other, so the server refused the wait at once and changed
+ * nothing (any lock this session holds is still held). `cycle` starts with this request's
+ * session. Release what you hold and try again (or take the locks together: lockAll).
+ */
+export class DeadlockError extends RaftlockError {
+  readonly cycle: DeadlockStep[];
+  constructor(message: string, cycle: DeadlockStep[], opts: RaftlockErrorOptions = {}) {
+    super('deadlock', message, opts);
+    this.name = 'DeadlockError';
+    this.cycle = cycle;
   }
 }
 
@@ -212,7 +245,9 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
   const opts = { status, endpoint };
   switch (code) {
     case 'lock_held':
-      return new LockHeldError(message, decodeHolder(e.holder), { ...opts, ...leaderOf(e.leader) });
+      return new LockHeldError(message, decodeHolder(e.holder), { ...opts, ...leaderOf(e.leader), ...blockedOf(e.blocked) });
+    case 'deadlock':
+      return new DeadlockError(message, cycleOf(e.cycle), opts);
     case 'not_holder':
       return new NotHolderError(message, opts);
     case 'semaphore_full':
@@ -241,6 +276,30 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
     default:
       return new RaftlockError(code, message, opts);
   }
+}
+
+/** the `blocked` list of an acquire-all's lock_held, as an option */
+function blockedOf(v: unknown): { blocked?: BlockedLock[] } {
+  if (!Array.isArray(v)) return {};
+  const out: BlockedLock[] = [];
+  for (const x of v) {
+    if (typeof x !== 'object' || x === null || typeof (x as { name?: unknown }).name !== 'string') continue;
+    const holder = decodeHolder((x as { holder?: unknown }).holder);
+    out.push(holder ? { name: (x as { name: string }).name, holder } : { name: (x as { name: string }).name });
+  }
+  return { blocked: out };
+}
+
+/** a deadlock's `cycle` (malformed steps are dropped, never a crash) */
+function cycleOf(v: unknown): DeadlockStep[] {
+  if (!Array.isArray(v)) return [];
+  const out: DeadlockStep[] = [];
+  for (const x of v) {
+    const o = typeof x === 'object' && x !== null ? (x as Record<string, unknown>) : {};
+    if (typeof o.session_id !== 'string' || typeof o.name !== 'string') continue;
+    out.push(o.kind === 'semaphore' ? { sessionId: o.session_id, name: o.name, kind: 'semaphore' } : { sessionId: o.session_id, name: o.name });
+  }
+  return out;
 }
 
 /** the `leader` of a lost campaign's lock_held (null: none leads), as an option */

@@ -32,6 +32,9 @@ export interface CallSpec {
   signal?: AbortSignal;
   /** ask exactly this endpoint, once (e.g. a node's own /v1/cluster view) */
   endpoint?: string;
+  /** served by whichever node answers (stale reads, a node's own view): never routed to
+   *  the leader, whatever leaderRouting says */
+  anyNode?: boolean;
 }
 
 export interface Answer {
@@ -59,7 +62,12 @@ export interface HttpOptions {
   now: () => number;
   random: () => number;
   dispatcher?: Dispatcher;
+  /** send calls the leader serves to the leader the answers name (default true; docs/client.md "Leader routing") */
+  leaderRouting?: boolean;
 }
+
+/** the answer header naming the leader (docs/api.md "Leader hint") */
+export const LEADER_HEADER = 'x-raftlock-leader';
 
 /** Retries with less time than this left are not started. */
 const MIN_ATTEMPT_MS = 25;
@@ -70,10 +78,12 @@ export class HttpCaller {
   readonly endpoints: EndpointSet;
   private readonly dispatcher: Dispatcher;
   private readonly ownDispatcher: boolean;
+  private readonly leaderRouting: boolean;
 
   constructor(private readonly o: HttpOptions) {
     this.endpoints = new EndpointSet(o.endpoints, o.now, Math.floor(o.random() * o.endpoints.length));
     this.ownDispatcher = o.dispatcher === undefined;
+    this.leaderRouting = o.leaderRouting !== false;
     // Keep-alive pools per origin; undici's defaults pipeline nothing, which suits long waits.
     this.dispatcher = o.dispatcher ?? new Agent({ keepAliveTimeout: 10_000, keepAliveMaxTimeout: 60_000, connect: o.tls ? { ...o.tls } : undefined });
   }
@@ -101,7 +111,9 @@ export class HttpCaller {
     let firstSentAt: number | undefined;
     for (let attempt = 0; ; attempt++) {
       spec.signal?.throwIfAborted();
-      const pick = this.endpoints.pick();
+      // Only the endpoint changes with leader routing: what a failure means, and whether
+      // the call may be repeated, stays exactly as below (the same rules on any node).
+      const pick = this.endpoints.pick(this.leaderRouting && spec.anyNode !== true);
       const remaining = deadline - this.o.now();
       if (remaining <= 0 && attempt > 0) break;
       if (pick.waitMs > 0) {
@@ -200,6 +212,7 @@ export class HttpCaller {
         headersTimeout: attemptMs,
         bodyTimeout: attemptMs,
       });
+      if (this.leaderRouting) this.endpoints.noteLeader(res.headers[LEADER_HEADER]);
       const text = await readText(res.body);
       let parsed: unknown;
       try {

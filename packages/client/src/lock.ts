@@ -4,6 +4,7 @@
 // server no longer lists it for the session (revoked by an administrator, or freed by max hold). Work done under the lock should pass `fencingToken`
 // to every resource it touches (docs/contract.md §3 "Locks", "Fencing tokens"): the signal
 // says "stop", the token makes a late writer harmless when stopping was not quick enough.
+import { EventEmitter } from 'node:events';
 import { LockLostError } from './errors.js';
 
 /** What a Lock needs from its session (kept narrow to avoid an import cycle). */
@@ -19,7 +20,13 @@ export interface LockOwner {
   forget(lock: Lock): void;
 }
 
-export class Lock {
+type LockEvents = {
+  /** docs/client.md "Contention": a keepalive found requests waiting on the lock's name
+   *  where the one before it found none */
+  contended: [{ waiters: number }];
+};
+
+export class Lock extends EventEmitter<LockEvents> {
   readonly name: string;
   readonly fencingToken: number;
   readonly sessionId: string;
@@ -32,8 +39,10 @@ export class Lock {
 
   /** 'shared' for a shared (read) grant */
   readonly mode: 'exclusive' | 'shared';
+  private waiting = 0;
 
   constructor(private readonly owner: LockOwner, grant: { name: string; fencingToken: number; ttlMs: number; mode?: 'exclusive' | 'shared' }) {
+    super();
     this.mode = grant.mode ?? 'exclusive';
     this.name = grant.name;
     this.fencingToken = grant.fencingToken;
@@ -68,6 +77,37 @@ export class Lock {
       this.abort(`lock ${this.name} (token ${this.fencingToken}) reached its max hold: the server frees it then even while the session lives`);
     };
     this.holdTimer = setTimeout(fire, Math.max(0, untilMs - this.owner.now()));
+  }
+
+  /** How many requests waited on the lock's name at the session's last keepalive (Chubby's
+   *  "conflicting lock request"; 0 until a keepalive says otherwise, or from a server that
+   *  does not tell). A long job can yield at a safe point when it is `contended`. */
+  get waiters(): number {
+    return this.waiting;
+  }
+
+  /** someone waits for this lock (as of the last keepalive) */
+  get contended(): boolean {
+    return this.waiting > 0;
+  }
+
+  /** @internal a keepalive's count of the requests waiting on the name */
+  noteWaiters(n: number): void {
+    const was = this.waiting;
+    this.waiting = n;
+    if (was === 0 && n > 0 && !this.controller.signal.aborted) this.emit('contended', { waiters: n });
+  }
+
+  /** @internal a lock set's release-all (lock-set.ts): marks it released and aborts the
+   *  signal before the request is sent; true when the server still needs to be told (as
+   *  release() would send), false when it was released already */
+  detach(): { send: boolean; lost: boolean } {
+    if (this.released) return { send: false, lost: true };
+    this.released = true;
+    const lost = this.controller.signal.aborted;
+    this.abort(`lock ${this.name} (token ${this.fencingToken}) was released`);
+    this.owner.forget(this);
+    return { send: !lost || this.owner.isOpen(), lost };
   }
 
   /** Throws LockLostError unless `held`: call it right before an action that needs the lock. */

@@ -19,7 +19,8 @@ import { definitelyNotApplied } from './outcome.js';
 import { Lock, type LockOwner } from './lock.js';
 import { SemaphoreGrant } from './semaphore.js';
 import { Leadership, type LeadershipHost } from './leadership.js';
-import type { CampaignGrant, Grant, KeepaliveGrant, SemaphoreGrantInfo } from './wire.js';
+import { LockSet, type LockSetOwner } from './lock-set.js';
+import type { CampaignGrant, Grant, KeepaliveGrant, LockSetGrantInfo, SemaphoreGrantInfo } from './wire.js';
 
 /** The slice of RaftlockClient a Session uses. */
 export interface SessionHost {
@@ -28,6 +29,9 @@ export interface SessionHost {
   /** `grants`: the session's grants as of the keepalive, from a server that lists them */
   keepaliveAt(sessionId: string, deadline: number, signal: AbortSignal): Promise<{ sentAt: number; ttlMs: number; grants?: KeepaliveGrant[] }>;
   acquireFor(name: string, p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }): Promise<Grant & { sentAt: number }>;
+  /** lock sets (docs/contract.md §5 "Lock sets") */
+  acquireAllFor(names: readonly string[], p: { sessionId: string; waitMs: number; owner?: string; signal: AbortSignal; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }): Promise<LockSetGrantInfo & { sentAt: number }>;
+  releaseAll(names: readonly string[], sessionId: string, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<{ released: string[] }>;
   release(name: string, sessionId: string, fencingToken?: number, o?: { signal?: AbortSignal; budgetMs?: number }): Promise<void>;
   acquireSemaphoreFor(name: string, p: { sessionId: string; limit: number; permits: number; waitMs: number; owner?: string; signal: AbortSignal; maxHoldMs?: number }): Promise<SemaphoreGrantInfo & { sentAt: number }>;
   /** GET /v1/sessions/{id}: the locks the session holds (the revocation check after
@@ -117,6 +121,27 @@ function key(kind: Kind, name: string): string {
   return `${kind}\0${name}`;
 }
 
+/** the acquire options every kind of acquire checks alike */
+function checkWait(opts: { waitMs?: number; maxHoldMs?: number }): { waitMs: number; maxHoldMs: number | undefined } {
+  const waitMs = opts.waitMs ?? 0;
+  if (!Number.isSafeInteger(waitMs) || waitMs < 0) throw new InvalidRequestError('invalid_request', `waitMs must be a whole number of ms >= 0, got ${waitMs}`);
+  const maxHoldMs = opts.maxHoldMs;
+  if (maxHoldMs !== undefined && (!Number.isSafeInteger(maxHoldMs) || maxHoldMs < 100 || maxHoldMs > 2_147_483_647)) throw new InvalidRequestError('invalid_request', `maxHoldMs must be a whole number of ms in 100..2147483647, got ${maxHoldMs}`);
+  return { waitMs, maxHoldMs };
+}
+
+/** a lock set's names: 1–64 distinct non-empty strings (the server checks their syntax) */
+function checkNames(names: readonly string[]): string[] {
+  if (!Array.isArray(names) || names.length < 1 || names.length > 64) throw new InvalidRequestError('invalid_request', `a lock set names 1-64 locks, got ${Array.isArray(names) ? names.length : typeof names}`);
+  const seen = new Set<string>();
+  for (const n of names) {
+    if (typeof n !== 'string' || n.length === 0) throw new InvalidRequestError('invalid_request', 'lock names must be non-empty strings');
+    if (seen.has(n)) throw new InvalidRequestError('invalid_request', `lock ${n} is named twice`);
+    seen.add(n);
+  }
+  return [...names];
+}
+
 export function defaultSafetyMarginMs(ttlMs: number): number {
   return Math.min(2000, Math.max(20, Math.round(ttlMs / 10)));
 }
@@ -146,6 +171,7 @@ export class Session extends EventEmitter<SessionEvents> {
   private readonly owner: LockOwner;
   private readonly semOwner: LockOwner;
   private readonly electionOwner: LockOwner;
+  private readonly setOwner: LockSetOwner;
   /** cleanup releases in flight, by kind and name (docs/client.md "An acquire that fails…") */
   private readonly cleanups = new Map<string, Promise<void>>();
   /** resources whose cleanup release failed (by kind and name); released again after
@@ -185,6 +211,16 @@ export class Session extends EventEmitter<SessionEvents> {
       forget: (l) => this.locks.delete(l),
     });
     this.owner = ownerOf('lock', (l) => host.release(l.name, id, l.fencingToken), (l) => host.checkToken(l.name, l.fencingToken));
+    // A lock set's release: one release-all; unless the server answered, each lock is
+    // retried with the keepalives by its token, as a lock's release is.
+    this.setOwner = {
+      releaseAll: (locks) => host.releaseAll(locks.map((l) => l.name), id).then(() => undefined, (err: unknown) => {
+        const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
+        if (!answered && this.state === 'open') for (const l of locks) this.unresolved.set(key('lock', l.name), { kind: 'lock', name: l.name, token: l.fencingToken });
+        throw err;
+      }),
+      releaseOne: (l) => this.owner.releaseLock(l),
+    };
     // A semaphore release gives back all of this session's permits of the name (the
     // contract has no per-token release); the contract has no token check for semaphores.
     // A second acquire of a semaphore the session holds returns the same grant (same
@@ -234,6 +270,82 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.acquireIn('lock', name, opts, 'lock_held',
       (waitMs, signal) => this.host.acquireFor(name, { sessionId: this.id, waitMs, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(opts.maxHoldMs !== undefined ? { maxHoldMs: opts.maxHoldMs } : {}) }),
       (g) => new Lock(this.owner, g));
+  }
+
+  /**
+   * Takes every lock of `names` (1–64 distinct names) in this session at once: the server
+   * grants them together in one step, or makes the set wait as one request with one place
+   * in the FIFO queue of each name, so two sets over the same names never wait for each
+   * other (docs/contract.md §5). The rules of lock(): waits up to `waitMs` (LockHeldError
+   * with `blocked` when it runs out), DeadlockError when waiting would close a cycle, and
+   * an acquire that ends without a definite "not applied" gives every name back (one
+   * release-all, which also withdraws the wait) before it throws. The LockSet's `signal`
+   * aborts when ANY of its locks can no longer be proven held.
+   */
+  async lockAll(names: readonly string[], opts: SessionLockOptions = {}): Promise<LockSet> {
+    const list = checkNames(names);
+    this.assertOpen();
+    const { waitMs, maxHoldMs } = checkWait(opts);
+    opts.signal?.throwIfAborted();
+    // A cleanup of an earlier acquire of any of these names must not release what this one gets.
+    for (const n of list) {
+      await this.cleanups.get(key('lock', n));
+      this.unresolved.delete(key('lock', n));
+    }
+    this.assertOpen();
+    const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
+    const until = this.host.now() + waitMs;
+    for (;;) {
+      const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
+      let g: LockSetGrantInfo & { sentAt: number };
+      try {
+        g = await this.host.acquireAllFor(list, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(maxHoldMs !== undefined ? { maxHoldMs } : {}) });
+      } catch (err) {
+        if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
+        if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;
+        // The server may have granted the set, or still queue it: give every name back
+        // (release-all also ends the wait). A lost or closed session needs nothing.
+        if (!definitelyNotApplied(err) && this.state === 'open') await this.cleanUpSet(list);
+        throw err;
+      }
+      this.noteAck(g.sentAt);
+      const locks = g.grants.map((x) => new Lock(this.owner, { name: x.name, fencingToken: x.fencingToken, ttlMs: g.ttlMs, mode: g.mode }));
+      const seen = this.host.now();
+      for (const lock of locks) {
+        // as in acquireIn: a name the session held keeps that grant (and its first max hold)
+        for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
+        if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
+        this.locks.add(lock);
+        this.seenAt.set(lock, seen);
+      }
+      const set = new LockSet(locks, this.setOwner);
+      if (this.state !== 'open') {
+        for (const l of locks) l.markLost(`session ${this.id} was lost while acquiring ${list.join(', ')}`);
+        throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
+      }
+      if (!set.held) {
+        // granted after a wait whose only proof is older than the lease (see acquireIn)
+        for (const l of locks) l.markLost(`lock set ${list.join(', ')} was granted but the session could not be proven alive`);
+        await set.release().catch((err: unknown) => {
+          if (!(err instanceof NotHolderError)) this.host.warn(`could not release the lock set ${list.join(', ')}, granted while the session could not be proven alive; retrying after the next keepalive`, err);
+        });
+      }
+      return set;
+    }
+  }
+
+  /** release-all of a lock set's names after an acquire-all whose outcome the caller never
+   *  saw; what fails is left to the keepalives' per-name cleanups. Never throws. */
+  private async cleanUpSet(names: readonly string[]): Promise<void> {
+    for (const n of names) this.dropGrants('lock', n);
+    try {
+      await this.host.releaseAll(names, this.id, { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS });
+    } catch (err) {
+      if (this.state !== 'open') return;
+      if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id}`, err);
+      for (const name of names) this.unresolved.set(key('lock', name), { kind: 'lock', name, token: undefined });
+      this.host.warn(`could not release ${names.join(', ')} in session ${this.id} after an acquire-all that did not succeed; retrying after the next keepalive (closing the session also frees them)`, err);
+    }
   }
 
   /**
@@ -503,6 +615,12 @@ export class Session extends EventEmitter<SessionEvents> {
   private judgeGrants(grants: KeepaliveGrant[], askedAt: number): void {
     if (this.state !== 'open') return;
     const held = new Set(grants.map((g) => `${g.kind === 'semaphore' ? 'semaphore' : 'lock'}\0${g.name}\0${g.fencingToken}`));
+    // contention (docs/client.md "Contention"): each grant's count of waiting requests
+    const waiters = new Map(grants.map((g) => [`${g.kind === 'semaphore' ? 'semaphore' : 'lock'}\0${g.name}\0${g.fencingToken}`, g.waiters]));
+    for (const l of this.locks) {
+      const n = waiters.get(`${l instanceof SemaphoreGrant ? 'semaphore' : 'lock'}\0${l.name}\0${l.fencingToken}`);
+      if (n !== undefined) l.noteWaiters(n);
+    }
     for (const l of [...this.locks]) {
       if ((this.seenAt.get(l) ?? Infinity) > askedAt) continue;
       const kind = l instanceof SemaphoreGrant ? 'semaphore' : 'lock';

@@ -56,6 +56,16 @@ export interface KeepaliveGrant {
   name: string;
   fencingToken: number;
   mode?: 'shared';
+  /** how many requests wait on the name (docs/contract.md §5 "Contention"); absent from older servers */
+  waiters?: number;
+}
+
+/** POST /v1/locks/acquire-all (docs/contract.md §5 "Lock sets"): every name, in the request's order */
+export interface LockSetGrantInfo {
+  sessionId: string;
+  ttlMs: number;
+  grants: { name: string; fencingToken: number }[];
+  mode: 'exclusive' | 'shared';
 }
 
 export interface KeepaliveAnswer extends SessionGrant {
@@ -143,6 +153,21 @@ export function decodeGrant(v: unknown, what: string): Grant {
   return g;
 }
 
+/** an acquire-all's answer; `names` are the request's, which the grants must match one to one */
+export function decodeLockSetGrant(v: unknown, names: readonly string[], what: string): LockSetGrantInfo {
+  const o = obj(v, what);
+  if (!Array.isArray(o.grants)) throw bad(what, 'field grants is not a list');
+  const grants = o.grants.map((x) => {
+    const g = obj(x, what);
+    const t = num(g, 'fencing_token', what);
+    if (!Number.isSafeInteger(t) || t < 1) throw bad(what, `fencing_token ${t} is not a positive integer`);
+    return { name: str(g, 'name', what), fencingToken: t };
+  });
+  // a grant of another name, or one missing, would hand out a token for the wrong lock
+  if (grants.length !== names.length || grants.some((g, i) => g.name !== names[i])) throw bad(what, `grants name ${grants.map((g) => g.name).join(', ')}, not the requested ${names.join(', ')}`);
+  return { sessionId: str(o, 'session_id', what), ttlMs: num(o, 'ttl_ms', what), grants, mode: o['mode'] === 'shared' ? 'shared' : 'exclusive' };
+}
+
 export function decodeCampaignGrant(v: unknown, what: string): CampaignGrant {
   const o = obj(v, what);
   const g: CampaignGrant = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), value: str(o, 'value', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what) };
@@ -187,7 +212,7 @@ export function decodeKeepalive(v: unknown, what: string): KeepaliveAnswer {
     const r = obj(x, what);
     const kind = r.kind;
     if (kind !== 'lock' && kind !== 'semaphore' && kind !== 'election') throw bad(what, 'a grant without a known kind');
-    return { kind, name: str(r, 'name', what), fencingToken: num(r, 'fencing_token', what), ...(r.mode === 'shared' ? { mode: 'shared' as const } : {}) };
+    return { kind, name: str(r, 'name', what), fencingToken: num(r, 'fencing_token', what), ...(r.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(typeof r.waiters === 'number' && Number.isSafeInteger(r.waiters) && r.waiters >= 0 ? { waiters: r.waiters } : {}) };
   });
   return g;
 }

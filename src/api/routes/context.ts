@@ -45,6 +45,8 @@ export interface ServeOptions {
   right: Right;
   /** lock name or prefix for the auth hook */
   name?: string;
+  /** more lock names the request touches (a lock set): each needs the right too */
+  names?: readonly string[];
   /** `?consistency=stale`: answer from local state on any node */
   stale?: boolean;
   /** the request's wait_ms, to size the forwarding timeout */
@@ -70,6 +72,7 @@ export function forwardOptions(env: RouteEnv, o: Pick<ServeOptions, 'waitMs' | '
  */
 export async function onLeader<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, o: ServeOptions, fn: (ctx: RequestContext) => Promise<T>): Promise<T | FastifyReply> {
   const principal = env.authorize?.({ authorization: req.headers.authorization, right: o.right, ...(o.name !== undefined ? { name: o.name } : {}) });
+  for (const name of o.names ?? []) env.authorize?.({ authorization: req.headers.authorization, right: o.right, name });
   const key = idempotencyKey(req.headers['idempotency-key']);
   if (!o.stale) {
     const r = env.service.routing();

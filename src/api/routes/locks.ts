@@ -67,4 +67,28 @@ export async function lockRoutes(app: FastifyInstance, { env }: RoutePluginOptio
     }
   };
   app.route({ method: ['GET', 'POST', 'DELETE', 'PUT', 'PATCH'], url: '/v1/locks/*', handler: handle });
+
+  // Lock sets (docs/contract.md §5 "Lock sets"). Static routes win over the wildcard above
+  // for POST; any other method on these paths is the lock of that name, as before.
+  const sets = (): NonNullable<typeof service.lockSets> => {
+    if (service.lockSets === undefined) throw new ApiError('not_found', 'this node does not serve lock sets');
+    return service.lockSets;
+  };
+  app.post('/v1/locks/acquire-all', async (req, reply) => {
+    req.routeLabel = '/v1/locks/acquire-all';
+    parseQuery(querySchemas.none, req.query);
+    const b = parseBody(schemas.acquireAll, req.body, false);
+    const waitMs = b.wait_ms ?? 0;
+    const [first, ...rest] = b.names;
+    return onLeader(env, req, reply, { right: 'lock', name: first, names: rest, waitMs, op: 'acquire' }, (ctx) =>
+      sets().acquireAll(b.names, { sessionId: b.session_id, ttlMs: b.ttl_ms, waitMs, owner: b.owner, ...(b.mode !== undefined ? { mode: b.mode } : {}), ...(b.max_hold_ms !== undefined ? { maxHoldMs: b.max_hold_ms } : {}) }, ctx),
+    );
+  });
+  app.post('/v1/locks/release-all', async (req, reply) => {
+    req.routeLabel = '/v1/locks/release-all';
+    parseQuery(querySchemas.none, req.query);
+    const b = parseBody(schemas.releaseAll, req.body, false);
+    const [first, ...rest] = b.names;
+    return onLeader(env, req, reply, { right: 'lock', name: first, names: rest }, (ctx) => sets().releaseAll(b.names, b.session_id, ctx));
+  });
 }

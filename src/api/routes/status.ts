@@ -12,6 +12,8 @@ import type { RoutePluginOptions } from './context.js';
 
 /** the page lists at most this many locks, and this many semaphores (the counts are exact) */
 export const STATUS_MAX_LOCKS = 500;
+/** the "Most contended locks" table's length */
+export const STATUS_CONTENDED = 10;
 
 export async function statusRoutes(app: FastifyInstance, { env, ops, probe }: RoutePluginOptions & { ops?: OpsService | undefined; probe: MemberProbe }): Promise<void> {
   app.get('/v1/status', async (req) => {
@@ -52,6 +54,9 @@ export async function statusRoutes(app: FastifyInstance, { env, ops, probe }: Ro
       // elections with a leader: its session, value and token, and how many campaign behind it
       elections: elections.slice(0, STATUS_MAX_LOCKS),
       elections_truncated: elections.length > STATUS_MAX_LOCKS,
+      // docs/contract.md §5 "Contention": who waits longest, and this node's grants per second
+      contended: ops.contended?.(STATUS_CONTENDED) ?? [],
+      activity: ops.activity?.() ?? [],
     };
   });
 }

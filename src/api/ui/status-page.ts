@@ -43,6 +43,18 @@ export const STATUS_HTML = String.raw`<!doctype html>
       <ol class="changes" id="changes"></ol>
     </section>
   </div>
+  <div class="cols">
+    <section id="contended-section">
+      <h2>Most contended locks <span class="hint" id="contended-hint"></span></h2>
+      <table id="contended"><thead><tr><th>Name</th><th class="num">Waiters</th><th class="num">Longest wait</th><th>Holder</th></tr></thead><tbody></tbody></table>
+      <div class="empty" id="contended-empty">Nobody waits for a lock.</div>
+    </section>
+    <section id="activity-section">
+      <h2>Grants and waits <span class="hint" id="activity-hint">last minute</span></h2>
+      <div class="chart"><svg id="activity-chart" viewBox="0 0 300 110" preserveAspectRatio="none" role="img" aria-label="grants per second and wait time, last minute"></svg></div>
+      <div class="legend"><span class="key grants"></span>grants/s <span class="key wait"></span>average wait of the granted <span class="muted" id="activity-peak"></span></div>
+    </section>
+  </div>
   <section id="semaphores-section">
     <h2>Semaphores <span class="hint" id="semaphores-hint"></span></h2>
     <table id="semaphores"><thead><tr><th>Name</th><th>In use</th><th>Holders</th><th>Queue</th></tr></thead><tbody></tbody></table>

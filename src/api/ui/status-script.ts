@@ -190,6 +190,68 @@ export const STATUS_JS = String.raw`(function () {
     setText('elections-hint', s.elections_truncated ? 'first ' + els.length : num(els.length) + ' with a leader');
   }
 
+  // docs/contract.md §5 "Contention": who waits, and how long the oldest has been waiting
+  function renderContended(s) {
+    var rows = s.contended || [];
+    var body = $('contended').tBodies[0];
+    body.textContent = '';
+    rows.forEach(function (c) {
+      var tr = el('tr');
+      tr.setAttribute('data-contended', c.name);
+      var name = el('td', 'mono name', c.name);
+      name.title = c.name;
+      tr.appendChild(name);
+      var w = el('td', 'num', num(c.waiters));
+      w.setAttribute('data-waiters', String(c.waiters));
+      tr.appendChild(w);
+      var age = el('td', 'num', (c.waiting_since_exact ? '' : '≥ ') + dur(s.generated_at_ms - c.waiting_since_ms));
+      age.setAttribute('data-waited-ms', String(Math.max(0, s.generated_at_ms - c.waiting_since_ms)));
+      if (!c.waiting_since_exact) age.title = 'waiting since before this node started watching';
+      tr.appendChild(age);
+      var holder = el('td');
+      if (c.holder) holder.appendChild(who(c.holder.owner, c.holder.session_id, c.holder.mode === 'shared' ? 'shared · ' + c.holder.holders : 'token ' + c.holder.fencing_token));
+      else holder.appendChild(el('span', 'muted', c.in_delay ? 'free, in lock-delay' : 'free (a lock set waits for its other names)'));
+      tr.appendChild(holder);
+      body.appendChild(tr);
+    });
+    $('contended-empty').style.display = rows.length === 0 ? 'block' : 'none';
+    setText('contended-hint', rows.length === 0 ? '' : 'most waiters first');
+  }
+
+  // a small chart of this node's applied grants per second (bars) and the average wait of
+  // the granted requests (line), the last minute; inline SVG built with the DOM
+  var SVG = 'http://www.w3.org/2000/svg';
+  function svgEl(tag, attrs) {
+    var e = document.createElementNS(SVG, tag);
+    Object.keys(attrs).forEach(function (k) { e.setAttribute(k, String(attrs[k])); });
+    return e;
+  }
+  function renderActivity(s) {
+    var pts = s.activity || [];
+    var svg = $('activity-chart');
+    while (svg.firstChild) svg.removeChild(svg.firstChild);
+    var W = 300, H = 100, top = 5;
+    var n = Math.max(1, pts.length);
+    var maxG = 1, maxW = 1, total = 0, longest = 0;
+    pts.forEach(function (p) { maxG = Math.max(maxG, p.grants); maxW = Math.max(maxW, p.wait_avg_ms); total += p.grants; longest = Math.max(longest, p.wait_max_ms); });
+    svg.appendChild(svgEl('line', { 'class': 'axis', x1: 0, y1: top + H, x2: W, y2: top + H }));
+    var bw = W / n;
+    var line = [];
+    pts.forEach(function (p, i) {
+      var h = H * p.grants / maxG;
+      var r = svgEl('rect', { 'class': 'grants', x: (i * bw + 0.5).toFixed(2), y: (top + H - h).toFixed(2), width: Math.max(0.5, bw - 1).toFixed(2), height: h.toFixed(2), 'data-grants': p.grants });
+      var t = svgEl('title', {});
+      t.textContent = clock(p.at_ms) + ': ' + p.grants + ' grants' + (p.waited ? ', ' + p.waited + ' after a wait (avg ' + p.wait_avg_ms + ' ms, max ' + p.wait_max_ms + ' ms)' : '');
+      r.appendChild(t);
+      svg.appendChild(r);
+      line.push(((i + 0.5) * bw).toFixed(2) + ',' + (top + H - H * p.wait_avg_ms / maxW).toFixed(2));
+    });
+    if (line.length > 1) svg.appendChild(svgEl('polyline', { 'class': 'wait', points: line.join(' ') }));
+    svg.setAttribute('data-total', String(total));
+    setText('activity-hint', num(total) + ' grants in the last minute on ' + s.node.node_id);
+    setText('activity-peak', '· peak ' + num(maxG === 1 && total === 0 ? 0 : maxG) + '/s · longest wait ' + (longest ? (longest < 1000 ? longest + ' ms' : dur(longest)) : '–'));
+  }
+
   function renderChanges(s) {
     var list = $('changes');
     list.textContent = '';
@@ -223,6 +285,8 @@ export const STATUS_JS = String.raw`(function () {
     renderLocks(s);
     renderSemaphores(s);
     renderElections(s);
+    renderContended(s);
+    renderActivity(s);
     renderChanges(s);
     setText('footer', 'Locks, sessions and history as applied by ' + s.node.node_id + ' (applied index ' + num(s.node.applied_index) + '); members as each reports itself.');
   }

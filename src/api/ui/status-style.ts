@@ -76,4 +76,14 @@ ol.changes .none { color: var(--bad); }
 .meter.full > span { background: var(--warn); }
 td.queue .who { color: var(--muted); }
 footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 8px; }
+.cols + .cols { margin-top: 18px; }
+.chart { padding: 10px 16px 0; }
+.chart svg { display: block; width: 100%; height: 150px; }
+.chart rect.grants { fill: var(--accent); opacity: .75; }
+.chart polyline.wait { fill: none; stroke: var(--warn); stroke-width: 1.6; vector-effect: non-scaling-stroke; }
+.chart line.axis { stroke: var(--line); stroke-width: 1; vector-effect: non-scaling-stroke; }
+.legend { display: flex; align-items: center; gap: 6px; padding: 6px 16px 12px; color: var(--muted); font-size: 12px; flex-wrap: wrap; }
+.legend .key { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-left: 8px; }
+.legend .key.grants { background: var(--accent); }
+.legend .key.wait { background: var(--warn); }
 `;

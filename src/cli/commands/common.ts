@@ -6,7 +6,7 @@ import type { Command } from 'commander';
 import { existsSync, readFileSync } from 'node:fs';
 import { ConfigError, loadConfig } from '../../config.js';
 import {
-  CompactedError, DurationError, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
+  CompactedError, DeadlockError, DurationError, IdempotencyKeyReusedError, InvalidRequestError, LimitMismatchError, LockHeldError, SemaphoreFullError, LockLostError, NotHolderError, OutcomeUnknownError, parseDuration,
   PermissionDeniedError, RaftlockClient, RaftlockError, SessionLostError, SessionNotFoundError, UnavailableError,
 } from '@raftlock/client';
 
@@ -56,6 +56,8 @@ export interface ClientFlags {
   timeout: string;
   retryFor: string;
   json?: boolean;
+  /** commander's --no-leader-routing: false turns it off */
+  leaderRouting?: boolean;
 }
 
 /** Adds the connection options every client command takes. */
@@ -67,6 +69,7 @@ export function withClientOptions(cmd: Command): Command {
     .option('--ca-file <file>', 'CA certificate for https:// endpoints (default: RAFTLOCK_CA_FILE)')
     .option('--timeout <duration>', 'give up on one request attempt after this long', '5s')
     .option('--retry-for <duration>', 'keep retrying across endpoints (elections, restarts) this long', '5s')
+    .option('--no-leader-routing', 'spread requests over the endpoints instead of sending them to the leader the answers name (docs/client.md "Leader routing"; default: RAFTLOCK_LEADER_ROUTING=off turns it off too)')
     .option('--json', 'print results (and errors, on stdout) as JSON');
 }
 
@@ -94,12 +97,22 @@ export function makeClient(f: ClientFlags): RaftlockClient {
       endpoints,
       timeoutMs: durationFlag(f.timeout, '--timeout', 1),
       retryBudgetMs: durationFlag(f.retryFor, '--retry-for', 1),
+      leaderRouting: leaderRouting(f),
       ...(token ? { token } : {}),
       ...(ca ? { tls: { ca } } : {}),
     });
   } catch (err) {
     throw new UsageError((err as Error).message);
   }
+}
+
+/** --no-leader-routing, else RAFTLOCK_LEADER_ROUTING (on|off), else on */
+export function leaderRouting(f: Pick<ClientFlags, 'leaderRouting'>): boolean {
+  if (f.leaderRouting === false) return false;
+  const env = process.env.RAFTLOCK_LEADER_ROUTING;
+  if (env === undefined || env === '' || env === 'on') return true;
+  if (env === 'off') return false;
+  throw new UsageError(`RAFTLOCK_LEADER_ROUTING: expected on or off, got ${JSON.stringify(env)}`);
 }
 
 /** A duration flag ("10s", "500ms") in ms; at least `min`. */
@@ -142,7 +155,7 @@ export function reportError(name: string, err: unknown, json: boolean): number {
   process.stderr.write(`raftlock ${name}: ${line}\n`);
   if (json) {
     const e = err instanceof RaftlockError ? err : undefined;
-    printJson({ error: { code: errorCode, message: line, ...(e?.endpoint ? { endpoint: e.endpoint } : {}), ...(err instanceof LockHeldError && err.holder ? { holder: err.holder } : {}) } });
+    printJson({ error: { code: errorCode, message: line, ...(e?.endpoint ? { endpoint: e.endpoint } : {}), ...(err instanceof LockHeldError && err.holder ? { holder: err.holder } : {}), ...(err instanceof LockHeldError && err.blocked ? { blocked: err.blocked } : {}), ...(err instanceof DeadlockError ? { cycle: err.cycle } : {}) } });
   }
   return code;
 }
@@ -160,6 +173,7 @@ export function describeError(err: unknown): { code: number; line: string; error
     const who = err.holder ? ` (holder: session ${err.holder.sessionId}${err.holder.owner ? `, owner ${err.holder.owner}` : ''}, token ${err.holder.fencingToken})` : ' (in lock-delay after its holder expired)';
     return { code: EXIT.held, line: `${msg}${who}; wait with --wait 30s or try again later`, errorCode: err.code };
   }
+  if (err instanceof DeadlockError) return { code: EXIT.held, line: `${msg}; nothing was changed: release what the session holds and try again, or take the locks together (raftlock lock A B -- CMD)`, errorCode: err.code };
   if (err instanceof SemaphoreFullError) return { code: EXIT.held, line: `${msg}${err.inUse !== undefined && err.limit !== undefined ? ` (${err.inUse} of ${err.limit} permits in use)` : ''}; wait with --wait 30s or try again later`, errorCode: err.code };
   if (err instanceof LimitMismatchError) return { code: EXIT.usage, line: `${msg}; it is busy with --limit ${err.limit ?? '?'}: use that limit (or wait until it is idle)`, errorCode: err.code };
   if (err instanceof NotHolderError) return { code: EXIT.held, line: `${msg}; the lock was released, expired or re-granted — acquire it again`, errorCode: err.code };

@@ -1,8 +1,12 @@
 // `raftlock lock NAME -- CMD ARGS…` (like `etcdctl lock`, `consul lock`): take the lock,
 // run CMD while a session keeps it alive, release it when CMD exits, exit with CMD's code.
+// `raftlock lock NAME1 NAME2 … -- CMD` takes every name together, as one lock set
+// (docs/contract.md §5: all or none, never a deadlock between two such commands).
 //
 // CMD gets RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK in its environment
-// and should hand the token to every resource it writes. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent
+// (with several names: RAFTLOCK_LOCKS, and RAFTLOCK_LOCK_<i> / RAFTLOCK_FENCING_TOKEN_<i>
+// for the i-th name, 1-based: setEnv below) and should hand the token to every resource it
+// writes. SIGINT/SIGTERM/SIGHUP/SIGQUIT sent
 // to raftlock are forwarded to CMD. If the lock can no longer be proven held (the SDK's
 // lease proof runs out, BEFORE the server could expire the session), CMD gets SIGTERM at
 // once and SIGKILL after --kill-grace, and raftlock exits 4 — the complaint this answers is
@@ -12,7 +16,7 @@ import type { Command } from 'commander';
 import { spawn } from 'node:child_process';
 import { hostname } from 'node:os';
 import { constants } from 'node:os';
-import type { Lock, RaftlockClient, Session } from '@raftlock/client';
+import type { Lock, LockSet, RaftlockClient, Session } from '@raftlock/client';
 import { formatDuration } from '@raftlock/client';
 import { durationFlag, EXIT, makeClient, reportError, withClientOptions, type ClientFlags } from './common.js';
 
@@ -28,14 +32,63 @@ export function registerLock(program: Command): void {
     holdOptions(program
       .command('lock')
       .description("hold a lock while a command runs; exits with the command's code (4 if the lock was lost)")
-      .argument('<name>', 'lock name')
+      .argument('<name>', 'lock name (several names before -- take them together, all or none)')
       .argument('<command...>', 'the command and its arguments, after --'), 'lock',
   )
       .option('--shared', 'take it shared (a read lock): other shared holders may hold it too')
-      .addHelpText('after', '\nExample:\n  raftlock lock nightly-report --ttl 30s -- ./report.sh --date today\n\nThe command sees RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK.'),
-  ).action(async (name: string, command: string[], f: Flags) => {
-    process.exitCode = await runLock(name, command, f);
+      .addHelpText('after', '\nExamples:\n  raftlock lock nightly-report --ttl 30s -- ./report.sh --date today\n  raftlock lock accounts/1 accounts/2 -- ./transfer.sh 1 2 100\n\nThe command sees RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID and RAFTLOCK_LOCK; with several\nnames, RAFTLOCK_LOCKS (the names, space-separated) and RAFTLOCK_LOCK_1, RAFTLOCK_FENCING_TOKEN_1,\nRAFTLOCK_LOCK_2, RAFTLOCK_FENCING_TOKEN_2, … in the order given.'),
+  ).action(async (name: string, command: string[], f: Flags, cmd: Command) => {
+    // Everything after `--` is the command; the operands before it are the names.
+    const raw = rawArgsOf(cmd);
+    const dash = raw.indexOf('--');
+    const operands = [name, ...command];
+    const after = dash < 0 ? command.length : raw.length - dash - 1;
+    const names = operands.slice(0, Math.max(1, operands.length - after));
+    const run = operands.slice(names.length);
+    process.exitCode = names.length === 1 ? await runLock(name, run, f) : await runLocks(names, run, f);
   });
+}
+
+/** the arguments the program was given (commander keeps them on the root command) */
+function rawArgsOf(cmd: Command): string[] {
+  let c: Command | null = cmd;
+  while (c.parent) c = c.parent;
+  return (c as unknown as { rawArgs?: string[] }).rawArgs ?? [];
+}
+
+/** `raftlock lock A B … -- CMD`: every name together (session.lockAll), one token per name. */
+export async function runLocks(names: string[], command: string[], f: Flags): Promise<number> {
+  let maxHold: { maxHoldMs?: number };
+  try {
+    maxHold = maxHoldFlag(f.maxHold);
+  } catch (err) {
+    return reportError('lock', err, f.json === true);
+  }
+  return holdWhileRunning<Held & { set: LockSet }>('lock', names.join(', '), command, f, async (session, o) => {
+    const set = await session.lockAll(names, { waitMs: o.waitMs, owner: o.owner, signal: o.signal, ...(f.shared === true ? { mode: 'shared' as const } : {}), ...maxHold });
+    const first = set.locks[0] as Lock;
+    return { name: names.join(', '), fencingToken: first.fencingToken, sessionId: set.sessionId, signal: set.signal, label: `the lock set ${names.join(', ')}`, set };
+  }, undefined, undefined, (held) => setEnv(held.set));
+}
+
+/** docs/client.md "raftlock lock": the variables of a command that holds several locks */
+export function setEnv(set: LockSet): Record<string, string> {
+  const env: Record<string, string> = { RAFTLOCK_SESSION_ID: set.sessionId, RAFTLOCK_LOCKS: set.locks.map((l) => l.name).join(' ') };
+  set.locks.forEach((l, i) => {
+    env[`RAFTLOCK_LOCK_${i + 1}`] = l.name;
+    env[`RAFTLOCK_FENCING_TOKEN_${i + 1}`] = String(l.fencingToken);
+  });
+  return env;
+}
+
+/** what a "hold while CMD runs" command holds: a grant, or a lock set seen as one */
+export interface Held {
+  name: string;
+  fencingToken: number;
+  sessionId: string;
+  signal: AbortSignal;
+  /** how messages name it (default: "NAME (fencing token N)") */
+  label?: string;
 }
 
 export async function runLock(name: string, command: string[], f: Flags): Promise<number> {
@@ -81,11 +134,13 @@ export interface HoldFlags extends ClientFlags {
  * watchers see `resigned`), close the session (which releases whatever is left in one
  * committed command) and return CMD's exit code.
  */
-export async function holdWhileRunning<L extends Lock = Lock>(
+export async function holdWhileRunning<L extends Held = Lock>(
   what: 'lock' | 'semaphore' | 'elect', name: string, command: string[], f: HoldFlags,
   take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
   extraEnv: (lock: L) => Record<string, string> = () => ({}),
   giveUp?: (lock: L) => Promise<void>,
+  /** the command's variables (default: RAFTLOCK_FENCING_TOKEN, RAFTLOCK_SESSION_ID, and RAFTLOCK_LOCK for a lock) */
+  baseEnv: (lock: L) => Record<string, string> = (lock) => ({ RAFTLOCK_FENCING_TOKEN: String(lock.fencingToken), RAFTLOCK_SESSION_ID: lock.sessionId, ...(what === 'lock' ? { RAFTLOCK_LOCK: lock.name } : {}) }),
 ): Promise<number> {
   let client: RaftlockClient | undefined;
   let session: Session | undefined;
@@ -99,7 +154,7 @@ export async function holdWhileRunning<L extends Lock = Lock>(
     if (typeof got === 'number') return got;
     session = got.session;
     held = got.lock;
-    return await runWhileHeld(what, got.lock, command, graceMs, extraEnv(got.lock));
+    return await runWhileHeld(what, got.lock, command, graceMs, { ...baseEnv(got.lock), ...extraEnv(got.lock) });
   } catch (err) {
     return reportError(what, err, f.json === true);
   } finally {
@@ -121,7 +176,7 @@ export async function holdWhileRunning<L extends Lock = Lock>(
 }
 
 /** Opens the session and waits for the grant; Ctrl-C while waiting gives up cleanly (130). */
-async function acquire<L extends Lock>(
+async function acquire<L extends Held>(
   what: string, client: RaftlockClient, name: string, o: { ttlMs: number; waitMs: number; owner: string },
   take: (session: Session, o: { waitMs: number; owner: string; signal: AbortSignal }) => Promise<L>,
 ): Promise<{ session: Session; lock: L } | number> {
@@ -150,10 +205,10 @@ async function acquire<L extends Lock>(
 }
 
 /** Runs CMD; resolves with the exit code raftlock should return. */
-function runWhileHeld(what: string, lock: Lock, command: string[], graceMs: number, extraEnv: Record<string, string>): Promise<number> {
+function runWhileHeld(what: string, lock: Held, command: string[], graceMs: number, vars: Record<string, string>): Promise<number> {
   const [file, ...args] = command;
   if (file === undefined) return Promise.resolve(EXIT.usage);
-  const env = { ...process.env, RAFTLOCK_FENCING_TOKEN: String(lock.fencingToken), RAFTLOCK_SESSION_ID: lock.sessionId, ...(what === 'lock' ? { RAFTLOCK_LOCK: lock.name } : {}), ...extraEnv };
+  const env = { ...process.env, ...vars };
   return new Promise<number>((resolve) => {
     let lost = false;
     let killTimer: NodeJS.Timeout | undefined;
@@ -164,7 +219,7 @@ function runWhileHeld(what: string, lock: Lock, command: string[], graceMs: numb
     const onLost = (): void => {
       lost = true;
       const why = lock.signal.reason instanceof Error ? lock.signal.reason.message : 'the lock can no longer be proven held';
-      process.stderr.write(`raftlock ${what}: LOST ${lock.name} (fencing token ${lock.fencingToken}): ${why}; sending SIGTERM to ${file} (pid ${child.pid ?? '?'}), SIGKILL in ${formatDuration(graceMs)}\n`);
+      process.stderr.write(`raftlock ${what}: LOST ${lock.label ?? `${lock.name} (fencing token ${lock.fencingToken})`}: ${why}; sending SIGTERM to ${file} (pid ${child.pid ?? '?'}), SIGKILL in ${formatDuration(graceMs)}\n`);
       child.kill('SIGTERM');
       killTimer = setTimeout(() => child.kill('SIGKILL'), graceMs);
     };
