@@ -282,9 +282,10 @@ export class LockFsm {
     const s = c.sessions.get(id);
     if (s === undefined) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
     // Its waits go first, so none of its own released locks can be handed back to it.
-    // (With a lock set among them every wait leaves its queue before any queue is served:
-    // a set's grant serves several queues, which must not reach a wait of this session.)
-    if (s.lockSets !== null) endWaitsWithSets(c, s, index, ev);
+    // (While any lock set waits — its own or another session's — every wait leaves its queue
+    // before any queue is served: a set's grant serves several queues, which must not reach
+    // a wait of this session still to be ended; docs/lock-fsm.md "Lock sets".)
+    if (c.lockSets.size > 0) endWaitsWithSets(c, s, index, ev);
     if (s.waits !== null) {
       for (const name of [...s.waits.keys()].sort(compareStrings)) {
         const w = s.waits.get(name) as Waiter;

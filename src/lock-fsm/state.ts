@@ -148,6 +148,9 @@ export interface LockFsmOptions {
   /** TEST ONLY (docs/jepsen-lite.md "Does it bite?"): a reused Idempotency-Key gets its
    *  first answer whatever the request (IdempotencyTable.testReplayReusedKeys) */
   testIdemUnbound?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): no wait is refused as
+   *  `deadlock` (docs/lock-fsm.md "Deadlock detection" switched off) */
+  testNoDeadlockDetection?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -163,7 +166,9 @@ export function newCore(o: LockFsmOptions): FsmCore {
   if (!Number.isSafeInteger(maxLocks) || maxLocks < 1) throw new Error(`maxLocks must be a positive integer, got ${maxLocks}`);
   const idem = new IdempotencyTable(o.idempotencyTtlMs ?? 600_000, o.idempotencyMaxKeys ?? 500_000);
   if (o.testIdemUnbound === true) idem.testReplayReusedKeys = true;
-  return new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem);
+  const core = new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem);
+  core.testNoDeadlockDetection = o.testNoDeadlockDetection === true;
+  return core;
 }
 
 export interface FsmLimits {
@@ -195,6 +200,8 @@ export class FsmCore {
   /** fencing-token counter: every grant takes max(index, lastToken + 1) */
   lastToken = 0;
   lastApplied = 0;
+  /** TEST ONLY: LockFsmOptions.testNoDeadlockDetection */
+  testNoDeadlockDetection = false;
 
   constructor(readonly limits: FsmLimits, readonly idem: IdempotencyTable) {}
 

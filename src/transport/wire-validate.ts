@@ -188,7 +188,8 @@ const FIELDS: Record<Message['type'], readonly string[]> = {
   append: ['prevIndex', 'prevTerm', 'entries', 'commit'],
   // lost: optional, a follower's log no longer reaches what it acknowledged (types.ts)
   appendResp: ['index', 'reject', 'hint', 'hintTerm', 'lost'],
-  heartbeat: ['commit', 'ctx'],
+  // match: optional, only while the leader doubts the follower's log (types.ts)
+  heartbeat: ['commit', 'ctx', 'match'],
   heartbeatResp: ['ctx'],
   snapshot: ['snapshot'],
   timeoutNow: [],
@@ -234,8 +235,11 @@ export function message(v: unknown, path: string, from: NodeId, to: NodeId, budg
       if (o['lost'] !== undefined) resp.lost = bool(o, 'lost', path);
       return resp;
     }
-    case 'heartbeat':
-      return { ...h, type: t, commit: num(o, 'commit', path), ctx: num(o, 'ctx', path) };
+    case 'heartbeat': {
+      const hb: Message = { ...h, type: t, commit: num(o, 'commit', path), ctx: num(o, 'ctx', path) };
+      if (o['match'] !== undefined) hb.match = num(o, 'match', path);
+      return hb;
+    }
     case 'heartbeatResp':
       return { ...h, type: t, ctx: num(o, 'ctx', path) };
     case 'snapshot':

@@ -10,6 +10,8 @@
 //  - every `deadlock` answer names a real cycle of the state it was refused in, that state
 //    is left unchanged, and the walk the checkers use gives the same answer;
 //  - fencing tokens strictly increase over every grant;
+//  - the reference model (test/model/lock-model.ts) gives the same result and events and
+//    exports the same state after every command;
 //  - a snapshot taken at a random point and restored elsewhere, fed the rest of the log,
 //    ends in identical bytes.
 //
@@ -22,6 +24,7 @@ import { LockFsm, assertFsmInvariants, checkDeadlockAnswer, exportState, wouldDe
 import { compact, maybe } from './model-property.js';
 import { decode, encode } from './helpers.js';
 import { testSeed } from '../support/seed.js';
+import { LockModel } from '../model/lock-model.js';
 
 const runs = Number(process.env['FSM_RUNS'] ?? 300);
 const seed = testSeed('FSM_SEED', { what: `lock-set property tests, ${runs} runs`, replay: 'node --test dist/test/lock-fsm/lock-sets.property.test.js' });
@@ -122,6 +125,7 @@ test('lock sets: never partly held, deadlock answers name real cycles, no cycle 
   fc.assert(
     fc.property(fc.array(stepArb, { minLength: 1, maxLength: 150, size: 'max' }), fc.nat(), (steps, cutSeed) => {
       const fsm = new LockFsm({ maxWaitersPerLock: 100 });
+      const model = new LockModel({ maxWaitersPerLock: 100 });
       const cut = cutSeed % steps.length;
       let copy: LockFsm | null = null;
       const maxToken = { v: 0 };
@@ -133,6 +137,8 @@ test('lock sets: never partly held, deadlock answers name real cycles, no cycle 
           maxToken,
         };
         const got = fsm.apply(i + 1, env);
+        assert.deepEqual(got, model.apply(i + 1, env), `step ${i + 1}: the model answers otherwise: ${JSON.stringify(env)}`);
+        assert.deepEqual(exportState(fsm), model.export(), `step ${i + 1}: the model's state differs`);
         if (!got.result.ok && got.result.code === 'deadlock') deadlocks++;
         if (got.result.ok && got.result.kind === 'queued_all') setsQueued++;
         setGrants += got.events.filter((e) => e.type === 'setGranted').length;

@@ -402,3 +402,25 @@ test('snapshots: a corrupt sets section gives a clear error', () => {
     assert.throws(() => LockFsm.fromState(copy), re);
   }
 });
+
+test('a session without sets ends while another set waits: the set granted on the way serves none of its waits (no crash)', () => {
+  // x waits exclusively on a (held shared by s) and shared on b behind y's shared set {a, b}.
+  // Ending x frees a for y, whose grant moves b's queue to x's shared wait there — which the
+  // end is about to remove: every wait of x must leave its queue before any queue is served.
+  const g = new Log();
+  for (const s of ['s', 'x', 'y']) g.open(s);
+  g.do({ kind: 'acquire', name: 'a', sessionId: 's', waitMs: 0, mode: 'shared' });
+  g.do({ kind: 'acquire', name: 'z', sessionId: 'x', waitMs: 0 });
+  assert.equal(g.do({ kind: 'acquire', name: 'a', sessionId: 'x', waitMs: 1000 }).ok, true);
+  const q = g.do(all(['a', 'b'], 'y', 1000, { mode: 'shared' }));
+  assert.ok(q.ok && q.kind === 'queued_all', JSON.stringify(q));
+  const w = g.do({ kind: 'acquire', name: 'b', sessionId: 'x', waitMs: 1000, mode: 'shared' });
+  assert.ok(w.ok && w.kind === 'queued', JSON.stringify(w));
+  check(g);
+  const out = g.run({ kind: 'closeSession', sessionId: 'x' });
+  assert.ok(out.result.ok && out.result.kind === 'session_closed', JSON.stringify(out.result));
+  check(g);
+  assert.equal(out.events.filter((e) => e.type === 'granted' && e.sessionId === 'x').length, 0, 'the ending session was granted b');
+  assert.ok(out.events.some((e) => e.type === 'setGranted' && e.sessionId === 'y'));
+  assert.equal(g.fsm.getSession('x'), undefined);
+});

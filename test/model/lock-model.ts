@@ -29,8 +29,8 @@
 // the key is bound to); a lock set (acquireAll/releaseAll) is one command over several
 // names, so its history ops partition by the set, not by one name (history-model.ts).
 
-import type { ApplyResult, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
-import type { ElectionTuple, HoldTuple, HoldWaitTuple, IdemTuple, LockTuple, SemTuple, SessionTuple, ShareTuple, StateV1, WaiterTuple, WaitTimeTuple } from '../../src/lock-fsm/snapshot.js';
+import type { ApplyResult, BlockedName, Command, ElectionInfo, Envelope, FsmEvent, HoldInfo, LockInfo, LockWaiterInfo, SemaphoreInfo } from '../../src/lock-fsm/index.js';
+import type { ElectionTuple, HoldTuple, HoldWaitTuple, IdemTuple, LockTuple, SemTuple, SessionTuple, ShareTuple, SetTuple, StateV1, WaiterTuple, WaitTimeTuple } from '../../src/lock-fsm/snapshot.js';
 import { bindingTuple, modelBinding, modelReuse, type ModelBinding } from './model-keys.js';
 import { modelCycle, type ModelWait } from './wait-for-model.js';
 
@@ -38,7 +38,11 @@ type Mode = 'exclusive' | 'shared';
 /** value: an election's (a campaign's grant or wait: docs/lock-fsm.md "Elections") */
 interface MHolder { sid: string; owner: string; token: number; mode: Mode; maxHoldMs: number; at: number; value?: string }
 /** queuedAtMs: the log time the wait was queued at (snapshot version 5's waitTimes) */
-interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string; waitMs: number; queuedAtMs: number }
+/** setSince: a lock set's place (docs/lock-fsm.md "Lock sets"): the `since` of the set it belongs to */
+interface MWait { sid: string; owner: string; mode: Mode; since: number; key?: string; maxHoldMs: number; value?: string; waitMs: number; queuedAtMs: number; setSince?: number }
+/** a waiting lock set: one place (an MWait with setSince = since) in the queue of every name
+ *  of `names` not in `held`; identified by (sid, since) */
+interface MSet { sid: string; since: number; names: string[]; held: string[]; mode: Mode; key?: string }
 interface MLock { holders: MHolder[]; queue: MWait[]; delayMs: number; delaySince: number }
 interface MSemHolder { sid: string; owner: string; permits: number; token: number; maxHoldMs: number; at: number }
 interface MSemWait { sid: string; owner: string; permits: number; since: number; key?: string; maxHoldMs: number; waitMs: number; queuedAtMs: number }
@@ -65,6 +69,8 @@ export class LockModel {
   sessions = new Map<string, MSession>();
   locks = new Map<string, MLock>();
   sems = new Map<string, MSem>();
+  /** waiting lock sets, in the order they queued */
+  sets: MSet[] = [];
   lastToken = 0;
   lastApplied = 0;
   /** Idempotency-Keys in first-apply order (ageing drops from the front) */
@@ -81,6 +87,7 @@ export class LockModel {
     for (const [k, v] of this.sessions) m.sessions.set(k, { ...v });
     for (const [k, l] of this.locks) m.locks.set(k, { holders: l.holders.map((h) => ({ ...h })), queue: l.queue.map((w) => ({ ...w })), delayMs: l.delayMs, delaySince: l.delaySince });
     for (const [k, sem] of this.sems) m.sems.set(k, { limit: sem.limit, holders: sem.holders.map((h) => ({ ...h })), queue: sem.queue.map((w) => ({ ...w })) });
+    m.sets = this.sets.map((x) => ({ ...x }));
     m.lastToken = this.lastToken;
     m.lastApplied = this.lastApplied;
     m.idem = this.idem.map((e) => ({ ...e }));
@@ -208,6 +215,7 @@ export class LockModel {
         if (!l || !h || (cmd.fencingToken !== undefined && cmd.fencingToken !== h.token)) return { ok: false, code: 'not_holder' };
         ev.push(grantEnded(cmd.name, cmd.sessionId, h, 'released'));
         l.holders.splice(l.holders.indexOf(h), 1);
+        this.withdraw(index, cmd.sessionId, cmd.name, ev);
         this.pump(index, cmd.name, ev);
         return { ok: true, kind: 'released', name: cmd.name };
       }
@@ -217,9 +225,14 @@ export class LockModel {
         const l = this.locks.get(cmd.name);
         const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && (cmd.since === undefined || w.since === cmd.since)) : -1;
         if (l && i >= 0) {
-          l.queue.splice(i, 1);
-          ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
-          this.pump(index, cmd.name, ev);
+          const w = l.queue[i] as MWait;
+          // a set waits as one request: a cancel naming any of its places ends it whole
+          if (w.setSince !== undefined) this.cancelSet(index, this.setOf(w.sid, w.setSince), 'cancelled', ev);
+          else {
+            l.queue.splice(i, 1);
+            ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
+            this.pump(index, cmd.name, ev);
+          }
           return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: cmd.sessionId };
         }
         const h = l?.holders.find((x) => x.sid === cmd.sessionId);
@@ -274,9 +287,8 @@ export class LockModel {
         if (sem && h) return this.semAcquired(cmd.name, sem, h);
         return { ok: true, kind: 'noop' };
       }
-      case 'acquireAll':
-      case 'releaseAll':
-        throw new Error('lock sets are not modelled here yet: test/lock-fsm/lock-sets.property.test.ts checks them');
+      case 'acquireAll': return this.acquireAll(index, cmd, ev);
+      case 'releaseAll': return this.releaseAll(index, cmd, ev);
     }
   }
 
@@ -320,6 +332,7 @@ export class LockModel {
     }
     const l = this.locks.get(name)!;
     l.holders = l.holders.filter((h) => h.sid !== sid);
+    this.withdraw(index, sid, name, ev);
     if (delayMs > 0) {
       l.delayMs = l.delayMs > 0 ? Math.max(l.delayMs, delayMs) : delayMs;
       l.delaySince = index;
@@ -412,11 +425,27 @@ export class LockModel {
     return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: l.queue.length };
   }
 
-  /** serve the head while the lock allows it: one writer, or every reader at the head */
+  /** serve the head while the lock allows it: one writer, or every reader at the head, or a
+   *  lock set whose every place is at the head of a queue it can be granted from; a set's
+   *  grant moves its other names' queues too, served after this one from a work list
+   *  (docs/lock-fsm.md "Lock sets") */
   private pump(index: number, name: string, ev: FsmEvent[]): void {
-    const l = this.locks.get(name)!;
+    const work: string[] = [];
+    this.pumpOne(index, name, ev, work);
+    for (let i = 0; i < work.length; i++) this.pumpOne(index, work[i] as string, ev, work);
+  }
+
+  private pumpOne(index: number, name: string, ev: FsmEvent[], work: string[]): void {
+    const l = this.locks.get(name);
+    if (!l) return;
     while (l.delayMs === 0 && l.queue.length > 0 && !l.holders.some((h) => h.mode === 'exclusive')) {
       const w = l.queue[0]!;
+      if (w.setSince !== undefined) {
+        const set = this.setOf(w.sid, w.setSince);
+        if (!this.setReady(set)) break;
+        this.grantSet(index, set, ev, work);
+        continue;
+      }
       if (w.mode === 'exclusive' && l.holders.length > 0) break;
       l.queue.shift();
       const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.maxHoldMs, w.value);
@@ -513,6 +542,17 @@ export class LockModel {
   private end(index: number, id: string, reason: 'closed' | 'expired', ev: FsmEvent[]): ApplyResult {
     const s = this.sessions.get(id);
     if (!s) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
+    if (this.sets.length > 0) {
+      // while any set waits, every wait leaves its queue before any queue is served
+      this.sets = this.sets.filter((x) => x.sid !== id);
+      const names = [...this.locks.keys()].sort(cmp).filter((n) => this.locks.get(n)!.queue.some((w) => w.sid === id));
+      for (const name of names) {
+        const l = this.locks.get(name)!;
+        l.queue = l.queue.filter((w) => w.sid !== id);
+        ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
+      }
+      for (const name of names) this.pump(index, name, ev);
+    }
     for (const name of [...this.locks.keys()].sort(cmp)) {
       const l = this.locks.get(name)!;
       const i = l.queue.findIndex((w) => w.sid === id);
@@ -551,6 +591,182 @@ export class LockModel {
     this.sessions.delete(id);
     ev.push({ type: 'sessionEnded', sessionId: id, reason, released });
     return { ok: true, kind: 'session_closed', sessionId: id, released };
+  }
+
+  // ---- lock sets (docs/lock-fsm.md "Lock sets") ----
+
+  private setOf(sid: string, since: number): MSet {
+    const set = this.sets.find((x) => x.sid === sid && x.since === since);
+    if (!set) throw new Error(`lock model: no set of ${sid} at ${since}`);
+    return set;
+  }
+
+  /** a set's places, in the request's order: [name, its MWait] */
+  private placesOf(set: MSet): [string, MWait][] {
+    const out: [string, MWait][] = [];
+    for (const name of set.names) {
+      const w = this.locks.get(name)?.queue.find((x) => x.sid === set.sid && x.setSince === set.since);
+      if (w) out.push([name, w]);
+    }
+    return out;
+  }
+
+  /** every place at the head of its queue, every lock free for the set's mode */
+  private setReady(set: MSet): boolean {
+    return this.placesOf(set).every(([name, w]) => {
+      const l = this.locks.get(name)!;
+      return l.queue[0] === w && l.delayMs === 0 && l.holders.every((h) => set.mode === 'shared' && h.mode === 'shared');
+    });
+  }
+
+  /** the session's current token of a name it holds in either mode */
+  private heldToken(sid: string, name: string): number {
+    const h = this.locks.get(name)?.holders.find((x) => x.sid === sid);
+    if (!h) throw new Error(`lock model: set of ${sid} counts on ${name}, which it does not hold`);
+    return h.token;
+  }
+
+  private acquiredAll(sid: string, names: readonly string[], tokens: Map<string, number>, mode: Mode): Extract<ApplyResult, { kind: 'acquired_all' }> {
+    const grants = names.map((name) => ({ name, fencingToken: tokens.get(name) ?? this.heldToken(sid, name) }));
+    const ttlMs = this.sessions.get(sid)!.ttlMs;
+    return mode === 'shared' ? { ok: true, kind: 'acquired_all', sessionId: sid, ttlMs, grants, mode: 'shared' } : { ok: true, kind: 'acquired_all', sessionId: sid, ttlMs, grants };
+  }
+
+  /** grants every place of a ready set, in name order (consecutive tokens) */
+  private grantSet(index: number, set: MSet, ev: FsmEvent[], work: string[]): void {
+    this.sets.splice(this.sets.indexOf(set), 1);
+    const places = this.placesOf(set).sort((a, b) => cmp(a[0], b[0]));
+    for (const [name, w] of places) {
+      const l = this.locks.get(name)!;
+      l.queue.splice(l.queue.indexOf(w), 1);
+    }
+    const tokens = new Map<string, number>();
+    for (const [name, w] of places) {
+      tokens.set(name, this.grant(index, name, set.sid, w.owner, set.mode, ev, w.maxHoldMs).token);
+      work.push(name);
+    }
+    const r = this.acquiredAll(set.sid, set.names, tokens, set.mode);
+    if (set.key !== undefined) {
+      const e = this.idem.find((x) => x.key === set.key);
+      const q = e?.result;
+      if (e && q && q.ok && q.kind === 'queued_all' && q.sessionId === set.sid && q.since === set.since) e.result = r;
+    }
+    ev.push(set.mode === 'shared' ? { type: 'setGranted', sessionId: set.sid, since: set.since, grants: r.grants, mode: 'shared' } : { type: 'setGranted', sessionId: set.sid, since: set.since, grants: r.grants });
+  }
+
+  /** ends a waiting set: every place leaves its queue (by name), then each queue is served */
+  private cancelSet(index: number, set: MSet, reason: 'cancelled' | 'session_ended', ev: FsmEvent[]): void {
+    this.sets.splice(this.sets.indexOf(set), 1);
+    const places = this.placesOf(set).sort((a, b) => cmp(a[0], b[0]));
+    for (const [name, w] of places) {
+      const l = this.locks.get(name)!;
+      l.queue.splice(l.queue.indexOf(w), 1);
+      ev.push({ type: 'waitEnded', name, sessionId: set.sid, reason });
+    }
+    for (const [name] of places) this.pump(index, name, ev);
+  }
+
+  /** the session lost its grant of `name`: a set that counted on holding it can no longer be
+   *  granted whole, so its wait ends */
+  private withdraw(index: number, sid: string, name: string, ev: FsmEvent[]): void {
+    for (const set of this.sets.filter((x) => x.sid === sid).sort((a, b) => a.since - b.since)) {
+      if (set.held.includes(name) && this.sets.includes(set)) this.cancelSet(index, set, 'cancelled', ev);
+    }
+  }
+
+  private blockedRow(name: string): BlockedName {
+    const x = this.locks.get(name)?.holders.find((h) => h.mode === 'exclusive');
+    return x ? { name, holder: { sessionId: x.sid, owner: x.owner, fencingToken: x.token } } : { name };
+  }
+
+  private acquireAll(index: number, cmd: Extract<Command, { kind: 'acquireAll' }>, ev: FsmEvent[]): ApplyResult {
+    const who = this.acquirer(cmd, ev);
+    if ('refused' in who) return who.refused;
+    const { s, owner, sid } = who;
+    const mode: Mode = cmd.mode === 'shared' ? 'shared' : 'exclusive';
+    const need: string[] = [];
+    const held: string[] = [];
+    const upgrade: BlockedName[] = [];
+    const blocked: BlockedName[] = [];
+    for (const name of cmd.names) {
+      const l = this.locks.get(name);
+      const mine = s === null ? undefined : l?.holders.find((h) => h.sid === sid);
+      // as a single re-acquire: an exclusive grant answers either mode, a share a shared set
+      if (mine && (mine.mode === 'exclusive' || mode === 'shared')) { held.push(name); continue; }
+      if (mine) { upgrade.push({ name }); continue; }
+      need.push(name);
+      const free = !l || (l.delayMs === 0 && l.queue.length === 0 && l.holders.every((h) => mode === 'shared' && h.mode === 'shared'));
+      if (!free) blocked.push(this.blockedRow(name));
+    }
+    if (upgrade.length > 0) return { ok: false, code: 'lock_held', blocked: upgrade };
+    if (blocked.length === 0) {
+      who.open();
+      const tokens = new Map<string, number>();
+      for (const name of [...need].sort(cmp)) tokens.set(name, this.grant(index, name, sid, owner, mode, ev, cmd.maxHoldMs ?? 0).token);
+      return this.acquiredAll(sid, cmd.names, tokens, mode);
+    }
+    if (cmd.waitMs === 0) return { ok: false, code: 'lock_held', blocked };
+    if (s !== null) {
+      // already waiting on some of these names: the same set again keeps its place
+      const mine = need.flatMap((n) => this.locks.get(n)?.queue.filter((w) => w.sid === sid).map((w): [string, MWait] => [n, w]) ?? []);
+      if (mine.length > 0) {
+        const first = mine[0]![1];
+        const set = first.setSince === undefined ? undefined : this.setOf(sid, first.setSince);
+        const same = set !== undefined && set.mode === mode && mine.every(([, w]) => w.setSince === set.since) && set.names.length === cmd.names.length && cmd.names.every((n) => set.names.includes(n));
+        if (same) return { ok: true, kind: 'queued_all', sessionId: sid, names: [...set.names], since: set.since };
+        return { ok: false, code: 'lock_held', blocked: mine.map(([n]) => this.blockedRow(n)) };
+      }
+    }
+    if (need.some((n) => (this.locks.get(n)?.queue.length ?? 0) >= this.lim.maxWaitersPerLock)) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
+    if (s !== null) {
+      const fresh = [...need].sort(cmp).map((name): ModelWait => {
+        const l = this.locks.get(name);
+        return { name, kind: 'lock', blockers: l ? this.lockBlockers(l, mode, l.queue.length) : [] };
+      });
+      const cycle = modelCycle(sid, fresh, (t) => this.waitsOf(t));
+      if (cycle !== null) return { ok: false, code: 'deadlock', cycle };
+    }
+    who.open();
+    const set: MSet = { sid, since: index, names: [...cmd.names], held: [...held].sort(cmp), mode, ...(this.key !== undefined ? { key: this.key } : {}) };
+    for (const name of need) {
+      const l = this.locks.get(name) ?? { holders: [], queue: [], delayMs: 0, delaySince: 0 };
+      this.locks.set(name, l);
+      l.queue.push({ sid, owner, mode, since: index, waitMs: cmd.waitMs, maxHoldMs: cmd.maxHoldMs ?? 0, queuedAtMs: this.nowMs, setSince: index });
+      ev.push(mode === 'shared' ? { type: 'waiting', name, sessionId: sid, mode: 'shared' } : { type: 'waiting', name, sessionId: sid });
+    }
+    this.sets.push(set);
+    return { ok: true, kind: 'queued_all', sessionId: sid, names: [...cmd.names], since: index };
+  }
+
+  /** ends the session's waits on the names (a set as a whole), then releases each named
+   *  grant in name order */
+  private releaseAll(index: number, cmd: Extract<Command, { kind: 'releaseAll' }>, ev: FsmEvent[]): ApplyResult {
+    const sid = cmd.sessionId;
+    if (!this.sessions.has(sid)) return { ok: false, code: 'session_not_found' };
+    const asked = [...new Set(cmd.names)].sort(cmp);
+    for (const name of asked) {
+      const l = this.locks.get(name);
+      const w = l?.queue.find((x) => x.sid === sid);
+      if (!l || !w) continue;
+      if (w.setSince !== undefined) this.cancelSet(index, this.setOf(sid, w.setSince), 'cancelled', ev);
+      else {
+        l.queue.splice(l.queue.indexOf(w), 1);
+        ev.push({ type: 'waitEnded', name, sessionId: sid, reason: 'cancelled' });
+        this.pump(index, name, ev);
+      }
+    }
+    const released = new Set<string>();
+    for (const name of asked) {
+      const l = this.locks.get(name);
+      const h = l?.holders.find((x) => x.sid === sid);
+      if (!l || !h) continue;
+      ev.push(grantEnded(name, sid, h, 'released'));
+      l.holders.splice(l.holders.indexOf(h), 1);
+      this.withdraw(index, sid, name, ev);
+      this.pump(index, name, ev);
+      released.add(name);
+    }
+    return { ok: true, kind: 'released_all', released: cmd.names.filter((n) => released.has(n)) };
   }
 
   // ---- views, in the shapes of LockFsm's queries ----
@@ -621,11 +837,14 @@ export class LockModel {
     for (const name of names) for (const w of this.locks.get(name)!.queue) waitTimes.push(['lock', name, w.sid, w.queuedAtMs]);
     for (const [name, sem] of this.sems) for (const w of sem.queue) waitTimes.push(['semaphore', name, w.sid, w.queuedAtMs]);
     waitTimes.sort(bySection);
+    // version 6: the waiting lock sets, by (session id, since)
+    const sets = [...this.sets].sort((a, b) => cmp(a.sid, b.sid) || a.since - b.since).map((x): SetTuple => [x.sid, x.since, [...x.names], x.mode === 'shared' ? 'shared' : null, x.key ?? null]);
     const base = { format: 'raftlock/lock-fsm', v: 6, lastApplied: this.lastApplied, lastToken: this.lastToken, sessions, locks, sems, elections };
     return {
       ...base,
       ...(grants.length === 0 && waits.length === 0 ? {} : { maxHold: { grants, waits } }),
       ...(waitTimes.length > 0 ? { waitTimes } : {}),
+      ...(sets.length > 0 ? { sets } : {}),
       idem,
     };
   }

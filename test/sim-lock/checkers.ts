@@ -20,6 +20,8 @@
 //    of the acquire that queued it; and ends in time, whoever proposed it (wait-checker.ts);
 //  - Idempotency-Keys live 10 minutes of real (simulated) time on every node: the oldest
 //    key younger than that is still in the table of every node that applied it;
+//  - lock sets are never partly held, every `deadlock` answer names a real cycle of the
+//    state before its apply, and no cycle persists after any apply (set-checkers.ts);
 //  - the committed log, applied once in index order to the reference model
 //    (test/model/lock-model.ts), gives every result and event the nodes gave
 //    (model-checker.ts).
@@ -31,6 +33,7 @@ import { HoldShadow, type StampInfo } from './hold-checker.js';
 import { ElectionShadow } from './election-checker.js';
 import { ModelAgreement } from './model-checker.js';
 import { WaitShadow } from './wait-checker.js';
+import { SetShadow } from './set-checkers.js';
 
 export class LockViolation extends Error {
   constructor(readonly checker: string, message: string) {
@@ -82,6 +85,8 @@ export class LockCheckers {
   readonly holds: HoldShadow;
   /** every wait ends in time, however many leaders came between (wait-checker.ts) */
   readonly waitBound: WaitShadow;
+  /** lock sets whole, deadlock answers real, no cycle persists (set-checkers.ts) */
+  readonly sets = new SetShadow(violation);
   /** (term, entry bytes) → who stamped it and when (the first stamp of those bytes in that
    *  term: two leaders of different terms may stamp the same command at the same log time,
    *  and the entry's term says whose the applied one is) */
@@ -129,12 +134,14 @@ export class LockCheckers {
   onRestored(node: LockNode): void {
     this.lastToken.set(node.id, node.app.fsm.lastToken);
     this.lastChecked.delete(node.id);
+    this.sets.onRestored(node.id, node.app.fsm);
   }
 
   onApplied(node: LockNode, index: number, term: number, kind: string, data: Uint8Array, out: ApplyOutput | undefined): void {
     this.counts.applied++;
     const digest = fnv(data, `${kind}|${out ? stable(out) : ''}`);
     const c = this.canonical.get(index);
+    const first = c === undefined;
     let modelCheck: (() => void) | undefined;
     if (c === undefined) {
       if (index !== this.maxCanonical + 1) violation('AppliedPrefix', `${node.id} applied ${index} first, but the highest index applied anywhere is ${this.maxCanonical}`);
@@ -181,6 +188,9 @@ export class LockCheckers {
         }
       }
     }
+    // before the FSM's own invariants (which assert no cycle too): a mutation is reported by
+    // the checker named for what it breaks
+    this.sets.onApplied(node.id, index, out, () => (kind === 'normal' ? decodeCommand(data).cmd : undefined), node.app.fsm, first);
     try {
       assertFsmInvariants(node.app.fsm);
     } catch (err) {
@@ -226,6 +236,15 @@ export class LockCheckers {
       const k = `${cmd.name}\u0000${r.sessionId}`;
       if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
     }
+    if (cmd.kind === 'acquireAll' && r.ok && r.kind === 'queued_all') {
+      // a set waits at each of its places (its `waiting` events): a later single acquire of
+      // one of those names answers that place, and keeps the set's wait
+      for (const e of out.events) {
+        if (e.type !== 'waiting' || e.sessionId !== r.sessionId) continue;
+        const k = `${e.name}\u0000${r.sessionId}`;
+        if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
+      }
+    }
     if (cmd.kind === 'semAcquire' && r.ok && r.kind === 'sem_queued') {
       const k = `sem\u0000${cmd.name}\u0000${r.sessionId}`;
       if (!this.waits.has(k)) this.waits.set(k, { sentMs: (key !== undefined ? this.keySent.get(key) : undefined) ?? now, waitMs: cmd.waitMs });
@@ -250,9 +269,11 @@ export class LockCheckers {
           const k = `${sem ? 'sem\u0000' : ''}${e.name}\u0000${e.sessionId}`;
           const w = this.waits.get(k);
           this.waits.delete(k);
-          // a candidate's own resign withdraws its wait when it likes (docs/lock-fsm.md
-          // "Elections"): only the timeouts must wait for wait_ms
-          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w && cmd.kind !== 'resign') {
+          // only the timeouts (the lessor's cancels) must wait for wait_ms: a candidate's own
+          // resign withdraws its wait when it likes (docs/lock-fsm.md "Elections"), a
+          // release-all ends the session's waits on its names, and a set whose counted-on
+          // grant ended (max hold, revoke, release) is withdrawn (docs/lock-fsm.md "Lock sets")
+          if ((e.type === 'waitEnded' || e.type === 'semWaitEnded') && e.reason === 'cancelled' && w && (cmd.kind === 'cancelWait' || cmd.kind === 'semCancelWait')) {
             this.counts.waitsCancelled++;
             if (now < w.sentMs + w.waitMs) violation('WaitHeld', `wait of ${e.sessionId} for ${sem ? 'semaphore ' : ''}${e.name} (${w.waitMs} ms, acquire sent at ${w.sentMs}) cancelled at ${now} ms by entry ${index} ${JSON.stringify(cmd)}`);
           }

@@ -72,6 +72,10 @@ export class ModeShadow {
     const r = out.result;
     if (cmd && r.ok) {
       if (r.kind === 'released' && cmd.kind === 'release') this.dropLock(cmd.name, cmd.sessionId);
+      // a release-all (docs/lock-fsm.md "Lock sets") frees each name it answers released
+      if (r.kind === 'released_all' && cmd.kind === 'releaseAll') for (const name of r.released) this.dropLock(name, cmd.sessionId);
+      // a set queued: one place in the queue of each name it waits on (its `waiting` events)
+      if (r.kind === 'queued_all') for (const e of out.events) if (e.type === 'waiting' && e.sessionId === r.sessionId && !queue(this.lockQueues, e.name).includes(r.sessionId)) queue(this.lockQueues, e.name).push(r.sessionId);
       // an election's leader stepping down frees its lock (election-checker.ts has the rest)
       if (r.kind === 'resigned' && r.wasLeader && cmd.kind === 'resign') this.dropLock(cmd.name, cmd.sessionId);
       if (r.kind === 'sem_released' && cmd.kind === 'semRelease') this.sems.get(cmd.name)?.delete(cmd.sessionId);

@@ -42,6 +42,8 @@ export interface LockMutations {
   /** the lessor tracks only the waits its API layer queued or that were applied when it
    *  took office (re-armed in full), and gives a cancel up after three tries */
   testLegacyWaitTracking?: boolean;
+  /** the state machine refuses no wait as `deadlock` (docs/lock-fsm.md "Deadlock detection" off) */
+  testNoDeadlockDetection?: boolean;
 }
 
 /** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
@@ -202,7 +204,7 @@ export class LockNode {
     this.transport = transport;
     this.storage = new CrashableDisk(disk, env.tick);
     const snap = disk.snapshot();
-    this.app = new LockApp(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}, (index, err) => {
+    this.app = new LockApp({ ...(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}), ...(mutations.testNoDeadlockDetection ? { testNoDeadlockDetection: true } : {}) }, (index, err) => {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);

@@ -13,7 +13,7 @@ import { sweep } from './sweep.js';
 import { intArg } from '../support/seed-args.js';
 import { fileURLToPath } from 'node:url';
 
-const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking'];
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking', 'testNoDeadlockDetection'];
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}] [--jobs J]`);
@@ -44,7 +44,7 @@ async function main(): Promise<void> {
       `lessorDelayed=${st['lessorDelayed']} lessorDuplicated=${st['lessorDuplicated']} delaysEnded=${st['delaysEnded']} waitsCancelled=${st['waitsCancelled']} clockSteps=${st['clockSteps']} ` +
       `sharedGrants=${st['sharedGrants']} ackedShares=${st['ackedShares']} semGrants=${st['semGrants']} semAcked=${st['semAcked']} semResized=${st['semResized']} fifoChecked=${st['fifoChecked']} ` +
       `electionsWon=${st['electionsWon']} proclaims=${st['proclaims']} resigns=${st['resigns']} electionChecks=${st['electionChecks']} ` +
-      `waitsQueued=${st['waitsQueued']} waitBoundChecks=${st['waitBoundChecks']} waitLateMsMax=${st['waitLateMsMax']} lessorCancelWait=${st['lessorCancelWait']} maxLog=${st['maxLogIndex']} diskStalls=${st['diskStalls']} coverHeartbeats=${st['coverHeartbeats']} ` +
+      `waitsQueued=${st['waitsQueued']} waitBoundChecks=${st['waitBoundChecks']} waitLateMsMax=${st['waitLateMsMax']} lessorCancelWait=${st['lessorCancelWait']} setsQueued=${st['setsQueued']} setsGranted=${st['setsGranted']} deadlocks=${st['deadlocks']} deadlockChecks=${st['deadlockChecks']} maxLog=${st['maxLogIndex']} diskStalls=${st['diskStalls']} coverHeartbeats=${st['coverHeartbeats']} ` +
       `${((performance.now() - t0) / 1000).toFixed(2)}s`);
     if (!r.ok) {
       failed++;

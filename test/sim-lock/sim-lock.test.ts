@@ -83,17 +83,20 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // a stale endLockDelay copy ends a later lock-delay of the same lock
   { mutation: 'legacyEndLockDelay', checker: 'LockDelayHeld', seeds: [32] },
   // a stale cancelWait copy ends a later wait of the same session early
-  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [22] },
+  { mutation: 'legacyCancelWait', checker: 'WaitHeld', seeds: [26] },
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
   { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
   // a stale expireHold copy ends the session's later grant of the same name (by its token)
-  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [17, 32] },
+  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [10, 32] },
   // a new leader arms every max hold a full max_hold_ms from taking office
   { mutation: 'testRearmFullMaxHold', checker: 'MaxHoldBound', seeds: [1, 3] },
   // the lessor learns of no wait from the log (a wait committed under a leader that did not
   // propose it is never cancelled), re-arms waits in full on promotion, and gives a cancel
   // up after three tries: a waiting session is granted after its wait ended
   { mutation: 'testLegacyWaitTracking', checker: 'WaitBound', seeds: [1, 4] },
+  // the state machine refuses no wait as deadlock: a wait that closes a cycle is queued,
+  // and the cycle persists in the wait-for graph
+  { mutation: 'testNoDeadlockDetection', checker: 'DeadlockReal', seeds: [2, 3] },
 ];
 
 for (const m of MUTATIONS) {

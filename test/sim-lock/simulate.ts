@@ -66,6 +66,7 @@ export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
     readTimeoutMs: 2 * 2 * electionMs,
     ...modeKnobs(seed),
     ...holdKnobs(seed),
+    ...setKnobs(seed),
   };
   const f = faultRng(seed);
   const lag = rngHalf(f);
@@ -96,6 +97,20 @@ function modeKnobs(seed: number): Pick<WorkloadParams, 'modeShare' | 'semaphores
 function holdKnobs(seed: number): Pick<WorkloadParams, 'holdShare' | 'revokeShare'> {
   const h = holdRng(seed);
   return { holdShare: h.next() < 0.33 ? 0 : 0.2 + h.next() * 0.5, revokeShare: h.next() < 0.5 ? 0 : 0.01 + h.next() * 0.05 };
+}
+
+/** the lock-set knobs, from a stream of their own (past stallRng's): a third of the seeds
+ *  take no lock set and no opposite-order pair (their schedules are as before sets existed) */
+function setKnobs(seed: number): Pick<WorkloadParams, 'setShare'> {
+  const t = setRng(seed);
+  return { setShare: t.next() < 0.33 ? 0 : 0.1 + t.next() * 0.3 };
+}
+
+/** the lock-set draws: the knobs come first, the workload's draws from a fork */
+export function setRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 13; k++) root.fork();
+  return root.fork();
 }
 
 /** the max-hold and revoke draws: the knobs come first, the workload's draws from a fork */
@@ -435,12 +450,12 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     fail: (err) => {
       cluster.failure ??= err;
     },
-  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed), holdRng(seed).fork());
+  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed), holdRng(seed).fork(), setRng(seed).fork());
   const nemesis = rngs.nemesis;
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({
     seed, ok: !failure, ticks: cluster.tick, phase, trace, ...(failure ? { failure } : {}),
-    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...cluster.checkers.waitBound.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
+    stats: { ...cluster.stats, ...cluster.network.stats, ...cluster.checkers.counts, ...cluster.checkers.modes.counts, ...cluster.checkers.elections.counts, ...cluster.checkers.holds.counts, ...cluster.checkers.waitBound.counts, ...cluster.checkers.sets.counts, ...workload.stats, committed: cluster.checkers.maxApplied },
   });
   try {
     for (let t = 0; t < o.ticks; t++) {

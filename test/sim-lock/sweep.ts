@@ -2,7 +2,7 @@
 // contiguous range (the same command without --jobs, so every seed runs exactly as
 // `npm run sim:lock -- --seed S` does). Prints each failing seed's report as it comes,
 // progress every 100 seeds, and a summary: seeds, failed seeds, the largest log seen, wall
-// time. For the long sweeps of docs/simulation-lock.md; run it with nice on a shared machine.
+// time, and the totals of the seeds' counters (every `key=integer` of their SEED lines). For the long sweeps of docs/simulation-lock.md; run it with nice on a shared machine.
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 
@@ -17,6 +17,7 @@ export async function sweep(argv0: string, script: string, base: number, seeds: 
   const failed: number[] = [];
   let done = 0;
   let maxLog = 0;
+  const totals = new Map<string, number>();
   const per = Math.ceil(seeds / jobs);
   const runs: Promise<void>[] = [];
   for (let j = 0; j < jobs; j++) {
@@ -32,12 +33,13 @@ export async function sweep(argv0: string, script: string, base: number, seeds: 
         report = null;
       };
       createInterface({ input: child.stdout! }).on('line', (line) => {
-        const m = /^SEED=(\d+) (ok|FAILED) /.exec(line);
+        const m = /^SEED=(\d+) (ok|FAILED) ticks=/.exec(line);
         if (m) {
           flush();
           done++;
           const log = /maxLog=(\d+)/.exec(line);
           if (log) maxLog = Math.max(maxLog, Number(log[1]));
+          for (const [, k, v] of line.matchAll(/ (\w+)=(\d+)(?= |$)/g)) if (k !== 'maxLog' && k !== 'ticks') totals.set(k!, (totals.get(k!) ?? 0) + Number(v));
           if (m[2] === 'FAILED') {
             failed.push(Number(m[1]));
             report = [line];
@@ -59,5 +61,6 @@ export async function sweep(argv0: string, script: string, base: number, seeds: 
   failed.sort((a, b) => a - b);
   console.log(`sweep: ${done} seeds from ${base} on ${jobs} processes, ${failed.length} failed${failed.length > 0 ? ` (seeds ${failed.join(' ')})` : ''}, ` +
     `longest log ${maxLog} entries, ${wallS.toFixed(0)} s`);
+  console.log(`totals: ${[...totals].map(([k, v]) => `${k}=${v}`).join(' ')}`);
   return { seeds: done, failed, wallS };
 }

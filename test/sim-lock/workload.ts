@@ -17,6 +17,10 @@
 //  - on some seeds acquires, campaigns and semaphore acquires carry a max_hold_ms, and an
 //    administrator now and then revokes a name's grants (one session's or all), drawn
 //    from a stream of their own (docs/simulation-lock.md "Revocation and maximum hold").
+//  - on some seeds clients also take lock sets (acquire-all, with and without a wait,
+//    release-all) and take pairs of names one by one in opposite orders (even clients in
+//    name order, odd ones in reverse), so deadlocks occur and are refused; drawn from a
+//    stream of their own (docs/simulation-lock.md "Lock sets and deadlocks").
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../src/raft/core/rng.js';
@@ -55,6 +59,9 @@ export interface WorkloadParams {
   holdShare?: number;
   /** per client step: the share that is an administrator's revoke instead */
   revokeShare?: number;
+  /** share of a client's steps that are lock-set / opposite-order steps (0 or absent: none,
+   *  and the set stream is never drawn from) */
+  setShare?: number;
 }
 
 export interface ClusterView {
@@ -108,6 +115,11 @@ export interface WorkloadStats {
   resigned: number;
   maxHoldAsked: number;
   revokesSent: number;
+  setsAcked: number;
+  setsQueuedAsked: number;
+  setWaitsGranted: number;
+  releasedAll: number;
+  deadlockAnswers: number;
 }
 
 export class LockWorkload {
@@ -115,7 +127,8 @@ export class LockWorkload {
   private sessionSeq = 0;
   readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0,
     sharedAcked: 0, sharedReleased: 0, semAcked: 0, semQueued: 0, semReleased: 0, semResized: 0, semMismatch: 0,
-    campaignsWon: 0, campaignsQueued: 0, proclaimed: 0, resigned: 0, maxHoldAsked: 0, revokesSent: 0 };
+    campaignsWon: 0, campaignsQueued: 0, proclaimed: 0, resigned: 0, maxHoldAsked: 0, revokesSent: 0,
+    setsAcked: 0, setsQueuedAsked: 0, setWaitsGranted: 0, releasedAll: 0, deadlockAnswers: 0 };
   /** the limit each semaphore is believed to have (learned from limit_mismatch answers) */
   private readonly semLimits = new Map<string, number>();
 
@@ -126,7 +139,9 @@ export class LockWorkload {
     /** the election draws: a stream of their own, so the other operations keep theirs */
     private readonly e?: Rng,
     /** the max-hold and revoke draws: a stream of their own */
-    private readonly h?: Rng) {
+    private readonly h?: Rng,
+    /** the lock-set and opposite-order draws: a stream of their own */
+    private readonly t?: Rng) {
     for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
   }
 
@@ -156,6 +171,7 @@ export class LockWorkload {
       await this.keepalive(c, n);
       return;
     }
+    if (this.t !== undefined && (this.p.setShare ?? 0) > 0 && this.t.next() < this.p.setShare!) return this.setStep(c, n, this.t);
     if (this.h !== undefined && (this.p.revokeShare ?? 0) > 0 && this.h.next() < this.p.revokeShare!) return this.revokeStep(n, this.h);
     if (this.e !== undefined && (this.p.electionShare ?? 0) > 0 && this.e.next() < this.p.electionShare!) return this.electionStep(c, n, this.e);
     if (this.p.modeShare > 0 && this.x.next() < this.p.modeShare) return this.modeStep(c, n);
@@ -250,7 +266,119 @@ export class LockWorkload {
       return;
     }
     if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
+    if (!r.ok && r.code === 'deadlock') this.stats.deadlockAnswers++;
     if (!r.ok && r.code === 'session_not_found') this.forget(c);
+  }
+
+  /** A lock-set step (docs/simulation-lock.md "Lock sets and deadlocks"): an acquire-all of
+   *  2–3 names, or the next name of a pair taken one by one in this client's order (even
+   *  clients in name order, odd ones in reverse: two of them deadlock, and one is refused
+   *  at once), or a release-all. */
+  private async setStep(c: Client, n: LockNode, t: Rng): Promise<void> {
+    const pool = Array.from({ length: this.p.locks }, (_, k) => `lock-${k}`);
+    const names: string[] = [];
+    const want = Math.min(pool.length, 2 + t.int(0, 2));
+    while (names.length < want) names.push(pool.splice(t.int(0, pool.length), 1)[0]!);
+    const r = t.next();
+    if (r < 0.35) return this.acquireAll(c, n, names, t.next() < 0.7 ? this.p.waitMs : 0, t.next() < 0.15, t);
+    if (r < 0.7) {
+      const order = names.slice(0, 2).sort();
+      if (c.id % 2 === 1) order.reverse();
+      const next = order.find((x) => !c.held.has(x));
+      if (next === undefined) return this.releaseAll(c, n, order);
+      // holding the first of the pair, wait for the second: the deadlock-prone order
+      return this.acquire(c, n, next, order.some((x) => c.held.has(x)) || t.next() < 0.3 ? this.p.waitMs : 0);
+    }
+    const mine = [...c.held.keys()].filter((x) => x.startsWith('lock-'));
+    return this.releaseAll(c, n, mine.length > 0 && t.next() < 0.8 ? mine : names);
+  }
+
+  private async acquireAll(c: Client, n: LockNode, names: string[], waitMs: number, shared: boolean, t: Rng): Promise<void> {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
+    const cmd = { kind: 'acquireAll' as const, names, sessionId: sid, waitMs, ...(shared ? { mode: 'shared' as const } : {}) };
+    let out = await n.propose(cmd, key);
+    if (!out.ok && out.kind === 'unknown' && t.next() < 0.5) {
+      const again = this.cluster.leader();
+      if (again && !again.dead) {
+        n = again;
+        out = await n.propose(cmd, key);
+      }
+    }
+    const r = result(out);
+    if (r === null) {
+      this.stats.unknown++;
+      this.abandon(c);
+      return;
+    }
+    if (r.ok && r.kind === 'acquired_all') {
+      if (this.confirmSet(c, n, sid, names, shared, sent, out.ok ? out.index : 0)) this.stats.setsAcked++;
+      return;
+    }
+    if (r.ok && r.kind === 'queued_all') {
+      this.stats.setsQueuedAsked++;
+      await this.waitForSet(c, n, names, r.since, shared, sent, waitMs);
+      return;
+    }
+    if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
+    if (!r.ok && r.code === 'deadlock') this.stats.deadlockAnswers++;
+    if (!r.ok && r.code === 'session_not_found') this.forget(c);
+  }
+
+  /** the whole set stands on this node and the leader renewed the session (lock-set-service):
+   *  each exclusive name becomes the client's belief; a shared set's names are only let go
+   *  by a later release-all or the session's end */
+  private confirmSet(c: Client, n: LockNode, sid: string, names: readonly string[], shared: boolean, sent: number, index: number): boolean {
+    const fsm = n.app.fsm;
+    const s = fsm.getSession(sid);
+    if (!s) return false;
+    const mine = names.map((x) => (fsm.getLock(x).holders ?? []).find((h) => h.sessionId === sid));
+    if (mine.some((h) => h === undefined)) return false;
+    if (shared) return true;
+    // a name the session already held keeps that grant's max hold: believed only until the
+    // earliest bound of the acquires that may have made it (holdCap), as for a re-acquire
+    for (let k = 0; k < names.length; k++) this.confirmGrant(c, n, names[k]!, sid, mine[k]!.fencingToken, sent, index, c.holdCap.get(names[k]!) ?? Infinity);
+    return true;
+  }
+
+  /** as waitForGrant, for a waiting set: the lessor times it by its first place */
+  private async waitForSet(c: Client, n: LockNode, names: string[], since: number, shared: boolean, sent: number, waitMs: number): Promise<void> {
+    const sid = c.sessionId!;
+    if (!n.lessor.isLeader) return;
+    const place = names.find((x) => n.app.fsm.waitOf(x, sid)?.since === since);
+    if (place !== undefined) n.trackWait(place, sid, sent + waitMs, since, false, sent);
+    n.waitingSessions.add(sid);
+    const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
+    while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
+      await this.ticks(2);
+      if (n.dead || !n.isLeader) return;
+      const asked = this.cluster.nowMs();
+      const rd = await n.driver.readIndex(this.p.readTimeoutMs);
+      if (!rd.ok || n.dead) return;
+      if (!n.app.fsm.getSession(sid)) {
+        this.forget(c);
+        return;
+      }
+      if (this.confirmSet(c, n, sid, names, shared, asked, rd.index)) {
+        this.stats.setWaitsGranted++;
+        return;
+      }
+      if (!names.some((x) => n.app.fsm.waitOf(x, sid)?.since === since)) return; // cancelled
+    }
+  }
+
+  private async releaseAll(c: Client, n: LockNode, names: string[]): Promise<void> {
+    const sid = c.sessionId!;
+    for (const x of names) {
+      // release-all frees shares too
+      if (c.held.delete(x) || c.shares.delete(x)) this.checkers.onLetGo(sid, x);
+    }
+    const r = result(await n.propose({ kind: 'releaseAll', names, sessionId: sid }));
+    for (const x of names) this.dropCap(c, n, x);
+    if (r?.ok && r.kind === 'released_all') this.stats.releasedAll++;
+    if (r === null) this.stats.unknown++;
   }
 
   /** lock-service confirmGrant: the grant stands and the leader renewed the session */

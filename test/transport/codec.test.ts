@@ -35,6 +35,7 @@ const one: Message[] = [
   },
   { from: 'n2', to: 'n1', term: 3, type: 'appendResp', index: 7, reject: false, hint: 0, hintTerm: 0 },
   { from: 'n2', to: 'n1', term: 3, type: 'heartbeat', commit: 7, ctx: 42 },
+  { from: 'n2', to: 'n1', term: 3, type: 'heartbeat', commit: 7, ctx: 0, match: 9 },
   { from: 'n2', to: 'n1', term: 3, type: 'heartbeatResp', ctx: 42 },
   { from: 'n2', to: 'n1', term: 3, type: 'snapshot', snapshot: { meta: { index: 100, term: 2, conf: { voters: ['n1', 'n2'], learners: ['n3'] } }, data: new Uint8Array([7, 7, 7]) } },
   { from: 'n2', to: 'n1', term: 3, type: 'timeoutNow' },

@@ -59,7 +59,7 @@ export function describeMessage(m: Message): string {
     case 'appendResp':
       return m.reject ? `${head} reject index=${m.index} hint=${m.hint}/${m.hintTerm}${m.lost ? ' lost' : ''}` : `${head} index=${m.index}`;
     case 'heartbeat':
-      return `${head} commit=${m.commit}${m.ctx ? ` ctx=${m.ctx}` : ''}`;
+      return `${head} commit=${m.commit}${m.match !== undefined ? ` match=${m.match}` : ''}${m.ctx ? ` ctx=${m.ctx}` : ''}`;
     case 'heartbeatResp':
       return `${head}${m.ctx ? ` ctx=${m.ctx}` : ''}`;
     case 'snapshot':

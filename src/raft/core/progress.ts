@@ -55,6 +55,11 @@ export class Progress {
   /** after its log went backwards (regressed): the index it had acknowledged, which it
    *  must hold again before its ReadIndex acks count; 0 otherwise */
   recoverTo: Index = 0;
+  /** a rejection said its log agrees with ours only below `match`: a stale rejection, or
+   *  its disk lost entries it acknowledged. Until it acknowledges `match` again, heartbeats
+   *  carry `match`, so the follower can tell even when our commit index is below what it
+   *  lost (docs/raft-core.md "A follower whose log went backwards") */
+  matchInDoubt = false;
   /** the incarnation whose answers this progress records (docs/membership.md, "Incarnations") */
   inc: string | undefined = undefined;
   readonly inflights: Inflights;
@@ -118,6 +123,7 @@ export class Progress {
     }
     this.next = Math.max(this.next, n + 1);
     if (this.recoverTo > 0 && this.match >= this.recoverTo) this.recoverTo = 0;
+    if (n >= this.match) this.matchInDoubt = false;
     return updated;
   }
 
@@ -131,6 +137,7 @@ export class Progress {
     assert(Number.isSafeInteger(next) && next >= 1, `regressed: next must be an index >= 1, got ${next}`);
     this.recoverTo = Math.max(this.recoverTo, this.match);
     this.match = 0;
+    this.matchInDoubt = false;
     this.resetState('probe');
     this.next = next;
   }

@@ -760,19 +760,24 @@ export class Raft {
 
   private handleHeartbeat(m: Extract<Message, { type: 'heartbeat' }>): void {
     // the leader sends min(our match, its commit), so this prefix agrees with its log
-    if (m.commit <= this.log.lastIndex()) {
-      this.commitTo(m.commit);
-    } else if (this.cfg.testOnlyIgnoreLogRegression !== true && this.standing() !== 'fresh') {
-      // A commit beyond our log: in this term we acknowledged entries up to it (the leader
-      // sends at most our match, learned from our acknowledgements, so even a delayed
-      // heartbeat says so), and within a term a follower's log never shrinks below what
-      // it acknowledged. So ours went backwards: a disk that lost acknowledged entries. (A
-      // fresh node acknowledged nothing: the claim is about the data directory it replaced,
-      // whose progress the leader drops as soon as this incarnation answers.) Say so (`lost`): the leader stops counting us and sends the entries again
-      // (noteRegression). The rejection of an append cannot say it: on a transport that
-      // duplicates or reorders, a stale one looks the same.
-      const last = this.log.lastIndex();
-      this.respondAppend(m.from, m.commit, true, last, this.log.term(last) ?? 0, true);
+    const last = this.log.lastIndex();
+    if (m.commit <= last) this.commitTo(m.commit);
+    // what the leader holds as acknowledged by us: its commit index, and our match itself
+    // while it doubts we still hold it (a rejection of ours said our log ends below it)
+    const acked = Math.max(m.commit, m.match ?? 0);
+    if (acked > last && this.cfg.testOnlyIgnoreLogRegression !== true && this.standing() !== 'fresh') {
+      // Beyond our log: in this term we acknowledged entries up to it (the leader sends at
+      // most our match, learned from our acknowledgements, so even a delayed heartbeat says
+      // so), and within a term a follower's log never shrinks below what it acknowledged.
+      // So ours went backwards: a disk that lost acknowledged entries. (A fresh node
+      // acknowledged nothing: the claim is about the data directory it replaced, whose
+      // progress the leader drops as soon as this incarnation answers.) Say so (`lost`):
+      // the leader stops counting us and sends the entries again (noteRegression). The
+      // rejection of an append cannot say it: on a transport that duplicates or reorders,
+      // a stale one looks the same. The commit index alone is not enough: entries we lost
+      // above it (an older term's, which the leader commits only with one of its own) are
+      // told by `match` (sim seed 890).
+      this.respondAppend(m.from, acked, true, last, this.log.term(last) ?? 0, true);
     }
     this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: m.ctx });
   }
@@ -842,6 +847,9 @@ export class Raft {
       if (pr.match > 0 && m.index <= pr.match && this.cfg.testOnlyIgnoreLogRegression !== true) this.noteRegression(from, pr, m.index, probe);
       return;
     }
+    // its log agrees with ours only below what it acknowledged: a stale rejection, or a disk
+    // that lost entries; our next heartbeats ask (carry `match`) until it acknowledges again
+    if (m.hint < pr.match && this.cfg.testOnlyIgnoreLogRegression !== true) pr.matchInDoubt = true;
     if (pr.maybeDecrTo(m.index, probe)) {
       if (pr.state === 'replicate') pr.becomeProbe();
       this.maybeSendAppend(from, true);
@@ -983,7 +991,11 @@ export class Raft {
     for (const [id, pr] of this.tracker.progress) {
       if (id === this.id) continue;
       // never tell a follower to commit beyond what it acknowledged holding
-      this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit: Math.min(pr.match, this.log.committed), ctx });
+      const commit = Math.min(pr.match, this.log.committed);
+      // a follower whose rejection put its log below its match is asked whether it still
+      // holds that match (handleHeartbeat); only then, so other heartbeats are unchanged
+      if (pr.matchInDoubt && pr.match > commit) this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit, ctx, match: pr.match });
+      else this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit, ctx });
     }
   }
 
