@@ -101,3 +101,15 @@ test('lock sets projected per name: a set granted while another session holds on
   const r = projectLockSets(ops([['c1', 'release-all', { names: ['ja-0', 'ja-1'], session: SA }, 0, 'ok', { released: ['ja-0'] }, 10]]));
   assert.deepEqual(r.map((o) => [o.input.lock, o.type, o.output.code]), [['ja-0', 'ok', undefined], ['ja-1', 'fail', 'not_holder']]);
 });
+
+test('lock sets projected per name: a set answered session_not_found may have granted first (seen by a read before the answer)', () => {
+  const h = ops([
+    ['c1', 'acquire-all', { names: ['ja-0', 'ja-2'], session: SA, wait_ms: 0 }, 0, 'ok', { set: [{ name: 'ja-0', token: 5 }, { name: 'ja-2', token: 6 }] }, 10],
+    ['c1', 'release-all', { names: ['ja-0', 'ja-2'], session: SA }, 20, 'ok', { released: ['ja-0', 'ja-2'] }, 30],
+    ['c3', 'read', { lock: 'ja-2' }, 35, 'ok', { held: false }, 38],
+    ['c1', 'acquire-all', { names: ['ja-0', 'ja-2'], session: SA, wait_ms: 500 }, 40, 'fail', { code: 'session_not_found' }, 90],
+    ['c3', 'read', { lock: 'ja-2' }, 50, 'ok', { held: true, holder: SA, holder_token: 9 }, 60],
+    ['c3', 'read', { lock: 'ja-2' }, 100, 'ok', { held: false }, 110],
+  ]);
+  assert.equal(checkLinearizable(projectLockSets(h)).valid, true);
+});

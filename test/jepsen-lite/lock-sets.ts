@@ -7,7 +7,9 @@
 // - acquire-all info: granted all together or nothing → an info acquire per name (the
 //   projection loses "all together"; checkLockSets keeps it where answers show it);
 // - acquire-all fail: nothing changed anywhere → left out (a refused set does not say that
-//   each name was held, only that one was);
+//   each name was held, only that one was); but session_not_found, which may follow a
+//   grant (then the expiry), becomes a session_not_found acquire per name, which the
+//   linearizability partitioner treats as unknown up to the session's death;
 // - release-all ok: the names it lists were released → an ok release each; the others it
 //   did not hold → a not_holder release each;
 // - release-all info → an info release per name; fail (nothing applied) → left out.
@@ -23,7 +25,10 @@ export function projectLockSets(ops: readonly Op[]): Op[] {
       continue;
     }
     const names = op.input.names ?? [];
-    if (op.type === 'fail') continue;
+    // a refusal changed nothing — except session_not_found, which an acquire can get after
+    // it granted (the grant, the session's expiry, then the answer): kept, per name, for
+    // the partitioner to treat as it treats an acquire's (indeterminate until the death)
+    if (op.type === 'fail' && !(op.f === 'acquire-all' && op.output.code === 'session_not_found')) continue;
     for (const name of names) {
       const base = { ...op, id: `${op.id}/${name}` };
       if (op.f === 'acquire-all') {
