@@ -122,22 +122,9 @@ class Client:
         committed command that releases the lock). If the lock was lost before the block
         ended, LockLostError is raised on the way out (the block's own error is its
         ``__cause__``): the work was not protected to the end."""
-        session = self.session(ttl=ttl, owner=owner)
-        try:
-            lk = session.lock(name, wait=wait, owner=owner, shared=shared, max_hold=max_hold)
-            try:
-                yield lk
-            except BaseException as e:
-                if lk.lost.is_set():
-                    raise self._lost_error(lk) from e
-                raise
-            if lk.lost.is_set():
-                raise self._lost_error(lk)
-        finally:
-            try:
-                session.close()
-            except Exception as e:  # noqa: BLE001 -- the block's outcome stands; the session expires
-                self._warn(f"could not close session {session.id} (its lock expires after its ttl)", e)
+        with self._guarded(lambda s: s.lock(name, wait=wait, owner=owner, shared=shared, max_hold=max_hold),
+                           self._lost_error, ttl, owner, "its lock expires") as lk:
+            yield lk
 
     @contextmanager
     def locks(self, names: List[str], ttl: Optional[float] = None, wait: float = 0, owner: Optional[str] = None,
@@ -146,22 +133,32 @@ class Client:
         every name together (Session.lock_all: never deadlocks with another set over the same
         names, in any order), runs the block with ``ls.fencing_tokens``, and closes the
         session. LockLostError on the way out if any lock was lost before the block ended."""
+        with self._guarded(lambda s: s.lock_all(names, wait=wait, owner=owner, shared=shared, max_hold=max_hold),
+                           self._set_lost_error, ttl, owner, "its locks expire") as ls:
+            yield ls
+
+    @contextmanager
+    def _guarded(self, take: Callable[[Session], Any], lost_error: Callable[[Any], LockLostError],
+                 ttl: Optional[float], owner: Optional[str], expiry: str) -> Iterator[Any]:
+        """The body of lock() and locks(): a session of its own, what ``take`` acquires in it
+        (anything with a ``lost`` event), LockLostError on the way out if it was lost before
+        the block ended (the block's own error as its ``__cause__``), and the session closed."""
         session = self.session(ttl=ttl, owner=owner)
         try:
-            ls = session.lock_all(names, wait=wait, owner=owner, shared=shared, max_hold=max_hold)
+            held = take(session)
             try:
-                yield ls
+                yield held
             except BaseException as e:
-                if ls.lost.is_set():
-                    raise self._set_lost_error(ls) from e
+                if held.lost.is_set():
+                    raise lost_error(held) from e
                 raise
-            if ls.lost.is_set():
-                raise self._set_lost_error(ls)
+            if held.lost.is_set():
+                raise lost_error(held)
         finally:
             try:
                 session.close()
             except Exception as e:  # noqa: BLE001 -- the block's outcome stands; the session expires
-                self._warn(f"could not close session {session.id} (its locks expire after its ttl)", e)
+                self._warn(f"could not close session {session.id} ({expiry} after its ttl)", e)
 
     @classmethod
     def _set_lost_error(cls, ls: LockSet) -> LockLostError:
