@@ -10,7 +10,11 @@
 // Nothing touches the core while a Ready is in flight: everything that arrives during
 // `await storage.save(...)` waits in the inbox and enters the core after advance(). That is
 // group commit for free (every proposal that arrives during one fsync rides the next) and
-// it keeps the core's ready()/advance() pairing trivially correct.
+// it keeps the core's ready()/advance() pairing trivially correct. One exception: a
+// leader steps a follower's successful append acknowledgement the moment it arrives
+// (RawNode.stepAckDuringWrite), so an entry that a majority of the others has written
+// commits, applies and is answered in that turn, without waiting for the leader's own
+// write (thesis §10.2.1; the core counts the leader's log only once durable).
 //
 // The same driver runs in production (autoRun: setImmediate scheduling, a real timer
 // calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
@@ -36,6 +40,8 @@ export interface RawNodeLike {
   hasReady(): boolean;
   ready(): Ready;
   advance(rd: Ready): void;
+  stepAckDuringWrite(m: Message): boolean;
+  committedDuringWrite(): Entry[];
   status(): Status;
 }
 
@@ -167,6 +173,9 @@ export class RaftDriver<out R = unknown> {
   private leader: NodeId | null = null;
   private term: Term = 0;
 
+  /** the Ready whose synced write is out, and how many of its committed entries are
+   *  applied (acks stepped meanwhile may apply the rest, and more: receive()) */
+  private writing: { rd: Ready; applied: number } | null = null;
   private running = false;
   private scheduled = false;
   private stopped = false;
@@ -205,6 +214,10 @@ export class RaftDriver<out R = unknown> {
 
   receive(m: Message): void {
     if (this.stopped) return;
+    if (this.writing !== null && this.raw.stepAckDuringWrite(m)) {
+      this.applyCommittedDuringWrite(this.writing);
+      return;
+    }
     this.inboxMessages.push(m);
     this.inboxMessageTicks.push(this.inboxTicks);
     // A follower steps what the leader sent as soon as the frame (every message of the
@@ -446,9 +459,9 @@ export class RaftDriver<out R = unknown> {
     //    Read states do not depend on this Ready's write either. With a snapshot in the
     //    Ready, everything waits for the write (the snapshot is restored after it).
     const firstNew = rd.entries.length > 0 ? rd.entries[0]!.index : Infinity;
-    let k = 0;
+    const cursor = { rd, applied: 0 };
     if (!rd.snapshot) {
-      while (k < rd.committed.length && rd.committed[k]!.index < firstNew) this.applyEntry(rd.committed[k++]!);
+      while (cursor.applied < rd.committed.length && rd.committed[cursor.applied]!.index < firstNew) this.applyEntry(rd.committed[cursor.applied++]!);
       this.takeReadStates(rd);
     }
 
@@ -461,7 +474,12 @@ export class RaftDriver<out R = unknown> {
       const batch = { ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}), entries: rd.entries };
       const t0 = this.opts.clock.nowMs();
       if (tracing) trace('save_start', this.opts.id, rd.entries.at(-1)?.index ?? -1, '-', rd.entries.length);
-      await this.waitForDisk(storage.save(batch, { sync: true }));
+      this.writing = cursor;
+      try {
+        await this.waitForDisk(storage.save(batch, { sync: true }));
+      } finally {
+        this.writing = null;
+      }
       this.opts.hooks.onPersist?.((this.opts.clock.nowMs() - t0) / 1000, true, rd.entries.length);
       if (tracing && rd.entries.length > 0) trace(this.role === 'leader' ? 'leader_saved' : 'saved', this.opts.id, rd.entries.at(-1)!.index);
     } else if (rd.hardState) {
@@ -486,13 +504,26 @@ export class RaftDriver<out R = unknown> {
 
     // 5. snapshot, the remaining committed entries (those written by this Ready), read states
     if (rd.snapshot) this.restoreSnapshot(rd.snapshot.meta.index, rd.snapshot.meta.conf, rd.snapshot.data);
-    for (; k < rd.committed.length; k++) this.applyEntry(rd.committed[k]!);
+    while (cursor.applied < rd.committed.length) this.applyEntry(rd.committed[cursor.applied++]!);
     if (rd.snapshot) this.takeReadStates(rd);
     this.serveReads();
 
     // 6. acknowledge
     this.raw.advance(rd);
     await this.maybeCompact();
+  }
+
+  /** An acknowledgement stepped during the leader's write may have committed entries: the
+   *  rest of the Ready's committed entries first, then the new ones, then the reads they
+   *  unblock; the messages the step produced wait for the next Ready. */
+  private applyCommittedDuringWrite(w: { rd: Ready; applied: number }): void {
+    const more = this.raw.committedDuringWrite();
+    if (more.length === 0) return;
+    if (tracing) for (const e of more) trace('commit', this.opts.id, e.index);
+    while (w.applied < w.rd.committed.length) this.applyEntry(w.rd.committed[w.applied++]!);
+    for (const e of more) this.applyEntry(e);
+    this.serveReads();
+    this.kick();
   }
 
   /** send, remembering which followers the leader replicates to (heartbeat cover) */

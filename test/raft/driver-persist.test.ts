@@ -6,7 +6,7 @@
 // keepalives) completes at a quorum of acks, not when every follower answered.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { RawNode } from '../../src/raft/core/raw-node.js';
+import { RawNode, type RaftConfig } from '../../src/raft/core/raw-node.js';
 import { seededRng } from '../../src/raft/core/rng.js';
 import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
 import type { Message, Snapshot } from '../../src/raft/core/types.js';
@@ -21,9 +21,16 @@ class RecordingStorage extends MemoryDurableStorage implements DurableStorage {
   constructor(conf: { voters: string[]; learners: string[] }, private readonly calls: Call[]) {
     super(conf);
   }
+  /** while set, a synced save completes only when release() is called (a slow fsync) */
+  holdSyncedSaves = false;
+  private held: (() => void)[] = [];
   override save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
     this.calls.push({ op: 'save', sync: opts.sync, batch });
-    return super.save(batch, opts);
+    if (!this.holdSyncedSaves || !opts.sync) return super.save(batch, opts);
+    return new Promise((resolve) => this.held.push(() => resolve(super.save(batch, opts))));
+  }
+  release(): void {
+    for (const r of this.held.splice(0)) r();
   }
   override compact(snapshot: Snapshot): Promise<void> {
     this.calls.push({ op: 'compact', index: snapshot.meta.index });
@@ -54,12 +61,12 @@ class QueueTransport extends TransportEvents implements Transport {
 
 const ELECTION_TICKS = 10;
 
-function node(id: string, snapshotEveryEntries = 1_000_000) {
+function node(id: string, snapshotEveryEntries = 1_000_000, core: Partial<RaftConfig> = {}) {
   const calls: Call[] = [];
   const conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
   const storage = new RecordingStorage(conf, calls);
   const transport = new QueueTransport(calls);
-  const raw = new RawNode({ id, electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20 }, storage);
+  const raw = new RawNode({ id, electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20, ...core }, storage);
   const driver = new RaftDriver({
     id, raw, storage, transport,
     app: { apply: () => undefined, snapshot: () => new Uint8Array([7]), restore: () => undefined },
@@ -67,6 +74,18 @@ function node(id: string, snapshotEveryEntries = 1_000_000) {
     clock: { nowMs: () => 0 }, autoRun: false, hooks: { onFatal: (err) => assert.fail(String(err)) },
   });
   return { driver, storage, transport, calls };
+}
+
+/** n1 elected by n2's votes, in term 1 */
+async function leaderN1(core: Partial<RaftConfig> = {}) {
+  const l = node('n1', 1_000_000, core);
+  for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
+  await l.driver.drain();
+  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
+  await l.driver.drain();
+  return l;
 }
 
 const entry = (index: number) => ({ index, term: 1, kind: 'normal' as const, data: new Uint8Array([index]) });
@@ -139,13 +158,7 @@ test('driver: a follower writes its ack as soon as its save resolved; a leader w
   assert.ok(save >= 0 && flush > save, 'the ack is flushed after the save');
   assert.deepEqual(f.transport.queued, [], 'nothing left for the end-of-turn flush');
 
-  const l = node('n1');
-  for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
-  await l.driver.drain();
-  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
-  await l.driver.drain();
-  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
-  await l.driver.drain();
+  const l = await leaderN1();
   assert.equal(l.driver.currentRole, 'leader');
   // the noop of the new term: its appends go out with the term durable already
   l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
@@ -162,13 +175,7 @@ test('driver: a follower writes its ack as soon as its save resolved; a leader w
 });
 
 test('driver: a ReadIndex round completes at a quorum of acks (leader + one of two followers)', async () => {
-  const l = node('n1');
-  for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
-  await l.driver.drain();
-  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
-  await l.driver.drain();
-  l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'voteResp', reject: false });
-  await l.driver.drain();
+  const l = await leaderN1();
   l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'appendResp', index: l.storage.lastIndex(), reject: false, hint: 0, hintTerm: 0 });
   await l.driver.drain();
   l.transport.flush();
@@ -186,4 +193,60 @@ test('driver: a ReadIndex round completes at a quorum of acks (leader + one of t
   await new Promise((r) => setImmediate(r));
   assert.equal(done, true, 'one follower ack plus the leader is a quorum of three');
   assert.deepEqual(await read, { ok: true, index: l.storage.lastIndex() });
+});
+
+const ack = (from: string, index: number): Message => ({ from, to: 'n1', term: 1, type: 'appendResp', index, reject: false, hint: 0, hintTerm: 0 });
+
+test("driver: while the leader's own write is out, the followers' acks are stepped at once; an entry commits and is answered when a majority WITHOUT the leader has it (thesis §10.2.1), never on one follower's copy", async () => {
+  const l = await leaderN1();
+  l.driver.receive(ack('n2', l.storage.lastIndex()));
+  l.driver.receive(ack('n3', l.storage.lastIndex()));
+  await l.driver.drain();
+  const last = l.storage.lastIndex();
+  l.storage.holdSyncedSaves = true;
+  let answered = false;
+  const p = l.driver.propose(new Uint8Array([9])).then((o) => ((answered = true), o));
+  const loop = l.driver.drain(); // the write of the proposal's entry is now out
+  await new Promise((r) => setImmediate(r));
+  assert.equal(l.storage.lastIndex(), last, 'the entry is not durable on the leader yet');
+  l.driver.receive(ack('n2', last + 1));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(answered, false, 'one follower and the leader\'s unwritten copy are not a quorum of durable copies');
+  assert.equal(l.driver.appliedIndex, last);
+  l.driver.receive(ack('n3', last + 1));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(answered, true, 'both followers wrote it: committed, applied and answered before the leader\'s own write completed');
+  assert.equal(l.driver.appliedIndex, last + 1);
+  assert.equal(l.storage.lastIndex(), last, 'the leader\'s write is still out');
+  assert.equal((await p).ok, true);
+  l.storage.holdSyncedSaves = false;
+  l.storage.release();
+  await loop;
+  await l.driver.drain();
+  assert.equal(l.storage.lastIndex(), last + 1);
+  assert.equal(l.driver.appliedIndex, last + 1, 'nothing applied twice (applyEntry asserts the order)');
+  // the next proposal takes the usual path: own write, then one ack
+  const q = l.driver.propose(new Uint8Array([10]));
+  await l.driver.drain();
+  l.driver.receive(ack('n2', last + 2));
+  await l.driver.drain();
+  assert.equal((await q).ok, true);
+});
+
+test('driver, mutation count-unsynced-self: a leader that counts its own log before it is durable answers on ONE follower\'s copy while its write is out (the bug the rule prevents)', async () => {
+  const l = await leaderN1({ testOnlyCountUnsyncedSelf: true });
+  l.driver.receive(ack('n2', l.storage.lastIndex()));
+  await l.driver.drain();
+  const last = l.storage.lastIndex();
+  l.storage.holdSyncedSaves = true;
+  let answered = false;
+  void l.driver.propose(new Uint8Array([9])).then(() => (answered = true));
+  const loop = l.driver.drain();
+  await new Promise((r) => setImmediate(r));
+  l.driver.receive(ack('n2', last + 1));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(answered, true, 'answered with one durable copy of three: a power loss of the leader now can lose it');
+  l.storage.holdSyncedSaves = false;
+  l.storage.release();
+  await loop;
 });

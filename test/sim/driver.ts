@@ -47,7 +47,7 @@ export class SimNode {
   /** set by the disk-stall nemesis: the next synced write takes this many ticks */
   stallTicks = 0;
   /** the Ready whose synced write is out, and the tick it completes */
-  private held: { rd: Ready; until: number; since: number; leaderTerm: number | null } | null = null;
+  private held: { rd: Ready; until: number; since: number; leaderTerm: number | null; applied: number } | null = null;
   /** what arrived while the write was out, in arrival order (the production driver's inbox) */
   private inbox: ({ kind: 'message'; m: Message } | { kind: 'tick' } | { kind: 'unreachable'; peer: NodeId } | { kind: 'snapshot'; peer: NodeId; ok: boolean })[] = [];
   private readonly cover: HeartbeatCover;
@@ -80,9 +80,21 @@ export class SimNode {
     return this.held !== null;
   }
 
-  /** a message arrived; returns the core's refusal (stepped now) or null */
+  /** a message arrived; returns the core's refusal (stepped now) or null. During a
+   *  stalled write, a leader steps a successful append acknowledgement at once and applies
+   *  what it commits, as src/raft/driver.ts receive() does; the rest waits. */
   receive(m: Message): ReturnType<RawNode['step']> {
     if (this.held === null) return this.raw.step(m);
+    if (this.raw.stepAckDuringWrite(m)) {
+      const more = this.raw.committedDuringWrite();
+      if (more.length > 0) {
+        const h = this.held;
+        while (h.applied < h.rd.committed.length) this.applyOne(h.rd.committed[h.applied++]!);
+        for (const e of more) this.applyOne(e);
+        this.serveReads();
+      }
+      return null;
+    }
     this.inbox.push({ kind: 'message', m });
     return null;
   }
@@ -138,13 +150,13 @@ export class SimNode {
    *  arrival order (each message after the ticks that came before it, as feedInbox in
    *  src/raft/driver.ts) */
   private completeHeld(): boolean {
-    const { rd, since, leaderTerm } = this.held!;
+    const { rd, since, leaderTerm, applied } = this.held!;
     this.held = null;
     this.cover.endWait();
     this.disk.flush();
     this.env.checkers.onPersist(this.id, rd.entries, this.disk);
     if (this.crashPoint === 'afterPersist') return false;
-    this.finishReady(rd);
+    this.finishReady(rd, applied);
     const inbox = this.inbox;
     this.inbox = [];
     const later: typeof inbox = [];
@@ -183,7 +195,7 @@ export class SimNode {
       // the write is issued (the page cache has it, a crash may lose it) and completes later
       this.disk.saveSync({ hardState: rd.hardState, snapshot: rd.snapshot, entries: rd.entries }, { sync: false });
       const st = this.raw.status();
-      this.held = { rd, until: this.env.now() + this.stallTicks, since: this.env.now(), leaderTerm: st.role === 'leader' ? st.term : null };
+      this.held = { rd, until: this.env.now() + this.stallTicks, since: this.env.now(), leaderTerm: st.role === 'leader' ? st.term : null, applied: 0 };
       this.stallTicks = 0;
       this.cover.beginWait();
       return true;
@@ -195,21 +207,24 @@ export class SimNode {
     return true;
   }
 
-  /** steps 3 to 5: messages, snapshot and committed entries, reads, advance */
-  private finishReady(rd: Ready): void {
+  /** steps 3 to 5: messages, snapshot and committed entries (from the `applied`-th: the
+   *  ones before were applied during the write), reads, advance */
+  private finishReady(rd: Ready, applied = 0): void {
     this.sendAll(rd.messages);
     if (rd.snapshot) {
       this.app.restore(rd.snapshot);
       this.env.checkers.onRestore(this.id, rd.snapshot.meta.index, this.app.state.digest);
     }
-    for (const e of rd.committed) {
-      this.app.apply(e);
-      this.env.checkers.onApply(this.id, e, this.app.state.digest);
-      if (e.kind === 'conf') this.env.onConfApplied(this.id, e);
-    }
+    for (const e of rd.committed.slice(applied)) this.applyOne(e);
     this.reads.push(...rd.readStates);
     this.serveReads();
     this.raw.advance(rd);
+  }
+
+  private applyOne(e: Entry): void {
+    this.app.apply(e);
+    this.env.checkers.onApply(this.id, e, this.app.state.digest);
+    if (e.kind === 'conf') this.env.onConfApplied(this.id, e);
   }
 
   private serveReads(): void {

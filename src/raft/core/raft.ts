@@ -99,6 +99,10 @@ export interface RaftConfig {
    *  stays stuck behind until the leader next compacts its log (docs/raft-core.md "A
    *  follower whose log went backwards"). */
   testOnlyIgnoreLogRegression?: boolean;
+  /** TEST ONLY (mutation): a leader counts its own log toward commit as soon as it appends,
+   *  before the write is durable (etcd-raft's classic leader), so an entry can commit with
+   *  fewer durable copies than a quorum while the leader's write is out (onStable) */
+  testOnlyCountUnsyncedSelf?: boolean;
   trace?: (e: TraceEvent) => void;
   /** Leader: `follower` rejected an append at an index at or below what it had acknowledged
    *  (`acked`), so its log went backwards (a damaged or lying disk); `hint` is where it now
@@ -1035,6 +1039,7 @@ export class Raft {
   private appendEntry(kind: EntryKind, data: Uint8Array): Entry {
     const e: Entry = { index: this.log.lastIndex() + 1, term: this.term, kind, data };
     this.log.append([e]);
+    if (this.cfg.testOnlyCountUnsyncedSelf === true && this.role === 'leader') this.tracker.progress.get(this.id)?.maybeUpdate(e.index);
     if (this.pendingBcast === 'none') this.pendingBcast = 'entries';
     if (kind === 'conf') {
       // thesis §4.1: the new configuration takes effect as soon as it is in the log

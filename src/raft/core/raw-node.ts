@@ -5,7 +5,7 @@ import { assert } from '../../assert.js';
 import { checkMessage, type RejectReason, type Rejection } from './message-check.js';
 import { Raft, type RaftConfig } from './raft.js';
 import type { Storage } from './storage.js';
-import type { ConfChange, HardState, Message, NodeId, ProposeResult, ProgressStatus, Ready, SoftState, Standing, Status, Term } from './types.js';
+import type { ConfChange, Entry, HardState, Message, NodeId, ProposeResult, ProgressStatus, Ready, SoftState, Standing, Status, Term } from './types.js';
 
 export type { RaftConfig } from './raft.js';
 export type { RejectReason, Rejection } from './message-check.js';
@@ -22,6 +22,8 @@ export class RawNode {
   private durableTerm: Term;
   /** the Ready handed out and not yet advanced */
   private outstanding: Ready | null = null;
+  /** the last index committedDuringWrite() handed out for the outstanding Ready (0: none) */
+  private handedOutEarly = 0;
   /** messages step() refused, by reason */
   private readonly rejected = new Map<RejectReason, number>();
   private readonly onReject: RaftConfig['onReject'];
@@ -63,6 +65,43 @@ export class RawNode {
     this.raft.step(m);
     return null;
   }
+  /**
+   * A leader's append acknowledgement that arrived while the outstanding Ready is being
+   * written. A leader may commit an entry before its own write of it is durable, once a
+   * majority without it has written it (thesis §10.2.1): the core counts its own log only
+   * once durable (Raft.onStable), so what commits here is on a quorum's disks. Only a
+   * successful acknowledgement of the current term enters mid-write: it moves a
+   * follower's match and perhaps the commit index, and relies on nothing being persisted.
+   * Returns false, without stepping, for anything else (feed it after the write), and for
+   * a Ready that restores a snapshot.
+   */
+  stepAckDuringWrite(m: Message): boolean {
+    const rd = this.outstanding;
+    assert(rd !== null, 'stepAckDuringWrite() without an outstanding Ready');
+    const r = this.raft;
+    if (rd.snapshot || r.role !== 'leader' || m.type !== 'appendResp' || m.reject || m.lost || m.term !== r.term) return false;
+    if (checkMessage(m, r.id) !== null) return false;
+    r.step(m);
+    return true;
+  }
+
+  /** The entries that committed while the outstanding Ready is being written, above those
+   *  it carries and those an earlier call returned, in order: the driver applies them now,
+   *  after the Ready's own committed entries; advance() counts them as applied. Empty
+   *  unless this node still leads. */
+  committedDuringWrite(): Entry[] {
+    const rd = this.outstanding;
+    assert(rd !== null, 'committedDuringWrite() without an outstanding Ready');
+    const r = this.raft;
+    if (r.role !== 'leader') return [];
+    const from = Math.max(r.log.applied, rd.committed.at(-1)?.index ?? 0, this.handedOutEarly) + 1;
+    if (from > r.log.committed) return [];
+    const ents = r.log.slice(from, r.log.committed + 1);
+    assert(ents !== undefined && ents.length === r.log.committed + 1 - from, `committed entries ${from}..${r.log.committed} are not all in the log`);
+    this.handedOutEarly = r.log.committed;
+    return ents;
+  }
+
   /** how many messages step() refused, by reason (a copy) */
   rejections(): Map<RejectReason, number> {
     return new Map(this.rejected);
@@ -169,6 +208,8 @@ export class RawNode {
     }
     const lastCommitted = rd.committed[rd.committed.length - 1];
     if (lastCommitted) applied = Math.max(applied, lastCommitted.index);
+    applied = Math.max(applied, this.handedOutEarly);
+    this.handedOutEarly = 0;
     if (applied > r.log.applied) r.log.appliedTo(applied);
   }
 
