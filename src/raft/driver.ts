@@ -515,7 +515,8 @@ export class RaftDriver<out R = unknown> {
 
   /** An acknowledgement stepped during the leader's write may have committed entries: the
    *  rest of the Ready's committed entries first, then the new ones, then the reads they
-   *  unblock; the messages the step produced wait for the next Ready. */
+   *  unblock. The messages the step produced go out with the next Ready, which the loop
+   *  takes as soon as the write completes. */
   private applyCommittedDuringWrite(w: { rd: Ready; applied: number }): void {
     const more = this.raw.committedDuringWrite();
     if (more.length === 0) return;
@@ -523,7 +524,6 @@ export class RaftDriver<out R = unknown> {
     while (w.applied < w.rd.committed.length) this.applyEntry(w.rd.committed[w.applied++]!);
     for (const e of more) this.applyEntry(e);
     this.serveReads();
-    this.kick();
   }
 
   /** send, remembering which followers the leader replicates to (heartbeat cover) */
