@@ -87,7 +87,7 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // one leader's wall clock steps forward: every Idempotency-Key is evicted
   { mutation: 'wallClockStamps', checker: 'IdempotencyLifetime', seeds: [13, 16] },
   // a stale expireHold copy ends the session's later grant of the same name (by its token)
-  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [10, 32] },
+  { mutation: 'testExpireHoldIgnoresToken', checker: 'MaxHoldEarly', seeds: [17, 32] },
   // a new leader arms every max hold a full max_hold_ms from taking office
   { mutation: 'testRearmFullMaxHold', checker: 'MaxHoldBound', seeds: [1, 3] },
   // the lessor learns of no wait from the log (a wait committed under a leader that did not
