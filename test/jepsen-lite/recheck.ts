@@ -56,7 +56,7 @@ export function recheck(dir: string): RecheckResult {
   const access = existsSync(accessFile) ? readFileSync(accessFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry) : [];
   const violations: string[] = [];
   const exclusive = ops.filter((o) => !isSharedLock(o.input.lock));
-  const lin = checkLinearizable(ops);
+  const lin = checkLinearizable(recorded); // sets as they are: one partition per linked names
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
   // the lease the window checkers hold the service to: shortened by clock faults (summary.ts)
   const lease = leaseFor(ttl, faults).owed;

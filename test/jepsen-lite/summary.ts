@@ -114,7 +114,8 @@ export function check(opts: RunOptions, facts: RunFacts): RunSummary {
   // every name, every primitive, against the one model; the exclusive lease rule does not
   // apply to shared locks (checkSharedLocks does), semaphore ops are another kind it skips
   const exclusive = r.ops.filter((o) => !isSharedLock(o.input.lock));
-  const lin = checkLinearizable(r.ops);
+  // linearizability takes the sets as they are: the names they link are one partition
+  const lin = checkLinearizable(facts.ops);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
   // the lease the window checkers hold the service to (clock faults shorten it: leaseFor)
   const lease = leaseFor(opts.ttlMs, r.faults);
