@@ -5,7 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ops } from './history-rows.js';
-import { checkWaitBounds } from './checkers-waits.js';
+import { checkWaitBounds, checkWaitQueues } from './checkers-waits.js';
 
 const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);
@@ -49,4 +49,62 @@ test('waits: an acquire whose answer was lost, granted late as a later read show
     ['c3', 'read', { lock: 'L' }, 9000, 'ok', { held: true, holder: SB, holder_token: 7 }, 9010],
   ]);
   assert.deepEqual(checkWaitBounds(again, 4000), []);
+});
+
+// ---- the queue count (checkWaitQueues) ------------------------------------------------------
+
+const SC = 'c'.repeat(32);
+
+test('waits: a read counting more waiters than sessions that can still wait shows a wait that outlived its wait_ms', () => {
+  // SA holds L; SB's wait (500 ms) lost its answer at a leader change; SC waits later, answered
+  const rows = (readAt: number, waiters: number): Parameters<typeof ops>[0] => [
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 0 }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 500 }, 100, 'info', { code: 'network_error', last_try: 100 }, 300],
+    ['c3', 'acquire', { lock: 'L', session: SC, wait_ms: 800 }, 7000, 'fail', { code: 'lock_held', holder: SA, holder_token: 5, last_try: 7000 }, 7800],
+    ['c3r', 'read', { lock: 'L' }, readAt, 'ok', { held: true, holder: SA, holder_token: 5, waiters }, readAt + 10],
+  ];
+  // at 6000 SB's deadline (100 + 500 + 4000) has passed and nobody else waits: 1 is too many
+  const v = checkWaitQueues(ops(rows(6000, 1)), 4000);
+  assert.equal(v.length, 1);
+  assert.match(v[0]!, /a read shows 1 waiter\(s\) at 6000–6010 ms, but only 0 session\(s\) can still be waiting/);
+  assert.match(v[0]!, /suspect \(past its deadline 4600\): c2:1 acquire/);
+  // inside SB's deadline, or with SC waiting: fine
+  assert.deepEqual(checkWaitQueues(ops(rows(4000, 1)), 4000), []);
+  assert.deepEqual(checkWaitQueues(ops(rows(7400, 1)), 4000), []);
+  // but two waiters while only SC can wait: caught
+  assert.equal(checkWaitQueues(ops(rows(7400, 2)), 4000).length, 1);
+  // a fault window over SB's wait extends its deadline
+  assert.deepEqual(checkWaitQueues(ops(rows(6000, 1)), 4000, [{ start: 200, end: 2000 }]), []);
+  // after SC's answer (a refusal: its wait ended) it no longer counts
+  assert.equal(checkWaitQueues(ops(rows(7900, 1)), 4000).length, 1);
+});
+
+test('waits: a session counts once however many of its acquires overlap the read, and the holder never waits', () => {
+  const h = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 1000 }, 0, 'ok', { token: 5, last_try: 0 }, 10],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 3000 }, 100, 'info', { code: 'timeout', last_try: 100 }, 2000],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 3000 }, 2100, 'info', { code: 'timeout', last_try: 2100 }, 4000],
+    ['c3r', 'read', { lock: 'L' }, 2500, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 2 }, 2510],
+  ]);
+  // SB waits at most once: 2 waiters is one too many (SA holds; its own acquire is over)
+  assert.equal(checkWaitQueues(h, 4000).length, 1);
+  const one = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 1000 }, 0, 'ok', { token: 5, last_try: 0 }, 10],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 3000 }, 100, 'info', { code: 'timeout', last_try: 100 }, 2000],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 3000 }, 2100, 'info', { code: 'timeout', last_try: 2100 }, 4000],
+    ['c3r', 'read', { lock: 'L' }, 2500, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 1 }, 2510],
+  ]);
+  assert.deepEqual(checkWaitQueues(one, 4000), []);
+});
+
+test('waits: a set waiting counts for each of its names', () => {
+  const h = ops([
+    ['c1', 'acquire', { lock: 'ja-0', session: SA, wait_ms: 0 }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire-all', { names: ['ja-0', 'ja-1'], session: SB, wait_ms: 2000 }, 100, 'info', { code: 'timeout', last_try: 100 }, 2500],
+    ['c3r', 'read', { lock: 'ja-0' }, 1000, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 1 }, 1010],
+    ['c3r', 'read', { lock: 'ja-0' }, 9000, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 1 }, 9010],
+  ]);
+  const v = checkWaitQueues(h, 4000);
+  assert.equal(v.length, 1);
+  assert.match(v[0]!, /at 9000–9010 ms/);
 });
