@@ -108,3 +108,35 @@ test('waits: a set waiting counts for each of its names', () => {
   assert.equal(v.length, 1);
   assert.match(v[0]!, /at 9000–9010 ms/);
 });
+
+test('waits: with the leaders\' offices known, a fault adds only the time until a new leader took office', () => {
+  // SB's wait (500 ms, sent at 100) outlives its deadline; a leader pause 1000–5000 with a
+  // new leader in office at 2000 lost 1000 ms of log time, not the window's 4000
+  const late = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 0 }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 500 }, 100, 'info', { code: 'network_error', last_try: 100 }, 300],
+    ['c3r', 'read', { lock: 'L' }, 6000, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 1 }, 6010],
+  ]);
+  const pause = [{ start: 1000, end: 5000, variant: 'pause-leader' }];
+  // deadline 100 + 500 + 4000 + 1000 = 5600 < 6000
+  assert.match(checkWaitQueues(late, 4000, pause, { t: [0, 2000], electionMaxMs: 1000 })[0] ?? '', /suspect \(past its deadline 5600\)/);
+  // without offices the whole window counts: 8600
+  assert.deepEqual(checkWaitQueues(late, 4000, pause), []);
+  // no leader change during the fault: the same leader stamped throughout, nothing added
+  assert.match(checkWaitQueues(late, 4000, pause, { t: [0], electionMaxMs: 1000 })[0] ?? '', /past its deadline 4600/);
+  // a leader change no fault explains costs another election allowance
+  assert.deepEqual(checkWaitQueues(late, 4000, [], { t: [0, 3000], electionMaxMs: 1000 }), []);
+  // clock, membership and disk faults count whole
+  assert.deepEqual(checkWaitQueues(late, 4000, [{ start: 1000, end: 5000, variant: 'clock-slow-leader' }], { t: [0], electionMaxMs: 1000 }), []);
+  // a request sent while a node was paused may be queued only at the heal: from then on
+  const sentInPause = ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 0 }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire', { lock: 'L', session: SB, wait_ms: 500 }, 1500, 'info', { code: 'client_timeout', last_try: 1500 }, 3500],
+    ['c3r', 'read', { lock: 'L' }, 9000, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 1 }, 9010],
+  ]);
+  // 1500 + 3500 (to the heal) + 500 + 4000 + 500 (office at 2000 − 1500) = 10000
+  assert.deepEqual(checkWaitQueues(sentInPause, 4000, pause, { t: [0, 2000], electionMaxMs: 1000 }), []);
+  assert.equal(checkWaitQueues(sentInPause, 4000, [{ ...pause[0]!, variant: 'kill-leader' }], { t: [0, 2000], electionMaxMs: 1000 }).length, 1);
+  // a leader that took office after the heal, within two election timeouts, is the fault's
+  assert.deepEqual(checkWaitQueues(late, 4000, pause, { t: [0, 6500], electionMaxMs: 1000 }), []);
+});

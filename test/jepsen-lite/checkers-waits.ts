@@ -64,7 +64,11 @@ function uncounted(from: number, to: number, gapMs: number, faults: readonly Win
  *  may reach further faults) */
 function waitDeadline(a: Op, gapMs: number, faults: readonly Window[], offices?: Offices): number {
   const from = a.output.last_try ?? a.completedAt;
-  const base = from + (a.input.wait_ms ?? 0) + gapMs;
+  // a request sent while a node (or its client) was paused or cut off may arrive, and be
+  // queued, only when that fault heals (a paused node reads its socket on SIGCONT, TCP
+  // resends what a partition dropped): its wait counts from then (a kill drops it instead)
+  const late = offices ? Math.max(0, ...faults.filter((f) => f.start <= from && from <= f.end && !(f.variant ?? '').startsWith('kill')).map((f) => f.end - from)) : 0;
+  const base = from + late + (a.input.wait_ms ?? 0) + gapMs;
   let deadline = base;
   for (let i = 0; i < 100; i++) {
     const next = base + uncounted(from, deadline, gapMs, faults, offices);
