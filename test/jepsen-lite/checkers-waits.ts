@@ -131,7 +131,8 @@ export function checkWaitBounds(ops: readonly Op[], gapMs: number, faults: reado
  * (a leader change between propose and commit, docs/api.md "Waits") sits in the queue of a
  * held lock long after its client was answered or gave up, whether or not it is ever
  * granted, and no token order shows it until it is. The waits past their deadline whose
- * sessions may still be alive are named as the suspects.
+ * sessions may still be alive are named as the suspects. `ops` as recorded: lock sets not
+ * projected (a refused acquire-all waited too, until its answer).
  */
 export function checkWaitQueues(ops: readonly Op[], gapMs: number, faults: readonly Window[] = [], offices?: Offices): string[] {
   const v: string[] = [];

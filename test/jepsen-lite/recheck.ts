@@ -87,6 +87,6 @@ export function recheck(dir: string): RecheckResult {
     violations.push(...checkLeaderChanges(elections, faults, 2 * cfg.election_timeout_ms[1], runEnd));
     offices = officesOf(elections, faults, cfg.election_timeout_ms[1]);
   }
-  violations.push(...checkKeyReuse(recorded).violations, ...checkWaitBounds(ops, summary.livenessBoundMs, faults, offices), ...checkWaitQueues(ops, summary.livenessBoundMs, faults, offices));
+  violations.push(...checkKeyReuse(recorded).violations, ...checkWaitBounds(ops, summary.livenessBoundMs, faults, offices), ...checkWaitQueues(recorded, summary.livenessBoundMs, faults, offices));
   return { ops: recorded.length, linearizable: lin.valid, violations };
 }

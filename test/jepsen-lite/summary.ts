@@ -160,7 +160,7 @@ export function check(opts: RunOptions, facts: RunFacts): RunSummary {
   // waits: log time lost at leader changes, from when leaders took office (node logs; not
   // under clock faults, which move the logs' wall clocks too): checkers-waits.ts `uncounted`
   const offices = officesOf(r.elections, r.faults, opts.electionMs[1]);
-  violations.push(...checkWaitBounds(r.ops, opts.livenessBoundMs, r.faults, offices), ...checkWaitQueues(r.ops, opts.livenessBoundMs, r.faults, offices));
+  violations.push(...checkWaitBounds(r.ops, opts.livenessBoundMs, r.faults, offices), ...checkWaitQueues(facts.ops, opts.livenessBoundMs, r.faults, offices));
   const keys = checkKeyReuse(facts.ops);
   violations.push(...keys.violations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either
