@@ -107,6 +107,14 @@ test('waits: a set waiting counts for each of its names', () => {
   const v = checkWaitQueues(h, 4000);
   assert.equal(v.length, 1);
   assert.match(v[0]!, /at 9000–9010 ms/);
+  // a set refused after waiting was queued until its answer (seed 8181's false positive,
+  // when the checker took the per-name projection, which leaves refused sets out)
+  const refused = ops([
+    ['c1', 'acquire', { lock: 'ja-0', session: SA, wait_ms: 0 }, 0, 'ok', { token: 5 }, 10],
+    ['c2', 'acquire-all', { names: ['ja-3', 'ja-0'], session: SB, wait_ms: 800 }, 100, 'fail', { code: 'lock_held', last_try: 3000 }, 4000],
+    ['c3r', 'read', { lock: 'ja-0' }, 3500, 'ok', { held: true, holder: SA, holder_token: 5, waiters: 1 }, 3510],
+  ]);
+  assert.deepEqual(checkWaitQueues(refused, 4000), []);
 });
 
 test('waits: with the leaders\' offices known, a fault adds only the time until a new leader took office', () => {
