@@ -63,6 +63,12 @@ function uncounted(from: number, to: number, gapMs: number, faults: readonly Win
  *  time may not have counted over that span (`uncounted`, to a fixed point: what it adds
  *  may reach further faults) */
 function waitDeadline(a: Op, gapMs: number, faults: readonly Window[], offices?: Offices): number {
+  // never later than the rule without offices (every fault window whole): this checker
+  // only gets stricter with what the node logs tell
+  return offices ? Math.min(deadlineBy(a, gapMs, faults), deadlineBy(a, gapMs, faults, offices)) : deadlineBy(a, gapMs, faults);
+}
+
+function deadlineBy(a: Op, gapMs: number, faults: readonly Window[], offices?: Offices): number {
   const from = a.output.last_try ?? a.completedAt;
   // a request sent while a node (or its client) was paused or cut off may arrive, and be
   // queued, only when that fault heals (a paused node reads its socket on SIGCONT, TCP
