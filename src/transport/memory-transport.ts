@@ -4,7 +4,7 @@
 // cloned (no aliasing between nodes, as over a real wire), a cut link loses messages and
 // reports the peer unreachable, a snapshot's outcome is reported to the sender.
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { Transport } from '../raft/transport.js';
+import type { Transport } from '../raft/seams.js';
 import { TransportEvents } from './transport-events.js';
 
 export class MemoryNetwork {

@@ -8,11 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RawNode } from '../../src/raft/core/raw-node.js';
 import { seededRng } from '../../src/raft/core/rng.js';
-import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/seams.js';
 import type { Message, Snapshot } from '../../src/raft/core/types.js';
 import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
 import { RaftDriver } from '../../src/raft/driver.js';
-import type { Transport } from '../../src/raft/transport.js';
+import type { Transport } from '../../src/raft/seams.js';
 import { TransportEvents } from '../../src/transport/transport-events.js';
 
 type Call = { op: 'save'; sync: boolean; batch: PersistBatch } | { op: 'compact'; index: number } | { op: 'flush'; queued: Message[] };

@@ -5,7 +5,7 @@ import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { seededRng } from '../../src/raft/core/rng.js';
 import { MemoryStorage, StorageAssertionError } from '../../src/raft/core/storage.js';
-import type { DurableStorage } from '../../src/raft/core/storage.js';
+import type { DurableStorage } from '../../src/raft/seams.js';
 import { LevelStorage } from '../../src/raft/storage/level-storage.js';
 import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
 import { SEED_CONF, dump, entry, genOp, snapshotAt, tempDir, type ReadableStorage } from './helpers.js';

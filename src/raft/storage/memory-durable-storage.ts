@@ -3,7 +3,7 @@
 // updated when the write "completes"). For unit tests and in-process clusters; the
 // storage contract suite (test/storage/contract.test.ts) runs against both.
 import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
-import type { DurableStorage, PersistBatch } from '../core/storage.js';
+import type { DurableStorage, PersistBatch } from '../seams.js';
 import type { ConfState, Snapshot } from '../core/types.js';
 
 export class MemoryDurableStorage extends MemoryBackedStorage implements DurableStorage {
