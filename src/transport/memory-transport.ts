@@ -2,7 +2,8 @@
 // deterministic simulator has its own tick-driven SimNetwork). Same contract: send() never
 // throws or waits, delivery is asynchronous and in order per link, every message is
 // cloned (no aliasing between nodes, as over a real wire), a cut link loses messages and
-// reports the peer unreachable, a snapshot's outcome is reported to the sender.
+// reports the peer unreachable, a snapshot's outcome is reported to the sender. The
+// contract suite test/transport/contract.test.ts runs against both twins.
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { Transport } from '../raft/seams.js';
 import { TransportEvents } from './transport-events.js';
