@@ -16,9 +16,13 @@ export class MemoryNetwork {
 
   /** a transport for node `id`, attached to this network until closed */
   transport(id: NodeId): MemoryTransport {
-    if (this.nodes.has(id)) throw new Error(`MemoryNetwork: node ${id} already attached`);
-    const t = new MemoryTransport(id, this);
-    this.nodes.set(id, t);
+    return this.attach(new MemoryTransport(id, this));
+  }
+
+  /** attach a transport built on this network (a subclass that records or queues, in tests) */
+  attach<T extends MemoryTransport>(t: T): T {
+    if (this.nodes.has(t.id)) throw new Error(`MemoryNetwork: node ${t.id} already attached`);
+    this.nodes.set(t.id, t);
     return t;
   }
 
