@@ -47,7 +47,13 @@ function layerBlocks() {
     for (const target of layers) {
       if (target === layer || layer.mayImport.includes(target.name)) continue;
       const res = [
-        ...dirsOf(target).map((d) => `${escapeRe(relFrom(dir, d))}/[^/]+`),
+        // a directory's files, except those that are single-file layers of their own
+        // (src/raft/seams.ts inside src/raft)
+        ...dirsOf(target).map((d) => {
+          const own = layers.flatMap((l) => (l === target ? [] : (l.files ?? []))).filter((f) => posix.dirname(f) === d);
+          const except = own.length === 0 ? '' : `(?!(${own.map((f) => escapeRe(posix.basename(f).replace(/\.ts$/, '.js'))).join('|')})$)`;
+          return `${escapeRe(relFrom(dir, d).replace(/\/$/, ''))}/${except}[^/]+`;
+        }),
         ...(target.files ?? []).map((f) => escapeRe(relFrom(dir, f.replace(/\.ts$/, '.js')))),
         ...(target.packageName ? [`${escapeRe(target.packageName)}(/.*)?`] : []),
         ...(target.name === 'index' ? ['raftlock(/.*)?'] : []),

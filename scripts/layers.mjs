@@ -33,11 +33,15 @@ export const layers = [
   { name: 'config', files: ['src/config.ts'], mayImport: ['zod-error', 'client'] },
   { name: 'metrics', files: ['src/metrics.ts'], mayImport: [] },
   { name: 'ops', dirs: ['src/ops'], mayImport: ['zod-error'] },
-  // the driver's durable log and its seams (Application, DurableStorage, Transport)
-  { name: 'raft/storage', dirs: ['src/raft/storage'], mayImport: ['assert', 'raft/core'] },
-  { name: 'raft', dirs: ['src/raft'], mayImport: ['assert', 'raft/core', 'raft/storage'] },
-  // implements raft's Transport
-  { name: 'transport', dirs: ['src/transport'], mayImport: ['raft/core', 'raft'] },
+  // the driver's seams in one file (Transport, DurableStorage, Application, DriverClock,
+  // RawNodeLike, Rng), right above the core: the storages, the driver and the transports
+  // that implement them all import them from here
+  { name: 'raft/seams', files: ['src/raft/seams.ts'], mayImport: ['raft/core'] },
+  // the driver's durable log (implements DurableStorage)
+  { name: 'raft/storage', dirs: ['src/raft/storage'], mayImport: ['assert', 'raft/core', 'raft/seams'] },
+  { name: 'raft', dirs: ['src/raft'], mayImport: ['assert', 'raft/core', 'raft/seams', 'raft/storage'] },
+  // implements the seams' Transport (and traces through the driver's trace.ts)
+  { name: 'transport', dirs: ['src/transport'], mayImport: ['raft/core', 'raft/seams', 'raft'] },
   // the REST surface and the service interfaces (ports) src/node implements
   // (and the SDK's NOT_SENT_CODES, so the relay and the SDK call the same errors "not sent")
   { name: 'api', dirs: ['src/api'], mayImport: ['lock-fsm', 'metrics', 'ops', 'zod-error', 'client'] },
@@ -46,11 +50,11 @@ export const layers = [
   // the wire types the SDK defines for both ends (watch events) come from the SDK, a leaf
   {
     name: 'node', dirs: ['src/node'],
-    mayImport: ['raft/core', 'lock-fsm', 'zod-error', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'client'],
+    mayImport: ['raft/core', 'lock-fsm', 'zod-error', 'config', 'metrics', 'ops', 'raft/seams', 'raft/storage', 'raft', 'transport', 'api', 'security', 'client'],
   },
   {
     name: 'cli', dirs: ['src/cli'],
-    mayImport: ['raft/core', 'lock-fsm', 'zod-error', 'config', 'metrics', 'ops', 'raft/storage', 'raft', 'transport', 'api', 'security', 'node', 'client'],
+    mayImport: ['raft/core', 'lock-fsm', 'zod-error', 'config', 'metrics', 'ops', 'raft/seams', 'raft/storage', 'raft', 'transport', 'api', 'security', 'node', 'client'],
   },
   // the package's entry point re-exports the SDK only
   { name: 'index', files: ['src/index.ts'], mayImport: ['client'] },

@@ -71,7 +71,7 @@ export class Metrics {
     this.raftAppliedIndex = new Gauge({ name: 'raftlock_raft_applied_index', help: 'highest log index applied to the lock state machine', registers });
     this.raftLeaderChanges = new Counter({ name: 'raftlock_raft_leader_changes_total', help: 'times this node saw the leader change', registers });
     this.raftProposals = new Counter({ name: 'raftlock_raft_proposals_total', help: 'proposals by outcome', labelNames: ['result'], registers });
-    this.raftMessagesRefused = new Counter({ name: 'raftlock_raft_messages_refused_total', help: 'peer messages the Raft core refused (misaddressed, bad_header, bad_field): a bug or an impostor, since the transport checks the wire first', labelNames: ['reason'], registers });
+    this.raftMessagesRefused = new Counter({ name: 'raftlock_raft_messages_refused_total', help: 'peer messages the Raft core refused for breaking a protocol rule (misaddressed, bad_header, bad_field): a bug or an impostor', labelNames: ['reason'], registers });
     for (const reason of ['misaddressed', 'bad_header', 'bad_field']) this.raftMessagesRefused.labels(reason).inc(0);
     this.raftFollowerLogRegressions = new Counter({ name: 'raftlock_raft_follower_log_regressions_total', help: 'on the leader: times a follower was found holding less of the log than it had acknowledged (its disk lost data it reported written)', registers });
     this.raftCommitLatency = new Histogram({ name: 'raftlock_raft_commit_latency_seconds', help: 'propose to commit latency', buckets: LATENCY_BUCKETS_S, registers });

@@ -5,7 +5,7 @@
 // conf), it ignores appends that would fill its log from index 1; the leader answers by
 // taking a snapshot and shipping it (Membership.ensureSnapshotForNewcomers).
 import type { Message } from '../raft/core/types.js';
-import type { Transport } from '../raft/transport.js';
+import type { Transport } from '../raft/seams.js';
 
 export function guardEmptyLog(inner: Transport, bootstrapped: () => boolean, onDrop: (m: Message) => void): Transport {
   return {

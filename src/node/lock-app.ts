@@ -3,7 +3,7 @@
 // (outside the pure FSM); a malformed entry — which our own leaders never write — is
 // applied as a no-op on every node alike, so replicas stay identical and the node lives.
 import type { Entry, Index } from '../raft/core/types.js';
-import type { Application } from '../raft/driver.js';
+import type { Application } from '../raft/seams.js';
 import { LockFsm, type ApplyOutput, type LockFsmOptions } from '../lock-fsm/index.js';
 import { decodeCommand, decodeValue, encodeValue } from './command-codec.js';
 

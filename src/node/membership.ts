@@ -19,7 +19,7 @@
 import type { Logger } from 'pino';
 import type { ConfChange, Index, NodeId } from '../raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../raft/driver.js';
-import type { Transport } from '../raft/transport.js';
+import type { Transport } from '../raft/seams.js';
 import { ApiError } from '../api/errors.js';
 import type { LockApp, MemberAddress } from './lock-app.js';
 import { addressContext, decodeMemberContext } from './member-address.js';

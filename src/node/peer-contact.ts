@@ -9,7 +9,7 @@
 // The core's `recentActive` flags cannot serve either: each member starts with one lease
 // period of "active" when a leader takes office, whether it answers or not.
 import type { Message, NodeId, Term } from '../raft/core/types.js';
-import type { Transport } from '../raft/transport.js';
+import type { Transport } from '../raft/seams.js';
 
 export class PeerContact {
   private readonly last = new Map<NodeId, { atMs: number; term: Term }>();

@@ -18,42 +18,13 @@
 //
 // The same driver runs in production (autoRun: setImmediate scheduling, a real timer
 // calling tick()) and inside the simulator (autoRun: false; the simulator calls drain()).
-import type { ConfState, Entry, HardState, Index, Message, NodeId, ProposeResult, Ready, Role, Status, Term, ConfChange } from './core/types.js';
-import type { DurableStorage } from './core/storage.js';
-import type { Transport } from './transport.js';
+import type { ConfState, Entry, HardState, Index, Message, NodeId, Ready, Role, Status, Term, ConfChange } from './core/types.js';
+import type { Application, DriverClock, DurableStorage, RawNodeLike, Transport } from './seams.js';
 import { applyConfChange, decodeConfChange } from './core/conf.js';
 import { cloneConf } from './core/storage.js';
 import { assertDriver as assert } from '../assert.js';
 import { trace, tracing } from './trace.js';
 import { HeartbeatCover } from './heartbeat-cover.js';
-
-/** What the driver needs from the core: RawNode satisfies it. */
-export interface RawNodeLike {
-  tick(): void;
-  step(m: Message): void;
-  propose(data: Uint8Array): ProposeResult;
-  proposeConfChange(cc: ConfChange): ProposeResult;
-  readIndex(ctx: number): boolean;
-  transferLeadership(to: NodeId): boolean;
-  reportUnreachable(id: NodeId): void;
-  reportSnapshot(id: NodeId, ok: boolean): void;
-  hasReady(): boolean;
-  ready(): Ready;
-  advance(rd: Ready): void;
-  stepAckDuringWrite(m: Message): boolean;
-  committedDuringWrite(): Entry[];
-  status(): Status;
-}
-
-/** The replicated application. apply() must be deterministic (same log → same state on
- *  every node, hashicorp/raft fsm.go's contract); its return value (R) goes to the proposer
- *  and to the onApplied hook. */
-export interface Application<R = unknown> {
-  apply(entry: Entry): R;
-  /** state as of the last applied entry */
-  snapshot(): Uint8Array;
-  restore(data: Uint8Array, index: Index): void;
-}
 
 /** R: what Application.apply returned for the entry (undefined for a configuration change,
  *  which the Application never sees) */
@@ -81,11 +52,6 @@ export interface DriverHooks<R = unknown> {
   onCommitLatency?(seconds: number): void;
   /** storage failed: the node must stop (fail-stop, never retry-and-continue) */
   onFatal(err: unknown): void;
-}
-
-export interface DriverClock {
-  /** monotonic milliseconds */
-  nowMs(): number;
 }
 
 export interface RaftDriverOptions<R = unknown> {

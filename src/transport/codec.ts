@@ -10,10 +10,11 @@
 // msgpackr runs with explicit options: plain maps (no records: records need shared
 // structure state between sender and receiver, which a stateless HTTP request does not
 // have), no structured clone, no extra types; Uint8Array travels as msgpack `bin`.
-// Decoding validates everything (wire-validate.ts) and returns a value, never throws.
+// Decoding checks the shape of everything (wire-validate.ts) and returns a value, never
+// throws; Raft's protocol rules are the core's (src/raft/core/message-check.ts).
 import { Packr, Unpackr } from 'msgpackr';
 import type { Message, NodeId, SnapshotMeta } from '../raft/core/types.js';
-import { WireError, array, bytes, describe, id, isPlainObject, message, num, object, snapshotMeta, token, type Obj } from './wire-validate.js';
+import { WireError, array, bytes, describe, id, isPlainObject, message, num, object, snapshotMeta, str, type Obj } from './wire-validate.js';
 
 /** Bump on any incompatible change; a receiver rejects every other value ('version'). */
 export const WIRE_VERSION = 1;
@@ -161,11 +162,12 @@ export function decodeEnvelope(body: Uint8Array, opts: DecodeOptions): { ok: tru
     const o = object(framed.value, 'envelope', ['cluster', 'from', 'to', 'messages', 'inc', 'cid']);
     const route = checkRoute(o, opts);
     if ('ok' in route) return route;
-    const cid = o['cid'] === undefined ? undefined : token(o, 'cid', 'envelope');
+    const cid = o['cid'] === undefined ? undefined : str(o, 'cid', 'envelope');
     const mine = opts.clusterId?.();
     // another cluster incarnation (its own bootstrap, or a restore): never let it vote or append here
     if (cid !== undefined && mine !== undefined && cid !== mine) return { ok: false as const, reason: 'cluster' as const, detail: `cluster id ${JSON.stringify(cid)}, this node's is ${JSON.stringify(mine)}` };
-    const inc = o['inc'] === undefined ? undefined : token(o, 'inc', 'envelope');
+    // its format is the core's rule (message-check.ts refuses a bad one, bad_header)
+    const inc = o['inc'] === undefined ? undefined : str(o, 'inc', 'envelope');
     const raw = array(o, 'messages', 'envelope', opts.maxMessages ?? 10_000);
     const budget = { left: opts.maxEntries };
     const messages = raw.map((m, i) => {
@@ -195,7 +197,7 @@ export function decodeSnapshotChunk(body: Uint8Array, opts: ChunkDecodeOptions):
     const chunk = bytes(o, 'chunk', 'chunk');
     if (offset + chunk.length > total) return { ok: false, reason: 'bad_field', detail: `chunk [${offset}, ${offset + chunk.length}) beyond total ${total}` };
     if (chunk.length === 0 && total !== 0) return { ok: false, reason: 'bad_field', detail: 'empty chunk' };
-    const meta = snapshotMeta(o['meta'], 'chunk.meta', term);
+    const meta = snapshotMeta(o['meta'], 'chunk.meta');
     return { ok: true as const, chunk: { cluster: opts.cluster, from: route.from, to: route.to, transfer, offset, total, term, meta, chunk } };
   });
 }

@@ -11,7 +11,7 @@ import type https from 'node:https';
 import type { Registry } from 'prom-client';
 import type { Pool } from 'undici';
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { Transport } from '../raft/transport.js';
+import type { Transport } from '../raft/seams.js';
 import { TransportEvents } from './transport-events.js';
 import { decodeEnvelope, decodeSnapshotChunk, type DecodeFailure } from './codec.js';
 import { PeerServer, type PeerLogger, type Verdict } from './peer-server.js';

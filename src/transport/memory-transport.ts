@@ -2,9 +2,10 @@
 // deterministic simulator has its own tick-driven SimNetwork). Same contract: send() never
 // throws or waits, delivery is asynchronous and in order per link, every message is
 // cloned (no aliasing between nodes, as over a real wire), a cut link loses messages and
-// reports the peer unreachable, a snapshot's outcome is reported to the sender.
+// reports the peer unreachable, a snapshot's outcome is reported to the sender. The
+// contract suite test/transport/contract.test.ts runs against both twins.
 import type { Message, NodeId } from '../raft/core/types.js';
-import type { Transport } from '../raft/transport.js';
+import type { Transport } from '../raft/seams.js';
 import { TransportEvents } from './transport-events.js';
 
 export class MemoryNetwork {
@@ -15,9 +16,13 @@ export class MemoryNetwork {
 
   /** a transport for node `id`, attached to this network until closed */
   transport(id: NodeId): MemoryTransport {
-    if (this.nodes.has(id)) throw new Error(`MemoryNetwork: node ${id} already attached`);
-    const t = new MemoryTransport(id, this);
-    this.nodes.set(id, t);
+    return this.attach(new MemoryTransport(id, this));
+  }
+
+  /** attach a transport built on this network (a subclass that records or queues, in tests) */
+  attach<T extends MemoryTransport>(t: T): T {
+    if (this.nodes.has(t.id)) throw new Error(`MemoryNetwork: node ${t.id} already attached`);
+    this.nodes.set(t.id, t);
     return t;
   }
 

@@ -1,4 +1,4 @@
-// The handler lists of a Transport (src/raft/transport.ts), shared by its twins.
+// The handler lists of a Transport (src/raft/seams.ts), shared by its twins.
 import type { Message, NodeId } from '../raft/core/types.js';
 
 /** The handler lists every Transport keeps, and their emitters: one copy for all twins. */

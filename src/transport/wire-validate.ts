@@ -1,16 +1,24 @@
-// Field-by-field validation of decoded wire data. Everything that arrives from the
-// network is `unknown` until it has passed through here; the functions below BUILD fresh
-// objects from checked fields (never pass a decoded object through), so an unexpected
-// key, a prototype trick or a msgpackr extension type can never reach the Raft core.
+// Decoding wire data into typed values. Everything that arrives from the network is
+// `unknown` until it has passed through here; the functions below BUILD fresh objects from
+// checked fields (never pass a decoded object through), so an unexpected key, a prototype
+// trick or a msgpackr extension type can never reach the Raft core.
+//
+// This file checks SHAPES only: every field present and of its type, no unknown field,
+// numbers exact, and the sizes that bound the work of decoding. Raft's protocol rules (a
+// node id's limit, the incarnation format, contiguous entries, term order, "only index 0
+// has term 0", a conf entry that decodes, members listed once) have one home:
+// src/raft/core/message-check.ts, which RawNode.step runs on every message, so a message
+// that breaks one is refused there, counted by reason and reported (docs/raft-core.md
+// "Rules the core enforces"). The envelope's own routing fields (from, to) are checked here
+// with the core's definition of a node id.
+import { validNodeId } from '../raft/core/conf.js';
 import type { ConfState, Entry, EntryKind, Message, NodeId, Snapshot, SnapshotMeta } from '../raft/core/types.js';
 
 /** Upper bound for every term, index and counter on the wire. Well below
  *  Number.MAX_SAFE_INTEGER so that `term + 1` and `index + n` in the core stay exact:
  *  a peer that sends 2^53 - 1 would otherwise make the next campaign's term inexact. */
 export const MAX_WIRE_NUMBER = 2 ** 52;
-/** node ids and the cluster name: short printable strings (they end up in logs and metric labels) */
-export const MAX_ID_LENGTH = 128;
-/** voters + learners in a snapshot's ConfState */
+/** voters + learners (and bindings) in a snapshot's ConfState: bounds the decoding work */
 export const MAX_CONF_MEMBERS = 1024;
 
 export class WireError extends Error {
@@ -60,14 +68,17 @@ export function bool(o: Obj, key: string, path: string): boolean {
   return v;
 }
 
-export function id(o: Obj, key: string, path: string): NodeId {
-  return idValue(o[key], `${path}.${key}`);
+/** a string; what it may contain is the core's rule (node ids, incarnations) */
+export function str(o: Obj, key: string, path: string): string {
+  const v = o[key];
+  if (typeof v !== 'string') fail(`${path}.${key}`, `expected a string, got ${describe(v)}`);
+  return v;
 }
 
-function idValue(v: unknown, path: string): NodeId {
-  if (typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_LENGTH) {
-    fail(path, `expected a string of 1-${MAX_ID_LENGTH} characters, got ${describe(v)}`);
-  }
+/** the envelope's sender and addressee: node ids as the core defines them (validNodeId) */
+export function id(o: Obj, key: string, path: string): NodeId {
+  const v = o[key];
+  if (!validNodeId(v)) fail(`${path}.${key}`, `expected a node id (1-256 bytes), got ${describe(v)}`);
   return v;
 }
 
@@ -77,15 +88,6 @@ export function bytes(o: Obj, key: string, path: string): Uint8Array {
   const v = o[key];
   if (!(v instanceof Uint8Array)) fail(`${path}.${key}`, `expected bytes, got ${describe(v)}`);
   return new Uint8Array(v);
-}
-
-/** incarnations and cluster ids (docs/membership.md, "Incarnations") */
-const TOKEN = /^[A-Za-z0-9._:#/-]{1,128}$/;
-
-export function token(o: Obj, key: string, path: string): string {
-  const v = o[key];
-  if (typeof v !== 'string' || !TOKEN.test(v)) fail(`${path}.${key}`, `expected 1-128 of [A-Za-z0-9._:#/-], got ${describe(v)}`);
-  return v;
 }
 
 export function array(o: Obj, key: string, path: string, max: number): unknown[] {
@@ -116,34 +118,25 @@ function entry(v: unknown, path: string): Entry {
   return { index: num(o, 'index', path), term: num(o, 'term', path), kind: kind as EntryKind, data: bytes(o, 'data', path) };
 }
 
-/** append entries: contiguous after prevIndex, terms non-decreasing from prevTerm and
- *  never above the message term (Log Matching, Raft §5.3: a correct leader cannot send
- *  anything else, so anything else is corruption or an impostor) */
-function entries(o: Obj, path: string, term: number, prevIndex: number, prevTerm: number, budget: { left: number }): Entry[] {
+/** append entries, counted against the envelope's entry budget */
+function entries(o: Obj, path: string, budget: { left: number }): Entry[] {
   const raw = array(o, 'entries', path, budget.left);
   budget.left -= raw.length;
-  const out: Entry[] = [];
-  let lastTerm = prevTerm;
-  for (let i = 0; i < raw.length; i++) {
-    const p = `${path}.entries[${i}]`;
-    const e = entry(raw[i], p);
-    if (e.index !== prevIndex + 1 + i) fail(`${p}.index`, `expected ${prevIndex + 1 + i} (contiguous after prevIndex ${prevIndex}), got ${e.index}`);
-    if (e.term < lastTerm) fail(`${p}.term`, `term ${e.term} below the previous entry's term ${lastTerm}`);
-    if (e.term > term) fail(`${p}.term`, `term ${e.term} above the message term ${term}`);
-    lastTerm = e.term;
-    out.push(e);
-  }
-  return out;
+  return raw.map((e, i) => entry(e, `${path}.entries[${i}]`));
 }
 
-function idList(o: Obj, key: string, path: string): NodeId[] {
-  return array(o, key, path, MAX_CONF_MEMBERS).map((v, i) => idValue(v, `${path}.${key}[${i}]`));
+function strings(o: Obj, key: string, path: string): string[] {
+  return array(o, key, path, MAX_CONF_MEMBERS).map((v, i) => {
+    if (typeof v !== 'string') fail(`${path}.${key}[${i}]`, `expected a string, got ${describe(v)}`);
+    return v;
+  });
 }
 
 export function confState(v: unknown, path: string): ConfState {
   const o = object(v, path, ['voters', 'learners', 'incarnations', 'clusterId']);
-  const voters = idList(o, 'voters', path);
-  const learners = idList(o, 'learners', path);
+  const voters = strings(o, 'voters', path);
+  const learners = strings(o, 'learners', path);
+  if (voters.length + learners.length > MAX_CONF_MEMBERS) throw new WireError('too_large', `${path}: ${voters.length + learners.length} members, limit ${MAX_CONF_MEMBERS}`);
   let incarnations: Record<NodeId, string> | undefined;
   if (o['incarnations'] !== undefined) {
     const m = o['incarnations'];
@@ -151,30 +144,20 @@ export function confState(v: unknown, path: string): ConfState {
     const keys = Object.keys(m);
     if (keys.length > MAX_CONF_MEMBERS) throw new WireError('too_large', `${path}.incarnations: ${keys.length} items, limit ${MAX_CONF_MEMBERS}`);
     incarnations = {};
-    for (const k of keys) incarnations[idValue(k, `${path}.incarnations key`)] = token(m, k, `${path}.incarnations`);
+    for (const k of keys) incarnations[k] = str(m, k, `${path}.incarnations`);
   }
-  const clusterId = o['clusterId'] === undefined ? undefined : token(o, 'clusterId', path);
-  // a node is a voter or a learner, once: duplicates would skew quorum arithmetic
-  const seen = new Set<NodeId>();
-  for (const n of [...voters, ...learners]) {
-    if (seen.has(n)) fail(path, `node ${JSON.stringify(n)} listed twice`);
-    seen.add(n);
-  }
-  if (seen.size > MAX_CONF_MEMBERS) throw new WireError('too_large', `${path}: ${seen.size} members, limit ${MAX_CONF_MEMBERS}`);
+  const clusterId = o['clusterId'] === undefined ? undefined : str(o, 'clusterId', path);
   return { voters, learners, ...(incarnations !== undefined ? { incarnations } : {}), ...(clusterId !== undefined ? { clusterId } : {}) };
 }
 
-export function snapshotMeta(v: unknown, path: string, term: number): SnapshotMeta {
+export function snapshotMeta(v: unknown, path: string): SnapshotMeta {
   const o = object(v, path, ['index', 'term', 'conf']);
-  const meta = { index: num(o, 'index', path), term: num(o, 'term', path), conf: confState(o['conf'], `${path}.conf`) };
-  if (meta.term > term) fail(`${path}.term`, `snapshot term ${meta.term} above the message term ${term}`);
-  if ((meta.index === 0) !== (meta.term === 0)) fail(path, `index ${meta.index} with term ${meta.term}: only index 0 has term 0`);
-  return meta;
+  return { index: num(o, 'index', path), term: num(o, 'term', path), conf: confState(o['conf'], `${path}.conf`) };
 }
 
-function snapshot(v: unknown, path: string, term: number): Snapshot {
+function snapshot(v: unknown, path: string): Snapshot {
   const o = object(v, path, ['meta', 'data']);
-  return { meta: snapshotMeta(o['meta'], `${path}.meta`, term), data: bytes(o, 'data', path) };
+  return { meta: snapshotMeta(o['meta'], `${path}.meta`), data: bytes(o, 'data', path) };
 }
 
 const FIELDS: Record<Message['type'], readonly string[]> = {
@@ -198,38 +181,27 @@ const FIELDS: Record<Message['type'], readonly string[]> = {
 export const MESSAGE_TYPES = Object.keys(FIELDS) as Message['type'][];
 
 /** One wire message (without from/to: those come from the envelope, so a batch cannot
- *  smuggle messages "from" another node) → a fresh, fully checked Message. */
+ *  smuggle messages "from" another node) → a fresh Message of the right shape. */
 export function message(v: unknown, path: string, from: NodeId, to: NodeId, budget: { left: number }): Message {
   if (!isPlainObject(v)) fail(path, `expected a map, got ${describe(v)}`);
   const type = v['type'];
   if (typeof type !== 'string' || !Object.hasOwn(FIELDS, type)) fail(`${path}.type`, `unknown message type ${describe(type)}`);
   const t = type as Message['type'];
   const o = object(v, path, ['type', 'term', ...FIELDS[t]]);
-  const term = num(o, 'term', path);
-  const h = { from, to, term };
+  const h = { from, to, term: num(o, 'term', path) };
   switch (t) {
     case 'vote':
     case 'preVote': {
-      const lastTerm = num(o, 'lastTerm', path);
-      // §5.2: a candidate's term exceeds the term of every entry in its log
-      if (lastTerm > term) fail(`${path}.lastTerm`, `${lastTerm} above the message term ${term}`);
-      const vote: Message = { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm };
+      const vote: Message = { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm: num(o, 'lastTerm', path) };
       if (o['transfer'] !== undefined) vote.transfer = bool(o, 'transfer', path);
-      if (o['bind'] !== undefined) vote.bind = token(o, 'bind', path);
+      if (o['bind'] !== undefined) vote.bind = str(o, 'bind', path);
       return vote;
     }
     case 'voteResp':
     case 'preVoteResp':
       return { ...h, type: t, reject: bool(o, 'reject', path) };
-    case 'append': {
-      const prevIndex = num(o, 'prevIndex', path);
-      const prevTerm = num(o, 'prevTerm', path);
-      if (prevTerm > term) fail(`${path}.prevTerm`, `${prevTerm} above the message term ${term}`);
-      if (prevIndex === 0 && prevTerm !== 0) fail(`${path}.prevTerm`, `index 0 has term 0, got ${prevTerm}`);
-      const es = entries(o, path, term, prevIndex, prevTerm, budget);
-      if (prevIndex + es.length > MAX_WIRE_NUMBER) fail(`${path}.entries`, 'last index out of range');
-      return { ...h, type: t, prevIndex, prevTerm, entries: es, commit: num(o, 'commit', path) };
-    }
+    case 'append':
+      return { ...h, type: t, prevIndex: num(o, 'prevIndex', path), prevTerm: num(o, 'prevTerm', path), entries: entries(o, path, budget), commit: num(o, 'commit', path) };
     case 'appendResp': {
       const resp: Message = { ...h, type: t, index: num(o, 'index', path), reject: bool(o, 'reject', path), hint: num(o, 'hint', path), hintTerm: num(o, 'hintTerm', path) };
       if (o['lost'] !== undefined) resp.lost = bool(o, 'lost', path);
@@ -243,7 +215,7 @@ export function message(v: unknown, path: string, from: NodeId, to: NodeId, budg
     case 'heartbeatResp':
       return { ...h, type: t, ctx: num(o, 'ctx', path) };
     case 'snapshot':
-      return { ...h, type: t, snapshot: snapshot(o['snapshot'], `${path}.snapshot`, term) };
+      return { ...h, type: t, snapshot: snapshot(o['snapshot'], `${path}.snapshot`) };
     case 'timeoutNow':
       return { ...h, type: t };
   }

@@ -258,6 +258,10 @@ describe('bad input against real nodes (3-node cluster)', { timeout: 120_000 }, 
         { title: 'oversized (declared)', body: new Uint8Array(16), headers: { ...P, 'content-length': String(17 * 2 ** 20) }, status: [413] },
         { title: 'snapshot chunk of random bytes', path: SNAPSHOT_PATH, body: Uint8Array.from({ length: 300 }, () => rng.int(0, 256)), status: [400] },
         { title: 'GET on the messages route', method: 'GET', status: [405] },
+        // well-shaped, so the wire takes it (204); its protocol rule is the core's, which
+        // refuses it before the handler: a vote at a higher term would otherwise end the
+        // leader's term (checked at the end: same term)
+        { title: 'a vote whose lastTerm is above its term', body: encodeEnvelope({ cluster: 'test', from: sender, to: target, messages: [{ from: sender, to: target, term: termBefore + 5, type: 'vote', lastIndex: 1_000_000, lastTerm: termBefore + 6 }] }), status: [204] },
         { title: 'unknown route', path: '/raft/v2/anything', body: new Uint8Array(4), status: [404] },
       ];
       return cases;
@@ -286,6 +290,8 @@ describe('bad input against real nodes (3-node cluster)', { timeout: 120_000 }, 
     const total = rejected.reduce((a, x) => a + x.value, 0);
     t.diagnostic(`follower ${f} counted ${total} rejected peer requests (${rejected.map((x) => `${x.labels.reason}=${x.value}`).join(' ')})`);
     assert.ok(total >= 10, `the follower counts rejected peer requests: ${total}`);
+    const refused = parsePrometheus(scrape.text).samples.find((x) => x.name === 'raftlock_raft_messages_refused_total' && x.labels.reason === 'bad_field');
+    assert.ok((refused?.value ?? 0) >= 1, `the follower's core refused the protocol-breaking vote: ${JSON.stringify(refused)}`);
 
     // unharmed: same leader, same term, and writes through every node still commit
     await assertServing('after peer-port garbage');

@@ -10,7 +10,7 @@ import { ApiError } from '../../src/api/errors.js';
 import { applyConfChange } from '../../src/raft/core/conf.js';
 import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../src/raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../../src/raft/driver.js';
-import type { Transport } from '../../src/raft/transport.js';
+import type { Transport } from '../../src/raft/seams.js';
 import { LockApp } from '../../src/node/lock-app.js';
 import { Membership } from '../../src/node/membership.js';
 import { decodeMemberContext, encodeAddressContext } from '../../src/node/member-address.js';

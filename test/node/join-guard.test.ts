@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { guardEmptyLog } from '../../src/node/join-guard.js';
 import type { Message } from '../../src/raft/core/types.js';
-import type { Transport } from '../../src/raft/transport.js';
+import type { Transport } from '../../src/raft/seams.js';
 
 function recordingTransport(): { inner: Transport; calls: string[]; deliver: (m: Message) => void } {
   const calls: string[] = [];

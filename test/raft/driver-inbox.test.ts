@@ -7,12 +7,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RawNode } from '../../src/raft/core/raw-node.js';
 import { seededRng } from '../../src/raft/core/rng.js';
-import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/seams.js';
 import type { Message, Snapshot } from '../../src/raft/core/types.js';
 import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
 import { RaftDriver } from '../../src/raft/driver.js';
-import type { Transport } from '../../src/raft/transport.js';
-import { TransportEvents } from '../../src/transport/transport-events.js';
+import { MemoryNetwork, MemoryTransport } from '../../src/transport/memory-transport.js';
 
 /** memory storage whose synced writes can be held until release() */
 class HeldStorage extends MemoryDurableStorage implements DurableStorage {
@@ -36,16 +35,22 @@ class HeldStorage extends MemoryDurableStorage implements DurableStorage {
   }
 }
 
-class SinkTransport extends TransportEvents implements Transport {
+/** the in-memory twin, recording what the driver sent (at send time, as the driver sent
+ *  it) for the assertions below; the peers are attached, so nothing is reported unreachable */
+class SinkTransport extends MemoryTransport {
   readonly sent: Message[] = [];
-  send(msgs: readonly Message[]): void {
+  override send(msgs: readonly Message[]): void {
     this.sent.push(...msgs);
+    super.send(msgs);
   }
-  flush(): void {}
-  setPeers(): void {}
-  close(): Promise<void> {
-    return Promise.resolve();
-  }
+}
+
+function sinkFor(id: string): SinkTransport {
+  const net = new MemoryNetwork();
+  const t = new SinkTransport(id, net);
+  net.attach(t);
+  for (const peer of ['n1', 'n2', 'n3']) if (peer !== id) net.transport(peer);
+  return t;
 }
 
 const ELECTION_TICKS = 10;
@@ -53,7 +58,7 @@ const ELECTION_TICKS = 10;
 function node(id: string, heartbeatCoverTicks = 0): { driver: RaftDriver; storage: HeldStorage; transport: SinkTransport } {
   const conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
   const storage = new HeldStorage(conf);
-  const transport = new SinkTransport();
+  const transport = sinkFor(id);
   const raw = new RawNode({ id, electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20 }, storage);
   const driver = new RaftDriver({
     id, raw, storage, transport, heartbeatCoverTicks,

@@ -8,12 +8,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { RawNode, type RaftConfig } from '../../src/raft/core/raw-node.js';
 import { seededRng } from '../../src/raft/core/rng.js';
-import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/seams.js';
 import type { Message, Snapshot } from '../../src/raft/core/types.js';
 import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
 import { RaftDriver } from '../../src/raft/driver.js';
-import type { Transport } from '../../src/raft/transport.js';
-import { TransportEvents } from '../../src/transport/transport-events.js';
+import { MemoryNetwork, MemoryTransport } from '../../src/transport/memory-transport.js';
 
 type Call = { op: 'save'; sync: boolean; batch: PersistBatch } | { op: 'compact'; index: number } | { op: 'flush'; queued: Message[] };
 
@@ -38,24 +37,22 @@ class RecordingStorage extends MemoryDurableStorage implements DurableStorage {
   }
 }
 
-/** queues on send(), writes on flush() (like HttpTransport without its end-of-turn flush) */
-class QueueTransport extends TransportEvents implements Transport {
+/** the in-memory twin behind a queue: queues on send(), hands the queue to the twin on
+ *  flush() (like HttpTransport without its end-of-turn flush), recording each flush */
+class QueueTransport extends MemoryTransport {
   queued: Message[] = [];
   readonly written: Message[] = [];
-  constructor(private readonly calls: Call[]) {
-    super();
+  constructor(id: string, net: MemoryNetwork, private readonly calls: Call[]) {
+    super(id, net);
   }
-  send(msgs: readonly Message[]): void {
+  override send(msgs: readonly Message[]): void {
     this.queued.push(...msgs);
   }
-  flush(): void {
+  override flush(): void {
     this.calls.push({ op: 'flush', queued: this.queued });
     this.written.push(...this.queued);
+    super.send(this.queued);
     this.queued = [];
-  }
-  setPeers(): void {}
-  close(): Promise<void> {
-    return Promise.resolve();
   }
 }
 
@@ -65,7 +62,10 @@ function node(id: string, snapshotEveryEntries = 1_000_000, core: Partial<RaftCo
   const calls: Call[] = [];
   const conf = { voters: ['n1', 'n2', 'n3'], learners: [] };
   const storage = new RecordingStorage(conf, calls);
-  const transport = new QueueTransport(calls);
+  const net = new MemoryNetwork();
+  const transport = new QueueTransport(id, net, calls);
+  net.attach(transport);
+  for (const peer of conf.voters) if (peer !== id) net.transport(peer);
   const raw = new RawNode({ id, electionTicks: ELECTION_TICKS, electionTicksMax: ELECTION_TICKS + 1, heartbeatTicks: 1, rng: seededRng(7), preVote: true, checkQuorum: true, maxInflight: 16, maxMsgBytes: 1 << 20, ...core }, storage);
   const driver = new RaftDriver({
     id, raw, storage, transport,

@@ -3,7 +3,7 @@
 // incarnation: once the node crashes the instance is closed and anything it still sends is
 // ignored, as a dead process sends nothing.
 import type { Message, NodeId } from '../../src/raft/core/types.js';
-import type { Transport } from '../../src/raft/transport.js';
+import type { Transport } from '../../src/raft/seams.js';
 import type { SimNetwork } from '../sim/network.js';
 
 export class SimTransport implements Transport {

@@ -9,7 +9,8 @@
 //  - crash(loseUnsynced): process death keeps the page cache (everything written survives);
 //    power loss keeps the synced state plus a random PREFIX of the unsynced batches (a torn
 //    sequential log never skips a batch, and each batch is atomic).
-import { MemoryStorage, type DurableStorage, type PersistBatch } from '../../src/raft/core/storage.js';
+import { MemoryStorage } from '../../src/raft/core/storage.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/seams.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 
@@ -21,6 +22,15 @@ export interface DiskStats {
   compactions: number;
   /** unsynced batches lost by power-loss crashes */
   lostBatches: number;
+}
+
+function settle(write: () => void): Promise<void> {
+  try {
+    write();
+    return Promise.resolve();
+  } catch (err) {
+    return Promise.reject(err as Error);
+  }
 }
 
 function applyOp(s: MemoryStorage, op: Op): void {
@@ -139,13 +149,14 @@ export class SimDisk implements DurableStorage {
   }
 
   // ---- DurableStorage (the async face the production driver uses) ----
+  // A broken invariant rejects the promise, as from LevelStorage (the storage contract,
+  // test/storage/contract.test.ts, runs against this disk too); the simulator's own driver
+  // calls the synchronous face above and sees the throw.
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
-    this.saveSync(batch, opts);
-    return Promise.resolve();
+    return settle(() => this.saveSync(batch, opts));
   }
   compact(snapshot: Snapshot): Promise<void> {
-    this.compactSync(snapshot);
-    return Promise.resolve();
+    return settle(() => this.compactSync(snapshot));
   }
   close(): Promise<void> {
     return Promise.resolve();

@@ -8,7 +8,7 @@
 //   plain:    every write is sync:true through LevelStorage
 //   unsynced: through UnsyncedLossStorage, only ~1 write in 4 is sync:true
 import { seededRng } from '../../src/raft/core/rng.js';
-import type { DurableStorage } from '../../src/raft/core/storage.js';
+import type { DurableStorage } from '../../src/raft/seams.js';
 import { LevelStorage } from '../../src/raft/storage/level-storage.js';
 import { UnsyncedLossStorage } from '../../src/raft/storage/unsynced-loss-storage.js';
 import { SEED_CONF, genOp, opToJson, type ReadableStorage } from './helpers.js';

@@ -35,7 +35,7 @@ function garbage(rng: Rng, maxBodyBytes: number): Req {
     case 4: return { path, method: 'POST', body: framed({ cluster: 'evil', from: 'n1', to: 'n2', messages: [] }) };
     case 5: return { path, method: 'POST', body: framed({ cluster: 'test', from: `x${rng.int(0, 1e6)}`, to: 'n2', messages: [] }) };
     case 6: return { path: MESSAGES_PATH, method: 'POST', body: framed({ cluster: 'test', from: 'n1', to: 'n2', messages: [{ type: 'heartbeat', term: -rng.int(1, 1e9), commit: 0, ctx: 0 }] }) };
-    case 7: return { path: MESSAGES_PATH, method: 'POST', body: framed({ cluster: 'test', from: 'n1', to: 'n2', messages: [{ type: 'append', term: 2, prevIndex: 1, prevTerm: 1, commit: 0, entries: [{ index: 5, term: 2, kind: 'normal', data: new Uint8Array(1) }] }] }) };
+    case 7: return { path: MESSAGES_PATH, method: 'POST', body: framed({ cluster: 'test', from: 'n1', to: 'n2', messages: [{ type: 'append', term: 2, prevIndex: 1, prevTerm: 1, commit: 0, entries: [{ index: 2, term: 2, kind: 'normal', data: 'not bytes' }] }] }) };
     case 8: return { path: MESSAGES_PATH, method: 'POST', body: framed({ cluster: 'test', from: 'n1', to: 'n2', messages: [{ type: 'heartbeat', term: 2 ** 60, commit: 1.5, ctx: 0 }] }) };
     case 9: return { path: `/${rng.int(0, 1000)}`, method: 'POST', body: good };
     case 10: return { path, method: rng.next() < 0.5 ? 'GET' : 'PUT', ...(rng.next() < 0.5 ? { body: good } : {}) };

@@ -16,6 +16,12 @@ const MAX_BINDINGS = 1024;
 export function validIncarnation(v: unknown): v is string {
   return typeof v === 'string' && TOKEN.test(v);
 }
+/** a node's own incarnation (RaftConfig.incarnation, the one its data directory stores) is
+ *  at most 64 characters: half the token limit, room for a prefix a future format adds */
+export const MAX_OWN_INCARNATION_LENGTH = 64;
+export function validOwnIncarnation(v: unknown): v is string {
+  return validIncarnation(v) && v.length <= MAX_OWN_INCARNATION_LENGTH;
+}
 const MAX_ID_BYTES = 256;
 const MAX_CONTEXT_BYTES = 64 * 1024;
 

@@ -1,17 +1,18 @@
-// The core's one trust boundary for peer messages. RawNode.step runs every message
-// through checkMessage before Raft sees it, so the simulator, the tests and every
-// transport get the same check; a message it refuses is dropped there, counted by reason
-// (RawNode.rejections) and reported to RaftConfig.onReject, and never reaches a handler.
-// Behind it, Raft's handlers rely on the shape (fields present, of their type, indexes
-// and terms natural numbers, entries contiguous) and assert what they depend on.
+// The core's one trust boundary for peer messages, and the one home of Raft's protocol
+// rules for them. RawNode.step runs every message through checkMessage before Raft sees
+// it, so the simulator, the tests and every transport get the same check; a message it
+// refuses is dropped there, counted by reason (RawNode.rejections) and reported to
+// RaftConfig.onReject, and never reaches a handler. Behind it, Raft's handlers rely on
+// the shape (fields present, of their type, indexes and terms natural numbers, entries
+// contiguous) and assert what they depend on.
 //
 // What is checked is shape and self-consistency only: everything a correct peer's
 // message satisfies whatever our state. Checks against our state (an ack beyond our
 // log, a commit index beyond it) stay in the handlers, as ordinary Raft does.
 //
-// The transport validates the wire format first (src/transport/wire-validate.ts rebuilds
-// each message from checked fields, with size limits): a message that arrives over the
-// network passes both, and this one is what the core itself guarantees.
+// A transport decodes its wire format into typed values and checks their shapes and
+// sizes only (src/transport/wire-validate.ts); every rule below lives here alone, and
+// test/raft/message-check.test.ts tests each one.
 import { decodeConfChange, validIncarnation, validNodeId } from './conf.js';
 import type { ConfState, Entry, Message, NodeId, Snapshot } from './types.js';
 
@@ -58,6 +59,8 @@ function checkFields(m: Message): string | null {
     case 'preVote':
       if (!isNat(m.lastIndex)) return 'lastIndex: not a natural number';
       if (!isNat(m.lastTerm)) return 'lastTerm: not a natural number';
+      // §5.2: a candidate's term exceeds the term of every entry in its log
+      if (m.lastTerm > m.term) return `lastTerm ${m.lastTerm} above the message term ${m.term}`;
       if (m.transfer !== undefined && !isBool(m.transfer)) return 'transfer: not a boolean';
       if (m.bind !== undefined && !validIncarnation(m.bind)) return 'bind: not an incarnation';
       return null;
@@ -80,18 +83,21 @@ function checkFields(m: Message): string | null {
     case 'heartbeatResp':
       return isNat(m.ctx) ? null : 'ctx: not a natural number';
     case 'snapshot':
-      return checkSnapshot(m.snapshot);
+      return checkSnapshot(m.snapshot, m.term);
     case 'timeoutNow':
       return null;
   }
 }
 
-/** contiguous entries after prevIndex, terms never decreasing from prevTerm nor above the
- *  message term (Log Matching, §5.3: a correct leader sends nothing else), decodable conf
- *  entries (a conf entry takes effect once appended, thesis §4.1) */
+/** prevTerm not above the message term and 0 exactly at index 0, contiguous entries after
+ *  prevIndex, terms never decreasing from prevTerm nor above the message term (Log
+ *  Matching, §5.3: a correct leader sends nothing else), decodable conf entries (a conf
+ *  entry takes effect once appended, thesis §4.1) */
 function checkAppend(m: Extract<Message, { type: 'append' }>): string | null {
   if (!isNat(m.prevIndex)) return 'prevIndex: not a natural number';
   if (!isNat(m.prevTerm)) return 'prevTerm: not a natural number';
+  if (m.prevTerm > m.term) return `prevTerm ${m.prevTerm} above the message term ${m.term}`;
+  if (m.prevIndex === 0 && m.prevTerm !== 0) return `prevTerm ${m.prevTerm} at index 0: only index 0 has term 0`;
   if (!isNat(m.commit)) return 'commit: not a natural number';
   if (!Array.isArray(m.entries)) return 'entries: not an array';
   let prevTerm = m.prevTerm;
@@ -120,11 +126,15 @@ function checkEntry(e: Entry | undefined, index: number, prevTerm: number, msgTe
   return null;
 }
 
-function checkSnapshot(s: Snapshot): string | null {
+/** a snapshot at a positive index, of a term in [1, the message term] (only index 0 has
+ *  term 0; a leader sends no snapshot of a term it has not reached) */
+function checkSnapshot(s: Snapshot, msgTerm: number): string | null {
   if (!isObject(s) || !isObject(s.meta)) return 'snapshot: not a snapshot';
   const { index, term, conf } = s.meta;
   if (!isNat(index) || index === 0) return 'snapshot.meta.index: not a positive integer';
   if (!isNat(term)) return 'snapshot.meta.term: not a natural number';
+  if (term === 0) return `snapshot.meta.term: 0 at index ${index}: only index 0 has term 0`;
+  if (term > msgTerm) return `snapshot.meta.term: ${term} above the message term ${msgTerm}`;
   if (!(s.data instanceof Uint8Array)) return 'snapshot.data: not bytes';
   return checkConf(conf);
 }

@@ -5,7 +5,7 @@
 //
 // Section references are to the Raft paper (Ongaro & Ousterhout 2014) unless "thesis"
 // (Ongaro's PhD thesis, 2014) is named.
-import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, validIncarnation, validNodeId } from './conf.js';
+import { ConfHistory, ConfChangeError, decodeConfChange, encodeConfChange, isMember, MAX_OWN_INCARNATION_LENGTH, validOwnIncarnation, validNodeId } from './conf.js';
 import { mayGrant, standingOf } from './incarnation.js';
 import { RaftLog } from './log.js';
 import { assert } from '../../assert.js';
@@ -136,7 +136,7 @@ function validateConfig(cfg: RaftConfig): void {
   if (!posInt(cfg.maxInflight)) bad(`maxInflight must be an integer >= 1, got ${cfg.maxInflight}`);
   if (!posInt(cfg.maxMsgBytes)) bad(`maxMsgBytes must be an integer >= 1, got ${cfg.maxMsgBytes}`);
   if (cfg.applied !== undefined && !(Number.isSafeInteger(cfg.applied) && cfg.applied >= 0)) bad(`applied must be an integer >= 0, got ${cfg.applied}`);
-  if (cfg.incarnation !== undefined && !(validIncarnation(cfg.incarnation) && cfg.incarnation.length <= 64)) bad('incarnation must be 1-64 chars of [A-Za-z0-9._:#/-]');
+  if (cfg.incarnation !== undefined && !validOwnIncarnation(cfg.incarnation)) bad(`incarnation must be 1-${MAX_OWN_INCARNATION_LENGTH} chars of [A-Za-z0-9._:#/-]`);
 }
 
 /** hard cap on one entry's data: far above any lock command, low enough that one entry

@@ -29,7 +29,8 @@ export interface PersistBatch {
   entries: readonly Entry[];
 }
 
-/** The write side, used only by the node driver. */
+/** The write side, used only by the node driver: one of its seams, which it imports from
+ *  src/raft/seams.ts (declared here until LevelStorage imports it from there too). */
 export interface DurableStorage extends Storage {
   /** persist one Ready's batch atomically; with sync, durable when the promise resolves.
    *  A rejected promise means the disk failed: the node must stop (fail-stop). */

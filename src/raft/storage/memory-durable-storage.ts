@@ -1,9 +1,10 @@
 // DurableStorage over MemoryStorage: nothing survives the process, everything else
 // behaves like LevelStorage (same batch semantics, writes applied in call order, memory
 // updated when the write "completes"). For unit tests and in-process clusters; the
-// storage contract suite (test/storage/contract.test.ts) runs against both.
+// storage contract suite (test/storage/contract.test.ts) runs against it, LevelStorage and
+// the simulator's SimDisk.
 import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
-import type { DurableStorage, PersistBatch } from '../core/storage.js';
+import type { DurableStorage, PersistBatch } from '../seams.js';
 import type { ConfState, Snapshot } from '../core/types.js';
 
 export class MemoryDurableStorage extends MemoryBackedStorage implements DurableStorage {

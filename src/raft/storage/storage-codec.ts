@@ -14,6 +14,7 @@
 // (~0.35 µs) make batching nearly free, which is the point of group commit.
 import { crc32c } from '@node-rs/crc32';
 import { Packr } from 'msgpackr';
+import { MAX_OWN_INCARNATION_LENGTH, validOwnIncarnation } from '../core/conf.js';
 import type { ConfState, Entry, EntryKind, HardState, Snapshot } from '../core/types.js';
 
 export const STORAGE_FORMAT_VERSION = 2;
@@ -215,7 +216,7 @@ export function encodeIncarnation(inc: string): Buffer {
 
 export function decodeIncarnation(value: Uint8Array): string {
   const v = unframe(value);
-  if (typeof v !== 'string' || !/^[A-Za-z0-9._:#/-]{1,64}$/.test(v)) throw new RecordError('incarnation is not a token of 1-64 characters');
+  if (!validOwnIncarnation(v)) throw new RecordError(`incarnation is not a token of 1-${MAX_OWN_INCARNATION_LENGTH} characters`);
   return v;
 }
 

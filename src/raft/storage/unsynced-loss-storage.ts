@@ -10,7 +10,7 @@
 // processes can use it behind a flag (jepsen-lite).
 import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
 import { failStorage } from '../../assert.js';
-import type { DurableStorage, PersistBatch } from '../core/storage.js';
+import type { DurableStorage, PersistBatch } from '../seams.js';
 import type { Snapshot } from '../core/types.js';
 
 type Pending = { kind: 'save'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
