@@ -11,10 +11,10 @@ import { applyConfChange } from '../../src/raft/core/conf.js';
 import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../src/raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../../src/raft/driver.js';
 import type { Transport } from '../../src/raft/transport.js';
-import { LockApp } from '../../src/node/lock-app.js';
-import { Membership } from '../../src/node/membership.js';
-import { decodeMemberContext, encodeAddressContext } from '../../src/node/member-address.js';
-import { PeerContact } from '../../src/node/peer-contact.js';
+import { LockApp } from '../../src/server/app/lock-app.js';
+import { Membership } from '../../src/server/membership/membership.js';
+import { decodeMemberContext, encodeAddressContext } from '../../src/server/membership/member-address.js';
+import { PeerContact } from '../../src/server/membership/peer-contact.js';
 
 /** Just what Membership reads from the driver; conf changes apply at once. */
 class ScriptedDriver {

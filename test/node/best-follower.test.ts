@@ -1,10 +1,10 @@
-// Which voter a leader hands leadership to (src/node/cluster-ops.ts bestFollower): a
+// Which voter a leader hands leadership to (src/server/membership/cluster-ops.ts bestFollower): a
 // transfer asked right after a check-quorum tick, when no follower is marked active yet,
 // must still find one (a shrink of a cluster under load once failed with 503 "no other
 // voting member" for exactly that reason).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bestFollower } from '../../src/node/cluster-ops.js';
+import { bestFollower } from '../../src/server/membership/cluster-ops.js';
 
 const voters = ['n1', 'n2', 'n3'];
 

@@ -1,4 +1,4 @@
-// The log command codec (src/node/command-codec.ts). The leader applies the envelope it
+// The log command codec (src/server/app/command-codec.ts). The leader applies the envelope it
 // validated when it encoded its own command (docs/lock-fsm.md "The leader's own commands"),
 // every other member decodes the bytes: the two must be the same value, or the leader's
 // state machine would diverge from its followers'. So for random envelopes of every
@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCommand, decodeCommandBytes, encodeCommand } from '../../src/node/command-codec.js';
+import { decodeCommand, decodeCommandBytes, encodeCommand } from '../../src/server/app/command-codec.js';
 import { InvalidCommandError, type Command, type Envelope } from '../../src/lock-fsm/index.js';
 import { LOCK_NAME_RE, PRINCIPAL_RE, SESSION_ID_RE } from '../../src/lock-fsm/names.js';
 import { testSeed } from '../support/seed.js';

@@ -1,10 +1,10 @@
-// The status page's contention data (src/node/contention-tracker.ts): the most contended
+// The status page's contention data (src/server/ops/contention-tracker.ts): the most contended
 // locks with their longest current wait, seeded from the state for waits this node did not
 // see begin, and the per-second grants and waits of the live chart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { LockFsm, type Command } from '../../src/lock-fsm/index.js';
-import { ContentionTracker, ACTIVITY_SECONDS } from '../../src/node/contention-tracker.js';
+import { ContentionTracker, ACTIVITY_SECONDS } from '../../src/server/ops/contention-tracker.js';
 
 function rig() {
   let now = 1_000_000;

@@ -1,9 +1,9 @@
-// raftlock_lock_hold_seconds from the FSM's events alone (src/node/hold-timer.ts): each way
+// raftlock_lock_hold_seconds from the FSM's events alone (src/server/leader/hold-timer.ts): each way
 // a grant ends is observed once, under its `end`, with the time from its grant; a replayed
 // entry (a node catching up on its log) observes nothing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { HoldTimer } from '../../src/node/hold-timer.js';
+import { HoldTimer } from '../../src/server/leader/hold-timer.js';
 import { Metrics } from '../../src/metrics.js';
 import type { ApplyOutput, FsmEvent } from '../../src/lock-fsm/index.js';
 

@@ -1,10 +1,10 @@
-// The join guard (src/node/join-guard.ts) wraps the node's transport. A wrapper that drops
+// The join guard (src/server/membership/join-guard.ts) wraps the node's transport. A wrapper that drops
 // one of the Transport's calls fails silently: without flush, the driver's flush after a
 // leader's appends (src/raft/driver.ts, "appends before the own save") did nothing, and
 // every append waited a loop turn behind the leader's save (BENCHMARKS.md "Third round").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { guardEmptyLog } from '../../src/node/join-guard.js';
+import { guardEmptyLog } from '../../src/server/membership/join-guard.js';
 import type { Message } from '../../src/raft/core/types.js';
 import type { Transport } from '../../src/raft/transport.js';
 

@@ -6,7 +6,7 @@
 //   next leader re-arms it), never 503 ("nothing was applied").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeCommand } from '../../src/node/command-codec.js';
+import { encodeCommand } from '../../src/server/app/command-codec.js';
 import type { ProposalOutcome } from '../../src/raft/driver.js';
 import type { ApplyOutput } from '../../src/lock-fsm/index.js';
 import { codeOf, setup } from './service-fixture.js';

@@ -1,4 +1,4 @@
-// What /readyz says (docs/api.md "Readiness"; src/node/readiness.ts), against a scripted
+// What /readyz says (docs/api.md "Readiness"; src/server/membership/readiness.ts), against a scripted
 // driver and clock: ready only for a member that is bound (or a learner that is caught
 // up), knows a leader, and has applied what it knows to be committed — never for a node
 // whose applied index stays behind a commit index it knows of for longer than the grace
@@ -8,9 +8,9 @@ import assert from 'node:assert/strict';
 import pino from 'pino';
 import type { Standing, Status } from '../../src/raft/core/types.js';
 import type { RaftDriver } from '../../src/raft/driver.js';
-import type { Membership, SelfState } from '../../src/node/membership.js';
-import { PeerContact } from '../../src/node/peer-contact.js';
-import { Readiness } from '../../src/node/readiness.js';
+import type { Membership, SelfState } from '../../src/server/membership/membership.js';
+import { PeerContact } from '../../src/server/membership/peer-contact.js';
+import { Readiness } from '../../src/server/membership/readiness.js';
 
 const GRACE = 1000;
 

@@ -1,4 +1,4 @@
-// The canonical form an Idempotency-Key's digest is taken over (src/node/request-digest.ts,
+// The canonical form an Idempotency-Key's digest is taken over (src/server/leader/request-digest.ts,
 // docs/api.md "Idempotency"): equal requests give equal digests whatever the order of the
 // fields or which node computes it; any difference in operation, name or a field's value
 // gives another digest; and the form itself is stable across versions (a digest that
@@ -7,7 +7,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { canonicalRequest, keyBinding, requestDigest, type KeyedRequest, type RequestField } from '../../src/node/request-digest.js';
+import { canonicalRequest, keyBinding, requestDigest, type KeyedRequest, type RequestField } from '../../src/server/leader/request-digest.js';
 import { testSeed } from '../support/seed.js';
 
 const seed = testSeed('DIGEST_SEED', { what: 'request digest properties', replay: 'node --test dist/test/node/request-digest.test.js' });

@@ -1,6 +1,6 @@
 // The run-time amnesia decision rests on the configuration a node will have once it holds
 // its leader's log, not on a snapshot's (docs/membership.md "Incarnations";
-// SupersededWatch in src/node/amnesia-check.ts). The trap: n2 is removed, its disk wiped,
+// SupersededWatch in src/server/membership/amnesia-check.ts). The trap: n2 is removed, its disk wiped,
 // and it is added again under the same id; the leader's newest snapshot was taken before
 // the removal and still binds n2 to its old data directory. The fresh n2 installs that
 // snapshot first — for a moment its configuration says "n2 is a voter bound elsewhere",
@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { decodeConfChange } from '../../src/raft/core/conf.js';
 import { MemoryStorage } from '../../src/raft/core/storage.js';
 import type { ConfChange, ConfState, Snapshot } from '../../src/raft/core/types.js';
-import { SupersededWatch } from '../../src/node/amnesia-check.js';
+import { SupersededWatch } from '../../src/server/membership/amnesia-check.js';
 import { Network, enc, type NodeOptions } from '../raft/harness.js';
 
 const OPTS: NodeOptions = { incarnations: true, preVote: true, checkQuorum: true };
