@@ -3,8 +3,8 @@
 // every key (a retry after a 504 would then run twice).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LogClock } from '../../src/server/leader/log-clock.js';
-import { LockFsm, type Command } from '../../src/lock-fsm/index.js';
+import { LogClock } from '../../../src/server/leader/log-clock.js';
+import { LockFsm, type Command } from '../../../src/lock-fsm/index.js';
 
 const TEN_MIN = 600_000;
 

@@ -2,8 +2,8 @@
 // of a shared lock; a release or a session end forgets a lone grant at once, prune the rest.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { OpsTracker } from '../../src/server/ops/ops-tracker.js';
-import type { ApplyOutput } from '../../src/lock-fsm/index.js';
+import { OpsTracker } from '../../../src/server/ops/ops-tracker.js';
+import type { ApplyOutput } from '../../../src/lock-fsm/index.js';
 
 const out = (events: ApplyOutput['events'], result: ApplyOutput['result'] = { ok: true, kind: 'noop' }): ApplyOutput => ({ result, events });
 

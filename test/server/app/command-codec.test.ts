@@ -7,13 +7,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { decodeCommand, decodeCommandBytes, encodeCommand } from '../../src/server/app/command-codec.js';
-import { InvalidCommandError, type Command, type Envelope } from '../../src/lock-fsm/index.js';
-import { LOCK_NAME_RE, PRINCIPAL_RE, SESSION_ID_RE } from '../../src/lock-fsm/names.js';
-import { testSeed } from '../support/seed.js';
+import { decodeCommand, decodeCommandBytes, encodeCommand } from '../../../src/server/app/command-codec.js';
+import { InvalidCommandError, type Command, type Envelope } from '../../../src/lock-fsm/index.js';
+import { LOCK_NAME_RE, PRINCIPAL_RE, SESSION_ID_RE } from '../../../src/lock-fsm/names.js';
+import { testSeed } from '../../support/seed.js';
 
 const runs = 2000;
-const seed = testSeed('CODEC_SEED', { what: `command codec round trips, ${runs} runs`, replay: 'node --test dist/test/node/command-codec.test.js' });
+const seed = testSeed('CODEC_SEED', { what: `command codec round trips, ${runs} runs`, replay: 'node --test dist/test/server/app/command-codec.test.js' });
 
 const sid = fc.stringMatching(SESSION_ID_RE);
 const name = fc.stringMatching(LOCK_NAME_RE);

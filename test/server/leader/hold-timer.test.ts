@@ -3,9 +3,9 @@
 // entry (a node catching up on its log) observes nothing.
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { HoldTimer } from '../../src/server/leader/hold-timer.js';
-import { Metrics } from '../../src/metrics.js';
-import type { ApplyOutput, FsmEvent } from '../../src/lock-fsm/index.js';
+import { HoldTimer } from '../../../src/server/leader/hold-timer.js';
+import { Metrics } from '../../../src/metrics.js';
+import type { ApplyOutput, FsmEvent } from '../../../src/lock-fsm/index.js';
 
 const out = (events: FsmEvent[], replayed = false): ApplyOutput => ({ result: { ok: true, kind: 'noop' }, events, ...(replayed ? { replayed: true } : {}) }) as ApplyOutput;
 const granted = (sessionId: string, token: number): FsmEvent => ({ type: 'granted', name: `l${token}`, sessionId, fencingToken: token });

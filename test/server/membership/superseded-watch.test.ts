@@ -10,11 +10,11 @@
 // back after the snapshot, as long as it takes.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { decodeConfChange } from '../../src/raft/core/conf.js';
-import { MemoryStorage } from '../../src/raft/core/storage.js';
-import type { ConfChange, ConfState, Snapshot } from '../../src/raft/core/types.js';
-import { SupersededWatch } from '../../src/server/membership/amnesia-check.js';
-import { Network, enc, type NodeOptions } from '../raft/harness.js';
+import { decodeConfChange } from '../../../src/raft/core/conf.js';
+import { MemoryStorage } from '../../../src/raft/core/storage.js';
+import type { ConfChange, ConfState, Snapshot } from '../../../src/raft/core/types.js';
+import { SupersededWatch } from '../../../src/server/membership/amnesia-check.js';
+import { Network, enc, type NodeOptions } from '../../raft/harness.js';
 
 const OPTS: NodeOptions = { incarnations: true, preVote: true, checkQuorum: true };
 const GRACE_MS = 600;

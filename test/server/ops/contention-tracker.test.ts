@@ -3,8 +3,8 @@
 // see begin, and the per-second grants and waits of the live chart.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LockFsm, type Command } from '../../src/lock-fsm/index.js';
-import { ContentionTracker, ACTIVITY_SECONDS } from '../../src/server/ops/contention-tracker.js';
+import { LockFsm, type Command } from '../../../src/lock-fsm/index.js';
+import { ContentionTracker, ACTIVITY_SECONDS } from '../../../src/server/ops/contention-tracker.js';
 
 function rig() {
   let now = 1_000_000;

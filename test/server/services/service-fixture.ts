@@ -1,16 +1,16 @@
 // A RaftLockService on a stand-in driver (proposals apply at once, or when the test lets
 // them commit), for tests of the service's answers around leadership changes and shutdown.
 import assert from 'node:assert/strict';
-import { RaftLockService } from '../../src/server/services/lock-service.js';
-import { LockApp } from '../../src/server/app/lock-app.js';
-import { decodeCommand } from '../../src/server/app/command-codec.js';
-import { Lessor, type ApplyOutput } from '../../src/lock-fsm/index.js';
-import { Metrics } from '../../src/metrics.js';
-import { ApiError } from '../../src/api/errors.js';
-import type { RaftDriver, ProposalOutcome } from '../../src/raft/driver.js';
-import type { Membership } from '../../src/server/membership/membership.js';
-import type { ClusterOps } from '../../src/server/membership/cluster-ops.js';
-import type { RequestContext } from '../../src/api/service.js';
+import { RaftLockService } from '../../../src/server/services/lock-service.js';
+import { LockApp } from '../../../src/server/app/lock-app.js';
+import { decodeCommand } from '../../../src/server/app/command-codec.js';
+import { Lessor, type ApplyOutput } from '../../../src/lock-fsm/index.js';
+import { Metrics } from '../../../src/metrics.js';
+import { ApiError } from '../../../src/api/errors.js';
+import type { RaftDriver, ProposalOutcome } from '../../../src/raft/driver.js';
+import type { Membership } from '../../../src/server/membership/membership.js';
+import type { ClusterOps } from '../../../src/server/membership/cluster-ops.js';
+import type { RequestContext } from '../../../src/api/service.js';
 
 /** A driver stand-in: proposals apply at once, or wait until the test lets them commit. */
 export class FakeDriver {

@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LessorProposer } from '../../src/server/leader/lessor-proposer.js';
-import type { Command } from '../../src/lock-fsm/index.js';
+import { LessorProposer } from '../../../src/server/leader/lessor-proposer.js';
+import type { Command } from '../../../src/lock-fsm/index.js';
 
 test('one lessor proposal in flight per item; a repeat goes out once the first is settled', async () => {
   const proposed: Command[] = [];

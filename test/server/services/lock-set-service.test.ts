@@ -4,7 +4,7 @@
 // per-name acquire that closes one; raftlock_deadlocks_total; keepalive grants with waiters.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../../src/api/errors.js';
+import { ApiError } from '../../../src/api/errors.js';
 import { codeOf, setup } from './service-fixture.js';
 
 async function errorOf(p: Promise<unknown>): Promise<ApiError> {

@@ -3,14 +3,14 @@
 // fields or which node computes it; any difference in operation, name or a field's value
 // gives another digest; and the form itself is stable across versions (a digest that
 // changed in an upgrade would refuse honest retries with 422).
-// Replay a failure: DIGEST_SEED=<seed printed below> node --test dist/test/node/request-digest.test.js
+// Replay a failure: DIGEST_SEED=<seed printed below> node --test dist/test/server/leader/request-digest.test.js
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import fc from 'fast-check';
-import { canonicalRequest, keyBinding, requestDigest, type KeyedRequest, type RequestField } from '../../src/server/leader/request-digest.js';
-import { testSeed } from '../support/seed.js';
+import { canonicalRequest, keyBinding, requestDigest, type KeyedRequest, type RequestField } from '../../../src/server/leader/request-digest.js';
+import { testSeed } from '../../support/seed.js';
 
-const seed = testSeed('DIGEST_SEED', { what: 'request digest properties', replay: 'node --test dist/test/node/request-digest.test.js' });
+const seed = testSeed('DIGEST_SEED', { what: 'request digest properties', replay: 'node --test dist/test/server/leader/request-digest.test.js' });
 
 test('the canonical form: fields sorted, unsent ones left out, one spelling per value (golden)', () => {
   const r: KeyedRequest = { op: 'lock.acquire', name: 'billing/invoice-42', body: { max_hold_ms: 60_000, session_id: undefined, owner: 'w"1', ttl_ms: 10_000, mode: 'exclusive' } };

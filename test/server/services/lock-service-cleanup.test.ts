@@ -6,9 +6,9 @@
 //   next leader re-arms it), never 503 ("nothing was applied").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeCommand } from '../../src/server/app/command-codec.js';
-import type { ProposalOutcome } from '../../src/raft/driver.js';
-import type { ApplyOutput } from '../../src/lock-fsm/index.js';
+import { encodeCommand } from '../../../src/server/app/command-codec.js';
+import type { ProposalOutcome } from '../../../src/raft/driver.js';
+import type { ApplyOutput } from '../../../src/lock-fsm/index.js';
 import { codeOf, setup } from './service-fixture.js';
 
 async function heldAndQueued() {

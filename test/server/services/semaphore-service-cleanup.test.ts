@@ -4,9 +4,9 @@
 // answered 409 semaphore_full.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeCommand } from '../../src/server/app/command-codec.js';
-import type { ProposalOutcome } from '../../src/raft/driver.js';
-import type { ApplyOutput } from '../../src/lock-fsm/index.js';
+import { encodeCommand } from '../../../src/server/app/command-codec.js';
+import type { ProposalOutcome } from '../../../src/raft/driver.js';
+import type { ApplyOutput } from '../../../src/lock-fsm/index.js';
 import { codeOf, setup } from './service-fixture.js';
 
 async function heldAndQueued() {

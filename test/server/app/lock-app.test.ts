@@ -1,7 +1,7 @@
 // LockApp snapshots carry the member address book; restoring one replaces the book.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LockApp } from '../../src/server/app/lock-app.js';
+import { LockApp } from '../../../src/server/app/lock-app.js';
 
 test('restore replaces the address book with the snapshot\'s, never merges', () => {
   const donor = new LockApp({}, () => undefined);

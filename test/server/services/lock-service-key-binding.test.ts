@@ -7,8 +7,8 @@
 // with an acquire's key" answered 500 "unexpected result acquired".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ApiError } from '../../src/api/errors.js';
-import type { RequestContext } from '../../src/api/service.js';
+import { ApiError } from '../../../src/api/errors.js';
+import type { RequestContext } from '../../../src/api/service.js';
 import { codeOf, setup as fakeService } from './service-fixture.js';
 
 /** a request context with a key, sent by `principal` (absent: auth off) */

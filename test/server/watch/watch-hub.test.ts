@@ -4,11 +4,11 @@
 // maps to the contract's events (docs/api.md "Watch").
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { WatchRing } from '../../src/server/watch/watch-ring.js';
-import { WatchHub } from '../../src/server/watch/watch-hub.js';
-import { isWatched, watchEventsOf } from '../../src/server/watch/watch-events.js';
-import { ApiError } from '../../src/api/errors.js';
-import type { FsmEvent } from '../../src/lock-fsm/index.js';
+import { WatchRing } from '../../../src/server/watch/watch-ring.js';
+import { WatchHub } from '../../../src/server/watch/watch-hub.js';
+import { isWatched, watchEventsOf } from '../../../src/server/watch/watch-events.js';
+import { ApiError } from '../../../src/api/errors.js';
+import type { FsmEvent } from '../../../src/lock-fsm/index.js';
 
 describe('WatchRing', () => {
   it('evicts whole index groups; covers(after) iff every event after it is kept', () => {

@@ -6,13 +6,13 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { parseConfig } from '../../src/config.js';
-import { encodeCommand } from '../../src/server/app/command-codec.js';
-import { LockApp } from '../../src/server/app/lock-app.js';
-import type { ApplyOutput, Command } from '../../src/lock-fsm/index.js';
-import { LevelStorage } from '../../src/raft/storage/level-storage.js';
-import { BackupFormatError, decodeBackup, encodeBackup } from '../../src/server/ops/format/backup-file.js';
-import { prepareRestore, restoreNode } from '../../src/server/ops/restore.js';
+import { parseConfig } from '../../../../src/config.js';
+import { encodeCommand } from '../../../../src/server/app/command-codec.js';
+import { LockApp } from '../../../../src/server/app/lock-app.js';
+import type { ApplyOutput, Command } from '../../../../src/lock-fsm/index.js';
+import { LevelStorage } from '../../../../src/raft/storage/level-storage.js';
+import { BackupFormatError, decodeBackup, encodeBackup } from '../../../../src/server/ops/format/backup-file.js';
+import { prepareRestore, restoreNode } from '../../../../src/server/ops/restore.js';
 
 const dirs: string[] = [];
 after(() => {

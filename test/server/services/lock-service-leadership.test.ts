@@ -8,7 +8,7 @@
 // the client to retry with its Idempotency-Key (504), never "your session is gone".
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { encodeCommand } from '../../src/server/app/command-codec.js';
+import { encodeCommand } from '../../../src/server/app/command-codec.js';
 import { codeOf, setup } from './service-fixture.js';
 
 test('an acquire granted after this leader stepped down answers 504, not session_not_found', async () => {

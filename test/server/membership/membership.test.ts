@@ -6,15 +6,15 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { ApiError } from '../../src/api/errors.js';
-import { applyConfChange } from '../../src/raft/core/conf.js';
-import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../src/raft/core/types.js';
-import type { ProposalOutcome, RaftDriver } from '../../src/raft/driver.js';
-import type { Transport } from '../../src/raft/transport.js';
-import { LockApp } from '../../src/server/app/lock-app.js';
-import { Membership } from '../../src/server/membership/membership.js';
-import { decodeMemberContext, encodeAddressContext } from '../../src/server/membership/member-address.js';
-import { PeerContact } from '../../src/server/membership/peer-contact.js';
+import { ApiError } from '../../../src/api/errors.js';
+import { applyConfChange } from '../../../src/raft/core/conf.js';
+import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../../src/raft/core/types.js';
+import type { ProposalOutcome, RaftDriver } from '../../../src/raft/driver.js';
+import type { Transport } from '../../../src/raft/transport.js';
+import { LockApp } from '../../../src/server/app/lock-app.js';
+import { Membership } from '../../../src/server/membership/membership.js';
+import { decodeMemberContext, encodeAddressContext } from '../../../src/server/membership/member-address.js';
+import { PeerContact } from '../../../src/server/membership/peer-contact.js';
 
 /** Just what Membership reads from the driver; conf changes apply at once. */
 class ScriptedDriver {

@@ -4,7 +4,7 @@
 // voting member" for exactly that reason).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { bestFollower } from '../../src/server/membership/cluster-ops.js';
+import { bestFollower } from '../../../src/server/membership/cluster-ops.js';
 
 const voters = ['n1', 'n2', 'n3'];
 

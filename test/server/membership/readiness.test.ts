@@ -6,11 +6,11 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import type { Standing, Status } from '../../src/raft/core/types.js';
-import type { RaftDriver } from '../../src/raft/driver.js';
-import type { Membership, SelfState } from '../../src/server/membership/membership.js';
-import { PeerContact } from '../../src/server/membership/peer-contact.js';
-import { Readiness } from '../../src/server/membership/readiness.js';
+import type { Standing, Status } from '../../../src/raft/core/types.js';
+import type { RaftDriver } from '../../../src/raft/driver.js';
+import type { Membership, SelfState } from '../../../src/server/membership/membership.js';
+import { PeerContact } from '../../../src/server/membership/peer-contact.js';
+import { Readiness } from '../../../src/server/membership/readiness.js';
 
 const GRACE = 1000;
 

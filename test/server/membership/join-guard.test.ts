@@ -4,9 +4,9 @@
 // every append waited a loop turn behind the leader's save (BENCHMARKS.md "Third round").
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { guardEmptyLog } from '../../src/server/membership/join-guard.js';
-import type { Message } from '../../src/raft/core/types.js';
-import type { Transport } from '../../src/raft/transport.js';
+import { guardEmptyLog } from '../../../src/server/membership/join-guard.js';
+import type { Message } from '../../../src/raft/core/types.js';
+import type { Transport } from '../../../src/raft/transport.js';
 
 function recordingTransport(): { inner: Transport; calls: string[]; deliver: (m: Message) => void } {
   const calls: string[] = [];
