@@ -11,6 +11,7 @@ import { Level } from 'level';
 import { StorageAssertionError } from '../../src/raft/core/storage.js';
 import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../src/raft/storage/level-storage.js';
 import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeSegment, encodeVersion, entryKey } from '../../src/raft/storage/storage-codec.js';
+import { manifestLogNumber } from '../../src/raft/storage/leveldb-log-check.js';
 import { SEED_CONF, entry, snapshotAt, tempDir } from './helpers.js';
 
 const cleanups: (() => void)[] = [];
@@ -251,6 +252,37 @@ describe('open refuses a damaged log', () => {
     rmSync(join(dir, manifest));
     await assertRefused(dir, StorageCorruptionError, new RegExp(`^corrupt log in ${dir}: LevelDB's file ${manifest} is missing, so the data directory is incomplete and restarting cannot help \\(remove this node from the cluster`));
     await assertRefused(dir, StorageCorruptionError, WIPE);
+  });
+
+  test("the current write-ahead log deleted is refused, naming it: a young node's only log (LevelDB would open an empty database, taken for a fresh one), and an older node's newest", async () => {
+    const young = newDir('young-log');
+    const s = await LevelStorage.open(young, { seedConf: SEED_CONF });
+    await s.save({ hardState: { term: 1, vote: null, commit: 0 }, entries: entries(1, 2, 3) }, { sync: true });
+    await s.close();
+    const logs = readdirSync(young).filter((f) => f.endsWith('.log'));
+    assert.equal(logs.length, 1, `one log: ${logs.join(' ')}`);
+    assert.ok(!readdirSync(young).some((f) => f.endsWith('.ldb')), 'everything is in the log');
+    rmSync(join(young, logs[0]!));
+    await assertRefused(young, StorageCorruptionError, new RegExp(`^corrupt log in ${young}: LevelDB's write-ahead log ${logs[0]} is missing \\(the MANIFEST names it as the current log\\)`));
+    await assertRefused(young, StorageCorruptionError, WIPE);
+    // an older node: tables hold the start of the log, the current log the newest writes
+    const old = await populated('newest-log');
+    const r = await LevelStorage.open(old, { seedConf: SEED_CONF });
+    await r.save({ entries: entries(11) }, { sync: true });
+    await r.close();
+    assert.ok(readdirSync(old).some((f) => f.endsWith('.ldb')), 'a table file holds older writes');
+    const current = readdirSync(old).filter((f) => f.endsWith('.log')).sort().at(-1)!;
+    rmSync(join(old, current));
+    await assertRefused(old, StorageCorruptionError, new RegExp(`LevelDB's write-ahead log ${current} is missing`));
+  });
+
+  test('manifestLogNumber reads the current log from a MANIFEST, null from bytes that hold none', async () => {
+    const dir = await populated('manifest-read');
+    const manifest = readFileSync(join(dir, readFileSync(join(dir, 'CURRENT'), 'latin1').trim()));
+    const n = manifestLogNumber(manifest);
+    assert.ok(n !== null && readdirSync(dir).includes(`${String(n).padStart(6, '0')}.log`), `log ${n} exists`);
+    assert.equal(manifestLogNumber(Buffer.alloc(0)), null);
+    assert.equal(manifestLogNumber(Buffer.from('not a manifest at all, just text')), null);
   });
 
   test('the undamaged directory still opens (control)', async () => {

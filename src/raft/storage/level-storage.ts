@@ -25,7 +25,7 @@ import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../core
 import { ENTRY_KEY_START, KEY_HARD_STATE, KEY_INCARNATION, KEY_SNAPSHOT, KEY_VERSION, SEGMENT_MAX_ENTRIES, STORAGE_FORMAT_VERSION, encodeHardState, encodeIncarnation, encodeSegment, encodeSnapshot, encodeVersion, entryKey } from './storage-codec.js';
 import { StorageCorruptionError, StorageError, StorageFailure, StorageLockedError } from './storage-errors.js';
 import { loadState, type Db } from './storage-load.js';
-import { damagedLogs } from './leveldb-log-check.js';
+import { currentLogMissing, damagedLogs } from './leveldb-log-check.js';
 
 export { StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError, StorageError } from './storage-errors.js';
 
@@ -445,7 +445,8 @@ async function refuseOrphanedFiles(dir: string): Promise<void> {
 }
 
 /** LevelDB's recovery would skip a damaged log record and the rest of its block, then delete
- *  the log (leveldb-log-check.ts): refused first, naming the file and the offset */
+ *  the log, and would not notice the current log deleted (leveldb-log-check.ts): both are
+ *  refused first, naming the file (and the offset) */
 async function refuseDamagedLog(dir: string): Promise<void> {
   let damaged: string[];
   try {
@@ -453,8 +454,16 @@ async function refuseDamagedLog(dir: string): Promise<void> {
   } catch (err) {
     throw new StorageFailure(dir, 'reading the write-ahead log', err);
   }
-  if (damaged.length === 0) return;
-  throw new StorageCorruptionError(dir, `LevelDB's write-ahead log ${damaged[0]}: LevelDB would skip the rest of that 32 KiB block, recover without it and delete the log`);
+  if (damaged.length > 0) {
+    throw new StorageCorruptionError(dir, `LevelDB's write-ahead log ${damaged[0]}: LevelDB would skip the rest of that 32 KiB block, recover without it and delete the log`);
+  }
+  // LevelDB replays the logs it finds: a deleted current log loses its writes without a
+  // word, and a young node (everything in that log) would come back as an empty, "fresh"
+  // directory with a new incarnation
+  const gone = await currentLogMissing(dir);
+  if (gone !== null) {
+    throw new StorageCorruptionError(dir, `LevelDB's write-ahead log ${gone} is missing (the MANIFEST names it as the current log), so the writes since the last table file are gone and restarting cannot help`);
+  }
 }
 
 function openError(dir: string, err: unknown): StorageError {
