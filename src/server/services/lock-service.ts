@@ -18,6 +18,14 @@ import { grantOf, grantView, lockView } from '../../api/lock-views.js';
 import { lockHeldError, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 
+type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number };
+
+/** the `result` label of raftlock_lock_acquire_total for an acquire that failed */
+function acquireOutcome(err: unknown): 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
+  if (!(err instanceof ApiError)) return 'error';
+  return err.code === 'timeout' || err.code === 'lock_held' || err.code === 'session_not_found' ? err.code : 'error';
+}
+
 export class RaftLockService implements LockService {
   /** proposals and read barriers (leader-log.ts) */
   readonly log: LeaderLog;
@@ -120,7 +128,23 @@ export class RaftLockService implements LockService {
 
   // ---- locks -----------------------------------------------------------------------
 
-  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<GrantView> {
+  /**
+   * raftlock_lock_acquire_total{result} is counted here, once per acquire by its outcome (a
+   * grant, or the error it answers), and once more as `queued` when it waited
+   * (docs/api.md "Metrics").
+   */
+  async acquire(name: string, p: AcquireParams, ctx: RequestContext): Promise<GrantView> {
+    try {
+      const grant = await this.acquireGrant(name, p, ctx, () => this.d.metrics.lockAcquire.inc({ result: 'queued' }));
+      this.d.metrics.lockAcquire.inc({ result: 'acquired' });
+      return grant;
+    } catch (err) {
+      this.d.metrics.lockAcquire.inc({ result: acquireOutcome(err) });
+      throw err;
+    }
+  }
+
+  private async acquireGrant(name: string, p: AcquireParams, ctx: RequestContext, onQueued: () => void): Promise<GrantView> {
     const arrival = this.d.nowMs();
     const { sessionId, ...who } = requester(this.d, p, ctx, name);
     const cmd: Command = { kind: 'acquire', name, sessionId, waitMs: p.waitMs, ...who };
@@ -130,13 +154,7 @@ export class RaftLockService implements LockService {
     // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts);
     // mode as the contract defaults it
     const request = { op: 'lock.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
-    let out: ApplyOutput;
-    try {
-      out = await this.log.submitOutput(cmd, ctx, request);
-    } catch (err) {
-      this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'error' });
-      throw err;
-    }
+    const out: ApplyOutput = await this.log.submitOutput(cmd, ctx, request);
     // the answer is the applied result's: its name, session and token (a replay answers
     // the key's first request, which the state machine matched to this one)
     const r = out.result;
@@ -145,10 +163,9 @@ export class RaftLockService implements LockService {
       return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
     }
     if (r.ok && r.kind === 'queued') {
-      this.d.metrics.lockAcquire.inc({ result: 'queued' });
+      onQueued();
       return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx);
     }
-    this.d.metrics.lockAcquire.inc({ result: !r.ok && r.code === 'lock_held' ? 'lock_held' : !r.ok && r.code === 'session_not_found' ? 'session_not_found' : 'error' });
     throw resultError(r);
   }
 
@@ -249,22 +266,10 @@ export class RaftLockService implements LockService {
   private confirmGrant(name: string, sessionId: string, token: number, arrival: number): GrantView {
     const s = this.d.app.fsm.getSession(sessionId);
     const l = this.d.app.fsm.getLock(name);
-    if (!s) {
-      this.d.metrics.lockAcquire.inc({ result: 'session_not_found' });
-      throw sessionNotFound(sessionId);
-    }
+    if (!s) throw sessionNotFound(sessionId);
     const h = grantOf(l, sessionId);
-    if (!h || h.fencingToken !== token) {
-      this.d.metrics.lockAcquire.inc({ result: 'lock_held' });
-      throw lockHeldError(name, l.holder);
-    }
-    try {
-      this.leader.renewLease(sessionId, arrival, 'timeout');
-    } catch (err) {
-      this.d.metrics.lockAcquire.inc({ result: err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'session_not_found' });
-      throw err;
-    }
-    this.d.metrics.lockAcquire.inc({ result: 'acquired' });
+    if (!h || h.fencingToken !== token) throw lockHeldError(name, l.holder);
+    this.leader.renewLease(sessionId, arrival, 'timeout');
     return grantView(name, sessionId, token, s.ttlMs, h.mode);
   }
 
@@ -281,7 +286,6 @@ export class RaftLockService implements LockService {
     if (h && h.fencingToken === r.fencingToken) {
       return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
     }
-    this.d.metrics.lockAcquire.inc({ result: 'acquired' });
     return grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
   }
 
@@ -294,7 +298,6 @@ export class RaftLockService implements LockService {
     // The 'queued' answer can reach a node that has lost leadership since it proposed (the
     // next leader committed the entry): only the leader may wait, renew and cancel.
     if (!this.d.lessor.isLeader) {
-      this.d.metrics.lockAcquire.inc({ result: 'timeout' });
       throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
     }
     const s = fsm.getSession(sessionId);
@@ -322,7 +325,6 @@ export class RaftLockService implements LockService {
       case 'granted':
         return this.confirmGrant(name, sessionId, outcome.fencingToken, arrival);
       case 'cancelled':
-        this.d.metrics.lockAcquire.inc({ result: 'lock_held' });
         throw lockHeldError(name, outcome.holder);
       case 'session_ended':
         throw sessionNotFound(sessionId);
@@ -330,13 +332,10 @@ export class RaftLockService implements LockService {
         // the client went away and gave its place up (awaitGrant); the cancel may lose to a
         // grant, so the answer — if anyone still hears it, e.g. a relaying follower — is
         // "outcome unknown", never 503
-        this.d.metrics.lockAcquire.inc({ result: 'timeout' });
         throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
       case 'shutdown':
-        this.d.metrics.lockAcquire.inc({ result: 'timeout' });
         throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
       case 'unknown':
-        this.d.metrics.lockAcquire.inc({ result: 'timeout' });
         throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
     }
   }

@@ -72,13 +72,14 @@ export function setup() {
   const lessor = new Lessor({ tickMs: 100 });
   const ref: { svc?: RaftLockService } = {};
   const driver = new FakeDriver(app, () => ref.svc!);
+  const metrics = new Metrics();
   const membership = { selfState: () => 'member', address: () => undefined, notReadyReason: () => null } as unknown as Membership;
   const svc = new RaftLockService({
     nodeId: 'n1',
     driver: driver as unknown as RaftDriver<ApplyOutput>,
     app,
     lessor,
-    metrics: new Metrics(),
+    metrics,
     session: { defaultTtlMs: 2000, minTtlMs: 100, maxTtlMs: 60_000, lockDelayMs: 0 },
     membership,
     clusterOps: {} as ClusterOps,
@@ -101,7 +102,7 @@ export function setup() {
     driver.currentTerm++;
     svc.onRoleChange(true);
   };
-  return { svc, driver, app, lessor, ctx, depose, promote, tick: (ms: number) => (now += ms), now: () => now };
+  return { svc, driver, app, lessor, metrics, ctx, depose, promote, tick: (ms: number) => (now += ms), now: () => now };
 }
 
 export async function codeOf(p: Promise<unknown>): Promise<string> {
