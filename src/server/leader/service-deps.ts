@@ -1,4 +1,4 @@
-// What the node's services (lock-service.ts, semaphore-service.ts, election-service.ts)
+// What the node's services (services/lock-service.ts, services/semaphore-service.ts, services/election-service.ts)
 // and the leader-side coordination under them (leader-log.ts, leader-coordinator.ts) are
 // built from; src/server/compose.ts wires it.
 import type { ApplyOutput, Lessor } from '../../lock-fsm/index.js';

@@ -25,7 +25,7 @@ export class ElectionService implements ElectionApi {
     const cmd: Command = { kind: 'campaign', name, sessionId, value: p.value, waitMs: p.waitMs, ...who };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs; // docs/contract.md §4 "Revocation and maximum hold"
-    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts)
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: leader/request-digest.ts)
     const request = { op: 'election.campaign', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, value: p.value, owner: p.owner, max_hold_ms: p.maxHoldMs } };
     const out = await this.log.submitOutput(cmd, ctx, request);
     // answered from the applied result: its name, session, token and value

@@ -1,7 +1,7 @@
 // LockService on a real node: the REST contract (docs/contract.md) for sessions, locks
 // and the cluster, in the contract's terms. Writes go through the log and linearizable
-// reads through a read barrier (leader-log.ts); leases and waits are the leader side's
-// (leader-coordinator.ts); semaphores and elections have their own services beside this
+// reads through a read barrier (leader/leader-log.ts); leases and waits are the leader side's
+// (leader/leader-coordinator.ts); semaphores and elections have their own services beside this
 // one (semaphore-service.ts, election-service.ts).
 import type { ApplyOutput, ApplyResult, Command } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
@@ -27,9 +27,9 @@ function acquireOutcome(err: unknown): 'timeout' | 'lock_held' | 'session_not_fo
 }
 
 export class RaftLockService implements LockService {
-  /** proposals and read barriers (leader-log.ts) */
+  /** proposals and read barriers (leader/leader-log.ts) */
   readonly log: LeaderLog;
-  /** leases, waits and the driver's hooks on the leader (leader-coordinator.ts) */
+  /** leases, waits and the driver's hooks on the leader (leader/leader-coordinator.ts) */
   readonly leader: LeaderCoordinator;
   /** semaphores (docs/contract.md §4 "Semaphores") */
   readonly semaphores: SemaphoreService;
@@ -64,7 +64,7 @@ export class RaftLockService implements LockService {
     return this.d.readiness?.reason() ?? this.d.membership.notReadyReason();
   }
 
-  // ---- the driver's hooks: the leader side's (leader-coordinator.ts) -----------------
+  // ---- the driver's hooks: the leader side's (leader/leader-coordinator.ts) -----------------
 
   onApplied(out: ApplyOutput | undefined): void {
     if (out) this.lockSets.onApplied(out);
@@ -151,7 +151,7 @@ export class RaftLockService implements LockService {
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
-    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts);
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: leader/request-digest.ts);
     // mode as the contract defaults it
     const request = { op: 'lock.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
     const out: ApplyOutput = await this.log.submitOutput(cmd, ctx, request);

@@ -45,7 +45,7 @@ export class LockSetService implements LockSetApi {
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
-    // the request as sent, for its Idempotency-Key's binding (request-digest.ts): the names
+    // the request as sent, for its Idempotency-Key's binding (leader/request-digest.ts): the names
     // in the request's order (a lock name has no space), no default ttl, no drawn session
     // id, not wait_ms; mode as the contract defaults it
     const request = { op: 'lock.acquire_all', name: names.join(' '), body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };

@@ -25,7 +25,7 @@ export class SemaphoreService {
     const cmd: Command = { kind: 'semAcquire', name, sessionId, limit: p.limit, permits: p.permits, waitMs: p.waitMs, ...who };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
-    // the request as sent (no default ttl, no drawn session id; not wait_ms: request-digest.ts)
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: leader/request-digest.ts)
     const request = { op: 'semaphore.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, limit: p.limit, permits: p.permits, owner: p.owner, max_hold_ms: p.maxHoldMs } };
     const out = await this.log.submitOutput(cmd, ctx, request);
     // answered from the applied result: its name, session and token
