@@ -21,6 +21,12 @@ export function holderOf(body: Record<string, unknown> | undefined): OpValue {
   return out;
 }
 
+/** a lock read's queue length (`waiters`, docs/contract.md), when the answer has one */
+export function waitersOf(body: Record<string, unknown>): OpValue {
+  const n = num(body.waiters);
+  return n === undefined ? {} : { waiters: n };
+}
+
 /** every holder a lock read shows, with its mode (a shared lock has several) */
 export function grantsOf(body: Record<string, unknown>): OpValue {
   if (!Array.isArray(body.holders)) return {};

@@ -22,7 +22,7 @@ import { createInterface } from 'node:readline';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { clockFrom, httpJson, Recorder, type Outcome } from './recorder.js';
 import type { HistoryEvent } from './history.js';
-import { definite, enc, get, grantsOf, holderOf, num, post, sleep, str } from './client-http.js';
+import { definite, enc, get, grantsOf, holderOf, num, waitersOf, post, sleep, str } from './client-http.js';
 import { maxHoldOf } from './workloads.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
 import { electionIteration, readElection, revokeGrants, revokeLeader, type ElectionCtx } from './client-election.js';
@@ -168,7 +168,7 @@ async function checkToken(lock: string, token: number): Promise<void> {
 
 async function readLock(lock: string): Promise<Outcome> {
   return rec.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) =>
-    definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b) })),
+    definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b), ...waitersOf(b) })),
   );
 }
 
@@ -268,7 +268,7 @@ async function readerLoop(rng: Rng, lastTokens: Map<string, number>): Promise<vo
     if (token !== undefined && rng.next() < 0.3) {
       await reader.run('check', { lock, token }, get(`/v1/locks/${enc(lock)}/check?fencing_token=${token}`, 1500), 2000, (a) => definite(a, (b) => ({ current: b.current === true })));
     } else {
-      const r = await reader.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) => definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b) })));
+      const r = await reader.run('read', { lock }, get(`/v1/locks/${enc(lock)}`, 1500), 2000, (a) => definite(a, (b) => ({ held: b.held === true, ...holderOf(b), ...grantsOf(b), ...waitersOf(b) })));
       if (r.type === 'ok' && r.value.holder_token !== undefined) lastTokens.set(lock, r.value.holder_token);
     }
   }

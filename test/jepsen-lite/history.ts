@@ -48,6 +48,8 @@ export interface OpValue {
   held?: boolean;
   holder?: string;
   holder_token?: number;
+  /** read of a lock: how many requests wait in its queue (checker 14's queue count) */
+  waiters?: number;
   current?: boolean;
   /** res-read result / res-write payload */
   value?: number;

@@ -18,15 +18,23 @@
 // answer is the operation's answer (the model sees one operation); a request sent under
 // another request's key (input.reused_key) answered 422 is dropped here (nothing applied)
 // and any other answer to it is checkers-keys.ts's violation. Keys span names, so the
-// per-name model cannot hold the binding itself. Lock sets reach this checker projected
-// onto their names (lock-sets.ts).
+// per-name model cannot hold the binding itself.
+//
+// Lock sets (acquire-all, release-all) touch several names at once, so the partitions are
+// the connected components of names linked by set operations: a component is searched as
+// one history against the model's acquireAll/releaseAll (a set granted whole or not at
+// all), every per-name operation in it naming its name. A name no set touches is a
+// partition of its own, as before.
 import type { Op, OpValue } from './history.js';
 import { checkOperations, type CheckResult, type Operation } from './wgl.js';
 import { historyModel, type Grant, type HistInput, type HistOutput, type HistState, type NameKind } from '../model/history-model.js';
 import { ELECTION_PREFIX, SEM_PREFIX } from './workloads.js';
 
 export interface NamePartition {
+  /** the partition's label: its name, or its names joined with '+' */
   name: string;
+  /** the names it covers (one, or the lock names linked by sets), sorted */
+  names: string[];
   kind: NameKind;
   /** partition-local session id (s0, s1, …) → the session's id */
   sessions: string[];
@@ -43,15 +51,16 @@ export function kindOf(name: string): NameKind {
 
 /** the history functions each kind's partition takes */
 const FNS: Record<NameKind, ReadonlySet<string>> = {
-  lock: new Set(['acquire', 'release', 'renew', 'read', 'check', 'revoke']),
+  lock: new Set(['acquire', 'release', 'renew', 'read', 'check', 'revoke', 'acquire-all', 'release-all']),
   election: new Set(['campaign', 'proclaim', 'resign', 'el-read', 'revoke']),
   semaphore: new Set(['sem-acquire', 'sem-release', 'sem-read', 'sem-limit', 'revoke']),
 };
-const ACQUIRES = new Set(['acquire', 'campaign', 'sem-acquire']);
+const ACQUIRES = new Set(['acquire', 'campaign', 'sem-acquire', 'acquire-all']);
+const SETS = new Set(['acquire-all', 'release-all']);
 const READS = new Set(['read', 'check', 'renew', 'el-read', 'sem-read']);
 
 /** answers that prove the session is alive at the op's linearization point */
-const aliveProof = (op: Op): boolean => op.type === 'ok' && ['acquire', 'release', 'renew', 'keepalive', 'close', 'campaign', 'proclaim', 'resign', 'sem-acquire', 'sem-release'].includes(op.f);
+const aliveProof = (op: Op): boolean => op.type === 'ok' && ['acquire', 'release', 'renew', 'keepalive', 'close', 'campaign', 'proclaim', 'resign', 'sem-acquire', 'sem-release', 'acquire-all', 'release-all'].includes(op.f);
 const deathProof = (op: Op): boolean => (op.type === 'fail' && op.output.code === 'session_not_found') || (op.type === 'ok' && op.f === 'close');
 
 /** The window in which each session may have ended: [last call proving it alive, first answer proving it dead]. */
@@ -93,6 +102,8 @@ function toOutput(op: Op, idx: (s: string) => string): HistOutput | undefined {
   if (op.f === 'sem-acquire' && op.type === 'ok' && v.permits !== undefined && v.permits >= 0) out.permits = v.permits;
   if (op.f === 'sem-acquire' && op.type === 'fail' && v.limit !== undefined) out.limit = v.limit;
   if (op.f === 'revoke' && op.type === 'ok') out.revoked = grantsOut(v.revoked ?? [], idx);
+  if (op.f === 'acquire-all' && op.type === 'ok') out.set = (v.set ?? []).map((g) => ({ name: g.name, token: g.token }));
+  if (op.f === 'release-all' && op.type === 'ok') out.released = [...(v.released ?? [])];
   return out;
 }
 
@@ -102,6 +113,10 @@ function toInput(op: Op, s: string): HistInput {
   switch (op.f) {
     case 'acquire':
       return { f: 'acquire', s, ...(i.mode === 'shared' ? { mode: 'shared' as const } : {}), ...hold };
+    case 'acquire-all':
+      return { f: 'acquire-all', s, names: [...(i.names ?? [])], ...hold };
+    case 'release-all':
+      return { f: 'release-all', s, names: [...(i.names ?? [])] };
     case 'campaign':
       return { f: 'campaign', s, value: i.text ?? '', ...hold };
     case 'sem-acquire':
@@ -129,14 +144,51 @@ function toInput(op: Op, s: string): HistInput {
   }
 }
 
+/** the names an op is on: a set's names, or its one name */
+const namesOf = (op: Op): string[] => (SETS.has(op.f) ? [...(op.input.names ?? [])] : op.input.lock ? [op.input.lock] : []);
+
+/** name → the component of lock names linked with it by set operations (its smallest name) */
+function setComponents(ops: readonly Op[]): (name: string) => string {
+  const parent = new Map<string, string>();
+  const find = (n: string): string => {
+    let r = n;
+    while (parent.has(r) && parent.get(r) !== r) r = parent.get(r)!;
+    if (r !== n) parent.set(n, r);
+    return r;
+  };
+  for (const op of ops) {
+    if (!SETS.has(op.f) || (op.type === 'fail' && op.output.code === 'idempotency_key_reused')) continue;
+    const ns = namesOf(op).filter((n) => kindOf(n) === 'lock');
+    for (const n of ns.slice(1)) {
+      const a = find(ns[0]!);
+      const b = find(n);
+      if (a !== b) {
+        if (a < b) parent.set(b, a);
+        else parent.set(a, b);
+      }
+    }
+  }
+  return find;
+}
+
 export function partitionByName(ops: readonly Op[]): NamePartition[] {
   const lives = sessionLifetimes(ops);
+  const component = setComponents(ops);
+  const members = new Map<string, Set<string>>();
+  for (const op of ops) for (const n of namesOf(op)) {
+    const c = component(n);
+    let xs = members.get(c);
+    if (!xs) members.set(c, (xs = new Set()));
+    xs.add(n);
+  }
   const parts = new Map<string, NamePartition & { index: Map<string, string> }>();
   const part = (name: string): NamePartition & { index: Map<string, string> } => {
-    let p = parts.get(name);
+    const c = component(name);
+    let p = parts.get(c);
     if (!p) {
-      p = { name, kind: kindOf(name), sessions: [], ops: [], source: [], index: new Map() };
-      parts.set(name, p);
+      const names = [...(members.get(c) ?? [name])].sort();
+      p = { name: names.join('+'), names, kind: kindOf(name), sessions: [], ops: [], source: [], index: new Map() };
+      parts.set(c, p);
     }
     return p;
   };
@@ -150,7 +202,8 @@ export function partitionByName(ops: readonly Op[]): NamePartition[] {
     return i;
   };
   for (const op of ops) {
-    const name = op.input.lock;
+    const opNames = namesOf(op);
+    const name = opNames[0];
     if (!name) continue;
     const kind = kindOf(name);
     if (!FNS[kind].has(op.f)) continue;
@@ -162,6 +215,7 @@ export function partitionByName(ops: readonly Op[]): NamePartition[] {
     // constrains nothing; what it might have changed anyway, later answers show
     if (op.type === 'fail' && op.output.code === 'idempotency_key_reused') continue;
     const p = part(name);
+    const multi = p.names.length > 1;
     const idx = indexer(p);
     let out = toOutput(op, idx);
     let ret = op.complete;
@@ -174,23 +228,28 @@ export function partitionByName(ops: readonly Op[]): NamePartition[] {
     let input: HistInput;
     if (op.f === 'revoke') input = { f: 'revoke', ...(op.input.session !== undefined ? { s: idx(op.input.session) } : {}) };
     else input = toInput(op, session ? idx(session) : '');
+    // in a partition of several names, a per-name operation says which
+    if (multi && !SETS.has(op.f)) input = { ...input, name } as HistInput;
     p.ops.push({ input, output: out, call: op.invoke, ret });
     p.source.push(op);
     // the service may end a grant with a max hold by itself, any time after it was made
     if (ACQUIRES.has(op.f) && session && op.input.max_hold_ms !== undefined && op.type !== 'fail') {
       const t = out?.token;
-      p.ops.push({ input: { f: 'expire-hold', s: idx(session), ...(t !== undefined ? { token: t } : {}) }, output: undefined, call: op.invoke, ret: lives.get(session)?.deadBy ?? Infinity });
-      p.source.push(undefined);
+      for (const n of opNames) {
+        const tn = op.f === 'acquire-all' ? out?.set?.find((g) => g.name === n)?.token : t;
+        p.ops.push({ input: { f: 'expire-hold', s: idx(session), ...(tn !== undefined && tn >= 0 ? { token: tn } : {}), ...(multi ? { name: n } : {}) }, output: undefined, call: op.invoke, ret: lives.get(session)?.deadBy ?? Infinity });
+        p.source.push(undefined);
+      }
     }
   }
-  // session ends: its own close (when it touched this name) and the synthetic expiry
+  // session ends: its own close (when it touched this partition) and the synthetic expiry
   for (const p of parts.values()) {
     const idx = indexer(p);
     const members = new Set(p.sessions);
     for (const op of ops) {
       if (op.f !== 'close' || !op.input.session || !members.has(op.input.session)) continue;
       const out = toOutput(op, idx);
-      if (out?.type === 'ok' && Array.isArray(op.output.released)) out.releasedThis = op.output.released.includes(p.name);
+      if (out?.type === 'ok' && Array.isArray(op.output.released)) out.released = op.output.released.filter((n) => p.names.includes(n));
       p.ops.push({ input: { f: 'close', s: idx(op.input.session) }, output: out, call: op.invoke, ret: op.complete });
       p.source.push(op);
     }
@@ -224,12 +283,18 @@ function dropUngrantedAcquires(p: NamePartition): void {
   if (p.kind === 'semaphore') return;
   const endsOtherwise = p.ops.some((o) => o.input.f === 'revoke' || o.input.f === 'expire-hold');
   if (endsOtherwise) return;
+  const nameOf = (x: HistInput): string => ('name' in x ? x.name : undefined) ?? p.names[0]!;
   const keep = p.ops.map((o, i) => {
     const a = o.input;
-    if ((a.f !== 'acquire' && a.f !== 'campaign') || o.output !== undefined) return true;
-    const closedWithout = p.ops.some((c) => c.input.f === 'close' && c.input.s === a.s && c.output?.type === 'ok' && c.output.releasedThis === false);
-    if (!closedWithout) return true;
-    return p.ops.some((r, j) => j !== i && (r.input.f === 'release' || r.input.f === 'resign') && r.input.s === a.s && r.ret >= o.call);
+    if ((a.f !== 'acquire' && a.f !== 'campaign' && a.f !== 'acquire-all') || o.output !== undefined) return true;
+    // a set is granted whole: one of its names left out of the close is enough
+    const mine = a.f === 'acquire-all' ? a.names : [nameOf(a)];
+    return !mine.some((n) => {
+      const closedWithout = p.ops.some((c) => c.input.f === 'close' && c.input.s === a.s && c.output?.type === 'ok' && c.output.released !== undefined && !c.output.released.includes(n));
+      if (!closedWithout) return false;
+      const released = p.ops.some((r, j) => j !== i && 's' in r.input && r.input.s === a.s && r.ret >= o.call && (((r.input.f === 'release' || r.input.f === 'resign') && nameOf(r.input) === n) || (r.input.f === 'release-all' && r.input.names.includes(n))));
+      return !released;
+    });
   });
   p.ops = p.ops.filter((_, i) => keep[i]);
   p.source = p.source.filter((_, i) => keep[i]);
@@ -244,7 +309,7 @@ export function checkLinearizable(ops: readonly Op[], opts: { maxSteps?: number 
   const perLock: LinearizabilityReport['perLock'] = [];
   let valid: boolean | 'unknown' = true;
   for (const p of partitionByName(ops)) {
-    const r = checkOperations(historyModel(p.name, p.kind), p.ops, opts);
+    const r = checkOperations(historyModel(p.names, p.kind), p.ops, opts);
     const row: LinearizabilityReport['perLock'][number] = { lock: p.name, kind: p.kind, ops: p.ops.length, result: r.result, steps: r.steps };
     if (r.result === 'illegal') {
       valid = false;
@@ -268,7 +333,8 @@ function explain(p: NamePartition, r: Extract<CheckResult<HistState>, { result: 
     return `${src.id} ${src.f} session=${(src.input.session ?? '').slice(0, 8)} ${JSON.stringify({ ...src.output, holder: src.output.holder?.slice(0, 8) })} ${src.type} ${at}`;
   };
   const st = r.state;
-  const grants = [...(st.m.locks.get(p.name)?.holders ?? []).map((h) => `${name(h.sid)}${h.mode === 'shared' ? ' (shared)' : ''} token ${h.token}`), ...(st.m.sems.get(p.name)?.holders ?? []).map((h) => `${name(h.sid)} ×${h.permits} token ${h.token}`)];
+  const on = (n: string): string => (p.names.length > 1 ? ` on ${n}` : '');
+  const grants = p.names.flatMap((n) => [...(st.m.locks.get(n)?.holders ?? []).map((h) => `${name(h.sid)}${h.mode === 'shared' ? ' (shared)' : ''} token ${h.token}${on(n)}`), ...(st.m.sems.get(n)?.holders ?? []).map((h) => `${name(h.sid)} ×${h.permits} token ${h.token}${on(n)}`)]);
   return [
     `${p.kind} ${p.name}: no linearization; the deepest one placed ${r.deepest.length} of ${p.ops.length} ops, ending with ${grants.length ? grants.join(', ') : 'no holder'}${st.placeholders.length ? ` (tokens ${st.placeholders.join(', ')} at least)` : ''}`,
     `  last ops placed:`,

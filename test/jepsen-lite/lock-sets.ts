@@ -1,8 +1,9 @@
 // Lock sets in the per-name checkers (docs/jepsen-lite.md "The model"): an acquire-all or
 // a release-all is projected onto each of its names as the per-name operation it is
-// there, so linearizability (per name, against the reference model), lease safety, token
-// order, orphan grants and durability judge the transfer workload's account locks as any
-// lock. The projection is sound, never stricter than the set:
+// there, so lease safety, token order, orphan grants and durability judge the transfer
+// workload's account locks as any lock. (Linearizability takes the sets as they are: the
+// names sets link are one partition, linearizability.ts.) The projection is sound, never
+// stricter than the set:
 // - acquire-all ok: every name was granted, each with its token → an ok acquire per name;
 // - acquire-all info: granted all together or nothing → an info acquire per name (the
 //   projection loses "all together"; checkLockSets keeps it where answers show it);

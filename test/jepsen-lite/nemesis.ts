@@ -46,6 +46,7 @@ export type Variant =
   | 'kill-all' // once per run
   | 'pause-leader' // SIGSTOP the leader for longer than the session TTL (zombie leader)
   | 'pause-follower'
+  | 'transfer-leader' // move leadership away twice in a row, nothing stopped (only with --emphasise)
   | 'pause-client' // SIGSTOP a lock holder longer than its TTL (Kleppmann)
   | 'packet' // netem delay/loss/duplication/reordering
   | 'member-replace-leader' // remove the leader through the API, stop it, later join a new node
@@ -63,7 +64,7 @@ export type Variant =
 /** every variant, for the command line (--emphasise) */
 export const FAULT_VARIANTS = [
   'partition-leader', 'partition-halves', 'partition-ring', 'partition-bridge', 'partition-oneway', 'partition-partial',
-  'kill-one', 'kill-leader', 'kill-minority', 'kill-all', 'pause-leader', 'pause-follower', 'pause-client', 'packet',
+  'kill-one', 'kill-leader', 'kill-minority', 'kill-all', 'pause-leader', 'pause-follower', 'transfer-leader', 'pause-client', 'packet',
   'member-replace-leader', 'member-replace-follower', 'member-failover-leader', 'unsynced', 'revoke-leader', 'revoke-lock', 'revoke-semaphore', 'wipe-restart',
   ...MEMBERSHIP_VARIANTS, ...CORRUPT_VARIANTS, ...CLOCK_VARIANTS,
 ] as const satisfies readonly Variant[];
@@ -80,6 +81,7 @@ export function variantsOf(c: FaultCategory, nodes: number, workloads: readonly 
     case 'kill':
       return ['kill-one', 'kill-leader', 'kill-minority', 'kill-all'];
     case 'pause':
+      // transfer-leader only when asked for (--emphasise): it is the waits' fault (docs/jepsen-lite.md "Faults")
       return ['pause-leader', 'pause-follower'];
     case 'pause-client':
       return ['pause-client'];
@@ -109,6 +111,7 @@ export function categoryOf(v: Variant): FaultCategory {
   if (v.startsWith('partition')) return 'partition';
   if (v.startsWith('kill')) return 'kill';
   if (v === 'pause-client') return 'pause-client';
+  if (v === 'transfer-leader') return 'pause';
   if (v.startsWith('pause')) return 'pause';
   if (v.startsWith('member')) return 'membership';
   if (v === 'wipe-restart') return 'wipe';
@@ -340,6 +343,19 @@ export async function inject(v: Variant, env: NemesisEnv, rng: Rng): Promise<Inj
       const id = v === 'pause-leader' ? l ?? pick(rng, env.nodes) : pick(rng, env.nodes.filter((x) => x !== l));
       env.pauseNode(id);
       return { variant: v, detail: `SIGSTOP ${id}${id === l ? ' (leader)' : ''} for ${pauseMs} ms`, holdMs: pauseMs, heal: async () => env.resumeNode(id) };
+    }
+    case 'transfer-leader': {
+      // A leader change with no process stopped and no link cut: the old leader steps down
+      // with requests in flight (queued acquires proposed, not yet applied by the next
+      // leader), so the next leader must learn of their waits from the log (docs/api.md
+      // "Waits"). Short (a transfer takes one election), so the checkers' fault windows stay
+      // small; twice, 0.3–0.8 s apart, to catch the proposals of a fresh leader too.
+      const answers: string[] = [];
+      for (let i = 0; i < 2; i++) {
+        if (i > 0) await env.sleep(rng.int(300, 800));
+        answers.push(await env.transferLeadership(undefined));
+      }
+      return { variant: v, detail: `transfer-leadership twice: ${answers.join('; ')}`, holdMs: rng.int(100, 300), heal: async () => {} };
     }
     case 'pause-client': {
       const c = await env.pickHolder(3000);

@@ -10,7 +10,7 @@ import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-
 import { checkLockSets, projectLockSets } from './lock-sets.js';
 import { checkTransfers } from './checkers-transfer.js';
 import { checkKeyReuse } from './checkers-keys.js';
-import { checkWaitBounds } from './checkers-waits.js';
+import { checkWaitBounds, checkWaitQueues, officesOf, type Offices } from './checkers-waits.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE } from './workloads.js';
 import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
 import { isElection, isSharedLock } from './workloads.js';
@@ -56,7 +56,7 @@ export function recheck(dir: string): RecheckResult {
   const access = existsSync(accessFile) ? readFileSync(accessFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as AccessLogEntry) : [];
   const violations: string[] = [];
   const exclusive = ops.filter((o) => !isSharedLock(o.input.lock));
-  const lin = checkLinearizable(ops);
+  const lin = checkLinearizable(recorded); // sets as they are: one partition per linked names
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
   // the lease the window checkers hold the service to: shortened by clock faults (summary.ts)
   const lease = leaseFor(ttl, faults).owed;
@@ -73,7 +73,6 @@ export function recheck(dir: string): RecheckResult {
     const accounts = Array.from({ length: ACCOUNTS }, (_, i) => `${ACCOUNT_PREFIX}${i}`);
     if (recorded.some((o) => o.f === 'acquire-all')) violations.push(...checkTransfers(recorded, bank, accounts, OPENING_BALANCE, summary.fencing).violations, ...checkLockSets(recorded));
   }
-  violations.push(...checkKeyReuse(recorded).violations, ...checkWaitBounds(ops, summary.livenessBoundMs, faults));
   violations.push(...checkSharedLocks(ops, access, lease, summary.fencing).violations, ...checkSemaphores(ops, access, lease).violations);
   violations.push(...checkDurability(ops, faults.filter(crashLike)));
   const end = Math.max(...ops.map((o) => o.completedAt));
@@ -81,10 +80,13 @@ export function recheck(dir: string): RecheckResult {
   // leader changes need the clock line (runs from before it have none: skipped)
   const faultLines = readFileSync(join(dir, 'faults.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; wallAtZero?: number; final?: string });
   const wallAtZero = faultLines.find((l) => typeof l.wallAtZero === 'number')?.wallAtZero;
+  let offices: Offices | undefined;
   if (wallAtZero !== undefined) {
     const runEnd = faultLines.find((l) => l.final !== undefined)?.t ?? end;
     const elections = readdirSync(dir).filter((f) => /^n\d+\.log$/.test(f)).flatMap((f) => electionsInLog(f.slice(0, -4), readFileSync(join(dir, f), 'utf8'), wallAtZero));
     violations.push(...checkLeaderChanges(elections, faults, 2 * cfg.election_timeout_ms[1], runEnd));
+    offices = officesOf(elections, faults, cfg.election_timeout_ms[1]);
   }
+  violations.push(...checkKeyReuse(recorded).violations, ...checkWaitBounds(ops, summary.livenessBoundMs, faults, offices), ...checkWaitQueues(recorded, summary.livenessBoundMs, faults, offices));
   return { ops: recorded.length, linearizable: lin.valid, violations };
 }

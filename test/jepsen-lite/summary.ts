@@ -9,7 +9,7 @@ import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-
 import { checkTransfers, type TransferReport } from './checkers-transfer.js';
 import { checkLockSets, projectLockSets } from './lock-sets.js';
 import { checkKeyReuse } from './checkers-keys.js';
-import { checkWaitBounds } from './checkers-waits.js';
+import { checkWaitBounds, checkWaitQueues, officesOf } from './checkers-waits.js';
 import type { RunOptions } from './run.js';
 import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from './checkers-shared.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, assignWorkloads, isElection, isSharedLock, OPENING_BALANCE } from './workloads.js';
@@ -114,7 +114,8 @@ export function check(opts: RunOptions, facts: RunFacts): RunSummary {
   // every name, every primitive, against the one model; the exclusive lease rule does not
   // apply to shared locks (checkSharedLocks does), semaphore ops are another kind it skips
   const exclusive = r.ops.filter((o) => !isSharedLock(o.input.lock));
-  const lin = checkLinearizable(r.ops);
+  // linearizability takes the sets as they are: the names they link are one partition
+  const lin = checkLinearizable(facts.ops);
   for (const p of lin.perLock) if (p.detail) violations.push(`linearizability (${p.result}): ${p.detail}`);
   // the lease the window checkers hold the service to (clock faults shorten it: leaseFor)
   const lease = leaseFor(opts.ttlMs, r.faults);
@@ -156,7 +157,10 @@ export function check(opts: RunOptions, facts: RunFacts): RunSummary {
     violations.push(...tViolations, ...checkLockSets(facts.ops));
     transfer = { ...t, sets: facts.ops.filter((o) => o.f === 'acquire-all' && o.type === 'ok').length };
   }
-  violations.push(...checkWaitBounds(r.ops, opts.livenessBoundMs, r.faults));
+  // waits: log time lost at leader changes, from when leaders took office (node logs; not
+  // under clock faults, which move the logs' wall clocks too): checkers-waits.ts `uncounted`
+  const offices = officesOf(r.elections, r.faults, opts.electionMs[1]);
+  violations.push(...checkWaitBounds(r.ops, opts.livenessBoundMs, r.faults, offices), ...checkWaitQueues(facts.ops, opts.livenessBoundMs, r.faults, offices));
   const keys = checkKeyReuse(facts.ops);
   violations.push(...keys.violations);
   // a member replaced by a node with an empty disk must not lose anything acknowledged either

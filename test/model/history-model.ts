@@ -25,10 +25,11 @@
 //   election's leader and value, a semaphore's limit, permits in use and holders.
 // - An `info` (indeterminate) operation may have taken effect or not: both states follow.
 //
-// Keys and lock sets (docs/jepsen-lite.md "The model"): an Idempotency-Key becomes the
-// envelope's `idempotencyKey` (the model stores the first answer and replays it, or
-// refuses a reuse); a lock set is an operation over several names, so those names form
-// one partition and the set's commands apply as they are.
+// Lock sets (docs/jepsen-lite.md "The model"): an acquire-all or release-all is one
+// operation over several names, so the names linked by set operations form one partition
+// (linearizability.ts) and the set's commands (acquireAll, releaseAll) apply to the model
+// as they are: a set is granted whole or not at all, and a name held by another session
+// refuses it. Within such a partition every per-name operation says which name it is on.
 import type { ApplyResult, Command } from '../../src/lock-fsm/index.js';
 import { LockModel } from './lock-model.js';
 import type { Model } from '../jepsen-lite/wgl.js';
@@ -38,21 +39,23 @@ export type NameKind = 'lock' | 'semaphore' | 'election';
 
 /** one operation of a name's history, with sessions as partition-local ids (s0, s1, …) */
 export type HistInput =
-  | { f: 'acquire'; s: string; mode?: 'shared'; maxHoldMs?: number }
+  | { f: 'acquire'; s: string; mode?: 'shared'; maxHoldMs?: number; name?: string }
+  | { f: 'acquire-all'; s: string; names: string[]; maxHoldMs?: number }
+  | { f: 'release-all'; s: string; names: string[] }
   | { f: 'campaign'; s: string; value: string; maxHoldMs?: number }
   | { f: 'sem-acquire'; s: string; permits: number; limit: number; maxHoldMs?: number }
-  | { f: 'release'; s: string; token?: number }
+  | { f: 'release'; s: string; token?: number; name?: string }
   | { f: 'sem-release'; s: string }
   | { f: 'resign'; s: string }
   | { f: 'proclaim'; s: string; value: string }
-  | { f: 'renew'; s: string }
+  | { f: 'renew'; s: string; name?: string }
   | { f: 'sem-limit'; limit: number }
-  | { f: 'read' }
-  | { f: 'check'; token: number }
+  | { f: 'read'; name?: string }
+  | { f: 'check'; token: number; name?: string }
   | { f: 'close'; s: string }
   | { f: 'expire'; s: string }
-  | { f: 'revoke'; s?: string }
-  | { f: 'expire-hold'; s: string; token?: number };
+  | { f: 'revoke'; s?: string; name?: string }
+  | { f: 'expire-hold'; s: string; token?: number; name?: string };
 
 export interface Grant {
   s: string;
@@ -78,8 +81,10 @@ export interface HistOutput {
   inUse?: number;
   /** check */
   current?: boolean;
-  /** close: whether this name was among the names the session's end released */
-  releasedThis?: boolean;
+  /** close: the partition's names the session's end released; release-all: the names released */
+  released?: string[];
+  /** acquire-all: the grants, each name with its token */
+  set?: { name: string; token: number }[];
   /** revoke: the grants taken away */
   revoked?: Grant[];
 }
@@ -94,8 +99,11 @@ export interface HistState {
 
 const LIMITS = { maxWaitersPerLock: 1_000_000 };
 
-/** the WGL model of one name of kind `kind` */
-export function historyModel(name: string, kind: NameKind): Model<HistState, HistInput, HistOutput> {
+/** the WGL model of one name of kind `kind`, or of the lock names a partition of lock sets links */
+export function historyModel(partition: string | readonly string[], kind: NameKind): Model<HistState, HistInput, HistOutput> {
+  const names: readonly string[] = typeof partition === 'string' ? [partition] : [...partition].sort();
+  if (names.length === 0 || (names.length > 1 && kind !== 'lock')) throw new Error(`history model: a partition of ${names.length} ${kind} names`);
+  const first = names[0]!;
   const target = kind === 'semaphore' ? 'semaphore' : 'lock';
 
   /** the model's answer to `cmd` applied to a copy of `st` (index: the token it should get) */
@@ -103,7 +111,7 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
     const m = st.m.clone();
     const r = m.apply(index, { atMs: 0, cmd }).result;
     // a placeholder whose grant ended is of no more use (the last token keeps its bound)
-    const held = new Set(grantsIn(m).map((g) => g.token));
+    const held = new Set(names.flatMap((n) => grantsIn(m, n).map((g) => g.token)));
     const placeholders = st.placeholders.some((p) => !held.has(p)) ? st.placeholders.filter((p) => held.has(p)) : st.placeholders;
     return { st: { ...st, m, placeholders }, r };
   };
@@ -119,19 +127,19 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
     return { ...st, m, seen: [...st.seen, s].sort() };
   };
 
-  const grantsIn = (lm: LockModel): Grant[] => {
+  const grantsIn = (lm: LockModel, name: string): Grant[] => {
     if (kind === 'semaphore') return (lm.sems.get(name)?.holders ?? []).map((h) => ({ s: h.sid, token: h.token, permits: h.permits }));
     return (lm.locks.get(name)?.holders ?? []).map((h) => ({ s: h.sid, token: h.token, mode: h.mode }));
   };
-  const grantsOf = (st: HistState): Grant[] => grantsIn(st.m);
+  const grantsOf = (st: HistState, name: string): Grant[] => grantsIn(st.m, name);
 
-  /** the grant of s, if any */
-  const grantOf = (st: HistState, s: string): Grant | undefined => grantsOf(st).find((g) => g.s === s);
+  /** the grant of s on the name, if any */
+  const grantOf = (st: HistState, s: string, name: string): Grant | undefined => grantsOf(st, name).find((g) => g.s === s);
 
   /** the state in which s's grant has token t: as it is, or a placeholder moved up to t;
    *  null when s's grant has another exact token (or none) */
-  const fixToken = (st: HistState, s: string, t: number): HistState | null => {
-    const g = grantOf(st, s);
+  const fixToken = (st: HistState, s: string, t: number, name: string): HistState | null => {
+    const g = grantOf(st, s, name);
     if (!g) return null;
     if (g.token === t) return st;
     if (!st.placeholders.includes(g.token) || t < g.token) return null;
@@ -141,48 +149,48 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
   };
 
   /** every grant in `seen` is in st with those tokens (placeholders fixed), and no other: the state, or null */
-  const matchGrants = (st: HistState, seen: readonly Grant[], exact: (a: Grant, b: Grant) => boolean): HistState | null => {
-    const now = grantsOf(st);
+  const matchGrants = (st: HistState, seen: readonly Grant[], exact: (a: Grant, b: Grant) => boolean, name: string): HistState | null => {
+    const now = grantsOf(st, name);
     if (now.length !== seen.length) return null;
     let cur: HistState | null = st;
     for (const g of seen) {
       const mine = now.find((x) => x.s === g.s);
       if (!mine || !exact(mine, g)) return null;
-      cur = fixToken(cur, g.s, g.token);
+      cur = fixToken(cur, g.s, g.token, name);
       if (cur === null) return null;
     }
     return cur;
   };
 
   /** a new grant's token: the answer's (exact), or a placeholder when nobody saw it */
-  const granted = (st: HistState, cmd: Command, t: number | undefined): HistState[] => {
+  const granted = (st: HistState, cmd: Command, t: number | undefined, name: string): HistState[] => {
     const { st: next, r } = run(st, cmd, t ?? 0);
     if (!r.ok || (r.kind !== 'acquired' && r.kind !== 'sem_acquired')) return [];
     if (t === undefined) {
-      const g = grantOf(next, (cmd as { sessionId: string }).sessionId)!;
-      const isNew = grantOf(st, (cmd as { sessionId: string }).sessionId) === undefined;
+      const g = grantOf(next, (cmd as { sessionId: string }).sessionId, name)!;
+      const isNew = grantOf(st, (cmd as { sessionId: string }).sessionId, name) === undefined;
       return [isNew ? { ...next, placeholders: [...next.placeholders, g.token].sort((a, b) => a - b) } : next];
     }
     if (r.fencingToken === t) return [next];
     // the grant it answers existed with a placeholder token: that token was t
-    const fixed = fixToken(st, (cmd as { sessionId: string }).sessionId, t);
+    const fixed = fixToken(st, (cmd as { sessionId: string }).sessionId, t, name);
     return fixed ? [fixed] : [];
   };
 
   /** an acquire-like command: its definite answer, or info (both ways) */
-  const acquire = (st: HistState, s: string, cmd: Command, out: HistOutput | undefined): HistState[] => {
+  const acquire = (st: HistState, s: string, cmd: Command, out: HistOutput | undefined, name: string): HistState[] => {
     if (out?.type === 'fail' && out.code === 'session_not_found') return dead(st, s) ? [st] : [];
     if (dead(st, s)) return out === undefined ? [st] : [];
     const live = withSession(st, s)!;
     if (out === undefined) {
       // not applied, or applied: granted (unseen token) or refused (nothing changed)
-      const g = granted(live, cmd, undefined);
+      const g = granted(live, cmd, undefined, name);
       return [st, ...g];
     }
     if (out.type === 'ok') {
-      const next = granted(live, cmd, out.token);
+      const next = granted(live, cmd, out.token, name);
       if (kind === 'semaphore' && next.length > 0 && out.permits !== undefined) {
-        const g = grantOf(next[0]!, s);
+        const g = grantOf(next[0]!, s, name);
         if (g?.permits !== out.permits) return [];
       }
       return next;
@@ -194,7 +202,7 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
           // granted in the model: only a queue the history does not show could refuse a
           // share while shares are held
           const shared = cmd.kind === 'acquire' && cmd.mode === 'shared';
-          return shared && out.holder == null && grantsOf(live).length > 0 && grantsOf(live).every((g) => g.mode === 'shared') ? [st] : [];
+          return shared && out.holder == null && grantsOf(live, name).length > 0 && grantsOf(live, name).every((g) => g.mode === 'shared') ? [st] : [];
         }
         if (r.code !== 'lock_held') return [];
         const h = r.holder;
@@ -202,7 +210,7 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
         if (out.holder === null) return h === undefined ? [st] : [];
         if (h === undefined || h.sessionId !== out.holder) return [];
         if (out.holderToken === undefined) return [st];
-        const fixed = fixToken(st, out.holder, out.holderToken);
+        const fixed = fixToken(st, out.holder, out.holderToken, name);
         return fixed ? [fixed] : [];
       }
       case 'semaphore_full': {
@@ -236,15 +244,74 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
     return r.ok && okKinds.includes(r.kind) ? [next] : [];
   };
 
+  /**
+   * A lock set (docs/contract.md §5): one command over its names, granted whole or refused.
+   * Applied, as a single acquire is, as if it did not wait. Its answer's tokens must be the
+   * model's: new grants are made in name order in one entry, so the smallest new token is
+   * the entry's index (a name the session already held answers its grant's token, which
+   * may fix a placeholder). A refusal changes nothing; `lock_held` while the model would
+   * grant is allowed — a set queued at the head of a free name's queue (which the history
+   * does not show) makes later requests for it wait — as is `deadlock` (the model applies
+   * without waiting, so it has no wait-for graph to compare).
+   */
+  const acquireAll = (st: HistState, input: Extract<HistInput, { f: 'acquire-all' }>, out: HistOutput | undefined): HistState[] => {
+    const s = input.s;
+    if (input.names.some((n) => !names.includes(n))) throw new Error(`history model: a set of ${input.names.join(', ')} in the partition of ${names.join(', ')}`);
+    const cmd: Command = { kind: 'acquireAll', names: [...input.names], sessionId: s, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) };
+    if (out?.type === 'fail' && out.code === 'session_not_found') return dead(st, s) ? [st] : [];
+    if (dead(st, s)) return out === undefined ? [st] : [];
+    const live = withSession(st, s)!;
+    const had = new Set(input.names.filter((n) => grantOf(live, s, n) !== undefined));
+    if (out === undefined) {
+      const { st: next, r } = run(live, cmd);
+      if (!r.ok || r.kind !== 'acquired_all') return [st];
+      const fresh = input.names.filter((n) => !had.has(n)).map((n) => grantOf(next, s, n)!.token);
+      return [st, { ...next, placeholders: [...next.placeholders, ...fresh].sort((a, b) => a - b) }];
+    }
+    if (out.type === 'ok') {
+      const set = out.set ?? [];
+      // the answer lists every name of the set once (checkLockSets names the partial answer)
+      if (set.length !== input.names.length || input.names.some((n) => set.filter((g) => g.name === n).length !== 1)) return [];
+      const fresh = set.filter((g) => !had.has(g.name)).map((g) => g.token);
+      const { st: next, r } = run(live, cmd, fresh.length > 0 ? Math.min(...fresh) : 0);
+      if (!r.ok || r.kind !== 'acquired_all') return [];
+      let cur: HistState | null = next;
+      for (const g of set) {
+        cur = fixToken(cur, s, g.token, g.name);
+        if (cur === null) return [];
+      }
+      return [cur];
+    }
+    return [st]; // lock_held, deadlock, unavailable, another 4xx: nothing was applied
+  };
+
+  /** releases the session's grants among the names (and ends its waits on them); an ok
+   *  answer lists exactly the names the model released */
+  const releaseAll = (st: HistState, input: Extract<HistInput, { f: 'release-all' }>, out: HistOutput | undefined): HistState[] => {
+    const s = input.s;
+    if (out?.type === 'fail' && out.code === 'session_not_found') return dead(st, s) ? [st] : [];
+    if (dead(st, s)) return out === undefined ? [st] : [];
+    if (out?.type === 'fail') return [st]; // nothing applied
+    const live = withSession(st, s)!;
+    const { st: next, r } = run(live, { kind: 'releaseAll', names: [...input.names], sessionId: s });
+    if (!r.ok || r.kind !== 'released_all') return out === undefined ? [st] : [];
+    if (out === undefined) return [st, next];
+    const said = new Set((out.released ?? []).filter((n) => input.names.includes(n)));
+    return said.size === r.released.length && r.released.every((n) => said.has(n)) ? [next] : [];
+  };
+
   const m: Model<HistState, HistInput, HistOutput> = {
     init: () => ({ m: new LockModel(LIMITS), seen: [], placeholders: [] }),
     key(st) {
-      const l = st.m.locks.get(name);
-      const sem = st.m.sems.get(name);
-      const lk = l ? l.holders.map((h) => `${h.sid}${h.mode === 'shared' ? 's' : ''}:${h.token}${h.value !== undefined ? `=${h.value}` : ''}${h.maxHoldMs ? 'h' : ''}`).join(',') : '';
-      const sk = sem ? `${sem.limit}/${sem.holders.map((h) => `${h.sid}:${h.permits}:${h.token}${h.maxHoldMs ? 'h' : ''}`).join(',')}` : '';
+      const parts = names.map((name) => {
+        const l = st.m.locks.get(name);
+        const sem = st.m.sems.get(name);
+        const lk = l ? l.holders.map((h) => `${h.sid}${h.mode === 'shared' ? 's' : ''}:${h.token}${h.value !== undefined ? `=${h.value}` : ''}${h.maxHoldMs ? 'h' : ''}`).join(',') : '';
+        const sk = sem ? `${sem.limit}/${sem.holders.map((h) => `${h.sid}:${h.permits}:${h.token}${h.maxHoldMs ? 'h' : ''}`).join(',')}` : '';
+        return `${lk}|${sk}`;
+      });
       const alive = [...st.m.sessions.keys()].sort().join('.');
-      return `${lk}|${sk}|${st.m.lastToken}|${st.placeholders.join('.')}|${alive}|${st.seen.join('.')}`;
+      return `${parts.join(';')}|${st.m.lastToken}|${st.placeholders.join('.')}|${alive}|${st.seen.join('.')}`;
     },
     // Search hints (wgl.ts): an info operation's "never happened" outcome and an expiry of a
     // session or a hold that changes nothing yet can wait for the end of their windows.
@@ -252,24 +319,31 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
     defer(st, input, _out, outcomes) {
       if (input.f === 'expire' || input.f === 'expire-hold') {
         const now = m.step(st, input, undefined)[0]!;
-        const matters = input.f === 'expire' ? grantOf(st, input.s) !== undefined : m.key(now) !== m.key(st);
+        const matters = input.f === 'expire' ? names.some((n) => grantOf(st, input.s, n) !== undefined) : m.key(now) !== m.key(st);
         return { late: now, early: matters ? [now] : [] };
       }
       const k = m.key(st);
       return { late: st, early: outcomes.filter((x) => m.key(x) !== k) };
     },
     step(st, input, out) {
+      // the name a per-name operation is on (in a partition of one name: that name)
+      const name = ('name' in input ? input.name : undefined) ?? first;
+      if (!names.includes(name)) throw new Error(`history model: ${input.f} of ${name} in the partition of ${names.join(', ')}`);
       switch (input.f) {
+        case 'acquire-all':
+          return acquireAll(st, input, out);
+        case 'release-all':
+          return releaseAll(st, input, out);
         case 'acquire':
-          return acquire(st, input.s, { kind: 'acquire', name, sessionId: input.s, waitMs: 0, ...(input.mode ? { mode: input.mode } : {}), ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out);
+          return acquire(st, input.s, { kind: 'acquire', name, sessionId: input.s, waitMs: 0, ...(input.mode ? { mode: input.mode } : {}), ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out, name);
         case 'campaign':
-          return acquire(st, input.s, { kind: 'campaign', name, sessionId: input.s, value: input.value, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out);
+          return acquire(st, input.s, { kind: 'campaign', name, sessionId: input.s, value: input.value, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out, name);
         case 'sem-acquire':
-          return acquire(st, input.s, { kind: 'semAcquire', name, sessionId: input.s, limit: input.limit, permits: input.permits, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out);
+          return acquire(st, input.s, { kind: 'semAcquire', name, sessionId: input.s, limit: input.limit, permits: input.permits, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out, name);
         case 'release': {
           const t = input.token;
           // a release naming a placeholder's grant by a token at least it: that grant's token
-          const prepare = t === undefined ? undefined : (x: HistState): HistState => fixToken(x, input.s, t) ?? x;
+          const prepare = t === undefined ? undefined : (x: HistState): HistState => fixToken(x, input.s, t, name) ?? x;
           return definite(st, input.s, { kind: 'release', name, sessionId: input.s, ...(t !== undefined ? { fencingToken: t } : {}) }, ['released'], out, prepare);
         }
         case 'sem-release':
@@ -285,23 +359,23 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
           if (out.type === 'fail' && out.code === 'session_not_found') return dead(st, input.s) ? [st] : [];
           if (dead(st, input.s)) return [];
           const live = withSession(st, input.s)!;
-          if (out.type === 'fail') return out.code === 'not_holder' ? (grantOf(live, input.s) ? [] : [live]) : [st];
-          const fixed = out.token === undefined ? (grantOf(live, input.s) ? live : null) : fixToken(live, input.s, out.token);
+          if (out.type === 'fail') return out.code === 'not_holder' ? (grantOf(live, input.s, name) ? [] : [live]) : [st];
+          const fixed = out.token === undefined ? (grantOf(live, input.s, name) ? live : null) : fixToken(live, input.s, out.token, name);
           return fixed ? [fixed] : [];
         }
         case 'read': {
           if (out === undefined || out.type === 'fail') return [st];
-          const gs = grantsOf(st);
+          const gs = grantsOf(st, name);
           if (kind === 'semaphore') {
             const sem = st.m.sems.get(name);
             if (out.limit !== undefined && sem && out.limit !== sem.limit) return [];
             if (out.inUse !== undefined && out.inUse !== gs.reduce((n, g) => n + (g.permits ?? 0), 0)) return [];
             if (out.grants === undefined) return [st];
-            const next = matchGrants(st, out.grants, (a, b) => a.permits === b.permits);
+            const next = matchGrants(st, out.grants, (a, b) => a.permits === b.permits, name);
             return next ? [next] : [];
           }
           if (out.grants !== undefined) {
-            const next = matchGrants(st, out.grants, (a, b) => (a.mode ?? 'exclusive') === (b.mode ?? 'exclusive'));
+            const next = matchGrants(st, out.grants, (a, b) => (a.mode ?? 'exclusive') === (b.mode ?? 'exclusive'), name);
             if (!next) return [];
             if (kind === 'election' && out.value !== undefined) {
               const v = next.m.locks.get(name)?.holders.find((h) => h.mode === 'exclusive')?.value;
@@ -312,19 +386,19 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
           const x = gs.find((g) => g.mode === 'exclusive');
           if (out.holder === null || out.holder === undefined) return x === undefined && (kind !== 'election' || gs.length === 0) ? [st] : [];
           if (!x || x.s !== out.holder) return [];
-          const fixed = out.holderToken === undefined ? st : fixToken(st, x.s, out.holderToken);
+          const fixed = out.holderToken === undefined ? st : fixToken(st, x.s, out.holderToken, name);
           if (!fixed) return [];
           if (kind === 'election' && out.value !== undefined && fixed.m.locks.get(name)?.holders.find((h) => h.mode === 'exclusive')?.value !== out.value) return [];
           return [fixed];
         }
         case 'check': {
           if (out === undefined || out.type === 'fail') return [st];
-          const gs = grantsOf(st);
+          const gs = grantsOf(st, name);
           if (out.current) {
             const exact = gs.find((g) => g.token === input.token);
             if (exact) return [st];
             // a placeholder grant whose real token may be this one
-            return gs.filter((g) => st.placeholders.includes(g.token) && input.token >= g.token).map((g) => fixToken(st, g.s, input.token)!);
+            return gs.filter((g) => st.placeholders.includes(g.token) && input.token >= g.token).map((g) => fixToken(st, g.s, input.token, name)!);
           }
           return gs.some((g) => g.token === input.token) ? [] : [st];
         }
@@ -333,16 +407,15 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
           if (out.type === 'fail') return out.code === 'session_not_found' ? (dead(st, input.s) ? [st] : []) : [st];
           if (dead(st, input.s)) return [];
           const live = withSession(st, input.s)!;
-          const holds = grantOf(live, input.s) !== undefined;
           // a close answered ok ended a live session; `released` names exactly what it held
-          if (out.releasedThis !== undefined && kind !== 'semaphore' && out.releasedThis !== holds) return [];
+          if (out.released !== undefined && kind !== 'semaphore' && names.some((n) => out.released!.includes(n) !== (grantOf(live, input.s, n) !== undefined))) return [];
           return [run(live, { kind: 'closeSession', sessionId: input.s }).st];
         }
         case 'expire':
           if (!st.m.sessions.has(input.s)) return st.seen.includes(input.s) ? [st] : [{ ...st, seen: [...st.seen, input.s].sort() }];
           return [run(st, { kind: 'expireSession', sessionId: input.s }).st];
         case 'expire-hold': {
-          const g = grantOf(st, input.s);
+          const g = grantOf(st, input.s, name);
           if (!g) return [st];
           const token = input.token !== undefined && !st.placeholders.includes(g.token) ? input.token : g.token;
           return [run(st, { kind: 'expireHold', target, name, sessionId: input.s, fencingToken: token }).st];
@@ -360,11 +433,11 @@ export function historyModel(name: string, kind: NameKind): Model<HistState, His
           }
           // the grants taken away: exactly those the model takes (placeholders fixed first)
           let cur: HistState | null = st;
-          const expect = input.s === undefined ? grantsOf(st) : grantsOf(st).filter((g) => g.s === input.s);
+          const expect = input.s === undefined ? grantsOf(st, name) : grantsOf(st, name).filter((g) => g.s === input.s);
           if ((out.revoked ?? []).length !== expect.length) return [];
           for (const g of out.revoked ?? []) {
             if (!expect.some((x) => x.s === g.s)) return [];
-            cur = fixToken(cur, g.s, g.token);
+            cur = fixToken(cur, g.s, g.token, name);
             if (cur === null) return [];
           }
           const { st: next, r } = run(cur, cmd);
