@@ -55,7 +55,7 @@ export class Metrics {
   /** time from enqueue to grant (or give-up) of a waiting acquire, seconds */
   readonly lockWait: Histogram;
   /** how long grants (locks, shares, semaphore permits) were held, grant → release /
-   *  expiry / revoke, seconds; observed by every node as it applies the end (src/node/hold-timer.ts) */
+   *  expiry / revoke, seconds; observed by every node as it applies the end (src/server/leader/hold-timer.ts) */
   readonly lockHold: Histogram<'kind' | 'end'>;
   /** route = the route TEMPLATE (e.g. /v1/locks/{name}/acquire), never the raw URL */
   readonly httpRequestDuration: Histogram<'route' | 'method' | 'status_code'>;

@@ -1,6 +1,6 @@
 // What the operations routes (status page, backups) need from a node, beyond the
 // LockService of the contract: this node's own observations and the leader's snapshot.
-// The node wiring implements it (src/node/ops-provider.ts); tests may fake it.
+// The node wiring implements it (src/server/ops/ops-provider.ts); tests may fake it.
 import type { RequestContext } from './service.js';
 
 export interface LeaderChange {
@@ -58,7 +58,7 @@ export interface ActivityPoint {
 }
 
 export interface BackupResult {
-  /** the backup file (src/ops/backup-file.ts) */
+  /** the backup file (src/server/ops/format/backup-file.ts) */
   file: Buffer;
   index: number;
   term: number;

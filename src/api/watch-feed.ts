@@ -1,4 +1,4 @@
-// What the REST layer needs from a node's watch feed (src/node/watch-hub.ts implements it;
+// What the REST layer needs from a node's watch feed (src/server/watch/watch-hub.ts implements it;
 // tests give a fake). Kept here so the API does not depend on the node's wiring.
 
 /** unsent bytes a stream may have queued before it is cut off as too slow (the opening —

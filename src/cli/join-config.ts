@@ -6,7 +6,7 @@
 // and the cluster's name is asked of URL (GET /v1/cluster) at every start.
 import { resolve } from 'node:path';
 import { ConfigError, loadConfig, parseConfig, urlProblem, type Config, type NodeConfig } from '../config.js';
-import { fetchClusterView } from '../node/join.js';
+import { fetchClusterView } from '../server/membership/join.js';
 
 export interface JoinFlags {
   config?: string;

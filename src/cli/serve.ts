@@ -2,11 +2,11 @@
 // file or a damaged data directory stops it with one clear line on stderr, exit code 2.
 import pino from 'pino';
 import { ConfigError, loadConfig } from '../config.js';
-import { startNode } from '../node/raftlock-node.js';
+import { startNode } from '../server/compose.js';
 import { StorageError } from '../raft/storage/level-storage.js';
 import { joinConfig } from './join-config.js';
 import { memoryTuning } from './serve-runtime.js';
-import { AmnesiaError } from '../node/amnesia-check.js';
+import { AmnesiaError } from '../server/membership/amnesia-check.js';
 
 export interface ServeOptions {
   /** required unless join is given */

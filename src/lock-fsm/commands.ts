@@ -3,7 +3,7 @@
 // wait timeouts) are commands too (docs/architecture.md "Rules", rule 3), so apply() never
 // reads a clock and every replica reaches the same state from the same log.
 //
-// The msgpack codec lives outside this pure folder (src/node); after decoding it MUST call
+// The msgpack codec lives outside this pure folder (src/server/app/command-codec.ts); after decoding it MUST call
 // parseEnvelope, which checks every field and rebuilds the value with only known fields.
 
 import { GRANT_KINDS, type GrantKind } from './results.js';
@@ -102,7 +102,7 @@ export type CommandKind = Command['kind'];
  * What an Idempotency-Key is bound to besides the command's own kind and name
  * (docs/lock-fsm.md "Idempotency"): the key answers a retry only when all of them match.
  *
- * The digest is computed by the node, not here (src/node/request-digest.ts: SHA-256 of the
+ * The digest is computed by the node, not here (src/server/leader/request-digest.ts: SHA-256 of the
  * request's canonical form), and travels in the envelope. The state machine could not
  * compute it: it sees the resolved command — a session id the leader drew for this
  * attempt, the node's default ttl — while a retry must match on the request as the
@@ -118,7 +118,7 @@ export interface KeyBinding {
 
 export interface Envelope {
   /** the proposing leader's log time (ms): only used to age idempotency keys. A leader
-   *  advances it by its monotonic clock, never by its wall clock (src/node/log-clock.ts,
+   *  advances it by its monotonic clock, never by its wall clock (src/server/leader/log-clock.ts,
    *  docs/lock-fsm.md "Log time"); entries of older versions carry a wall-clock value. */
   atMs: number;
   /** the client's Idempotency-Key header; a retry with the same key gets the first result */

@@ -38,8 +38,7 @@
 // name a real cycle of the state it was refused in).
 
 import type { CycleEntry } from './results.js';
-import type { FsmCore, LockState, Session, Waiter } from './state.js';
-import type { SemState, SemWaiter } from './semaphores.js';
+import type { FsmCore, LockState, SemState, SemWaiter, Session, Waiter } from './state.js';
 import { compareStrings } from './names.js';
 import { assertFsm as assert } from '../assert.js';
 

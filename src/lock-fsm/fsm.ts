@@ -10,8 +10,8 @@
 import type { Command, Envelope, NewSessionSpec } from './commands.js';
 import type { ApplyOutput, ApplyResult, FsmEvent, HolderInfo } from './results.js';
 import { exportState, importState } from './snapshot.js';
-import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type Waiter } from './state.js';
-import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit, type SemState } from './semaphores.js';
+import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type SemState, type Waiter } from './state.js';
+import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit } from './semaphores.js';
 import { compareStrings } from './names.js';
 import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
 import type { GrantKind } from './results.js';

@@ -12,8 +12,8 @@
 
 import type { Command } from './commands.js';
 import type { ApplyResult, FsmEvent, GrantKind, RevokedGrant } from './results.js';
-import { releaseHolder, type SemHolder } from './semaphores.js';
-import type { FsmCore, LockState, MaxHold, Session, Share } from './state.js';
+import { releaseHolder } from './semaphores.js';
+import type { FsmCore, LockState, MaxHold, SemHolder, Session, Share } from './state.js';
 import { compareStrings } from './names.js';
 
 /** one grant of a name, whatever it is of */

@@ -11,7 +11,7 @@
 //  - a follower tracks nothing and proposes nothing (demote forgets everything).
 // Each command is reported once, then again every retryMs until an apply shows it done
 // (a proposal can be dropped, e.g. during a leadership transfer; the proposer holds a
-// repeat back while an earlier copy can still commit: src/node/lessor-proposer.ts). So
+// repeat back while an earlier copy can still commit: src/server/leader/lessor-proposer.ts). So
 // several copies of a command can be in the log at once: endLockDelay and cancelWait
 // therefore name the delay or wait they end by the log index at which it began (`since`),
 // and a copy that lands after its item is over does nothing (docs/lock-fsm.md "Lessor

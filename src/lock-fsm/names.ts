@@ -86,7 +86,7 @@ export function isIdempotencyKey(x: unknown): x is string {
 }
 
 /** The digest of a keyed request's canonical form (Envelope.keyBinding.digest): 32–64
- *  lowercase hex digits. The node computes it (src/node/request-digest.ts); the FSM only
+ *  lowercase hex digits. The node computes it (src/server/leader/request-digest.ts); the FSM only
  *  compares it. */
 export function isRequestDigest(x: unknown): x is string {
   return typeof x === 'string' && REQUEST_DIGEST_RE.test(x);

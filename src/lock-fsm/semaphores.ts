@@ -9,41 +9,9 @@
 
 import type { Command } from './commands.js';
 import type { ApplyResult, FsmEvent } from './results.js';
-import { assert, type FsmCore, type MaxHold, type Session } from './state.js';
+import { assert, SemHolder, SemState, SemWaiter, type FsmCore, type Session } from './state.js';
 import { compareStrings } from './names.js';
 import { cycleOfNewWait } from './deadlock.js';
-
-export class SemHolder implements MaxHold {
-  maxHoldMs = 0;
-  grantedAtMs = 0;
-  constructor(readonly sem: SemState, readonly session: Session, readonly owner: string, readonly permits: number, readonly token: number) {}
-}
-
-export class SemWaiter {
-  constructor(
-    readonly sem: SemState,
-    readonly session: Session,
-    readonly owner: string,
-    readonly permits: number,
-    readonly waitMs: number,
-    /** the wait's identity: the log index that queued it (semCancelWait names it) */
-    readonly since: number,
-    /** the Idempotency-Key of the acquire that queued it (settled to the grant) */
-    readonly key: string | undefined,
-    /** the acquire's max_hold_ms, given to the grant (0: none; see Waiter.maxHoldMs) */
-    public maxHoldMs = 0,
-  ) {}
-  /** the log time of the apply that queued it (see Waiter.queuedAtMs) */
-  queuedAtMs = 0;
-}
-
-export class SemState {
-  inUse = 0;
-  /** holders by session id */
-  readonly holders = new Map<string, SemHolder>();
-  readonly queue: SemWaiter[] = [];
-  constructor(readonly name: string, public limit: number) {}
-}
 
 type SemAcquire = Extract<Command, { kind: 'semAcquire' }>;
 

@@ -8,8 +8,8 @@
 // importState trusts nothing: a snapshot comes from disk or the network, and a bad one
 // must give a clear error, never a state that breaks an invariant later.
 
-import { FsmCore, LockState, Session, newCore, type LockFsmOptions } from './state.js';
-import { SemState, attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
+import { FsmCore, LockState, SemState, Session, newCore, type LockFsmOptions } from './state.js';
+import { attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
 import type { IdempotencyEntry, StoredBinding } from './idempotency.js';
 import { isBindingPrincipal } from './commands.js';
 import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';

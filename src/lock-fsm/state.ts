@@ -16,7 +16,6 @@ import { IdempotencyTable } from './idempotency.js';
 import type { ApplyResult, FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';
 import { compareStrings } from './names.js';
-import type { SemHolder, SemState, SemWaiter } from './semaphores.js';
 import { grantSetIfReady, withdrawSetsHolding, type LockSetWait } from './lock-sets.js';
 
 export class Session {
@@ -126,6 +125,41 @@ export class LockState {
   tail: Waiter | null = null;
   waiterCount = 0;
   constructor(readonly name: string) {}
+}
+
+// A semaphore's records (the functions that change them: semaphores.ts, docs/lock-fsm.md
+// "Semaphores"). They stand here with the lock's, so that this file imports no module
+// that imports it.
+export class SemHolder implements MaxHold {
+  maxHoldMs = 0;
+  grantedAtMs = 0;
+  constructor(readonly sem: SemState, readonly session: Session, readonly owner: string, readonly permits: number, readonly token: number) {}
+}
+
+export class SemWaiter {
+  constructor(
+    readonly sem: SemState,
+    readonly session: Session,
+    readonly owner: string,
+    readonly permits: number,
+    readonly waitMs: number,
+    /** the wait's identity: the log index that queued it (semCancelWait names it) */
+    readonly since: number,
+    /** the Idempotency-Key of the acquire that queued it (settled to the grant) */
+    readonly key: string | undefined,
+    /** the acquire's max_hold_ms, given to the grant (0: none; see Waiter.maxHoldMs) */
+    public maxHoldMs = 0,
+  ) {}
+  /** the log time of the apply that queued it (see Waiter.queuedAtMs) */
+  queuedAtMs = 0;
+}
+
+export class SemState {
+  inUse = 0;
+  /** holders by session id */
+  readonly holders = new Map<string, SemHolder>();
+  readonly queue: SemWaiter[] = [];
+  constructor(readonly name: string, public limit: number) {}
 }
 
 export interface LockFsmOptions {

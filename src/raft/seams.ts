@@ -8,7 +8,7 @@
 //   DurableStorage  LevelStorage (src/raft/storage/level-storage.ts)
 //                   MemoryDurableStorage (src/raft/storage/memory-durable-storage.ts)
 //                   contract: test/storage/contract.test.ts
-//   Application     LockApp (src/node/lock-app.ts); the tests' and simulator's apps
+//   Application     LockApp (src/server/app/lock-app.ts); the tests' and simulator's apps
 //   DriverClock     the node's monotonic clock; the simulator's virtual one
 //   RawNodeLike     RawNode (src/raft/core/raw-node.ts)
 //   Rng             seededRng (src/raft/core/rng.ts), injected into the core

@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { ApiError } from '../../src/api/errors.js';
-import { deadlockError, setHeldError } from '../../src/node/result-errors.js';
+import { deadlockError, setHeldError } from '../../src/api/result-errors.js';
 import { FakeService } from './fake-service.js';
 import { assertError, json, makeApp } from './helpers.js';
 

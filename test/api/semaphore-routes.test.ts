@@ -1,13 +1,13 @@
 // GET /v1/semaphores and the withdrawal of a queued semaphore wait by a release, through
 // the REST layer on a real service (the lock FSM on a stand-in driver, as in
-// test/node/service-fixture.ts): the list's shape, order, prefix, limit and consistency
+// test/server/services/service-fixture.ts): the list's shape, order, prefix, limit and consistency
 // as GET /v1/locks (docs/contract.md §4 "Semaphores"), its answers against the OpenAPI
 // document's SemaphoreList, and docs/api.md "Release" for semaphores.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import type { FastifyInstance } from 'fastify';
-import { setup } from '../node/service-fixture.js';
+import { setup } from '../server/services/service-fixture.js';
 import { assertError, json, makeApp } from './helpers.js';
 
 type Json = Record<string, unknown>;

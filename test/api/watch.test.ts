@@ -5,8 +5,8 @@
 import assert from 'node:assert/strict';
 import { after, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import { WatchHub } from '../../src/node/watch-hub.js';
-import { currentHolders } from '../../src/node/watch-state.js';
+import { WatchHub } from '../../src/server/watch/watch-hub.js';
+import { currentHolders } from '../../src/server/watch/watch-state.js';
 import type { ApplyOutput, Command } from '../../src/lock-fsm/index.js';
 import { Log } from '../lock-fsm/helpers.js';
 import { assertError, makeApp } from './helpers.js';

@@ -1,6 +1,6 @@
 // The SDK's view of revocation and max hold (docs/client.md "Revocation and maximum hold"),
 // over real HTTP against the real REST server and the node's service on a stand-in driver
-// (test/node/service-fixture.ts): a lock's signal aborts before its max hold can have
+// (test/server/services/service-fixture.ts): a lock's signal aborts before its max hold can have
 // freed it, and after the keepalive that follows a revoke; client.revoke answers the grants.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -9,7 +9,7 @@ import { LockLostError, NotHolderError, RaftlockClient } from '@raftlock/client'
 import { buildServer } from '../../src/api/server.js';
 import { Metrics } from '../../src/metrics.js';
 import { LIMITS } from '../api/helpers.js';
-import { setup } from '../node/service-fixture.js';
+import { setup } from '../server/services/service-fixture.js';
 
 let app: FastifyInstance;
 let url: string;

@@ -10,10 +10,10 @@ import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { RaftlockClient, type WatchEvent, type WatchSynced } from '@raftlock/client';
-import { LockApp } from '../../src/node/lock-app.js';
+import { LockApp } from '../../src/server/app/lock-app.js';
 import type { ApplyOutput } from '../../src/lock-fsm/index.js';
 import { LevelStorage } from '../../src/raft/storage/level-storage.js';
-import { watchEventsOfEntry } from '../../src/node/watch-events.js';
+import { watchEventsOfEntry } from '../../src/server/watch/watch-events.js';
 import { ClusterHarness, eventually } from '../support/cluster-harness.js';
 import { openSse, sseFrames, type SseStream } from '../support/sse.js';
 

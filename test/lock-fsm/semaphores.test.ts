@@ -125,7 +125,7 @@ test("idempotency: a queued semaphore acquire's key answers with its grant; snap
 });
 
 test("a release by a waiting session: semRelease is not_holder and keeps the wait; the semCancelWait naming it withdraws it and admits the next; if the grant won, it answers the grant", () => {
-  // the two steps of the API's withdrawal (src/node/leader-coordinator.ts withdrawWait, docs/api.md "Release")
+  // the two steps of the API's withdrawal (src/server/leader/leader-coordinator.ts withdrawWait, docs/api.md "Release")
   const g = new Log();
   for (const s of ['a', 'b', 'c']) g.open(s);
   sem(g, 'a', 2, 2);

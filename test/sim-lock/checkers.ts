@@ -26,7 +26,7 @@
 //    (test/model/lock-model.ts), gives every result and event the nodes gave
 //    (model-checker.ts).
 import { assertFsmInvariants, type ApplyOutput, type Envelope } from '../../src/lock-fsm/index.js';
-import { decodeCommand } from '../../src/node/command-codec.js';
+import { decodeCommand } from '../../src/server/app/command-codec.js';
 import type { LockNode } from './node.js';
 import { ModeShadow, checkLockModes, checkSemLimits, lockModesOf, semsOf } from './mode-checkers.js';
 import { HoldShadow, type StampInfo } from './hold-checker.js';

@@ -1,5 +1,5 @@
 // One simulated raftlock node: the REAL RawNode + RaftDriver + LockApp (real LockFsm) +
-// Lessor, wired as src/node/raftlock-node.ts and src/node/leader-coordinator.ts wire them, over
+// Lessor, wired as src/server/compose.ts and src/server/leader/leader-coordinator.ts wire them, over
 // a SimDisk (written vs synced, crash drops the unsynced) and a SimTransport. The driver
 // runs with autoRun: false; the cluster calls drain() and awaits it, and every await in
 // the driver resolves on a sim promise, so a seed replays exactly.
@@ -8,10 +8,10 @@ import type { NodeId, Role, Snapshot } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
 import { RaftDriver, type ProposalOutcome } from '../../src/raft/driver.js';
-import { LockApp } from '../../src/node/lock-app.js';
-import { encodeCommand } from '../../src/node/command-codec.js';
-import { LessorProposer } from '../../src/node/lessor-proposer.js';
-import { LogClock } from '../../src/node/log-clock.js';
+import { LockApp } from '../../src/server/app/lock-app.js';
+import { encodeCommand } from '../../src/server/app/command-codec.js';
+import { LessorProposer } from '../../src/server/leader/lessor-proposer.js';
+import { LogClock } from '../../src/server/leader/log-clock.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
 import type { SimDisk } from '../sim/disk.js';
 import type { SimOptions } from '../sim/options.js';
@@ -219,7 +219,7 @@ export class LockNode {
       id, raw: this.raw, storage: this.storage, transport, app: this.app,
       snapshotConf: snap.meta.conf, applied: snap.meta.index,
       snapshotEveryEntries: p.snapshotEveryEntries, proposalTimeoutMs: p.proposalTimeoutMs,
-      // as production (raftlock-node.ts): a slow fsync must not silence a leader
+      // as production (src/server/compose.ts): a slow fsync must not silence a leader
       heartbeatCoverTicks: p.heartbeatCoverTicks,
       clock: { nowMs: env.nowMs }, autoRun: false,
       hooks: {

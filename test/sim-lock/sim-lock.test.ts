@@ -66,7 +66,7 @@ test('lock simulation: regression seeds', async () => {
 // proposal timeout, and the lessor's proposer, reopening its gate on every 'unknown'
 // answer, proposed each expiry ~47 times: the leader's log reached 18,932 entries with
 // 6,434 committed, and nothing was granted after healing. Each expiry is now proposed once
-// per term while an earlier copy can still commit (src/node/lessor-proposer.ts).
+// per term while an earlier copy can still commit (src/server/leader/lessor-proposer.ts).
 test('lock simulation: the re-proposal storm stays bounded (seed 2108, 6000 fault ticks)', async () => {
   const r = await runLockSchedule(2108, { ticks: 6000 });
   if (!r.ok) assert.fail(formatLockFailure(r, 6000));

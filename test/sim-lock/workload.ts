@@ -1,5 +1,5 @@
 // Lock clients for the simulation. Each client does one thing at a time against the node
-// it believes leads, exactly as src/node/lock-service.ts serves it:
+// it believes leads, exactly as src/server/services/lock-service.ts serves it:
 //  - writes (open, acquire with and without wait, release, close) are proposals through
 //    driver.propose; an acquire counts as acknowledged only if, once applied, the grant
 //    still stands and the leader's lessor renewed the session from the request's send

@@ -9,7 +9,7 @@ import { docsHtml } from '../ui/docs-page.js';
 import { STATUS_HTML } from '../ui/status-page.js';
 import { STATUS_JS } from '../ui/status-script.js';
 import { STATUS_CSS } from '../ui/status-style.js';
-import { raftlockVersion } from '../../ops/version.js';
+import { raftlockVersion } from '../../server/ops/format/version.js';
 
 /** Paths that carry no cluster data: public even when auth is on (a browser cannot send a
  *  bearer token when it navigates; the data route still needs one). */

@@ -5,7 +5,7 @@ import { closeSync, existsSync, fsyncSync, openSync, readFileSync, renameSync, r
 import { basename, dirname, join, resolve } from 'node:path';
 import { Agent, request } from 'undici';
 import type { RaftlockClient } from '@raftlock/client';
-import { decodeBackup, sha256Hex, type BackupMeta } from '../../ops/backup-file.js';
+import { decodeBackup, sha256Hex, type BackupMeta } from '../../server/ops/format/backup-file.js';
 import { CliExit, EXIT, UsageError } from './common.js';
 
 const MAX_BACKUP_BYTES = 2 ** 31 - 1;

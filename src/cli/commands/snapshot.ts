@@ -6,7 +6,7 @@
 import type { Command } from 'commander';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '../../config.js';
-import { BackupFormatError, decodeBackup, sha256Hex, type BackupMeta } from '../../ops/backup-file.js';
+import { BackupFormatError, decodeBackup, sha256Hex, type BackupMeta } from '../../server/ops/format/backup-file.js';
 import { CliExit, DEFAULT_CONFIG, EXIT, durationFlag, intFlag, printJson, reportError, resolveEndpoints, runClientCommand, withClientOptions, type ClientFlags } from './common.js';
 import { saveSnapshot } from './snapshot-save.js';
 
@@ -87,7 +87,7 @@ export function registerSnapshot(program: Command): void {
         const tokenFloor = f.tokenFloor === undefined ? undefined : intFlag(f.tokenFloor, '--token-floor', 0, Number.MAX_SAFE_INTEGER);
         const bytes = readBackupFile(file);
         // loaded on demand: LevelDB and the lock FSM are not needed by the other commands
-        const { restoreNode } = await import('../../node/restore.js');
+        const { restoreNode } = await import('../../server/ops/restore.js');
         const r = await restoreNode(bytes, config, f.node, { ...(f.dataDir !== undefined ? { dataDir: f.dataDir } : {}), ...(tokenFloor !== undefined ? { tokenFloor } : {}) });
         const floor = Math.max(r.index, r.tokenCounter);
         if (f.json) {
@@ -111,7 +111,7 @@ export function registerSnapshot(program: Command): void {
         const bytes = readBackupFile(file);
         const { meta, payload } = decodeBackup(bytes);
         // the payload must also load as a lock state machine, not just hash right
-        const { LockApp } = await import('../../node/lock-app.js');
+        const { LockApp } = await import('../../server/app/lock-app.js');
         try {
           new LockApp({}, () => undefined).restore(payload, meta.index);
         } catch (err) {

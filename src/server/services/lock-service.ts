@@ -1,0 +1,342 @@
+// LockService on a real node: the REST contract (docs/contract.md) for sessions, locks
+// and the cluster, in the contract's terms. Writes go through the log and linearizable
+// reads through a read barrier (leader/leader-log.ts); leases and waits are the leader side's
+// (leader/leader-coordinator.ts); semaphores and elections have their own services beside this
+// one (semaphore-service.ts, election-service.ts).
+import type { ApplyOutput, ApplyResult, Command } from '../../lock-fsm/index.js';
+import { isSessionId } from '../../lock-fsm/index.js';
+import { ApiError } from '../../api/errors.js';
+import type { ClusterView, GrantView, KeepaliveGrantView, KeepaliveView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../../api/service.js';
+import { LeaderLog, unkeyed } from '../leader/leader-log.js';
+import { LeaderCoordinator } from '../leader/leader-coordinator.js';
+import { SemaphoreService } from './semaphore-service.js';
+import { ElectionService } from './election-service.js';
+import { LockSetService } from './lock-set-service.js';
+import { asActor, checkOwner, newSessionId, requester } from './requester.js';
+import { revokeGrants } from './revoke.js';
+import { grantOf, grantView, lockView } from '../../api/lock-views.js';
+import { lockHeldError, resultError, sessionNotFound } from '../../api/result-errors.js';
+import type { ServiceDeps } from '../leader/service-deps.js';
+
+type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number };
+
+/** the `result` label of raftlock_lock_acquire_total for an acquire that failed */
+function acquireOutcome(err: unknown): 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
+  if (!(err instanceof ApiError)) return 'error';
+  return err.code === 'timeout' || err.code === 'lock_held' || err.code === 'session_not_found' ? err.code : 'error';
+}
+
+export class RaftLockService implements LockService {
+  /** proposals and read barriers (leader/leader-log.ts) */
+  readonly log: LeaderLog;
+  /** leases, waits and the driver's hooks on the leader (leader/leader-coordinator.ts) */
+  readonly leader: LeaderCoordinator;
+  /** semaphores (docs/contract.md §4 "Semaphores") */
+  readonly semaphores: SemaphoreService;
+  /** leader election (docs/contract.md §4 "Leader election") */
+  readonly elections: ElectionService;
+  /** lock sets (docs/contract.md §5) */
+  readonly lockSets: LockSetService;
+
+  constructor(readonly d: ServiceDeps) {
+    this.log = new LeaderLog(d);
+    this.leader = new LeaderCoordinator(d, this.log);
+    this.semaphores = new SemaphoreService(d, this.log, this.leader);
+    this.elections = new ElectionService(d, this.log, this.leader);
+    this.lockSets = new LockSetService(d, this.log, this.leader);
+  }
+
+  // ---- routing and health ----------------------------------------------------------
+
+  routing(): Routing {
+    // a removed node takes no part any more: it neither serves nor relays (clients fail over)
+    if (this.d.membership.selfState() === 'removed') throw new ApiError('unavailable', this.d.membership.notReadyReason() ?? 'removed');
+    const leader = this.d.driver.currentLeader;
+    return { isLeader: this.d.driver.currentRole === 'leader', leaderApi: leader ? this.d.membership.address(leader)?.api ?? null : null };
+  }
+
+  ready(): boolean {
+    const st = this.d.driver.status();
+    return st.leader !== null && this.d.driver.appliedIndex >= st.commit && this.notReadyReason() === null;
+  }
+
+  notReadyReason(): string | null {
+    return this.d.readiness?.reason() ?? this.d.membership.notReadyReason();
+  }
+
+  // ---- the driver's hooks: the leader side's (leader/leader-coordinator.ts) -----------------
+
+  onApplied(out: ApplyOutput | undefined): void {
+    if (out) this.lockSets.onApplied(out);
+    this.leader.onApplied(out);
+  }
+
+  onRoleChange(isLeader: boolean): void {
+    this.leader.onRoleChange(isLeader);
+  }
+
+  onTick(): void {
+    this.leader.onTick();
+  }
+
+  shutdown(): void {
+    this.leader.shutdown();
+  }
+
+  // ---- sessions --------------------------------------------------------------------
+
+  async openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }> {
+    const ttlMs = p.ttlMs ?? this.d.session.defaultTtlMs;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const cmd: Command = { kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs };
+      if (ctx.principal !== undefined) cmd.principal = ctx.principal;
+      // the request as sent: the node's default ttl and lock-delay are not part of it
+      const r = await this.log.submit(cmd, ctx, { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } });
+      if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
+      if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
+      throw resultError(r);
+    }
+    throw new ApiError('unavailable', 'could not draw a fresh session id');
+  }
+
+  async keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView> {
+    const arrival = this.d.nowMs();
+    await this.log.readBarrier();
+    const s = this.liveSession(sessionId);
+    checkOwner(this.d, s.principal, ctx, undefined);
+    this.leader.renewLease(sessionId, arrival, 'unavailable');
+    // The grants as of the read barrier (after the request arrived): a grant the client was
+    // answered before it sent this keepalive is listed unless it was revoked or its max
+    // hold ended — the SDK learns that here rather than with a read per keepalive.
+    // waiters: how many requests wait on each grant's name (docs/contract.md §5 "Contention")
+    const grants = this.d.app.fsm.sessionGrants(sessionId).map((g): KeepaliveGrantView => ({ kind: g.kind, name: g.name, fencing_token: g.fencingToken, ...(g.shared ? { mode: 'shared' as const } : {}), waiters: g.waiters }));
+    return { session_id: s.sessionId, ttl_ms: s.ttlMs, grants };
+  }
+
+  async getSession(sessionId: string, _ctx: RequestContext): Promise<SessionView> {
+    await this.log.readBarrier();
+    const s = this.liveSession(sessionId);
+    return { session_id: s.sessionId, owner: s.owner, ttl_ms: s.ttlMs, locks: s.locks };
+  }
+
+  async closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }> {
+    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const r = await this.log.submit(asActor(this.d, { kind: 'closeSession' as const, sessionId }, ctx, undefined), ctx, { op: 'session.close', name: sessionId, body: {} });
+    if (r.ok && r.kind === 'session_closed') return { released: r.released };
+    throw resultError(r);
+  }
+
+  // ---- locks -----------------------------------------------------------------------
+
+  /**
+   * raftlock_lock_acquire_total{result} is counted here, once per acquire by its outcome (a
+   * grant, or the error it answers), and once more as `queued` when it waited
+   * (docs/api.md "Metrics").
+   */
+  async acquire(name: string, p: AcquireParams, ctx: RequestContext): Promise<GrantView> {
+    try {
+      const grant = await this.acquireGrant(name, p, ctx, () => this.d.metrics.lockAcquire.inc({ result: 'queued' }));
+      this.d.metrics.lockAcquire.inc({ result: 'acquired' });
+      return grant;
+    } catch (err) {
+      this.d.metrics.lockAcquire.inc({ result: acquireOutcome(err) });
+      throw err;
+    }
+  }
+
+  private async acquireGrant(name: string, p: AcquireParams, ctx: RequestContext, onQueued: () => void): Promise<GrantView> {
+    const arrival = this.d.nowMs();
+    const { sessionId, ...who } = requester(this.d, p, ctx, name);
+    const cmd: Command = { kind: 'acquire', name, sessionId, waitMs: p.waitMs, ...who };
+    if (p.owner !== undefined) cmd.owner = p.owner;
+    if (p.mode === 'shared') cmd.mode = 'shared';
+    if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
+    // the request as sent (no default ttl, no drawn session id; not wait_ms: leader/request-digest.ts);
+    // mode as the contract defaults it
+    const request = { op: 'lock.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
+    const out: ApplyOutput = await this.log.submitOutput(cmd, ctx, request);
+    // the answer is the applied result's: its name, session and token (a replay answers
+    // the key's first request, which the state machine matched to this one)
+    const r = out.result;
+    if (r.ok && r.kind === 'acquired') {
+      if (out.replayed) return this.replayedGrant(r, arrival);
+      return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
+    }
+    if (r.ok && r.kind === 'queued') {
+      onQueued();
+      return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx);
+    }
+    throw resultError(r);
+  }
+
+  async renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView> {
+    const arrival = this.d.nowMs();
+    await this.log.readBarrier();
+    const s = this.liveSession(sessionId);
+    checkOwner(this.d, s.principal, ctx, name);
+    const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
+    if (!h) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
+    this.leader.renewLease(sessionId, arrival, 'unavailable');
+    return grantView(name, sessionId, h.fencingToken, s.ttlMs, h.mode);
+  }
+
+  /** A release without a fencing token by a session that does not hold the lock but waits
+   *  for it withdraws that wait (LeaderCoordinator.withdrawWait, docs/api.md "Release"). */
+  async release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }> {
+    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
+    const cmd: Extract<Command, { kind: 'release' }> = { kind: 'release', name, sessionId };
+    if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
+    asActor(this.d, cmd, ctx, name);
+    const out = await this.log.submitOutput(cmd, ctx, { op: 'lock.release', name, body: { session_id: sessionId, fencing_token: fencingToken } });
+    const r = out.result;
+    if (r.ok && r.kind === 'released') return { name: r.name, released: true };
+    if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx))) return { name, released: true };
+    throw resultError(r);
+  }
+
+  /** revoke (the route checked `admin` on the name): docs/contract.md §4 "Revocation and maximum hold" */
+  async revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
+    return revokeGrants(this.log, 'lock', name, sessionId, ctx);
+  }
+
+  getLock(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView> {
+    return this.log.read(consistency, () => lockView(this.d.app.fsm.getLock(name)));
+  }
+
+  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView[]> {
+    return this.log.read(consistency, () => this.d.app.fsm.listLocks(prefix, limit).map(lockView));
+  }
+
+  async checkToken(name: string, fencingToken: number, _ctx: RequestContext): Promise<{ name: string; current: boolean }> {
+    await this.log.readBarrier();
+    return { name, current: this.d.app.fsm.check(name, fencingToken) };
+  }
+
+  // ---- cluster ---------------------------------------------------------------------
+
+  cluster(): ClusterView {
+    return this.d.clusterOps.view();
+  }
+
+  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView> {
+    return this.d.clusterOps.add(m, ctx);
+  }
+
+  promoteMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+    return this.d.clusterOps.promote(id, ctx);
+  }
+
+  removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+    return this.d.clusterOps.remove(id, ctx);
+  }
+
+  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }> {
+    return this.d.clusterOps.transfer(to, ctx);
+  }
+
+  /** The longest `op` takes here as the leader (a follower's relay waits that long). */
+  leaderBudgetMs(op: LeaderOp, waitMs: number): number {
+    if (op !== 'acquire') return this.d.clusterOps.leaderBudgetMs(op);
+    // propose; wait up to the backstop past wait_ms; possibly ask again once (waitForGrant)
+    return 2 * (this.d.proposalTimeoutMs ?? 5000) + this.d.readTimeoutMs + waitMs + this.leader.waitBackstopMs();
+  }
+
+  // ---- internals ---------------------------------------------------------------------
+
+  private liveSession(sessionId: string) {
+    const s = isSessionId(sessionId) ? this.d.app.fsm.getSession(sessionId) : undefined;
+    if (!s) throw sessionNotFound(sessionId);
+    return s;
+  }
+
+  /** what a release that found no grant withdraws: the session's wait for the lock, or a
+   *  grant made between the release's commit and now (it is this session's to undo) */
+  private withdrawal(name: string, sessionId: string): Command | undefined {
+    const waits = this.d.app.fsm.getSession(sessionId)?.waiting.includes(name) === true;
+    if (!waits && grantOf(this.d.app.fsm.getLock(name), sessionId) === undefined) return undefined;
+    return { kind: 'cancelWait', name, sessionId };
+  }
+
+  /**
+   * The FSM said `sessionId` was granted `name` with `token` (now, or as the stored answer
+   * of an idempotent retry). Answer with the grant only if it still stands and the
+   * session's lease could be renewed from this request's arrival; otherwise say what is
+   * true now.
+   */
+  private confirmGrant(name: string, sessionId: string, token: number, arrival: number): GrantView {
+    const s = this.d.app.fsm.getSession(sessionId);
+    const l = this.d.app.fsm.getLock(name);
+    if (!s) throw sessionNotFound(sessionId);
+    const h = grantOf(l, sessionId);
+    if (!h || h.fencingToken !== token) throw lockHeldError(name, l.holder);
+    this.leader.renewLease(sessionId, arrival, 'timeout');
+    return grantView(name, sessionId, token, s.ttlMs, h.mode);
+  }
+
+  /**
+   * A retry (same Idempotency-Key) of an acquire that was granted: the answer is the first
+   * one, token and all, whatever happened since (docs/contract.md "Idempotency"). While
+   * that grant still stands this is a retry after an unknown outcome, and the lease is
+   * renewed from this request as for a fresh grant; once it is gone (released, expired,
+   * taken by another session) nothing is renewed or re-checked: the lock's state is not
+   * this request's answer, and the token fences any use of the old grant.
+   */
+  private replayedGrant(r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
+    const h = grantOf(this.d.app.fsm.getLock(r.name), r.sessionId);
+    if (h && h.fencingToken === r.fencingToken) {
+      return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
+    }
+    return grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
+  }
+
+  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {
+    const fsm = this.d.app.fsm;
+    // The state may have moved on since the 'queued' answer (or this is a retry).
+    const held = fsm.getLock(name).holder;
+    const mine = grantOf(fsm.getLock(name), sessionId);
+    if (mine) return this.confirmGrant(name, sessionId, mine.fencingToken, arrival);
+    // The 'queued' answer can reach a node that has lost leadership since it proposed (the
+    // next leader committed the entry): only the leader may wait, renew and cancel.
+    if (!this.d.lessor.isLeader) {
+      throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+    }
+    const s = fsm.getSession(sessionId);
+    if (!s) throw sessionNotFound(sessionId);
+    if (!s.waiting.includes(name)) {
+      // Typically a retry (same Idempotency-Key) whose first attempt queued and whose wait
+      // then ended unheard: its connection died — e.g. the follower relaying it crashed —
+      // and 'aborted' below gave the place up. Answering the stored 'queued' with 409 would
+      // report a wait that never ran out (seen when a member is killed under load). Ask
+      // again, once, as a new wait: the FSM's acquire is idempotent for a session that
+      // holds or waits for the lock, so this needs no key of its own.
+      if (asked) throw lockHeldError(name, held);
+      const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs }, ctx, name);
+      const r = await this.log.submit(again, unkeyed(ctx));
+      if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival);
+      if (r.ok && r.kind === 'queued') return this.waitForGrant(name, sessionId, waitMs, arrival, ctx, true);
+      throw resultError(r);
+    }
+
+    const started = this.d.nowMs();
+    const since = fsm.waitOf(name, sessionId)?.since ?? 0;
+    const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since }, arrival, waitMs, ctx.signal);
+    this.d.metrics.lockWait.observe((this.d.nowMs() - started) / 1000);
+    switch (outcome.kind) {
+      case 'granted':
+        return this.confirmGrant(name, sessionId, outcome.fencingToken, arrival);
+      case 'cancelled':
+        throw lockHeldError(name, outcome.holder);
+      case 'session_ended':
+        throw sessionNotFound(sessionId);
+      case 'aborted':
+        // the client went away and gave its place up (awaitGrant); the cancel may lose to a
+        // grant, so the answer — if anyone still hears it, e.g. a relaying follower — is
+        // "outcome unknown", never 503
+        throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
+      case 'shutdown':
+        throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
+      case 'unknown':
+        throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+    }
+  }
+}

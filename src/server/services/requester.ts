@@ -1,0 +1,54 @@
+// Who a request acts as, in the commands it proposes (docs/security.md "Sessions belong to
+// their token"): the session it names, with the principal the state machine must match
+// against the session's opener, or a new session the leader draws for it.
+import { randomBytes } from 'node:crypto';
+import type { NewSessionSpec } from '../../lock-fsm/index.js';
+import { isSessionId } from '../../lock-fsm/index.js';
+import type { RequestContext } from '../../api/service.js';
+import { permissionDenied, sessionNotFound } from '../../api/result-errors.js';
+import type { ServiceDeps } from '../leader/service-deps.js';
+
+/** 128 random bits drawn by the leader: session ids are capabilities (docs/security.md). */
+export function newSessionId(): string {
+  return randomBytes(16).toString('hex');
+}
+
+/** The principal the FSM must match against the session's opener, or undefined when
+ *  auth is off or the caller's token has `admin` over `name`. */
+function actorOf(d: Pick<ServiceDeps, 'mayActForOthers'>, ctx: RequestContext, name: string | undefined): string | undefined {
+  const p = ctx.principal;
+  if (p === undefined || !d.mayActForOthers || d.mayActForOthers(p, name)) return undefined;
+  return p;
+}
+
+/** `cmd` with the actor it must be checked as, when there is one (actorOf) */
+export function asActor<C extends { sessionId: string; actor?: string }>(d: Pick<ServiceDeps, 'mayActForOthers'>, cmd: C, ctx: RequestContext, name: string | undefined): C {
+  const actor = actorOf(d, ctx, name);
+  if (actor !== undefined) cmd.actor = actor;
+  return cmd;
+}
+
+/** keepalive/renew are not logged: the same ownership rule, checked on applied state
+ *  after the read barrier (so the session is as current as the barrier's index). */
+export function checkOwner(d: Pick<ServiceDeps, 'mayActForOthers'>, sessionPrincipal: string | undefined, ctx: RequestContext, name: string | undefined): void {
+  const actor = actorOf(d, ctx, name);
+  if (actor !== undefined && actor !== (sessionPrincipal ?? '')) throw permissionDenied();
+}
+
+/** The session part of an acquire, semaphore acquire or campaign of `name`: the request's
+ *  own session (its id checked, with the actor), or a new one drawn here whose principal
+ *  is the caller. */
+export function requester(
+  d: Pick<ServiceDeps, 'session' | 'mayActForOthers'>,
+  p: { sessionId?: string; ttlMs?: number; owner?: string },
+  ctx: RequestContext,
+  name: string,
+): { sessionId: string; newSession?: NewSessionSpec; actor?: string } {
+  if (p.sessionId === undefined) {
+    const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: d.session.lockDelayMs };
+    if (ctx.principal !== undefined) newSession.principal = ctx.principal;
+    return { sessionId: newSessionId(), newSession };
+  }
+  if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
+  return asActor(d, { sessionId: p.sessionId }, ctx, name);
+}

@@ -1,0 +1,117 @@
+// A RaftLockService on a stand-in driver (proposals apply at once, or when the test lets
+// them commit), for tests of the service's answers around leadership changes and shutdown.
+import assert from 'node:assert/strict';
+import { RaftLockService } from '../../../src/server/services/lock-service.js';
+import { LockApp } from '../../../src/server/app/lock-app.js';
+import { decodeCommand } from '../../../src/server/app/command-codec.js';
+import { Lessor, type ApplyOutput } from '../../../src/lock-fsm/index.js';
+import { Metrics } from '../../../src/metrics.js';
+import { ApiError } from '../../../src/api/errors.js';
+import type { RaftDriver, ProposalOutcome } from '../../../src/raft/driver.js';
+import type { Membership } from '../../../src/server/membership/membership.js';
+import type { ClusterOps } from '../../../src/server/membership/cluster-ops.js';
+import type { RequestContext } from '../../../src/api/service.js';
+
+/** A driver stand-in: proposals apply at once, or wait until the test lets them commit. */
+export class FakeDriver {
+  currentRole: 'leader' | 'follower' = 'leader';
+  currentLeader: string | null = 'n1';
+  currentTerm = 1;
+  appliedIndex = 0;
+  hold = false;
+  private held: { bytes: Uint8Array; resolve: (o: ProposalOutcome<ApplyOutput>) => void }[] = [];
+  constructor(private readonly app: LockApp, private readonly svc: () => RaftLockService) {}
+
+  propose(bytes: Uint8Array): Promise<ProposalOutcome<ApplyOutput>> {
+    if (this.currentRole !== 'leader') return Promise.resolve({ ok: false, kind: 'rejected', reason: 'not_leader' });
+    return new Promise((resolve) => {
+      if (this.hold) this.held.push({ bytes, resolve });
+      else resolve(this.apply(bytes));
+    });
+  }
+
+  /** commit and apply everything held back, in order (as the next leader would) */
+  commitHeld(): void {
+    for (const h of this.held.splice(0)) h.resolve(this.apply(h.bytes));
+  }
+
+  /** answer everything held back 'unknown' (commit slower than the proposal timeout) and
+   *  return the entries, for the test to apply later (applyForeign) */
+  timeOutHeld(): Uint8Array[] {
+    return this.held.splice(0).map((h) => {
+      h.resolve({ ok: false, kind: 'unknown' });
+      return h.bytes;
+    });
+  }
+
+  /** an entry another leader committed, applied here */
+  applyForeign(bytes: Uint8Array): void {
+    this.apply(bytes);
+  }
+
+  private apply(bytes: Uint8Array): ProposalOutcome<ApplyOutput> {
+    decodeCommand(bytes); // what a real log would carry
+    const index = ++this.appliedIndex;
+    const out = this.app.apply({ index, term: 1, kind: 'normal', data: bytes });
+    this.svc().onApplied(out);
+    return { ok: true, index, term: 1, result: out };
+  }
+
+  readIndex(): Promise<{ ok: true; index: number } | { ok: false; reason: 'not_leader' }> {
+    return Promise.resolve(this.currentRole === 'leader' ? { ok: true, index: this.appliedIndex } : { ok: false, reason: 'not_leader' });
+  }
+
+  status() {
+    return { leader: this.currentLeader, commit: this.appliedIndex, term: 1, role: this.currentRole };
+  }
+}
+
+export function setup() {
+  let now = 1000;
+  const app = new LockApp({}, () => undefined);
+  const lessor = new Lessor({ tickMs: 100 });
+  const ref: { svc?: RaftLockService } = {};
+  const driver = new FakeDriver(app, () => ref.svc!);
+  const metrics = new Metrics();
+  const membership = { selfState: () => 'member', address: () => undefined, notReadyReason: () => null } as unknown as Membership;
+  const svc = new RaftLockService({
+    nodeId: 'n1',
+    driver: driver as unknown as RaftDriver<ApplyOutput>,
+    app,
+    lessor,
+    metrics,
+    session: { defaultTtlMs: 2000, minTtlMs: 100, maxTtlMs: 60_000, lockDelayMs: 0 },
+    membership,
+    clusterOps: {} as ClusterOps,
+    nowMs: () => now,
+    readTimeoutMs: 1000,
+    electionTimeoutMaxMs: 1000,
+  });
+  ref.svc = svc;
+  svc.onRoleChange(true);
+  const ctx = (key?: string): RequestContext => ({ signal: new AbortController().signal, ...(key ? { idempotencyKey: key } : {}) });
+  const depose = (): void => {
+    driver.currentRole = 'follower';
+    driver.currentLeader = 'n2';
+    svc.onRoleChange(false);
+  };
+  /** this node leads again, in a new term (as the next leader would: its lessor takes office) */
+  const promote = (): void => {
+    driver.currentRole = 'leader';
+    driver.currentLeader = 'n1';
+    driver.currentTerm++;
+    svc.onRoleChange(true);
+  };
+  return { svc, driver, app, lessor, metrics, ctx, depose, promote, tick: (ms: number) => (now += ms), now: () => now };
+}
+
+export async function codeOf(p: Promise<unknown>): Promise<string> {
+  try {
+    await p;
+    return 'ok';
+  } catch (err) {
+    assert.ok(err instanceof ApiError, String(err));
+    return err.code;
+  }
+}
+
