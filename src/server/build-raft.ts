@@ -59,8 +59,8 @@ export function buildRawNode(p: RaftParts): RawNode {
       // docs/membership.md "Incarnations": which data directory this is
       incarnation: p.disk.levelStorage.incarnation,
       // the core's trust boundary refused a peer's message (docs/raft-core.md "Bad
-      // input"); the transport validates the wire first, so this is a bug or an impostor.
-      // Counted (raftlock_raft_messages_refused_total); at most one log line per peer and
+      // input"); the wire checks only shapes, so every protocol rule a peer breaks ends
+      // here (a bug or an impostor: docs/transport.md). Counted (raftlock_raft_messages_refused_total); at most one log line per peer and
       // reason a minute.
       onReject: (m, why) => {
         metrics.raftMessagesRefused.labels(why.reason).inc();
