@@ -628,11 +628,17 @@ export class RaftDriver<out R = unknown> {
     this.compacting = true;
     try {
       // the snapshot is of applied (so committed) state: the stored commit index must
-      // reach it first (storage refuses a compaction beyond it)
-      const hs = this.deferredHardState;
-      if (hs !== undefined) {
-        this.deferredHardState = undefined;
-        await this.waitForDisk(storage.save({ hardState: hs, entries: [] }, { sync: false }));
+      // reach it first (storage refuses a compaction beyond it). Entries applied during the
+      // leader's own write (receive) may be above the commit index of every hard state a
+      // Ready has carried yet; they are committed, so the commit index written here is the
+      // applied one (term and vote are the durable ones: nothing but acks entered the core)
+      const deferred = this.deferredHardState;
+      this.deferredHardState = undefined;
+      const stored = storage.initialState().hardState; // the stored hard state, as of now
+      const hs = deferred ?? stored;
+      const commit = Math.max(hs.commit, this.applied);
+      if (deferred !== undefined || commit > stored.commit) {
+        await this.waitForDisk(storage.save({ hardState: { ...hs, commit }, entries: [] }, { sync: false }));
       }
       if (tracing) trace('compact_start', this.opts.id, this.applied);
       const data = this.opts.app.snapshot();

@@ -77,8 +77,8 @@ function node(id: string, snapshotEveryEntries = 1_000_000, core: Partial<RaftCo
 }
 
 /** n1 elected by n2's votes, in term 1 */
-async function leaderN1(core: Partial<RaftConfig> = {}) {
-  const l = node('n1', 1_000_000, core);
+async function leaderN1(core: Partial<RaftConfig> = {}, snapshotEveryEntries = 1_000_000) {
+  const l = node('n1', snapshotEveryEntries, core);
   for (let i = 0; i < ELECTION_TICKS + 1; i++) l.driver.tick();
   await l.driver.drain();
   l.driver.receive({ from: 'n2', to: 'n1', term: 1, type: 'preVoteResp', reject: false });
@@ -231,6 +231,28 @@ test("driver: while the leader's own write is out, the followers' acks are stepp
   l.driver.receive(ack('n2', last + 2));
   await l.driver.drain();
   assert.equal((await q).ok, true);
+});
+
+test("driver: entries applied during the leader's own write are above every commit index a Ready carried; a compaction right after still writes the stored commit index up to its snapshot first", async () => {
+  const l = await leaderN1({}, 3);
+  l.driver.receive(ack('n2', l.storage.lastIndex()));
+  l.driver.receive(ack('n3', l.storage.lastIndex()));
+  await l.driver.drain();
+  const last = l.storage.lastIndex();
+  l.storage.holdSyncedSaves = true;
+  const ps = [1, 2, 3].map((k) => l.driver.propose(new Uint8Array([k])));
+  const loop = l.driver.drain();
+  await new Promise((r) => setImmediate(r));
+  l.driver.receive(ack('n2', last + 3));
+  l.driver.receive(ack('n3', last + 3));
+  for (const p of ps) assert.equal((await p).ok, true);
+  assert.equal(l.driver.appliedIndex, last + 3);
+  l.storage.holdSyncedSaves = false;
+  l.storage.release();
+  await loop; // the snapshot is due (every 3 entries): it must not be refused
+  await l.driver.drain();
+  assert.equal(l.storage.snapshot().meta.index, last + 3, 'compacted at the applied index');
+  assert.ok(l.storage.initialState().hardState.commit >= last + 3, 'the stored commit index reached the snapshot');
 });
 
 test('driver, mutation count-unsynced-self: a leader that counts its own log before it is durable answers on ONE follower\'s copy while its write is out (the bug the rule prevents)', async () => {

@@ -3,7 +3,7 @@
 // updated when the write "completes"). For unit tests and in-process clusters; the
 // storage contract suite (test/storage/contract.test.ts) runs against it, LevelStorage and
 // the simulator's SimDisk.
-import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
+import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
 import type { DurableStorage, PersistBatch } from '../seams.js';
 import type { ConfState, Snapshot } from '../core/types.js';
 
@@ -22,7 +22,15 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
   }
 
   compact(snapshot: Snapshot): Promise<void> {
-    return this.run(() => this.mem.compact(snapshot));
+    return this.run(() => {
+      // as LevelStorage: a snapshot is of committed state, so the stored commit index must
+      // reach it first (the driver writes it before compacting)
+      const commit = this.mem.hardState().commit;
+      if (snapshot.meta.index > this.mem.firstIndex() - 1 && snapshot.meta.index > commit) {
+        throw new StorageAssertionError(`compact(${snapshot.meta.index}) beyond the commit index ${commit}`);
+      }
+      this.mem.compact(snapshot);
+    });
   }
 
   close(): Promise<void> {
