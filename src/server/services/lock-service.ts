@@ -164,7 +164,7 @@ export class RaftLockService implements LockService {
     }
     if (r.ok && r.kind === 'queued') {
       onQueued();
-      return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx);
+      return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx, false, out.replayed === true);
     }
     throw resultError(r);
   }
@@ -289,7 +289,7 @@ export class RaftLockService implements LockService {
     return grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
   }
 
-  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false): Promise<GrantView> {
+  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<GrantView> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const held = fsm.getLock(name).holder;
@@ -310,6 +310,13 @@ export class RaftLockService implements LockService {
       // again, once, as a new wait: the FSM's acquire is idempotent for a session that
       // holds or waits for the lock, so this needs no key of its own.
       if (asked) throw lockHeldError(name, held);
+      // A first attempt whose wait is already over when its 'queued' answer is read: the
+      // entries applied in the same turn (one Ready's committed batch) granted the lock
+      // and let it go again — a release by this session, a max hold — or ended the wait.
+      // Its outcome cannot be told from the state; asking again would grant the lock to a
+      // session that released it (jepsen-lite seed 971402082: a client gave up on its
+      // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
+      if (!replayed) throw new ApiError('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
       const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs }, ctx, name);
       const r = await this.log.submit(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival);

@@ -101,7 +101,10 @@ export class SemaphoreService {
     if (mine) return this.confirm(name, sessionId, mine.fencingToken, arrival);
     if (!this.d.lessor.isLeader) throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
     const wait = fsm.semWaitOf(name, sessionId);
-    if (!wait) throw full(fsm.getSemaphore(name));
+    // the wait is over before its 'queued' answer was read: the batch that queued it also
+    // granted and released it, or ended it (as for locks: lock-service.ts waitForGrant);
+    // "full" could be false, the outcome is unknown
+    if (!wait) throw new ApiError('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the semaphore, or retry with the same Idempotency-Key');
     const outcome = await this.leader.awaitGrant({ target: 'semaphore', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);
     switch (outcome.kind) {
       case 'granted': return this.confirm(name, sessionId, outcome.fencingToken, arrival);

@@ -95,3 +95,23 @@ test('the same for a shared lock, a semaphore and a campaign', async () => {
   assert.deepEqual(f.app.fsm.getSemaphore('S').holders, []);
   assert.equal(f.app.fsm.getElection('E').leader, null);
 });
+
+test("a first attempt whose wait was granted and released in the batch that queued it is answered 'unknown', never asked again (the lock would go to a session that let it go)", async () => {
+  const f = setup();
+  const [a, b] = await sessions(f);
+  await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka'));
+  f.driver.hold = true;
+  // one Ready's committed batch, applied before any proposer's continuation runs: b queues,
+  // a's release grants it to b, b (its client gave up) releases it
+  const acquired = codeOf(f.svc.acquire('L', { sessionId: b, waitMs: 1000 }, f.ctx('kb')));
+  const releasedA = f.svc.release('L', a, undefined, f.ctx('ra'));
+  const releasedB = f.svc.release('L', b, undefined, f.ctx('rb'));
+  await new Promise((r) => setImmediate(r));
+  f.driver.commitHeld();
+  f.driver.hold = false;
+  assert.equal((await releasedA).released, true);
+  assert.equal((await releasedB).released, true);
+  assert.equal(await acquired, 'timeout', 'the outcome is unknown: it was granted and released before the answer');
+  assert.equal(f.app.fsm.getLock('L').holder, undefined, 'nobody holds the lock: b released it and did not ask again');
+  assert.deepEqual(f.app.fsm.getSession(b)?.waiting, []);
+});

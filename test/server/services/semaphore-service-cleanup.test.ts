@@ -79,3 +79,22 @@ test('a late copy of a keyed semaphore release does not withdraw a wait the sess
   await sems.release('S', a, ctx('ra'));
   assert.equal(await again, 'ok');
 });
+
+test("a first attempt whose semaphore wait was granted and released in the batch that queued it is answered 'unknown', not 'semaphore_full' (it was granted)", async () => {
+  const f = setup();
+  const sems = f.svc.semaphores;
+  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa'));
+  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob'));
+  await sems.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ka'));
+  f.driver.hold = true;
+  const waiting = codeOf(sems.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 30_000 }, f.ctx('kb')));
+  const relA = sems.release('S', a, f.ctx('ra'));
+  const relB = sems.release('S', b, f.ctx('rb'));
+  await new Promise((r) => setImmediate(r));
+  f.driver.commitHeld(); // one batch: b queues, a's release grants b, b releases
+  f.driver.hold = false;
+  assert.equal((await relA).released, true);
+  assert.equal((await relB).released, true);
+  assert.equal(await waiting, 'timeout');
+  assert.deepEqual(f.app.fsm.getSemaphore('S').holders, []);
+});
