@@ -17,9 +17,21 @@
 // storages, the driver and the transports all import their seam from here. Storage (the
 // read side) and Rng are the pure core's own interfaces (the core calls them), so they are
 // defined there and re-exported here.
-import type { ConfChange, Entry, Index, Message, NodeId, ProposeResult, Ready, Status } from './core/types.js';
+import type { ConfChange, Entry, Index, Message, NodeId, ProposeResult, Ready, Snapshot, Status } from './core/types.js';
+import type { PersistBatch, Storage } from './core/storage.js';
 
-export type { Storage, DurableStorage, PersistBatch } from './core/storage.js';
+export type { Storage, PersistBatch } from './core/storage.js';
+
+/** The write side of the log, used only by the driver (LevelStorage, MemoryDurableStorage) */
+export interface DurableStorage extends Storage {
+  /** persist one Ready's batch atomically; with sync, durable when the promise resolves.
+   *  A rejected promise means the disk failed: the node must stop (fail-stop). */
+  save(batch: PersistBatch, opts: { sync: boolean }): Promise<void>;
+  /** record `snapshot` (taken by the application at snapshot.meta.index <= applied) and
+   *  delete every entry <= snapshot.meta.index, in one atomic write */
+  compact(snapshot: Snapshot): Promise<void>;
+  close(): Promise<void>;
+}
 export type { Rng } from './core/rng.js';
 
 export interface Transport {

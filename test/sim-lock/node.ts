@@ -6,7 +6,7 @@
 import { RawNode } from '../../src/raft/core/raw-node.js';
 import type { NodeId, Role, Snapshot } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
-import type { DurableStorage, PersistBatch } from '../../src/raft/core/storage.js';
+import type { DurableStorage, PersistBatch } from '../../src/raft/seams.js';
 import { RaftDriver, type ProposalOutcome } from '../../src/raft/driver.js';
 import { LockApp } from '../../src/server/app/lock-app.js';
 import { encodeCommand } from '../../src/server/app/command-codec.js';

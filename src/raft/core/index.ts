@@ -6,6 +6,6 @@ export { InvariantError, RaftAssertionError, StorageAssertionError, DriverAssert
 export { applyConfChange, decodeConfChange, encodeConfChange, ConfChangeError } from './conf.js';
 export { committedIndex, voteResult, quorumSize, hasQuorum, type VoteResult } from './quorum.js';
 export { describeData, describeEntry, describeEntries, describeMessage, describeReady, describeReadyLines, describeSnapshot } from './describe.js';
-export { MemoryStorage, emptySnapshot, cloneConf, type Storage, type DurableStorage, type PersistBatch } from './storage.js';
+export { MemoryStorage, emptySnapshot, cloneConf, type Storage, type PersistBatch } from './storage.js';
 export { seededRng, type Rng } from './rng.js';
 export { MAX_PENDING_READS } from './read-only.js';

@@ -29,18 +29,6 @@ export interface PersistBatch {
   entries: readonly Entry[];
 }
 
-/** The write side, used only by the node driver: one of its seams, which it imports from
- *  src/raft/seams.ts (declared here until LevelStorage imports it from there too). */
-export interface DurableStorage extends Storage {
-  /** persist one Ready's batch atomically; with sync, durable when the promise resolves.
-   *  A rejected promise means the disk failed: the node must stop (fail-stop). */
-  save(batch: PersistBatch, opts: { sync: boolean }): Promise<void>;
-  /** record `snapshot` (taken by the application at snapshot.meta.index <= applied) and
-   *  delete every entry <= snapshot.meta.index, in one atomic write */
-  compact(snapshot: Snapshot): Promise<void>;
-  close(): Promise<void>;
-}
-
 /** re-exported for the storages outside the core (they import it from here) */
 export { StorageAssertionError } from '../../assert.js';
 
