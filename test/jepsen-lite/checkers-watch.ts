@@ -20,6 +20,7 @@
 //   covered by no stream at all (then that check is skipped and the summary says so).
 import { describeOp, type Op } from './history.js';
 import type { WatchEv, WatchRecord } from './watch-proc.js';
+import { maxOf } from '../support/extrema.js';
 
 export interface WatchNodeReport {
   connections: number;
@@ -201,7 +202,7 @@ export function checkWatch(records: readonly WatchRecord[], ops: readonly Op[]):
   }
   // the end: every stream had the last event any stream had, or opened after it (its
   // opening's marker stands for the entries up to it)
-  const maxEvent = Math.max(-1, ...indices);
+  const maxEvent = maxOf(indices, -1);
   for (const [node, ss] of segs) {
     const last = ss.at(-1)?.last ?? -1;
     if (last < maxEvent) violations.push(`watch: ${node}'s stream ended at index ${last}; another node's reached ${maxEvent}`);

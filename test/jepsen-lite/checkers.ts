@@ -2,6 +2,7 @@
 // violations, each a sentence with the ops that prove it, so a report can be acted on.
 import { describeOp, type Op } from './history.js';
 import type { ResourceLogEntry } from './resource-proc.js';
+import { maxOf, minOf } from '../support/extrema.js';
 
 export interface FaultRecord {
   variant: string;
@@ -88,8 +89,8 @@ export function knownGrants(ops: readonly Op[], kind: GrantKind = 'lock'): Grant
   }
   const cycleStart = (lock: string, session: string, before: number): number => {
     const sk = `${session}#${lock}`;
-    const cut = Math.max(-Infinity, ...(releasesOf.get(sk) ?? []).filter((t) => t < before));
-    return Math.min(before, ...(acquiresOf.get(sk) ?? []).filter((t) => t <= before && t > cut));
+    const cut = maxOf((releasesOf.get(sk) ?? []).filter((t) => t < before));
+    return minOf((acquiresOf.get(sk) ?? []).filter((t) => t <= before && t > cut), before);
   };
   const add = (lock: string, session: string, token: number, op: Op, fromRead: boolean, permits = 1): void => {
     const k = `${lock}#${token}`;
@@ -224,8 +225,8 @@ export function grantWindows(ops: readonly Op[], ttl: Ttl, kind: GrantKind = 'lo
     // acquire of the name by that session (not answered "failed") sent before the read
     // completed.
     const sk = `${g.session}#${g.lock}`;
-    const from = Number.isFinite(g.invoke) ? g.invoke : Math.max(-Infinity, ...(acquiresOf.get(sk) ?? []).filter((a) => a.invoke < g.complete).map((a) => a.invoke));
-    const any = Math.min(Infinity, ...(tokenless.get(sk) ?? []).filter((r) => r.invoke >= from).map((r) => r.invoke));
+    const from = Number.isFinite(g.invoke) ? g.invoke : maxOf((acquiresOf.get(sk) ?? []).filter((a) => a.invoke < g.complete).map((a) => a.invoke));
+    const any = minOf((tokenless.get(sk) ?? []).filter((r) => r.invoke >= from).map((r) => r.invoke));
     return Math.min(letGo.get(`${g.session}#${g.lock}#${g.token}`) ?? Infinity, closeAt.get(g.session) ?? Infinity, any);
   };
   // a grant the service ends by itself: a max hold, a revocation (the nemesis's `revoke`)

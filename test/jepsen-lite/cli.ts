@@ -102,6 +102,11 @@ const program = new Command()
   });
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  process.stderr.write(`jepsen-lite: ${err instanceof Error ? err.message : String(err)}\n`);
+  // A bad option or run folder is the user's mistake and its message says enough; a
+  // RangeError, TypeError or ReferenceError is a bug in the harness or its checkers, and
+  // only the stack finds it in a history of half an hour.
+  const isBug = err instanceof RangeError || err instanceof TypeError || err instanceof ReferenceError;
+  const text = err instanceof Error ? (isBug ? (err.stack ?? err.message) : err.message) : String(err);
+  process.stderr.write(`jepsen-lite: ${text}\n`);
   process.exitCode = 2;
 });

@@ -18,6 +18,7 @@ import { checkElections } from './checkers-election.js';
 import { checkWatch } from './checkers-watch.js';
 import { crashLike, leaseFor } from './summary.js';
 import type { WatchRecord } from './watch-proc.js';
+import { maxOf } from '../support/extrema.js';
 
 export interface RecheckResult {
   ops: number;
@@ -75,7 +76,7 @@ export function recheck(dir: string): RecheckResult {
   }
   violations.push(...checkSharedLocks(ops, access, lease, summary.fencing).violations, ...checkSemaphores(ops, access, lease).violations);
   violations.push(...checkDurability(ops, faults.filter(crashLike)));
-  const end = Math.max(...ops.map((o) => o.completedAt));
+  const end = maxOf(ops.map((o) => o.completedAt));
   violations.push(...checkLiveness(recoveries(ops, faults, end), summary.livenessBoundMs));
   // leader changes need the clock line (runs from before it have none: skipped)
   const faultLines = readFileSync(join(dir, 'faults.jsonl'), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l) as { t: number; wallAtZero?: number; final?: string });

@@ -5,6 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Op } from './history.js';
 import type { FaultRecord } from './checkers.js';
+import { maxOf } from '../support/extrema.js';
 
 const COLORS: Record<string, string> = { ok: '#2e9d4f', fail: '#d9534f', info: '#f0ad4e' };
 const FAULT_COLORS: Record<string, string> = { partition: '#5b8def', kill: '#c0392b', pause: '#8e44ad', 'pause-client': '#e67e22', packet: '#16a085', unsynced: '#7f1d1d' };
@@ -18,7 +19,7 @@ function faultColor(v: string): string {
 
 export function timelineSvg(ops: readonly Op[], faults: readonly FaultRecord[]): string {
   const procs = [...new Set(ops.map((o) => o.process))].sort((a, b) => (a === 'probe' ? 1 : b === 'probe' ? -1 : a.localeCompare(b, 'en', { numeric: true })));
-  const end = Math.max(1, ...ops.map((o) => o.completedAt), ...faults.map((f) => f.end));
+  const end = Math.max(maxOf(ops.map((o) => o.completedAt), 1), maxOf(faults.map((f) => f.end)));
   const pxPerS = Math.max(12, Math.min(60, 2400 / (end / 1000)));
   const left = 60;
   const top = 40;

@@ -58,16 +58,22 @@ export class Unstable {
     if (ents.length === 0) return;
     const after = ents[0]!.index;
     if (after === this.offset + this.entries.length) {
-      this.entries.push(...ents);
+      this.appendAll(ents);
     } else if (after <= this.offset) {
       // replaces everything unstable; storage truncates >= after when this is persisted
       this.offset = after;
       this.entries = [...ents];
     } else {
       this.entries = this.entries.slice(0, after - this.offset);
-      this.entries.push(...ents);
+      this.appendAll(ents);
     }
     assert(this.entries[0]!.index === this.offset, `unstable.entries[0].index ${this.entries[0]!.index} != offset ${this.offset}`);
+  }
+
+  /** one push per entry: push(...ents) passes every entry on the stack, and a peer's
+   *  append may carry up to maxEntriesPerRequest (100,000) of them */
+  private appendAll(ents: readonly Entry[]): void {
+    for (const e of ents) this.entries.push(e);
   }
 
   slice(lo: Index, hi: Index): Entry[] {
