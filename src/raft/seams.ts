@@ -7,7 +7,7 @@
 //                   contract: test/transport/contract.test.ts
 //   DurableStorage  LevelStorage (src/raft/storage/level-storage.ts)
 //                   MemoryDurableStorage (src/raft/storage/memory-durable-storage.ts)
-//                   contract: test/storage/contract.test.ts
+//                   contract: test/raft/storage/contract.test.ts
 //   Application     LockApp (src/server/app/lock-app.ts); the tests' and simulator's apps
 //   DriverClock     the node's monotonic clock; the simulator's virtual one
 //   RawNodeLike     RawNode (src/raft/core/raw-node.ts)

@@ -150,7 +150,7 @@ export class SimDisk implements DurableStorage {
 
   // ---- DurableStorage (the async face the production driver uses) ----
   // A broken invariant rejects the promise, as from LevelStorage (the storage contract,
-  // test/storage/contract.test.ts, runs against this disk too); the simulator's own driver
+  // test/raft/storage/contract.test.ts, runs against this disk too); the simulator's own driver
   // calls the synchronous face above and sees the throw.
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
     return settle(() => this.saveSync(batch, opts));

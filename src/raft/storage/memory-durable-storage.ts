@@ -1,7 +1,7 @@
 // DurableStorage over MemoryStorage: nothing survives the process, everything else
 // behaves like LevelStorage (same batch semantics, writes applied in call order, memory
 // updated when the write "completes"). For unit tests and in-process clusters; the
-// storage contract suite (test/storage/contract.test.ts) runs against it, LevelStorage and
+// storage contract suite (test/raft/storage/contract.test.ts) runs against it, LevelStorage and
 // the simulator's SimDisk.
 import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
 import type { DurableStorage, PersistBatch } from '../seams.js';

@@ -8,10 +8,10 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Level } from 'level';
-import { StorageAssertionError } from '../../src/raft/core/storage.js';
-import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../src/raft/storage/level-storage.js';
-import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeSegment, encodeVersion, entryKey } from '../../src/raft/storage/storage-codec.js';
-import { manifestLogNumber } from '../../src/raft/storage/leveldb-log-check.js';
+import { StorageAssertionError } from '../../../src/raft/core/storage.js';
+import { LevelStorage, StorageCorruptionError, StorageFailure, StorageLockedError, StorageVersionError } from '../../../src/raft/storage/level-storage.js';
+import { KEY_HARD_STATE, KEY_SNAPSHOT, KEY_VERSION, encodeSegment, encodeVersion, entryKey } from '../../../src/raft/storage/storage-codec.js';
+import { manifestLogNumber } from '../../../src/raft/storage/leveldb-log-check.js';
 import { SEED_CONF, entry, snapshotAt, tempDir } from './helpers.js';
 
 const cleanups: (() => void)[] = [];

@@ -7,10 +7,10 @@
 // Usage: crash-child <dir> <plain|unsynced> <seed>
 //   plain:    every write is sync:true through LevelStorage
 //   unsynced: through UnsyncedLossStorage, only ~1 write in 4 is sync:true
-import { seededRng } from '../../src/raft/core/rng.js';
-import type { DurableStorage } from '../../src/raft/seams.js';
-import { LevelStorage } from '../../src/raft/storage/level-storage.js';
-import { UnsyncedLossStorage } from '../../src/raft/storage/unsynced-loss-storage.js';
+import { seededRng } from '../../../src/raft/core/rng.js';
+import type { DurableStorage } from '../../../src/raft/seams.js';
+import { LevelStorage } from '../../../src/raft/storage/level-storage.js';
+import { UnsyncedLossStorage } from '../../../src/raft/storage/unsynced-loss-storage.js';
 import { SEED_CONF, genOp, opToJson, type ReadableStorage } from './helpers.js';
 
 const MAX_OPS = 100_000; // a bound, in case nobody kills us

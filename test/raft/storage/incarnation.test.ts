@@ -4,9 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Level } from 'level';
-import { LevelStorage } from '../../src/raft/storage/level-storage.js';
-import { KEY_INCARNATION, decodeSnapshot, encodeSnapshot } from '../../src/raft/storage/storage-codec.js';
-import type { Snapshot } from '../../src/raft/core/types.js';
+import { LevelStorage } from '../../../src/raft/storage/level-storage.js';
+import { KEY_INCARNATION, decodeSnapshot, encodeSnapshot } from '../../../src/raft/storage/storage-codec.js';
+import type { Snapshot } from '../../../src/raft/core/types.js';
 import { SEED_CONF, tempDir } from './helpers.js';
 
 test('a new directory gets an incarnation, the same one at every open', async (t) => {

@@ -9,11 +9,11 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { seededRng, type Rng } from '../../src/raft/core/rng.js';
-import { MemoryStorage } from '../../src/raft/core/storage.js';
-import { LevelStorage } from '../../src/raft/storage/level-storage.js';
+import { seededRng, type Rng } from '../../../src/raft/core/rng.js';
+import { MemoryStorage } from '../../../src/raft/core/storage.js';
+import { LevelStorage } from '../../../src/raft/storage/level-storage.js';
 import { SEED_CONF, applyOp, cloneMemory, dump, opFromJson, tempDir, type Op } from './helpers.js';
-import { testSeed } from '../support/seed.js';
+import { testSeed } from '../../support/seed.js';
 
 const KILLS = Number(process.env.CRASH_KILLS ?? 50);
 const ROUND_DEADLINE_MS = 30_000;
@@ -101,7 +101,7 @@ async function checkAfterKill(dir: string, base: MemoryStorage, records: Record[
 }
 
 async function crashScenario(mode: 'plain' | 'unsynced', envSeedName: string): Promise<{ kills: number; lostUnsynced: number }> {
-  const seed = testSeed(envSeedName, { what: `crash test (${mode}), ${KILLS} kills`, replay: 'node --test dist/test/storage/crash.test.js' });
+  const seed = testSeed(envSeedName, { what: `crash test (${mode}), ${KILLS} kills`, replay: 'node --test dist/test/raft/storage/crash.test.js' });
   const rng = seededRng(seed);
   const { dir, remove } = tempDir(`crash-${mode}`);
   cleanups.push(remove);

@@ -3,14 +3,14 @@
 // agree on every read after every write, and read back the same state after a reopen.
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { seededRng } from '../../src/raft/core/rng.js';
-import { MemoryStorage, StorageAssertionError } from '../../src/raft/core/storage.js';
-import type { DurableStorage } from '../../src/raft/seams.js';
-import { LevelStorage } from '../../src/raft/storage/level-storage.js';
-import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
-import { SimDisk } from '../sim/disk.js';
+import { seededRng } from '../../../src/raft/core/rng.js';
+import { MemoryStorage, StorageAssertionError } from '../../../src/raft/core/storage.js';
+import type { DurableStorage } from '../../../src/raft/seams.js';
+import { LevelStorage } from '../../../src/raft/storage/level-storage.js';
+import { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
+import { SimDisk } from '../../sim/disk.js';
 import { SEED_CONF, dump, entry, genOp, snapshotAt, tempDir, type ReadableStorage } from './helpers.js';
-import { testSeed } from '../support/seed.js';
+import { testSeed } from '../../support/seed.js';
 
 type Subject = DurableStorage & ReadableStorage;
 
@@ -180,7 +180,7 @@ for (const fx of fixtures) {
       }));
 
     test('random Raft-valid writes match the MemoryStorage model (seeded)', async () => {
-      const seed = testSeed('STORAGE_SEED', { what: `storage contract ${fx.name}`, replay: 'node --test dist/test/storage/contract.test.js' });
+      const seed = testSeed('STORAGE_SEED', { what: `storage contract ${fx.name}`, replay: 'node --test dist/test/raft/storage/contract.test.js' });
       const rng = seededRng(seed);
       const model = new MemoryStorage(SEED_CONF);
       let s = await fx.create();

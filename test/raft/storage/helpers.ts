@@ -3,10 +3,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { Rng } from '../../src/raft/core/rng.js';
-import { MemoryStorage } from '../../src/raft/core/storage.js';
-import type { PersistBatch, Storage } from '../../src/raft/core/storage.js';
-import type { ConfState, Entry, EntryKind, HardState, Snapshot } from '../../src/raft/core/types.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import { MemoryStorage } from '../../../src/raft/core/storage.js';
+import type { PersistBatch, Storage } from '../../../src/raft/core/storage.js';
+import type { ConfState, Entry, EntryKind, HardState, Snapshot } from '../../../src/raft/core/types.js';
 
 export const SEED_CONF: ConfState = { voters: ['n1', 'n2', 'n3'], learners: [] };
 

@@ -5,8 +5,8 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { Level } from 'level';
-import { LevelStorage } from '../../src/raft/storage/level-storage.js';
-import { SEGMENT_MAX_ENTRIES, decodeSegment, entryKeyIndex } from '../../src/raft/storage/storage-codec.js';
+import { LevelStorage } from '../../../src/raft/storage/level-storage.js';
+import { SEGMENT_MAX_ENTRIES, decodeSegment, entryKeyIndex } from '../../../src/raft/storage/storage-codec.js';
 import { SEED_CONF, entry, snapshotAt, tempDir } from './helpers.js';
 
 const cleanups: (() => void)[] = [];
