@@ -10,7 +10,7 @@
 // session expired), a stale_token at the resource (a newer leader wrote), its session
 // reported gone — stops writing at once, as a leader watching its signal would. A leader
 // paused in the middle (pause-client) wakes up and writes with its old token: the
-// resource must refuse it once a newer leader has written (checkers-election.ts).
+// resource must refuse it once a newer leader has written (test/checkers/history/election.ts).
 import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';
 import { definite, enc, get, grantsOf, holderOf, num, post, sleep, str } from './client-http.js';

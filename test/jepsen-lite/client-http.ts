@@ -2,7 +2,7 @@
 // how an HTTP answer becomes a history outcome, and the POST/GET attempts the recorder
 // retries under one Idempotency-Key.
 import { errorCode, httpJson, type HttpAnswer, type Outcome } from './recorder.js';
-import type { OpValue } from './history.js';
+import type { OpValue } from '../checkers/history/history.js';
 
 export const enc = encodeURIComponent;
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);

@@ -21,7 +21,7 @@
 import { createInterface } from 'node:readline';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { clockFrom, httpJson, Recorder, type Outcome } from './recorder.js';
-import type { HistoryEvent } from './history.js';
+import type { HistoryEvent } from '../checkers/history/history.js';
 import { definite, enc, get, grantsOf, holderOf, num, waitersOf, post, sleep, str } from './client-http.js';
 import { maxHoldOf } from './workloads.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
@@ -234,7 +234,7 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
  * A user's job id sent again with another request (docs/api.md "Idempotency"): the key of
  * the acquire just done, now for another lock or for the same lock with another body (a
  * max hold the first did not ask for). The contract answers 422 idempotency_key_reused
- * and changes nothing (checkers-keys.ts); a server that answers it anyway as a grant gets
+ * and changes nothing (test/checkers/history/keys.ts); a server that answers it anyway as a grant gets
  * its "grant" released in the session, as a client would clean up.
  */
 async function reuseKey(rng: Rng, s: string, first: string, key: string): Promise<void> {

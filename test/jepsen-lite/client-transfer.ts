@@ -8,7 +8,7 @@
 // write both in one fenced transaction (from − amount, to + amount, computed from what was
 // read), and `POST /v1/locks/release-all`. A grant lost meanwhile (TTL under a client
 // pause, a max hold, a revocation) must make the bank refuse the write: then nothing moved.
-// checkers-transfer.ts proves the total conserved and every transfer applied once.
+// test/checkers/history/transfer.ts proves the total conserved and every transfer applied once.
 import { randomUUID } from 'node:crypto';
 import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';

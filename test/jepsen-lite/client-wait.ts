@@ -11,7 +11,7 @@
 //   the acquire, as a caller that moved on would, and cleans up only much later (wait_ms
 //   + 25–30 s, after any long hold has ended): a release of jw-0 without a token. The reader reads jw-0 every
 //   100–300 ms meanwhile. A wait the cluster forgot to end is granted at the long holder's release,
-//   long after its deadline, and the reads show it (checkers-waits.ts).
+//   long after its deadline, and the reads show it (test/checkers/history/waits.ts).
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { Outcome, Recorder } from './recorder.js';
 import { definite, enc, num, post, sleep } from './client-http.js';

@@ -15,7 +15,7 @@
 // leaves a grant behind").
 import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';
-import type { OpValue } from './history.js';
+import type { OpValue } from '../checkers/history/history.js';
 import { definite, enc, get, num, post, sleep, str } from './client-http.js';
 import { maxHoldOf, RESIZED_SEM, SEM_LIMIT } from './workloads.js';
 

@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkLinearizable, partitionByName } from './linearizability.js';
-import { ops, type HistoryRow } from './history-rows.js';
-import { projectLockSets } from './lock-sets.js';
+import { ops, type HistoryRow } from '../checkers/history/history-rows.js';
+import { projectLockSets } from '../checkers/history/lock-sets.js';
 
 const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);
@@ -104,7 +104,7 @@ test('lock sets: a set held partly — one name granted, the other still another
     ['c1', 'keepalive', { session: SA }, 540, 'ok', {}, 550],
   ]);
   assert.equal(checkLinearizable(unseen).valid, false);
-  // projected per name (lock-sets.ts), as checker 1 checked sets before, it passes: each
+  // projected per name (test/checkers/history/lock-sets.ts), as checker 1 checked sets before, it passes: each
   // name alone has an explanation (ja-0 granted, ja-1 never)
   assert.equal(checkLinearizable(projectLockSets(unseen)).valid, true);
   // the same reads with ja-1 held by SA too: the set was granted whole

@@ -25,7 +25,7 @@
 // one history against the model's acquireAll/releaseAll (a set granted whole or not at
 // all), every per-name operation in it naming its name. A name no set touches is a
 // partition of its own, as before.
-import type { Op, OpValue } from './history.js';
+import type { Op, OpValue } from '../checkers/history/history.js';
 import { checkOperations, type CheckResult, type Operation } from './wgl.js';
 import { historyModel, type Grant, type HistInput, type HistOutput, type HistState, type NameKind } from '../model/history-model.js';
 import { ELECTION_PREFIX, SEM_PREFIX } from './workloads.js';

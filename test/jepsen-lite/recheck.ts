@@ -3,21 +3,21 @@
 // Node-level checks (exits, memory) need the live processes and are not repeated.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pairOps, parseHistory } from './history.js';
-import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from './checkers.js';
+import { pairOps, parseHistory } from '../checkers/history/history.js';
+import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from '../checkers/history/index.js';
 import { checkLinearizable } from './linearizability.js';
-import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-proc.js';
-import { checkLockSets, projectLockSets } from './lock-sets.js';
-import { checkTransfers } from './checkers-transfer.js';
-import { checkKeyReuse } from './checkers-keys.js';
-import { checkWaitBounds, checkWaitQueues, officesOf, type Offices } from './checkers-waits.js';
+import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from '../checkers/history/resource-logs.js';
+import { checkLockSets, projectLockSets } from '../checkers/history/lock-sets.js';
+import { checkTransfers } from '../checkers/history/transfer.js';
+import { checkKeyReuse } from '../checkers/history/keys.js';
+import { checkWaitBounds, checkWaitQueues, officesOf, type Offices } from '../checkers/history/waits.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE } from './workloads.js';
-import { checkSemaphores, checkSharedLocks } from './checkers-shared.js';
+import { checkSemaphores, checkSharedLocks } from '../checkers/history/shared.js';
 import { isElection, isSharedLock } from './workloads.js';
-import { checkElections } from './checkers-election.js';
-import { checkWatch } from './checkers-watch.js';
+import { checkElections } from '../checkers/history/election.js';
+import { checkWatch } from '../checkers/history/watch.js';
 import { crashLike, leaseFor } from './summary.js';
-import type { WatchRecord } from './watch-proc.js';
+import type { WatchRecord } from '../checkers/history/watch-records.js';
 import { maxOf } from '../support/extrema.js';
 
 export interface RecheckResult {

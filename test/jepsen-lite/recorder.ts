@@ -2,7 +2,7 @@
 // recorder that runs a logical operation (possibly several HTTP attempts under one
 // Idempotency-Key) and writes its invoke and completion as JSON lines to stdout.
 import { randomUUID } from 'node:crypto';
-import type { EventType, Fn, HistoryEvent, OpValue } from './history.js';
+import type { EventType, Fn, HistoryEvent, OpValue } from '../checkers/history/history.js';
 
 /** ms since `t0` (a process.hrtime.bigint() value from the runner): CLOCK_MONOTONIC is one
  *  clock for every process on the machine, so all histories share a time axis. */

@@ -12,7 +12,7 @@
 // ends. Every begin and end is logged (access.jsonl) with the grant's token, the mode
 // (read for a shared holder, write for an exclusive one) or the permits (a semaphore
 // holder), and the resource's own count of accesses in progress, so the checkers see the
-// interval of every access (checkers-shared.ts). Fencing for shared locks, at begin and at
+// interval of every access (test/checkers/history/shared.ts). Fencing for shared locks, at begin and at
 // end (a reader validates what it read, as a seqlock does): a read is refused when a write
 // with a higher token has begun since; a write is refused when any access with a higher
 // token has begun since. Then no two accepted accesses on a name overlap with one of them
@@ -25,12 +25,13 @@
 // transfer sets both balances from what the client read (read-modify-write, as a service
 // does) in one transaction, refused whole (409 stale_token) when either token is below the
 // highest the account has seen. Every transfer, accepted or not, goes to bank.jsonl with
-// the balances before and after, from which checkers-transfer.ts proves the total
+// the balances before and after, from which test/checkers/history/transfer.ts proves the total
 // conserved and no transfer lost or applied twice.
 // Started by the runner with one JSON argument; prints {"port": N} once listening.
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { appendFileSync } from 'node:fs';
 import { clockFrom } from './recorder.js';
+import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from '../checkers/history/resource-logs.js';
 
 export interface ResourceArgs {
   logFile: string;
@@ -43,69 +44,6 @@ export interface ResourceArgs {
   openingBalance?: number;
   t0: string;
   host: string;
-}
-
-export interface ResourceLogEntry {
-  seq: number;
-  t: number;
-  op: 'read' | 'write';
-  lock: string;
-  token: number;
-  accepted: boolean;
-  /** the register's value before the op */
-  before: number;
-  /** highest token seen before the op */
-  highest: number;
-  /** write: the value written and the value the client had read */
-  value?: number;
-  read?: number;
-  /** write accepted although the register moved since the client's read */
-  lost?: boolean;
-  /** who wrote, when the client says (the election workload: the leader's session), so
-   *  the election checker can tell two leaders under one token apart */
-  writer?: string;
-}
-
-/** One begin or end at the access-logged resource. */
-export interface AccessLogEntry {
-  seq: number;
-  t: number;
-  phase: 'begin' | 'end';
-  /** a shared-lock name (js-…) or a semaphore name (jm-…) */
-  name: string;
-  token: number;
-  /** shared locks: read (a shared holder) or write (an exclusive one) */
-  mode?: 'read' | 'write';
-  /** semaphores: the permits the holder has */
-  permits?: number;
-  /** the fencing verdict (always true for semaphores, and with fencing off) */
-  accepted: boolean;
-  /** highest token of a write / of any access begun on the name before this entry */
-  highestWrite: number;
-  highestAny: number;
-  /** after this entry: accesses (shared locks) or permits (semaphores) in progress on the
-   *  name, as the resource sees them — stale holders included */
-  active: number;
-}
-
-/** One transfer at the bank (the transfer workload). */
-export interface BankLogEntry {
-  seq: number;
-  t: number;
-  /** the client's transfer id (unique per attempt: a second entry with it is a duplicate) */
-  id: string;
-  from: string;
-  to: string;
-  amount: number;
-  /** the tokens the client wrote with, per account */
-  tokens: Record<string, number>;
-  /** the balances the client read (and computed its writes from) */
-  read: Record<string, number>;
-  accepted: boolean;
-  /** highest token each account had seen before, its balance before and after */
-  highest: Record<string, number>;
-  before: Record<string, number>;
-  after: Record<string, number>;
 }
 
 const args = JSON.parse(process.argv[2] ?? '{}') as ResourceArgs;

@@ -10,9 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { siblingArgv } from './procs.js';
-import type { AccessLogEntry, BankLogEntry, ResourceArgs } from './resource-proc.js';
-import { checkTransfers } from './checkers-transfer.js';
-import { checkSharedLocks } from './checkers-shared.js';
+import type { ResourceArgs } from './resource-proc.js';
+import type { AccessLogEntry, BankLogEntry } from '../checkers/history/resource-logs.js';
+import { checkTransfers } from '../checkers/history/transfer.js';
+import { checkSharedLocks } from '../checkers/history/shared.js';
 
 test('access-logged resource: fencing of shared-lock accesses at begin and end, semaphore counts, bad input', { timeout: 30_000 }, async () => {
   const dir = mkdtempSync(join(tmpdir(), 'raftlock-resource-'));

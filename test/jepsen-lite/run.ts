@@ -9,17 +9,19 @@ import { join, resolve } from 'node:path';
 import { randomBytes } from 'node:crypto';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { freePort } from '../support/cluster-harness.js';
-import { pairOps, type HistoryEvent } from './history.js';
+import { pairOps, type HistoryEvent } from '../checkers/history/history.js';
 import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
 import { categoryOf, DEFAULT_FAULTS, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
 import { ClusterOps } from './run-cluster-ops.js';
 import { clockKickFlags, faketimeLibrary, FakeClocks } from './clock.js';
 import { clockFrom } from './recorder.js';
-import { electionsInLog, type FaultRecord, type LagSample } from './checkers.js';
-import type { AccessLogEntry, BankLogEntry, ResourceArgs, ResourceLogEntry } from './resource-proc.js';
+import { electionsInLog, type FaultRecord, type LagSample } from '../checkers/history/index.js';
+import type { ResourceArgs } from './resource-proc.js';
+import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from '../checkers/history/resource-logs.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, OPENING_BALANCE, WAIT_LOCKS, WAIT_PREFIX, assignWorkloads, defaultClients, ELECTION_PREFIX, ELECTIONS, SEM_LIMIT, SEM_PREFIX, SEMAPHORES, SHARED_LOCKS, SHARED_PREFIX, LOCK_PREFIX, type Workload } from './workloads.js';
-import type { WatchArgs, WatchRecord } from './watch-proc.js';
+import type { WatchArgs } from './watch-proc.js';
+import type { WatchRecord } from '../checkers/history/watch-records.js';
 import { writeTimeline } from './timeline.js';
 import type { ClientArgs } from './client-proc.js';
 import { check, summaryText, type RunSummary } from './summary.js';
@@ -52,7 +54,7 @@ export interface RunOptions {
   netns: boolean;
   livenessBoundMs: number;
   rssLimitMb: number;
-  /** one watch stream per node, checked against each other and the history (checkers-watch.ts) */
+  /** one watch stream per node, checked against each other and the history (test/checkers/history/watch.ts) */
   watch: boolean;
   log?: (line: string) => void;
 }

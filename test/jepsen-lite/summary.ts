@@ -1,21 +1,21 @@
 // The verdict of a run: every checker over the recorded facts, and the summary a person
 // reads (summary.txt) and a program reads (summary.json).
-import type { Op } from './history.js';
-import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LagSample, type LeaderElection, type Ttl } from './checkers.js';
+import type { Op } from '../checkers/history/history.js';
+import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LagSample, type LeaderElection, type Ttl } from '../checkers/history/index.js';
 import { clockMargin } from './nemesis-clock.js';
 import { checkLinearizable } from './linearizability.js';
 import type { NodeProcs } from './procs.js';
-import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from './resource-proc.js';
-import { checkTransfers, type TransferReport } from './checkers-transfer.js';
-import { checkLockSets, projectLockSets } from './lock-sets.js';
-import { checkKeyReuse } from './checkers-keys.js';
-import { checkWaitBounds, checkWaitQueues, officesOf } from './checkers-waits.js';
+import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from '../checkers/history/resource-logs.js';
+import { checkTransfers, type TransferReport } from '../checkers/history/transfer.js';
+import { checkLockSets, projectLockSets } from '../checkers/history/lock-sets.js';
+import { checkKeyReuse } from '../checkers/history/keys.js';
+import { checkWaitBounds, checkWaitQueues, officesOf } from '../checkers/history/waits.js';
 import type { RunOptions } from './run.js';
-import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from './checkers-shared.js';
+import { checkSemaphores, checkSharedLocks, type SemaphoreReport, type SharedReport } from '../checkers/history/shared.js';
 import { ACCOUNT_PREFIX, ACCOUNTS, assignWorkloads, isElection, isSharedLock, OPENING_BALANCE } from './workloads.js';
-import { checkElections, type ElectionReport } from './checkers-election.js';
-import { checkWatch, type WatchReport } from './checkers-watch.js';
-import type { WatchRecord } from './watch-proc.js';
+import { checkElections, type ElectionReport } from '../checkers/history/election.js';
+import { checkWatch, type WatchReport } from '../checkers/history/watch.js';
+import type { WatchRecord } from '../checkers/history/watch-records.js';
 
 export interface RunSummary {
   seed: number;

@@ -3,8 +3,8 @@
 // windows shaded and labelled, as Jepsen's timeline; below: acquire latency over time on a
 // log scale (Jepsen's latency plot). Hover a bar for the operation.
 import { writeFileSync } from 'node:fs';
-import type { Op } from './history.js';
-import type { FaultRecord } from './checkers.js';
+import type { Op } from '../checkers/history/history.js';
+import type { FaultRecord } from '../checkers/history/index.js';
 import { maxOf } from '../support/extrema.js';
 
 const COLORS: Record<string, string> = { ok: '#2e9d4f', fail: '#d9534f', info: '#f0ad4e' };

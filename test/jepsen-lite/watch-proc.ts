@@ -1,6 +1,6 @@
 // The watch clients of a run, as one OS process in the client namespace: one SSE stream
 // (GET /v1/watch, every name) per node slot, each pinned to its node — never failing over,
-// since the point is to compare what every node says (checkers-watch.ts). A stream that
+// since the point is to compare what every node says (test/checkers/history/watch.ts). A stream that
 // ends (the node was killed, stopped, cut a slow reader or installed a snapshot) is opened
 // again on the same node, resuming by index as the SDK's client.watch does: after the
 // index before the last event's (one command's events share an index and a cut can fall
@@ -17,6 +17,7 @@
 import { request, type IncomingMessage } from 'node:http';
 import { createInterface } from 'node:readline';
 import { clockFrom } from './recorder.js';
+import type { WatchEv } from '../checkers/history/watch-records.js';
 import { sseFields } from '@raftlock/client/internal';
 
 export interface WatchArgs {
@@ -24,20 +25,6 @@ export interface WatchArgs {
   endpoints: string[];
   t0: string;
 }
-
-/** one event as the feed sent it */
-export interface WatchEv {
-  event: string;
-  data: Record<string, unknown> & { index: number };
-}
-
-/** the records watch-proc writes (watch.jsonl) */
-export type WatchRecord =
-  | { w: 'conn'; node: string; conn: number; from: number | null; t: number }
-  | { w: 'refused'; node: string; conn: number; status: number; code?: string; compacted_index?: number; t: number }
-  | { w: 'state'; node: string; conn: number; evs: WatchEv[]; marker: number; t: number }
-  | { w: 'evs'; node: string; conn: number; evs: WatchEv[]; t: number }
-  | { w: 'end'; node: string; conn: number; reason: string; t: number };
 
 const args = JSON.parse(process.argv[2] ?? '{}') as WatchArgs;
 const now = clockFrom(BigInt(args.t0));

@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkOperations, type Model, type Operation } from './wgl.js';
 import { checkLinearizable } from './linearizability.js';
-import type { Op } from './history.js';
-import { H } from './history-builder.js';
+import type { Op } from '../checkers/history/history.js';
+import { H } from '../checkers/history/history-builder.js';
 
 type RegIn = { f: 'w' | 'r'; v: number };
 const register: Model<number, RegIn, number> = {

@@ -6,15 +6,15 @@
 // the names each workload uses are disjoint, so the checkers can tell them apart from
 // the history alone (also on --recheck).
 
+// the prefixes by which the history checkers tell the workloads apart live with them
+import { SEM_PREFIX } from '../checkers/history/names.js';
+export { SHARED_PREFIX, SEM_PREFIX, ELECTION_PREFIX, isSharedLock, isElection } from '../checkers/history/names.js';
+
 export const WORKLOADS = ['lock', 'shared', 'semaphore', 'election', 'transfer', 'wait'] as const;
 export type Workload = (typeof WORKLOADS)[number];
 
 /** exclusive lock names: jl-0, jl-1, … (the linearizability and lease checkers' locks) */
 export const LOCK_PREFIX = 'jl-';
-/** the shared-lock workload's lock names: js-0, … */
-export const SHARED_PREFIX = 'js-';
-/** the semaphore workload's semaphore names: jm-0, … */
-export const SEM_PREFIX = 'jm-';
 
 /** the transfer workload's accounts: lock names ja-0 … ja-(ACCOUNTS−1), one fenced
  *  account each at the bank (resource-proc.ts), every one opening with OPENING_BALANCE */
@@ -23,7 +23,7 @@ export const ACCOUNTS = 4;
 export const OPENING_BALANCE = 100;
 
 /** An account lock of the transfer workload (taken with acquire-all, checked per name by
- *  the linearizability and lease checkers as projected acquires: lock-sets.ts). */
+ *  the linearizability and lease checkers as projected acquires: test/checkers/history/lock-sets.ts). */
 export function isAccount(name: string | undefined): boolean {
   return name !== undefined && name.startsWith(ACCOUNT_PREFIX);
 }
@@ -31,9 +31,7 @@ export function isAccount(name: string | undefined): boolean {
 /** the wait workload's lock (client-wait.ts): long holds and waiters that do not retry */
 export const WAIT_PREFIX = 'jw-';
 export const WAIT_LOCKS = 1;
-
-/** the election workload's election names: je-0, … (checkers-election.ts) */
-export const ELECTION_PREFIX = 'je-';
+/** the election workload's elections (ELECTION_PREFIX0, …; client-election.ts) */
 export const ELECTIONS = 1;
 
 /** how many names the shared and semaphore workloads compete for: one shared lock, so
@@ -52,16 +50,7 @@ export function maxHoldOf(rng: { next(): number; int(lo: number, hi: number): nu
   return rng.next() < 0.33 ? { max_hold_ms: rng.int(300, 1500) } : {};
 }
 
-/** A lock of the shared-lock workload: checked by checkSharedLocks (and, as every name, by
- *  the linearizability checker), not by the exclusive lease checker. */
-export function isSharedLock(name: string | undefined): boolean {
-  return name !== undefined && name.startsWith(SHARED_PREFIX);
-}
 
-/** An election of the election workload: checked by checkElections. */
-export function isElection(name: string | undefined): boolean {
-  return name !== undefined && name.startsWith(ELECTION_PREFIX);
-}
 
 /** the workload of each client c1…cN: round-robin over the list, so every workload of a
  *  run gets ⌊N/k⌋ or ⌈N/k⌉ clients */

@@ -17,7 +17,7 @@ import { SimDisk } from '../sim/disk.js';
 import { LockNode, RAFT_KNOBS, SimulatedCrash, type LessorFault, type LockMutations, type NodeParams } from './node.js';
 import type { Command } from '../../src/lock-fsm/index.js';
 import { SimTransport } from './transport.js';
-import { LockCheckers, LockViolation } from './checkers.js';
+import { LockCheckers, LockViolation } from '../checkers/apply/lock-checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
 import { inIdOrder } from '../support/id-order.js';
 
@@ -250,10 +250,10 @@ export class LockCluster {
       lessorFault: (cmd) => {
         const f = this.lessorFault(cmd);
         // a held-back expireHold is proposed after entries its leader stamps later: that
-        // leader's max-hold deadline is excused (hold-checker.ts)
+        // leader's max-hold deadline is excused (test/checkers/apply/hold-checker.ts)
         const n = this.nodes.get(id);
         if (cmd.kind === 'expireHold' && f.delayTicks > 0 && n) this.checkers.holds.excuse(cmd.fencingToken, `${id}/${n.driver.currentTerm}`);
-        // the same for a held-back cancel and the wait it ends (wait-checker.ts)
+        // the same for a held-back cancel and the wait it ends (test/checkers/apply/wait-checker.ts)
         if ((cmd.kind === 'cancelWait' || cmd.kind === 'semCancelWait') && f.delayTicks > 0 && n) {
           this.checkers.waitBound.excuse(cmd.kind === 'semCancelWait' ? 'semaphore' : 'lock', cmd.name, cmd.sessionId, `${id}/${n.driver.currentTerm}`);
         }

@@ -26,7 +26,7 @@
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { ApplyOutput, ApplyResult } from '../../src/lock-fsm/index.js';
 import type { ProposalOutcome } from '../../src/raft/driver.js';
-import type { LockCheckers } from './checkers.js';
+import type { LockCheckers } from '../checkers/apply/lock-checkers.js';
 import type { LockNode } from './node.js';
 
 export interface WorkloadParams {
