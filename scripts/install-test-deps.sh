@@ -4,7 +4,7 @@
 #   faults (partitions, packet loss);
 # - chromium (Debian's package, /usr/bin/chromium): test/ops/status-page.test.ts drives the
 #   status page in headless Chromium through playwright-core;
-# - golang-go and python3: test/client/go-python.test.ts runs the Go and Python clients'
+# - golang-go and python3: test/clients/go-python.test.ts runs the Go and Python clients'
 #   suites (clients/go, clients/python) against a real cluster;
 # - postgresql (Debian's server, /usr/lib/postgresql/N/bin): test/postgres starts a private
 #   server to test deploy/postgres/raftlock-fencing.sql and the SDK's fencedQuery;

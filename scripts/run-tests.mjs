@@ -60,10 +60,10 @@ if (files.length === 0) {
  *  not listed counts as DEFAULT_SECONDS */
 const PROCESS_SECONDS = {
   'jepsen-lite/jepsen-3': 100, 'jepsen-lite/jepsen-membership': 89, 'jepsen-lite/jepsen-disk-clock': 69,
-  'client/cli': 51, 'membership/reconfigure': 46, 'jepsen-lite/jepsen-5': 45,
-  'storage/crash': 41, 'client/go-python': 34, 'cluster/failover': 34,
+  'cli/cli': 51, 'membership/reconfigure': 46, 'jepsen-lite/jepsen-5': 45,
+  'storage/crash': 41, 'clients/go-python': 34, 'cluster/failover': 34,
   'cluster/cli': 34, 'jepsen-lite/control': 33, 'client/sdk-cluster': 28, 'cluster/api': 24, 'packaging/pack': 23,
-  'client/acquire-cleanup': 22, 'ops/backup-restore': 22, 'membership/transfer': 17, 'membership/add-then-start': 16,
+  'client/acquire-cleanup': 22, 'cli/acquire-cleanup': 8, 'ops/backup-restore': 22, 'membership/transfer': 17, 'membership/add-then-start': 16,
   'cluster/recovery': 16, 'cluster/amnesia': 15, 'ops/status-page': 14, 'cluster/bad-input': 13, 'security/fuzz': 13,
   'security/limits': 13, 'cluster/lessor': 11, 'security/cluster-command': 11, 'cluster/watch': 9,
   // 2026-12-04, on a machine loaded by other runs: a private server, a cluster, a paused-holder run, an example

@@ -5,16 +5,8 @@
 import { after, afterEach, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { LimitMismatchError, LockLostError, OutcomeUnknownError, RaftlockClient, SemaphoreFullError, UnavailableError } from '@raftlock/client';
-import { StubLockServer } from './stub-lock-server.js';
-
-/** poll until `cond` holds or fail after `ms` (no fixed sleeps) */
-async function until(cond: () => boolean, ms: number, what: string): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!cond()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for: ${what}`);
-    await new Promise((r) => setTimeout(r, 10));
-  }
-}
+import { StubLockServer } from '../support/stub-lock-server.js';
+import { until } from '../support/until.js';
 
 describe('SDK semaphores', () => {
   let stub: StubLockServer;
