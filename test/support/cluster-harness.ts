@@ -10,6 +10,7 @@ import { freePort } from './ports.js';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { SERVE_NODE_FLAGS, serveEnv } from '../../src/cli/serve-runtime.js';
+import { trackChild, untrackChild } from './scratch-server.js';
 
 /** the package root, whether this file runs from dist/test/support or test/support (tsx) */
 export const repoRoot = findRepoRoot(dirname(fileURLToPath(import.meta.url)));
@@ -22,20 +23,6 @@ function findRepoRoot(dir: string): string {
   }
   throw new Error(`no raftlock package root above ${dir}`);
 }
-
-/** Every child any harness in this process started and that is still alive. If the test
- *  process exits without close() (a crash, an uncaught error), they are killed on the way
- *  out, so a failed run never leaves nodes holding ports and burning CPU. */
-const liveChildren = new Set<ChildProcess>();
-process.once('exit', () => {
-  for (const p of liveChildren) {
-    try {
-      p.kill('SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-});
 
 export { freePort };
 
@@ -189,9 +176,9 @@ export class ClusterHarness {
     proc.stdout!.pipe(n.log, { end: false });
     proc.stderr!.pipe(n.log, { end: false });
     n.lastExit = null;
-    liveChildren.add(proc);
+    trackChild(proc); // killed if the test process exits without close() (scratch-server.ts)
     proc.once('exit', (code, signal) => {
-      liveChildren.delete(proc);
+      untrackChild(proc);
       if (n.proc === proc) {
         n.proc = null;
         n.lastExit = { code, signal };

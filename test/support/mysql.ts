@@ -7,23 +7,10 @@
 // stops it (SIGTERM, then SIGKILL) and removes the directory; a crashing test process
 // kills it on the way out.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chownSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import mysql from 'mysql2/promise';
-
-const live = new Set<ChildProcess>();
-const dirs = new Set<string>();
-process.once('exit', () => {
-  for (const p of live) {
-    try {
-      p.kill('SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+import { removeScratchDir, scratchDir, serverUser, stopChild, trackChild } from './scratch-server.js';
 
 const SERVER = '/usr/sbin/mariadbd';
 const INSTALL_DB = '/usr/bin/mariadb-install-db';
@@ -35,17 +22,6 @@ export function findMariadb(): { server: string; installDb: string; client: stri
     if (!existsSync(f)) return { missing: `MariaDB is not installed (no ${f}; scripts/install-test-deps.sh installs Debian's mariadb-server as root)` };
   }
   return { server: SERVER, installDb: INSTALL_DB, client: CLIENT };
-}
-
-/** uid/gid to run the server as: ourselves, or an unprivileged system user when we are root */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':'));
-  for (const name of ['mysql', 'nobody']) {
-    const e = passwd.find((f) => f[0] === name);
-    if (e && Number(e[2]) > 0) return { uid: Number(e[2]), gid: Number(e[3]) };
-  }
-  throw new Error('running as root and neither a mysql nor a nobody user exists to run MariaDB as');
 }
 
 export interface MysqlServer {
@@ -63,12 +39,11 @@ export interface MysqlServer {
 
 /** Starts a private MariaDB server with an empty database `database`; rejects (after cleaning up) if it cannot. */
 export async function startMariadb(o: { server: string; installDb: string; client: string; database?: string }): Promise<MysqlServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'raftlock-mysql-'));
-  dirs.add(dir);
+  const dir = scratchDir('raftlock-mysql-');
   const data = join(dir, 'data');
   const socket = join(dir, 'mysqld.sock');
   const database = o.database ?? 'raftlock_test';
-  const user = serverUser();
+  const user = serverUser(['mysql', 'nobody'], 'MariaDB');
   if (user) chownSync(dir, user.uid, user.gid);
   const asUser = user ? { uid: user.uid, gid: user.gid } : {};
   const env = { ...process.env, LC_ALL: 'C', LANG: 'C' };
@@ -76,17 +51,8 @@ export async function startMariadb(o: { server: string; installDb: string; clien
   const innodb = ['--innodb-log-file-size=8M', '--innodb-buffer-pool-size=32M'];
   let proc: ChildProcess | undefined;
   const cleanup = async (): Promise<void> => {
-    if (proc && proc.exitCode === null && proc.signalCode === null) {
-      const p = proc;
-      const exited = new Promise<void>((r) => p.once('exit', () => r()));
-      p.kill('SIGTERM'); // a normal shutdown: open transactions roll back
-      const timer = setTimeout(() => p.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (proc) live.delete(proc);
-    rmSync(dir, { recursive: true, force: true });
-    dirs.delete(dir);
+    await stopChild(proc, 'SIGTERM'); // a normal shutdown: open transactions roll back
+    removeScratchDir(dir);
   };
   try {
     const init = spawnSync(o.installDb, ['--no-defaults', `--datadir=${data}`, '--auth-root-authentication-method=normal', '--skip-test-db', ...innodb], { encoding: 'utf8', env, cwd: dir, ...asUser });
@@ -98,7 +64,7 @@ export async function startMariadb(o: { server: string; installDb: string; clien
     ];
     const p = spawn(o.server, args, { env, cwd: dir, stdio: ['ignore', 'ignore', 'ignore'], ...asUser });
     proc = p;
-    live.add(p);
+    trackChild(p);
     const errorLog = (): string => {
       try {
         return readFileSync(join(dir, 'error.log'), 'utf8').trim().slice(-800);

@@ -6,24 +6,11 @@
 // shutdown, then SIGKILL) and removes the directory; a crashing test process kills it on
 // the way out.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chownSync, existsSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import pg from 'pg';
 import { freePort } from './ports.js';
-
-const live = new Set<ChildProcess>();
-const dirs = new Set<string>();
-process.once('exit', () => {
-  for (const p of live) {
-    try {
-      p.kill('SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+import { removeScratchDir, scratchDir, serverUser, stopChild, trackChild } from './scratch-server.js';
 
 /** The directory of the newest installed PostgreSQL's binaries, or a reason why there is none. */
 export function findPostgresBin(): { dir: string } | { missing: string } {
@@ -38,17 +25,6 @@ export function findPostgresBin(): { dir: string } | { missing: string } {
   return { missing: 'PostgreSQL is not installed (no /usr/lib/postgresql/*/bin/postgres; scripts/install-test-deps.sh installs Debian\'s postgresql as root)' };
 }
 
-/** uid/gid to run the server as: ourselves, or an unprivileged system user when we are root */
-function serverUser(): { uid: number; gid: number } | undefined {
-  if (process.getuid?.() !== 0) return undefined;
-  const passwd = readFileSync('/etc/passwd', 'utf8').split('\n').map((l) => l.split(':'));
-  for (const name of ['postgres', 'nobody']) {
-    const e = passwd.find((f) => f[0] === name);
-    if (e && Number(e[2]) > 0) return { uid: Number(e[2]), gid: Number(e[3]) };
-  }
-  throw new Error('running as root and neither a postgres nor a nobody user exists to run PostgreSQL as');
-}
-
 export interface PgServer {
   /** connection settings for pg.Client / pg.Pool */
   config: pg.ClientConfig;
@@ -60,28 +36,18 @@ export interface PgServer {
 
 /** Starts a private PostgreSQL server; rejects (after cleaning up) if it cannot. */
 export async function startPostgres(o: { bin: string; log?: (line: string) => void }): Promise<PgServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'raftlock-pg-'));
-  dirs.add(dir);
+  const dir = scratchDir('raftlock-pg-');
   const data = join(dir, 'data');
   const sock = join(dir, 'sock');
   mkdirSync(sock);
-  const user = serverUser();
+  const user = serverUser(['postgres', 'nobody'], 'PostgreSQL');
   if (user) for (const p of [dir, sock]) chownSync(p, user.uid, user.gid);
   const env = { ...process.env, LC_ALL: 'C', LANG: 'C' };
   const asUser = user ? { uid: user.uid, gid: user.gid } : {};
   let proc: ChildProcess | undefined;
   const cleanup = async (): Promise<void> => {
-    if (proc && proc.exitCode === null && proc.signalCode === null) {
-      const p = proc;
-      const exited = new Promise<void>((r) => p.once('exit', () => r()));
-      p.kill('SIGINT'); // fast shutdown: roll back open transactions, exit
-      const timer = setTimeout(() => p.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (proc) live.delete(proc);
-    rmSync(dir, { recursive: true, force: true });
-    dirs.delete(dir);
+    await stopChild(proc, 'SIGINT'); // fast shutdown: roll back open transactions, exit
+    removeScratchDir(dir);
   };
   try {
     const init = spawnSync(join(o.bin, 'initdb'), ['-D', data, '-U', 'raftlock', '--auth=trust', '-E', 'UTF8', '--no-sync', '--no-instructions'], { encoding: 'utf8', env, cwd: dir, ...asUser });
@@ -91,7 +57,7 @@ export async function startPostgres(o: { bin: string; log?: (line: string) => vo
     const args = ['-D', data, '-k', sock, '-p', String(port), '-c', "listen_addresses=", '-c', 'fsync=off', '-c', 'full_page_writes=off', '-c', 'synchronous_commit=off', '-c', 'max_connections=40'];
     const p = spawn(join(o.bin, 'postgres'), args, { env, cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], ...asUser });
     proc = p;
-    live.add(p);
+    trackChild(p);
     let output = '';
     const collect = (b: Buffer): void => {
       output = (output + b.toString()).slice(-4000);

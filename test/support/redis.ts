@@ -4,23 +4,9 @@
 // (every setting is on the command line). close() stops it (SIGTERM, then SIGKILL) and
 // removes the directory; a crashing test process kills it on the way out.
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-
-const live = new Set<ChildProcess>();
-const dirs = new Set<string>();
-process.once('exit', () => {
-  for (const p of live) {
-    try {
-      p.kill('SIGKILL');
-    } catch {
-      /* already gone */
-    }
-  }
-  for (const d of dirs) rmSync(d, { recursive: true, force: true });
-});
+import { removeScratchDir, scratchDir, stopChild, trackChild } from './scratch-server.js';
 
 /** the redis-server binary on PATH, or a reason why there is none */
 export function findRedis(): { server: string } | { missing: string } {
@@ -41,30 +27,20 @@ export interface RedisServer {
 
 /** Starts a private Redis server; rejects (after cleaning up) if it cannot. */
 export async function startRedis(o: { server: string }): Promise<RedisServer> {
-  const dir = mkdtempSync(join(tmpdir(), 'raftlock-redis-'));
-  dirs.add(dir);
+  const dir = scratchDir('raftlock-redis-');
   const socket = join(dir, 'redis.sock');
   const clients: Redis[] = [];
   let proc: ChildProcess | undefined;
   const cleanup = async (): Promise<void> => {
     await Promise.allSettled(clients.map((c) => c.quit().catch(() => c.disconnect())));
-    if (proc && proc.exitCode === null && proc.signalCode === null) {
-      const p = proc;
-      const exited = new Promise<void>((r) => p.once('exit', () => r()));
-      p.kill('SIGTERM');
-      const timer = setTimeout(() => p.kill('SIGKILL'), 5000);
-      await exited;
-      clearTimeout(timer);
-    }
-    if (proc) live.delete(proc);
-    rmSync(dir, { recursive: true, force: true });
-    dirs.delete(dir);
+    await stopChild(proc, 'SIGTERM');
+    removeScratchDir(dir);
   };
   try {
     const args = ['--port', '0', '--unixsocket', socket, '--unixsocketperm', '700', '--dir', dir, '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--daemonize', 'no', '--loglevel', 'warning'];
     const p = spawn(o.server, args, { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'] });
     proc = p;
-    live.add(p);
+    trackChild(p);
     let output = '';
     const collect = (b: Buffer): void => void (output = (output + b.toString()).slice(-4000));
     p.stdout?.on('data', collect);
