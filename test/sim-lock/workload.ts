@@ -232,30 +232,20 @@ export class LockWorkload {
   }
 
   private async acquire(c: Client, n: LockNode, name: string, waitMs: number): Promise<void> {
-    const sid = c.sessionId!;
-    const sent = this.cluster.nowMs();
-    const key = `k${c.id}-${++c.seq}`;
-    this.checkers.onKeySent(key, sent);
+    const { sid, sent, key } = this.keyed(c);
     const hold = this.maxHold();
     this.cap(c, name, sent, hold); // at the send: the request may make a grant whatever it is answered
     const cmd = { kind: 'acquire' as const, name, sessionId: sid, waitMs, ...hold };
     let out = await n.propose(cmd, key);
-    if (!out.ok && out.kind === 'unknown' && this.rng.next() < 0.5) {
-      // retry once with the same Idempotency-Key, at whoever leads now
-      const again = this.cluster.leader();
-      if (again && !again.dead) {
-        n = again;
-        out = await n.propose(cmd, key);
-      }
+    const again = this.retryAt(out, this.rng);
+    if (again) {
+      n = again;
+      out = await n.propose(cmd, key);
     }
     const r = result(out);
-    if (r === null) {
-      this.stats.unknown++;
-      // unsure whether it holds the lock: give the session up to expiry (its grant, if
-      // any, ends with it), as a careful client would
-      this.abandon(c);
-      return;
-    }
+    // unsure whether it holds the lock: give the session up to expiry (its grant, if any,
+    // ends with it), as a careful client would
+    if (r === null) return this.unsure(c);
     if (r.ok && r.kind === 'acquired') {
       this.confirmGrant(c, n, name, r.sessionId, r.fencingToken, sent, out.ok ? out.index : 0, this.cap(c, name, sent, hold));
       return;
@@ -265,6 +255,35 @@ export class LockWorkload {
       await this.waitForGrant(c, n, name, sent, waitMs, this.cap(c, name, sent, hold));
       return;
     }
+    this.refused(c, r);
+  }
+
+  /** a keyed request of `c` is sent now: its session, the send time and a fresh
+   *  Idempotency-Key (the checkers time the key's life from this send) */
+  private keyed(c: Client): { sid: string; sent: number; key: string } {
+    const sid = c.sessionId!;
+    const sent = this.cluster.nowMs();
+    const key = `k${c.id}-${++c.seq}`;
+    this.checkers.onKeySent(key, sent);
+    return { sid, sent, key };
+  }
+
+  /** an acquire's outcome is unknown: counted, and the session given up to expiry */
+  private unsure(c: Client): void {
+    this.stats.unknown++;
+    this.abandon(c);
+  }
+
+  /** after an unknown outcome of a keyed request, on a coin flip from `rng`: whoever leads
+   *  now, to retry at once with the same Idempotency-Key (none: no retry) */
+  private retryAt(out: ProposalOutcome, rng: Rng): LockNode | undefined {
+    if (out.ok || out.kind !== 'unknown' || !(rng.next() < 0.5)) return undefined;
+    const again = this.cluster.leader();
+    return again && !again.dead ? again : undefined;
+  }
+
+  /** an acquire's definite refusal: counted; a session the service no longer knows is forgotten */
+  private refused(c: Client, r: ApplyResult): void {
     if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
     if (!r.ok && r.code === 'deadlock') this.stats.deadlockAnswers++;
     if (!r.ok && r.code === 'session_not_found') this.forget(c);
@@ -294,25 +313,16 @@ export class LockWorkload {
   }
 
   private async acquireAll(c: Client, n: LockNode, names: string[], waitMs: number, shared: boolean, t: Rng): Promise<void> {
-    const sid = c.sessionId!;
-    const sent = this.cluster.nowMs();
-    const key = `k${c.id}-${++c.seq}`;
-    this.checkers.onKeySent(key, sent);
+    const { sid, sent, key } = this.keyed(c);
     const cmd = { kind: 'acquireAll' as const, names, sessionId: sid, waitMs, ...(shared ? { mode: 'shared' as const } : {}) };
     let out = await n.propose(cmd, key);
-    if (!out.ok && out.kind === 'unknown' && t.next() < 0.5) {
-      const again = this.cluster.leader();
-      if (again && !again.dead) {
-        n = again;
-        out = await n.propose(cmd, key);
-      }
+    const again = this.retryAt(out, t);
+    if (again) {
+      n = again;
+      out = await n.propose(cmd, key);
     }
     const r = result(out);
-    if (r === null) {
-      this.stats.unknown++;
-      this.abandon(c);
-      return;
-    }
+    if (r === null) return this.unsure(c);
     if (r.ok && r.kind === 'acquired_all') {
       if (this.confirmSet(c, n, sid, names, shared, sent, out.ok ? out.index : 0)) this.stats.setsAcked++;
       return;
@@ -322,9 +332,7 @@ export class LockWorkload {
       await this.waitForSet(c, n, names, r.since, shared, sent, waitMs);
       return;
     }
-    if (!r.ok && r.code === 'lock_held') this.stats.lockHeld++;
-    if (!r.ok && r.code === 'deadlock') this.stats.deadlockAnswers++;
-    if (!r.ok && r.code === 'session_not_found') this.forget(c);
+    this.refused(c, r);
   }
 
   /** the whole set stands on this node and the leader renewed the session (lock-set-service):
@@ -344,29 +352,16 @@ export class LockWorkload {
   }
 
   /** as waitForGrant, for a waiting set: the lessor times it by its first place */
-  private async waitForSet(c: Client, n: LockNode, names: string[], since: number, shared: boolean, sent: number, waitMs: number): Promise<void> {
+  private waitForSet(c: Client, n: LockNode, names: string[], since: number, shared: boolean, sent: number, waitMs: number): Promise<void> {
     const sid = c.sessionId!;
-    if (!n.lessor.isLeader) return;
     const place = names.find((x) => n.app.fsm.waitOf(x, sid)?.since === since);
-    if (place !== undefined) n.trackWait(place, sid, sent + waitMs, since, false, sent);
-    n.waitingSessions.add(sid);
-    const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
-    while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
-      await this.ticks(2);
-      if (n.dead || !n.isLeader) return;
-      const asked = this.cluster.nowMs();
-      const rd = await n.driver.readIndex(this.p.readTimeoutMs);
-      if (!rd.ok || n.dead) return;
-      if (!n.app.fsm.getSession(sid)) {
-        this.forget(c);
-        return;
-      }
-      if (this.confirmSet(c, n, sid, names, shared, asked, rd.index)) {
+    return this.poll(c, n, place ?? names[0]!, sent, waitMs, place !== undefined ? { since } : undefined, false, (asked, index) => {
+      if (this.confirmSet(c, n, sid, names, shared, asked, index)) {
         this.stats.setWaitsGranted++;
-        return;
+        return 'done';
       }
-      if (!names.some((x) => n.app.fsm.waitOf(x, sid)?.since === since)) return; // cancelled
-    }
+      return names.some((x) => n.app.fsm.waitOf(x, sid)?.since === since) ? 'waiting' : 'gone'; // gone: cancelled
+    });
   }
 
   private async releaseAll(c: Client, n: LockNode, names: string[]): Promise<void> {
@@ -396,34 +391,19 @@ export class LockWorkload {
 
   /** the leader tracks the wait; the client polls with read barriers until it holds the
    *  lock or the wait ran out (the lessor's cancelWait ends it) */
-  private async waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number, untilMs: number): Promise<void> {
+  private waitForGrant(c: Client, n: LockNode, name: string, sent: number, waitMs: number, untilMs: number): Promise<void> {
     const sid = c.sessionId!;
-    if (!n.lessor.isLeader) return;
     // as lock-service: only a wait the FSM still has is tracked, under its identity (a wait
     // already granted or cancelled has nothing to time out; tracking it as "unknown" would
     // make the lessor cancel whatever wait the session has next)
-    const w = n.app.fsm.waitOf(name, sid);
-    if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since, false, sent);
-    n.waitingSessions.add(sid);
-    const giveUpMs = sent + waitMs + 4 * this.p.ttlMs;
-    while (this.cluster.nowMs() < giveUpMs && !n.dead && n.isLeader && c.sessionId === sid) {
-      await this.ticks(2);
-      if (n.dead || !n.isLeader) return;
-      const asked = this.cluster.nowMs();
-      const rd = await n.driver.readIndex(this.p.readTimeoutMs);
-      if (!rd.ok || n.dead) return;
+    return this.poll(c, n, name, sent, waitMs, n.app.fsm.waitOf(name, sid), false, (asked, index) => {
       const l = n.app.fsm.getLock(name);
-      const s = n.app.fsm.getSession(sid);
-      if (!s) {
-        this.forget(c);
-        return;
-      }
       if (l.holder?.sessionId === sid) {
-        if (this.confirmGrant(c, n, name, sid, l.holder.fencingToken, asked, rd.index, untilMs)) this.stats.waitsGranted++;
-        return;
+        if (this.confirmGrant(c, n, name, sid, l.holder.fencingToken, asked, index, untilMs)) this.stats.waitsGranted++;
+        return 'done';
       }
-      if (!s.waiting.includes(name)) return; // cancelled: lock_held
-    }
+      return n.app.fsm.getSession(sid)!.waiting.includes(name) ? 'waiting' : 'gone'; // gone: cancelled, lock_held
+    });
   }
 
   private async release(c: Client, n: LockNode, name: string): Promise<void> {
@@ -483,18 +463,11 @@ export class LockWorkload {
   }
 
   private async acquireShared(c: Client, n: LockNode, name: string, waitMs: number): Promise<void> {
-    const sid = c.sessionId!;
-    const sent = this.cluster.nowMs();
-    const key = `k${c.id}-${++c.seq}`;
-    this.checkers.onKeySent(key, sent);
+    const { sid, sent, key } = this.keyed(c);
     const hold = this.maxHold();
     this.cap(c, name, sent, hold);
     const r = result(await n.propose({ kind: 'acquire', name, sessionId: sid, waitMs, mode: 'shared', ...hold }, key));
-    if (r === null) {
-      this.stats.unknown++;
-      this.abandon(c); // unsure whether it shares the lock: give the session up
-      return;
-    }
+    if (r === null) return this.unsure(c); // unsure whether it shares the lock
     if (r.ok && r.kind === 'acquired') {
       this.confirmShare(c, n, name, sid, r.fencingToken, sent, this.cap(c, name, sent, hold));
       return;
@@ -537,18 +510,11 @@ export class LockWorkload {
   }
 
   private async semAcquire(c: Client, n: LockNode, name: string, waitMs: number): Promise<void> {
-    const sid = c.sessionId!;
-    const sent = this.cluster.nowMs();
     const limit = this.semLimits.get(name) ?? this.p.semLimit;
     const permits = this.x.int(1, limit + 1);
-    const key = `k${c.id}-${++c.seq}`;
-    this.checkers.onKeySent(key, sent);
+    const { sid, sent, key } = this.keyed(c);
     const r = result(await n.propose({ kind: 'semAcquire', name, sessionId: sid, limit, permits, waitMs, ...this.maxHold() }, key));
-    if (r === null) {
-      this.stats.unknown++;
-      this.abandon(c);
-      return;
-    }
+    if (r === null) return this.unsure(c);
     if (r.ok && r.kind === 'sem_acquired') {
       this.confirmSem(c, n, name, sid, r.fencingToken, sent);
       return;
@@ -614,19 +580,12 @@ export class LockWorkload {
   }
 
   private async campaign(c: Client, n: LockNode, name: string, waitMs: number, value: string): Promise<void> {
-    const sid = c.sessionId!;
-    const sent = this.cluster.nowMs();
-    const key = `k${c.id}-${++c.seq}`;
-    this.checkers.onKeySent(key, sent);
+    const { sid, sent, key } = this.keyed(c);
     const hold = this.maxHold();
     this.cap(c, name, sent, hold);
     const out = await n.propose({ kind: 'campaign', name, sessionId: sid, value, waitMs, ...hold }, key);
     const r = result(out);
-    if (r === null) {
-      this.stats.unknown++;
-      this.abandon(c); // unsure whether it leads: give the session up
-      return;
-    }
+    if (r === null) return this.unsure(c); // unsure whether it leads
     if (r.ok && r.kind === 'acquired') {
       if (this.confirmLead(c, n, name, sid, r.fencingToken, sent, out.ok ? out.index : 0, this.cap(c, name, sent, hold))) this.stats.campaignsWon++;
       return;
@@ -723,10 +682,10 @@ export class LockWorkload {
     if (r === null) this.stats.unknown++;
   }
 
-  /** as waitForGrant: the leader's lessor times the wait out, the client polls with read
-   *  barriers; `check` answers after each barrier */
+  /** as waitForGrant: the leader's lessor times the wait out (the wait `w` of `name`, when
+   *  there is one), the client polls with read barriers; `check` answers after each barrier */
   private async poll(c: Client, n: LockNode, name: string, sent: number, waitMs: number, w: { since: number } | undefined, semaphore: boolean,
-    check: (askedMs: number) => 'waiting' | 'gone' | 'done'): Promise<void> {
+    check: (askedMs: number, readIndex: number) => 'waiting' | 'gone' | 'done'): Promise<void> {
     const sid = c.sessionId!;
     if (!n.lessor.isLeader) return;
     if (w !== undefined) n.trackWait(name, sid, sent + waitMs, w.since, semaphore, sent);
@@ -742,7 +701,7 @@ export class LockWorkload {
         this.forget(c);
         return;
       }
-      if (check(asked) !== 'waiting') return;
+      if (check(asked, rd.index) !== 'waiting') return;
     }
   }
 
