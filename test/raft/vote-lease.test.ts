@@ -39,6 +39,17 @@ function splitThenEarlyPreVote(net: Network): void {
   flush(net);
 }
 
+/** n4 hears the answers to its pre-vote; then its term-2 votes reach n2, n3 and n5, and n4
+ *  hears their answers */
+function n4Campaigns(net: Network): void {
+  net.deliver(is('preVoteResp', undefined, ['n4']));
+  flush(net);
+  net.deliver(is('vote', 'n4', ['n2', 'n3', 'n5']));
+  flush(net);
+  net.deliver(is('voteResp', undefined, ['n4']));
+  flush(net);
+}
+
 test('a pre-vote asked of a node that just voted for another candidate does not depose that candidate once it won', () => {
   const net = Network.create(5, opts);
   splitThenEarlyPreVote(net);
@@ -47,14 +58,8 @@ test('a pre-vote asked of a node that just voted for another candidate does not 
   flush(net);
   assert.equal(net.node('n1').raw.status().role, 'leader');
   assert.equal(net.node('n1').raw.status().term, 1);
-  // n4 hears the answers to its pre-vote; then its term-2 votes reach n2, n3 and n5 before
-  // n1's appends do
-  net.deliver(is('preVoteResp', undefined, ['n4']));
-  flush(net);
-  net.deliver(is('vote', 'n4', ['n2', 'n3', 'n5']));
-  flush(net);
-  net.deliver(is('voteResp', undefined, ['n4']));
-  flush(net);
+  // n1's appends have not arrived anywhere when n4 campaigns for term 2
+  n4Campaigns(net);
   assert.notEqual(net.node('n4').raw.status().role, 'leader', 'n4 won term 2 and deposed n1, 1 round after n1 won');
   for (const id of ['n2', 'n3']) assert.equal(net.node(id).raw.status().term, 1, `${id} did not even adopt term 2`);
   // everything else arrives: n1 stays the leader of term 1 and everyone follows it
@@ -112,12 +117,7 @@ test('without Check-Quorum there is no lease: the early pre-vote does depose the
   net.deliver(is('voteResp', undefined, ['n1']));
   flush(net);
   assert.equal(net.node('n1').raw.status().role, 'leader');
-  net.deliver(is('preVoteResp', undefined, ['n4']));
-  flush(net);
-  net.deliver(is('vote', 'n4', ['n2', 'n3', 'n5']));
-  flush(net);
-  net.deliver(is('voteResp', undefined, ['n4']));
-  flush(net);
+  n4Campaigns(net);
   assert.equal(net.node('n4').raw.status().role, 'leader');
   assert.equal(net.node('n4').raw.status().term, 2);
 });

@@ -6,7 +6,7 @@ import type { Message } from '../../src/raft/core/types.js';
 import { HttpTransport } from '../../src/transport/http-transport.js';
 import { encodeEnvelope } from '../../src/transport/codec.js';
 import { CONTENT_TYPE, MESSAGES_PATH } from '../../src/transport/peer-server.js';
-import { captureLogger, closeAll, deadPort, hb, startNodes as startNodesOf, waitFor, type Extra } from './helpers.js';
+import { captureLogger, closeAll, deadPort, hb, startNodes as startNodesOf, waitFor, type Extra, type Node } from './helpers.js';
 
 const every = (from: string, to: string): Message[] => [
   { from, to, term: 3, type: 'vote', lastIndex: 10, lastTerm: 2 },
@@ -192,6 +192,21 @@ for (const streaming of [true, false]) {
     });
   });
 
+  /** n2 stops; once n1 has found it unreachable, n2 starts again on the same port (put in
+   *  `started` before it starts, for the test to close): the new n2 and what it receives */
+  async function restartN2(a: Node, b: Node, started: HttpTransport[]): Promise<{ c: HttpTransport; inbox: Message[] }> {
+    const port = b.t.address().port;
+    await b.t.close();
+    a.t.send([hb('n1', 'n2', 1)]);
+    await waitFor(() => a.unreachable.length >= 1, 'unreachable after n2 stopped');
+    const c = new HttpTransport({ self: 'n2', cluster: 'test', listen: { host: '127.0.0.1', port }, peers: new Map([['n1', a.url]]), logger: captureLogger(), streaming });
+    started.push(c);
+    const inbox: Message[] = [];
+    c.onMessage((m) => inbox.push(m));
+    await c.start();
+    return { c, inbox };
+  }
+
   describe(`HttpTransport with a dead peer (${mode})`, () => {
     it('reports unreachable (rate-limited), backs off, and keeps its queue bounded', async () => {
       const log = captureLogger();
@@ -254,24 +269,16 @@ for (const streaming of [true, false]) {
     it('recovers when the peer comes back', async () => {
       const nodes = await startNodes(['n1', 'n2'], { backoffMinMs: 5, backoffMaxMs: 50 });
       const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]];
-      let c: HttpTransport | null = null;
+      const started: HttpTransport[] = [];
       try {
-        const port = b.t.address().port;
-        await b.t.close();
-        a.t.send([hb('n1', 'n2', 1)]);
-        await waitFor(() => a.unreachable.length >= 1, 'unreachable after n2 stopped');
-        // n2 restarts on the same port
-        c = new HttpTransport({ self: 'n2', cluster: 'test', listen: { host: '127.0.0.1', port }, peers: new Map([['n1', a.url]]), logger: captureLogger(), streaming });
-        const inbox: Message[] = [];
-        c.onMessage((m) => inbox.push(m));
-        await c.start();
+        const { inbox } = await restartN2(a, b, started);
         await waitFor(() => {
           a.t.send([hb('n1', 'n2', 2)]);
           return inbox.length > 0;
         }, 'delivery after restart');
       } finally {
         await closeAll(nodes);
-        await c?.close();
+        for (const c of started) await c.close();
       }
     });
 
@@ -280,16 +287,9 @@ for (const streaming of [true, false]) {
       // from the peer must cut it short (a restarted cluster, docs/recovery.md)
       const nodes = await startNodes(['n1', 'n2'], { backoffMinMs: 2000, backoffMaxMs: 2000 });
       const [a, b] = nodes as [(typeof nodes)[0], (typeof nodes)[0]];
-      let c: HttpTransport | null = null;
+      const started: HttpTransport[] = [];
       try {
-        const port = b.t.address().port;
-        await b.t.close();
-        a.t.send([hb('n1', 'n2', 1)]);
-        await waitFor(() => a.unreachable.length >= 1, 'unreachable after n2 stopped');
-        c = new HttpTransport({ self: 'n2', cluster: 'test', listen: { host: '127.0.0.1', port }, peers: new Map([['n1', a.url]]), logger: captureLogger(), streaming });
-        const inbox: Message[] = [];
-        c.onMessage((m) => inbox.push(m));
-        await c.start();
+        const { c, inbox } = await restartN2(a, b, started);
         const t0 = Date.now();
         c.send([hb('n2', 'n1', 2)]);
         await waitFor(() => a.inbox.length > 0, 'n2 reaching n1');
@@ -299,7 +299,7 @@ for (const streaming of [true, false]) {
         assert.ok(ms < 900, `n1's message reached the restarted n2 ${ms} ms after n2 spoke (the backoff was at least 1000 ms)`);
       } finally {
         await closeAll(nodes);
-        await c?.close();
+        for (const c of started) await c.close();
       }
     });
   });
