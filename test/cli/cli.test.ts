@@ -4,42 +4,20 @@
 // exit codes and one-line errors.
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binPath, ClusterHarness, eventually, freePort } from '../support/cluster-harness.js';
 import { RaftlockClient, type WatchEvent } from '@raftlock/client';
-
-interface Run {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
+import { runToEnd, type Run } from '../support/run-to-end.js';
 
 const running = new Set<ChildProcess>();
 
 /** Runs `raftlock …`; a hung process is killed after `timeoutMs` (and fails the test). */
 function raftlock(args: string[], o: { timeoutMs?: number; onSpawn?: (p: ChildProcess) => void; env?: Record<string, string> } = {}): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    const p = spawn(process.execPath, [binPath, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, RAFTLOCK_ENDPOINTS: '', ...o.env } });
-    running.add(p);
-    let stdout = '';
-    let stderr = '';
-    p.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => {
-      p.kill('SIGKILL');
-      reject(new Error(`raftlock ${args.join(' ')} did not finish in ${o.timeoutMs ?? 30_000} ms; stderr: ${stderr}`));
-    }, o.timeoutMs ?? 30_000);
-    p.once('exit', (code, signal) => {
-      clearTimeout(timer);
-      running.delete(p);
-      resolve({ code, signal, stdout, stderr });
-    });
-    o.onSpawn?.(p);
-  });
+  const env = { ...process.env, RAFTLOCK_ENDPOINTS: '', ...o.env };
+  return runToEnd(process.execPath, [binPath, ...args], { env, timeoutMs: o.timeoutMs ?? 30_000, running, what: `raftlock ${args.join(' ')}`, ...(o.onSpawn ? { onSpawn: o.onSpawn } : {}) });
 }
 
 /** A child for `raftlock lock`: records its env, then exits with CODE, or waits for SIGTERM. */

@@ -7,13 +7,14 @@
 // (scripts/install-test-deps.sh installs Debian's golang-go as root).
 import { describe, it, before, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { spawnSync, type ChildProcess } from 'node:child_process';
 import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterHarness, eventually, repoRoot } from '../support/cluster-harness.js';
 import { RaftlockClient } from '@raftlock/client';
+import { runToEnd, type Run } from '../support/run-to-end.js';
 
 const GO_DIR = join(repoRoot, 'clients', 'go');
 const PY_DIR = join(repoRoot, 'clients', 'python');
@@ -49,41 +50,14 @@ function goEnv(): Record<string, string> {
   return env;
 }
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 const running = new Set<ChildProcess>();
 /** set by `after`: nothing new starts once cleanup began */
 let stopping = false;
 
 /** Runs a command to its end; killed (and failed) after timeoutMs. */
 function run(cmd: string, args: string[], o: { cwd: string; env: Record<string, string>; timeoutMs: number }): Promise<Run> {
-  return new Promise((resolve, reject) => {
-    if (stopping) return reject(new Error(`${cmd} ${args.join(' ')} not started: the suite is being cleaned up`));
-    const p = spawn(cmd, args, { cwd: o.cwd, env: { ...process.env, ...o.env }, stdio: ['ignore', 'pipe', 'pipe'] });
-    running.add(p);
-    let stdout = '';
-    let stderr = '';
-    p.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
-    p.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
-    const timer = setTimeout(() => {
-      p.kill('SIGKILL');
-      reject(new Error(`${cmd} ${args.join(' ')} did not finish in ${o.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
-    }, o.timeoutMs);
-    p.once('error', (err) => {
-      clearTimeout(timer);
-      running.delete(p);
-      reject(err);
-    });
-    p.once('exit', (code) => {
-      clearTimeout(timer);
-      running.delete(p);
-      resolve({ code, stdout, stderr });
-    });
-  });
+  if (stopping) return Promise.reject(new Error(`${cmd} ${args.join(' ')} not started: the suite is being cleaned up`));
+  return runToEnd(cmd, args, { cwd: o.cwd, env: { ...process.env, ...o.env }, timeoutMs: o.timeoutMs, running });
 }
 
 function assertOk(r: Run, what: string): void {
@@ -175,7 +149,7 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
       ['billing', EXAMPLES_GO_DIR, ['build', '-o', join(tmp, 'billing'), './billing']],
       ['worker', GO_DIR, ['build', '-o', join(tmp, 'fenced-worker'), './internal/cmd/fenced-worker']],
     ];
-    let prev: Pending = Promise.resolve({ ok: { code: 0, stdout: '', stderr: '' } });
+    let prev: Pending = Promise.resolve({ ok: { code: 0, signal: null, stdout: '', stderr: '' } });
     for (const [key, cwd, args] of steps) {
       prev = prev.then(() => start(NICE, [...NICE_ARGS, 'go', ...args], { cwd, ...build }));
       pending[key] = prev;
