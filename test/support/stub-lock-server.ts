@@ -5,6 +5,8 @@
 // late, granted and answered 504, granted and the connection dropped, refused. It never
 // cancels a wait when the client goes away (that cancel can lose the race on a real one).
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { after, afterEach, before } from 'node:test';
+import { RaftlockClient } from '@raftlock/client';
 
 export type AcquireMode =
   /** queue the session and grant it `delayMs` after the request (unless withdrawn) */
@@ -248,4 +250,39 @@ export class StubLockServer {
         return err(mode.status, mode.code);
     }
   }
+}
+
+/** The stub for a describe block of SDK tests: started before its tests, closed after them;
+ *  `connect` makes the client of one test (closed after it, when `reset` runs too), its
+ *  warnings collected in `warnings` (emptied after each test). */
+export function stubSuite(reset: (stub: StubLockServer) => void = () => undefined): {
+  readonly stub: StubLockServer;
+  readonly warnings: string[];
+  connect(o?: { retryBudgetMs?: number }): RaftlockClient;
+} {
+  let stub: StubLockServer | undefined;
+  let client: RaftlockClient | undefined;
+  const warnings: string[] = [];
+  before(async () => {
+    stub = await StubLockServer.start();
+  });
+  after(async () => {
+    await stub?.close();
+  });
+  afterEach(async () => {
+    await client?.close();
+    if (stub) reset(stub);
+    warnings.length = 0;
+  });
+  const current = (): StubLockServer => {
+    if (stub === undefined) throw new Error('the stub runs only inside its describe block\'s tests');
+    return stub;
+  };
+  return {
+    get stub() {
+      return current();
+    },
+    warnings,
+    connect: (o = {}) => (client = new RaftlockClient({ endpoints: [current().url], timeoutMs: 2000, retryBudgetMs: o.retryBudgetMs ?? 2000, onWarning: (m) => warnings.push(m) })),
+  };
 }
