@@ -8,6 +8,7 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterHarness, eventually, type ClusterViewBody } from '../support/cluster-harness.js';
+import { suiteCluster } from '../support/suite-cluster.js';
 import { runCli } from '../support/cluster-command.js';
 
 type Member = ClusterViewBody['members'][number] & { promotion_pending?: boolean };
@@ -108,18 +109,10 @@ describe('member add before the node runs, then start it: promoted to voter auto
 // quorum and may start empty — so it starts as a node that joins, instead of refusing as a
 // member that lost its data (which it did before: exit 2, "has lost its data").
 describe('member add, then serve --config FILE --node n4 (FILE lists n4, no --join): promoted to voter', { timeout: 180_000 }, () => {
-  let h: ClusterHarness;
-
-  before(async () => {
-    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
-    h.startAll();
-    await h.waitForLeader();
-  });
-  after(async () => {
-    await h?.close();
-  });
+  const cluster = suiteCluster({ nodes: 3, electionTimeoutMs: [300, 600] });
 
   it('catches up from the leader\'s snapshot and is promoted; /readyz 200 once it is', async () => {
+    const h = cluster();
     const lock = await h.request('n1', 'POST', '/v1/locks/before-n4/acquire', {});
     assert.equal(lock.status, 200, lock.text);
     const n4 = await h.addToFile('n4');
@@ -148,6 +141,7 @@ describe('member add, then serve --config FILE --node n4 (FILE lists n4, no --jo
   });
 
   it('an id the running cluster does not list is refused with one line saying to add it first', async () => {
+    const h = cluster();
     await h.addToFile('n5'); // in the file, never added
     h.start('n5');
     const code = await h.waitForExit('n5', 60_000);

@@ -8,27 +8,20 @@
 import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { ClusterHarness, delay } from '../support/cluster-harness.js';
+import { suiteCluster } from '../support/suite-cluster.js';
 
 /** the check's window for election_timeout_ms [300, 600]: 2 × 600 ms (strictCheckWindowMs) */
 const WINDOW_MS = 1200;
 
 describe('strict reconfiguration check on real processes', { timeout: 180_000 }, () => {
-  let h: ClusterHarness;
-
-  before(async () => {
-    h = await ClusterHarness.create({ nodes: 3, electionTimeoutMs: [300, 600] });
-    h.startAll();
-    await h.waitForLeader();
-  });
-  after(async () => {
-    await h?.close();
-  });
+  const cluster = suiteCluster({ nodes: 3, electionTimeoutMs: [300, 600] });
 
   async function leaderAmong(ids: string[]): Promise<string> {
-    return h.waitForLeader(30_000, ids);
+    return cluster().waitForLeader(30_000, ids);
   }
 
   it('the leader is killed; the new leader refuses to remove the voter that elected it: 409 naming the dead one, and keeps leading', async () => {
+    const h = cluster();
     const dead = await leaderAmong(['n1', 'n2', 'n3']);
     await h.kill(dead);
     const alive = ['n1', 'n2', 'n3'].filter((id) => id !== dead);

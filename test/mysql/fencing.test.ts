@@ -12,10 +12,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import mysql from 'mysql2/promise';
-import { ClusterHarness, repoRoot } from '../support/cluster-harness.js';
+import { repoRoot } from '../support/cluster-harness.js';
+import { suiteCluster } from '../support/suite-cluster.js';
 import { findMariadb, startMariadb, type MysqlServer } from '../support/mysql.js';
 import { MYSQL_COUNTER_TABLES } from '../support/fence-stores.js';
-import { checkFencedRun, runFencedWorkers } from '../support/fence-run.js';
+import { assertFencedRun, checkFencedRun, runFencedWorkers } from '../support/fence-run.js';
 import { testSeed } from '../support/seed.js';
 import { mapFencingError, StaleFencingTokenError } from '../../src/index.js';
 
@@ -229,15 +230,7 @@ describe('MySQL/MariaDB fencing (raftlock_fence)', { skip }, () => {
   });
 
   describe('against a real raftlock cluster', () => {
-    let h: ClusterHarness;
-    before(async () => {
-      h = await ClusterHarness.create({ nodes: 3 });
-      h.startAll();
-      await h.waitForLeader();
-    });
-    after(async () => {
-      await h?.close();
-    });
+    const cluster = suiteCluster({ nodes: 3 });
 
     it('jepsen-lite style: workers paused past their TTL write through the fence, and no stale write lands', async (t) => {
       const seed = testSeed('RAFTLOCK_FENCE_SEED', { what: 'fenced MySQL run', replay: 'node --test dist/test/mysql/fencing.test.js', print: (l) => t.diagnostic(l) });
@@ -245,7 +238,7 @@ describe('MySQL/MariaDB fencing (raftlock_fence)', { skip }, () => {
       const lock = 'stock/widgets';
       const started = Date.now();
       const run = await runFencedWorkers({
-        endpoints: h.endpoints, store: 'mysql', target: server.url, lock, seed,
+        endpoints: cluster().endpoints, store: 'mysql', target: server.url, lock, seed,
         fenceOf: async () => Number((await highest(lock)) ?? 0),
         log: (l) => t.diagnostic(l),
       });
@@ -253,16 +246,11 @@ describe('MySQL/MariaDB fencing (raftlock_fence)', { skip }, () => {
       const [[counter]] = await db.query<mysql.RowDataPacket[]>('SELECT v FROM fenced_counter WHERE id = 1');
       const accepted = log.map((r) => ({ token: Number(r.token), writer: String(r.writer), read: Number(r.v_read), wrote: Number(r.v_written) }));
       const check = checkFencedRun(run, accepted, { counter: Number(counter!.v), fence: Number((await highest(lock)) ?? 0) });
-      t.diagnostic(`${check.accepted} writes accepted, ${check.refused} refused with RLF01 (${check.lateWrites} of them by resumed workers) in ${Date.now() - started} ms; ${run.pauses.length} pauses`);
-      for (const n of run.notes.slice(0, 10)) t.diagnostic(n);
-      assert.deepEqual(check.violations, []);
-      assert.deepEqual(run.killed, [], 'every worker stopped when told');
-      assert.ok(check.accepted >= 5, `the workers made progress (${check.accepted} writes accepted)`);
-      assert.ok(check.lateWrites >= 1, `a paused holder wrote after the lock had passed on, and was refused (pauses: ${JSON.stringify(run.pauses)})`);
+      assertFencedRun(run, check, started, (l) => t.diagnostic(l));
     });
 
     it("examples/fenced-inventory-mysql.ts: the paused worker's late write is refused and no sale is lost", async () => {
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(repoRoot, 'examples', 'fenced-inventory-mysql.ts'), '--endpoints', h.endpoints.join(','), '--mysql', server.url], { cwd: repoRoot, timeout: 60_000 });
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(repoRoot, 'examples', 'fenced-inventory-mysql.ts'), '--endpoints', cluster().endpoints.join(','), '--mysql', server.url], { cwd: repoRoot, timeout: 60_000 });
       assert.match(stdout, /worker-B got the lock after A's session expired \(token \d+\)/);
       assert.match(stdout, /refused by MySQL\/MariaDB: RLF01 stale fencing token \d+ \(highest \d+\)/);
       assert.match(stdout, /stock=98 written by worker-B/);

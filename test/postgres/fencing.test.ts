@@ -11,7 +11,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import pg from 'pg';
-import { ClusterHarness, eventually, repoRoot } from '../support/cluster-harness.js';
+import { eventually, repoRoot } from '../support/cluster-harness.js';
+import { suiteCluster } from '../support/suite-cluster.js';
 import { findPostgresBin, startPostgres, type PgServer } from '../support/postgres.js';
 import { testSeed } from '../support/seed.js';
 import { fencedQuery, InvalidRequestError, StaleFencingTokenError } from '../../src/index.js';
@@ -234,18 +235,10 @@ describe('PostgreSQL fencing (raftlock_fence, fencedQuery)', { skip }, () => {
   });
 
   describe('examples/fenced-postgres.ts against a real cluster', () => {
-    let h: ClusterHarness;
-    before(async () => {
-      h = await ClusterHarness.create({ nodes: 1 });
-      h.startAll();
-      await h.waitForLeader();
-    });
-    after(async () => {
-      await h?.close();
-    });
+    const cluster = suiteCluster({ nodes: 1 });
 
     it("worker A's late write is refused by PostgreSQL; the row keeps worker B's value", async () => {
-      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(repoRoot, 'examples', 'fenced-postgres.ts'), '--endpoints', h.endpoints.join(','), '--database', server.url], { cwd: repoRoot, timeout: 60_000 });
+      const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', join(repoRoot, 'examples', 'fenced-postgres.ts'), '--endpoints', cluster().endpoints.join(','), '--database', server.url], { cwd: repoRoot, timeout: 60_000 });
       assert.match(stdout, /worker-B got the lock after A's session expired \(token \d+\)/);
       assert.match(stdout, /refused by PostgreSQL \(SQLSTATE RLF01\)/);
       assert.match(stdout, /invoice 42: status=paid written_by=worker-B/);

@@ -12,6 +12,7 @@
 // order, carry non-decreasing tokens (no stale write landed), each read the value the one
 // before wrote (no lost update), and every write a resumed worker made after the fence had
 // passed its token was refused with RLF01.
+import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { createInterface } from 'node:readline';
@@ -200,4 +201,16 @@ export function checkFencedRun(run: Pick<FenceRunResult, 'writes' | 'pauses'>, a
     for (const w of late) if (w.result !== 'stale') v.push(`${p.worker}'s late write with token ${p.token} (fence ${p.fenceAtResume}) was ${w.result}, not refused`);
   }
   return { violations: v, accepted: accepted.length, refused: run.writes.filter((w) => w.result === 'stale').length, lateWrites };
+}
+
+/** What every fenced run must show (docs/client.md "Fencing in your database"): no violation, every worker
+ *  stopped when told, progress, and at least one paused holder's late write refused; the
+ *  figures go to the test's diagnostics first. */
+export function assertFencedRun(run: FenceRunResult, check: FenceCheck, startedMs: number, diagnostic: (line: string) => void): void {
+  diagnostic(`${check.accepted} writes accepted, ${check.refused} refused with RLF01 (${check.lateWrites} of them by resumed workers) in ${Date.now() - startedMs} ms; ${run.pauses.length} pauses`);
+  for (const n of run.notes.slice(0, 10)) diagnostic(n);
+  assert.deepEqual(check.violations, []);
+  assert.deepEqual(run.killed, [], 'every worker stopped when told');
+  assert.ok(check.accepted >= 5, `the workers made progress (${check.accepted} writes accepted)`);
+  assert.ok(check.lateWrites >= 1, `a paused holder wrote after the lock had passed on, and was refused (pauses: ${JSON.stringify(run.pauses)})`);
 }
