@@ -185,6 +185,9 @@ export interface LockFsmOptions {
   /** TEST ONLY (the mutation table in docs/simulation-lock.md): no wait is refused as
    *  `deadlock` (docs/lock-fsm.md "Deadlock detection" switched off) */
   testNoDeadlockDetection?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): a hold that ends withdraws
+   *  its session's waiting sets before the lock-delay starts (the order before the fix) */
+  testWithdrawSetsBeforeDelay?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -202,6 +205,7 @@ export function newCore(o: LockFsmOptions): FsmCore {
   if (o.testIdemUnbound === true) idem.testReplayReusedKeys = true;
   const core = new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem);
   core.testNoDeadlockDetection = o.testNoDeadlockDetection === true;
+  core.testWithdrawSetsBeforeDelay = o.testWithdrawSetsBeforeDelay === true;
   return core;
 }
 
@@ -236,6 +240,8 @@ export class FsmCore {
   lastApplied = 0;
   /** TEST ONLY: LockFsmOptions.testNoDeadlockDetection */
   testNoDeadlockDetection = false;
+  /** TEST ONLY: LockFsmOptions.testWithdrawSetsBeforeDelay */
+  testWithdrawSetsBeforeDelay = false;
 
   constructor(readonly limits: FsmLimits, readonly idem: IdempotencyTable) {}
 
@@ -382,8 +388,7 @@ export class FsmCore {
     l.grantedAtMs = 0;
     if (l.value !== null) this.electionLeaders--;
     l.value = null;
-    if (s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
-    this.afterFree(l, delayMs, index, events);
+    this.afterFree(l, s, delayMs, index, events);
   }
 
   /** Frees one session's share, as free() does for an exclusive holder. */
@@ -396,19 +401,24 @@ export class FsmCore {
     const mine = s.shares as Map<string, Share>;
     mine.delete(l.name);
     if (mine.size === 0) s.shares = null;
-    if (s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
-    this.afterFree(l, delayMs, index, events);
+    this.afterFree(l, s, delayMs, index, events);
   }
 
-  private afterFree(l: LockState, delayMs: number, index: number, events: FsmEvent[]): void {
+  /** After `s` lost its grant of `l`: the lock-delay starts first, so that withdrawing the
+   *  sets of `s` that counted on `l` — which serves their other queues, and can grant
+   *  another session's set that includes `l` — finds `l` delayed (sim-lock seed 181 granted
+   *  a set through a lock an instant before its delay began). Without a delay, `l`'s own
+   *  queue is served last. */
+  private afterFree(l: LockState, s: Session, delayMs: number, index: number, events: FsmEvent[]): void {
+    if (this.testWithdrawSetsBeforeDelay && s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
     if (delayMs > 0) {
       // a later expiry during a delay (another share's) restarts it, never shortens it
       this.setDelay(l, l.inDelay ? Math.max(l.delayMs, delayMs) : delayMs, index);
       events.push({ type: 'lockDelayStarted', name: l.name, delayMs: l.delayMs, since: index });
       this.reindex(l);
-    } else {
-      this.pump(l, index, events);
     }
+    if (s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
+    if (delayMs === 0) this.pump(l, index, events);
   }
 
   /** Ends a lock-delay: the queue's head is served. */

@@ -424,3 +424,41 @@ test('a session without sets ends while another set waits: the set granted on th
   assert.ok(out.events.some((e) => e.type === 'setGranted' && e.sessionId === 'y'));
   assert.equal(g.fsm.getSession('x'), undefined);
 });
+
+/** s1 holds a (max hold, lock-delay) and waits for a, x, y as a set; s3's set of a and x
+ *  queues behind it; then s1's hold of a runs out */
+function holdEndsUnderWaitingSets(opts: ConstructorParameters<typeof Log>[0] = {}): { g: Log; out: ReturnType<Log['run']> } {
+  const g = new Log(opts);
+  g.open('s1', { lockDelayMs: 2000 });
+  g.open('s2');
+  g.open('s3');
+  const held = g.do({ kind: 'acquire', name: 'a', sessionId: 's1', waitMs: 0, maxHoldMs: 1500 });
+  assert.ok(held.ok && held.kind === 'acquired');
+  const ta = held.fencingToken;
+  g.token('y', 's2');
+  // s1 holds a (with a max hold) and waits for x and y as a set (x is free, y held): s1's place heads x's queue
+  assert.ok(g.do(all(['a', 'x', 'y'], 's1', 5000)).ok);
+  // s3's set of a and x waits behind it: at the head of a's queue, second in x's
+  const q = g.do(all(['a', 'x'], 's3', 5000));
+  assert.ok(q.ok && q.kind === 'queued_all', JSON.stringify(q));
+  // s1's hold of a runs out: a goes into lock-delay, s1's set can no longer be granted
+  // whole and leaves x's queue — and s3's set must wait for the delay, not take a now
+  const out = g.run({ kind: 'expireHold', target: 'lock', name: 'a', sessionId: 's1', fencingToken: ta });
+  return { g, out };
+}
+
+test('a hold that ends in lock-delay withdraws its holder\'s waiting set without granting the delayed name to the next set (sim-lock seed 181)', () => {
+  const { g, out } = holdEndsUnderWaitingSets();
+  check(g);
+  assert.equal(g.fsm.getLock('a').inDelay, true);
+  assert.equal(g.fsm.getLock('a').held, false);
+  assert.ok(!out.events.some((e) => e.type === 'setGranted'), JSON.stringify(out.events));
+  const end = g.run({ kind: 'endLockDelay', name: 'a' });
+  assert.ok(end.events.some((e) => e.type === 'setGranted' && e.sessionId === 's3'), JSON.stringify(end.events));
+  check(g);
+});
+
+test('the same with the old order (testWithdrawSetsBeforeDelay): s3 is granted a in its delay, and the invariants say so', () => {
+  const { g } = holdEndsUnderWaitingSets({ testWithdrawSetsBeforeDelay: true });
+  assert.throws(() => check(g), /lock a held during lock-delay/);
+});

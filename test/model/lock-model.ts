@@ -332,12 +332,15 @@ export class LockModel {
     }
     const l = this.locks.get(name)!;
     l.holders = l.holders.filter((h) => h.sid !== sid);
-    this.withdraw(index, sid, name, ev);
+    // the delay first: withdrawing the session's sets serves other queues, and a set granted
+    // there must not take this lock in the instant before its delay (sim-lock seed 181)
     if (delayMs > 0) {
       l.delayMs = l.delayMs > 0 ? Math.max(l.delayMs, delayMs) : delayMs;
       l.delaySince = index;
       ev.push({ type: 'lockDelayStarted', name, delayMs: l.delayMs, since: index });
-    } else this.pump(index, name, ev);
+    }
+    this.withdraw(index, sid, name, ev);
+    if (delayMs === 0) this.pump(index, name, ev);
   }
 
   private revoke(index: number, cmd: Extract<Command, { kind: 'revoke' }>, ev: FsmEvent[]): ApplyResult {

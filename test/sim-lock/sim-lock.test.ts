@@ -97,6 +97,9 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // the state machine refuses no wait as deadlock: a wait that closes a cycle is queued,
   // and the cycle persists in the wait-for graph
   { mutation: 'testNoDeadlockDetection', checker: 'DeadlockReal', seeds: [2, 3] },
+  // a hold that ends withdraws its session's waiting sets before the lock-delay starts:
+  // another session's set is granted the lock in the instant before its delay
+  { mutation: 'testWithdrawSetsBeforeDelay', checker: 'FsmInvariants', seeds: [181] },
 ];
 
 for (const m of MUTATIONS) {
