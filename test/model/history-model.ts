@@ -325,6 +325,19 @@ export function historyModel(partition: string | readonly string[], kind: NameKi
       const k = m.key(st);
       return { late: st, early: outcomes.filter((x) => m.key(x) !== k) };
     },
+    // Search hint (wgl.ts): ops that change nothing from here on. An unknown read, check or
+    // renew never changes the state; an unknown op of a session that ended cannot (ended
+    // sessions never come back); the expiry of a grant with a known token once that grant
+    // is gone cannot either (tokens are never given twice, and a later grant of the session
+    // takes a token above lastToken — a placeholder included).
+    inert(st, input, out) {
+      if (out !== undefined) return false;
+      if (input.f === 'read' || input.f === 'check' || input.f === 'renew') return true;
+      if (input.f === 'revoke' || input.f === 'sem-limit') return false;
+      if (dead(st, input.s)) return true;
+      if (input.f === 'expire-hold' && input.token !== undefined) return st.m.lastToken >= input.token && grantOf(st, input.s, input.name ?? first) === undefined;
+      return false;
+    },
     step(st, input, out) {
       // the name a per-name operation is on (in a partition of one name: that name)
       const name = ('name' in input ? input.name : undefined) ?? first;
