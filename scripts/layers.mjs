@@ -174,11 +174,8 @@ export function crossLayerImports(root = repoRoot) {
  * as much). Such a pair is one module in two files, and makes module order matter. Each
  * pair left here is a debt, named with why it is still there; any other pair fails.
  */
-export const knownMutualPairs = new Set([
-  // the FSM core calls the lock-set functions on a release and a grant pass, and they take
-  // the core's record types back (docs/lock-fsm.md "Lock sets")
-  'src/lock-fsm/lock-sets.ts ↔ src/lock-fsm/state.ts',
-]);
+/** @type {Set<string>} none left */
+export const knownMutualPairs = new Set();
 
 /** every pair of source files that import each other, as "a ↔ b" (a < b) */
 export function mutualImports(root = repoRoot) {
