@@ -4,7 +4,7 @@
 // wait, which the lessor times out (docs/lock-fsm.md "The lessor (leader only)"); a release that finds a
 // wait instead of a grant withdraws it (docs/api.md "Release").
 import type { ApplyOutput, Command, HolderInfo } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
 import { WaitRegistry, SEMAPHORE_PREFIX, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
@@ -99,7 +99,7 @@ export class LeaderCoordinator {
    */
   renewLease(sessionId: string, arrival: number, onLostLeadership: 'unavailable' | 'timeout'): void {
     if (!this.d.lessor.isLeader) {
-      throw new ApiError(
+      throw new Failure(
         onLostLeadership,
         onLostLeadership === 'timeout'
           ? 'leadership changed before the lease could be renewed; the command was applied: retry with the same Idempotency-Key'

@@ -1,11 +1,11 @@
 // The leader's way into the log: a command is proposed, committed and applied, and its
-// answer (or the driver's outcome, as an ApiError) returned; a linearizable read waits for
+// answer (or the driver's outcome, as a Failure the API maps) returned; a linearizable read waits for
 // a ReadIndex quorum round that starts after the request arrived (docs/contract.md "TTL
 // semantics"). Only the leader does either. Every proposal is stamped with log time,
 // never this node's wall clock (log-clock.ts, docs/lock-fsm.md "Log time").
 import type { ApplyOutput, ApplyResult, Command, Envelope } from '../../lock-fsm/index.js';
 import { InvalidCommandError } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
 import type { ProposalOutcome } from '../../raft/driver.js';
 import { encodeCommand } from '../app/command-codec.js';
@@ -40,13 +40,13 @@ export class LeaderLog {
     const key = ctx.idempotencyKey;
     // every keyed command names the request it answers: a key bound to nothing would
     // replay its first answer to whatever reuses it (docs/lock-fsm.md "Idempotency")
-    if (key !== undefined && request === undefined) throw new ApiError('internal', `a ${cmd.kind} command carries an Idempotency-Key but not its request (a bug: follow-up commands go unkeyed)`);
+    if (key !== undefined && request === undefined) throw new Failure('internal', `a ${cmd.kind} command carries an Idempotency-Key but not its request (a bug: follow-up commands go unkeyed)`);
     const env: Envelope = key === undefined ? { atMs: this.clock.stamp(), cmd } : { atMs: this.clock.stamp(), idempotencyKey: key, keyBinding: keyBinding(ctx, request!), cmd };
     let bytes: Uint8Array;
     try {
       bytes = encodeCommand(env); // validates: what apply() will accept; refuse here rather than log a no-op
     } catch (err) {
-      if (err instanceof InvalidCommandError) throw new ApiError('invalid_request', err.message);
+      if (err instanceof InvalidCommandError) throw new Failure('invalid_request', err.message);
       throw err;
     }
     const out = await this.d.driver.propose(bytes);
@@ -65,8 +65,8 @@ export class LeaderLog {
     this.requireLeader();
     const r = await this.d.driver.readIndex(this.d.readTimeoutMs);
     if (r.ok) return;
-    if (r.reason === 'timeout') throw new ApiError('timeout', 'could not confirm leadership with a quorum in time');
-    throw new ApiError('unavailable', 'this node is no longer the leader');
+    if (r.reason === 'timeout') throw new Failure('timeout', 'could not confirm leadership with a quorum in time');
+    throw new Failure('unavailable', 'this node is no longer the leader');
   }
 
   /** `view()` of the applied state, at the consistency the request asked for:
@@ -77,7 +77,7 @@ export class LeaderLog {
   }
 
   private requireLeader(): void {
-    if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
+    if (this.d.driver.currentRole !== 'leader') throw new Failure('unavailable', 'this node is not the leader');
   }
 
   private proposalResult(out: ProposalOutcome<ApplyOutput>): ApplyOutput {
@@ -89,14 +89,14 @@ export class LeaderLog {
     switch (out.kind) {
       case 'rejected':
         m.proposal(out.reason === 'not_leader' ? 'not_leader' : 'dropped');
-        if (out.reason === 'overloaded') throw new ApiError('too_many_requests', 'too many proposals in flight on the leader');
-        throw new ApiError('unavailable', `the proposal was refused (${out.reason}); nothing was applied`);
+        if (out.reason === 'overloaded') throw new Failure('too_many_requests', 'too many proposals in flight on the leader');
+        throw new Failure('unavailable', `the proposal was refused (${out.reason}); nothing was applied`);
       case 'lost':
         m.proposal('lost');
-        throw new ApiError('unavailable', 'leadership changed before the command committed; nothing was applied');
+        throw new Failure('unavailable', 'leadership changed before the command committed; nothing was applied');
       case 'unknown':
         m.proposal('timeout');
-        throw new ApiError('timeout', 'the command was proposed but is not known to be committed; retry with the same Idempotency-Key');
+        throw new Failure('timeout', 'the command was proposed but is not known to be committed; retry with the same Idempotency-Key');
     }
   }
 }

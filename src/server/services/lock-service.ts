@@ -5,7 +5,7 @@
 // one (semaphore-service.ts, election-service.ts).
 import type { ApplyOutput, ApplyResult, Command } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { ClusterView, GrantView, KeepaliveGrantView, KeepaliveView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../../api/service.js';
 import { LeaderLog, unkeyed } from '../leader/leader-log.js';
 import { LeaderCoordinator } from '../leader/leader-coordinator.js';
@@ -22,7 +22,7 @@ type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner
 
 /** the `result` label of raftlock_lock_acquire_total for an acquire that failed */
 function acquireOutcome(err: unknown): 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
-  if (!(err instanceof ApiError)) return 'error';
+  if (!(err instanceof Failure)) return 'error';
   return err.code === 'timeout' || err.code === 'lock_held' || err.code === 'session_not_found' ? err.code : 'error';
 }
 
@@ -50,7 +50,7 @@ export class RaftLockService implements LockService {
 
   routing(): Routing {
     // a removed node takes no part any more: it neither serves nor relays (clients fail over)
-    if (this.d.membership.selfState() === 'removed') throw new ApiError('unavailable', this.d.membership.notReadyReason() ?? 'removed');
+    if (this.d.membership.selfState() === 'removed') throw new Failure('unavailable', this.d.membership.notReadyReason() ?? 'removed');
     const leader = this.d.driver.currentLeader;
     return { isLeader: this.d.driver.currentRole === 'leader', leaderApi: leader ? this.d.membership.address(leader)?.api ?? null : null };
   }
@@ -96,7 +96,7 @@ export class RaftLockService implements LockService {
       if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
       throw resultError(r);
     }
-    throw new ApiError('unavailable', 'could not draw a fresh session id');
+    throw new Failure('unavailable', 'could not draw a fresh session id');
   }
 
   async keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView> {
@@ -175,7 +175,7 @@ export class RaftLockService implements LockService {
     const s = this.liveSession(sessionId);
     checkOwner(this.d, s.principal, ctx, name);
     const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
-    if (!h) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
+    if (!h) throw new Failure('not_holder', `session ${sessionId} does not hold lock ${name}`);
     this.leader.renewLease(sessionId, arrival, 'unavailable');
     return grantView(name, sessionId, h.fencingToken, s.ttlMs, h.mode);
   }
@@ -298,7 +298,7 @@ export class RaftLockService implements LockService {
     // The 'queued' answer can reach a node that has lost leadership since it proposed (the
     // next leader committed the entry): only the leader may wait, renew and cancel.
     if (!this.d.lessor.isLeader) {
-      throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+      throw new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
     }
     const s = fsm.getSession(sessionId);
     if (!s) throw sessionNotFound(sessionId);
@@ -316,7 +316,7 @@ export class RaftLockService implements LockService {
       // Its outcome cannot be told from the state; asking again would grant the lock to a
       // session that released it (jepsen-lite seed 971402082: a client gave up on its
       // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
-      if (!replayed) throw new ApiError('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
+      if (!replayed) throw new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
       const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs }, ctx, name);
       const r = await this.log.submit(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival);
@@ -339,11 +339,11 @@ export class RaftLockService implements LockService {
         // the client went away and gave its place up (awaitGrant); the cancel may lose to a
         // grant, so the answer — if anyone still hears it, e.g. a relaying follower — is
         // "outcome unknown", never 503
-        throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
+        throw new Failure('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
       case 'shutdown':
-        throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
+        throw new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
       case 'unknown':
-        throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+        throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
     }
   }
 }
