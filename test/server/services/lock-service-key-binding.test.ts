@@ -9,23 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../../src/api/errors.js';
 import type { RequestContext } from '../../../src/api/service.js';
-import { Failure } from '../../../src/api/failure.js';
-import { codeOf, setup as fakeService } from './service-fixture.js';
+import { codeOf, errorOf, setup as fakeService } from './service-fixture.js';
 
 /** a request context with a key, sent by `principal` (absent: auth off) */
 function as(principal: string | undefined, key?: string): RequestContext {
   return { signal: new AbortController().signal, ...(key !== undefined ? { idempotencyKey: key } : {}), ...(principal !== undefined ? { principal } : {}) };
-}
-
-/** the Failure a call fails with */
-async function errorOf(p: Promise<unknown>): Promise<Failure> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof Failure, String(err));
-    return err;
-  }
-  assert.fail('the call succeeded');
 }
 
 test('b holds Y with token 3; a acquires X with K (token 4); a acquires Y with K: 422, and b still holds Y', async () => {

@@ -5,18 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../../src/api/errors.js';
-import { Failure } from '../../../src/api/failure.js';
-import { codeOf, setup } from './service-fixture.js';
-
-async function errorOf(p: Promise<unknown>): Promise<Failure> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof Failure, String(err));
-    return err;
-  }
-  assert.fail('expected an error');
-}
+import { codeOf, errorOf, setup } from './service-fixture.js';
 
 test('acquire-all: granted at once in the request order, or after the wait as one grant; release-all', async () => {
   const { svc, app, ctx } = setup();

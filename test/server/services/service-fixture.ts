@@ -115,3 +115,15 @@ export async function codeOf(p: Promise<unknown>): Promise<string> {
     return err.code;
   }
 }
+
+/** the Failure a call fails with; the test fails if the call succeeds */
+export async function errorOf(p: Promise<unknown>): Promise<Failure> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof Failure, String(err));
+    return err;
+  }
+  assert.fail('the call succeeded');
+}
+
