@@ -161,11 +161,11 @@ export class LeaderCoordinator {
     if (replayed || cancel === undefined) return false;
     const expect = WITHDRAWAL[release.kind];
     const inner = unkeyed(ctx);
-    const c = await this.log.submit(cancel, inner);
+    const c = await this.log.followUp(cancel, inner);
     if (!(c.ok && c.kind === expect.granted)) return false;
     // the client's key then answers this release, not the first attempt's not_holder
     const again: Command = ctx.idempotencyKey !== undefined ? { ...release, settles: ctx.idempotencyKey } : release;
-    const r = await this.log.submit(again, inner);
+    const r = await this.log.followUp(again, inner);
     return r.ok && r.kind === expect.released;
   }
 

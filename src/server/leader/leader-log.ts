@@ -27,16 +27,31 @@ export class LeaderLog {
     this.clock = new LogClock({ monoMs: () => d.nowMs(), appliedLogTimeMs: () => d.app.fsm.logTimeMs });
   }
 
-  /** Propose one command and wait for it to apply; map the driver's outcome to errors.
-   *  `request`: the client's request the command carries out, which its Idempotency-Key
-   *  is bound to (request-digest.ts); required when ctx has a key. */
+  /**
+   * Propose a request's first command and wait for it to apply; map the driver's outcome
+   * to failures. `request`: the client's request the command carries out, which its
+   * Idempotency-Key is bound to (request-digest.ts); required when ctx has a key.
+   *
+   * "Am I the leader?" is not asked here: the route's routing() decided it in this same
+   * turn (nothing is awaited between it and the proposal), and the driver's own check when
+   * the proposal is queued (RaftDriver.enqueueProposal) is the authoritative one; a
+   * proposal of a term this node no longer leads is answered lost or unknown at commit.
+   * A command proposed after the request awaited something goes through followUp.
+   */
   async submit(cmd: Command, ctx: RequestContext, request?: KeyedRequest): Promise<ApplyResult> {
+    return (await this.submitOutput(cmd, ctx, request)).result;
+  }
+
+  /** A later command of the same request (an acquire asked again, a withdrawal, a fresh
+   *  session id): time has passed since routing() decided, so leadership is checked again
+   *  first and, lost, answered 503 before anything is proposed. */
+  async followUp(cmd: Command, ctx: RequestContext, request?: KeyedRequest): Promise<ApplyResult> {
+    this.requireLeader();
     return (await this.submitOutput(cmd, ctx, request)).result;
   }
 
   /** submit, keeping whether the answer is a stored first answer (ApplyOutput.replayed) */
   async submitOutput(cmd: Command, ctx: RequestContext, request?: KeyedRequest): Promise<ApplyOutput> {
-    this.requireLeader();
     const key = ctx.idempotencyKey;
     // every keyed command names the request it answers: a key bound to nothing would
     // replay its first answer to whatever reuses it (docs/lock-fsm.md "Idempotency")

@@ -95,7 +95,9 @@ export class RaftLockService implements LockService {
       const cmd: Command = { kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs };
       if (ctx.principal !== undefined) cmd.principal = ctx.principal;
       // the request as sent: the node's default ttl and lock-delay are not part of it
-      const r = await this.log.submit(cmd, ctx, { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } });
+      // a second attempt follows an await: leadership is checked again (LeaderLog.followUp)
+      const request = { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } };
+      const r = await (attempt === 0 ? this.log.submit(cmd, ctx, request) : this.log.followUp(cmd, ctx, request));
       if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
       if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
       throw resultError(r);
@@ -331,7 +333,7 @@ export class RaftLockService implements LockService {
       // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
       if (!replayed) throw new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
       const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs }, ctx, name);
-      const r = await this.log.submit(again, unkeyed(ctx));
+      const r = await this.log.followUp(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired') return this.confirmGrant(r, arrival);
       if (r.ok && r.kind === 'queued') return this.waitForGrant(name, sessionId, waitMs, arrival, ctx, true);
       throw resultError(r);

@@ -183,7 +183,7 @@ export class LockSetService implements LockSetApi {
       delete again.newSession;
       const actor = this.actor(names, ctx);
       if (actor !== undefined) again.actor = actor;
-      const r = await this.log.submit(again, unkeyed(ctx));
+      const r = await this.log.followUp(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired_all') return this.confirm(sessionId, names, r.grants, r.mode, arrival);
       if (r.ok && r.kind === 'queued_all') return this.waitForSet(cmd, r, arrival, ctx, true);
       throw resultError(r);
