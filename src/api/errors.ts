@@ -1,8 +1,10 @@
 // The one error catalog of the REST API (docs/contract.md §3 "Errors"): every code a client
-// can see, its HTTP status and a default message. Routes and the LockService throw
-// `ApiError`; the server's error handler renders it as `{ error: { code, message,
-// ...details } }`. Keeping codes, statuses and Retry-After in one table (after fastify
-// lib/errors.js) means a code can never be answered with two different statuses.
+// can see, its HTTP status and a default message. Routes throw `ApiError`; the node's
+// services fail with a `Failure` (failure.ts: the code without HTTP), which ApiError.of maps
+// here; the server's error handler renders either as `{ error: { code, message, ...details } }`.
+// Keeping codes, statuses and Retry-After in one table (after fastify lib/errors.js) means a
+// code can never be answered with two different statuses.
+import { Failure, type FailureCode, type FailureOptions } from './failure.js';
 
 export const ERROR_CATALOG = {
   invalid_request: { status: 400, message: 'the request is invalid' },
@@ -31,45 +33,40 @@ export const ERROR_CATALOG = {
   internal: { status: 500, message: 'internal error' },
   unavailable: { status: 503, message: 'no leader known or no quorum; nothing was applied' },
   timeout: { status: 504, message: 'the outcome is unknown; retry with the same Idempotency-Key' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<FailureCode, { status: number; message: string }>;
 
-export type ErrorCode = keyof typeof ERROR_CATALOG;
+export type ErrorCode = FailureCode;
 
 /** Codes that always carry a Retry-After header (spec: 429 and 503). */
 const RETRY_AFTER_DEFAULT_S: Partial<Record<ErrorCode, number>> = { too_many_requests: 1, unavailable: 1 };
 
-export interface ApiErrorOptions {
-  /** extra top-level fields of the error object, e.g. `{ holder }` for lock_held */
-  details?: Record<string, unknown>;
-  /** seconds for the Retry-After header; 429 and 503 default to 1 */
-  retryAfterS?: number;
-  cause?: unknown;
-}
+export type ApiErrorOptions = FailureOptions;
 
-export class ApiError extends Error {
-  readonly code: ErrorCode;
+/** A Failure with its HTTP status: what the API answers. */
+export class ApiError extends Failure {
   readonly status: number;
-  readonly details?: Record<string, unknown>;
-  readonly retryAfterS?: number;
 
   constructor(code: ErrorCode, message?: string, opts: ApiErrorOptions = {}) {
-    super(message ?? ERROR_CATALOG[code].message, opts.cause === undefined ? undefined : { cause: opts.cause });
-    this.name = 'ApiError';
-    this.code = code;
-    this.status = ERROR_CATALOG[code].status;
-    if (opts.details !== undefined) this.details = opts.details;
     const retry = opts.retryAfterS ?? RETRY_AFTER_DEFAULT_S[code];
-    if (retry !== undefined) this.retryAfterS = Math.max(1, Math.ceil(retry));
+    super(code, message ?? ERROR_CATALOG[code].message, { ...opts, ...(retry !== undefined ? { retryAfterS: Math.max(1, Math.ceil(retry)) } : {}) });
+    this.name = 'ApiError';
+    this.status = ERROR_CATALOG[code].status;
+  }
+
+  /** the edge's mapping of a service's Failure: same code, message and details; the
+   *  catalog's status; Retry-After as asked or the catalog's default */
+  static of(f: Failure): ApiError {
+    if (f instanceof ApiError) return f;
+    const opts: ApiErrorOptions = { cause: f.cause };
+    if (f.details !== undefined) opts.details = f.details;
+    if (f.retryAfterS !== undefined) opts.retryAfterS = f.retryAfterS;
+    return new ApiError(f.code, f.message, opts);
   }
 
   /** The wire shape. `details` never overrides code/message (a detail named `code` is dropped). */
   toBody(): { error: Record<string, unknown> & { code: ErrorCode; message: string } } {
     return { error: { ...(this.details ?? {}), code: this.code, message: this.message } };
   }
-}
-
-export function isApiError(e: unknown): e is ApiError {
-  return e instanceof ApiError;
 }
 
 /** Shorthand for the most common error: a field failed validation. */

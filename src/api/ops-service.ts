@@ -73,6 +73,6 @@ export interface OpsService {
   activity?(): ActivityPoint[];
   /** Leader only: confirm leadership with a quorum round (ReadIndex, §6.4), then snapshot
    *  the application at the applied index, which is at or past every write acknowledged
-   *  before the request arrived. Throws ApiError unavailable/timeout. */
+   *  before the request arrived. Throws a Failure unavailable/timeout. */
   backup(ctx: RequestContext): Promise<BackupResult>;
 }

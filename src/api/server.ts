@@ -9,7 +9,8 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type
 import type { LoggerOptions } from 'pino';
 import type { buildConnector } from 'undici';
 import type { Metrics } from '../metrics.js';
-import { ApiError, ERROR_CATALOG, isApiError } from './errors.js';
+import { ApiError, ERROR_CATALOG } from './errors.js';
+import { isFailure } from './failure.js';
 import { Forwarder } from './forward.js';
 import { clusterRoutes } from './routes/cluster.js';
 import type { Authorizer, RouteEnv } from './routes/context.js';
@@ -278,9 +279,11 @@ const STATUS_TO_CODE = new Map<number, keyof typeof ERROR_CATALOG>([
   [410, 'compacted'], [413, 'payload_too_large'], [415, 'unsupported_media_type'], [429, 'too_many_requests'], [503, 'unavailable'], [504, 'timeout'],
 ]);
 
-/** Anything thrown → an ApiError. fastify's own errors keep their meaning; the rest is 500. */
+/** Anything thrown → an ApiError (the one edge where a Failure gets its HTTP status).
+ *  fastify's own errors keep their meaning; the rest is 500. */
 export function toApiError(err: unknown, req?: FastifyRequest): ApiError {
-  if (isApiError(err)) return err;
+  // a service's refusal (failure.ts): its code, message and details, with the catalog's status
+  if (isFailure(err)) return ApiError.of(err);
   const fe = err as Partial<FastifyError>;
   switch (fe.code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':

@@ -1,6 +1,7 @@
 // What the REST layer needs from a node, in the contract's own terms (docs/contract.md §3
-// "REST API"). The routes validate input, call one of these, and render the answer or the
-// ApiError it throws. The server (src/server/services) implements it on top of the Raft driver
+// "REST API"). The routes validate input, call one of these, and render the answer, or
+// the Failure it rejects with (failure.ts: a catalog code without HTTP; the error handler
+// gives it its status, server.ts toApiError). The server (src/server/services) implements it on top of the Raft driver
 // and the lock state machine; tests implement it with fakes. Every method that changes
 // state or reads linearizably runs on the leader only: on a follower the route forwards the
 // HTTP request instead of calling it (see routing()).

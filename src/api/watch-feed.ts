@@ -22,7 +22,7 @@ export interface WatchFeed {
   /**
    * Opens a stream of events whose name starts with `prefix`. fromIndex null: the stream
    * opens with one `state` frame per current holder and an `id:`-only frame naming the
-   * index of that snapshot; else it resumes after fromIndex. Throws ApiError `compacted`
+   * index of that snapshot; else it resumes after fromIndex. Throws a Failure `compacted`
    * (410) when events after fromIndex are no longer kept, `too_many_requests` (429) at
    * limits.max_watch_streams. Nothing is written to the sink when it throws.
    */

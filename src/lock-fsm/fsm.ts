@@ -16,7 +16,7 @@ import { compareStrings } from './names.js';
 import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
 import type { GrantKind } from './results.js';
 import { proclaim, resign } from './elections.js';
-import { acquireAll, cancelSet, endWaitsWithSets, releaseAll } from './lock-sets.js';
+import { LOCK_SET_STEPS, acquireAll, cancelSet, endWaitsWithSets, releaseAll } from './lock-sets.js';
 import { cycleOfNewWait } from './deadlock.js';
 
 export type { LockFsmOptions } from './state.js';
@@ -109,7 +109,7 @@ export class LockFsm {
   core: FsmCore;
 
   constructor(readonly options: LockFsmOptions = {}) {
-    this.core = newCore(options);
+    this.core = newCore(options, LOCK_SET_STEPS);
   }
 
   get lastAppliedIndex(): number {

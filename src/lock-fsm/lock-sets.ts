@@ -18,26 +18,9 @@
 import { assertFsm as assert } from '../assert.js';
 import type { Command } from './commands.js';
 import type { ApplyResult, BlockedName, FsmEvent, SetGrant } from './results.js';
-import type { FsmCore, LockState, Session, Waiter } from './state.js';
+import { LockSetWait, type FsmCore, type LockSetSteps, type LockState, type Session, type Waiter } from './state.js';
 import { compareStrings } from './names.js';
 import { cycleOfNewWait } from './deadlock.js';
-
-export class LockSetWait {
-  /** one Waiter per name the set queued for, in the request's order */
-  readonly members: Waiter[] = [];
-  constructor(
-    readonly session: Session,
-    /** every name of the request, in its order (the answer's order) */
-    readonly names: readonly string[],
-    /** names the session held when the set queued (answered with their tokens), sorted */
-    readonly held: readonly string[],
-    readonly shared: boolean,
-    /** the wait's identity: the log index of the acquireAll that queued it */
-    readonly since: number,
-    /** the acquireAll's Idempotency-Key: settled to the grant (docs/lock-fsm.md "Idempotency") */
-    readonly key: string | undefined,
-  ) {}
-}
 
 type AcquireAll = Extract<Command, { kind: 'acquireAll' }>;
 
@@ -220,6 +203,10 @@ export function withdrawSetsHolding(c: FsmCore, s: Session, name: string, index:
   if (sets === null) return;
   for (const set of [...sets]) if (set.held.includes(name)) cancelSet(c, set, 'cancelled', index, ev);
 }
+
+/** the two steps FsmCore takes on lock sets (state.ts LockSetSteps): handed to it by
+ *  newCore's callers, so state.ts imports nothing from this file */
+export const LOCK_SET_STEPS: LockSetSteps = { grantIfReady: grantSetIfReady, withdrawHolding: withdrawSetsHolding };
 
 /** links a waiting set in (apply and snapshot import); the session's list stays in
  *  `since` order, the order every multi-set step walks it in */

@@ -8,13 +8,13 @@
 // importState trusts nothing: a snapshot comes from disk or the network, and a bad one
 // must give a clear error, never a state that breaks an invariant later.
 
-import { FsmCore, LockState, SemState, Session, newCore, type LockFsmOptions } from './state.js';
+import { FsmCore, LockSetWait, LockState, SemState, Session, newCore, type LockFsmOptions } from './state.js';
 import { attachSemHolder, enqueue as semEnqueue } from './semaphores.js';
 import type { IdempotencyEntry, StoredBinding } from './idempotency.js';
 import { isBindingPrincipal } from './commands.js';
 import { GRANT_KINDS, parseApplyResult, type ApplyResult, type GrantKind } from './results.js';
 import { grantsWithMaxHold } from './holds.js';
-import { LockSetWait, isReady, register as registerSet } from './lock-sets.js';
+import { LOCK_SET_STEPS, isReady, register as registerSet } from './lock-sets.js';
 import { MAX_DURATION_MS, MAX_PERMITS, MAX_SET_NAMES, MAX_WAIT_MS, compareStrings, isElectionValue, isIdempotencyKey, isIntIn, isLockName, isOwner, isPrincipal, isRequestDigest, isSessionId } from './names.js';
 
 export const SNAPSHOT_FORMAT = 'raftlock/lock-fsm';
@@ -224,7 +224,7 @@ export function importState(x: unknown, options: LockFsmOptions = {}): FsmCore {
   if (v < 3 && o['elections'] !== undefined) fail('elections', `is not a field of version ${v}`);
   if (v < 5 && o['waitTimes'] !== undefined) fail('waitTimes', `is not a field of version ${v}`);
   if (v < 6 && o['sets'] !== undefined) fail('sets', `is not a field of version ${v}`);
-  const c = newCore(options);
+  const c = newCore(options, LOCK_SET_STEPS);
   c.lastApplied = check(o['lastApplied'], intIn(0, MAXI), 'lastApplied', 'a non-negative integer');
   c.lastToken = check(o['lastToken'], intIn(0, MAXI), 'lastToken', 'a non-negative integer');
   importSessions(c, array(o['sessions'], 'sessions'));

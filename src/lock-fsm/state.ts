@@ -16,7 +16,6 @@ import { IdempotencyTable } from './idempotency.js';
 import type { ApplyResult, FsmEvent } from './results.js';
 import { SortedStringSet } from './sorted-set.js';
 import { compareStrings } from './names.js';
-import { grantSetIfReady, withdrawSetsHolding, type LockSetWait } from './lock-sets.js';
 
 export class Session {
   /** head of the intrusive list of locks this session holds (LockState.heldPrev/Next) */
@@ -77,6 +76,26 @@ export class Waiter {
    *  ends the wait at queuedAtMs + waitMs in log time (Lessor.promote; docs/lock-fsm.md
    *  "The lessor (leader only)"), so a leader change never restarts its clock */
   queuedAtMs = 0;
+}
+
+// A lock set's record (the functions that change it: lock-sets.ts, docs/lock-fsm.md "Lock
+// sets"). It stands here with the lock's and the session's, so that this file imports no
+// module that imports it; FsmCore reaches the lock-set steps through LockSetSteps.
+export class LockSetWait {
+  /** one Waiter per name the set queued for, in the request's order */
+  readonly members: Waiter[] = [];
+  constructor(
+    readonly session: Session,
+    /** every name of the request, in its order (the answer's order) */
+    readonly names: readonly string[],
+    /** names the session held when the set queued (answered with their tokens), sorted */
+    readonly held: readonly string[],
+    readonly shared: boolean,
+    /** the wait's identity: the log index of the acquireAll that queued it */
+    readonly since: number,
+    /** the acquireAll's Idempotency-Key: settled to the grant (docs/lock-fsm.md "Idempotency") */
+    readonly key: string | undefined,
+  ) {}
 }
 
 /**
@@ -192,7 +211,7 @@ export interface LockFsmOptions {
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
  *  the same values, or their applies (limits) would diverge. */
-export function newCore(o: LockFsmOptions): FsmCore {
+export function newCore(o: LockFsmOptions, sets: LockSetSteps): FsmCore {
   const maxSessions = o.maxSessions ?? 1_000_000;
   const maxWaitersPerLock = o.maxWaitersPerLock ?? 1000;
   if (!Number.isSafeInteger(maxSessions) || maxSessions < 1) throw new Error(`maxSessions must be a positive integer, got ${maxSessions}`);
@@ -203,10 +222,17 @@ export function newCore(o: LockFsmOptions): FsmCore {
   if (!Number.isSafeInteger(maxLocks) || maxLocks < 1) throw new Error(`maxLocks must be a positive integer, got ${maxLocks}`);
   const idem = new IdempotencyTable(o.idempotencyTtlMs ?? 600_000, o.idempotencyMaxKeys ?? 500_000);
   if (o.testIdemUnbound === true) idem.testReplayReusedKeys = true;
-  const core = new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem);
+  const core = new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem, sets);
   core.testNoDeadlockDetection = o.testNoDeadlockDetection === true;
   core.testWithdrawSetsBeforeDelay = o.testWithdrawSetsBeforeDelay === true;
   return core;
+}
+
+/** what FsmCore calls on lock sets (lock-sets.ts LOCK_SET_STEPS): a grant pass reaching a
+ *  set's place at the head of a queue, and a session losing a name a waiting set holds */
+export interface LockSetSteps {
+  grantIfReady(c: FsmCore, set: LockSetWait, index: number, ev: FsmEvent[], work: LockState[]): boolean;
+  withdrawHolding(c: FsmCore, s: Session, name: string, index: number, ev: FsmEvent[]): void;
 }
 
 export interface FsmLimits {
@@ -243,7 +269,12 @@ export class FsmCore {
   /** TEST ONLY: LockFsmOptions.testWithdrawSetsBeforeDelay */
   testWithdrawSetsBeforeDelay = false;
 
-  constructor(readonly limits: FsmLimits, readonly idem: IdempotencyTable) {}
+  constructor(
+    readonly limits: FsmLimits,
+    readonly idem: IdempotencyTable,
+    /** the lock-set steps (lock-sets.ts LOCK_SET_STEPS); injected, not imported */
+    private readonly sets: LockSetSteps,
+  ) {}
 
   /** Next fencing token. Strictly above every earlier token and never below the entry's
    *  index, so tokens stay comparable with log positions (api.md §3 "Fencing tokens"). */
@@ -410,14 +441,14 @@ export class FsmCore {
    *  a set through a lock an instant before its delay began). Without a delay, `l`'s own
    *  queue is served last. */
   private afterFree(l: LockState, s: Session, delayMs: number, index: number, events: FsmEvent[]): void {
-    if (this.testWithdrawSetsBeforeDelay && s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
+    if (this.testWithdrawSetsBeforeDelay && s.lockSets !== null) this.sets.withdrawHolding(this, s, l.name, index, events);
     if (delayMs > 0) {
       // a later expiry during a delay (another share's) restarts it, never shortens it
       this.setDelay(l, l.inDelay ? Math.max(l.delayMs, delayMs) : delayMs, index);
       events.push({ type: 'lockDelayStarted', name: l.name, delayMs: l.delayMs, since: index });
       this.reindex(l);
     }
-    if (s.lockSets !== null) withdrawSetsHolding(this, s, l.name, index, events);
+    if (s.lockSets !== null) this.sets.withdrawHolding(this, s, l.name, index, events);
     if (delayMs === 0) this.pump(l, index, events);
   }
 
@@ -450,7 +481,7 @@ export class FsmCore {
       const w = l.head;
       if (w.set !== null) {
         work ??= [];
-        if (!grantSetIfReady(this, w.set, index, events, work)) break;
+        if (!this.sets.grantIfReady(this, w.set, index, events, work)) break;
         continue;
       }
       if (!w.shared && l.shares !== null) break;

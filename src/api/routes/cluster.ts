@@ -4,6 +4,7 @@
 // the leader.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { Failure } from '../failure.js';
 import { Forwarder } from '../forward.js';
 import type { LeaderOp, RequestContext } from '../service.js';
 import { assertMemberId, parseBody, parseQuery, querySchemas } from '../validate.js';
@@ -59,7 +60,7 @@ async function onLeaderFollowing<T>(env: RouteEnv, req: FastifyRequest, reply: F
   try {
     return await onLeader(env, req, reply, { right: 'admin', op }, fn);
   } catch (err) {
-    if (!(err instanceof ApiError) || err.code !== 'unavailable' || Forwarder.isForwarded(req) || reply.sent || req.abortController.signal.aborted) throw err;
+    if (!(err instanceof Failure) || err.code !== 'unavailable' || Forwarder.isForwarded(req) || reply.sent || req.abortController.signal.aborted) throw err;
     let r;
     try {
       r = env.service.routing();

@@ -4,7 +4,7 @@
 // wait, which the lessor times out (docs/lock-fsm.md "The lessor (leader only)"); a release that finds a
 // wait instead of a grant withdraws it (docs/api.md "Release").
 import type { ApplyOutput, Command, HolderInfo } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
 import { WaitRegistry, SEMAPHORE_PREFIX, type WaitOutcome } from './wait-registry.js';
 import { LessorProposer } from './lessor-proposer.js';
@@ -99,7 +99,7 @@ export class LeaderCoordinator {
    */
   renewLease(sessionId: string, arrival: number, onLostLeadership: 'unavailable' | 'timeout'): void {
     if (!this.d.lessor.isLeader) {
-      throw new ApiError(
+      throw new Failure(
         onLostLeadership,
         onLostLeadership === 'timeout'
           ? 'leadership changed before the lease could be renewed; the command was applied: retry with the same Idempotency-Key'
@@ -161,11 +161,11 @@ export class LeaderCoordinator {
     if (replayed || cancel === undefined) return false;
     const expect = WITHDRAWAL[release.kind];
     const inner = unkeyed(ctx);
-    const c = await this.log.submit(cancel, inner);
+    const c = await this.log.followUp(cancel, inner);
     if (!(c.ok && c.kind === expect.granted)) return false;
     // the client's key then answers this release, not the first attempt's not_holder
     const again: Command = ctx.idempotencyKey !== undefined ? { ...release, settles: ctx.idempotencyKey } : release;
-    const r = await this.log.submit(again, inner);
+    const r = await this.log.followUp(again, inner);
     return r.ok && r.kind === expect.released;
   }
 

@@ -5,7 +5,8 @@
 import type { FsmEvent, HolderInfo } from '../../lock-fsm/index.js';
 
 export type WaitOutcome =
-  | { kind: 'granted'; fencingToken: number }
+  /** mode: 'shared' for a lock's shared grant (the event's), absent otherwise */
+  | { kind: 'granted'; fencingToken: number; mode?: 'shared' }
   | { kind: 'cancelled'; holder: HolderInfo | undefined }
   | { kind: 'session_ended' }
   /** the client went away */
@@ -61,7 +62,7 @@ export class WaitRegistry {
   }
 
   onEvent(e: FsmEvent, holderOf: (name: string) => HolderInfo | undefined): void {
-    if (e.type === 'granted') this.settleAll(key(e.name, e.sessionId), { kind: 'granted', fencingToken: e.fencingToken });
+    if (e.type === 'granted') this.settleAll(key(e.name, e.sessionId), e.mode === 'shared' ? { kind: 'granted', fencingToken: e.fencingToken, mode: 'shared' } : { kind: 'granted', fencingToken: e.fencingToken });
     else if (e.type === 'semGranted') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), { kind: 'granted', fencingToken: e.fencingToken });
     else if (e.type === 'semWaitEnded') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), e.reason === 'cancelled' ? { kind: 'cancelled', holder: undefined } : { kind: 'session_ended' });
     else if (e.type === 'waitEnded') {

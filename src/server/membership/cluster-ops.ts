@@ -2,7 +2,7 @@
 // GET /v1/cluster, adding/promoting/removing members, and leadership transfer. The lock
 // service delegates here; membership changes themselves are in membership.ts.
 import type { ClusterView, MemberView, RequestContext } from '../../api/service.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { NodeId } from '../../raft/core/types.js';
 import type { RaftDriver } from '../../raft/driver.js';
 import type { Membership } from './membership.js';
@@ -23,7 +23,7 @@ export interface ClusterOpsDeps {
 
 /** Thrown by removeMember on a leader asked to remove itself, once it handed leadership
  *  over: the route relays the same request to the new leader (see routes/cluster.ts). */
-export class LeadershipMovedError extends ApiError {
+export class LeadershipMovedError extends Failure {
   constructor(readonly leaderId: string) {
     super('unavailable', `leadership moved to ${leaderId}; retry there`);
   }
@@ -67,7 +67,7 @@ export class ClusterOps {
 
   async add(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView> {
     this.requireLeader();
-    if (ctx.signal.aborted) throw new ApiError('unavailable', 'the request was aborted');
+    if (ctx.signal.aborted) throw new Failure('unavailable', 'the request was aborted');
     await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true });
     return this.view();
   }
@@ -99,19 +99,19 @@ export class ClusterOps {
     const st = this.d.driver.status();
     if (to === this.d.nodeId) return { leader_id: to };
     if (to !== undefined && !st.conf.voters.includes(to)) {
-      throw new ApiError('invalid_request', `to: ${to} is not a voting member${st.conf.learners.includes(to) ? ' (it is a learner: promote it first)' : ''}`);
+      throw new Failure('invalid_request', `to: ${to} is not a voting member${st.conf.learners.includes(to) ? ' (it is a learner: promote it first)' : ''}`);
     }
     const target = to ?? bestFollower(st.progress ?? {}, st.conf.voters, this.d.nodeId);
-    if (!target) throw new ApiError('unavailable', 'no other voting member to hand leadership to');
-    if (!(await this.d.driver.transferLeadership(target))) throw new ApiError('unavailable', `leadership transfer to ${target} was refused (this node is no longer the leader?)`);
+    if (!target) throw new Failure('unavailable', 'no other voting member to hand leadership to');
+    if (!(await this.d.driver.transferLeadership(target))) throw new Failure('unavailable', `leadership transfer to ${target} was refused (this node is no longer the leader?)`);
     const deadline = this.d.nowMs() + 2 * this.d.electionTimeoutMaxMs;
     while (this.d.nowMs() < deadline) {
-      if (ctx.signal.aborted) throw new ApiError('unavailable', 'the request was aborted');
+      if (ctx.signal.aborted) throw new Failure('unavailable', 'the request was aborted');
       if (this.d.driver.currentLeader === target) return { leader_id: target };
       await new Promise((r) => setTimeout(r, 20));
     }
     const now = this.d.driver.currentLeader;
-    throw new ApiError('timeout', `leadership did not move to ${target} in time (leader now: ${now ?? 'unknown'}); check GET /v1/cluster`);
+    throw new Failure('timeout', `leadership did not move to ${target} in time (leader now: ${now ?? 'unknown'}); check GET /v1/cluster`);
   }
 
   /**
@@ -135,7 +135,7 @@ export class ClusterOps {
   }
 
   private requireLeader(): void {
-    if (this.d.driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
+    if (this.d.driver.currentRole !== 'leader') throw new Failure('unavailable', 'this node is not the leader');
   }
 }
 

@@ -20,7 +20,7 @@ import type { Logger } from 'pino';
 import type { ConfChange, Index, NodeId } from '../../raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../../raft/driver.js';
 import type { Transport } from '../../raft/seams.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { LockApp, MemberAddress } from '../app/lock-app.js';
 import { addressContext, decodeMemberContext } from './member-address.js';
 import type { PeerContact } from './peer-contact.js';
@@ -188,7 +188,7 @@ export class Membership {
     void this.exclusive(`promote ${id}`, () => this.addVoter(id)).then(
       () => this.o.logger.info({ node: id }, 'promoted a learner to voter: it had caught up'),
       (err: unknown) => {
-        const level = err instanceof ApiError && (err.code === 'conflict' || err.code === 'unavailable') ? 'debug' : 'warn';
+        const level = err instanceof Failure && (err.code === 'conflict' || err.code === 'unavailable') ? 'debug' : 'warn';
         this.o.logger[level]({ node: id, reason: (err as Error).message }, 'automatic promotion not made yet; trying again');
       },
     );
@@ -252,7 +252,7 @@ export class Membership {
       // catches up (never started, wrong peer URL) must be dealt with before the next
       const waiting = conf.learners.find((id) => id !== m.id && this.o.app.promotionPending.has(id));
       if (waiting !== undefined) {
-        throw new ApiError('conflict', `${waiting} was added and waits to be promoted to voter once it has caught up; one new voter at a time — start ${waiting} (or remove it), then retry`);
+        throw new Failure('conflict', `${waiting} was added and waits to be promoted to voter once it has caught up; one new voter at a time — start ${waiting} (or remove it), then retry`);
       }
     }
     await this.exclusive(`add ${m.id}`, async () => {
@@ -285,15 +285,15 @@ export class Membership {
   async promote(id: NodeId, signal: AbortSignal): Promise<void> {
     const conf = this.o.driver().status().conf;
     if (conf.voters.includes(id)) return;
-    if (!conf.learners.includes(id)) throw new ApiError('not_found', `${id} is not a member`);
+    if (!conf.learners.includes(id)) throw new Failure('not_found', `${id} is not a member`);
     await this.exclusive(`promote ${id}`, () => this.promoteWhenCaughtUp(id, signal));
   }
 
   /** Remove a member (the caller handles the leader itself: it transfers leadership first). */
   async remove(id: NodeId): Promise<void> {
     const st = this.o.driver().status();
-    if (!st.conf.voters.includes(id) && !st.conf.learners.includes(id)) throw new ApiError('not_found', `${id} is not a member`);
-    if (st.conf.voters.length === 1 && st.conf.voters[0] === id) throw new ApiError('invalid_request', 'id: cannot remove the last voting member');
+    if (!st.conf.voters.includes(id) && !st.conf.learners.includes(id)) throw new Failure('not_found', `${id} is not a member`);
+    if (st.conf.voters.length === 1 && st.conf.voters[0] === id) throw new Failure('invalid_request', 'id: cannot remove the last voting member');
     if (st.conf.voters.includes(id)) this.checkQuorumAfter(st.conf.voters.filter((v) => v !== id), `removing ${id}`);
     await this.exclusive(`remove ${id}`, async () => {
       await this.change({ type: 'removeNode', nodeId: id });
@@ -310,7 +310,7 @@ export class Membership {
   private async addVoter(id: NodeId): Promise<void> {
     const st = this.o.driver().status();
     if (st.conf.voters.includes(id)) return;
-    if (!st.conf.learners.includes(id)) throw new ApiError('not_found', `${id} is not a member`);
+    if (!st.conf.learners.includes(id)) throw new Failure('not_found', `${id} is not a member`);
     this.checkQuorumAfter([...st.conf.voters, id], `promoting ${id}`);
     const addr = this.address(id);
     await this.change({ type: 'addVoter', nodeId: id, ...(addr ? { context: addressContext(addr) } : {}) });
@@ -322,12 +322,12 @@ export class Membership {
     const members = new Set([...conf.voters, ...conf.learners]);
     const known = this.o.app.members.get(m.id);
     if (members.has(m.id) && known && (known.api !== m.api || known.peer !== m.peer)) {
-      throw new ApiError('conflict', `${m.id} is already a member with api ${known.api} and peer ${known.peer}; remove it first to change its addresses`, ADDRESS_CONFLICT);
+      throw new Failure('conflict', `${m.id} is already a member with api ${known.api} and peer ${known.peer}; remove it first to change its addresses`, ADDRESS_CONFLICT);
     }
     for (const id of members) {
       const a = this.o.app.members.get(id);
       if (id !== m.id && a && (sameOrigin(a.peer, m.peer) || sameOrigin(a.api, m.api))) {
-        throw new ApiError('conflict', `member ${id} already uses ${sameOrigin(a.peer, m.peer) ? m.peer : m.api}`, ADDRESS_CONFLICT);
+        throw new Failure('conflict', `member ${id} already uses ${sameOrigin(a.peer, m.peer) ? m.peer : m.api}`, ADDRESS_CONFLICT);
       }
     }
   }
@@ -349,7 +349,7 @@ export class Membership {
     const missing = voters.filter((v) => !reachable(v));
     const quorum = Math.floor(voters.length / 2) + 1;
     if (voters.length - missing.length < quorum) {
-      throw new ApiError('conflict', `${what} would leave ${voters.length - missing.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum} (not heard from lately: ${missing.join(', ')}); bring them back (or remove them) first`, { details: { missing } });
+      throw new Failure('conflict', `${what} would leave ${voters.length - missing.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum} (not heard from lately: ${missing.join(', ')}); bring them back (or remove them) first`, { details: { missing } });
     }
   }
 
@@ -358,13 +358,13 @@ export class Membership {
     if (this.o.snapshotIndex() > 0) return;
     const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
     while (!(await this.o.driver().compactNow())) {
-      if (this.o.nowMs() > deadline) throw new ApiError('unavailable', 'could not take the snapshot a new member starts from; retry');
+      if (this.o.nowMs() > deadline) throw new Failure('unavailable', 'could not take the snapshot a new member starts from; retry');
       await sleep(POLL_MS);
     }
   }
 
   private async exclusive(what: string, fn: () => Promise<void>): Promise<void> {
-    if (this.changing !== null) throw new ApiError('conflict', `another membership change is in progress (${this.changing}); one change at a time — retry when it is done`);
+    if (this.changing !== null) throw new Failure('conflict', `another membership change is in progress (${this.changing}); one change at a time — retry when it is done`);
     this.changing = what;
     try {
       await fn();
@@ -393,25 +393,25 @@ export class Membership {
       out = await this.o.driver().proposeConfChange(cc);
     }
     if (out.ok) return;
-    if (out.kind === 'rejected' && out.reason === 'term_not_committed') throw new ApiError('unavailable', `the new leader has not yet committed an entry of its term (no quorum has answered it), so it cannot change the membership yet; retry`);
-    if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new ApiError('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
+    if (out.kind === 'rejected' && out.reason === 'term_not_committed') throw new Failure('unavailable', `the new leader has not yet committed an entry of its term (no quorum has answered it), so it cannot change the membership yet; retry`);
+    if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new Failure('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
     if (out.kind === 'rejected' && out.reason === 'incarnation_conflict') {
-      throw new ApiError('conflict', `${cc.nodeId} is a voter bound to another data directory (it lost its data): remove it first (raftlock member remove ${cc.nodeId}), wipe its data directory, then join it again`);
+      throw new Failure('conflict', `${cc.nodeId} is a voter bound to another data directory (it lost its data): remove it first (raftlock member remove ${cc.nodeId}), wipe its data directory, then join it again`);
     }
-    if (out.kind === 'unknown') throw new ApiError('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`);
-    throw new ApiError('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind}); retry`);
+    if (out.kind === 'unknown') throw new Failure('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`);
+    throw new Failure('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind}); retry`);
   }
 
   private async waitCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
     const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
     while (this.o.nowMs() < deadline) {
-      if (signal.aborted) throw new ApiError('unavailable', `the request was aborted; ${id} stays a learner`);
+      if (signal.aborted) throw new Failure('unavailable', `the request was aborted; ${id} stays a learner`);
       const st = this.o.driver().status();
-      if (st.role !== 'leader') throw new ApiError('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
+      if (st.role !== 'leader') throw new Failure('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
       if (this.caughtUp(id)) return;
       await sleep(POLL_MS);
     }
-    throw new ApiError('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner (retry, or check that the leader can reach its peer URL)`);
+    throw new Failure('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner (retry, or check that the leader can reach its peer URL)`);
   }
 }
 

@@ -2,7 +2,7 @@
 // status page, the leader's consistent backup, and the gauges the monitoring pack needs
 // beyond the contract's list (computed at scrape time: no timers of their own).
 import { Gauge, type Registry } from 'prom-client';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { ActivityPoint, BackupResult, ContendedLock, HeldSince, NodeObservations, OpsService } from '../../api/ops-service.js';
 import type { RequestContext } from '../../api/service.js';
 import type { Index, Term } from '../../raft/core/types.js';
@@ -82,11 +82,11 @@ export class OpsProvider implements OpsService {
 
   async backup(_ctx: RequestContext): Promise<BackupResult> {
     const { driver, app } = this.d;
-    if (driver.currentRole !== 'leader') throw new ApiError('unavailable', 'this node is not the leader');
+    if (driver.currentRole !== 'leader') throw new Failure('unavailable', 'this node is not the leader');
     const r = await driver.readIndex(this.d.readTimeoutMs);
     if (!r.ok) {
-      if (r.reason === 'timeout') throw new ApiError('timeout', 'could not confirm leadership with a quorum in time; nothing was saved');
-      throw new ApiError('unavailable', 'this node is no longer the leader');
+      if (r.reason === 'timeout') throw new Failure('timeout', 'could not confirm leadership with a quorum in time; nothing was saved');
+      throw new Failure('unavailable', 'this node is no longer the leader');
     }
     // Everything below is synchronous: the driver applies entries only between awaits,
     // so the application state, the applied index and the membership are one moment.

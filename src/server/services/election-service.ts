@@ -6,7 +6,7 @@
 // the lock's waits).
 import type { ApplyResult, Command, ElectionInfo } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionListItem, ElectionView, RequestContext } from '../../api/service.js';
 import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
@@ -44,7 +44,7 @@ export class ElectionService implements ElectionApi {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
     const r = await this.log.submit(asActor(this.d, { kind: 'proclaim' as const, name, sessionId, value }, ctx, name), ctx, { op: 'election.proclaim', name, body: { session_id: sessionId, value } });
     if (r.ok && r.kind === 'proclaimed') return { name: r.name, value: r.value };
-    if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} does not lead election ${name}`);
+    if (!r.ok && r.code === 'not_holder') throw new Failure('not_holder', `session ${sessionId} does not lead election ${name}`);
     throw resultError(r);
   }
 
@@ -52,7 +52,7 @@ export class ElectionService implements ElectionApi {
     if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
     const r = await this.log.submit(asActor(this.d, { kind: 'resign' as const, name, sessionId }, ctx, name), ctx, { op: 'election.resign', name, body: { session_id: sessionId } });
     if (r.ok && r.kind === 'resigned') return { name: r.name, resigned: true };
-    if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`);
+    if (!r.ok && r.code === 'not_holder') throw new Failure('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`);
     throw resultError(r);
   }
 
@@ -86,7 +86,7 @@ export class ElectionService implements ElectionApi {
     const fsm = this.d.app.fsm;
     const now = fsm.getElection(name).leader;
     if (now !== null && now.sessionId === sessionId) return this.confirm(name, sessionId, now.fencingToken, arrival);
-    if (!this.d.lessor.isLeader) throw new ApiError('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership');
+    if (!this.d.lessor.isLeader) throw new Failure('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership');
     const wait = fsm.waitOf(name, sessionId);
     if (!wait) throw heldBy(name, fsm.getElection(name));
     const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);
@@ -97,9 +97,9 @@ export class ElectionService implements ElectionApi {
       case 'aborted':
         // the client went away and gave its place up (awaitGrant), so that nobody is made
         // leader unheard; the cancel may lose to a grant
-        throw new ApiError('timeout', 'the request was aborted while the campaign was queued; the outcome is unknown: retry with the same Idempotency-Key, or resign in this session');
-      case 'shutdown': throw new ApiError('timeout', 'the node is shutting down while the campaign was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or resign in this session');
-      case 'unknown': throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your leadership');
+        throw new Failure('timeout', 'the request was aborted while the campaign was queued; the outcome is unknown: retry with the same Idempotency-Key, or resign in this session');
+      case 'shutdown': throw new Failure('timeout', 'the node is shutting down while the campaign was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or resign in this session');
+      case 'unknown': throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your leadership');
     }
   }
 }
@@ -110,15 +110,15 @@ function leaderView(e: ElectionInfo): ElectionLeaderView | null {
 
 /** 409 lock_held with the current leader (null while none leads: the lock is in
  *  lock-delay, or held by a plain acquire) */
-function heldBy(name: string, e: ElectionInfo): ApiError {
+function heldBy(name: string, e: ElectionInfo): Failure {
   const leader = leaderView(e);
   const msg = leader === null ? `election ${name} has no leader to hand over yet (lock-delay, or the name is held as a plain lock)` : `election ${name} is led by session ${leader.session_id}`;
-  return new ApiError('lock_held', msg, { details: { leader } });
+  return new Failure('lock_held', msg, { details: { leader } });
 }
 
-function campaignLost(name: string, r: Extract<ApplyResult, { ok: false; code: 'lock_held' }>): ApiError {
+function campaignLost(name: string, r: Extract<ApplyResult, { ok: false; code: 'lock_held' }>): Failure {
   if (r.holder !== undefined && r.value !== undefined) {
-    return new ApiError('lock_held', `election ${name} is led by session ${r.holder.sessionId}`, { details: { leader: { session_id: r.holder.sessionId, value: r.value, fencing_token: r.holder.fencingToken } } });
+    return new Failure('lock_held', `election ${name} is led by session ${r.holder.sessionId}`, { details: { leader: { session_id: r.holder.sessionId, value: r.value, fencing_token: r.holder.fencingToken } } });
   }
   return heldBy(name, { name, leader: null, waiters: 0 });
 }

@@ -3,9 +3,9 @@
 // reads through a read barrier (leader/leader-log.ts); leases and waits are the leader side's
 // (leader/leader-coordinator.ts); semaphores and elections have their own services beside this
 // one (semaphore-service.ts, election-service.ts).
-import type { ApplyOutput, ApplyResult, Command } from '../../lock-fsm/index.js';
+import type { ApplyOutput, ApplyResult, Command, SessionInfo } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { ClusterView, GrantView, KeepaliveGrantView, KeepaliveView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../../api/service.js';
 import { LeaderLog, unkeyed } from '../leader/leader-log.js';
 import { LeaderCoordinator } from '../leader/leader-coordinator.js';
@@ -20,9 +20,13 @@ import type { ServiceDeps } from '../leader/service-deps.js';
 
 type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number };
 
+/** a lock grant as the state machine made it: an apply's `acquired` result, or a waiter's
+ *  `granted` event with its session's ttl. The answer is built from it alone. */
+type Granted = Pick<Extract<ApplyResult, { kind: 'acquired' }>, 'name' | 'sessionId' | 'fencingToken' | 'ttlMs' | 'mode'>;
+
 /** the `result` label of raftlock_lock_acquire_total for an acquire that failed */
 function acquireOutcome(err: unknown): 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
-  if (!(err instanceof ApiError)) return 'error';
+  if (!(err instanceof Failure)) return 'error';
   return err.code === 'timeout' || err.code === 'lock_held' || err.code === 'session_not_found' ? err.code : 'error';
 }
 
@@ -50,7 +54,7 @@ export class RaftLockService implements LockService {
 
   routing(): Routing {
     // a removed node takes no part any more: it neither serves nor relays (clients fail over)
-    if (this.d.membership.selfState() === 'removed') throw new ApiError('unavailable', this.d.membership.notReadyReason() ?? 'removed');
+    if (this.d.membership.selfState() === 'removed') throw new Failure('unavailable', this.d.membership.notReadyReason() ?? 'removed');
     const leader = this.d.driver.currentLeader;
     return { isLeader: this.d.driver.currentRole === 'leader', leaderApi: leader ? this.d.membership.address(leader)?.api ?? null : null };
   }
@@ -91,12 +95,14 @@ export class RaftLockService implements LockService {
       const cmd: Command = { kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs };
       if (ctx.principal !== undefined) cmd.principal = ctx.principal;
       // the request as sent: the node's default ttl and lock-delay are not part of it
-      const r = await this.log.submit(cmd, ctx, { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } });
+      // a second attempt follows an await: leadership is checked again (LeaderLog.followUp)
+      const request = { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } };
+      const r = await (attempt === 0 ? this.log.submit(cmd, ctx, request) : this.log.followUp(cmd, ctx, request));
       if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
       if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
       throw resultError(r);
     }
-    throw new ApiError('unavailable', 'could not draw a fresh session id');
+    throw new Failure('unavailable', 'could not draw a fresh session id');
   }
 
   async keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView> {
@@ -160,7 +166,7 @@ export class RaftLockService implements LockService {
     const r = out.result;
     if (r.ok && r.kind === 'acquired') {
       if (out.replayed) return this.replayedGrant(r, arrival);
-      return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
+      return this.confirmGrant(r, arrival);
     }
     if (r.ok && r.kind === 'queued') {
       onQueued();
@@ -175,7 +181,7 @@ export class RaftLockService implements LockService {
     const s = this.liveSession(sessionId);
     checkOwner(this.d, s.principal, ctx, name);
     const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
-    if (!h) throw new ApiError('not_holder', `session ${sessionId} does not hold lock ${name}`);
+    if (!h) throw new Failure('not_holder', `session ${sessionId} does not hold lock ${name}`);
     this.leader.renewLease(sessionId, arrival, 'unavailable');
     return grantView(name, sessionId, h.fencingToken, s.ttlMs, h.mode);
   }
@@ -258,19 +264,26 @@ export class RaftLockService implements LockService {
   }
 
   /**
-   * The FSM said `sessionId` was granted `name` with `token` (now, or as the stored answer
-   * of an idempotent retry). Answer with the grant only if it still stands and the
-   * session's lease could be renewed from this request's arrival; otherwise say what is
-   * true now.
+   * The FSM granted `g` (now, or as the stored answer of an idempotent retry). Answer with
+   * the grant only if it still stands — later entries of the same committed batch may have
+   * ended it before this answer runs — and the session's lease could be renewed from this
+   * request's arrival; otherwise say what is true now. One look into the state machine
+   * (holdsGrant); the answer itself is the apply's.
    */
-  private confirmGrant(name: string, sessionId: string, token: number, arrival: number): GrantView {
-    const s = this.d.app.fsm.getSession(sessionId);
-    const l = this.d.app.fsm.getLock(name);
-    if (!s) throw sessionNotFound(sessionId);
-    const h = grantOf(l, sessionId);
-    if (!h || h.fencingToken !== token) throw lockHeldError(name, l.holder);
-    this.leader.renewLease(sessionId, arrival, 'timeout');
-    return grantView(name, sessionId, token, s.ttlMs, h.mode);
+  private confirmGrant(g: Granted, arrival: number): GrantView {
+    const fsm = this.d.app.fsm;
+    if (!fsm.holdsGrant('lock', g.name, g.sessionId, g.fencingToken)) {
+      // a grant never outlives its session: an ended session is the truer answer
+      if (!fsm.getSession(g.sessionId)) throw sessionNotFound(g.sessionId);
+      throw lockHeldError(g.name, fsm.getLock(g.name).holder);
+    }
+    return this.answerGrant(g, arrival);
+  }
+
+  /** a grant that stands: renew the lease from the request's arrival and answer it */
+  private answerGrant(g: Granted, arrival: number): GrantView {
+    this.leader.renewLease(g.sessionId, arrival, 'timeout');
+    return grantView(g.name, g.sessionId, g.fencingToken, g.ttlMs, g.mode === 'shared' ? 'shared' : 'exclusive');
   }
 
   /**
@@ -281,24 +294,26 @@ export class RaftLockService implements LockService {
    * taken by another session) nothing is renewed or re-checked: the lock's state is not
    * this request's answer, and the token fences any use of the old grant.
    */
-  private replayedGrant(r: Extract<ApplyResult, { kind: 'acquired' }>, arrival: number): GrantView {
-    const h = grantOf(this.d.app.fsm.getLock(r.name), r.sessionId);
-    if (h && h.fencingToken === r.fencingToken) {
-      return this.confirmGrant(r.name, r.sessionId, r.fencingToken, arrival);
-    }
+  private replayedGrant(r: Granted, arrival: number): GrantView {
+    if (this.d.app.fsm.holdsGrant('lock', r.name, r.sessionId, r.fencingToken)) return this.answerGrant(r, arrival);
     return grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
   }
 
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<GrantView> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
-    const held = fsm.getLock(name).holder;
-    const mine = grantOf(fsm.getLock(name), sessionId);
-    if (mine) return this.confirmGrant(name, sessionId, mine.fencingToken, arrival);
+    const lock = fsm.getLock(name);
+    const held = lock.holder;
+    const mine = grantOf(lock, sessionId);
+    if (mine) {
+      // it holds the lock, so its session is live (a grant never outlives it)
+      const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
+      return this.answerGrant({ name, sessionId, fencingToken: mine.fencingToken, ttlMs, ...(mine.mode === 'shared' ? { mode: 'shared' as const } : {}) }, arrival);
+    }
     // The 'queued' answer can reach a node that has lost leadership since it proposed (the
     // next leader committed the entry): only the leader may wait, renew and cancel.
     if (!this.d.lessor.isLeader) {
-      throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+      throw new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
     }
     const s = fsm.getSession(sessionId);
     if (!s) throw sessionNotFound(sessionId);
@@ -316,10 +331,10 @@ export class RaftLockService implements LockService {
       // Its outcome cannot be told from the state; asking again would grant the lock to a
       // session that released it (jepsen-lite seed 971402082: a client gave up on its
       // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
-      if (!replayed) throw new ApiError('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
+      if (!replayed) throw new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
       const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs }, ctx, name);
-      const r = await this.log.submit(again, unkeyed(ctx));
-      if (r.ok && r.kind === 'acquired') return this.confirmGrant(name, r.sessionId, r.fencingToken, arrival);
+      const r = await this.log.followUp(again, unkeyed(ctx));
+      if (r.ok && r.kind === 'acquired') return this.confirmGrant(r, arrival);
       if (r.ok && r.kind === 'queued') return this.waitForGrant(name, sessionId, waitMs, arrival, ctx, true);
       throw resultError(r);
     }
@@ -330,7 +345,8 @@ export class RaftLockService implements LockService {
     this.d.metrics.lockWait.observe((this.d.nowMs() - started) / 1000);
     switch (outcome.kind) {
       case 'granted':
-        return this.confirmGrant(name, sessionId, outcome.fencingToken, arrival);
+        // the grant as its event carried it; the session's ttl is fixed for its lifetime
+        return this.confirmGrant({ name, sessionId, fencingToken: outcome.fencingToken, ttlMs: s.ttlMs, ...(outcome.mode === 'shared' ? { mode: 'shared' as const } : {}) }, arrival);
       case 'cancelled':
         throw lockHeldError(name, outcome.holder);
       case 'session_ended':
@@ -339,11 +355,11 @@ export class RaftLockService implements LockService {
         // the client went away and gave its place up (awaitGrant); the cancel may lose to a
         // grant, so the answer — if anyone still hears it, e.g. a relaying follower — is
         // "outcome unknown", never 503
-        throw new ApiError('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
+        throw new Failure('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
       case 'shutdown':
-        throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
+        throw new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
       case 'unknown':
-        throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+        throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
     }
   }
 }

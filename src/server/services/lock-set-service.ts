@@ -7,7 +7,7 @@
 // Every answer is the state machine's for THIS request: its result, or the set's own grant.
 import type { ApplyOutput, ApplyResult, BlockedName, Command, NewSessionSpec, SetGrant } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { LockSetApi, LockSetGrantView, RequestContext } from '../../api/service.js';
 import { unkeyed, type LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
@@ -53,7 +53,7 @@ export class LockSetService implements LockSetApi {
     try {
       out = await this.log.submitOutput(cmd, ctx, request);
     } catch (err) {
-      this.count(err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'error');
+      this.count(err instanceof Failure && err.code === 'timeout' ? 'timeout' : 'error');
       throw err;
     }
     const r = out.result;
@@ -131,7 +131,7 @@ export class LockSetService implements LockSetApi {
     try {
       this.leader.renewLease(sessionId, arrival, 'timeout');
     } catch (err) {
-      this.count(err instanceof ApiError && err.code === 'timeout' ? 'timeout' : 'session_not_found');
+      this.count(err instanceof Failure && err.code === 'timeout' ? 'timeout' : 'session_not_found');
       throw err;
     }
     this.count('acquired');
@@ -168,7 +168,7 @@ export class LockSetService implements LockSetApi {
     }
     if (!this.d.lessor.isLeader) {
       this.count('timeout');
-      throw new ApiError('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant');
+      throw new Failure('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant');
     }
     if (!this.d.app.fsm.getSession(sessionId)) throw sessionNotFound(sessionId);
     const place = this.place(names, sessionId, since);
@@ -183,7 +183,7 @@ export class LockSetService implements LockSetApi {
       delete again.newSession;
       const actor = this.actor(names, ctx);
       if (actor !== undefined) again.actor = actor;
-      const r = await this.log.submit(again, unkeyed(ctx));
+      const r = await this.log.followUp(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired_all') return this.confirm(sessionId, names, r.grants, r.mode, arrival);
       if (r.ok && r.kind === 'queued_all') return this.waitForSet(cmd, r, arrival, ctx, true);
       throw resultError(r);
@@ -196,7 +196,7 @@ export class LockSetService implements LockSetApi {
         // the whole set was granted in the apply that granted this place
         const grants = this.grants.get(key(sessionId, since));
         this.grants.delete(key(sessionId, since));
-        if (!grants) throw new ApiError('timeout', 'the set was granted but its grant is no longer known here; retry with the same Idempotency-Key');
+        if (!grants) throw new Failure('timeout', 'the set was granted but its grant is no longer known here; retry with the same Idempotency-Key');
         return this.confirm(sessionId, names, grants, mode, arrival);
       }
       case 'cancelled':
@@ -206,13 +206,13 @@ export class LockSetService implements LockSetApi {
         throw sessionNotFound(sessionId);
       case 'aborted':
         this.count('timeout');
-        throw new ApiError('timeout', 'the request was aborted while the acquire-all was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release-all in this session');
+        throw new Failure('timeout', 'the request was aborted while the acquire-all was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release-all in this session');
       case 'shutdown':
         this.count('timeout');
-        throw new ApiError('timeout', 'the node is shutting down while the acquire-all was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release-all in this session');
+        throw new Failure('timeout', 'the node is shutting down while the acquire-all was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release-all in this session');
       case 'unknown':
         this.count('timeout');
-        throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+        throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
     }
   }
 }

@@ -2,7 +2,7 @@
 // lock's or a semaphore's grants, one session's or all of them. The route checked `admin`
 // on the name.
 import { isSessionId } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { RequestContext, RevokedView } from '../../api/service.js';
 import type { LeaderLog } from '../leader/leader-log.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
@@ -12,6 +12,6 @@ export async function revokeGrants(log: LeaderLog, target: 'lock' | 'semaphore',
   const cmd = sessionId === undefined ? { kind: 'revoke' as const, target, name } : { kind: 'revoke' as const, target, name, sessionId };
   const r = await log.submit(cmd, ctx, { op: `${target}.revoke`, name, body: { session_id: sessionId } });
   if (r.ok && r.kind === 'revoked') return { name: r.name, revoked: r.revoked.map((g) => ({ session_id: g.sessionId, fencing_token: g.fencingToken })) };
-  if (!r.ok && r.code === 'not_holder') throw new ApiError('not_holder', `session ${sessionId ?? ''} holds no grant of ${target} ${name}`);
+  if (!r.ok && r.code === 'not_holder') throw new Failure('not_holder', `session ${sessionId ?? ''} holds no grant of ${target} ${name}`);
   throw resultError(r);
 }

@@ -4,7 +4,7 @@
 // lessor timing the wait out by semCancelWait (docs/lock-fsm.md "Semaphores").
 import type { ApplyResult, Command, SemaphoreInfo } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
 import type { RevokedView, SemaphoreGrantView, SemaphoreView } from '../../api/service.js';
 import type { LeaderLog } from '../leader/leader-log.js';
@@ -49,7 +49,7 @@ export class SemaphoreService {
     if (r.ok && r.kind === 'sem_released') return { name: r.name, released: true };
     if (!r.ok && r.code === 'not_holder') {
       if (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx)) return { name, released: true };
-      throw new ApiError('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
+      throw new Failure('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
     }
     throw resultError(r);
   }
@@ -99,12 +99,12 @@ export class SemaphoreService {
     const fsm = this.d.app.fsm;
     const mine = fsm.getSemaphore(name).holders.find((h) => h.sessionId === sessionId);
     if (mine) return this.confirm(name, sessionId, mine.fencingToken, arrival);
-    if (!this.d.lessor.isLeader) throw new ApiError('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+    if (!this.d.lessor.isLeader) throw new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
     const wait = fsm.semWaitOf(name, sessionId);
     // the wait is over before its 'queued' answer was read: the batch that queued it also
     // granted and released it, or ended it (as for locks: lock-service.ts waitForGrant);
     // "full" could be false, the outcome is unknown
-    if (!wait) throw new ApiError('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the semaphore, or retry with the same Idempotency-Key');
+    if (!wait) throw new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the semaphore, or retry with the same Idempotency-Key');
     const outcome = await this.leader.awaitGrant({ target: 'semaphore', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);
     switch (outcome.kind) {
       case 'granted': return this.confirm(name, sessionId, outcome.fencingToken, arrival);
@@ -112,14 +112,14 @@ export class SemaphoreService {
       case 'session_ended': throw sessionNotFound(sessionId);
       // the client went away and gave its place up (awaitGrant); the cancel may lose to a
       // grant: the outcome is unknown, never 503 (as for locks)
-      case 'aborted': throw new ApiError('timeout', 'the request was aborted while queued; the outcome is unknown: retry with the same Idempotency-Key');
-      case 'shutdown': throw new ApiError('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release in this session');
-      case 'unknown': throw new ApiError('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+      case 'aborted': throw new Failure('timeout', 'the request was aborted while queued; the outcome is unknown: retry with the same Idempotency-Key');
+      case 'shutdown': throw new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release in this session');
+      case 'unknown': throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
     }
   }
 }
 
-function full(sem: SemaphoreInfo): ApiError {
+function full(sem: SemaphoreInfo): Failure {
   return resultError({ ok: false, code: 'semaphore_full', inUse: sem.inUse, limit: sem.limit });
 }
 

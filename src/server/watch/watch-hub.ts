@@ -12,7 +12,7 @@
 // node buffer without limit.
 import type { WatchEventData } from '@raftlock/client';
 import type { ApplyOutput, FsmEvent } from '../../lock-fsm/index.js';
-import { ApiError } from '../../api/errors.js';
+import { Failure } from '../../api/failure.js';
 import type { WatchFeed, WatchSink, WatchSubscription } from '../../api/watch-feed.js';
 import { WatchRing } from './watch-ring.js';
 import { frameOf, isWatched, sseFrame, type WatchedFsmEvent } from './watch-events.js';
@@ -111,10 +111,10 @@ export class WatchHub implements WatchFeed {
   }
 
   open(prefix: string, fromIndex: number | null, sink: WatchSink): WatchSubscription {
-    if (this.closed) throw new ApiError('unavailable', 'the node is shutting down');
-    if (this.streams.size >= this.o.maxStreams) throw new ApiError('too_many_requests', `this node serves its maximum of ${this.o.maxStreams} watch streams (limits.max_watch_streams)`, { details: { limit: 'watch_streams' } });
+    if (this.closed) throw new Failure('unavailable', 'the node is shutting down');
+    if (this.streams.size >= this.o.maxStreams) throw new Failure('too_many_requests', `this node serves its maximum of ${this.o.maxStreams} watch streams (limits.max_watch_streams)`, { details: { limit: 'watch_streams' } });
     if (fromIndex !== null && !this.ring.covers(fromIndex)) {
-      throw new ApiError('compacted', `events after index ${fromIndex} are no longer kept by this node (it keeps those after ${this.ring.floor}); open the stream without from_index for the current state`, { details: { compacted_index: this.ring.floor } });
+      throw new Failure('compacted', `events after index ${fromIndex} are no longer kept by this node (it keeps those after ${this.ring.floor}); open the stream without from_index for the current state`, { details: { compacted_index: this.ring.floor } });
     }
     const s: Stream = { prefix, sink, open: true, after: fromIndex ?? this.applied };
     let opening: string;

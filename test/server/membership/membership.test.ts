@@ -6,7 +6,7 @@
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { ApiError } from '../../../src/api/errors.js';
+import { Failure } from '../../../src/api/failure.js';
 import { applyConfChange } from '../../../src/raft/core/conf.js';
 import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../../src/raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../../../src/raft/driver.js';
@@ -75,7 +75,7 @@ function setup(o: { joining?: boolean; snapshotIndex?: number; self?: string } =
 
 const n4 = { id: 'n4', api: 'http://127.0.0.1:17004', peer: 'http://127.0.0.1:17104' };
 const signal = new AbortController().signal;
-const code = (c: string) => (e: unknown) => e instanceof ApiError && e.code === c;
+const code = (c: string) => (e: unknown) => e instanceof Failure && e.code === c;
 const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 10));
 async function eventuallyTrue(fn: () => boolean, timeoutMs = 3000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -147,7 +147,7 @@ describe('Membership', () => {
     await m.add(n4, { learnerOnly: false });
     m.onConfApplied(driver.proposals[0]!);
     const n5 = { id: 'n5', api: 'http://127.0.0.1:17005', peer: 'http://127.0.0.1:17105' };
-    await assert.rejects(m.add(n5, { learnerOnly: false }), (e) => code('conflict')(e) && /n4 was added and waits to be promoted/.test((e as Error).message) && (e as ApiError).details?.['conflict'] !== 'addresses');
+    await assert.rejects(m.add(n5, { learnerOnly: false }), (e) => code('conflict')(e) && /n4 was added and waits to be promoted/.test((e as Error).message) && (e as Failure).details?.['conflict'] !== 'addresses');
     const n9 = { id: 'n9', api: 'http://127.0.0.1:17009', peer: 'http://127.0.0.1:17109' };
     await m.add(n9, { learnerOnly: true });
     assert.deepEqual(decodeMemberContext('n9', driver.proposals.at(-1)!.context), { address: n9, promote: false });
@@ -183,7 +183,7 @@ describe('Membership', () => {
 
   it('add: refuses an id with other URLs, or URLs of another member (409, marked permanent)', async () => {
     const { m } = setup({ snapshotIndex: 1 });
-    await assert.rejects(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true }), (e) => code('conflict')(e) && (e as ApiError).details?.['conflict'] === 'addresses');
+    await assert.rejects(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true }), (e) => code('conflict')(e) && (e as Failure).details?.['conflict'] === 'addresses');
     await assert.rejects(m.add({ id: 'n7', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:17102/' }, { learnerOnly: true }), code('conflict'));
   });
 
@@ -231,7 +231,7 @@ describe('Membership', () => {
     driver.setProgress('n2', 100, true);
     driver.setProgress('n3', 40, false);
     await assert.rejects(m.remove('n2'), (e) => code('conflict')(e) && /below the quorum/.test((e as Error).message) && /not heard from lately: n3/.test((e as Error).message));
-    await assert.rejects(m.remove('n2'), (e) => e instanceof ApiError && JSON.stringify(e.details) === JSON.stringify({ missing: ['n3'] }), 'the 409 names the missing members');
+    await assert.rejects(m.remove('n2'), (e) => e instanceof Failure && JSON.stringify(e.details) === JSON.stringify({ missing: ['n3'] }), 'the 409 names the missing members');
     // a voter heard from a moment ago counts even after check-quorum cleared its flag
     m.onTick();
     driver.setProgress('n2', 100, false);
@@ -253,7 +253,7 @@ describe('Membership', () => {
     driver.term = 4;
     driver.setProgress('n3', 100, true);
     driver.progress['n2']!.recentActive = true;
-    await assert.rejects(m.remove('n3'), (e) => code('conflict')(e) && JSON.stringify((e as ApiError).details) === JSON.stringify({ missing: ['n2'] }));
+    await assert.rejects(m.remove('n3'), (e) => code('conflict')(e) && JSON.stringify((e as Failure).details) === JSON.stringify({ missing: ['n2'] }));
     assert.equal(driver.proposals.length, 0, 'nothing proposed');
   });
 

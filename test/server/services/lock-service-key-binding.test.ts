@@ -9,22 +9,11 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../../src/api/errors.js';
 import type { RequestContext } from '../../../src/api/service.js';
-import { codeOf, setup as fakeService } from './service-fixture.js';
+import { codeOf, errorOf, setup as fakeService } from './service-fixture.js';
 
 /** a request context with a key, sent by `principal` (absent: auth off) */
 function as(principal: string | undefined, key?: string): RequestContext {
   return { signal: new AbortController().signal, ...(key !== undefined ? { idempotencyKey: key } : {}), ...(principal !== undefined ? { principal } : {}) };
-}
-
-/** the ApiError a call fails with */
-async function errorOf(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
-    return err;
-  }
-  assert.fail('the call succeeded');
 }
 
 test('b holds Y with token 3; a acquires X with K (token 4); a acquires Y with K: 422, and b still holds Y', async () => {
@@ -37,7 +26,7 @@ test('b holds Y with token 3; a acquires X with K (token 4); a acquires Y with K
   assert.equal(x.fencing_token, 4);
   const err = await errorOf(svc.acquire('Y', { sessionId: a, waitMs: 0 }, ctx('K')));
   assert.equal(err.code, 'idempotency_key_reused');
-  assert.equal(err.status, 422);
+  assert.equal(ApiError.of(err).status, 422, 'the API answers it 422');
   assert.match(err.message, /another name/);
   assert.deepEqual(app.fsm.getLock('Y').holder, { sessionId: b, owner: '', fencingToken: 3 }, 'b still holds Y, with its token');
   assert.equal(app.fsm.lastToken, 4, 'no token was granted');
@@ -68,7 +57,7 @@ test("another principal's reuse of a key is refused and learns nothing of the fi
   const err = await errorOf(svc.acquire('X', { ttlMs: 5000, waitMs: 0 }, as('bob', 'job-42')));
   assert.equal(err.code, 'idempotency_key_reused');
   assert.match(err.message, /another token/);
-  assert.ok(!JSON.stringify(err.toBody()).includes(mine.session_id), 'the error names nothing of alice\'s request');
+  assert.ok(!JSON.stringify(ApiError.of(err).toBody()).includes(mine.session_id), 'the error names nothing of alice\'s request');
   assert.ok(!err.message.includes('X'), 'not even the name');
   assert.equal(await codeOf(svc.acquire('X', { ttlMs: 5000, waitMs: 0 }, as(undefined, 'job-42'))), 'idempotency_key_reused', 'anonymous is another principal');
   assert.equal(app.fsm.counts().sessions, 1, 'no session was opened for bob');

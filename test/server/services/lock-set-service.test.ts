@@ -5,17 +5,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError } from '../../../src/api/errors.js';
-import { codeOf, setup } from './service-fixture.js';
-
-async function errorOf(p: Promise<unknown>): Promise<ApiError> {
-  try {
-    await p;
-  } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
-    return err;
-  }
-  assert.fail('expected an error');
-}
+import { codeOf, errorOf, setup } from './service-fixture.js';
 
 test('acquire-all: granted at once in the request order, or after the wait as one grant; release-all', async () => {
   const { svc, app, ctx } = setup();
@@ -81,7 +71,7 @@ test('per-name acquires in opposite order: the second wait gets 409 deadlock at 
   await new Promise((r) => setImmediate(r));
   const e = await errorOf(svc.acquire('accounts/1', { sessionId: b, waitMs: 10_000 }, ctx()));
   assert.equal(e.code, 'deadlock');
-  assert.equal(e.status, 409);
+  assert.equal(ApiError.of(e).status, 409, 'the API answers it 409');
   assert.deepEqual(e.details?.['cycle'], [{ session_id: b, name: 'accounts/1' }, { session_id: a, name: 'accounts/2' }]);
   assert.match(await svc.d.metrics.registry.metrics(), /raftlock_deadlocks_total 1\b/);
   // the other wait goes on: b gives up accounts/2, a gets it

@@ -6,7 +6,7 @@ import { LockApp } from '../../../src/server/app/lock-app.js';
 import { decodeCommand } from '../../../src/server/app/command-codec.js';
 import { Lessor, type ApplyOutput } from '../../../src/lock-fsm/index.js';
 import { Metrics } from '../../../src/metrics.js';
-import { ApiError } from '../../../src/api/errors.js';
+import { Failure } from '../../../src/api/failure.js';
 import type { RaftDriver, ProposalOutcome } from '../../../src/raft/driver.js';
 import type { Membership } from '../../../src/server/membership/membership.js';
 import type { ClusterOps } from '../../../src/server/membership/cluster-ops.js';
@@ -105,13 +105,25 @@ export function setup() {
   return { svc, driver, app, lessor, metrics, ctx, depose, promote, tick: (ms: number) => (now += ms), now: () => now };
 }
 
+/** the code of the Failure a call fails with (the services answer no HTTP: src/api/failure.ts), or 'ok' */
 export async function codeOf(p: Promise<unknown>): Promise<string> {
   try {
     await p;
     return 'ok';
   } catch (err) {
-    assert.ok(err instanceof ApiError, String(err));
+    assert.ok(err instanceof Failure, String(err));
     return err.code;
   }
+}
+
+/** the Failure a call fails with; the test fails if the call succeeds */
+export async function errorOf(p: Promise<unknown>): Promise<Failure> {
+  try {
+    await p;
+  } catch (err) {
+    assert.ok(err instanceof Failure, String(err));
+    return err;
+  }
+  assert.fail('the call succeeded');
 }
 

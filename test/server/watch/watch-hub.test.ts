@@ -7,7 +7,7 @@ import { describe, it } from 'node:test';
 import { WatchRing } from '../../../src/server/watch/watch-ring.js';
 import { WatchHub } from '../../../src/server/watch/watch-hub.js';
 import { isWatched, watchEventsOf } from '../../../src/server/watch/watch-events.js';
-import { ApiError } from '../../../src/api/errors.js';
+import { Failure } from '../../../src/api/failure.js';
 import type { FsmEvent } from '../../../src/lock-fsm/index.js';
 
 describe('WatchRing', () => {
@@ -61,7 +61,7 @@ describe('WatchHub', () => {
     hub.open('', null, a);
     assert.match(a.text, /^id: 5\n\n$/);
     hub.open('', 5, b);
-    assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof ApiError && e.code === 'too_many_requests');
+    assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof Failure && e.code === 'too_many_requests');
     hub.onApplied(6, { result: { ok: true, kind: 'noop' }, events: [granted('k', 6)] });
     assert.ok(b.ended !== null, 'the sink with no room was cut off');
     assert.equal(hub.streamCount, 1);
@@ -70,9 +70,9 @@ describe('WatchHub', () => {
     assert.ok(a.ended !== null, 'the open stream was ended');
     assert.equal(hub.streamCount as number, 0);
     assert.equal(hub.floor, 50);
-    assert.throws(() => hub.open('', 49, sink()), (e: unknown) => e instanceof ApiError && e.code === 'compacted');
+    assert.throws(() => hub.open('', 49, sink()), (e: unknown) => e instanceof Failure && e.code === 'compacted');
     hub.close();
-    assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof ApiError && e.code === 'unavailable');
+    assert.throws(() => hub.open('', null, sink()), (e: unknown) => e instanceof Failure && e.code === 'unavailable');
   });
 
   it('a node nobody watched resumes a stream with the frames a live stream got', () => {
