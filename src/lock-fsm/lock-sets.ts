@@ -121,6 +121,14 @@ export function releaseAll(c: FsmCore, index: number, names: readonly string[], 
       }
     }
   }
+  // A waiting set of this session that counts on holding a name released here can no
+  // longer be granted whole: it ends before any name is freed, or serving the queue of the
+  // first name freed could grant it between two of this request's releases, and the set
+  // would be answered with a name this same entry then releases (lock-sets.property,
+  // FSM_SEED=1349505663). In log order, as every multi-set step walks them.
+  for (const set of [...(s.lockSets ?? [])]) {
+    if (s.lockSets?.includes(set) === true && set.held.some((n) => asked.has(n))) cancelSet(c, set, 'cancelled', index, ev);
+  }
   const released = new Set<string>();
   for (const name of [...asked].sort(compareStrings)) {
     const l = c.locks.get(name);

@@ -462,3 +462,22 @@ test('the same with the old order (testWithdrawSetsBeforeDelay): s3 is granted a
   const { g } = holdEndsUnderWaitingSets({ testWithdrawSetsBeforeDelay: true });
   assert.throws(() => check(g), /lock a held during lock-delay/);
 });
+
+test('releaseAll ends the session\'s set that counts on a released name before it frees any: no set is answered with a name the same entry releases (FSM_SEED=1349505663)', () => {
+  const g = new Log();
+  g.open('s0');
+  g.open('s3');
+  granted(g.do(all(['d', 'c'], 's3')));
+  // s0's shared set of c and a waits for c; s3's shared set of d (held) and a waits behind it on a
+  assert.ok(g.do(all(['c', 'a'], 's0', 1000, { mode: 'shared' })).ok);
+  const q = g.do(all(['d', 'a'], 's3', 1000, { mode: 'shared' }));
+  assert.ok(q.ok && q.kind === 'queued_all', JSON.stringify(q));
+  // releasing c serves s0's set, which moves a's queue to s3's set: it must not be granted
+  // d there, since this very entry releases d next
+  const out = g.run({ kind: 'releaseAll', names: ['c', 'd'], sessionId: 's3' });
+  check(g);
+  assert.deepEqual(out.events.filter((e) => e.type === 'setGranted').map((e) => e.sessionId), ['s0']);
+  assert.ok(out.events.some((e) => e.type === 'waitEnded' && e.sessionId === 's3' && e.name === 'a'), JSON.stringify(out.events));
+  assert.equal(g.fsm.getLock('d').held, false);
+  assert.deepEqual(g.fsm.getSession('s3')?.waiting, []);
+});

@@ -758,6 +758,10 @@ export class LockModel {
         this.pump(index, name, ev);
       }
     }
+    // the session's waiting sets that count on a name released here end first (lock-sets.ts)
+    for (const set of this.sets.filter((x) => x.sid === sid).sort((a, b) => a.since - b.since)) {
+      if (this.sets.includes(set) && set.held.some((n) => asked.includes(n))) this.cancelSet(index, set, 'cancelled', ev);
+    }
     const released = new Set<string>();
     for (const name of asked) {
       const l = this.locks.get(name);
