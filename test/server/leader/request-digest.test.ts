@@ -63,7 +63,8 @@ test('property: the canonical form is injective (it parses back to the request),
 test('property: changing one field, the name or the operation changes the digest', () => {
   fc.assert(fc.property(request, fieldName, value, (r, k, v) => {
     fc.pre(v !== r.body[k]);
-    fc.pre(!(v === undefined && !(k in r.body)));
+    // own fields only: `"__proto__" in {}` is true through the prototype (seed 1105896800)
+    fc.pre(!(v === undefined && !Object.hasOwn(r.body, k)));
     assert.notEqual(requestDigest({ ...r, body: { ...r.body, [k]: v } }), requestDigest(r));
     assert.notEqual(requestDigest({ ...r, name: `${r.name}x` }), requestDigest(r));
     assert.notEqual(requestDigest({ ...r, op: `${r.op}x` }), requestDigest(r));
