@@ -7,7 +7,9 @@
 // the test clock (every entry is stamped with it). After EVERY apply: same result, events
 // and max-hold grants as the model; invariants; tokens increase. And:
 //  - after a revoke, the grants it names are gone; a waiter it lets in gets a larger token;
-//  - never early: a grant freed by max hold was made at least max_hold_ms of log time before;
+//  - never early: a grant freed by a lessor's expireHold (or a late copy of one) was made at
+//    least max_hold_ms of log time before (a made-up expireHold naming the live token is
+//    obeyed whenever it commits: timing is the lessor's, not the FSM's);
 //  - never late: after a tick, no grant is held past its max hold (the lessor proposed it),
 //    plus, across a leader change, the real time the log did not see before it.
 // Plus: with the FSM's token check switched off (the testExpireHoldIgnoresToken mutation)
@@ -93,7 +95,10 @@ function run(steps: readonly Step[], opts: LockFsmOptions): void {
       if (e.type === 'grantExpired') {
         const h = before.get(e.fencingToken);
         assert.ok(h !== undefined, `grant ${e.fencingToken} freed by max hold had none`);
-        assert.ok(h.grantedAtMs + h.maxHoldMs <= now, `grant ${e.fencingToken} freed by max hold early: made at ${h.grantedAtMs} + ${h.maxHoldMs} > ${now}`);
+        // timing is the lessor's (the FSM applies what the log says): a made-up expireHold
+        // that happens to name the live grant's token may end it at any time (FSM_SEED=400947291)
+        const madeUp = what === 'command' && cmd.kind === 'expireHold';
+        if (!madeUp) assert.ok(h.grantedAtMs + h.maxHoldMs <= now, `grant ${e.fencingToken} freed by max hold early: made at ${h.grantedAtMs} + ${h.maxHoldMs} > ${now}`);
       }
     }
     lessor.observe(got.events, now);
