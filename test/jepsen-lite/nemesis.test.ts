@@ -1,7 +1,7 @@
 // The nemesis schedule: seeded, every fault category early, once-per-run faults once.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { schedule, FAULT_CATEGORIES, categoryOf, ONCE_PER_RUN } from './nemesis.js';
+import { schedule, FAULT_CATEGORIES, FaultPlan, categoryOf, ONCE_PER_RUN } from './nemesis.js';
 import { seededRng } from '../../src/raft/core/rng.js';
 
 test('nemesis schedule: seeded, every category in the first round, once-per-run faults once', () => {
@@ -16,4 +16,22 @@ test('nemesis schedule: seeded, every category in the first round, once-per-run 
   const k = schedule(seededRng(5), ['kill'], 3, 41, ['kill-all']);
   assert.equal(k.filter((v) => v === 'kill-all').length, 1 + 40 / 4); // rounds of kill-one, kill-leader, kill-minority, kill-all
   assert.ok(!schedule(seededRng(5), ['partition'], 3, 40).includes('partition-ring'));
+});
+
+test('fault plan: a failed injection of a kind never injected comes next again, at most three times; a kind that landed is not retried', () => {
+  const plan = new FaultPlan(['member-grow', 'wipe-restart', 'kill-all', 'pause-leader']);
+  const walked: string[] = [];
+  for (let v = plan.next(); v !== undefined; v = plan.next()) {
+    walked.push(v);
+    if (v === 'member-grow') plan.failed(v); // membership never lands
+    else if (v === 'wipe-restart' && walked.filter((x) => x === v).length === 1) assert.equal(plan.failed(v), true);
+    else plan.landed(v);
+  }
+  assert.deepEqual(walked, ['member-grow', 'member-grow', 'member-grow', 'member-grow', 'wipe-restart', 'wipe-restart', 'kill-all', 'pause-leader']);
+
+  const again = new FaultPlan(['kill-one', 'kill-leader']);
+  again.landed(again.next()!);
+  const v = again.next()!;
+  assert.equal(again.failed(v), false, 'kill already landed: no retry');
+  assert.equal(again.next(), undefined);
 });

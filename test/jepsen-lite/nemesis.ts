@@ -153,6 +153,40 @@ export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: 
   return out.slice(0, length);
 }
 
+/**
+ * The schedule as the runner walks it, owing a kind until it lands: when an injection
+ * fails (a membership change needs a leader with two followers, and right after a crash
+ * there may be none yet) and its kind has never been injected in this run, the same
+ * variant comes next again, at most `maxRetries` times per kind. A short run on a loaded
+ * machine sees only 4–6 episodes, so round one's one-of-every-kind must not be lost to a
+ * single refusal (docs/jepsen-lite.md "In `npm test`").
+ */
+export class FaultPlan {
+  private at = 0;
+  private readonly landedKinds = new Set<FaultCategory>();
+  private readonly retries = new Map<FaultCategory, number>();
+
+  constructor(private readonly plan: Variant[], private readonly maxRetries = 3) {}
+
+  next(): Variant | undefined {
+    return this.plan[this.at++];
+  }
+
+  landed(v: Variant): void {
+    this.landedKinds.add(categoryOf(v));
+  }
+
+  /** true when `v` is tried again next */
+  failed(v: Variant): boolean {
+    const c = categoryOf(v);
+    const tried = this.retries.get(c) ?? 0;
+    if (this.landedKinds.has(c) || tried >= this.maxRetries) return false;
+    this.retries.set(c, tried + 1);
+    this.plan.splice(this.at, 0, v);
+    return true;
+  }
+}
+
 /** How the nemesis reaches the system; the runner implements it. */
 export interface NemesisEnv {
   nodes: string[];

@@ -12,7 +12,7 @@ import { freePort } from '../support/cluster-harness.js';
 import { pairOps, type HistoryEvent } from '../checkers/history/history.js';
 import { NetLab, netnsSupport } from './netns.js';
 import { Helper, NodeProcs, siblingArgv, writeClusterFile, type NodeSpec } from './procs.js';
-import { categoryOf, DEFAULT_FAULTS, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
+import { categoryOf, DEFAULT_FAULTS, FaultPlan, inject, schedule, type FaultCategory, type NemesisEnv, type Variant } from './nemesis.js';
 import { ClusterOps } from './run-cluster-ops.js';
 import { clockKickFlags, faketimeLibrary, FakeClocks } from './clock.js';
 import { clockFrom } from './recorder.js';
@@ -531,7 +531,8 @@ class Run {
     const rng = this.nemesisRng;
     await sleep(3000); // warm-up
     const endAt = this.now() + this.opts.durationMs - 3000;
-    for (const v of schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))), this.opts.workloads, this.opts.without)) {
+    const plan = new FaultPlan(schedule(rng, this.categories, this.opts.nodes, 400, this.opts.emphasise.filter((x) => this.categories.includes(categoryOf(x))), this.opts.workloads, this.opts.without));
+    for (let v = plan.next(); v !== undefined; v = plan.next()) {
       if (this.now() >= endAt) break;
       const start = this.now();
       this.inFault = true;
@@ -545,8 +546,13 @@ class Run {
         // what it did before it failed is a fault window for the checkers all the same
         this.faults.push({ variant: v, detail: `could not inject: ${(err as Error).message}`, start, end: this.now(), failed: true });
         this.inFault = false;
+        if (plan.failed(v)) {
+          await this.waitLeader(10_000);
+          await sleep(rng.int(800, 2000));
+        }
         continue;
       }
+      plan.landed(v);
       this.faultLog({ fault: v, start: true, at: Number(start.toFixed(1)), detail: fault.detail, ...(fault.clock ? { clock: fault.clock } : {}) });
       if (fault.problem !== undefined) this.memberProblems.push(fault.problem);
       this.log(`jepsen-lite: t=${(start / 1000).toFixed(1)}s ${v}: ${fault.detail}`);
