@@ -1,6 +1,12 @@
 // Child process for crash.test.ts: opens LevelStorage in a directory and writes random
 // Raft-valid batches in a loop until it is SIGKILLed. Protocol, one JSON object per line
-// on stdout (a pipe: synchronous on Linux, so a line is out before the next write starts):
+// on stdout. A write to a pipe is NOT synchronous once the pipe is full (a parent slow to
+// read, on a loaded machine, and op lines of many kilobytes): libuv queues the rest in
+// this process, where a SIGKILL loses it. So each op line is handed to the kernel (the
+// write's callback) before its disk write starts; a kill can then cut at most a line whose
+// write never started, and the parent ignores a torn last line. (Before, a kill lost a
+// queue of op lines whose writes had reached the disk: CRASH_UNSYNCED_SEED=1740642564,
+// round 7, in a loaded .ci/run found the disk 57 entries ahead of every reported op.)
 //   {"t":"ready"}                         storage opened and verified
 //   {"t":"op","seq":N,"op":<Op>}          about to write (may or may not reach the disk)
 //   {"t":"ack","seq":N,"synced":bool}     the write's promise resolved
@@ -14,6 +20,11 @@ import { UnsyncedLossStorage } from '../../../src/raft/storage/unsynced-loss-sto
 import { SEED_CONF, genOp, opToJson, type ReadableStorage } from './helpers.js';
 
 const MAX_OPS = 100_000; // a bound, in case nobody kills us
+
+/** resolves once the line has left this process (written to the pipe, not queued here) */
+function writeLine(line: string): Promise<void> {
+  return new Promise((resolve, reject) => process.stdout.write(line, (err) => (err ? reject(err) : resolve())));
+}
 
 async function main(): Promise<void> {
   const [dir, mode, seedArg] = process.argv.slice(2);
@@ -31,7 +42,7 @@ async function main(): Promise<void> {
   process.stdout.write('{"t":"ready"}\n');
   for (let seq = 0; seq < MAX_OPS; seq++) {
     const op = genOp(rng, s, syncRatio);
-    process.stdout.write(`{"t":"op","seq":${seq},"op":${opToJson(op)}}\n`);
+    await writeLine(`{"t":"op","seq":${seq},"op":${opToJson(op)}}\n`);
     if (op.kind === 'save') await s.save(op.batch, { sync: op.sync });
     else await s.compact(op.snapshot);
     const synced = mode === 'plain' || (op.kind === 'save' && op.sync);

@@ -48,10 +48,29 @@ async function runChild(dir: string, mode: 'plain' | 'unsynced', childSeed: numb
     kill();
   }, ROUND_DEADLINE_MS);
 
+  // 1 round in 4 reads slowly, as a loaded parent does, so the child's pipe fills and its
+  // writes to stdout queue up (what a kill must not lose: crash-child.ts)
+  if (rng.next() < 0.25) {
+    const slow = setInterval(() => {
+      child.stdout.pause();
+      setTimeout(() => child.stdout.resume(), 250);
+    }, 270);
+    void closed.then(() => clearInterval(slow));
+  }
   const records: Record[] = [];
   let acks = 0;
+  let torn: string | null = null;
   createInterface({ input: child.stdout }).on('line', (line) => {
-    const msg = JSON.parse(line) as { t: string; seq?: number; op?: unknown; synced?: boolean };
+    // the kill may cut the last line; the child starts no write before its line is out
+    // (crash-child.ts), so a torn line's op never reached the disk. Nothing may follow it.
+    assert.equal(torn, null, `a line after a torn one: ${torn?.slice(0, 80)}`);
+    let msg: { t: string; seq?: number; op?: unknown; synced?: boolean };
+    try {
+      msg = JSON.parse(line) as typeof msg;
+    } catch {
+      torn = line;
+      return;
+    }
     if (msg.t === 'op') {
       assert.equal(msg.seq, records.length, 'child reports ops in order');
       records.push({ seq: msg.seq!, op: opFromJson(msg.op), acked: false, synced: false });
