@@ -103,4 +103,17 @@ export default tseslint.config(
     },
   },
   ...layerBlocks(),
+  {
+    // the one checker library (docs/jepsen-lite.md "Checkers"): the simulators and jepsen-lite
+    // both import it, so it imports neither harness
+    files: ['test/checkers/**/*.ts'],
+    rules: {
+      'no-restricted-imports': ['error', {
+        patterns: [{
+          regex: '(^|/)(jepsen-lite|sim|sim-lock)/',
+          message: 'the checker library imports no harness (test/sim, test/jepsen-lite): move what both need into test/checkers or test/model',
+        }],
+      }],
+    },
+  },
 );

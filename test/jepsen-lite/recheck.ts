@@ -5,7 +5,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pairOps, parseHistory } from '../checkers/history/history.js';
 import { checkDurability, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkResource, checkTokenOrder, electionsInLog, recoveries, type FaultRecord } from '../checkers/history/index.js';
-import { checkLinearizable } from './linearizability.js';
+import { checkLinearizable } from '../checkers/history/linearizability.js';
 import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from '../checkers/history/resource-logs.js';
 import { checkLockSets, projectLockSets } from '../checkers/history/lock-sets.js';
 import { checkTransfers } from '../checkers/history/transfer.js';

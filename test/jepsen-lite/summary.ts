@@ -3,7 +3,7 @@
 import type { Op } from '../checkers/history/history.js';
 import { checkDurability, checkFollowersBehind, checkLeaderChanges, checkLeaseSafety, checkLiveness, checkNoOrphanGrants, checkMemory, checkResource, checkTokenOrder, recoveries, type FaultRecord, type LagSample, type LeaderElection, type Ttl } from '../checkers/history/index.js';
 import { clockMargin } from './nemesis-clock.js';
-import { checkLinearizable } from './linearizability.js';
+import { checkLinearizable } from '../checkers/history/linearizability.js';
 import type { NodeProcs } from './procs.js';
 import type { AccessLogEntry, BankLogEntry, ResourceLogEntry } from '../checkers/history/resource-logs.js';
 import { checkTransfers, type TransferReport } from '../checkers/history/transfer.js';

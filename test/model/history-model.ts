@@ -1,5 +1,5 @@
 // The reference model (lock-model.ts) as a sequential specification of what clients see,
-// for the Wing–Gong–Lowe search (test/jepsen-lite/wgl.ts): one model for every primitive —
+// for the Wing–Gong–Lowe search (test/checkers/history/wgl.ts): one model for every primitive —
 // exclusive and shared locks, elections, semaphores with resize, revocation and max hold.
 //
 // A history is checked per name (P-compositionality: names share no state a client can
@@ -32,7 +32,7 @@
 // refuses it. Within such a partition every per-name operation says which name it is on.
 import type { ApplyResult, Command } from '../../src/lock-fsm/index.js';
 import { LockModel } from './lock-model.js';
-import type { Model } from '../jepsen-lite/wgl.js';
+import type { Model } from '../checkers/history/wgl.js';
 
 /** what kind of name a partition is */
 export type NameKind = 'lock' | 'semaphore' | 'election';

@@ -1,7 +1,7 @@
 // The checkers that judge a client history (docs/jepsen-lite.md "Checkers"), one file each,
 // with the history format they read (history.ts) and the logs of the fenced resource and
 // the watch streams (resource-logs.ts, watch-records.ts). Linearizability, the first
-// checker, is test/jepsen-lite/linearizability.ts over the reference model
+// checker, is linearizability.ts (the search in wgl.ts) over the reference model
 // test/model/history-model.ts.
 export * from './faults.js';
 export * from './grants.js';

@@ -6,7 +6,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ops } from './history-rows.js';
 import { checkKeyReuse } from './keys.js';
-import { checkLinearizable } from '../../jepsen-lite/linearizability.js';
+import { checkLinearizable } from './linearizability.js';
 
 const SA = 'a'.repeat(32);
 const K = 'k'.repeat(36);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { ops } from './history-rows.js';
 import { checkTransfers } from './transfer.js';
 import { checkLockSets, projectLockSets } from './lock-sets.js';
-import { checkLinearizable } from '../../jepsen-lite/linearizability.js';
+import { checkLinearizable } from './linearizability.js';
 import { checkLeaseSafety } from './lease-safety.js';
 import type { BankLogEntry } from './resource-logs.js';
 

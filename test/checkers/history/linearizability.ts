@@ -17,7 +17,7 @@
 // Idempotency-Keys: the recorder's retries of one operation share its key, so a retry's
 // answer is the operation's answer (the model sees one operation); a request sent under
 // another request's key (input.reused_key) answered 422 is dropped here (nothing applied)
-// and any other answer to it is checkers-keys.ts's violation. Keys span names, so the
+// and any other answer to it is keys.ts's violation. Keys span names, so the
 // per-name model cannot hold the binding itself.
 //
 // Lock sets (acquire-all, release-all) touch several names at once, so the partitions are
@@ -25,10 +25,10 @@
 // one history against the model's acquireAll/releaseAll (a set granted whole or not at
 // all), every per-name operation in it naming its name. A name no set touches is a
 // partition of its own, as before.
-import type { Op, OpValue } from '../checkers/history/history.js';
+import type { Op, OpValue } from './history.js';
 import { checkOperations, type CheckResult, type Operation } from './wgl.js';
-import { historyModel, type Grant, type HistInput, type HistOutput, type HistState, type NameKind } from '../model/history-model.js';
-import { ELECTION_PREFIX, SEM_PREFIX } from './workloads.js';
+import { historyModel, type Grant, type HistInput, type HistOutput, type HistState, type NameKind } from '../../model/history-model.js';
+import { ELECTION_PREFIX, SEM_PREFIX } from './names.js';
 
 export interface NamePartition {
   /** the partition's label: its name, or its names joined with '+' */

@@ -7,8 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkLinearizable, partitionByName } from './linearizability.js';
-import { ops, type HistoryRow } from '../checkers/history/history-rows.js';
-import { projectLockSets } from '../checkers/history/lock-sets.js';
+import { ops, type HistoryRow } from './history-rows.js';
+import { projectLockSets } from './lock-sets.js';
 
 const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);

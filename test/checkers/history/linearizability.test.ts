@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkLinearizable } from './linearizability.js';
-import { H } from '../checkers/history/history-builder.js';
+import { H } from './history-builder.js';
 
 const SA = 'a'.repeat(32);
 const SB = 'b'.repeat(32);

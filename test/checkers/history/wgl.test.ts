@@ -4,8 +4,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { checkOperations, type Model, type Operation } from './wgl.js';
 import { checkLinearizable } from './linearizability.js';
-import type { Op } from '../checkers/history/history.js';
-import { H } from '../checkers/history/history-builder.js';
+import type { Op } from './history.js';
+import { H } from './history-builder.js';
 
 type RegIn = { f: 'w' | 'r'; v: number };
 const register: Model<number, RegIn, number> = {
@@ -217,7 +217,7 @@ test('lock model: an indeterminate acquire, then a close that does not list the 
 
 test('inert hint: 300 ended max-hold grants and unknown reads no longer cost the walk a step each at every placement', async () => {
   const { partitionByName } = await import('./linearizability.js');
-  const { historyModel } = await import('../model/history-model.js');
+  const { historyModel } = await import('../../model/history-model.js');
   let h = base();
   let t = 10;
   for (let i = 0; i < 300; i++, t += 10) {
