@@ -104,7 +104,7 @@ export default tseslint.config(
   },
   ...layerBlocks(),
   {
-    // the one checker library (docs/jepsen-lite.md "Checkers"): the simulators and jepsen-lite
+    // the one checker library (docs/simulation.md "Checkers"): the simulators and jepsen-lite
     // both import it, so it imports neither harness
     files: ['test/checkers/**/*.ts'],
     rules: {

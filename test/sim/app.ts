@@ -1,28 +1,11 @@
 // The toy replicated application: its whole state is a chained digest of every applied
-// entry (index, term, kind, bytes), the count of applied writes, and the membership as of
-// the applied index (needed to label snapshots). Two nodes with the same digest at the
+// entry (index, term, kind, bytes: test/checkers/raft/chain-digest.ts), the count of
+// applied writes, and the membership as of the applied index (needed to label snapshots). Two nodes with the same digest at the
 // same index applied the same sequence, so State Machine Safety becomes one comparison.
 import type { ConfState, Entry, Index, Snapshot, Term } from '../../src/raft/core/types.js';
 import { applyConfChange, decodeConfChange } from '../../src/raft/core/conf.js';
 import { cloneConf } from '../../src/raft/core/storage.js';
-
-const KIND_CODE = { normal: 1, noop: 2, conf: 3 } as const;
-
-/** FNV-1a over the previous digest, the entry's position and its bytes */
-export function chainDigest(prev: number, e: Entry): number {
-  let h = 0x811c9dc5 ^ prev;
-  const mix = (x: number): void => {
-    h = Math.imul(h ^ (x & 0xff), 0x01000193);
-    h = Math.imul(h ^ ((x >>> 8) & 0xff), 0x01000193);
-    h = Math.imul(h ^ ((x >>> 16) & 0xff), 0x01000193);
-    h = Math.imul(h ^ (x >>> 24), 0x01000193);
-  };
-  mix(e.index);
-  mix(e.term);
-  mix(KIND_CODE[e.kind]);
-  for (const b of e.data) h = Math.imul(h ^ b, 0x01000193);
-  return h >>> 0;
-}
+import { chainDigest } from '../checkers/raft/chain-digest.js';
 
 export interface AppState {
   applied: Index;

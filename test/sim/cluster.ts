@@ -7,7 +7,7 @@
 import type { Entry, Message, NodeId } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 import { decodeConfChange } from '../../src/raft/core/conf.js';
-import { Checkers, type NodeSnapshot } from './checkers.js';
+import { Checkers, type NodeSnapshot } from '../checkers/raft/safety.js';
 import { SimDisk } from './disk.js';
 import { SimNode, type CrashPoint, type DriverEnv } from './driver.js';
 import { SimNetwork, type NetEvent } from './network.js';

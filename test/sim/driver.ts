@@ -15,7 +15,7 @@ import type { Entry, Message, NodeId, Ready, ReadState, TraceEvent } from '../..
 import { HeartbeatCover } from '../../src/raft/heartbeat-cover.js';
 import type { Rng } from '../../src/raft/core/rng.js';
 import { ToyApp } from './app.js';
-import type { Checkers } from './checkers.js';
+import type { Checkers } from '../checkers/raft/safety.js';
 import type { SimDisk } from './disk.js';
 import type { SimOptions } from './options.js';
 import { mutatedRaftConfig } from './mutations.js';

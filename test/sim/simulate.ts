@@ -11,7 +11,7 @@ import { SimCluster } from './cluster.js';
 import { Workload } from './workload.js';
 import { ConfChurn } from './conf-churn.js';
 import { DiskStalls } from './disk-stalls.js';
-import { SafetyViolation } from './checkers.js';
+import { SafetyViolation } from '../checkers/raft/safety.js';
 import type { Mutation } from './mutations.js';
 
 export type Phase = 'faults' | 'liveness' | 'stability';

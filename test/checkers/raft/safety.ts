@@ -2,8 +2,8 @@
 // (Figure 3) are checked directly, after every tick or at the moment the relevant event
 // happens. A broken property throws SafetyViolation naming the checker, which the runner
 // reports with the seed. Everything is incremental: no checker rescans whole logs per tick.
-import type { Entry, Index, Message, NodeId, Term, TraceEvent } from '../../src/raft/core/types.js';
-import { chainDigest } from './app.js';
+import type { Entry, Index, Message, NodeId, Term, TraceEvent } from '../../../src/raft/core/types.js';
+import { chainDigest } from './chain-digest.js';
 
 export type CheckerName =
   | 'ElectionSafety'

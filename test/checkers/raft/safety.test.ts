@@ -2,10 +2,10 @@
 // quiet on a sound one. A checker that never fires proves nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MemoryStorage } from '../../src/raft/core/storage.js';
-import type { Entry, HardState, Message } from '../../src/raft/core/types.js';
-import { chainDigest } from './app.js';
-import { Checkers, SafetyViolation, type CheckerName, type DurableView, type NodeSnapshot } from './checkers.js';
+import { MemoryStorage } from '../../../src/raft/core/storage.js';
+import type { Entry, HardState, Message } from '../../../src/raft/core/types.js';
+import { chainDigest } from './chain-digest.js';
+import { Checkers, SafetyViolation, type CheckerName, type DurableView, type NodeSnapshot } from './safety.js';
 
 const e = (index: number, term: number, byte = 0): Entry => ({ index, term, kind: 'normal', data: new Uint8Array([byte]) });
 
