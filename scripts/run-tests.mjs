@@ -36,7 +36,7 @@ const root = new URL('..', import.meta.url).pathname;
 const testDir = join(root, 'dist', 'test');
 
 /** directories (under dist/test) whose suites are pure computation */
-const COMPUTE = ['sim/', 'sim-lock/', 'checkers/', 'raft/', 'lock-fsm/', 'config/', 'bench/'];
+const COMPUTE = ['sim/', 'checkers/', 'raft/', 'lock-fsm/', 'config/', 'bench/'];
 
 function walk(dir) {
   const out = [];

@@ -11,7 +11,7 @@
 //   grant, or the refusal. A waiting acquire entered a FIFO queue at some earlier moment
 //   the history does not show, so the model applies it there as if it did not wait
 //   (waitMs 0): granted when free, refused when held. FIFO order is the simulators' check
-//   (test/sim-lock Fifo); here a refusal that only a waiter ahead explains is allowed — a
+//   (test/sim/lock Fifo); here a refusal that only a waiter ahead explains is allowed — a
 //   shared acquire refused while only shares are held, a semaphore acquire refused with
 //   room while permits are in use (a larger request may wait at the head).
 // - Tokens: an answer's token is applied as the entry's index, so the model reproduces it

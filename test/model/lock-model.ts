@@ -4,7 +4,7 @@
 // the state machine should have done:
 // - the property tests (test/lock-fsm/*.property.test.ts) apply random commands to it and
 //   to LockFsm and compare results, events, views and the exported state after each one;
-// - the lock simulator (test/sim-lock, test/checkers/apply/model-checker.ts `ModelAgreement`) applies the committed
+// - the lock simulator (test/sim/lock, test/checkers/apply/model-checker.ts `ModelAgreement`) applies the committed
 //   log to it once, in index order, and compares every node's result and events;
 // - jepsen-lite's linearizability checker (test/model/history-model.ts over wgl.ts) maps
 //   each operation of a history to its commands and searches for an order in which the

@@ -2,10 +2,11 @@
 // vopr.zig's "swarm testing": instead of one fixed fault mix, each seed draws its own mix,
 // so some seeds hammer one subsystem while others barely touch it). Options are drawn from
 // their own forked Rng, so adding a knob at the END of drawOptions keeps every existing
-// knob stable for old seeds.
+// knob stable for old seeds. Both modes draw from it: the lock mode takes the Raft mode's
+// network, disk and timing knobs as they are (docs/simulation.md "One simulator, two modes").
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
-import type { Mutation } from './mutations.js';
-import type { ConfChurnOptions } from './conf-churn.js';
+import type { Mutation } from './raft/mutations.js';
+import type { ConfChurnOptions } from './raft/conf-churn.js';
 
 export type PartitionMode =
   | 'none'
@@ -238,8 +239,8 @@ export function drawOptions(seed: number, ticks = 2000, mutations: readonly Muta
   return o;
 }
 
-/** the disk-stall nemesis' draws: a stream of their own, past every stream test/sim and
- *  test/sim-lock fork from the seed (so a seed without stalls draws exactly as before) */
+/** the disk-stall nemesis' draws: a stream of their own, past every stream the Raft and
+ *  the lock mode fork from the seed (so a seed without stalls draws exactly as before) */
 export function stallRng(seed: number): Rng {
   const root = seededRng(seed);
   for (let k = 0; k < 11; k++) root.fork();

@@ -1,5 +1,5 @@
 // The simulators' list of running nodes, in the order their ids were created: both
-// simulators (test/sim, test/sim-lock) iterate it several times per tick and cache it
+// simulators (test/sim/raft, test/sim/lock) iterate it several times per tick and cache it
 // until a node starts, stops or joins, so the order, and with it every schedule, stays
 // what the seed makes it.
 

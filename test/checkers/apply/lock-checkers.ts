@@ -1,5 +1,5 @@
 // Lock-level safety checkers over every node's applied stream, as the lock simulation
-// (test/sim-lock, docs/simulation-lock.md) feeds them. The simulator sees every node, so
+// (test/sim/lock, docs/simulation-lock.md) feeds them. The simulator sees every node, so
 // they check what no single node can:
 //  - State Machine Safety on the lock app: every node applies, at each index, the same
 //    entry with the same result and events (a digest per index, first applier wins);
@@ -35,7 +35,7 @@ import { ModelAgreement } from './model-checker.js';
 import { WaitShadow } from './wait-checker.js';
 import { SetShadow } from './set-checkers.js';
 
-/** what the checkers read of a node (the lock simulator's LockNode, test/sim-lock/node.ts) */
+/** what the checkers read of a node (the lock simulator's LockNode, test/sim/lock/node.ts) */
 export interface CheckedNode {
   readonly id: string;
   readonly app: { readonly fsm: LockFsm; snapshot(): Uint8Array };

@@ -1,5 +1,5 @@
 // The digest chain of applied entries that the simulator's toy application keeps
-// (test/sim/app.ts) and the safety checkers recompute (safety.ts): two nodes with the same
+// (test/sim/raft/app.ts) and the safety checkers recompute (safety.ts): two nodes with the same
 // digest at the same index applied the same sequence, so State Machine Safety is one
 // comparison, and chainDigest(0, e) fingerprints one entry for Log Matching.
 import type { Entry } from '../../../src/raft/core/types.js';

@@ -17,11 +17,11 @@
 // Between episodes it keeps the voter count even and a learner available (demote, promote,
 // or add a fresh learner). Every choice comes from the churn's own Rng, so the other
 // subsystems' streams are untouched.
-import type { Rng } from '../../src/raft/core/rng.js';
-import type { ConfChange, NodeId } from '../../src/raft/core/types.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import type { ConfChange, NodeId } from '../../../src/raft/core/types.js';
 import { MAX_NODE_IDS, type SimCluster } from './cluster.js';
 import type { SimNode } from './driver.js';
-import type { SimOptions } from './options.js';
+import type { SimOptions } from '../options.js';
 
 const MIN_VOTERS = 3;
 const MAX_VOTERS = 7;

@@ -5,8 +5,8 @@
 // lets the followers elect another leader, as they should when a leader's disk hangs.
 // Its draws come from a stream of their own (options.ts stallRng), and only in the fault
 // phase.
-import type { Rng } from '../../src/raft/core/rng.js';
-import type { SimOptions } from './options.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import type { SimOptions } from '../options.js';
 import type { SimNode } from './driver.js';
 
 export interface StallTarget {

@@ -6,12 +6,12 @@
 //      write committed, applied on every member, and a linearizable read served;
 //   3. stability (Howard's partial partition only, with PreVote + CheckQuorum): hold the
 //      partition for a window and allow at most one leader change in it.
-import { drawOptions, stallRng, subsystemRngs, type SimOptions } from './options.js';
+import { drawOptions, stallRng, subsystemRngs, type SimOptions } from '../options.js';
 import { SimCluster } from './cluster.js';
 import { Workload } from './workload.js';
 import { ConfChurn } from './conf-churn.js';
 import { DiskStalls } from './disk-stalls.js';
-import { SafetyViolation } from '../checkers/raft/safety.js';
+import { SafetyViolation } from '../../checkers/raft/safety.js';
 import type { Mutation } from './mutations.js';
 
 export type Phase = 'faults' | 'liveness' | 'stability';

@@ -2,9 +2,9 @@
 // real RaftDriver runs unchanged (docs/simulation-lock.md). One instance per node
 // incarnation: once the node crashes the instance is closed and anything it still sends is
 // ignored, as a dead process sends nothing.
-import type { Message, NodeId } from '../../src/raft/core/types.js';
-import type { Transport } from '../../src/raft/seams.js';
-import type { SimNetwork } from '../sim/network.js';
+import type { Message, NodeId } from '../../../src/raft/core/types.js';
+import type { Transport } from '../../../src/raft/seams.js';
+import type { SimNetwork } from '../network.js';
 
 export class SimTransport implements Transport {
   private messageHandler: (m: Message) => void = () => undefined;

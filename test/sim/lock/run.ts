@@ -7,10 +7,10 @@
 // progress and a summary.
 import { runLockSchedule, drawLockOptions } from './simulate.js';
 import { formatLockFailure } from './report.js';
-import { parseSeedArgs } from '../support/seed-args.js';
+import { parseSeedArgs } from '../../support/seed-args.js';
 import type { LockMutations } from './node.js';
 import { sweep } from './sweep.js';
-import { intArg } from '../support/seed-args.js';
+import { intArg } from '../../support/seed-args.js';
 import { fileURLToPath } from 'node:url';
 
 const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking', 'testNoDeadlockDetection', 'testWithdrawSetsBeforeDelay'];

@@ -10,14 +10,14 @@
 // (src/raft/driver.ts) does, nothing enters the core meanwhile — messages, ticks and
 // reports queue in arrival order and are fed after the write — while each tick runs the
 // production driver's heartbeat cover (src/raft/heartbeat-cover.ts).
-import { RawNode } from '../../src/raft/core/raw-node.js';
-import type { Entry, Message, NodeId, Ready, ReadState, TraceEvent } from '../../src/raft/core/types.js';
-import { HeartbeatCover } from '../../src/raft/heartbeat-cover.js';
-import type { Rng } from '../../src/raft/core/rng.js';
+import { RawNode } from '../../../src/raft/core/raw-node.js';
+import type { Entry, Message, NodeId, Ready, ReadState, TraceEvent } from '../../../src/raft/core/types.js';
+import { HeartbeatCover } from '../../../src/raft/heartbeat-cover.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
 import { ToyApp } from './app.js';
-import type { Checkers } from '../checkers/raft/safety.js';
-import type { SimDisk } from './disk.js';
-import type { SimOptions } from './options.js';
+import type { Checkers } from '../../checkers/raft/safety.js';
+import type { SimDisk } from '../disk.js';
+import type { SimOptions } from '../options.js';
 import { mutatedRaftConfig } from './mutations.js';
 
 /** where an armed crash strikes inside the next Ready */

@@ -7,7 +7,7 @@
 // every seed took the same schedule and reached the same outcome.
 import { createHash } from 'node:crypto';
 import { runSchedule } from './simulate.js';
-import { parseSeedArgs } from '../support/seed-args.js';
+import { parseSeedArgs } from '../../support/seed-args.js';
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: node --import tsx test/sim/digest.ts --seed N [--seeds K] [--ticks T]`);

@@ -8,8 +8,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { runLockSchedule } from './simulate.js';
 import { formatLockFailure } from './report.js';
-import { envInt } from '../support/env.js';
-import { testSeed } from '../support/seed.js';
+import { envInt } from '../../support/env.js';
+import { testSeed } from '../../support/seed.js';
 import type { LockMutations } from './node.js';
 
 const schedules = envInt('SIM_LOCK_SCHEDULES', 120);

@@ -9,17 +9,17 @@
 // Each tick: deliver due packets in (from, to) order → tick nodes in id order (driver
 // tick + lessor proposals) → clients act → drain every driver (twice: continuations of
 // resolved proposals may propose again) → nemesis → checkers.
-import { seededRng, type Rng } from '../../src/raft/core/rng.js';
-import type { NodeId } from '../../src/raft/core/types.js';
-import { drawOptions, subsystemRngs, type SimOptions } from '../sim/options.js';
-import { SimNetwork, type NetEvent } from '../sim/network.js';
-import { SimDisk } from '../sim/disk.js';
+import { seededRng, type Rng } from '../../../src/raft/core/rng.js';
+import type { NodeId } from '../../../src/raft/core/types.js';
+import { drawOptions, subsystemRngs, type SimOptions } from '../options.js';
+import { SimNetwork, type NetEvent } from '../network.js';
+import { SimDisk } from '../disk.js';
 import { LockNode, RAFT_KNOBS, SimulatedCrash, type LessorFault, type LockMutations, type NodeParams } from './node.js';
-import type { Command } from '../../src/lock-fsm/index.js';
+import type { Command } from '../../../src/lock-fsm/index.js';
 import { SimTransport } from './transport.js';
-import { LockCheckers, LockViolation } from '../checkers/apply/lock-checkers.js';
+import { LockCheckers, LockViolation } from '../../checkers/apply/lock-checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
-import { inIdOrder } from '../support/id-order.js';
+import { inIdOrder } from '../../support/id-order.js';
 
 export interface LockSimOptions {
   seed: number;

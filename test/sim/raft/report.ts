@@ -1,6 +1,6 @@
 // How a failing schedule is reported: every option (SEED= first), the trace tail, what
 // broke, and the command that replays it.
-import { describeOptions } from './options.js';
+import { describeOptions } from '../options.js';
 import type { ScheduleResult } from './simulate.js';
 
 export function formatFailure(r: ScheduleResult): string {

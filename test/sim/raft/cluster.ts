@@ -4,15 +4,15 @@
 //   Ready loop → [the workload acts, then drains again] → checkers.
 // It owns node lifecycles: bootstrap, crash (optionally in the middle of a Ready), restart
 // from the node's own disk, join (a fresh learner), and decommission after removal.
-import type { Entry, Message, NodeId } from '../../src/raft/core/types.js';
-import type { Rng } from '../../src/raft/core/rng.js';
-import { decodeConfChange } from '../../src/raft/core/conf.js';
-import { Checkers, type NodeSnapshot } from '../checkers/raft/safety.js';
-import { SimDisk } from './disk.js';
+import type { Entry, Message, NodeId } from '../../../src/raft/core/types.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import { decodeConfChange } from '../../../src/raft/core/conf.js';
+import { Checkers, type NodeSnapshot } from '../../checkers/raft/safety.js';
+import { SimDisk } from '../disk.js';
 import { SimNode, type CrashPoint, type DriverEnv } from './driver.js';
-import { SimNetwork, type NetEvent } from './network.js';
-import type { SimOptions } from './options.js';
-import { inIdOrder } from '../support/id-order.js';
+import { SimNetwork, type NetEvent } from '../network.js';
+import type { SimOptions } from '../options.js';
+import { inIdOrder } from '../../support/id-order.js';
 
 export const MAX_NODE_IDS = 8;
 

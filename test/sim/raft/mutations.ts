@@ -1,7 +1,7 @@
 // Mutations: a safety (or liveness) fix switched off for one run, to show that the
 // simulator still finds the bug it prevents (docs/simulation.md "Mutation table"). Each name maps to the
 // test-only core option that reverts the fix; nothing outside tests sets those options.
-import type { RaftConfig } from '../../src/raft/core/raft.js';
+import type { RaftConfig } from '../../../src/raft/core/raft.js';
 
 export const MUTATIONS = {
   /** a new leader accepts a conf change before an entry of its own term has committed */

@@ -23,10 +23,10 @@
 //    stream of their own (docs/simulation-lock.md "Lock sets and deadlocks").
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
-import type { Rng } from '../../src/raft/core/rng.js';
-import type { ApplyOutput, ApplyResult } from '../../src/lock-fsm/index.js';
-import type { ProposalOutcome } from '../../src/raft/driver.js';
-import type { LockCheckers } from '../checkers/apply/lock-checkers.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import type { ApplyOutput, ApplyResult } from '../../../src/lock-fsm/index.js';
+import type { ProposalOutcome } from '../../../src/raft/driver.js';
+import type { LockCheckers } from '../../checkers/apply/lock-checkers.js';
 import type { LockNode } from './node.js';
 
 export interface WorkloadParams {

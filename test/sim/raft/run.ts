@@ -9,11 +9,11 @@
 // the simulator find the bug it prevents; --no-stalls runs a seed without the disk stalls it
 // draws (disk-stalls.ts), as seeds ran before they existed.
 import { availableParallelism } from 'node:os';
-import { describeOptions, drawOptions } from './options.js';
+import { describeOptions, drawOptions } from '../options.js';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
 import { runPool } from './pool.js';
-import { intArg, parseSeedArgs } from '../support/seed-args.js';
+import { intArg, parseSeedArgs } from '../../support/seed-args.js';
 import { parseMutations, type Mutation } from './mutations.js';
 
 interface Args {

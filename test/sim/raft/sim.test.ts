@@ -9,8 +9,8 @@ import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
 import { runPool } from './pool.js';
 import { runSchedule } from './simulate.js';
-import { envInt } from '../support/env.js';
-import { testSeed } from '../support/seed.js';
+import { envInt } from '../../support/env.js';
+import { testSeed } from '../../support/seed.js';
 import { parseMutations } from './mutations.js';
 
 const schedules = envInt('SIM_SCHEDULES', 2000);

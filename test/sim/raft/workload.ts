@@ -3,11 +3,11 @@
 // membership changes (add learner / promote / remove); the environment compacts logs and
 // crashes nodes (between ticks or in the middle of a Ready). Every choice comes from the
 // workload's or the nemesis' own Rng.
-import type { Rng } from '../../src/raft/core/rng.js';
-import type { ConfChange, NodeId } from '../../src/raft/core/types.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import type { ConfChange, NodeId } from '../../../src/raft/core/types.js';
 import { MAX_NODE_IDS, type SimCluster } from './cluster.js';
 import type { SimNode } from './driver.js';
-import type { SimOptions } from './options.js';
+import type { SimOptions } from '../options.js';
 
 const MIN_VOTERS = 3;
 const MAX_VOTERS = 7;

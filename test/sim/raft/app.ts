@@ -2,10 +2,10 @@
 // entry (index, term, kind, bytes: test/checkers/raft/chain-digest.ts), the count of
 // applied writes, and the membership as of the applied index (needed to label snapshots). Two nodes with the same digest at the
 // same index applied the same sequence, so State Machine Safety becomes one comparison.
-import type { ConfState, Entry, Index, Snapshot, Term } from '../../src/raft/core/types.js';
-import { applyConfChange, decodeConfChange } from '../../src/raft/core/conf.js';
-import { cloneConf } from '../../src/raft/core/storage.js';
-import { chainDigest } from '../checkers/raft/chain-digest.js';
+import type { ConfState, Entry, Index, Snapshot, Term } from '../../../src/raft/core/types.js';
+import { applyConfChange, decodeConfChange } from '../../../src/raft/core/conf.js';
+import { cloneConf } from '../../../src/raft/core/storage.js';
+import { chainDigest } from '../../checkers/raft/chain-digest.js';
 
 export interface AppState {
   applied: Index;

@@ -3,18 +3,18 @@
 // a SimDisk (written vs synced, crash drops the unsynced) and a SimTransport. The driver
 // runs with autoRun: false; the cluster calls drain() and awaits it, and every await in
 // the driver resolves on a sim promise, so a seed replays exactly.
-import { RawNode } from '../../src/raft/core/raw-node.js';
-import type { NodeId, Role, Snapshot } from '../../src/raft/core/types.js';
-import type { Rng } from '../../src/raft/core/rng.js';
-import type { DurableStorage, PersistBatch } from '../../src/raft/seams.js';
-import { RaftDriver, type ProposalOutcome } from '../../src/raft/driver.js';
-import { LockApp } from '../../src/server/app/lock-app.js';
-import { encodeCommand } from '../../src/server/app/command-codec.js';
-import { LessorProposer } from '../../src/server/leader/lessor-proposer.js';
-import { LogClock } from '../../src/server/leader/log-clock.js';
-import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../src/lock-fsm/index.js';
-import type { SimDisk } from '../sim/disk.js';
-import type { SimOptions } from '../sim/options.js';
+import { RawNode } from '../../../src/raft/core/raw-node.js';
+import type { NodeId, Role, Snapshot } from '../../../src/raft/core/types.js';
+import type { Rng } from '../../../src/raft/core/rng.js';
+import type { DurableStorage, PersistBatch } from '../../../src/raft/seams.js';
+import { RaftDriver, type ProposalOutcome } from '../../../src/raft/driver.js';
+import { LockApp } from '../../../src/server/app/lock-app.js';
+import { encodeCommand } from '../../../src/server/app/command-codec.js';
+import { LessorProposer } from '../../../src/server/leader/lessor-proposer.js';
+import { LogClock } from '../../../src/server/leader/log-clock.js';
+import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../../src/lock-fsm/index.js';
+import type { SimDisk } from '../disk.js';
+import type { SimOptions } from '../options.js';
 import { SimTransport } from './transport.js';
 
 /** the Raft knobs the lock simulation shares with test/sim's swarm (same seed → same mix) */

@@ -8,7 +8,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { SimCluster } from './cluster.js';
-import { drawOptions, subsystemRngs, type SimOptions } from './options.js';
+import { drawOptions, subsystemRngs, type SimOptions } from '../options.js';
 import type { SimNode } from './driver.js';
 
 /** a quiet 5-node cluster: 1-tick links, no faults, no spontaneous elections */
