@@ -27,7 +27,7 @@
 // old behaviour), for a machine with one core or to bisect an interaction.
 // Ports: test/support/ports.ts claims each port across processes, so the lanes never hand
 // out one port twice; network namespaces carry a per-run id (test/jepsen-lite/netns.ts).
-import { readdirSync, statSync, createWriteStream, readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, createWriteStream, readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { tmpdir } from 'node:os';
 import { spawn, spawnSync } from 'node:child_process';
@@ -48,8 +48,15 @@ function walk(dir) {
   return out;
 }
 
+/** a compiled test whose source is gone (tsc -b leaves the old output of a moved or deleted
+ *  file in dist/): not run, so a move does not run a stale copy beside the new one */
+const hasSource = (f) => existsSync(join(root, relative(join(root, 'dist'), f)).replace(/\.js$/, '.ts'));
+
 const filters = process.argv.slice(2);
-const files = walk(testDir).filter((f) => filters.length === 0 || filters.some((s) => relative(root, f).includes(s)));
+const compiled = walk(testDir);
+const stale = compiled.filter((f) => !hasSource(f));
+if (stale.length > 0) console.log(`skipped ${stale.length} compiled test file(s) whose source is gone (stale dist/; \`rm -rf dist && npm run build\` clears them): ${stale.map((f) => relative(testDir, f)).join(' ')}`);
+const files = compiled.filter((f) => hasSource(f) && (filters.length === 0 || filters.some((s) => relative(root, f).includes(s))));
 if (files.length === 0) {
   console.error(`no test files matched ${filters.join(' ') || '(all)'} under ${testDir}`);
   process.exit(1);
