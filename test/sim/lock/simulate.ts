@@ -289,7 +289,7 @@ export class LockCluster {
     return { delayTicks, copies, ...(land ? { landInNext: { afterTicks: timeout } } : {}) };
   }
 
-  /** the disk-stall fault (test/sim/disk-stalls.ts, with test/sim's knobs): now and then
+  /** the disk-stall fault (test/sim/raft/disk-stalls.ts, with its knobs): now and then
    *  one node's next synced write takes whole ticks, its driver's loop waits, and the
    *  driver's heartbeat cover keeps a leader heard (src/raft/heartbeat-cover.ts) */
   stallFaults(): void {
@@ -503,7 +503,7 @@ async function nemesisStep(o: LockSimOptions, cluster: LockCluster, rng: Rng): P
 async function liveness(o: LockSimOptions, cluster: LockCluster, workload: LockWorkload): Promise<void> {
   const healed = cluster.tick;
   // a slow seed (a 1-message window, one entry per message) may first have to replicate a
-  // long backlog: allow for it as test/sim does (catchUpTicks), on top of K
+  // long backlog: allow for it as the Raft mode does (catchUpTicks), on top of K
   const nodes = cluster.running();
   const backlog = Math.max(...nodes.map((n) => n.disk.lastIndex())) - Math.min(...nodes.map((n) => n.driver.appliedIndex));
   const K = o.livenessTicks + catchUpTicks(o, backlog);

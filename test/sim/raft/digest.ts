@@ -10,7 +10,7 @@ import { runSchedule } from './simulate.js';
 import { parseSeedArgs } from '../../support/seed-args.js';
 
 function usage(msg: string): never {
-  console.error(`${msg}\nusage: node --import tsx test/sim/digest.ts --seed N [--seeds K] [--ticks T]`);
+  console.error(`${msg}\nusage: npm run -s sim:digest -- --seed N [--seeds K] [--ticks T]`);
   process.exit(2);
 }
 

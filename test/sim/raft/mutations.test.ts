@@ -5,7 +5,7 @@
 // 2,000 ticks); a liveness fix whose bug the sweep never met names the soak seeds that
 // found it. A few seeds, so this costs seconds; the full sweep with the fix off is the
 // command in the table. If a change to the simulator moves these seeds, find new ones with
-// `SIM_MUTATIONS=<name> node --test dist/test/sim/sim.test.js` (or a bounded
+// `SIM_MUTATIONS=<name> node --test dist/test/sim/raft/sim.test.js` (or a bounded
 // `npm run sim:soak -- --seed 1 --seeds 400 --jobs 1 --mutation <name>`) and update both.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
