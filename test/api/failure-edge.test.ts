@@ -5,7 +5,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ApiError, ERROR_CATALOG, type ErrorCode } from '../../src/api/errors.js';
 import { Failure } from '../../src/api/failure.js';
-import { toApiError } from '../../src/api/server.js';
+import { toApiError } from '../../src/api/failure-edge.js';
 
 test('every code: a Failure answers what an ApiError of the same code, message and details answers', () => {
   for (const code of Object.keys(ERROR_CATALOG) as ErrorCode[]) {
