@@ -1,8 +1,8 @@
-// The API's edge for failures (docs/architecture.md "Layers"): the one place where a
-// service's refusal, or anything a route throws, gets its HTTP status, body and Retry-After
-// (errors.ts ApiError.of, after fastify's error catalog). The routes hand every service
-// answer to answerOf (routes/context.ts onLeader); the server's error handler hands
-// everything thrown to toApiError.
+// The API's edge for failures (docs/architecture.md "Services answer a Result"): the one
+// place where a service's refusal, or anything a route throws, gets its HTTP status, body
+// and Retry-After (errors.ts ApiError.of, after fastify's error catalog). The routes hand
+// every service answer to answerOf (routes/context.ts onLeader); the server's error
+// handler hands everything thrown to toApiError.
 import type { FastifyError, FastifyRequest } from 'fastify';
 import { ApiError, ERROR_CATALOG } from './errors.js';
 import { isFailure } from './failure.js';

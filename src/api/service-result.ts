@@ -1,8 +1,8 @@
-// What a service of src/server answers the API (docs/architecture.md "Layers"): the value,
-// or the Failure it refuses with (failure.ts: a catalog code without HTTP). A refusal is a
-// value, not a rejection: the routes map it to HTTP in one place (failure-edge.ts
-// answerOf), as fastify's error catalog does at its edge. A bug or a storage failure still
-// throws, and the error handler answers it 500.
+// What a service of src/server answers the API (docs/architecture.md "Services answer a
+// Result"): the value, or the Failure it refuses with (failure.ts: a catalog code without
+// HTTP). A refusal is a value, not a rejection: the routes map it to HTTP in one place
+// (failure-edge.ts answerOf), as fastify's error catalog does at its edge. A bug or a
+// storage failure still throws, and the error handler answers it 500.
 import { isFailure, type Failure } from './failure.js';
 
 export type Result<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly failure: Failure };

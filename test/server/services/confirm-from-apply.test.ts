@@ -1,10 +1,10 @@
 // A semaphore or election grant is answered from what the state machine applied for THAT
-// request (the brief's rule; docs/architecture.md "Services answer a Result"): the apply's
-// sem_acquired / acquired result, or the granted event of a request that waited, with one
-// holdsGrant look to know it still stands — as a lock's grant (lock-service.ts confirmGrant).
-// Each test lets a later entry of the same committed batch change the state the answer
-// used to be re-read from (a semaphore's limit, an election's value): a re-read would
-// answer that, the apply result answers the request's own grant.
+// request (docs/architecture.md "Services answer a Result"): the apply's sem_acquired /
+// acquired result, or the granted event of a request that waited, with one holdsGrant look
+// to know it still stands — as a lock's grant (lock-service.ts confirmGrant). Each test
+// lets a later entry of the same committed batch change the state the answer used to be
+// re-read from (a semaphore's limit, an election's value): a re-read would answer that,
+// the apply result answers the request's own grant.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { codeOf, setup, valueOf } from './service-fixture.js';
