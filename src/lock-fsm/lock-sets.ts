@@ -105,30 +105,23 @@ export function acquireAll(c: FsmCore, index: number, cmd: AcquireAll, who: SetR
   return queuedAll(set);
 }
 
-/** releaseAll: ends the session's waits on these names (a waiting set as a whole), then
- *  releases each name it holds, in name order */
+/** releaseAll: ends the session's waits on these names (a waiting set as a whole) and its
+ *  waiting sets that count on holding one of them, then releases each name it holds, in
+ *  name order */
 export function releaseAll(c: FsmCore, index: number, names: readonly string[], s: Session, ev: FsmEvent[]): ApplyResult {
   const asked = new Set(names);
-  if (s.waits !== null) {
-    const waits = [...s.waits.values()].filter((w) => asked.has(w.lock.name)).sort((a, b) => compareStrings(a.lock.name, b.lock.name));
-    for (const w of waits) {
-      if (s.waits?.get(w.lock.name) !== w) continue; // ended above with its set
-      if (w.set !== null) cancelSet(c, w.set, 'cancelled', index, ev);
-      else {
-        c.unlinkWaiter(w);
-        ev.push({ type: 'waitEnded', name: w.lock.name, sessionId: s.id, reason: 'cancelled' });
-        c.pump(w.lock, index, ev);
-      }
-    }
+  // Every wait that ends here ends before any queue is served (endWaits): serving one could
+  // grant another of these sets, between two of this request's steps, and that set would
+  // be answered with a name this same entry then releases (lock-sets.property,
+  // FSM_SEED=1349505663, for a set counting on a released name). The waits on the names,
+  // by name; then the sets that count on holding one, in log order.
+  const ends: (Waiter | LockSetWait)[] = [];
+  for (const w of [...(s.waits?.values() ?? [])].filter((x) => asked.has(x.lock.name)).sort(byLockName)) {
+    const end = w.set ?? w;
+    if (!ends.includes(end)) ends.push(end);
   }
-  // A waiting set of this session that counts on holding a name released here can no
-  // longer be granted whole: it ends before any name is freed, or serving the queue of the
-  // first name freed could grant it between two of this request's releases, and the set
-  // would be answered with a name this same entry then releases (lock-sets.property,
-  // FSM_SEED=1349505663). In log order, as every multi-set step walks them.
-  for (const set of [...(s.lockSets ?? [])]) {
-    if (s.lockSets?.includes(set) === true && set.held.some((n) => asked.has(n))) cancelSet(c, set, 'cancelled', index, ev);
-  }
+  for (const set of s.lockSets ?? []) if (!ends.includes(set) && set.held.some((n) => asked.has(n))) ends.push(set);
+  endWaits(c, ends, 'cancelled', index, ev);
   const released = new Set<string>();
   for (const name of [...asked].sort(compareStrings)) {
     const l = c.locks.get(name);
@@ -183,13 +176,38 @@ export function isReady(set: LockSetWait): boolean {
 /** Ends a waiting set: every place leaves its queue (waitEnded per name, in name order),
  *  then each of those queues is served. */
 export function cancelSet(c: FsmCore, set: LockSetWait, reason: 'cancelled' | 'session_ended', index: number, ev: FsmEvent[]): void {
-  unregister(c, set);
-  const members = [...set.members].sort(byLockName);
-  for (const m of members) {
-    c.unlinkWaiter(m);
-    ev.push({ type: 'waitEnded', name: m.lock.name, sessionId: set.session.id, reason });
+  endWaits(c, [set], reason, index, ev);
+}
+
+/**
+ * Ends several waits of one session — whole sets and single waits, in the order given —
+ * before any queue is served: every place leaves its queue (waitEnded per place, a set's in
+ * name order), then each of those queues is served, in the same order. Serving a queue can
+ * grant another waiting set of the session (a shared set behind a shared one that it lets
+ * through); had that come between two of these ends, a set being ended could be granted
+ * first, answered with a name the session no longer holds, and ending it afterwards broke
+ * the state machine's own invariant inside apply (every replica fails on that entry;
+ * test/lock-fsm/lock-sets.test.ts "a withdrawn set is not granted by the withdrawal of
+ * another").
+ */
+function endWaits(c: FsmCore, ends: readonly (Waiter | LockSetWait)[], reason: 'cancelled' | 'session_ended', index: number, ev: FsmEvent[]): void {
+  if (c.testEndWaitsOneByOne && ends.length > 1) {
+    // the mutation: each ends and serves its queues before the next (skipping one that a
+    // queue served meanwhile granted)
+    for (const end of ends) if (end instanceof LockSetWait ? c.lockSets.has(end) : end.session.waits?.get(end.lock.name) === end) endWaits(c, [end], reason, index, ev);
+    return;
   }
-  for (const m of members) c.pump(m.lock, index, ev);
+  const served: LockState[] = [];
+  for (const end of ends) {
+    const places = end instanceof LockSetWait ? [...end.members].sort(byLockName) : [end];
+    if (end instanceof LockSetWait) unregister(c, end);
+    for (const w of places) {
+      c.unlinkWaiter(w);
+      ev.push({ type: 'waitEnded', name: w.lock.name, sessionId: w.session.id, reason });
+      served.push(w.lock);
+    }
+  }
+  for (const l of served) c.pump(l, index, ev);
 }
 
 /** A session with waiting sets ends (fsm.ts endSession): every one of its waits leaves its
@@ -209,7 +227,7 @@ export function endWaitsWithSets(c: FsmCore, s: Session, index: number, ev: FsmE
 export function withdrawSetsHolding(c: FsmCore, s: Session, name: string, index: number, ev: FsmEvent[]): void {
   const sets = s.lockSets;
   if (sets === null) return;
-  for (const set of [...sets]) if (set.held.includes(name)) cancelSet(c, set, 'cancelled', index, ev);
+  endWaits(c, sets.filter((set) => set.held.includes(name)), 'cancelled', index, ev);
 }
 
 /** the two steps FsmCore takes on lock sets (state.ts LockSetSteps): handed to it by

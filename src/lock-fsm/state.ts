@@ -207,6 +207,10 @@ export interface LockFsmOptions {
   /** TEST ONLY (the mutation table in docs/simulation-lock.md): a hold that ends withdraws
    *  its session's waiting sets before the lock-delay starts (the order before the fix) */
   testWithdrawSetsBeforeDelay?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): waits that end together
+   *  (a withdrawal, a releaseAll) end one at a time, each serving its queues before the
+   *  next ends (the order before the fix; lock-sets.ts endWaits) */
+  testEndWaitsOneByOne?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -225,6 +229,7 @@ export function newCore(o: LockFsmOptions, sets: LockSetSteps): FsmCore {
   const core = new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem, sets);
   core.testNoDeadlockDetection = o.testNoDeadlockDetection === true;
   core.testWithdrawSetsBeforeDelay = o.testWithdrawSetsBeforeDelay === true;
+  core.testEndWaitsOneByOne = o.testEndWaitsOneByOne === true;
   return core;
 }
 
@@ -268,6 +273,8 @@ export class FsmCore {
   testNoDeadlockDetection = false;
   /** TEST ONLY: LockFsmOptions.testWithdrawSetsBeforeDelay */
   testWithdrawSetsBeforeDelay = false;
+  /** TEST ONLY: LockFsmOptions.testEndWaitsOneByOne */
+  testEndWaitsOneByOne = false;
 
   constructor(
     readonly limits: FsmLimits,

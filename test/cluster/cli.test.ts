@@ -53,7 +53,9 @@ function assertOneLine(r: CliRun, mentions: RegExp, what: string): void {
   assert.doesNotMatch(r.stderr, /\n\s+at .+:\d+:\d+/, `${ctx}: stack trace`);
 }
 
-describe('the raftlock command', { timeout: 120_000 }, () => {
+// The bound is against a hang, not a speed claim: five tests of process start-ups (one of them
+// a dozen bad cluster files) took 120 s together at load 19, 57 s of it the bad files.
+describe('the raftlock command', { timeout: 300_000 }, () => {
   const cleanups: (() => Promise<void> | void)[] = [];
   after(async () => {
     for (const c of cleanups.reverse()) await c();

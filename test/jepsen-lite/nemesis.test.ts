@@ -28,6 +28,10 @@ test('fault plan: a failed injection of a kind never injected comes next again, 
     else plan.landed(v);
   }
   assert.deepEqual(walked, ['member-grow', 'member-grow', 'member-grow', 'member-grow', 'wipe-restart', 'wipe-restart', 'kill-all', 'pause-leader']);
+  assert.deepEqual(plan.owed(), [], 'membership gave up after three retries; the others landed');
+  const fresh = new FaultPlan(['kill-all', 'partition-leader', 'pause-leader']);
+  fresh.landed(fresh.next()!);
+  assert.deepEqual(fresh.owed(), ['partition', 'pause']);
 
   const again = new FaultPlan(['kill-one', 'kill-leader']);
   again.landed(again.next()!);

@@ -154,7 +154,8 @@ export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: 
 }
 
 /**
- * The schedule as the runner walks it, owing a kind until it lands: when an injection
+ * The schedule as the runner walks it, owing a kind until it lands: the runner goes on past
+ * the run's end (bounded) while a kind is owed (`owed`), with only those kinds; when an injection
  * fails (a membership change needs a leader with two followers, and right after a crash
  * there may be none yet) and its kind has never been injected in this run, the same
  * variant comes next again, at most `maxRetries` times per kind. A short run on a loaded
@@ -166,7 +167,17 @@ export class FaultPlan {
   private readonly landedKinds = new Set<FaultCategory>();
   private readonly retries = new Map<FaultCategory, number>();
 
-  constructor(private readonly plan: Variant[], private readonly maxRetries = 3) {}
+  /** the kinds the plan holds: each is owed until it lands (or its retries run out) */
+  private readonly kinds: FaultCategory[];
+
+  constructor(private readonly plan: Variant[], private readonly maxRetries = 3) {
+    this.kinds = [...new Set(plan.map(categoryOf))];
+  }
+
+  /** the kinds not injected yet that may still be tried */
+  owed(): FaultCategory[] {
+    return this.kinds.filter((c) => !this.landedKinds.has(c) && (this.retries.get(c) ?? 0) < this.maxRetries);
+  }
 
   next(): Variant | undefined {
     return this.plan[this.at++];

@@ -3,8 +3,9 @@
 // invariants (never a set partly held, queues in log order, no cycle in the wait-for graph).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { LockFsm, assertFsmInvariants, checkDeadlockAnswer, exportState, walkNewWait, wouldDeadlock, type ApplyResult, type Command } from '../../src/lock-fsm/index.js';
+import { LockFsm, assertFsmInvariants, checkDeadlockAnswer, exportState, walkNewWait, wouldDeadlock, type ApplyOutput, type ApplyResult, type Command } from '../../src/lock-fsm/index.js';
 import { Log, decode, encode } from './helpers.js';
+import { LockModel } from '../model/lock-model.js';
 
 function all(names: string[], sessionId: string, waitMs = 0, extra: Partial<Extract<Command, { kind: 'acquireAll' }>> = {}): Command {
   return { kind: 'acquireAll', names, sessionId, waitMs, ...extra };
@@ -480,4 +481,59 @@ test('releaseAll ends the session\'s set that counts on a released name before i
   assert.ok(out.events.some((e) => e.type === 'waitEnded' && e.sessionId === 's3' && e.name === 'a'), JSON.stringify(out.events));
   assert.equal(g.fsm.getLock('d').held, false);
   assert.deepEqual(g.fsm.getSession('s3')?.waiting, []);
+});
+
+/** a Log whose every entry the reference model applies too, answering and ending alike */
+class ModelLog extends Log {
+  readonly model = new LockModel({ maxWaitersPerLock: 1000 });
+  override run(cmd: Command, o: { key?: string; index?: number; atMs?: number } = {}): ApplyOutput {
+    const out = super.run(cmd, o);
+    const env = o.key === undefined ? { atMs: this.atMs, cmd } : { atMs: this.atMs, idempotencyKey: o.key, cmd };
+    assert.deepEqual(this.model.apply(this.index, env), out, `entry ${this.index}: the model answers otherwise`);
+    assert.deepEqual(this.model.export(), exportState(this.fsm), `entry ${this.index}: the model's state differs`);
+    return out;
+  }
+}
+
+/** s waits with set A (n held; l free but behind nothing, m held by x) and with shared set B
+ *  (n held; y behind c's shared set over l and y, which waits behind A on l) */
+function twoSetsOfOneSession(opts: { testEndWaitsOneByOne?: boolean } = {}): Log {
+  const g = opts.testEndWaitsOneByOne === true ? new Log(opts) : new ModelLog();
+  for (const s of ['s', 'c', 'x']) g.open(s);
+  g.token('m', 'x');
+  g.token('n', 's');
+  assert.ok(g.do(all(['n', 'l', 'm'], 's', 60_000)).ok);
+  assert.ok(g.do(all(['l', 'y'], 'c', 60_000, { mode: 'shared' })).ok);
+  const b = g.do(all(['n', 'y'], 's', 60_000, { mode: 'shared' }));
+  assert.ok(b.ok && b.kind === 'queued_all', JSON.stringify(b));
+  check(g);
+  return g;
+}
+
+test('a withdrawn set is not granted by the withdrawal of another: both sets counting on a lost name end before any queue is served', () => {
+  // Before: ending A served l, which granted c's set, which let s's set B through on y —
+  // granted with n, which s had just released — and ending B next failed the state
+  // machine's invariant inside apply (on every replica, for that entry).
+  const g = twoSetsOfOneSession();
+  const out = g.run({ kind: 'release', name: 'n', sessionId: 's' });
+  check(g);
+  assert.deepEqual(out.events.filter((e) => e.type === 'setGranted').map((e) => e.sessionId), ['c']);
+  assert.deepEqual(out.events.filter((e) => e.type === 'waitEnded').map((e) => e.name), ['l', 'm', 'y']);
+  assert.deepEqual(g.fsm.getSession('s')?.waiting, []);
+});
+
+test('releaseAll ends every wait on its names before serving a queue: a set of the same session is not granted a name the entry releases', () => {
+  // releaseAll [l, y]: ending A's wait on l serves l, which grants c's set and lets B
+  // through on y; B would be answered with y, which this same entry then releases
+  const g = twoSetsOfOneSession();
+  const out = g.run({ kind: 'releaseAll', names: ['l', 'y'], sessionId: 's' });
+  check(g);
+  assert.deepEqual(out.result, { ok: true, kind: 'released_all', released: [] });
+  assert.deepEqual(out.events.filter((e) => e.type === 'setGranted').map((e) => e.sessionId), ['c']);
+  assert.equal(g.fsm.getLock('n').held, true);
+});
+
+test('the same with the old order (testEndWaitsOneByOne): the withdrawal grants the other set a name its session no longer holds, and apply fails', () => {
+  const g = twoSetsOfOneSession({ testEndWaitsOneByOne: true });
+  assert.throws(() => g.run({ kind: 'release', name: 'n', sessionId: 's' }), /lock set of s: n is neither granted nor held/);
 });

@@ -659,22 +659,41 @@ export class LockModel {
 
   /** ends a waiting set: every place leaves its queue (by name), then each queue is served */
   private cancelSet(index: number, set: MSet, reason: 'cancelled' | 'session_ended', ev: FsmEvent[]): void {
-    this.sets.splice(this.sets.indexOf(set), 1);
-    const places = this.placesOf(set).sort((a, b) => cmp(a[0], b[0]));
-    for (const [name, w] of places) {
-      const l = this.locks.get(name)!;
-      l.queue.splice(l.queue.indexOf(w), 1);
-      ev.push({ type: 'waitEnded', name, sessionId: set.sid, reason });
+    this.endWaits(index, set.sid, [set], reason, ev);
+  }
+
+  /** ends these waits of one session (whole sets, or the single wait on a name), in the
+   *  order given, before serving any queue; then serves each queue in the same order */
+  private endWaits(index: number, sid: string, ends: readonly (MSet | string)[], reason: 'cancelled' | 'session_ended', ev: FsmEvent[]): void {
+    const served: string[] = [];
+    for (const end of ends) {
+      let places: [string, MWait][];
+      if (typeof end === 'string') {
+        const w = this.locks.get(end)!.queue.find((x) => x.sid === sid)!;
+        places = [[end, w]];
+      } else {
+        this.sets.splice(this.sets.indexOf(end), 1);
+        places = this.placesOf(end).sort((a, b) => cmp(a[0], b[0]));
+      }
+      for (const [name, w] of places) {
+        const l = this.locks.get(name)!;
+        l.queue.splice(l.queue.indexOf(w), 1);
+        ev.push({ type: 'waitEnded', name, sessionId: sid, reason });
+        served.push(name);
+      }
     }
-    for (const [name] of places) this.pump(index, name, ev);
+    for (const name of served) this.pump(index, name, ev);
+  }
+
+  /** the session's waiting sets, in log order */
+  private setsOf(sid: string): MSet[] {
+    return this.sets.filter((x) => x.sid === sid).sort((a, b) => a.since - b.since);
   }
 
   /** the session lost its grant of `name`: a set that counted on holding it can no longer be
-   *  granted whole, so its wait ends */
+   *  granted whole, so its wait ends (all of them before any queue is served) */
   private withdraw(index: number, sid: string, name: string, ev: FsmEvent[]): void {
-    for (const set of this.sets.filter((x) => x.sid === sid).sort((a, b) => a.since - b.since)) {
-      if (set.held.includes(name) && this.sets.includes(set)) this.cancelSet(index, set, 'cancelled', ev);
-    }
+    this.endWaits(index, sid, this.setsOf(sid).filter((set) => set.held.includes(name)), 'cancelled', ev);
   }
 
   private blockedRow(name: string): BlockedName {
@@ -747,21 +766,16 @@ export class LockModel {
     const sid = cmd.sessionId;
     if (!this.sessions.has(sid)) return { ok: false, code: 'session_not_found' };
     const asked = [...new Set(cmd.names)].sort(cmp);
+    // every wait that ends here ends before any queue is served (lock-sets.ts releaseAll)
+    const ends: (MSet | string)[] = [];
     for (const name of asked) {
-      const l = this.locks.get(name);
-      const w = l?.queue.find((x) => x.sid === sid);
-      if (!l || !w) continue;
-      if (w.setSince !== undefined) this.cancelSet(index, this.setOf(sid, w.setSince), 'cancelled', ev);
-      else {
-        l.queue.splice(l.queue.indexOf(w), 1);
-        ev.push({ type: 'waitEnded', name, sessionId: sid, reason: 'cancelled' });
-        this.pump(index, name, ev);
-      }
+      const w = this.locks.get(name)?.queue.find((x) => x.sid === sid);
+      if (!w) continue;
+      const end = w.setSince !== undefined ? this.setOf(sid, w.setSince) : name;
+      if (!ends.includes(end)) ends.push(end);
     }
-    // the session's waiting sets that count on a name released here end first (lock-sets.ts)
-    for (const set of this.sets.filter((x) => x.sid === sid).sort((a, b) => a.since - b.since)) {
-      if (this.sets.includes(set) && set.held.some((n) => asked.includes(n))) this.cancelSet(index, set, 'cancelled', ev);
-    }
+    for (const set of this.setsOf(sid)) if (!ends.includes(set) && set.held.some((n) => asked.includes(n))) ends.push(set);
+    this.endWaits(index, sid, ends, 'cancelled', ev);
     const released = new Set<string>();
     for (const name of asked) {
       const l = this.locks.get(name);

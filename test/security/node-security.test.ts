@@ -157,6 +157,9 @@ describe('a real cluster where one node has the wrong secret', () => {
     const before = (await h.view('n1')).commit_index;
     secret('n3', 'not-the-cluster-secret-987654');
     h.start('n3');
+    // the count below is a matter of n3's election timeouts once it runs; its start-up is
+    // not (seconds on a loaded machine, where 10 s from the spawn was once too little)
+    await eventually(async () => h!.view('n3').then(() => true, () => false), 60_000, 'n3 to serve again');
     const leader = await h.waitForLeader(20_000, ['n1', 'n2']);
     const r = await h.request(leader, 'POST', '/v1/locks/a/acquire', {});
     assert.equal(r.status, 200, r.text);

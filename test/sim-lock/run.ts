@@ -13,7 +13,7 @@ import { sweep } from './sweep.js';
 import { intArg } from '../support/seed-args.js';
 import { fileURLToPath } from 'node:url';
 
-const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking', 'testNoDeadlockDetection', 'testWithdrawSetsBeforeDelay'];
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking', 'testNoDeadlockDetection', 'testWithdrawSetsBeforeDelay', 'testEndWaitsOneByOne'];
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}] [--jobs J]`);
