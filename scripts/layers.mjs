@@ -74,7 +74,7 @@ export const layers = [
     mayImport: ['raft/seams', 'raft', 'lock-fsm', 'metrics', 'config', 'api', 'api/failure', 'server/app', 'server/membership'],
   },
   // services: the API's LockService on top of the leader room
-  { name: 'server/services', dirs: ['src/server/services'], mayImport: ['lock-fsm', 'api', 'api/failure', 'server/app', 'server/membership', 'server/leader'] },
+  { name: 'server/services', dirs: ['src/server/services'], mayImport: ['assert', 'lock-fsm', 'api', 'api/failure', 'server/app', 'server/membership', 'server/leader'] },
   // composition: compose.ts wires driver, storage, transport, state machine, API, security
   // and the rooms above into one node
   {

@@ -12,6 +12,7 @@ import { Session } from 'node:inspector/promises';
 import Fastify from 'fastify';
 import { buildServer } from '../../src/api/server.js';
 import type { LockService } from '../../src/api/service.js';
+import { ok } from '../../src/api/service-result.js';
 import { Metrics } from '../../src/metrics.js';
 
 const GRANT = { name: 'bench/lock', session_id: 's-bench', fencing_token: 7, ttl_ms: 10_000 };
@@ -26,11 +27,11 @@ function unused(): never {
 const instant: LockService = {
   routing: () => ({ isLeader: true, leaderApi: null }),
   ready: () => true,
-  openSession: async () => KEEPALIVE,
-  keepalive: async () => KEEPALIVE,
-  acquire: async () => GRANT,
-  release: async () => RELEASED,
-  renew: async () => GRANT,
+  openSession: async () => ok(KEEPALIVE),
+  keepalive: async () => ok(KEEPALIVE),
+  acquire: async () => ok(GRANT),
+  release: async () => ok(RELEASED),
+  renew: async () => ok(GRANT),
   getSession: unused,
   closeSession: unused,
   getLock: unused,

@@ -1,7 +1,8 @@
 // A refusal in the contract's terms (docs/contract.md §3 "Errors"): one of the catalog's
 // codes, the message, and the error object's extra fields. It says nothing of HTTP: the
-// node's services (src/server) fail with it, and the API maps it at its edge to a status,
-// a body and a Retry-After header (errors.ts ApiError.of), as fastify's error catalog does.
+// node's services (src/server) refuse with it in their Result (service-result.ts), and the
+// API maps it at its edge to a status, a body and a Retry-After header (failure-edge.ts,
+// errors.ts ApiError.of), as fastify's error catalog does.
 // src/server never imports errors.ts (scripts/layers.mjs: the api/errors layer).
 
 /** every code a client can see; errors.ts ERROR_CATALOG gives each its status */

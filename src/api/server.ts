@@ -5,12 +5,12 @@
 // and on shutdown.
 import type { ServerResponse } from 'node:http';
 import type { ServerOptions as HttpsServerOptions } from 'node:https';
-import Fastify, { LogController, type FastifyBaseLogger, type FastifyError, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import type { LoggerOptions } from 'pino';
 import type { buildConnector } from 'undici';
 import type { Metrics } from '../metrics.js';
-import { ApiError, ERROR_CATALOG } from './errors.js';
-import { isFailure } from './failure.js';
+import { ApiError } from './errors.js';
+import { toApiError } from './failure-edge.js';
 import { Forwarder } from './forward.js';
 import { clusterRoutes } from './routes/cluster.js';
 import type { Authorizer, RouteEnv } from './routes/context.js';
@@ -27,9 +27,8 @@ import type { WatchFeed } from './watch-feed.js';
 import { MemberProbe, PROBE_TIMEOUT_MS } from './member-probe.js';
 import type { OpsService } from './ops-service.js';
 import type { LockService } from './service.js';
-import { bodySchemas, type ApiLimits } from './validate.js';
+import { BODY_LIMIT_BYTES, bodySchemas, type ApiLimits } from './validate.js';
 
-export const BODY_LIMIT_BYTES = 64 * 1024;
 /** Every answer names the leader this node knows, by its advertised API URL (docs/api.md
  *  "Leader hint"): clients send their next writes there instead of paying a follower's
  *  relay. Absent while the node knows no leader. */
@@ -272,35 +271,6 @@ function installLifecycle(app: FastifyInstance, deps: ServerDeps, forwarder: For
   app.addHook('onClose', async () => {
     await forwarder.close();
   });
-}
-
-const STATUS_TO_CODE = new Map<number, keyof typeof ERROR_CATALOG>([
-  [400, 'invalid_request'], [401, 'unauthenticated'], [403, 'permission_denied'], [404, 'not_found'],
-  [410, 'compacted'], [413, 'payload_too_large'], [415, 'unsupported_media_type'], [429, 'too_many_requests'], [503, 'unavailable'], [504, 'timeout'],
-]);
-
-/** Anything thrown → an ApiError (the one edge where a Failure gets its HTTP status).
- *  fastify's own errors keep their meaning; the rest is 500. */
-export function toApiError(err: unknown, req?: FastifyRequest): ApiError {
-  // a service's refusal (failure.ts): its code, message and details, with the catalog's status
-  if (isFailure(err)) return ApiError.of(err);
-  const fe = err as Partial<FastifyError>;
-  switch (fe.code) {
-    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return new ApiError('unsupported_media_type', `content-type must be application/json, got ${JSON.stringify(req?.headers['content-type'] ?? '')}`, { cause: err });
-    case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return new ApiError('payload_too_large', `body is over ${BODY_LIMIT_BYTES} bytes (64 KiB)`, { cause: err });
-    case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return new ApiError('invalid_request', 'body: length does not match content-length', { cause: err });
-    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-    case 'FST_ERR_CTP_INVALID_JSON_BODY':
-      return new ApiError('invalid_request', 'body: invalid JSON', { cause: err });
-  }
-  const status = typeof fe.statusCode === 'number' ? fe.statusCode : 500;
-  const code = STATUS_TO_CODE.get(status);
-  if (code && status < 500) return new ApiError(code, `${ERROR_CATALOG[code].message}: ${String(fe.message).slice(0, 200)}`, { cause: err });
-  req?.log.error({ err }, 'unexpected error in a request');
-  return new ApiError('internal', 'internal error; see the server log', { cause: err });
 }
 
 /** the leader hint (LEADER_HEADER) as this node knows it now */

@@ -1,10 +1,13 @@
 // What the REST layer needs from a node, in the contract's own terms (docs/contract.md §3
-// "REST API"). The routes validate input, call one of these, and render the answer, or
-// the Failure it rejects with (failure.ts: a catalog code without HTTP; the error handler
-// gives it its status, server.ts toApiError). The server (src/server/services) implements it on top of the Raft driver
-// and the lock state machine; tests implement it with fakes. Every method that changes
+// "REST API"). The routes validate input, call one of these, and render its Result
+// (service-result.ts): the value, or the Failure it refuses with (failure.ts: a catalog
+// code without HTTP), which failure-edge.ts answerOf gives its status. The cluster
+// operations still reject with a Failure (src/server/membership), mapped by the error
+// handler's toApiError. The server (src/server/services) implements it on top of the Raft
+// driver and the lock state machine; tests implement it with fakes. Every method that changes
 // state or reads linearizably runs on the leader only: on a follower the route forwards the
 // HTTP request instead of calling it (see routing()).
+import type { Result } from './service-result.js';
 
 export interface RequestContext {
   /** the Idempotency-Key header, when the client sent one (1–128 bytes, validated) */
@@ -62,14 +65,14 @@ export interface RevokedView {
 }
 /** docs/contract.md §4 "Semaphores"; a service without it answers their routes 404 */
 export interface SemaphoreApi {
-  acquire(name: string, p: { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<SemaphoreGrantView>;
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<Result<SemaphoreGrantView>>;
   /** the caller has the `admin` right on the name (checked by the route) */
-  revoke?(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView>;
-  release(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; released: true }>;
-  setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }>;
-  get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView>;
+  revoke?(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<Result<RevokedView>>;
+  release(name: string, sessionId: string, ctx: RequestContext): Promise<Result<{ name: string; released: true }>>;
+  setLimit(name: string, limit: number, ctx: RequestContext): Promise<Result<{ name: string; limit: number }>>;
+  get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<Result<SemaphoreView>>;
   /** semaphores with holders or waiters whose name starts with prefix, sorted by name, at most limit */
-  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<SemaphoreView[]>;
+  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<Result<SemaphoreView[]>>;
 }
 /** docs/contract.md §4 "Leader election" */
 export interface ElectionLeaderView {
@@ -97,12 +100,12 @@ export interface ElectionListItem {
 }
 /** docs/contract.md §4 "Leader election"; a service without it answers their routes 404 */
 export interface ElectionApi {
-  campaign(name: string, p: { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<CampaignView>;
-  proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }>;
-  resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }>;
-  get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionView>;
+  campaign(name: string, p: { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }, ctx: RequestContext): Promise<Result<CampaignView>>;
+  proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<Result<{ name: string; value: string }>>;
+  resign(name: string, sessionId: string, ctx: RequestContext): Promise<Result<{ name: string; resigned: true }>>;
+  get(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<Result<ElectionView>>;
   /** elections that have a leader, sorted by name (the status page; optional for fakes) */
-  list?(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<ElectionListItem[]>;
+  list?(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<Result<ElectionListItem[]>>;
 }
 /** one grant a keepalive answer lists (docs/api.md "Keepalive answers"): the client
  *  learns a revoke or a max-hold end from its keepalive, without another read */
@@ -124,8 +127,8 @@ export interface LockSetGrantView {
 }
 /** docs/contract.md §5 "Lock sets"; a service without it answers their routes 404 */
 export interface LockSetApi {
-  acquireAll(names: string[], p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<LockSetGrantView>;
-  releaseAll(names: string[], sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
+  acquireAll(names: string[], p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<Result<LockSetGrantView>>;
+  releaseAll(names: string[], sessionId: string, ctx: RequestContext): Promise<Result<{ released: string[] }>>;
 }
 export interface KeepaliveView {
   session_id: string;
@@ -182,21 +185,21 @@ export interface LockService {
   /** why /readyz answers 503 beyond ready() (e.g. the node was removed), or null */
   notReadyReason?(): string | null;
 
-  openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }>;
-  keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView>;
-  getSession(sessionId: string, ctx: RequestContext): Promise<SessionView>;
-  closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }>;
+  openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<Result<{ session_id: string; ttl_ms: number }>>;
+  keepalive(sessionId: string, ctx: RequestContext): Promise<Result<KeepaliveView>>;
+  getSession(sessionId: string, ctx: RequestContext): Promise<Result<SessionView>>;
+  closeSession(sessionId: string, ctx: RequestContext): Promise<Result<{ released: string[] }>>;
 
-  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<GrantView>;
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }, ctx: RequestContext): Promise<Result<GrantView>>;
   /** take the grant of sessionId (or every grant) away, without lock-delay; the caller has
    *  the `admin` right on the name (checked by the route). Absent: the route answers 404 */
-  revoke?(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView>;
-  renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView>;
-  release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }>;
+  revoke?(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<Result<RevokedView>>;
+  renew(name: string, sessionId: string, ctx: RequestContext): Promise<Result<GrantView>>;
+  release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<Result<{ name: string; released: true }>>;
   /** consistency 'stale' answers from local state without a quorum round (allowed on followers) */
-  getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView>;
-  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView[]>;
-  checkToken(name: string, fencingToken: number, ctx: RequestContext): Promise<{ name: string; current: boolean }>;
+  getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<Result<LockView>>;
+  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<Result<LockView[]>>;
+  checkToken(name: string, fencingToken: number, ctx: RequestContext): Promise<Result<{ name: string; current: boolean }>>;
 
   cluster(): ClusterView;
   /** learner: add as a learner only (promote later); default: learner, then voter once caught up */

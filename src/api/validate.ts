@@ -9,6 +9,8 @@ import { describeValue, zodErrorText } from '../zod-error.js';
 // One source of truth with the FSM, which re-checks every committed value.
 import { MAX_DURATION_MS, MAX_ELECTION_VALUE_BYTES, MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_PERMITS, MAX_SET_NAMES, MAX_WAIT_MS, SESSION_ID_RE } from '../lock-fsm/names.js';
 
+/** the largest request body (docs/contract.md §3 "Errors": over it, 413 payload_too_large) */
+export const BODY_LIMIT_BYTES = 64 * 1024;
 export const MAX_NAME_BYTES = 256;
 export { MAX_IDEMPOTENCY_KEY_BYTES, MAX_OWNER_BYTES, MAX_WAIT_MS };
 export const MAX_LIST_LIMIT = 10_000;

@@ -1,8 +1,11 @@
 // A small in-memory LockService for the REST tests: just enough lock semantics (sessions,
 // one holder, monotonically increasing tokens) to give every route a real answer, plus
-// switches for routing and a record of the contexts the routes passed in.
+// switches for routing and a record of the contexts the routes passed in. Its methods answer
+// a Result as the real services do (src/api/service-result.ts): a refusal made here by a
+// throw is caught into one (answer()); `failWith` set to a non-Failure error still throws.
 import { ApiError } from '../../src/api/errors.js';
-import type { ClusterView, GrantView, LeaderOp, LockService, LockSetApi, LockSetGrantView, LockView, RequestContext, Routing, SessionView } from '../../src/api/service.js';
+import { ok, settled, type Result } from '../../src/api/service-result.js';
+import type { ClusterView, LeaderOp, LockService, LockSetApi, LockView, RequestContext, Routing } from '../../src/api/service.js';
 
 interface FakeSession { id: string; owner: string; ttlMs: number; locks: Set<string> }
 interface FakeLock { holder: string; token: number }
@@ -31,6 +34,21 @@ export class FakeService implements LockService {
     for (let i = this.calls.length - 1; i >= 0; i--) if (!method || this.calls[i]?.method === method) return this.calls[i];
     return undefined;
   }
+  /** fn's value as a Result; a Failure it throws (an ApiError here) as a refusal */
+  private answer<T>(fn: () => T | Promise<T>): Promise<Result<T>> {
+    return settled(async () => ok(await fn()));
+  }
+  private open(p: { ttlMs?: number; owner?: string }): string {
+    const id = `s${this.nextSession++}`;
+    this.sessions.set(id, { id, owner: p.owner ?? '', ttlMs: p.ttlMs ?? this.defaultTtlMs, locks: new Set() });
+    return id;
+  }
+  /** the new session of an acquire without one, recorded as an openSession call */
+  private openFor(p: { ttlMs?: number; owner?: string }, ctx: RequestContext): string {
+    const o = { ...(p.ttlMs !== undefined ? { ttlMs: p.ttlMs } : {}), ...(p.owner !== undefined ? { owner: p.owner } : {}) };
+    this.record('openSession', ctx, o);
+    return this.open(o);
+  }
   private session(id: string): FakeSession {
     const s = this.sessions.get(id);
     if (!s) throw new ApiError('session_not_found', `session ${id} not found`);
@@ -40,50 +58,58 @@ export class FakeService implements LockService {
   routing(): Routing { return this.routingView; }
   ready(): boolean { return this.isReady; }
 
-  async openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext) {
-    this.record('openSession', ctx, p);
-    const id = `s${this.nextSession++}`;
-    this.sessions.set(id, { id, owner: p.owner ?? '', ttlMs: p.ttlMs ?? this.defaultTtlMs, locks: new Set() });
-    return { session_id: id, ttl_ms: p.ttlMs ?? this.defaultTtlMs };
+  openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext) {
+    return this.answer(() => {
+      this.record('openSession', ctx, p);
+      return { session_id: this.open(p), ttl_ms: p.ttlMs ?? this.defaultTtlMs };
+    });
   }
-  async keepalive(sessionId: string, ctx: RequestContext) {
-    this.record('keepalive', ctx, sessionId);
-    const s = this.session(sessionId);
-    return { session_id: s.id, ttl_ms: s.ttlMs };
+  keepalive(sessionId: string, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('keepalive', ctx, sessionId);
+      const s = this.session(sessionId);
+      return { session_id: s.id, ttl_ms: s.ttlMs };
+    });
   }
-  async getSession(sessionId: string, ctx: RequestContext): Promise<SessionView> {
-    this.record('getSession', ctx, sessionId);
-    const s = this.session(sessionId);
-    return { session_id: s.id, owner: s.owner, ttl_ms: s.ttlMs, locks: [...s.locks] };
+  getSession(sessionId: string, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('getSession', ctx, sessionId);
+      const s = this.session(sessionId);
+      return { session_id: s.id, owner: s.owner, ttl_ms: s.ttlMs, locks: [...s.locks] };
+    });
   }
-  async closeSession(sessionId: string, ctx: RequestContext) {
-    this.record('closeSession', ctx, sessionId);
-    const s = this.session(sessionId);
-    this.sessions.delete(sessionId);
-    for (const n of s.locks) this.locks.delete(n);
-    return { released: [...s.locks] };
+  closeSession(sessionId: string, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('closeSession', ctx, sessionId);
+      const s = this.session(sessionId);
+      this.sessions.delete(sessionId);
+      for (const n of s.locks) this.locks.delete(n);
+      return { released: [...s.locks] };
+    });
   }
-  async acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<GrantView> {
-    this.record('acquire', ctx, name, p);
-    let sid = p.sessionId;
-    if (sid === undefined) sid = (await this.openSession({ ...(p.ttlMs !== undefined ? { ttlMs: p.ttlMs } : {}), ...(p.owner !== undefined ? { owner: p.owner } : {}) }, ctx)).session_id;
-    const s = this.session(sid);
-    const l = this.locks.get(name);
-    if (l && l.holder !== sid) {
-      const h = this.sessions.get(l.holder);
-      throw new ApiError('lock_held', `lock ${name} is held by another session`, { details: { holder: { session_id: l.holder, owner: h?.owner ?? '', fencing_token: l.token } } });
-    }
-    if (l) return { name, session_id: sid, fencing_token: l.token, ttl_ms: s.ttlMs };
-    const token = ++this.lastToken;
-    this.locks.set(name, { holder: sid, token });
-    s.locks.add(name);
-    return { name, session_id: sid, fencing_token: token, ttl_ms: s.ttlMs };
+  acquire(name: string, p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('acquire', ctx, name, p);
+      let sid = p.sessionId;
+      if (sid === undefined) sid = this.openFor(p, ctx);
+      const s = this.session(sid);
+      const l = this.locks.get(name);
+      if (l && l.holder !== sid) {
+        const h = this.sessions.get(l.holder);
+        throw new ApiError('lock_held', `lock ${name} is held by another session`, { details: { holder: { session_id: l.holder, owner: h?.owner ?? '', fencing_token: l.token } } });
+      }
+      if (l) return { name, session_id: sid, fencing_token: l.token, ttl_ms: s.ttlMs };
+      const token = ++this.lastToken;
+      this.locks.set(name, { holder: sid, token });
+      s.locks.add(name);
+      return { name, session_id: sid, fencing_token: token, ttl_ms: s.ttlMs };
+    });
   }
   /** lock sets (docs/contract.md §5): all names or none, no queue */
   readonly lockSets: LockSetApi = {
-    acquireAll: async (names: string[], p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext): Promise<LockSetGrantView> => {
+    acquireAll: (names: string[], p: { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string }, ctx: RequestContext) => this.answer(async () => {
       this.record('acquireAll', ctx, names, p);
-      const sid = p.sessionId ?? (await this.openSession({ ...(p.ttlMs !== undefined ? { ttlMs: p.ttlMs } : {}), ...(p.owner !== undefined ? { owner: p.owner } : {}) }, ctx)).session_id;
+      const sid = p.sessionId ?? this.openFor(p, ctx);
       const s = this.session(sid);
       const blocked = names.filter((n) => { const l = this.locks.get(n); return l !== undefined && l.holder !== sid; });
       if (blocked.length > 0) throw new ApiError('lock_held', 'not every lock of the set could be granted', { details: { blocked: blocked.map((n) => ({ name: n, holder: { session_id: this.locks.get(n)!.holder, owner: '', fencing_token: this.locks.get(n)!.token } })) } });
@@ -96,58 +122,70 @@ export class FakeService implements LockService {
         return { name: n, fencing_token: token };
       });
       return { session_id: sid, ttl_ms: s.ttlMs, grants };
-    },
-    releaseAll: async (names: string[], sessionId: string, ctx: RequestContext) => {
+    }),
+    releaseAll: (names: string[], sessionId: string, ctx: RequestContext) => this.answer(async () => {
       this.record('releaseAll', ctx, names, sessionId);
       const s = this.session(sessionId);
       const released = names.filter((n) => this.locks.get(n)?.holder === sessionId);
       for (const n of released) { this.locks.delete(n); s.locks.delete(n); }
       return { released };
-    },
+    }),
   };
-  async renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView> {
-    this.record('renew', ctx, name, sessionId);
-    const s = this.session(sessionId);
-    const l = this.locks.get(name);
-    if (!l || l.holder !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
-    return { name, session_id: sessionId, fencing_token: l.token, ttl_ms: s.ttlMs };
+  renew(name: string, sessionId: string, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('renew', ctx, name, sessionId);
+      const s = this.session(sessionId);
+      const l = this.locks.get(name);
+      if (!l || l.holder !== sessionId) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
+      return { name, session_id: sessionId, fencing_token: l.token, ttl_ms: s.ttlMs };
+    });
   }
-  async release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext) {
-    this.record('release', ctx, name, sessionId, fencingToken);
-    const s = this.session(sessionId);
-    const l = this.locks.get(name);
-    if (!l || l.holder !== sessionId || (fencingToken !== undefined && fencingToken !== l.token)) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
-    this.locks.delete(name);
-    s.locks.delete(name);
-    return { name, released: true as const };
+  release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('release', ctx, name, sessionId, fencingToken);
+      const s = this.session(sessionId);
+      const l = this.locks.get(name);
+      if (!l || l.holder !== sessionId || (fencingToken !== undefined && fencingToken !== l.token)) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
+      this.locks.delete(name);
+      s.locks.delete(name);
+      return { name, released: true as const };
+    });
   }
-  async revoke(name: string, sessionId: string | undefined, ctx: RequestContext) {
-    this.record('revoke', ctx, name, sessionId);
-    const l = this.locks.get(name);
-    if (!l || (sessionId !== undefined && l.holder !== sessionId)) {
-      if (sessionId !== undefined) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
-      return { name, revoked: [] };
-    }
-    this.locks.delete(name);
-    this.sessions.get(l.holder)?.locks.delete(name);
-    return { name, revoked: [{ session_id: l.holder, fencing_token: l.token }] };
+  revoke(name: string, sessionId: string | undefined, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('revoke', ctx, name, sessionId);
+      const l = this.locks.get(name);
+      if (!l || (sessionId !== undefined && l.holder !== sessionId)) {
+        if (sessionId !== undefined) throw new ApiError('not_holder', `session ${sessionId} does not hold ${name}`);
+        return { name, revoked: [] };
+      }
+      this.locks.delete(name);
+      this.sessions.get(l.holder)?.locks.delete(name);
+      return { name, revoked: [{ session_id: l.holder, fencing_token: l.token }] };
+    });
   }
   private view(name: string): LockView {
     const l = this.locks.get(name);
     if (!l) return { name, held: false, waiters: 0 };
     return { name, held: true, holder: { session_id: l.holder, owner: this.sessions.get(l.holder)?.owner ?? '', fencing_token: l.token }, waiters: 0 };
   }
-  async getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView> {
-    this.record('getLock', ctx, name, consistency);
-    return this.view(name);
+  getLock(name: string, consistency: 'linearizable' | 'stale', ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('getLock', ctx, name, consistency);
+      return this.view(name);
+    });
   }
-  async listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext): Promise<LockView[]> {
-    this.record('listLocks', ctx, prefix, limit, consistency);
-    return [...this.locks.keys()].filter((n) => n.startsWith(prefix)).sort().slice(0, limit).map((n) => this.view(n));
+  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('listLocks', ctx, prefix, limit, consistency);
+      return [...this.locks.keys()].filter((n) => n.startsWith(prefix)).sort().slice(0, limit).map((n) => this.view(n));
+    });
   }
-  async checkToken(name: string, fencingToken: number, ctx: RequestContext) {
-    this.record('checkToken', ctx, name, fencingToken);
-    return { name, current: this.locks.get(name)?.token === fencingToken };
+  checkToken(name: string, fencingToken: number, ctx: RequestContext) {
+    return this.answer(async () => {
+      this.record('checkToken', ctx, name, fencingToken);
+      return { name, current: this.locks.get(name)?.token === fencingToken };
+    });
   }
   cluster(): ClusterView {
     this.record('cluster', undefined);

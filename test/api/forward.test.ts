@@ -7,6 +7,7 @@ import type { FastifyInstance } from 'fastify';
 import type { IncomingHttpHeaders } from 'node:http';
 import { ApiError } from '../../src/api/errors.js';
 import type { GrantView } from '../../src/api/service.js';
+import { ok } from '../../src/api/service-result.js';
 import { FakeService } from './fake-service.js';
 import { assertError, json, makeApp } from './helpers.js';
 
@@ -169,7 +170,7 @@ describe('forwarding failures', () => {
     const svc = new FakeService();
     svc.acquire = async (name, p) => {
       await new Promise((r) => setTimeout(r, 400)); // the leader legitimately waits (wait_ms)
-      return { name, session_id: p.sessionId ?? 's1', fencing_token: 9, ttl_ms: 10_000 };
+      return ok({ name, session_id: p.sessionId ?? 's1', fencing_token: 9, ttl_ms: 10_000 });
     };
     const leader = await startLeader(svc);
     const { app } = follower(leader.url, 200);
@@ -188,7 +189,7 @@ describe('forwarding failures', () => {
     svc.addMember = () => slow(svc.cluster());
     svc.removeMember = () => slow(svc.cluster());
     svc.transferLeadership = () => slow({ leader_id: 'n3' });
-    svc.acquire = (name) => slow({ name, session_id: 's1', fencing_token: 4, ttl_ms: 10_000 });
+    svc.acquire = (name) => slow(ok({ name, session_id: 's1', fencing_token: 4, ttl_ms: 10_000 }));
     const leader = await startLeader(svc);
     // the follower's forwarding timeout alone (200 ms) is much shorter than the leader's 1.5 s
     const { app, service } = follower(leader.url, 200);

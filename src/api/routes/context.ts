@@ -4,8 +4,10 @@
 // handlers every route inherits.
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { answerOf } from '../failure-edge.js';
 import { Forwarder, type ForwardOptions } from '../forward.js';
 import type { LeaderOp, LockService, RequestContext } from '../service.js';
+import type { Result } from '../service-result.js';
 import { idempotencyKey, type BodySchemas } from '../validate.js';
 
 /** Rights of docs/contract.md §2 "cluster.config.json" `tokens.json`; `admin` covers cluster operations. */
@@ -67,10 +69,11 @@ export function forwardOptions(env: RouteEnv, o: Pick<ServeOptions, 'waitMs' | '
 
 /**
  * Run `fn` on the leader. On a follower, relay the HTTP request to the leader instead
- * (after local validation, so bad input never costs a hop). Returns fn's result, or the
- * reply when the answer was relayed.
+ * (after local validation, so bad input never costs a hop). Returns the value of fn's
+ * Result, or the reply when the answer was relayed; a refusal is mapped to its HTTP error
+ * here, for every route (failure-edge.ts answerOf).
  */
-export async function onLeader<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, o: ServeOptions, fn: (ctx: RequestContext) => Promise<T>): Promise<T | FastifyReply> {
+export async function onLeader<T>(env: RouteEnv, req: FastifyRequest, reply: FastifyReply, o: ServeOptions, fn: (ctx: RequestContext) => Promise<Result<T>>): Promise<T | FastifyReply> {
   const principal = env.authorize?.({ authorization: req.headers.authorization, right: o.right, ...(o.name !== undefined ? { name: o.name } : {}) });
   for (const name of o.names ?? []) env.authorize?.({ authorization: req.headers.authorization, right: o.right, name });
   const key = idempotencyKey(req.headers['idempotency-key']);
@@ -92,5 +95,5 @@ export async function onLeader<T>(env: RouteEnv, req: FastifyRequest, reply: Fas
   };
   if (key !== undefined) ctx.idempotencyKey = key;
   if (principal !== undefined) ctx.principal = principal;
-  return fn(ctx);
+  return answerOf(await fn(ctx));
 }

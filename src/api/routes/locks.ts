@@ -3,6 +3,7 @@
 // segment is the action when it is acquire|renew|release|check|revoke.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError } from '../errors.js';
+import { mapOk } from '../service-result.js';
 import { DEFAULT_LIST_LIMIT, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RoutePluginOptions } from './context.js';
 import { namePrefix, parseNamedPath } from './named-path.js';
@@ -17,9 +18,9 @@ export async function lockRoutes(app: FastifyInstance, { env }: RoutePluginOptio
     const q = parseQuery(querySchemas.list, req.query);
     const prefix = namePrefix(q.prefix);
     const consistency = q.consistency ?? 'linearizable';
-    return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) => ({
-      locks: await service.listLocks(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx),
-    }));
+    return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) =>
+      mapOk(await service.listLocks(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx), (locks) => ({ locks })),
+    );
   });
 
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {

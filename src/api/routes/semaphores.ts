@@ -4,6 +4,7 @@
 // lock's: `lock` on the name to acquire, release or resize, `read` to look, `admin` to revoke.
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
+import { mapOk } from '../service-result.js';
 import { DEFAULT_LIST_LIMIT, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RoutePluginOptions } from './context.js';
 import { namePrefix, parseNamedPath } from './named-path.js';
@@ -22,9 +23,9 @@ export async function semaphoreRoutes(app: FastifyInstance, { env }: RoutePlugin
     if (sems === undefined) throw new ApiError('not_found', 'this node does not serve semaphores');
     const prefix = namePrefix(q.prefix);
     const consistency = q.consistency ?? 'linearizable';
-    return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) => ({
-      semaphores: await sems.list(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx),
-    }));
+    return onLeader(env, req, reply, { right: 'read', name: prefix, stale: consistency === 'stale' }, async (ctx) =>
+      mapOk(await sems.list(prefix, q.limit ?? DEFAULT_LIST_LIMIT, consistency, ctx), (semaphores) => ({ semaphores })),
+    );
   });
   const handle = async (req: FastifyRequest, reply: FastifyReply): Promise<unknown> => {
     const { name, action } = parseNamedPath(req.raw.url ?? '', '/v1/semaphores/', ACTIONS, 'semaphore');

@@ -10,9 +10,9 @@ export async function sessionRoutes(app: FastifyInstance, { env }: RoutePluginOp
     parseQuery(querySchemas.none, req.query);
     const b = parseBody(schemas.openSession, req.body, true);
     return onLeader(env, req, reply, { right: 'lock' }, async (ctx) => {
-      const out = await service.openSession({ ttlMs: b.ttl_ms, owner: b.owner, lockDelayMs: b.lock_delay_ms }, ctx);
-      reply.code(201);
-      return out;
+      const r = await service.openSession({ ttlMs: b.ttl_ms, owner: b.owner, lockDelayMs: b.lock_delay_ms }, ctx);
+      if (r.ok) reply.code(201);
+      return r;
     });
   });
 

@@ -6,6 +6,7 @@
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
 import type { OpsService } from '../ops-service.js';
+import { ok } from '../service-result.js';
 import { parseQuery, querySchemas } from '../validate.js';
 import { onLeader, type RoutePluginOptions } from './context.js';
 
@@ -21,7 +22,7 @@ export async function snapshotRoutes(app: FastifyInstance, { env, ops }: RoutePl
         .header('x-raftlock-snapshot-index', String(b.index))
         .header('x-raftlock-snapshot-term', String(b.term))
         .header('cache-control', 'no-store');
-      return b.file;
+      return ok(b.file);
     });
   });
 }

@@ -4,6 +4,7 @@
 // members' roles and indexes are each member's own answer.
 import type { FastifyInstance } from 'fastify';
 import { ApiError } from '../errors.js';
+import { answerOf } from '../failure-edge.js';
 import type { MemberProbe } from '../member-probe.js';
 import type { OpsService } from '../ops-service.js';
 import { parseQuery, querySchemas } from '../validate.js';
@@ -25,9 +26,10 @@ export async function statusRoutes(app: FastifyInstance, { env, ops, probe }: Ro
     const local = env.service.cluster();
     const [{ leaderId, members }, locks, sems, elections] = await Promise.all([
       probe.members(local, req.headers.authorization, signal),
-      env.service.listLocks('', STATUS_MAX_LOCKS + 1, 'stale', { signal }),
-      env.service.semaphores?.list('', STATUS_MAX_LOCKS + 1, 'stale', { signal }) ?? Promise.resolve([]),
-      env.service.elections?.list?.('', STATUS_MAX_LOCKS + 1, 'stale', { signal }) ?? Promise.resolve([]),
+      // stale reads, so without a leader too; a refusal is mapped as on every route
+      env.service.listLocks('', STATUS_MAX_LOCKS + 1, 'stale', { signal }).then(answerOf),
+      env.service.semaphores?.list('', STATUS_MAX_LOCKS + 1, 'stale', { signal }).then(answerOf) ?? Promise.resolve([]),
+      env.service.elections?.list?.('', STATUS_MAX_LOCKS + 1, 'stale', { signal }).then(answerOf) ?? Promise.resolve([]),
     ]);
     const observations = ops.observations();
     // every holder, in grant order: one exclusive, or the shared holders (docs/contract.md §4)

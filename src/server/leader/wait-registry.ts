@@ -5,8 +5,10 @@
 import type { FsmEvent, HolderInfo } from '../../lock-fsm/index.js';
 
 export type WaitOutcome =
-  /** mode: 'shared' for a lock's shared grant (the event's), absent otherwise */
-  | { kind: 'granted'; fencingToken: number; mode?: 'shared' }
+  /** the grant as its event carried it (the waiting request answers from it, not from a
+   *  re-read): mode 'shared' for a lock's shared grant; value for a campaign's (an
+   *  election's leadership); permits and limit for a semaphore's */
+  | { kind: 'granted'; fencingToken: number; mode?: 'shared'; value?: string; permits?: number; limit?: number }
   | { kind: 'cancelled'; holder: HolderInfo | undefined }
   | { kind: 'session_ended' }
   /** the client went away */
@@ -62,8 +64,8 @@ export class WaitRegistry {
   }
 
   onEvent(e: FsmEvent, holderOf: (name: string) => HolderInfo | undefined): void {
-    if (e.type === 'granted') this.settleAll(key(e.name, e.sessionId), e.mode === 'shared' ? { kind: 'granted', fencingToken: e.fencingToken, mode: 'shared' } : { kind: 'granted', fencingToken: e.fencingToken });
-    else if (e.type === 'semGranted') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), { kind: 'granted', fencingToken: e.fencingToken });
+    if (e.type === 'granted') this.settleAll(key(e.name, e.sessionId), grantedOf(e));
+    else if (e.type === 'semGranted') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), { kind: 'granted', fencingToken: e.fencingToken, permits: e.permits, limit: e.limit });
     else if (e.type === 'semWaitEnded') this.settleAll(key(SEMAPHORE_PREFIX + e.name, e.sessionId), e.reason === 'cancelled' ? { kind: 'cancelled', holder: undefined } : { kind: 'session_ended' });
     else if (e.type === 'waitEnded') {
       this.settleAll(key(e.name, e.sessionId), e.reason === 'cancelled' ? { kind: 'cancelled', holder: holderOf(e.name) } : { kind: 'session_ended' });
@@ -89,4 +91,12 @@ export class WaitRegistry {
     if (!set) return;
     for (const w of [...set]) w.settle(o);
   }
+}
+
+/** a lock's `granted` event as its waiting request's outcome */
+function grantedOf(e: Extract<FsmEvent, { type: 'granted' }>): WaitOutcome {
+  const o: WaitOutcome = { kind: 'granted', fencingToken: e.fencingToken };
+  if (e.mode === 'shared') o.mode = 'shared';
+  if (e.value !== undefined) o.value = e.value;
+  return o;
 }

@@ -4,7 +4,8 @@
 // the request's arrival; on 'queued', wait for the FSM's granted / waitEnded events of
 // the lock, with the lessor timing the wait out by cancelWait (the election's waits are
 // the lock's waits).
-import type { ApplyResult, Command, ElectionInfo } from '../../lock-fsm/index.js';
+import { assert } from '../../assert.js';
+import type { ApplyResult, Command, ElectionInfo, SessionInfo } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
 import { Failure } from '../../api/failure.js';
 import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionListItem, ElectionView, RequestContext } from '../../api/service.js';
@@ -13,16 +14,27 @@ import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
+import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
 export interface Campaign { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }
+
+/** a leadership as the state machine made it: a campaign's `acquired` result, or a
+ *  waiting campaign's `granted` event with its session's ttl. The answer is built from it alone. */
+interface Leadership { name: string; sessionId: string; fencingToken: number; value: string; ttlMs: number }
 
 export class ElectionService implements ElectionApi {
   constructor(private readonly d: ServiceDeps, private readonly log: LeaderLog, private readonly leader: LeaderCoordinator) {}
 
-  async campaign(name: string, p: Campaign, ctx: RequestContext): Promise<CampaignView> {
+  campaign(name: string, p: Campaign, ctx: RequestContext): Promise<Result<CampaignView>> {
+    return settled(() => this.run(name, p, ctx));
+  }
+
+  private async run(name: string, p: Campaign, ctx: RequestContext): Promise<Result<CampaignView>> {
     const arrival = this.d.nowMs();
-    const { sessionId, ...who } = requester(this.d, p, ctx, name);
-    const cmd: Command = { kind: 'campaign', name, sessionId, value: p.value, waitMs: p.waitMs, ...who };
+    const who = requester(this.d, p, ctx, name);
+    if (!who.ok) return who;
+    const { sessionId, ...rest } = who.value;
+    const cmd: Command = { kind: 'campaign', name, sessionId, value: p.value, waitMs: p.waitMs, ...rest };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs; // docs/contract.md §4 "Revocation and maximum hold"
     // the request as sent (no default ttl, no drawn session id; not wait_ms: leader/request-digest.ts)
@@ -31,77 +43,99 @@ export class ElectionService implements ElectionApi {
     // answered from the applied result: its name, session, token and value
     const r = out.result;
     if (r.ok && r.kind === 'acquired') {
+      const won: Leadership = { name: r.name, sessionId: r.sessionId, fencingToken: r.fencingToken, value: r.value ?? '', ttlMs: r.ttlMs };
       // a replayed leadership that is gone since answers as stored (as for locks)
-      if (out.replayed && !this.leads(r.name, r.sessionId, r.fencingToken)) return { name: r.name, session_id: r.sessionId, value: r.value ?? '', fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
-      return this.confirm(r.name, r.sessionId, r.fencingToken, arrival);
+      if (out.replayed && !this.d.app.fsm.holdsGrant('lock', r.name, r.sessionId, r.fencingToken)) return ok(campaignView(won));
+      return this.confirm(won, arrival);
     }
     if (r.ok && r.kind === 'queued') return this.waitForLeadership(r.name, r.sessionId, p.waitMs, arrival, ctx);
-    if (!r.ok && r.code === 'lock_held') throw campaignLost(name, r);
-    throw resultError(r);
+    if (!r.ok && r.code === 'lock_held') return refused(campaignLost(name, r));
+    return refused(resultError(r));
   }
 
-  async proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<{ name: string; value: string }> {
-    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.log.submit(asActor(this.d, { kind: 'proclaim' as const, name, sessionId, value }, ctx, name), ctx, { op: 'election.proclaim', name, body: { session_id: sessionId, value } });
-    if (r.ok && r.kind === 'proclaimed') return { name: r.name, value: r.value };
-    if (!r.ok && r.code === 'not_holder') throw new Failure('not_holder', `session ${sessionId} does not lead election ${name}`);
-    throw resultError(r);
+  proclaim(name: string, sessionId: string, value: string, ctx: RequestContext): Promise<Result<{ name: string; value: string }>> {
+    return settled(async () => {
+      if (!isSessionId(sessionId)) return refused(sessionNotFound(sessionId));
+      const r = await this.log.submit(asActor(this.d, { kind: 'proclaim' as const, name, sessionId, value }, ctx, name), ctx, { op: 'election.proclaim', name, body: { session_id: sessionId, value } });
+      if (r.ok && r.kind === 'proclaimed') return ok({ name: r.name, value: r.value });
+      if (!r.ok && r.code === 'not_holder') return refused(new Failure('not_holder', `session ${sessionId} does not lead election ${name}`));
+      return refused(resultError(r));
+    });
   }
 
-  async resign(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; resigned: true }> {
-    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.log.submit(asActor(this.d, { kind: 'resign' as const, name, sessionId }, ctx, name), ctx, { op: 'election.resign', name, body: { session_id: sessionId } });
-    if (r.ok && r.kind === 'resigned') return { name: r.name, resigned: true };
-    if (!r.ok && r.code === 'not_holder') throw new Failure('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`);
-    throw resultError(r);
+  resign(name: string, sessionId: string, ctx: RequestContext): Promise<Result<{ name: string; resigned: true }>> {
+    return settled(async () => {
+      if (!isSessionId(sessionId)) return refused(sessionNotFound(sessionId));
+      const r = await this.log.submit(asActor(this.d, { kind: 'resign' as const, name, sessionId }, ctx, name), ctx, { op: 'election.resign', name, body: { session_id: sessionId } });
+      if (r.ok && r.kind === 'resigned') return ok({ name: r.name, resigned: true as const });
+      if (!r.ok && r.code === 'not_holder') return refused(new Failure('not_holder', `session ${sessionId} neither leads nor campaigns in election ${name}`));
+      return refused(resultError(r));
+    });
   }
 
-  get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionView> {
-    return this.log.read(consistency, () => ({ name, leader: leaderView(this.d.app.fsm.getElection(name)) }));
+  get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<Result<ElectionView>> {
+    return settled(async () => ok(await this.log.read(consistency, () => ({ name, leader: leaderView(this.d.app.fsm.getElection(name)) }))));
   }
 
-  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<ElectionListItem[]> {
-    return this.log.read(consistency, () => this.d.app.fsm.listElections(prefix, limit).flatMap((e) => (e.leader === null ? [] : [{
+  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<Result<ElectionListItem[]>> {
+    return settled(async () => ok(await this.log.read(consistency, () => this.d.app.fsm.listElections(prefix, limit).flatMap((e) => (e.leader === null ? [] : [{
       name: e.name, leader: { session_id: e.leader.sessionId, owner: e.leader.owner, value: e.leader.value, fencing_token: e.leader.fencingToken }, waiters: e.waiters,
-    }])));
+    }])))));
   }
 
-  private leads(name: string, sessionId: string, token: number): boolean {
-    const l = this.d.app.fsm.getElection(name).leader;
-    return l !== null && l.sessionId === sessionId && l.fencingToken === token;
-  }
-
-  /** the leadership stands and the lease is renewed from the request's arrival, or say what is true now */
-  private confirm(name: string, sessionId: string, token: number, arrival: number): CampaignView {
+  /**
+   * The FSM made `l` the election's leader (now, or for a campaign that waited). Answer
+   * with it only if it still stands — later entries of the same committed batch may have
+   * ended it — and the lease could be renewed from this request's arrival; otherwise say
+   * what is true now. One look into the state machine (holdsGrant: a campaign's grant is
+   * its lock's); the answer itself is the apply's (as for locks: lock-service.ts confirmGrant).
+   */
+  private confirm(l: Leadership, arrival: number): Result<CampaignView> {
     const fsm = this.d.app.fsm;
-    const s = fsm.getSession(sessionId);
-    if (!s) throw sessionNotFound(sessionId);
-    const e = fsm.getElection(name);
-    if (e.leader === null || e.leader.sessionId !== sessionId || e.leader.fencingToken !== token) throw heldBy(name, e);
-    this.leader.renewLease(sessionId, arrival, 'timeout');
-    return { name, session_id: sessionId, value: e.leader.value, fencing_token: token, ttl_ms: s.ttlMs };
+    if (!fsm.holdsGrant('lock', l.name, l.sessionId, l.fencingToken)) {
+      // a grant never outlives its session: an ended session is the truer answer
+      if (!fsm.getSession(l.sessionId)) return refused(sessionNotFound(l.sessionId));
+      return refused(heldBy(l.name, fsm.getElection(l.name)));
+    }
+    this.leader.renewLease(l.sessionId, arrival, 'timeout');
+    return ok(campaignView(l));
   }
 
-  private async waitForLeadership(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<CampaignView> {
+  private async waitForLeadership(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<Result<CampaignView>> {
     const fsm = this.d.app.fsm;
+    // The state may have moved on since the 'queued' answer (or this is a retry): a
+    // leadership it holds now is its answer, as a lock's (lock-service.ts waitForGrant)
     const now = fsm.getElection(name).leader;
-    if (now !== null && now.sessionId === sessionId) return this.confirm(name, sessionId, now.fencingToken, arrival);
-    if (!this.d.lessor.isLeader) throw new Failure('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership');
+    if (now !== null && now.sessionId === sessionId) {
+      // it leads, so its session is live (a grant never outlives it)
+      const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
+      return this.confirm({ name, sessionId, fencingToken: now.fencingToken, value: now.value, ttlMs }, arrival);
+    }
+    if (!this.d.lessor.isLeader) return refused(new Failure('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership'));
     const wait = fsm.waitOf(name, sessionId);
-    if (!wait) throw heldBy(name, fsm.getElection(name));
+    if (!wait) return refused(heldBy(name, fsm.getElection(name)));
+    // a waiting session is live; its ttl is fixed for its lifetime
+    const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
     const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);
     switch (outcome.kind) {
-      case 'granted': return this.confirm(name, sessionId, outcome.fencingToken, arrival);
-      case 'cancelled': throw heldBy(name, fsm.getElection(name));
-      case 'session_ended': throw sessionNotFound(sessionId);
+      case 'granted':
+        // the leadership as its granted event carried it: a campaign's grant carries its value
+        assert(outcome.value !== undefined, `election ${name}: a campaign's grant event without its value`);
+        return this.confirm({ name, sessionId, fencingToken: outcome.fencingToken, value: outcome.value, ttlMs }, arrival);
+      case 'cancelled': return refused(heldBy(name, fsm.getElection(name)));
+      case 'session_ended': return refused(sessionNotFound(sessionId));
       case 'aborted':
         // the client went away and gave its place up (awaitGrant), so that nobody is made
         // leader unheard; the cancel may lose to a grant
-        throw new Failure('timeout', 'the request was aborted while the campaign was queued; the outcome is unknown: retry with the same Idempotency-Key, or resign in this session');
-      case 'shutdown': throw new Failure('timeout', 'the node is shutting down while the campaign was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or resign in this session');
-      case 'unknown': throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your leadership');
+        return refused(new Failure('timeout', 'the request was aborted while the campaign was queued; the outcome is unknown: retry with the same Idempotency-Key, or resign in this session'));
+      case 'shutdown': return refused(new Failure('timeout', 'the node is shutting down while the campaign was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or resign in this session'));
+      case 'unknown': return refused(new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your leadership'));
     }
   }
+}
+
+function campaignView(l: Leadership): CampaignView {
+  return { name: l.name, session_id: l.sessionId, value: l.value, fencing_token: l.fencingToken, ttl_ms: l.ttlMs };
 }
 
 function leaderView(e: ElectionInfo): ElectionLeaderView | null {

@@ -12,11 +12,12 @@ import { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { SemaphoreService } from './semaphore-service.js';
 import { ElectionService } from './election-service.js';
 import { LockSetService } from './lock-set-service.js';
-import { asActor, checkOwner, newSessionId, requester } from './requester.js';
+import { asActor, newSessionId, ownerRefusal, requester } from './requester.js';
 import { revokeGrants } from './revoke.js';
 import { grantOf, grantView, lockView } from '../../api/lock-views.js';
 import { lockHeldError, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
+import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
 type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number };
 
@@ -24,10 +25,11 @@ type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner
  *  `granted` event with its session's ttl. The answer is built from it alone. */
 type Granted = Pick<Extract<ApplyResult, { kind: 'acquired' }>, 'name' | 'sessionId' | 'fencingToken' | 'ttlMs' | 'mode'>;
 
-/** the `result` label of raftlock_lock_acquire_total for an acquire that failed */
-function acquireOutcome(err: unknown): 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
-  if (!(err instanceof Failure)) return 'error';
-  return err.code === 'timeout' || err.code === 'lock_held' || err.code === 'session_not_found' ? err.code : 'error';
+/** the `result` label of raftlock_lock_acquire_total for an acquire's answer */
+function acquireOutcome(r: Result<GrantView>): 'acquired' | 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
+  if (r.ok) return 'acquired';
+  const code = r.failure.code;
+  return code === 'timeout' || code === 'lock_held' || code === 'session_not_found' ? code : 'error';
 }
 
 export class RaftLockService implements LockService {
@@ -89,7 +91,11 @@ export class RaftLockService implements LockService {
 
   // ---- sessions --------------------------------------------------------------------
 
-  async openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<{ session_id: string; ttl_ms: number }> {
+  openSession(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<Result<{ session_id: string; ttl_ms: number }>> {
+    return settled(() => this.open(p, ctx));
+  }
+
+  private async open(p: { ttlMs?: number; owner?: string; lockDelayMs?: number }, ctx: RequestContext): Promise<Result<{ session_id: string; ttl_ms: number }>> {
     const ttlMs = p.ttlMs ?? this.d.session.defaultTtlMs;
     for (let attempt = 0; attempt < 3; attempt++) {
       const cmd: Command = { kind: 'openSession', sessionId: newSessionId(), ttlMs, owner: p.owner ?? '', lockDelayMs: p.lockDelayMs ?? this.d.session.lockDelayMs };
@@ -98,38 +104,52 @@ export class RaftLockService implements LockService {
       // a second attempt follows an await: leadership is checked again (LeaderLog.followUp)
       const request = { op: 'session.open', name: '', body: { ttl_ms: p.ttlMs, owner: p.owner, lock_delay_ms: p.lockDelayMs } };
       const r = await (attempt === 0 ? this.log.submit(cmd, ctx, request) : this.log.followUp(cmd, ctx, request));
-      if (r.ok && r.kind === 'session_opened') return { session_id: r.sessionId, ttl_ms: r.ttlMs };
+      if (r.ok && r.kind === 'session_opened') return ok({ session_id: r.sessionId, ttl_ms: r.ttlMs });
       if (!r.ok && r.code === 'session_exists') continue; // 128-bit collision: draw again
-      throw resultError(r);
+      return refused(resultError(r));
     }
-    throw new Failure('unavailable', 'could not draw a fresh session id');
+    return refused(new Failure('unavailable', 'could not draw a fresh session id'));
   }
 
-  async keepalive(sessionId: string, ctx: RequestContext): Promise<KeepaliveView> {
-    const arrival = this.d.nowMs();
-    await this.log.readBarrier();
-    const s = this.liveSession(sessionId);
-    checkOwner(this.d, s.principal, ctx, undefined);
-    this.leader.renewLease(sessionId, arrival, 'unavailable');
+  keepalive(sessionId: string, ctx: RequestContext): Promise<Result<KeepaliveView>> {
+    return settled(async () => {
+      const arrival = this.d.nowMs();
+      await this.log.readBarrier();
+      const s = this.liveSession(sessionId);
+      if (!s.ok) return s;
+      const denied = ownerRefusal(this.d, s.value.principal, ctx, undefined);
+      if (denied) return refused(denied);
+      this.leader.renewLease(sessionId, arrival, 'unavailable');
+      return ok(this.keepaliveView(s.value));
+    });
+  }
+
+  /** the session and its grants as of the read barrier */
+  private keepaliveView(s: SessionInfo): KeepaliveView {
     // The grants as of the read barrier (after the request arrived): a grant the client was
     // answered before it sent this keepalive is listed unless it was revoked or its max
     // hold ended — the SDK learns that here rather than with a read per keepalive.
     // waiters: how many requests wait on each grant's name (docs/contract.md §5 "Contention")
-    const grants = this.d.app.fsm.sessionGrants(sessionId).map((g): KeepaliveGrantView => ({ kind: g.kind, name: g.name, fencing_token: g.fencingToken, ...(g.shared ? { mode: 'shared' as const } : {}), waiters: g.waiters }));
+    const grants = this.d.app.fsm.sessionGrants(s.sessionId).map((g): KeepaliveGrantView => ({ kind: g.kind, name: g.name, fencing_token: g.fencingToken, ...(g.shared ? { mode: 'shared' as const } : {}), waiters: g.waiters }));
     return { session_id: s.sessionId, ttl_ms: s.ttlMs, grants };
   }
 
-  async getSession(sessionId: string, _ctx: RequestContext): Promise<SessionView> {
-    await this.log.readBarrier();
-    const s = this.liveSession(sessionId);
-    return { session_id: s.sessionId, owner: s.owner, ttl_ms: s.ttlMs, locks: s.locks };
+  getSession(sessionId: string, _ctx: RequestContext): Promise<Result<SessionView>> {
+    return settled(async () => {
+      await this.log.readBarrier();
+      const s = this.liveSession(sessionId);
+      if (!s.ok) return s;
+      return ok({ session_id: s.value.sessionId, owner: s.value.owner, ttl_ms: s.value.ttlMs, locks: s.value.locks });
+    });
   }
 
-  async closeSession(sessionId: string, ctx: RequestContext): Promise<{ released: string[] }> {
-    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const r = await this.log.submit(asActor(this.d, { kind: 'closeSession' as const, sessionId }, ctx, undefined), ctx, { op: 'session.close', name: sessionId, body: {} });
-    if (r.ok && r.kind === 'session_closed') return { released: r.released };
-    throw resultError(r);
+  closeSession(sessionId: string, ctx: RequestContext): Promise<Result<{ released: string[] }>> {
+    return settled(async () => {
+      if (!isSessionId(sessionId)) return refused(sessionNotFound(sessionId));
+      const r = await this.log.submit(asActor(this.d, { kind: 'closeSession' as const, sessionId }, ctx, undefined), ctx, { op: 'session.close', name: sessionId, body: {} });
+      if (r.ok && r.kind === 'session_closed') return ok({ released: r.released });
+      return refused(resultError(r));
+    });
   }
 
   // ---- locks -----------------------------------------------------------------------
@@ -139,21 +159,24 @@ export class RaftLockService implements LockService {
    * grant, or the error it answers), and once more as `queued` when it waited
    * (docs/api.md "Metrics").
    */
-  async acquire(name: string, p: AcquireParams, ctx: RequestContext): Promise<GrantView> {
+  async acquire(name: string, p: AcquireParams, ctx: RequestContext): Promise<Result<GrantView>> {
+    let r: Result<GrantView>;
     try {
-      const grant = await this.acquireGrant(name, p, ctx, () => this.d.metrics.lockAcquire.inc({ result: 'queued' }));
-      this.d.metrics.lockAcquire.inc({ result: 'acquired' });
-      return grant;
+      r = await settled(() => this.acquireGrant(name, p, ctx, () => this.d.metrics.lockAcquire.inc({ result: 'queued' })));
     } catch (err) {
-      this.d.metrics.lockAcquire.inc({ result: acquireOutcome(err) });
+      this.d.metrics.lockAcquire.inc({ result: 'error' }); // a bug: the error handler answers 500
       throw err;
     }
+    this.d.metrics.lockAcquire.inc({ result: acquireOutcome(r) });
+    return r;
   }
 
-  private async acquireGrant(name: string, p: AcquireParams, ctx: RequestContext, onQueued: () => void): Promise<GrantView> {
+  private async acquireGrant(name: string, p: AcquireParams, ctx: RequestContext, onQueued: () => void): Promise<Result<GrantView>> {
     const arrival = this.d.nowMs();
-    const { sessionId, ...who } = requester(this.d, p, ctx, name);
-    const cmd: Command = { kind: 'acquire', name, sessionId, waitMs: p.waitMs, ...who };
+    const who = requester(this.d, p, ctx, name);
+    if (!who.ok) return who;
+    const { sessionId, ...rest } = who.value;
+    const cmd: Command = { kind: 'acquire', name, sessionId, waitMs: p.waitMs, ...rest };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
@@ -172,50 +195,58 @@ export class RaftLockService implements LockService {
       onQueued();
       return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx, false, out.replayed === true);
     }
-    throw resultError(r);
+    return refused(resultError(r));
   }
 
-  async renew(name: string, sessionId: string, ctx: RequestContext): Promise<GrantView> {
-    const arrival = this.d.nowMs();
-    await this.log.readBarrier();
-    const s = this.liveSession(sessionId);
-    checkOwner(this.d, s.principal, ctx, name);
-    const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
-    if (!h) throw new Failure('not_holder', `session ${sessionId} does not hold lock ${name}`);
-    this.leader.renewLease(sessionId, arrival, 'unavailable');
-    return grantView(name, sessionId, h.fencingToken, s.ttlMs, h.mode);
+  renew(name: string, sessionId: string, ctx: RequestContext): Promise<Result<GrantView>> {
+    return settled(async () => {
+      const arrival = this.d.nowMs();
+      await this.log.readBarrier();
+      const s = this.liveSession(sessionId);
+      if (!s.ok) return s;
+      const denied = ownerRefusal(this.d, s.value.principal, ctx, name);
+      if (denied) return refused(denied);
+      const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
+      if (!h) return refused(new Failure('not_holder', `session ${sessionId} does not hold lock ${name}`));
+      this.leader.renewLease(sessionId, arrival, 'unavailable');
+      return ok(grantView(name, sessionId, h.fencingToken, s.value.ttlMs, h.mode));
+    });
   }
 
   /** A release without a fencing token by a session that does not hold the lock but waits
    *  for it withdraws that wait (LeaderCoordinator.withdrawWait, docs/api.md "Release"). */
-  async release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<{ name: string; released: true }> {
-    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const cmd: Extract<Command, { kind: 'release' }> = { kind: 'release', name, sessionId };
-    if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
-    asActor(this.d, cmd, ctx, name);
-    const out = await this.log.submitOutput(cmd, ctx, { op: 'lock.release', name, body: { session_id: sessionId, fencing_token: fencingToken } });
-    const r = out.result;
-    if (r.ok && r.kind === 'released') return { name: r.name, released: true };
-    if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx))) return { name, released: true };
-    throw resultError(r);
+  release(name: string, sessionId: string, fencingToken: number | undefined, ctx: RequestContext): Promise<Result<{ name: string; released: true }>> {
+    return settled(async () => {
+      if (!isSessionId(sessionId)) return refused(sessionNotFound(sessionId));
+      const cmd: Extract<Command, { kind: 'release' }> = { kind: 'release', name, sessionId };
+      if (fencingToken !== undefined) cmd.fencingToken = fencingToken;
+      asActor(this.d, cmd, ctx, name);
+      const out = await this.log.submitOutput(cmd, ctx, { op: 'lock.release', name, body: { session_id: sessionId, fencing_token: fencingToken } });
+      const r = out.result;
+      if (r.ok && r.kind === 'released') return ok({ name: r.name, released: true as const });
+      if (!r.ok && r.code === 'not_holder' && fencingToken === undefined && (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx))) return ok({ name, released: true as const });
+      return refused(resultError(r));
+    });
   }
 
   /** revoke (the route checked `admin` on the name): docs/contract.md §4 "Revocation and maximum hold" */
-  async revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
+  revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<Result<RevokedView>> {
     return revokeGrants(this.log, 'lock', name, sessionId, ctx);
   }
 
-  getLock(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView> {
-    return this.log.read(consistency, () => lockView(this.d.app.fsm.getLock(name)));
+  getLock(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<Result<LockView>> {
+    return settled(async () => ok(await this.log.read(consistency, () => lockView(this.d.app.fsm.getLock(name)))));
   }
 
-  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<LockView[]> {
-    return this.log.read(consistency, () => this.d.app.fsm.listLocks(prefix, limit).map(lockView));
+  listLocks(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<Result<LockView[]>> {
+    return settled(async () => ok(await this.log.read(consistency, () => this.d.app.fsm.listLocks(prefix, limit).map(lockView))));
   }
 
-  async checkToken(name: string, fencingToken: number, _ctx: RequestContext): Promise<{ name: string; current: boolean }> {
-    await this.log.readBarrier();
-    return { name, current: this.d.app.fsm.check(name, fencingToken) };
+  checkToken(name: string, fencingToken: number, _ctx: RequestContext): Promise<Result<{ name: string; current: boolean }>> {
+    return settled(async () => {
+      await this.log.readBarrier();
+      return ok({ name, current: this.d.app.fsm.check(name, fencingToken) });
+    });
   }
 
   // ---- cluster ---------------------------------------------------------------------
@@ -249,10 +280,9 @@ export class RaftLockService implements LockService {
 
   // ---- internals ---------------------------------------------------------------------
 
-  private liveSession(sessionId: string) {
+  private liveSession(sessionId: string): Result<SessionInfo> {
     const s = isSessionId(sessionId) ? this.d.app.fsm.getSession(sessionId) : undefined;
-    if (!s) throw sessionNotFound(sessionId);
-    return s;
+    return s ? ok(s) : refused(sessionNotFound(sessionId));
   }
 
   /** what a release that found no grant withdraws: the session's wait for the lock, or a
@@ -270,20 +300,20 @@ export class RaftLockService implements LockService {
    * request's arrival; otherwise say what is true now. One look into the state machine
    * (holdsGrant); the answer itself is the apply's.
    */
-  private confirmGrant(g: Granted, arrival: number): GrantView {
+  private confirmGrant(g: Granted, arrival: number): Result<GrantView> {
     const fsm = this.d.app.fsm;
     if (!fsm.holdsGrant('lock', g.name, g.sessionId, g.fencingToken)) {
       // a grant never outlives its session: an ended session is the truer answer
-      if (!fsm.getSession(g.sessionId)) throw sessionNotFound(g.sessionId);
-      throw lockHeldError(g.name, fsm.getLock(g.name).holder);
+      if (!fsm.getSession(g.sessionId)) return refused(sessionNotFound(g.sessionId));
+      return refused(lockHeldError(g.name, fsm.getLock(g.name).holder));
     }
     return this.answerGrant(g, arrival);
   }
 
   /** a grant that stands: renew the lease from the request's arrival and answer it */
-  private answerGrant(g: Granted, arrival: number): GrantView {
+  private answerGrant(g: Granted, arrival: number): Result<GrantView> {
     this.leader.renewLease(g.sessionId, arrival, 'timeout');
-    return grantView(g.name, g.sessionId, g.fencingToken, g.ttlMs, g.mode === 'shared' ? 'shared' : 'exclusive');
+    return ok(grantView(g.name, g.sessionId, g.fencingToken, g.ttlMs, g.mode === 'shared' ? 'shared' : 'exclusive'));
   }
 
   /**
@@ -294,12 +324,12 @@ export class RaftLockService implements LockService {
    * taken by another session) nothing is renewed or re-checked: the lock's state is not
    * this request's answer, and the token fences any use of the old grant.
    */
-  private replayedGrant(r: Granted, arrival: number): GrantView {
+  private replayedGrant(r: Granted, arrival: number): Result<GrantView> {
     if (this.d.app.fsm.holdsGrant('lock', r.name, r.sessionId, r.fencingToken)) return this.answerGrant(r, arrival);
-    return grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive');
+    return ok(grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive'));
   }
 
-  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<GrantView> {
+  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<Result<GrantView>> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const lock = fsm.getLock(name);
@@ -313,10 +343,10 @@ export class RaftLockService implements LockService {
     // The 'queued' answer can reach a node that has lost leadership since it proposed (the
     // next leader committed the entry): only the leader may wait, renew and cancel.
     if (!this.d.lessor.isLeader) {
-      throw new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+      return refused(new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant'));
     }
     const s = fsm.getSession(sessionId);
-    if (!s) throw sessionNotFound(sessionId);
+    if (!s) return refused(sessionNotFound(sessionId));
     if (!s.waiting.includes(name)) {
       // Typically a retry (same Idempotency-Key) whose first attempt queued and whose wait
       // then ended unheard: its connection died — e.g. the follower relaying it crashed —
@@ -324,19 +354,19 @@ export class RaftLockService implements LockService {
       // report a wait that never ran out (seen when a member is killed under load). Ask
       // again, once, as a new wait: the FSM's acquire is idempotent for a session that
       // holds or waits for the lock, so this needs no key of its own.
-      if (asked) throw lockHeldError(name, held);
+      if (asked) return refused(lockHeldError(name, held));
       // A first attempt whose wait is already over when its 'queued' answer is read: the
       // entries applied in the same turn (one Ready's committed batch) granted the lock
       // and let it go again — a release by this session, a max hold — or ended the wait.
       // Its outcome cannot be told from the state; asking again would grant the lock to a
       // session that released it (jepsen-lite seed 971402082: a client gave up on its
       // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
-      if (!replayed) throw new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key');
+      if (!replayed) return refused(new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key'));
       const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs }, ctx, name);
       const r = await this.log.followUp(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired') return this.confirmGrant(r, arrival);
       if (r.ok && r.kind === 'queued') return this.waitForGrant(name, sessionId, waitMs, arrival, ctx, true);
-      throw resultError(r);
+      return refused(resultError(r));
     }
 
     const started = this.d.nowMs();
@@ -348,18 +378,18 @@ export class RaftLockService implements LockService {
         // the grant as its event carried it; the session's ttl is fixed for its lifetime
         return this.confirmGrant({ name, sessionId, fencingToken: outcome.fencingToken, ttlMs: s.ttlMs, ...(outcome.mode === 'shared' ? { mode: 'shared' as const } : {}) }, arrival);
       case 'cancelled':
-        throw lockHeldError(name, outcome.holder);
+        return refused(lockHeldError(name, outcome.holder));
       case 'session_ended':
-        throw sessionNotFound(sessionId);
+        return refused(sessionNotFound(sessionId));
       case 'aborted':
         // the client went away and gave its place up (awaitGrant); the cancel may lose to a
         // grant, so the answer — if anyone still hears it, e.g. a relaying follower — is
         // "outcome unknown", never 503
-        throw new Failure('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session');
+        return refused(new Failure('timeout', 'the request was aborted while the acquire was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release the lock in this session'));
       case 'shutdown':
-        throw new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session');
+        return refused(new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release the lock in this session'));
       case 'unknown':
-        throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+        return refused(new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant'));
     }
   }
 }

@@ -14,6 +14,7 @@ import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { newSessionId } from './requester.js';
 import { resultError, sessionNotFound, setHeldError } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
+import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
 export interface LockSetAcquire { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }
 
@@ -39,9 +40,15 @@ export class LockSetService implements LockSetApi {
     }
   }
 
-  async acquireAll(names: string[], p: LockSetAcquire, ctx: RequestContext): Promise<LockSetGrantView> {
+  acquireAll(names: string[], p: LockSetAcquire, ctx: RequestContext): Promise<Result<LockSetGrantView>> {
+    return settled(() => this.acquire(names, p, ctx));
+  }
+
+  private async acquire(names: string[], p: LockSetAcquire, ctx: RequestContext): Promise<Result<LockSetGrantView>> {
     const arrival = this.d.nowMs();
-    const cmd: Extract<Command, { kind: 'acquireAll' }> = { kind: 'acquireAll', names, ...this.requester(p, names, ctx), waitMs: p.waitMs };
+    const who = this.requester(p, names, ctx);
+    if (!who.ok) return who;
+    const cmd: Extract<Command, { kind: 'acquireAll' }> = { kind: 'acquireAll', names, ...who.value, waitMs: p.waitMs };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.mode === 'shared') cmd.mode = 'shared';
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
@@ -61,7 +68,7 @@ export class LockSetService implements LockSetApi {
       // a replayed grant that is gone since answers as stored (as for a single lock)
       if (out.replayed && !this.stands(r.sessionId, r.grants)) {
         this.count('acquired');
-        return view(r.sessionId, r.ttlMs, r.grants, r.mode);
+        return ok(view(r.sessionId, r.ttlMs, r.grants, r.mode));
       }
       return this.confirm(r.sessionId, names, r.grants, r.mode, arrival);
     }
@@ -70,31 +77,33 @@ export class LockSetService implements LockSetApi {
       return this.waitForSet(cmd, r, arrival, ctx, false);
     }
     this.count(!r.ok && r.code === 'lock_held' ? 'lock_held' : !r.ok && r.code === 'session_not_found' ? 'session_not_found' : 'error');
-    throw resultError(r);
+    return refused(resultError(r));
   }
 
-  async releaseAll(names: string[], sessionId: string, ctx: RequestContext): Promise<{ released: string[] }> {
-    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const cmd: Extract<Command, { kind: 'releaseAll' }> = { kind: 'releaseAll', names, sessionId };
-    const actor = this.actor(names, ctx);
-    if (actor !== undefined) cmd.actor = actor;
-    const r = await this.log.submit(cmd, ctx, { op: 'lock.release_all', name: names.join(' '), body: { session_id: sessionId } });
-    if (r.ok && r.kind === 'released_all') return { released: r.released };
-    throw resultError(r);
+  releaseAll(names: string[], sessionId: string, ctx: RequestContext): Promise<Result<{ released: string[] }>> {
+    return settled(async () => {
+      if (!isSessionId(sessionId)) return refused(sessionNotFound(sessionId));
+      const cmd: Extract<Command, { kind: 'releaseAll' }> = { kind: 'releaseAll', names, sessionId };
+      const actor = this.actor(names, ctx);
+      if (actor !== undefined) cmd.actor = actor;
+      const r = await this.log.submit(cmd, ctx, { op: 'lock.release_all', name: names.join(' '), body: { session_id: sessionId } });
+      if (r.ok && r.kind === 'released_all') return ok({ released: r.released });
+      return refused(resultError(r));
+    });
   }
 
   // ---- internals ---------------------------------------------------------------------
 
   /** the acquire-all's session: the request's own (checked, with its actor) or a new one */
-  private requester(p: LockSetAcquire, names: string[], ctx: RequestContext): { sessionId: string; newSession?: NewSessionSpec; actor?: string } {
+  private requester(p: LockSetAcquire, names: string[], ctx: RequestContext): Result<{ sessionId: string; newSession?: NewSessionSpec; actor?: string }> {
     if (p.sessionId === undefined) {
       const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? this.d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: this.d.session.lockDelayMs };
       if (ctx.principal !== undefined) newSession.principal = ctx.principal;
-      return { sessionId: newSessionId(), newSession };
+      return ok({ sessionId: newSessionId(), newSession });
     }
-    if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
+    if (!isSessionId(p.sessionId)) return refused(sessionNotFound(p.sessionId));
     const actor = this.actor(names, ctx);
-    return actor === undefined ? { sessionId: p.sessionId } : { sessionId: p.sessionId, actor };
+    return ok(actor === undefined ? { sessionId: p.sessionId } : { sessionId: p.sessionId, actor });
   }
 
   /** docs/security.md "Sessions belong to their token": the caller acts on another token's
@@ -118,15 +127,15 @@ export class LockSetService implements LockSetApi {
 
   /** The grants stand and the lease is renewed from the request's arrival; otherwise say
    *  what is true now (a grant ended since: revoked, or its max hold). */
-  private confirm(sessionId: string, names: string[], grants: readonly SetGrant[], mode: 'shared' | undefined, arrival: number): LockSetGrantView {
+  private confirm(sessionId: string, names: string[], grants: readonly SetGrant[], mode: 'shared' | undefined, arrival: number): Result<LockSetGrantView> {
     const s = this.d.app.fsm.getSession(sessionId);
     if (!s) {
       this.count('session_not_found');
-      throw sessionNotFound(sessionId);
+      return refused(sessionNotFound(sessionId));
     }
     if (!this.stands(sessionId, grants)) {
       this.count('lock_held');
-      throw setHeldError(this.blocked(names, sessionId));
+      return refused(setHeldError(this.blocked(names, sessionId)));
     }
     try {
       this.leader.renewLease(sessionId, arrival, 'timeout');
@@ -135,7 +144,7 @@ export class LockSetService implements LockSetApi {
       throw err;
     }
     this.count('acquired');
-    return view(sessionId, s.ttlMs, grants, mode);
+    return ok(view(sessionId, s.ttlMs, grants, mode));
   }
 
   /** each name the session does not hold, with its exclusive holder when it has one */
@@ -156,7 +165,7 @@ export class LockSetService implements LockSetApi {
     return names.find((n) => fsm.waitOf(n, sessionId)?.since === since);
   }
 
-  private async waitForSet(cmd: Extract<Command, { kind: 'acquireAll' }>, q: Extract<ApplyResult, { kind: 'queued_all' }>, arrival: number, ctx: RequestContext, asked: boolean): Promise<LockSetGrantView> {
+  private async waitForSet(cmd: Extract<Command, { kind: 'acquireAll' }>, q: Extract<ApplyResult, { kind: 'queued_all' }>, arrival: number, ctx: RequestContext, asked: boolean): Promise<Result<LockSetGrantView>> {
     const { sessionId, since } = q;
     const names = q.names;
     const mode = cmd.mode;
@@ -168,16 +177,16 @@ export class LockSetService implements LockSetApi {
     }
     if (!this.d.lessor.isLeader) {
       this.count('timeout');
-      throw new Failure('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant');
+      return refused(new Failure('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant'));
     }
-    if (!this.d.app.fsm.getSession(sessionId)) throw sessionNotFound(sessionId);
+    if (!this.d.app.fsm.getSession(sessionId)) return refused(sessionNotFound(sessionId));
     const place = this.place(names, sessionId, since);
     if (place === undefined) {
       // Typically a retry whose first attempt queued and whose wait then ended unheard (its
       // connection died and 'aborted' gave the place up): ask again, once, as a new wait.
       if (asked) {
         this.count('lock_held');
-        throw setHeldError(this.blocked(names, sessionId));
+        return refused(setHeldError(this.blocked(names, sessionId)));
       }
       const again: Extract<Command, { kind: 'acquireAll' }> = { ...cmd, sessionId };
       delete again.newSession;
@@ -186,7 +195,7 @@ export class LockSetService implements LockSetApi {
       const r = await this.log.followUp(again, unkeyed(ctx));
       if (r.ok && r.kind === 'acquired_all') return this.confirm(sessionId, names, r.grants, r.mode, arrival);
       if (r.ok && r.kind === 'queued_all') return this.waitForSet(cmd, r, arrival, ctx, true);
-      throw resultError(r);
+      return refused(resultError(r));
     }
     const started = this.d.nowMs();
     const outcome = await this.leader.awaitGrant({ target: 'lock', name: place, sessionId, since }, arrival, cmd.waitMs, ctx.signal);
@@ -196,23 +205,23 @@ export class LockSetService implements LockSetApi {
         // the whole set was granted in the apply that granted this place
         const grants = this.grants.get(key(sessionId, since));
         this.grants.delete(key(sessionId, since));
-        if (!grants) throw new Failure('timeout', 'the set was granted but its grant is no longer known here; retry with the same Idempotency-Key');
+        if (!grants) return refused(new Failure('timeout', 'the set was granted but its grant is no longer known here; retry with the same Idempotency-Key'));
         return this.confirm(sessionId, names, grants, mode, arrival);
       }
       case 'cancelled':
         this.count('lock_held');
-        throw setHeldError(this.blocked(names, sessionId));
+        return refused(setHeldError(this.blocked(names, sessionId)));
       case 'session_ended':
-        throw sessionNotFound(sessionId);
+        return refused(sessionNotFound(sessionId));
       case 'aborted':
         this.count('timeout');
-        throw new Failure('timeout', 'the request was aborted while the acquire-all was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release-all in this session');
+        return refused(new Failure('timeout', 'the request was aborted while the acquire-all was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release-all in this session'));
       case 'shutdown':
         this.count('timeout');
-        throw new Failure('timeout', 'the node is shutting down while the acquire-all was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release-all in this session');
+        return refused(new Failure('timeout', 'the node is shutting down while the acquire-all was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release-all in this session'));
       case 'unknown':
         this.count('timeout');
-        throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+        return refused(new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant'));
     }
   }
 }

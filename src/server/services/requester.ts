@@ -4,7 +4,9 @@
 import { randomBytes } from 'node:crypto';
 import type { NewSessionSpec } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
+import type { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
+import { ok, refused, type Result } from '../../api/service-result.js';
 import { permissionDenied, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 
@@ -29,10 +31,11 @@ export function asActor<C extends { sessionId: string; actor?: string }>(d: Pick
 }
 
 /** keepalive/renew are not logged: the same ownership rule, checked on applied state
- *  after the read barrier (so the session is as current as the barrier's index). */
-export function checkOwner(d: Pick<ServiceDeps, 'mayActForOthers'>, sessionPrincipal: string | undefined, ctx: RequestContext, name: string | undefined): void {
+ *  after the read barrier (so the session is as current as the barrier's index).
+ *  Returns the refusal, or undefined when the caller may act on the session. */
+export function ownerRefusal(d: Pick<ServiceDeps, 'mayActForOthers'>, sessionPrincipal: string | undefined, ctx: RequestContext, name: string | undefined): Failure | undefined {
   const actor = actorOf(d, ctx, name);
-  if (actor !== undefined && actor !== (sessionPrincipal ?? '')) throw permissionDenied();
+  return actor !== undefined && actor !== (sessionPrincipal ?? '') ? permissionDenied() : undefined;
 }
 
 /** The session part of an acquire, semaphore acquire or campaign of `name`: the request's
@@ -43,12 +46,12 @@ export function requester(
   p: { sessionId?: string; ttlMs?: number; owner?: string },
   ctx: RequestContext,
   name: string,
-): { sessionId: string; newSession?: NewSessionSpec; actor?: string } {
+): Result<{ sessionId: string; newSession?: NewSessionSpec; actor?: string }> {
   if (p.sessionId === undefined) {
     const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: d.session.lockDelayMs };
     if (ctx.principal !== undefined) newSession.principal = ctx.principal;
-    return { sessionId: newSessionId(), newSession };
+    return ok({ sessionId: newSessionId(), newSession });
   }
-  if (!isSessionId(p.sessionId)) throw sessionNotFound(p.sessionId);
-  return asActor(d, { sessionId: p.sessionId }, ctx, name);
+  if (!isSessionId(p.sessionId)) return refused(sessionNotFound(p.sessionId));
+  return ok(asActor(d, { sessionId: p.sessionId }, ctx, name));
 }

@@ -2,7 +2,8 @@
 // acquire in lock-service.ts — propose, and on a grant renew the lease from the request's
 // arrival; on 'sem_queued' wait for the FSM's semGranted / semWaitEnded events, with the
 // lessor timing the wait out by semCancelWait (docs/lock-fsm.md "Semaphores").
-import type { ApplyResult, Command, SemaphoreInfo } from '../../lock-fsm/index.js';
+import { assert } from '../../assert.js';
+import type { ApplyResult, Command, SemaphoreInfo, SessionInfo } from '../../lock-fsm/index.js';
 import { isSessionId } from '../../lock-fsm/index.js';
 import { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
@@ -13,64 +14,79 @@ import { asActor, requester } from './requester.js';
 import { revokeGrants } from './revoke.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
+import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
 export interface SemaphoreAcquire { sessionId?: string; ttlMs?: number; limit: number; permits: number; waitMs: number; owner?: string; maxHoldMs?: number }
+
+/** a semaphore grant as the state machine made it: an apply's `sem_acquired` result, or a
+ *  waiter's `semGranted` event with its session's ttl. The answer is built from it alone. */
+type SemGranted = Pick<Extract<ApplyResult, { kind: 'sem_acquired' }>, 'name' | 'sessionId' | 'permits' | 'limit' | 'fencingToken' | 'ttlMs'>;
 
 export class SemaphoreService {
   constructor(private readonly d: ServiceDeps, private readonly log: LeaderLog, private readonly leader: LeaderCoordinator) {}
 
-  async acquire(name: string, p: SemaphoreAcquire, ctx: RequestContext): Promise<SemaphoreGrantView> {
+  acquire(name: string, p: SemaphoreAcquire, ctx: RequestContext): Promise<Result<SemaphoreGrantView>> {
+    return settled(() => this.acquireGrant(name, p, ctx));
+  }
+
+  private async acquireGrant(name: string, p: SemaphoreAcquire, ctx: RequestContext): Promise<Result<SemaphoreGrantView>> {
     const arrival = this.d.nowMs();
-    const { sessionId, ...who } = requester(this.d, p, ctx, name);
-    const cmd: Command = { kind: 'semAcquire', name, sessionId, limit: p.limit, permits: p.permits, waitMs: p.waitMs, ...who };
+    const who = requester(this.d, p, ctx, name);
+    if (!who.ok) return who;
+    const { sessionId, ...rest } = who.value;
+    const cmd: Command = { kind: 'semAcquire', name, sessionId, limit: p.limit, permits: p.permits, waitMs: p.waitMs, ...rest };
     if (p.owner !== undefined) cmd.owner = p.owner;
     if (p.maxHoldMs !== undefined) cmd.maxHoldMs = p.maxHoldMs;
     // the request as sent (no default ttl, no drawn session id; not wait_ms: leader/request-digest.ts)
     const request = { op: 'semaphore.acquire', name, body: { session_id: p.sessionId, ttl_ms: p.ttlMs, limit: p.limit, permits: p.permits, owner: p.owner, max_hold_ms: p.maxHoldMs } };
     const out = await this.log.submitOutput(cmd, ctx, request);
-    // answered from the applied result: its name, session and token
+    // answered from the applied result: its name, session, permits, limit and token
     const r = out.result;
     if (r.ok && r.kind === 'sem_acquired') {
       // a replayed grant that is gone since answers as stored (as for locks)
-      if (out.replayed && !this.holds(r.name, r.sessionId, r.fencingToken)) return grantView(r);
-      return this.confirm(r.name, r.sessionId, r.fencingToken, arrival);
+      if (out.replayed && !this.d.app.fsm.holdsGrant('semaphore', r.name, r.sessionId, r.fencingToken)) return ok(grantView(r));
+      return this.confirm(r, arrival);
     }
     if (r.ok && r.kind === 'sem_queued') return this.waitForGrant(r.name, r.sessionId, p.waitMs, arrival, ctx);
-    throw resultError(r);
+    return refused(resultError(r));
   }
 
   /** A release by a session that holds no permits but waits for them withdraws that wait,
    *  as a lock release does (LeaderCoordinator.withdrawWait, docs/api.md "Release"). */
-  async release(name: string, sessionId: string, ctx: RequestContext): Promise<{ name: string; released: true }> {
-    if (!isSessionId(sessionId)) throw sessionNotFound(sessionId);
-    const cmd = asActor(this.d, { kind: 'semRelease' as const, name, sessionId }, ctx, name);
-    const out = await this.log.submitOutput(cmd, ctx, { op: 'semaphore.release', name, body: { session_id: sessionId } });
-    const r = out.result;
-    if (r.ok && r.kind === 'sem_released') return { name: r.name, released: true };
-    if (!r.ok && r.code === 'not_holder') {
-      if (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx)) return { name, released: true };
-      throw new Failure('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`);
-    }
-    throw resultError(r);
+  release(name: string, sessionId: string, ctx: RequestContext): Promise<Result<{ name: string; released: true }>> {
+    return settled(async () => {
+      if (!isSessionId(sessionId)) return refused(sessionNotFound(sessionId));
+      const cmd = asActor(this.d, { kind: 'semRelease' as const, name, sessionId }, ctx, name);
+      const out = await this.log.submitOutput(cmd, ctx, { op: 'semaphore.release', name, body: { session_id: sessionId } });
+      const r = out.result;
+      if (r.ok && r.kind === 'sem_released') return ok({ name: r.name, released: true as const });
+      if (!r.ok && r.code === 'not_holder') {
+        if (await this.leader.withdrawWait(cmd, this.withdrawal(name, sessionId), out.replayed === true, ctx)) return ok({ name, released: true as const });
+        return refused(new Failure('not_holder', `session ${sessionId} holds no permits of semaphore ${name}`));
+      }
+      return refused(resultError(r));
+    });
   }
 
   /** revoke (the route checked `admin` on the name) */
-  revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<RevokedView> {
+  revoke(name: string, sessionId: string | undefined, ctx: RequestContext): Promise<Result<RevokedView>> {
     return revokeGrants(this.log, 'semaphore', name, sessionId, ctx);
   }
 
-  async setLimit(name: string, limit: number, ctx: RequestContext): Promise<{ name: string; limit: number }> {
-    const r = await this.log.submit({ kind: 'semSetLimit', name, limit }, ctx, { op: 'semaphore.limit', name, body: { limit } });
-    if (r.ok && r.kind === 'sem_limit') return { name: r.name, limit: r.limit };
-    throw resultError(r);
+  setLimit(name: string, limit: number, ctx: RequestContext): Promise<Result<{ name: string; limit: number }>> {
+    return settled(async () => {
+      const r = await this.log.submit({ kind: 'semSetLimit', name, limit }, ctx, { op: 'semaphore.limit', name, body: { limit } });
+      if (r.ok && r.kind === 'sem_limit') return ok({ name: r.name, limit: r.limit });
+      return refused(resultError(r));
+    });
   }
 
-  get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<SemaphoreView> {
-    return this.log.read(consistency, () => semaphoreView(this.d.app.fsm.getSemaphore(name)));
+  get(name: string, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<Result<SemaphoreView>> {
+    return settled(async () => ok(await this.log.read(consistency, () => semaphoreView(this.d.app.fsm.getSemaphore(name)))));
   }
 
-  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<SemaphoreView[]> {
-    return this.log.read(consistency, () => this.d.app.fsm.listSemaphores(prefix, limit).map(semaphoreView));
+  list(prefix: string, limit: number, consistency: 'linearizable' | 'stale', _ctx: RequestContext): Promise<Result<SemaphoreView[]>> {
+    return settled(async () => ok(await this.log.read(consistency, () => this.d.app.fsm.listSemaphores(prefix, limit).map(semaphoreView))));
   }
 
   /** the session's wait for permits, named by its `since`: a newer wait is left alone */
@@ -79,42 +95,57 @@ export class SemaphoreService {
     return wait === undefined ? undefined : { kind: 'semCancelWait', name, sessionId, since: wait.since };
   }
 
-  private holds(name: string, sessionId: string, token: number): boolean {
-    return this.d.app.fsm.getSemaphore(name).holders.some((h) => h.sessionId === sessionId && h.fencingToken === token);
+  /**
+   * The FSM granted `g` (now, or to a request that waited). Answer with the grant only if
+   * it still stands — later entries of the same committed batch may have ended it — and the
+   * lease could be renewed from this request's arrival; otherwise say what is true now. One
+   * look into the state machine (holdsGrant); the answer itself is the apply's (as for locks:
+   * lock-service.ts confirmGrant).
+   */
+  private confirm(g: SemGranted, arrival: number): Result<SemaphoreGrantView> {
+    const fsm = this.d.app.fsm;
+    if (!fsm.holdsGrant('semaphore', g.name, g.sessionId, g.fencingToken)) {
+      // a grant never outlives its session: an ended session is the truer answer
+      if (!fsm.getSession(g.sessionId)) return refused(sessionNotFound(g.sessionId));
+      return refused(full(fsm.getSemaphore(g.name)));
+    }
+    this.leader.renewLease(g.sessionId, arrival, 'timeout');
+    return ok(grantView(g));
   }
 
-  /** the grant stands and the lease is renewed from the request's arrival, or say what is true now */
-  private confirm(name: string, sessionId: string, token: number, arrival: number): SemaphoreGrantView {
+  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<Result<SemaphoreGrantView>> {
     const fsm = this.d.app.fsm;
-    const s = fsm.getSession(sessionId);
-    if (!s) throw sessionNotFound(sessionId);
+    // The state may have moved on since the 'sem_queued' answer (or this is a retry): a
+    // grant it holds now is its answer, as a lock's (lock-service.ts waitForGrant)
     const sem = fsm.getSemaphore(name);
-    const h = sem.holders.find((x) => x.sessionId === sessionId && x.fencingToken === token);
-    if (!h) throw full(sem);
-    this.leader.renewLease(sessionId, arrival, 'timeout');
-    return { name, session_id: sessionId, permits: h.permits, limit: sem.limit, fencing_token: token, ttl_ms: s.ttlMs };
-  }
-
-  private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<SemaphoreGrantView> {
-    const fsm = this.d.app.fsm;
-    const mine = fsm.getSemaphore(name).holders.find((h) => h.sessionId === sessionId);
-    if (mine) return this.confirm(name, sessionId, mine.fencingToken, arrival);
-    if (!this.d.lessor.isLeader) throw new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant');
+    const mine = sem.holders.find((h) => h.sessionId === sessionId);
+    if (mine) {
+      // it holds permits, so its session is live (a grant never outlives it)
+      const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
+      return this.confirm({ name, sessionId, permits: mine.permits, limit: sem.limit, fencingToken: mine.fencingToken, ttlMs }, arrival);
+    }
+    if (!this.d.lessor.isLeader) return refused(new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant'));
     const wait = fsm.semWaitOf(name, sessionId);
     // the wait is over before its 'queued' answer was read: the batch that queued it also
     // granted and released it, or ended it (as for locks: lock-service.ts waitForGrant);
     // "full" could be false, the outcome is unknown
-    if (!wait) throw new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the semaphore, or retry with the same Idempotency-Key');
+    if (!wait) return refused(new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the semaphore, or retry with the same Idempotency-Key'));
+    // a waiting session is live; its ttl is fixed for its lifetime
+    const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
     const outcome = await this.leader.awaitGrant({ target: 'semaphore', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);
     switch (outcome.kind) {
-      case 'granted': return this.confirm(name, sessionId, outcome.fencingToken, arrival);
-      case 'cancelled': throw full(fsm.getSemaphore(name));
-      case 'session_ended': throw sessionNotFound(sessionId);
+      case 'granted': {
+        // the grant as its semGranted event carried it
+        assert(outcome.permits !== undefined && outcome.limit !== undefined, `semaphore ${name}: a grant event without permits or limit`);
+        return this.confirm({ name, sessionId, permits: outcome.permits, limit: outcome.limit, fencingToken: outcome.fencingToken, ttlMs }, arrival);
+      }
+      case 'cancelled': return refused(full(fsm.getSemaphore(name)));
+      case 'session_ended': return refused(sessionNotFound(sessionId));
       // the client went away and gave its place up (awaitGrant); the cancel may lose to a
       // grant: the outcome is unknown, never 503 (as for locks)
-      case 'aborted': throw new Failure('timeout', 'the request was aborted while queued; the outcome is unknown: retry with the same Idempotency-Key');
-      case 'shutdown': throw new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release in this session');
-      case 'unknown': throw new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant');
+      case 'aborted': return refused(new Failure('timeout', 'the request was aborted while queued; the outcome is unknown: retry with the same Idempotency-Key'));
+      case 'shutdown': return refused(new Failure('timeout', 'the node is shutting down while the acquire was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release in this session'));
+      case 'unknown': return refused(new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant'));
     }
   }
 }
@@ -123,7 +154,7 @@ function full(sem: SemaphoreInfo): Failure {
   return resultError({ ok: false, code: 'semaphore_full', inUse: sem.inUse, limit: sem.limit });
 }
 
-function grantView(r: Extract<ApplyResult, { kind: 'sem_acquired' }>): SemaphoreGrantView {
+function grantView(r: SemGranted): SemaphoreGrantView {
   return { name: r.name, session_id: r.sessionId, permits: r.permits, limit: r.limit, fencing_token: r.fencingToken, ttl_ms: r.ttlMs };
 }
 

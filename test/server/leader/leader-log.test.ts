@@ -5,13 +5,13 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Failure } from '../../../src/api/failure.js';
-import { codeOf, errorOf, setup } from '../services/service-fixture.js';
+import { rejectionOf, setup } from '../services/service-fixture.js';
 
 test("a deposed node's first proposal is refused by the driver: 503, nothing applied, counted as not_leader", async () => {
   const { svc, driver, ctx, depose, metrics } = setup();
   depose();
   const before = driver.appliedIndex;
-  const e = await errorOf(svc.log.submit({ kind: 'openSession', sessionId: 'a'.repeat(32), ttlMs: 2000, owner: '', lockDelayMs: 0 }, ctx()));
+  const e = await rejectionOf(svc.log.submit({ kind: 'openSession', sessionId: 'a'.repeat(32), ttlMs: 2000, owner: '', lockDelayMs: 0 }, ctx()));
   assert.equal(e.code, 'unavailable');
   assert.match(e.message, /the proposal was refused \(not_leader\); nothing was applied/);
   assert.equal(driver.appliedIndex, before, 'nothing was applied');
@@ -27,7 +27,7 @@ test('a follow-up of a deposed node is answered 503 before the driver sees it', 
     proposed++;
     return propose(bytes);
   };
-  const e = await errorOf(svc.log.followUp({ kind: 'openSession', sessionId: 'b'.repeat(32), ttlMs: 2000, owner: '', lockDelayMs: 0 }, ctx()));
+  const e = await rejectionOf(svc.log.followUp({ kind: 'openSession', sessionId: 'b'.repeat(32), ttlMs: 2000, owner: '', lockDelayMs: 0 }, ctx()));
   assert.ok(e instanceof Failure);
   assert.equal(e.code, 'unavailable');
   assert.equal(e.message, 'this node is not the leader');
@@ -37,5 +37,6 @@ test('a follow-up of a deposed node is answered 503 before the driver sees it', 
 
 test('on the leader a follow-up proposes like a first command', async () => {
   const { svc, ctx } = setup();
-  assert.equal(await codeOf(svc.log.followUp({ kind: 'openSession', sessionId: 'c'.repeat(32), ttlMs: 2000, owner: '', lockDelayMs: 0 }, ctx())), 'ok');
+  const r = await svc.log.followUp({ kind: 'openSession', sessionId: 'c'.repeat(32), ttlMs: 2000, owner: '', lockDelayMs: 0 }, ctx());
+  assert.equal(r.ok && r.kind, 'session_opened');
 });

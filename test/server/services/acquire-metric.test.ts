@@ -4,7 +4,7 @@
 // it was proposed, used to go uncounted.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { codeOf, setup } from './service-fixture.js';
+import { codeOf, setup, valueOf } from './service-fixture.js';
 
 type Fixture = ReturnType<typeof setup>;
 
@@ -16,8 +16,8 @@ async function counts(f: Fixture): Promise<Record<string, number>> {
 
 test('a grant, a refusal, a wait that ends with its session, and an unknown session: each counted once by outcome', async () => {
   const f = setup();
-  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx());
-  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx());
+  const { session_id: a } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx()));
+  const { session_id: b } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx()));
   assert.equal(await codeOf(f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx())), 'ok');
   assert.equal(await codeOf(f.svc.acquire('L', { sessionId: b, waitMs: 0 }, f.ctx())), 'lock_held');
   assert.deepEqual(await counts(f), { acquired: 1, lock_held: 1 });
@@ -25,7 +25,7 @@ test('a grant, a refusal, a wait that ends with its session, and an unknown sess
   const waiting = codeOf(f.svc.acquire('L', { sessionId: b, waitMs: 5000 }, f.ctx()));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, ['L'], 'b waits for L');
-  await f.svc.closeSession(b, f.ctx());
+  valueOf(await f.svc.closeSession(b, f.ctx()));
   assert.equal(await waiting, 'session_not_found');
   assert.deepEqual(await counts(f), { acquired: 1, lock_held: 1, queued: 1, session_not_found: 1 });
 

@@ -9,13 +9,13 @@ import assert from 'node:assert/strict';
 import { encodeCommand } from '../../../src/server/app/command-codec.js';
 import type { ProposalOutcome } from '../../../src/raft/driver.js';
 import type { ApplyOutput } from '../../../src/lock-fsm/index.js';
-import { codeOf, setup } from './service-fixture.js';
+import { codeOf, setup, valueOf } from './service-fixture.js';
 
 async function heldAndQueued() {
   const f = setup();
-  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa'));
-  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob'));
-  await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka'));
+  const { session_id: a } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa')));
+  const { session_id: b } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob')));
+  valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
   const waiting = codeOf(f.svc.acquire('L', { sessionId: b, waitMs: 30_000 }, f.ctx('kb')));
   await new Promise((r) => setImmediate(r));
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, ['L'], 'b is queued');
@@ -27,7 +27,7 @@ test('a release by a queued session withdraws its wait (409 not_holder), so the 
   assert.equal(await codeOf(svc.release('L', b, undefined, ctx('rb'))), 'not_holder');
   assert.deepEqual(app.fsm.getSession(b)?.waiting, [], 'the wait is gone');
   assert.equal(await waiting, 'lock_held', 'the waiting request is answered');
-  await svc.release('L', a, undefined, ctx('ra'));
+  valueOf(await svc.release('L', a, undefined, ctx('ra')));
   assert.equal(app.fsm.getLock('L').held, false, 'the lock went to nobody: b gave up');
 });
 
@@ -39,7 +39,7 @@ test('a release by a queued session releases the lock when the grant wins the ra
     if (Buffer.from(bytes).includes(Buffer.from('cancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'release', name: 'L', sessionId: a } }));
     return propose(bytes);
   };
-  await svc.release('L', b, undefined, ctx('rb'));
+  valueOf(await svc.release('L', b, undefined, ctx('rb')));
   assert.equal(app.fsm.getLock('L').held, false, 'the grant b got was released');
   assert.deepEqual(app.fsm.getSession(b)?.waiting, []);
   assert.ok(['ok', 'timeout'].includes(await waiting));
@@ -60,11 +60,11 @@ test('a retry of a release whose withdrawal released the lock answers as the fir
     if (Buffer.from(bytes).includes(Buffer.from('cancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'release', name: 'L', sessionId: a } }));
     return propose(bytes);
   };
-  assert.deepEqual(await svc.release('L', b, undefined, ctx('rb')), { name: 'L', released: true }, 'first attempt');
+  assert.deepEqual(valueOf(await svc.release('L', b, undefined, ctx('rb'))), { name: 'L', released: true }, 'first attempt');
   assert.equal(app.fsm.getLock('L').held, false);
   driver.propose = propose;
   await waiting;
-  assert.deepEqual(await svc.release('L', b, undefined, ctx('rb')), { name: 'L', released: true }, 'the retry with the same key');
+  assert.deepEqual(valueOf(await svc.release('L', b, undefined, ctx('rb'))), { name: 'L', released: true }, 'the retry with the same key');
   assert.equal(app.fsm.getLock('L').held, false, 'and changed nothing');
 });
 
@@ -84,8 +84,8 @@ test('a late copy of a keyed cleanup release changes nothing: it does not releas
   assert.equal(await codeOf(svc.release('L', b, undefined, ctx('rb0'))), 'not_holder', 'the wait is withdrawn');
   assert.equal(await waiting, 'lock_held');
   assert.equal(await codeOf(svc.release('L', b, undefined, ctx('rb'))), 'not_holder', 'neither held nor queued: nothing to withdraw');
-  await svc.release('L', a, undefined, ctx('ra'));
-  const grant = await svc.acquire('L', { sessionId: b, waitMs: 0 }, ctx('kb2'));
+  valueOf(await svc.release('L', a, undefined, ctx('ra')));
+  const grant = valueOf(await svc.acquire('L', { sessionId: b, waitMs: 0 }, ctx('kb2')));
   assert.equal(await codeOf(svc.release('L', b, undefined, ctx('rb'))), 'not_holder', 'the stored answer');
   assert.equal(app.fsm.getLock('L').holder?.sessionId, b, 'b still holds L');
   assert.equal(app.fsm.getLock('L').holder?.fencingToken, grant.fencing_token);
@@ -105,7 +105,7 @@ test('a release by a session granted the lock after the release committed (not y
     }
     return out;
   };
-  assert.deepEqual(await svc.release('L', b, undefined, ctx('rb')), { name: 'L', released: true });
+  assert.deepEqual(valueOf(await svc.release('L', b, undefined, ctx('rb'))), { name: 'L', released: true });
   assert.equal(app.fsm.getLock('L').held, false, 'no grant left behind');
   assert.ok(['ok', 'timeout'].includes(await waiting));
 });
@@ -127,9 +127,9 @@ test('a leader that stops while an acquire waits answers 504: the wait is commit
 
 test('a waiting acquire whose client went away answers 504, not 503', async () => {
   const f = setup();
-  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa'));
-  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob'));
-  await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka'));
+  const { session_id: a } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa')));
+  const { session_id: b } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob')));
+  valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
   const ac = new AbortController();
   const waiting = codeOf(f.svc.acquire('L', { sessionId: b, waitMs: 30_000 }, { signal: ac.signal, idempotencyKey: 'kb' }));
   await new Promise((r) => setImmediate(r));

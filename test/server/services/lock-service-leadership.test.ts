@@ -9,11 +9,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { encodeCommand } from '../../../src/server/app/command-codec.js';
-import { codeOf, setup } from './service-fixture.js';
+import { codeOf, setup, valueOf } from './service-fixture.js';
 
 test('an acquire granted after this leader stepped down answers 504, not session_not_found', async () => {
   const { svc, driver, app, ctx, depose } = setup();
-  const { session_id: s } = await svc.openSession({ ttlMs: 2000 }, ctx('open'));
+  const { session_id: s } = valueOf(await svc.openSession({ ttlMs: 2000 }, ctx('open')));
   driver.hold = true;
   const acq = codeOf(svc.acquire('L', { sessionId: s, waitMs: 0 }, ctx('k1')));
   depose();
@@ -25,9 +25,9 @@ test('an acquire granted after this leader stepped down answers 504, not session
 
 test('a queued acquire whose queue answer reaches a deposed leader answers 504, not session_not_found', async () => {
   const { svc, driver, app, ctx, depose } = setup();
-  const { session_id: a } = await svc.openSession({ ttlMs: 2000 }, ctx('oa'));
-  const { session_id: b } = await svc.openSession({ ttlMs: 2000 }, ctx('ob'));
-  const held = await svc.acquire('L', { sessionId: a, waitMs: 0 }, ctx('ka'));
+  const { session_id: a } = valueOf(await svc.openSession({ ttlMs: 2000 }, ctx('oa')));
+  const { session_id: b } = valueOf(await svc.openSession({ ttlMs: 2000 }, ctx('ob')));
+  const held = valueOf(await svc.acquire('L', { sessionId: a, waitMs: 0 }, ctx('ka')));
   assert.equal(held.session_id, a);
   driver.hold = true;
   const wait = codeOf(svc.acquire('L', { sessionId: b, waitMs: 5000 }, ctx('kb')));
@@ -40,8 +40,8 @@ test('a queued acquire whose queue answer reaches a deposed leader answers 504, 
 
 test('a keepalive or renew that outlives its leader answers 503, not session_not_found', async () => {
   const { svc, ctx, depose, driver } = setup();
-  const { session_id: s } = await svc.openSession({ ttlMs: 2000 }, ctx('open'));
-  await svc.acquire('L', { sessionId: s, waitMs: 0 }, ctx('k'));
+  const { session_id: s } = valueOf(await svc.openSession({ ttlMs: 2000 }, ctx('open')));
+  valueOf(await svc.acquire('L', { sessionId: s, waitMs: 0 }, ctx('k')));
   // the read barrier passes, then leadership goes before the lease is renewed
   const realReadIndex = driver.readIndex.bind(driver);
   driver.readIndex = () => realReadIndex().then((r) => (depose(), r));

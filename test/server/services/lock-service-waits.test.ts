@@ -9,13 +9,14 @@
 // committed entry as another leader's.)
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { codeOf, setup } from './service-fixture.js';
+import type { Result } from '../../../src/api/service-result.js';
+import { codeOf, setup, valueOf } from './service-fixture.js';
 
 type Fixture = ReturnType<typeof setup>;
 
 /** `request` is proposed and times out (504); the node loses office and takes it again;
  *  the proposed entry commits under the new term; wait_ms passes, with the lessor ticking */
-async function committedUnderTheNextLeader(f: Fixture, request: () => Promise<unknown>, waitMs: number): Promise<string> {
+async function committedUnderTheNextLeader(f: Fixture, request: () => Promise<Result<unknown>>, waitMs: number): Promise<string> {
   f.driver.hold = true;
   const answer = codeOf(request());
   await new Promise((r) => setImmediate(r));
@@ -34,19 +35,19 @@ async function committedUnderTheNextLeader(f: Fixture, request: () => Promise<un
 }
 
 async function sessions(f: Fixture): Promise<[string, string]> {
-  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa'));
-  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob'));
+  const { session_id: a } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa')));
+  const { session_id: b } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob')));
   return [a, b];
 }
 
 test('a queued acquire committed under the next leader is cancelled after wait_ms; the lock never goes to that session', async () => {
   const f = setup();
   const [a, b] = await sessions(f);
-  await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka'));
+  valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
   const code = await committedUnderTheNextLeader(f, () => f.svc.acquire('L', { sessionId: b, waitMs: 1000 }, f.ctx('kb')), 1000);
   assert.equal(code, 'timeout', 'the client was answered 504');
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, [], 'its wait ended by wait_ms');
-  await f.svc.release('L', a, undefined, f.ctx('ra'));
+  valueOf(await f.svc.release('L', a, undefined, f.ctx('ra')));
   assert.equal(f.app.fsm.getLock('L').holder, undefined, 'a later release hands the lock to nobody');
   assert.equal(f.lessor.counts().waits, 0);
 });
@@ -54,7 +55,7 @@ test('a queued acquire committed under the next leader is cancelled after wait_m
 test('never early: the wait learned from the log still stands just before wait_ms has passed', async () => {
   const f = setup();
   const [a, b] = await sessions(f);
-  await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka'));
+  valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
   f.driver.hold = true;
   const answer = codeOf(f.svc.acquire('L', { sessionId: b, waitMs: 1000 }, f.ctx('kb')));
   await new Promise((r) => setImmediate(r));
@@ -69,28 +70,28 @@ test('never early: the wait learned from the log still stands just before wait_m
     f.svc.onTick();
   }
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, ['L']);
-  await f.svc.release('L', a, undefined, f.ctx('ra'));
+  valueOf(await f.svc.release('L', a, undefined, f.ctx('ra')));
   assert.equal(f.app.fsm.getLock('L').holder?.sessionId, b, 'within wait_ms the lock goes to it (a retry with its key learns so)');
 });
 
 test('the same for a shared lock, a semaphore and a campaign', async () => {
   const f = setup();
   const [a, b] = await sessions(f);
-  await f.svc.acquire('X', { sessionId: a, waitMs: 0 }, f.ctx('kx'));
+  valueOf(await f.svc.acquire('X', { sessionId: a, waitMs: 0 }, f.ctx('kx')));
   assert.equal(await committedUnderTheNextLeader(f, () => f.svc.acquire('X', { sessionId: b, waitMs: 1000, mode: 'shared' }, f.ctx('kxs')), 1000), 'timeout');
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, []);
 
-  await f.svc.semaphores.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ks'));
+  valueOf(await f.svc.semaphores.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ks')));
   assert.equal(await committedUnderTheNextLeader(f, () => f.svc.semaphores.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 1500 }, f.ctx('ksb')), 1500), 'timeout');
   assert.equal(f.app.fsm.semWaitOf('S', b), undefined);
 
-  await f.svc.elections.campaign('E', { sessionId: a, value: 'va', waitMs: 0 }, f.ctx('ke'));
+  valueOf(await f.svc.elections.campaign('E', { sessionId: a, value: 'va', waitMs: 0 }, f.ctx('ke')));
   assert.equal(await committedUnderTheNextLeader(f, () => f.svc.elections.campaign('E', { sessionId: b, value: 'vb', waitMs: 2000 }, f.ctx('keb')), 2000), 'timeout');
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, []);
 
-  await f.svc.release('X', a, undefined, f.ctx('rx'));
-  await f.svc.semaphores.release('S', a, f.ctx('rs'));
-  await f.svc.elections.resign('E', a, f.ctx('re'));
+  valueOf(await f.svc.release('X', a, undefined, f.ctx('rx')));
+  valueOf(await f.svc.semaphores.release('S', a, f.ctx('rs')));
+  valueOf(await f.svc.elections.resign('E', a, f.ctx('re')));
   assert.equal(f.app.fsm.getLock('X').holders?.length ?? 0, 0);
   assert.deepEqual(f.app.fsm.getSemaphore('S').holders, []);
   assert.equal(f.app.fsm.getElection('E').leader, null);
@@ -99,7 +100,7 @@ test('the same for a shared lock, a semaphore and a campaign', async () => {
 test("a first attempt whose wait was granted and released in the batch that queued it is answered 'unknown', never asked again (the lock would go to a session that let it go)", async () => {
   const f = setup();
   const [a, b] = await sessions(f);
-  await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka'));
+  valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
   f.driver.hold = true;
   // one Ready's committed batch, applied before any proposer's continuation runs: b queues,
   // a's release grants it to b, b (its client gave up) releases it
@@ -109,8 +110,8 @@ test("a first attempt whose wait was granted and released in the batch that queu
   await new Promise((r) => setImmediate(r));
   f.driver.commitHeld();
   f.driver.hold = false;
-  assert.equal((await releasedA).released, true);
-  assert.equal((await releasedB).released, true);
+  assert.equal((valueOf(await releasedA)).released, true);
+  assert.equal((valueOf(await releasedB)).released, true);
   assert.equal(await acquired, 'timeout', 'the outcome is unknown: it was granted and released before the answer');
   assert.equal(f.app.fsm.getLock('L').holder, undefined, 'nobody holds the lock: b released it and did not ask again');
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, []);

@@ -7,14 +7,14 @@ import assert from 'node:assert/strict';
 import { encodeCommand } from '../../../src/server/app/command-codec.js';
 import type { ProposalOutcome } from '../../../src/raft/driver.js';
 import type { ApplyOutput } from '../../../src/lock-fsm/index.js';
-import { codeOf, setup } from './service-fixture.js';
+import { codeOf, setup, valueOf } from './service-fixture.js';
 
 async function heldAndQueued() {
   const f = setup();
   const sems = f.svc.semaphores;
-  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa'));
-  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob'));
-  await sems.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ka'));
+  const { session_id: a } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa')));
+  const { session_id: b } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob')));
+  valueOf(await sems.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ka')));
   const waiting = codeOf(sems.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 30_000 }, f.ctx('kb')));
   await new Promise((r) => setImmediate(r));
   assert.equal(f.app.fsm.getSemaphore('S').waiters[0]?.sessionId, b, 'b is queued');
@@ -26,7 +26,7 @@ test('a semaphore release by a queued session withdraws its wait (409 not_holder
   assert.equal(await codeOf(sems.release('S', b, ctx('rb'))), 'not_holder');
   assert.equal(app.fsm.semWaitOf('S', b), undefined, 'the wait is gone');
   assert.equal(await waiting, 'semaphore_full', 'the waiting request is answered');
-  await sems.release('S', a, ctx('ra'));
+  valueOf(await sems.release('S', a, ctx('ra')));
   assert.deepEqual(app.fsm.getSemaphore('S').holders, [], 'the permit went to nobody: b gave up');
 });
 
@@ -38,7 +38,7 @@ test('a semaphore release by a queued session releases the permits when the gran
     if (Buffer.from(bytes).includes(Buffer.from('semCancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'semRelease', name: 'S', sessionId: a } }));
     return propose(bytes);
   };
-  assert.deepEqual(await sems.release('S', b, ctx('rb')), { name: 'S', released: true });
+  assert.deepEqual(valueOf(await sems.release('S', b, ctx('rb'))), { name: 'S', released: true });
   assert.deepEqual(app.fsm.getSemaphore('S').holders, [], 'the grant b got was released');
   assert.equal(app.fsm.semWaitOf('S', b), undefined);
   assert.ok(['ok', 'timeout', 'semaphore_full'].includes(await waiting));
@@ -46,7 +46,7 @@ test('a semaphore release by a queued session releases the permits when the gran
 
 test('a semaphore release by a session that neither holds nor waits is 409 not_holder and changes nothing', async () => {
   const { sems, app, ctx, svc, b, waiting } = await heldAndQueued();
-  const { session_id: c } = await svc.openSession({ ttlMs: 60_000 }, ctx('oc'));
+  const { session_id: c } = valueOf(await svc.openSession({ ttlMs: 60_000 }, ctx('oc')));
   assert.equal(await codeOf(sems.release('S', c, ctx('rc'))), 'not_holder');
   assert.equal(app.fsm.semWaitOf('S', b)?.waitMs, 30_000, "b's wait stays");
   svc.shutdown();
@@ -60,10 +60,10 @@ test('a retry of a semaphore release whose withdrawal released the permits answe
     if (Buffer.from(bytes).includes(Buffer.from('semCancelWait'))) driver.applyForeign(encodeCommand({ atMs: 1, cmd: { kind: 'semRelease', name: 'S', sessionId: a } }));
     return propose(bytes);
   };
-  assert.deepEqual(await sems.release('S', b, ctx('rb')), { name: 'S', released: true }, 'first attempt');
+  assert.deepEqual(valueOf(await sems.release('S', b, ctx('rb'))), { name: 'S', released: true }, 'first attempt');
   driver.propose = propose;
   await waiting;
-  assert.deepEqual(await sems.release('S', b, ctx('rb')), { name: 'S', released: true }, 'the retry with the same key');
+  assert.deepEqual(valueOf(await sems.release('S', b, ctx('rb'))), { name: 'S', released: true }, 'the retry with the same key');
   assert.deepEqual(app.fsm.getSemaphore('S').holders, []);
 });
 
@@ -76,16 +76,16 @@ test('a late copy of a keyed semaphore release does not withdraw a wait the sess
   assert.equal(app.fsm.semWaitOf('S', b)?.waitMs, 30_000, 'b waits again');
   assert.equal(await codeOf(sems.release('S', b, ctx('rb'))), 'not_holder', 'the late copy: the stored answer');
   assert.equal(app.fsm.semWaitOf('S', b)?.waitMs, 30_000, "and b's new wait stays");
-  await sems.release('S', a, ctx('ra'));
+  valueOf(await sems.release('S', a, ctx('ra')));
   assert.equal(await again, 'ok');
 });
 
 test("a first attempt whose semaphore wait was granted and released in the batch that queued it is answered 'unknown', not 'semaphore_full' (it was granted)", async () => {
   const f = setup();
   const sems = f.svc.semaphores;
-  const { session_id: a } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa'));
-  const { session_id: b } = await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob'));
-  await sems.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ka'));
+  const { session_id: a } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('oa')));
+  const { session_id: b } = valueOf(await f.svc.openSession({ ttlMs: 60_000 }, f.ctx('ob')));
+  valueOf(await sems.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ka')));
   f.driver.hold = true;
   const waiting = codeOf(sems.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 30_000 }, f.ctx('kb')));
   const relA = sems.release('S', a, f.ctx('ra'));
@@ -93,8 +93,8 @@ test("a first attempt whose semaphore wait was granted and released in the batch
   await new Promise((r) => setImmediate(r));
   f.driver.commitHeld(); // one batch: b queues, a's release grants b, b releases
   f.driver.hold = false;
-  assert.equal((await relA).released, true);
-  assert.equal((await relB).released, true);
+  assert.equal((valueOf(await relA)).released, true);
+  assert.equal((valueOf(await relB)).released, true);
   assert.equal(await waiting, 'timeout');
   assert.deepEqual(f.app.fsm.getSemaphore('S').holders, []);
 });

@@ -7,6 +7,7 @@ import { decodeCommand } from '../../../src/server/app/command-codec.js';
 import { Lessor, type ApplyOutput } from '../../../src/lock-fsm/index.js';
 import { Metrics } from '../../../src/metrics.js';
 import { Failure } from '../../../src/api/failure.js';
+import type { Result } from '../../../src/api/service-result.js';
 import type { RaftDriver, ProposalOutcome } from '../../../src/raft/driver.js';
 import type { Membership } from '../../../src/server/membership/membership.js';
 import type { ClusterOps } from '../../../src/server/membership/cluster-ops.js';
@@ -105,25 +106,36 @@ export function setup() {
   return { svc, driver, app, lessor, metrics, ctx, depose, promote, tick: (ms: number) => (now += ms), now: () => now };
 }
 
-/** the code of the Failure a call fails with (the services answer no HTTP: src/api/failure.ts), or 'ok' */
-export async function codeOf(p: Promise<unknown>): Promise<string> {
-  try {
-    await p;
-    return 'ok';
-  } catch (err) {
-    assert.ok(err instanceof Failure, String(err));
-    return err.code;
-  }
+/** the code of the Failure a call is refused with (the services answer a Result and speak
+ *  no HTTP: src/api/service-result.ts), or 'ok'. A call that rejects fails the test: the
+ *  services refuse by their answer, they do not throw. */
+export async function codeOf(p: Promise<Result<unknown>>): Promise<string> {
+  const r = await p;
+  return r.ok ? 'ok' : r.failure.code;
 }
 
-/** the Failure a call fails with; the test fails if the call succeeds */
-export async function errorOf(p: Promise<unknown>): Promise<Failure> {
+/** the Failure a call is refused with; the test fails if the call succeeds */
+export async function errorOf(p: Promise<Result<unknown>>): Promise<Failure> {
+  const r = await p;
+  if (r.ok) assert.fail('the call succeeded');
+  assert.ok(r.failure instanceof Failure);
+  return r.failure;
+}
+
+/** the value of a call that must succeed; the test fails with the refusal otherwise */
+export function valueOf<T>(r: Result<T>): T {
+  if (!r.ok) assert.fail(`the call was refused: ${r.failure.code}: ${r.failure.message}`);
+  return r.value;
+}
+
+/** the Failure a call of a room below the services rejects with (the leader log refuses by
+ *  rejecting; the services turn that into a refusal); the test fails if it resolves */
+export async function rejectionOf(p: Promise<unknown>): Promise<Failure> {
   try {
     await p;
   } catch (err) {
     assert.ok(err instanceof Failure, String(err));
     return err;
   }
-  assert.fail('the call succeeded');
+  assert.fail('the call resolved');
 }
-
