@@ -351,8 +351,21 @@ export function historyModel(partition: string | readonly string[], kind: NameKi
           return acquire(st, input.s, { kind: 'acquire', name, sessionId: input.s, waitMs: 0, ...(input.mode ? { mode: input.mode } : {}), ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out, name);
         case 'campaign':
           return acquire(st, input.s, { kind: 'campaign', name, sessionId: input.s, value: input.value, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out, name);
-        case 'sem-acquire':
-          return acquire(st, input.s, { kind: 'semAcquire', name, sessionId: input.s, limit: input.limit, permits: input.permits, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) }, out, name);
+        case 'sem-acquire': {
+          const cmd = (limit: number): Command => ({ kind: 'semAcquire', name, sessionId: input.s, limit, permits: input.permits, waitMs: 0, ...(input.maxHoldMs ? { maxHoldMs: input.maxHoldMs } : {}) });
+          // A wait queued under the request's limit stays queued through a resize and is
+          // granted under the limit in force then (docs/contract.md: "shrinking never takes
+          // permits away, new grants wait"; semaphores.ts semSetLimit). Collapsed into one
+          // point, that grant is the request under the limit of its moment: an ok answer
+          // naming another limit is the grant under that limit, and an unknown outcome may be
+          // a grant under the limit now. (Whether the request was queued under its own limit
+          // earlier is not checked: the model keeps no past.)
+          if (out?.type === 'ok' && out.limit !== undefined && out.limit !== input.limit) return acquire(st, input.s, cmd(out.limit), out, name);
+          const now = st.m.sems.get(name)?.limit;
+          const asked = acquire(st, input.s, cmd(input.limit), out, name);
+          if (out !== undefined || now === undefined || now === input.limit) return asked;
+          return [...asked, ...acquire(st, input.s, cmd(now), out, name).filter((x) => x !== st)];
+        }
         case 'release': {
           const t = input.token;
           // a release naming a placeholder's grant by a token at least it: that grant's token

@@ -122,6 +122,22 @@ test('semaphores: a resize lets a third permit in, never takes permits away, and
   );
 });
 
+test('semaphores: a wait outlives a resize and is granted under the limit in force, which its answer names (jepsen-lite seed 9101, jm-1)', () => {
+  // SB waits for 2 permits under limit 3 while SA holds 2; the limit shrinks to 2, SA
+  // releases, and SB is granted under limit 2 (docs/contract.md: resizing never ends a wait)
+  const waited = (answered: number): H =>
+    base()
+      .add('c1', 'sem-acquire', { lock: M, session: SA, permits: 2, limit: 3 }, 10, 'ok', { token: 5, permits: 2, limit: 3 }, 12)
+      .add('c2', 'sem-acquire', { lock: M, session: SB, permits: 2, limit: 3, wait_ms: 900 }, 20, 'ok', { token: 7, permits: 2, limit: answered }, 60)
+      .add('op', 'sem-limit', { lock: M, limit: 2 }, 30, 'ok', { limit: 2 }, 32)
+      .add('r1', 'sem-read', { lock: M }, 33, 'ok', { limit: 2, in_use: 2, holders: [{ session: SA, token: 5, permits: 2 }] }, 34)
+      .add('c1', 'sem-release', { lock: M, session: SA }, 40, 'ok', {}, 42)
+      .add('r2', 'sem-read', { lock: M }, 61, 'ok', { limit: 2, in_use: 2, holders: [{ session: SB, token: 7, permits: 2 }] }, 62);
+  assert.equal(valid(waited(2)), true);
+  // the grant came after the shrink: an answer naming the old limit is not what happened
+  caught(waited(3));
+});
+
 // ---- elections --------------------------------------------------------------------------
 
 const E = 'je-0';

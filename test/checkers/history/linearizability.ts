@@ -100,7 +100,9 @@ function toOutput(op: Op, idx: (s: string) => string): HistOutput | undefined {
     if (v.holders !== undefined) out.grants = grantsOut(v.holders, idx);
   }
   if (op.f === 'sem-acquire' && op.type === 'ok' && v.permits !== undefined && v.permits >= 0) out.permits = v.permits;
-  if (op.f === 'sem-acquire' && op.type === 'fail' && v.limit !== undefined) out.limit = v.limit;
+  // a refusal's limit in force, and a grant's (the limit it was granted under: a wait
+  // outlives a resize, history-model.ts)
+  if (op.f === 'sem-acquire' && v.limit !== undefined && v.limit >= 0) out.limit = v.limit;
   if (op.f === 'revoke' && op.type === 'ok') out.revoked = grantsOut(v.revoked ?? [], idx);
   if (op.f === 'acquire-all' && op.type === 'ok') out.set = (v.set ?? []).map((g) => ({ name: g.name, token: g.token }));
   if (op.f === 'release-all' && op.type === 'ok') out.released = [...(v.released ?? [])];
