@@ -18,6 +18,9 @@ export interface WorkloadStats {
   retried504: number;
   /** connection-level failures (a killed or stopping node) that were retried elsewhere */
   retriedConn: number;
+  /** sessions found ended after a 200 acquire whose grant was gone (a replayed first answer:
+   *  docs/api.md "Idempotency-Key"); the worker opens a new one */
+  sessionsLost: number;
   failures: string[];
 }
 
@@ -27,7 +30,7 @@ const OP_BUDGET_MS = 60_000;
 export class LockWorkload {
   /** node ids the workers may talk to (the test keeps it to live members) */
   targets: string[];
-  readonly stats: WorkloadStats = { grants: 0, releases: 0, checks: 0, retried503: 0, retried504: 0, retriedConn: 0, failures: [] };
+  readonly stats: WorkloadStats = { grants: 0, releases: 0, checks: 0, retried503: 0, retried504: 0, retriedConn: 0, sessionsLost: 0, failures: [] };
   private stopping = false;
   private readonly running: Promise<void>[] = [];
   /** lock name → worker holding it, per the test's own record */
@@ -72,8 +75,8 @@ export class LockWorkload {
 
   private async worker(who: string, name: string): Promise<void> {
     try {
-      const open = await this.call(who, 'POST', '/v1/sessions', { ttl_ms: 15_000, owner: who });
-      const sessionId = open.body.session_id as string;
+      const openSession = async (): Promise<string> => (await this.call(who, 'POST', '/v1/sessions', { ttl_ms: 15_000, owner: who })).body.session_id as string;
+      let sessionId = await openSession();
       while (!this.stopping) {
         const g = await this.call(who, 'POST', `/v1/locks/${name}/acquire`, { session_id: sessionId, wait_ms: 15_000 });
         if (g.status !== 200) return this.fail(`${who} acquire ${name}: ${g.status} ${g.text.slice(0, 200)}`);
@@ -88,7 +91,18 @@ export class LockWorkload {
 
         const c = await this.call(who, 'GET', `/v1/locks/${name}`);
         if (c.status !== 200 || c.body.holder?.session_id !== sessionId || c.body.holder?.fencing_token !== token) {
-          return this.fail(`${who} holds ${name} (token ${token}) but GET says ${c.status} ${c.text.slice(0, 200)}`);
+          // A retry of an acquire is answered with its first answer, the grant, even when
+          // the grant has ended since (docs/api.md "Idempotency-Key"): after a stall longer
+          // than the TTL (14 s once, at load ~20) the session had expired and taken the
+          // grant with it. That, and only that, is allowed: the session must be gone.
+          const s = await this.call(who, 'GET', `/v1/sessions/${sessionId}`);
+          if (c.status === 200 && c.body.holder?.fencing_token !== token && s.status === 404) {
+            this.holders.delete(name);
+            this.stats.sessionsLost++;
+            sessionId = await openSession();
+            continue;
+          }
+          return this.fail(`${who} holds ${name} (token ${token}) but GET says ${c.status} ${c.text.slice(0, 200)} (its session: ${s.status})`);
         }
         this.stats.checks++;
 
