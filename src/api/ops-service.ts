@@ -2,6 +2,7 @@
 // LockService of the contract: this node's own observations and the leader's snapshot.
 // The node wiring implements it (src/server/ops/ops-provider.ts); tests may fake it.
 import type { RequestContext } from './service.js';
+import type { Result } from './service-result.js';
 
 export interface LeaderChange {
   /** wall clock (ms since epoch) when this node saw the change */
@@ -73,6 +74,6 @@ export interface OpsService {
   activity?(): ActivityPoint[];
   /** Leader only: confirm leadership with a quorum round (ReadIndex, §6.4), then snapshot
    *  the application at the applied index, which is at or past every write acknowledged
-   *  before the request arrived. Throws a Failure unavailable/timeout. */
-  backup(ctx: RequestContext): Promise<BackupResult>;
+   *  before the request arrived. Refused unavailable/timeout when it cannot confirm. */
+  backup(ctx: RequestContext): Promise<Result<BackupResult>>;
 }

@@ -203,11 +203,11 @@ export interface LockService {
 
   cluster(): ClusterView;
   /** learner: add as a learner only (promote later); default: learner, then voter once caught up */
-  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView>;
-  removeMember(id: string, ctx: RequestContext): Promise<ClusterView>;
+  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<Result<ClusterView>>;
+  removeMember(id: string, ctx: RequestContext): Promise<Result<ClusterView>>;
   /** promote a learner to voter once caught up (POST /v1/cluster/members/{id}/promote) */
-  promoteMember?(id: string, ctx: RequestContext): Promise<ClusterView>;
-  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }>;
+  promoteMember?(id: string, ctx: RequestContext): Promise<Result<ClusterView>>;
+  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<Result<{ leader_id: string }>>;
   /** The longest `op` may take on the leader before it answers (its own timeouts), or
    *  undefined for the default. A follower relaying `op` waits this long plus the
    *  forwarding timeout, so it never gives up while the leader is still working. */

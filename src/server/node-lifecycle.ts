@@ -93,7 +93,11 @@ export function closer(s: Stoppable): () => Promise<void> {
 async function handOver(s: Stoppable): Promise<void> {
   try {
     const res = await s.service.transferLeadership(undefined, { signal: AbortSignal.timeout(2000) });
-    s.logger.info({ to: res.leader_id }, 'handed leadership over before stopping');
+    if (!res.ok) {
+      s.logger.warn({ err: res.failure.message }, 'leadership transfer before stopping failed');
+      return;
+    }
+    s.logger.info({ to: res.value.leader_id }, 'handed leadership over before stopping');
     // Followers keep relaying requests here until they hear from the new leader (its
     // first append, a heartbeat or so later). Closing the API at once races those
     // relays on reused keep-alive sockets, which then answer 504 (outcome unknown).

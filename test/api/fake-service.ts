@@ -194,19 +194,25 @@ export class FakeService implements LockService {
       members: [{ id: 'n1', api: 'http://127.0.0.1:17001', peer: 'http://127.0.0.1:17101', role: 'leader', match_index: 10 }],
     };
   }
-  async addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext): Promise<ClusterView> {
-    this.record('addMember', ctx, m);
-    const c = this.cluster();
-    c.members.push({ ...m, role: 'learner' });
-    return c;
+  addMember(m: { id: string; api: string; peer: string }, ctx: RequestContext) {
+    return this.answer(() => {
+      this.record('addMember', ctx, m);
+      const c = this.cluster();
+      c.members.push({ ...m, role: 'learner' });
+      return c;
+    });
   }
-  async removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
-    this.record('removeMember', ctx, id);
-    if (id !== 'n1') throw new ApiError('not_found', `no member ${id}`);
-    return this.cluster();
+  removeMember(id: string, ctx: RequestContext) {
+    return this.answer(() => {
+      this.record('removeMember', ctx, id);
+      if (id !== 'n1') throw new ApiError('not_found', `no member ${id}`);
+      return this.cluster();
+    });
   }
-  async transferLeadership(to: string | undefined, ctx: RequestContext) {
-    this.record('transferLeadership', ctx, to);
-    return { leader_id: to ?? 'n2' };
+  transferLeadership(to: string | undefined, ctx: RequestContext) {
+    return this.answer(() => {
+      this.record('transferLeadership', ctx, to);
+      return { leader_id: to ?? 'n2' };
+    });
   }
 }

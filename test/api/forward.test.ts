@@ -186,9 +186,9 @@ describe('forwarding failures', () => {
   it('a relay waits for the leader\'s own budget of the operation (membership, transfer, acquire), never giving up first', async () => {
     const slow = <T>(v: T): Promise<T> => new Promise((r) => setTimeout(() => r(v), 1500));
     const svc = new FakeService();
-    svc.addMember = () => slow(svc.cluster());
-    svc.removeMember = () => slow(svc.cluster());
-    svc.transferLeadership = () => slow({ leader_id: 'n3' });
+    svc.addMember = () => slow(ok(svc.cluster()));
+    svc.removeMember = () => slow(ok(svc.cluster()));
+    svc.transferLeadership = () => slow(ok({ leader_id: 'n3' }));
     svc.acquire = (name) => slow(ok({ name, session_id: 's1', fencing_token: 4, ttl_ms: 10_000 }));
     const leader = await startLeader(svc);
     // the follower's forwarding timeout alone (200 ms) is much shorter than the leader's 1.5 s

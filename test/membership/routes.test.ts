@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import type { AddressInfo } from 'node:net';
 import { ApiError } from '../../src/api/errors.js';
 import type { ClusterView, RequestContext } from '../../src/api/service.js';
+import { ok, refused, type Result } from '../../src/api/service-result.js';
 import { FakeService } from '../api/fake-service.js';
 import { assertError, json, makeApp } from '../api/helpers.js';
 
@@ -17,16 +18,16 @@ class MembershipFake extends FakeService {
   notReadyReason(): string | null {
     return this.reason;
   }
-  async promoteMember(id: string, _ctx: RequestContext): Promise<ClusterView> {
-    if (id !== 'n9') throw new ApiError('not_found', `${id} is not a member`);
+  async promoteMember(id: string, _ctx: RequestContext): Promise<Result<ClusterView>> {
+    if (id !== 'n9') return refused(new ApiError('not_found', `${id} is not a member`));
     const c = this.cluster();
     c.members.push({ id, api: 'http://127.0.0.1:17009', peer: 'http://127.0.0.1:17109', role: 'follower' });
-    return c;
+    return ok(c);
   }
-  override async removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+  override async removeMember(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
     if (this.moveLeadershipTo) {
       this.routingView = { isLeader: false, leaderApi: this.moveLeadershipTo };
-      throw new ApiError('unavailable', 'leadership moved; retry there');
+      return refused(new ApiError('unavailable', 'leadership moved; retry there'));
     }
     return super.removeMember(id, ctx);
   }

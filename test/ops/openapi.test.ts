@@ -10,6 +10,7 @@ import { Ajv2020 } from 'ajv/dist/2020.js';
 import fc from 'fast-check';
 import type { FastifyInstance } from 'fastify';
 import type { OpsService } from '../../src/api/ops-service.js';
+import { ok } from '../../src/api/service-result.js';
 import { makeApp } from '../api/helpers.js';
 import { testSeed } from '../support/seed.js';
 
@@ -35,7 +36,7 @@ function validatorFor(doc: Json): (schema: string, value: unknown) => string | n
 const fakeOps: OpsService = {
   observations: () => ({ node_id: 'n1', node_started_at_ms: 1, leader_changes: [{ at_ms: 2, leader_id: 'n1', term: 3 }], sessions: 1, locks_held: 1, waiters: 0, locks_in_delay: 0, last_token: 1 }),
   heldSince: () => ({ since_ms: 5, exact: true }),
-  backup: async () => ({ file: Buffer.from('raftlock-backup v1\n'), index: 1, term: 1 }),
+  backup: async () => ok({ file: Buffer.from('raftlock-backup v1\n'), index: 1, term: 1 }),
 };
 
 describe('OpenAPI document', () => {

@@ -1,6 +1,5 @@
-// Cluster operations (docs/contract.md §3 "Operations", docs/membership.md). They reject
-// with a Failure (src/server/membership), which the error handler maps: `.then(ok)` makes
-// their answer the Result onLeader takes. GET
+// Cluster operations (docs/contract.md §3 "Operations", docs/membership.md). The service
+// answers a Result (src/server/membership/cluster-ops.ts), which onLeader maps. GET
 // /v1/cluster is this node's own view and is answered locally on any node (that is its
 // point: see who this node thinks leads). Membership changes and leadership transfer run on
 // the leader.
@@ -9,7 +8,7 @@ import { ApiError } from '../errors.js';
 import { Failure } from '../failure.js';
 import { Forwarder } from '../forward.js';
 import type { LeaderOp, RequestContext } from '../service.js';
-import { ok, type Result } from '../service-result.js';
+import type { Result } from '../service-result.js';
 import { assertMemberId, parseBody, parseQuery, querySchemas } from '../validate.js';
 import { forwardOptions, onLeader, type RouteEnv, type RoutePluginOptions } from './context.js';
 
@@ -26,7 +25,7 @@ export async function clusterRoutes(app: FastifyInstance, { env }: RoutePluginOp
     parseQuery(querySchemas.none, req.query);
     const b = parseBody(schemas.addMember, req.body, false);
     const m = { id: b.id, api: b.api.replace(/\/$/, ''), peer: b.peer.replace(/\/$/, ''), ...(b.learner !== undefined ? { learner: b.learner } : {}) };
-    return onLeaderFollowing(env, req, reply, 'addMember', (ctx) => service.addMember(m, ctx).then(ok));
+    return onLeaderFollowing(env, req, reply, 'addMember', (ctx) => service.addMember(m, ctx));
   });
 
   app.post<{ Params: { id: string } }>('/v1/cluster/members/:id/promote', async (req, reply) => {
@@ -35,20 +34,20 @@ export async function clusterRoutes(app: FastifyInstance, { env }: RoutePluginOp
     parseBody(schemas.empty, req.body, true);
     const promote = service.promoteMember?.bind(service);
     if (!promote) throw new ApiError('not_found', 'this server does not support promoting learners');
-    return onLeaderFollowing(env, req, reply, 'promoteMember', (ctx) => promote(id, ctx).then(ok));
+    return onLeaderFollowing(env, req, reply, 'promoteMember', (ctx) => promote(id, ctx));
   });
 
   app.delete<{ Params: { id: string } }>('/v1/cluster/members/:id', async (req, reply) => {
     const id = assertMemberId(req.params.id);
     parseQuery(querySchemas.none, req.query);
     parseBody(schemas.empty, req.body, true);
-    return onLeaderFollowing(env, req, reply, 'removeMember', (ctx) => service.removeMember(id, ctx).then(ok));
+    return onLeaderFollowing(env, req, reply, 'removeMember', (ctx) => service.removeMember(id, ctx));
   });
 
   app.post('/v1/cluster/transfer-leadership', async (req, reply) => {
     parseQuery(querySchemas.none, req.query);
     const b = parseBody(schemas.transfer, req.body, true);
-    return onLeader(env, req, reply, { right: 'admin', op: 'transferLeadership' }, (ctx) => service.transferLeadership(b.to, ctx).then(ok));
+    return onLeader(env, req, reply, { right: 'admin', op: 'transferLeadership' }, (ctx) => service.transferLeadership(b.to, ctx));
   });
 }
 

@@ -15,7 +15,9 @@ export async function snapshotRoutes(app: FastifyInstance, { env, ops }: RoutePl
     parseQuery(querySchemas.none, req.query);
     return onLeader(env, req, reply, { right: 'admin' }, async (ctx) => {
       if (!ops) throw new ApiError('not_found', 'this server cannot take backups');
-      const b = await ops.backup(ctx);
+      const r = await ops.backup(ctx);
+      if (!r.ok) return r;
+      const b = r.value;
       reply
         .type('application/octet-stream')
         .header('content-disposition', `attachment; filename="raftlock-${b.index}.backup"`)

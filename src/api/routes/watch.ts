@@ -4,6 +4,7 @@
 // to the socket and sees its backlog (writableLength) to cut off a reader that lags.
 import type { FastifyInstance } from 'fastify';
 import { ApiError, invalid } from '../errors.js';
+import { answerOf } from '../failure-edge.js';
 import { parseQuery, querySchemas } from '../validate.js';
 import { WATCH_STREAM_BUFFER_BYTES, type WatchFeed, type WatchSink, type WatchSubscription } from '../watch-feed.js';
 import type { RoutePluginOptions } from './context.js';
@@ -52,8 +53,8 @@ export async function watchRoutes(app: FastifyInstance, { env, feed, bufferBytes
         else raw.end();
       },
     };
-    // throws 410 / 429 / 503 before anything is written: the error handler answers them
-    const sub: WatchSubscription = feed.open(prefix, fromIndex, sink);
+    // a refusal (410 / 429 / 503) comes before anything is written: the error handler answers it
+    const sub: WatchSubscription = answerOf(feed.open(prefix, fromIndex, sink));
     reply.hijack();
     writeHead();
     const stop = (): void => {

@@ -1,8 +1,11 @@
 // Cluster operations behind the REST API (docs/contract.md §3 "Operations", docs/membership.md):
 // GET /v1/cluster, adding/promoting/removing members, and leadership transfer. The lock
-// service delegates here; membership changes themselves are in membership.ts.
+// service delegates here; membership changes themselves are in membership.ts, a room
+// below that rejects with a Failure, which `settled` turns into this service's refusal
+// (docs/architecture.md "Services answer a Result").
 import type { ClusterView, MemberView, RequestContext } from '../../api/service.js';
 import { Failure } from '../../api/failure.js';
+import { ok, refused, settled, type Refusal, type Result } from '../../api/service-result.js';
 import type { NodeId } from '../../raft/core/types.js';
 import type { RaftDriver } from '../../raft/driver.js';
 import type { Membership } from './membership.js';
@@ -21,7 +24,7 @@ export interface ClusterOpsDeps {
   notReadyReason?: () => string | null;
 }
 
-/** Thrown by removeMember on a leader asked to remove itself, once it handed leadership
+/** removeMember's refusal on a leader asked to remove itself, once it handed leadership
  *  over: the route relays the same request to the new leader (see routes/cluster.ts). */
 export class LeadershipMovedError extends Failure {
   constructor(readonly leaderId: string) {
@@ -65,17 +68,23 @@ export class ClusterOps {
     };
   }
 
-  async add(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView> {
-    this.requireLeader();
-    if (ctx.signal.aborted) throw new Failure('unavailable', 'the request was aborted');
-    await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true });
-    return this.view();
+  add(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<Result<ClusterView>> {
+    return settled(async () => {
+      const notLeader = this.notLeader();
+      if (notLeader) return notLeader;
+      if (ctx.signal.aborted) return refused(new Failure('unavailable', 'the request was aborted'));
+      await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true });
+      return ok(this.view());
+    });
   }
 
-  async promote(id: string, ctx: RequestContext): Promise<ClusterView> {
-    this.requireLeader();
-    await this.d.membership.promote(id, ctx.signal);
-    return this.view();
+  promote(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
+    return settled(async () => {
+      const notLeader = this.notLeader();
+      if (notLeader) return notLeader;
+      await this.d.membership.promote(id, ctx.signal);
+      return ok(this.view());
+    });
   }
 
   /**
@@ -83,35 +92,39 @@ export class ClusterOps {
    * up-to-date follower (so the cluster does not wait out an election timeout after the
    * removal commits), then lets the new leader do the removal.
    */
-  async remove(id: string, ctx: RequestContext): Promise<ClusterView> {
-    this.requireLeader();
-    if (id === this.d.nodeId) {
-      const { leader_id } = await this.transfer(undefined, ctx);
-      throw new LeadershipMovedError(leader_id);
-    }
-    await this.d.membership.remove(id);
-    return this.view();
+  remove(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
+    return settled(async () => {
+      const notLeader = this.notLeader();
+      if (notLeader) return notLeader;
+      if (id === this.d.nodeId) {
+        const moved = await this.transfer(undefined, ctx);
+        return moved.ok ? refused(new LeadershipMovedError(moved.value.leader_id)) : moved;
+      }
+      await this.d.membership.remove(id);
+      return ok(this.view());
+    });
   }
 
   /** Hand leadership over (thesis §3.10) and wait until the target leads. */
-  async transfer(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }> {
-    this.requireLeader();
+  async transfer(to: string | undefined, ctx: RequestContext): Promise<Result<{ leader_id: string }>> {
+    const notLeader = this.notLeader();
+    if (notLeader) return notLeader;
     const st = this.d.driver.status();
-    if (to === this.d.nodeId) return { leader_id: to };
+    if (to === this.d.nodeId) return ok({ leader_id: to });
     if (to !== undefined && !st.conf.voters.includes(to)) {
-      throw new Failure('invalid_request', `to: ${to} is not a voting member${st.conf.learners.includes(to) ? ' (it is a learner: promote it first)' : ''}`);
+      return refused(new Failure('invalid_request', `to: ${to} is not a voting member${st.conf.learners.includes(to) ? ' (it is a learner: promote it first)' : ''}`));
     }
     const target = to ?? bestFollower(st.progress ?? {}, st.conf.voters, this.d.nodeId);
-    if (!target) throw new Failure('unavailable', 'no other voting member to hand leadership to');
-    if (!(await this.d.driver.transferLeadership(target))) throw new Failure('unavailable', `leadership transfer to ${target} was refused (this node is no longer the leader?)`);
+    if (!target) return refused(new Failure('unavailable', 'no other voting member to hand leadership to'));
+    if (!(await this.d.driver.transferLeadership(target))) return refused(new Failure('unavailable', `leadership transfer to ${target} was refused (this node is no longer the leader?)`));
     const deadline = this.d.nowMs() + 2 * this.d.electionTimeoutMaxMs;
     while (this.d.nowMs() < deadline) {
-      if (ctx.signal.aborted) throw new Failure('unavailable', 'the request was aborted');
-      if (this.d.driver.currentLeader === target) return { leader_id: target };
+      if (ctx.signal.aborted) return refused(new Failure('unavailable', 'the request was aborted'));
+      if (this.d.driver.currentLeader === target) return ok({ leader_id: target });
       await new Promise((r) => setTimeout(r, 20));
     }
     const now = this.d.driver.currentLeader;
-    throw new Failure('timeout', `leadership did not move to ${target} in time (leader now: ${now ?? 'unknown'}); check GET /v1/cluster`);
+    return refused(new Failure('timeout', `leadership did not move to ${target} in time (leader now: ${now ?? 'unknown'}); check GET /v1/cluster`));
   }
 
   /**
@@ -134,8 +147,8 @@ export class ClusterOps {
     }
   }
 
-  private requireLeader(): void {
-    if (this.d.driver.currentRole !== 'leader') throw new Failure('unavailable', 'this node is not the leader');
+  private notLeader(): Refusal | null {
+    return this.d.driver.currentRole === 'leader' ? null : refused(new Failure('unavailable', 'this node is not the leader'));
   }
 }
 

@@ -5,6 +5,7 @@ import { Gauge, type Registry } from 'prom-client';
 import { Failure } from '../../api/failure.js';
 import type { ActivityPoint, BackupResult, ContendedLock, HeldSince, NodeObservations, OpsService } from '../../api/ops-service.js';
 import type { RequestContext } from '../../api/service.js';
+import { ok, refused, type Result } from '../../api/service-result.js';
 import type { Index, Term } from '../../raft/core/types.js';
 import type { RaftDriver } from '../../raft/driver.js';
 import { encodeBackup } from './format/backup-file.js';
@@ -80,13 +81,13 @@ export class OpsProvider implements OpsService {
     return this.d.contention?.activity() ?? [];
   }
 
-  async backup(_ctx: RequestContext): Promise<BackupResult> {
+  async backup(_ctx: RequestContext): Promise<Result<BackupResult>> {
     const { driver, app } = this.d;
-    if (driver.currentRole !== 'leader') throw new Failure('unavailable', 'this node is not the leader');
+    if (driver.currentRole !== 'leader') return refused(new Failure('unavailable', 'this node is not the leader'));
     const r = await driver.readIndex(this.d.readTimeoutMs);
     if (!r.ok) {
-      if (r.reason === 'timeout') throw new Failure('timeout', 'could not confirm leadership with a quorum in time; nothing was saved');
-      throw new Failure('unavailable', 'this node is no longer the leader');
+      if (r.reason === 'timeout') return refused(new Failure('timeout', 'could not confirm leadership with a quorum in time; nothing was saved'));
+      return refused(new Failure('unavailable', 'this node is no longer the leader'));
     }
     // Everything below is synchronous: the driver applies entries only between awaits,
     // so the application state, the applied index and the membership are one moment.
@@ -113,6 +114,6 @@ export class OpsProvider implements OpsService {
       },
       payload,
     );
-    return { file, index, term };
+    return ok({ file, index, term });
   }
 }

@@ -255,19 +255,19 @@ export class RaftLockService implements LockService {
     return this.d.clusterOps.view();
   }
 
-  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<ClusterView> {
+  addMember(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<Result<ClusterView>> {
     return this.d.clusterOps.add(m, ctx);
   }
 
-  promoteMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+  promoteMember(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
     return this.d.clusterOps.promote(id, ctx);
   }
 
-  removeMember(id: string, ctx: RequestContext): Promise<ClusterView> {
+  removeMember(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
     return this.d.clusterOps.remove(id, ctx);
   }
 
-  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<{ leader_id: string }> {
+  transferLeadership(to: string | undefined, ctx: RequestContext): Promise<Result<{ leader_id: string }>> {
     return this.d.clusterOps.transfer(to, ctx);
   }
 

@@ -13,6 +13,7 @@
 import type { WatchEventData } from '@raftlock/client';
 import type { ApplyOutput, FsmEvent } from '../../lock-fsm/index.js';
 import { Failure } from '../../api/failure.js';
+import { ok, refused, type Result } from '../../api/service-result.js';
 import type { WatchFeed, WatchSink, WatchSubscription } from '../../api/watch-feed.js';
 import { WatchRing } from './watch-ring.js';
 import { frameOf, isWatched, sseFrame, type WatchedFsmEvent } from './watch-events.js';
@@ -110,11 +111,11 @@ export class WatchHub implements WatchFeed {
     for (const s of [...this.streams]) this.cut(s, 'a snapshot replaced this node\'s state');
   }
 
-  open(prefix: string, fromIndex: number | null, sink: WatchSink): WatchSubscription {
-    if (this.closed) throw new Failure('unavailable', 'the node is shutting down');
-    if (this.streams.size >= this.o.maxStreams) throw new Failure('too_many_requests', `this node serves its maximum of ${this.o.maxStreams} watch streams (limits.max_watch_streams)`, { details: { limit: 'watch_streams' } });
+  open(prefix: string, fromIndex: number | null, sink: WatchSink): Result<WatchSubscription> {
+    if (this.closed) return refused(new Failure('unavailable', 'the node is shutting down'));
+    if (this.streams.size >= this.o.maxStreams) return refused(new Failure('too_many_requests', `this node serves its maximum of ${this.o.maxStreams} watch streams (limits.max_watch_streams)`, { details: { limit: 'watch_streams' } }));
     if (fromIndex !== null && !this.ring.covers(fromIndex)) {
-      throw new Failure('compacted', `events after index ${fromIndex} are no longer kept by this node (it keeps those after ${this.ring.floor}); open the stream without from_index for the current state`, { details: { compacted_index: this.ring.floor } });
+      return refused(new Failure('compacted', `events after index ${fromIndex} are no longer kept by this node (it keeps those after ${this.ring.floor}); open the stream without from_index for the current state`, { details: { compacted_index: this.ring.floor } }));
     }
     const s: Stream = { prefix, sink, open: true, after: fromIndex ?? this.applied };
     let opening: string;
@@ -139,7 +140,7 @@ export class WatchHub implements WatchFeed {
     // the opening is bounded by the window (or the holder set): it is not held to the
     // per-stream buffer bound, live events are
     s.sink.write(opening === '' ? ': open\n\n' : opening);
-    return { close: () => this.drop(s) };
+    return ok({ close: () => this.drop(s) });
   }
 
   /** Ends every stream (node shutdown). */
