@@ -115,10 +115,8 @@ export class RaftLockService implements LockService {
     return settled(async () => {
       const arrival = this.d.nowMs();
       await this.log.readBarrier();
-      const s = this.liveSession(sessionId);
+      const s = this.ownedSession(sessionId, ctx, undefined);
       if (!s.ok) return s;
-      const denied = ownerRefusal(this.d, s.value.principal, ctx, undefined);
-      if (denied) return refused(denied);
       this.leader.renewLease(sessionId, arrival, 'unavailable');
       return ok(this.keepaliveView(s.value));
     });
@@ -202,10 +200,8 @@ export class RaftLockService implements LockService {
     return settled(async () => {
       const arrival = this.d.nowMs();
       await this.log.readBarrier();
-      const s = this.liveSession(sessionId);
+      const s = this.ownedSession(sessionId, ctx, name);
       if (!s.ok) return s;
-      const denied = ownerRefusal(this.d, s.value.principal, ctx, name);
-      if (denied) return refused(denied);
       const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
       if (!h) return refused(new Failure('not_holder', `session ${sessionId} does not hold lock ${name}`));
       this.leader.renewLease(sessionId, arrival, 'unavailable');
@@ -283,6 +279,15 @@ export class RaftLockService implements LockService {
   private liveSession(sessionId: string): Result<SessionInfo> {
     const s = isSessionId(sessionId) ? this.d.app.fsm.getSession(sessionId) : undefined;
     return s ? ok(s) : refused(sessionNotFound(sessionId));
+  }
+
+  /** the live session, if the request may act for it (its principal's, or an admin's):
+   *  keepalive and renew */
+  private ownedSession(sessionId: string, ctx: RequestContext, name: string | undefined): Result<SessionInfo> {
+    const s = this.liveSession(sessionId);
+    if (!s.ok) return s;
+    const denied = ownerRefusal(this.d, s.value.principal, ctx, name);
+    return denied ? refused(denied) : s;
   }
 
   /** what a release that found no grant withdraws: the session's wait for the lock, or a
