@@ -202,6 +202,12 @@ export class FakeService implements LockService {
       return c;
     });
   }
+  promoteMember(id: string, ctx: RequestContext) {
+    return this.answer(() => {
+      this.record('promoteMember', ctx, id);
+      return this.cluster();
+    });
+  }
   removeMember(id: string, ctx: RequestContext) {
     return this.answer(() => {
       this.record('removeMember', ctx, id);

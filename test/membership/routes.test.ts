@@ -18,7 +18,7 @@ class MembershipFake extends FakeService {
   notReadyReason(): string | null {
     return this.reason;
   }
-  async promoteMember(id: string, _ctx: RequestContext): Promise<Result<ClusterView>> {
+  override async promoteMember(id: string, _ctx: RequestContext): Promise<Result<ClusterView>> {
     if (id !== 'n9') return refused(new ApiError('not_found', `${id} is not a member`));
     const c = this.cluster();
     c.members.push({ id, api: 'http://127.0.0.1:17009', peer: 'http://127.0.0.1:17109', role: 'follower' });

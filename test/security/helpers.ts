@@ -78,8 +78,6 @@ export async function securedApp(dir: string, extra: Record<string, unknown>, no
   const metrics = new Metrics({ defaultMetrics: false });
   const security = await setupSecurity({ config, resolved: resolveNode(config, 'n1'), logger: silent, registry: metrics.registry, env: {}, ...(nowMs ? { nowMs } : {}) });
   const service = new FakeService();
-  // the fake predates learner promotion; give it one so the route's rights are testable
-  Object.assign(service, { promoteMember: async () => service.cluster() });
   const app = buildServer({ service, nodeId: 'n1', metrics, limits: LIMITS, logger: false, ...(security.authorize ? { authorize: security.authorize } : {}) });
   security.installApiGuards(app);
   return { app, service, security, metrics };
