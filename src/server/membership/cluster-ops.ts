@@ -1,11 +1,10 @@
 // Cluster operations behind the REST API (docs/contract.md §3 "Operations", docs/membership.md):
 // GET /v1/cluster, adding/promoting/removing members, and leadership transfer. The lock
-// service delegates here; membership changes themselves are in membership.ts, a room
-// below that rejects with a Failure, which `settled` turns into this service's refusal
-// (docs/architecture.md "Services answer a Result").
+// service delegates here; membership changes themselves are in membership.ts. Both answer
+// a Result (docs/architecture.md "Services answer a Result").
 import type { ClusterView, MemberView, RequestContext } from '../../api/service.js';
 import { Failure } from '../../api/failure.js';
-import { ok, refused, settled, type Refusal, type Result } from '../../api/service-result.js';
+import { ok, refused, type Refusal, type Result } from '../../api/service-result.js';
 import type { NodeId } from '../../raft/core/types.js';
 import type { RaftDriver } from '../../raft/driver.js';
 import type { Membership } from './membership.js';
@@ -68,23 +67,17 @@ export class ClusterOps {
     };
   }
 
-  add(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<Result<ClusterView>> {
-    return settled(async () => {
-      const notLeader = this.notLeader();
-      if (notLeader) return notLeader;
-      if (ctx.signal.aborted) return refused(new Failure('unavailable', 'the request was aborted'));
-      await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true });
-      return ok(this.view());
-    });
+  async add(m: { id: string; api: string; peer: string; learner?: boolean }, ctx: RequestContext): Promise<Result<ClusterView>> {
+    const notLeader = this.notLeader();
+    if (notLeader) return notLeader;
+    if (ctx.signal.aborted) return refused(new Failure('unavailable', 'the request was aborted'));
+    return this.viewAfter(await this.d.membership.add({ id: m.id, api: m.api, peer: m.peer }, { learnerOnly: m.learner === true }));
   }
 
-  promote(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
-    return settled(async () => {
-      const notLeader = this.notLeader();
-      if (notLeader) return notLeader;
-      await this.d.membership.promote(id, ctx.signal);
-      return ok(this.view());
-    });
+  async promote(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
+    const notLeader = this.notLeader();
+    if (notLeader) return notLeader;
+    return this.viewAfter(await this.d.membership.promote(id, ctx.signal));
   }
 
   /**
@@ -92,17 +85,14 @@ export class ClusterOps {
    * up-to-date follower (so the cluster does not wait out an election timeout after the
    * removal commits), then lets the new leader do the removal.
    */
-  remove(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
-    return settled(async () => {
-      const notLeader = this.notLeader();
-      if (notLeader) return notLeader;
-      if (id === this.d.nodeId) {
-        const moved = await this.transfer(undefined, ctx);
-        return moved.ok ? refused(new LeadershipMovedError(moved.value.leader_id)) : moved;
-      }
-      await this.d.membership.remove(id);
-      return ok(this.view());
-    });
+  async remove(id: string, ctx: RequestContext): Promise<Result<ClusterView>> {
+    const notLeader = this.notLeader();
+    if (notLeader) return notLeader;
+    if (id === this.d.nodeId) {
+      const moved = await this.transfer(undefined, ctx);
+      return moved.ok ? refused(new LeadershipMovedError(moved.value.leader_id)) : moved;
+    }
+    return this.viewAfter(await this.d.membership.remove(id));
   }
 
   /** Hand leadership over (thesis §3.10) and wait until the target leads. */
@@ -145,6 +135,11 @@ export class ClusterOps {
         // a leader removing itself hands over, then relays the removal to the new leader
         return transfer + (this.d.relayMarginMs ?? 5000) + this.d.membership.changeBudgetMs();
     }
+  }
+
+  /** this node's view once a change is made; its refusal as it is */
+  private viewAfter(r: Result<void>): Result<ClusterView> {
+    return r.ok ? ok(this.view()) : r;
   }
 
   private notLeader(): Refusal | null {

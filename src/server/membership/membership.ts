@@ -21,6 +21,7 @@ import type { ConfChange, Index, NodeId } from '../../raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../../raft/driver.js';
 import type { Transport } from '../../raft/seams.js';
 import { Failure } from '../../api/failure.js';
+import { ok, refused, type Refusal, type Result } from '../../api/service-result.js';
 import type { LockApp, MemberAddress } from '../app/lock-app.js';
 import { addressContext, decodeMemberContext } from './member-address.js';
 import type { PeerContact } from './peer-contact.js';
@@ -179,18 +180,21 @@ export class Membership {
     const id = st.conf.learners.find((l) => this.o.app.promotionPending.has(l) && this.caughtUp(l));
     if (id === undefined) return;
     this.promoteNotBeforeMs = now + PROMOTE_RETRY_MS;
-    try {
-      this.checkQuorumAfter([...st.conf.voters, id], `promoting ${id}`);
-    } catch (err) {
-      this.o.logger.debug({ node: id, reason: (err as Error).message }, 'automatic promotion postponed');
+    const short = this.quorumAfter([...st.conf.voters, id], `promoting ${id}`);
+    if (short) {
+      this.o.logger.debug({ node: id, reason: short.failure.message }, 'automatic promotion postponed');
       return;
     }
     void this.exclusive(`promote ${id}`, () => this.addVoter(id)).then(
-      () => this.o.logger.info({ node: id }, 'promoted a learner to voter: it had caught up'),
-      (err: unknown) => {
-        const level = err instanceof Failure && (err.code === 'conflict' || err.code === 'unavailable') ? 'debug' : 'warn';
-        this.o.logger[level]({ node: id, reason: (err as Error).message }, 'automatic promotion not made yet; trying again');
+      (r) => {
+        if (r.ok) {
+          this.o.logger.info({ node: id }, 'promoted a learner to voter: it had caught up');
+          return;
+        }
+        const level = r.failure.code === 'conflict' || r.failure.code === 'unavailable' ? 'debug' : 'warn';
+        this.o.logger[level]({ node: id, reason: r.failure.message }, 'automatic promotion not made yet; trying again');
       },
+      (err: unknown) => this.o.logger.warn({ node: id, reason: (err as Error).message }, 'automatic promotion not made yet; trying again'),
     );
   }
 
@@ -241,27 +245,31 @@ export class Membership {
    * node need not be running. Idempotent: a retry, or a second join of the same node,
    * finds the learner; a voter with the same addresses is simply reported. A learner added
    * with `learnerOnly` that is now added without it gets the mark (a new addLearner entry).
+   * Refused (never rejected) when the change is not made.
    */
-  async add(m: MemberAddress, o: { learnerOnly: boolean }): Promise<void> {
-    this.checkAddresses(m);
+  async add(m: MemberAddress, o: { learnerOnly: boolean }): Promise<Result<void>> {
+    const clash = this.addressClash(m);
+    if (clash) return clash;
     const conf = this.o.driver().status().conf;
-    if (conf.voters.includes(m.id)) return; // already done (same addresses: checked above)
-    if (conf.learners.includes(m.id) && (o.learnerOnly || this.o.app.promotionPending.has(m.id))) return;
+    if (conf.voters.includes(m.id)) return DONE; // already done (same addresses: checked above)
+    if (conf.learners.includes(m.id) && (o.learnerOnly || this.o.app.promotionPending.has(m.id))) return DONE;
     if (!o.learnerOnly) {
       // one new voter at a time, as etcd allows one learner: a marked learner that never
       // catches up (never started, wrong peer URL) must be dealt with before the next
       const waiting = conf.learners.find((id) => id !== m.id && this.o.app.promotionPending.has(id));
       if (waiting !== undefined) {
-        throw new Failure('conflict', `${waiting} was added and waits to be promoted to voter once it has caught up; one new voter at a time — start ${waiting} (or remove it), then retry`);
+        return refused(new Failure('conflict', `${waiting} was added and waits to be promoted to voter once it has caught up; one new voter at a time — start ${waiting} (or remove it), then retry`));
       }
     }
-    await this.exclusive(`add ${m.id}`, async () => {
+    return this.exclusive(`add ${m.id}`, async () => {
       // the leader must reach the newcomer as soon as the entry is appended
       this.local.set(m.id, m);
       this.pushPeers();
-      await this.prepareSnapshot();
-      await this.change({ type: 'addLearner', nodeId: m.id, context: addressContext(m, { promote: !o.learnerOnly }) });
-      this.o.logger.info({ node: m.id, api: m.api, peer: m.peer, promotion: o.learnerOnly ? 'none (learner only)' : 'automatic, once caught up' }, 'added a learner');
+      const snap = await this.prepareSnapshot();
+      if (!snap.ok) return snap;
+      const r = await this.change({ type: 'addLearner', nodeId: m.id, context: addressContext(m, { promote: !o.learnerOnly }) });
+      if (r.ok) this.o.logger.info({ node: m.id, api: m.api, peer: m.peer, promotion: o.learnerOnly ? 'none (learner only)' : 'automatic, once caught up' }, 'added a learner');
+      return r;
     });
   }
 
@@ -282,54 +290,60 @@ export class Membership {
   }
 
   /** Promote a learner to voter once its log is within promoteLagEntries of ours. */
-  async promote(id: NodeId, signal: AbortSignal): Promise<void> {
+  async promote(id: NodeId, signal: AbortSignal): Promise<Result<void>> {
     const conf = this.o.driver().status().conf;
-    if (conf.voters.includes(id)) return;
-    if (!conf.learners.includes(id)) throw new Failure('not_found', `${id} is not a member`);
-    await this.exclusive(`promote ${id}`, () => this.promoteWhenCaughtUp(id, signal));
+    if (conf.voters.includes(id)) return DONE;
+    if (!conf.learners.includes(id)) return notMember(id);
+    return this.exclusive(`promote ${id}`, () => this.promoteWhenCaughtUp(id, signal));
   }
 
   /** Remove a member (the caller handles the leader itself: it transfers leadership first). */
-  async remove(id: NodeId): Promise<void> {
+  async remove(id: NodeId): Promise<Result<void>> {
     const st = this.o.driver().status();
-    if (!st.conf.voters.includes(id) && !st.conf.learners.includes(id)) throw new Failure('not_found', `${id} is not a member`);
-    if (st.conf.voters.length === 1 && st.conf.voters[0] === id) throw new Failure('invalid_request', 'id: cannot remove the last voting member');
-    if (st.conf.voters.includes(id)) this.checkQuorumAfter(st.conf.voters.filter((v) => v !== id), `removing ${id}`);
-    await this.exclusive(`remove ${id}`, async () => {
-      await this.change({ type: 'removeNode', nodeId: id });
-      this.o.logger.info({ node: id }, 'removed a member');
+    if (!st.conf.voters.includes(id) && !st.conf.learners.includes(id)) return notMember(id);
+    if (st.conf.voters.length === 1 && st.conf.voters[0] === id) return refused(new Failure('invalid_request', 'id: cannot remove the last voting member'));
+    const short = st.conf.voters.includes(id) ? this.quorumAfter(st.conf.voters.filter((v) => v !== id), `removing ${id}`) : null;
+    if (short) return short;
+    return this.exclusive(`remove ${id}`, async () => {
+      const r = await this.change({ type: 'removeNode', nodeId: id });
+      if (r.ok) this.o.logger.info({ node: id }, 'removed a member');
+      return r;
     });
   }
 
-  private async promoteWhenCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
-    await this.waitCaughtUp(id, signal);
-    await this.addVoter(id);
-    this.o.logger.info({ node: id }, 'promoted a learner to voter');
+  private async promoteWhenCaughtUp(id: NodeId, signal: AbortSignal): Promise<Result<void>> {
+    const caught = await this.waitCaughtUp(id, signal);
+    if (!caught.ok) return caught;
+    const r = await this.addVoter(id);
+    if (r.ok) this.o.logger.info({ node: id }, 'promoted a learner to voter');
+    return r;
   }
 
-  private async addVoter(id: NodeId): Promise<void> {
+  private async addVoter(id: NodeId): Promise<Result<void>> {
     const st = this.o.driver().status();
-    if (st.conf.voters.includes(id)) return;
-    if (!st.conf.learners.includes(id)) throw new Failure('not_found', `${id} is not a member`);
-    this.checkQuorumAfter([...st.conf.voters, id], `promoting ${id}`);
+    if (st.conf.voters.includes(id)) return DONE;
+    if (!st.conf.learners.includes(id)) return notMember(id);
+    const short = this.quorumAfter([...st.conf.voters, id], `promoting ${id}`);
+    if (short) return short;
     const addr = this.address(id);
-    await this.change({ type: 'addVoter', nodeId: id, ...(addr ? { context: addressContext(addr) } : {}) });
+    return this.change({ type: 'addVoter', nodeId: id, ...(addr ? { context: addressContext(addr) } : {}) });
   }
 
   /** the same id with other URLs, or another member at these URLs, is a mistake: refuse */
-  private checkAddresses(m: MemberAddress): void {
+  private addressClash(m: MemberAddress): Refusal | null {
     const conf = this.o.driver().status().conf;
     const members = new Set([...conf.voters, ...conf.learners]);
     const known = this.o.app.members.get(m.id);
     if (members.has(m.id) && known && (known.api !== m.api || known.peer !== m.peer)) {
-      throw new Failure('conflict', `${m.id} is already a member with api ${known.api} and peer ${known.peer}; remove it first to change its addresses`, ADDRESS_CONFLICT);
+      return refused(new Failure('conflict', `${m.id} is already a member with api ${known.api} and peer ${known.peer}; remove it first to change its addresses`, ADDRESS_CONFLICT));
     }
     for (const id of members) {
       const a = this.o.app.members.get(id);
       if (id !== m.id && a && (sameOrigin(a.peer, m.peer) || sameOrigin(a.api, m.api))) {
-        throw new Failure('conflict', `member ${id} already uses ${sameOrigin(a.peer, m.peer) ? m.peer : m.api}`, ADDRESS_CONFLICT);
+        return refused(new Failure('conflict', `member ${id} already uses ${sameOrigin(a.peer, m.peer) ? m.peer : m.api}`, ADDRESS_CONFLICT));
       }
     }
+    return null;
   }
 
   /**
@@ -342,38 +356,40 @@ export class Membership {
    * or not; and not a message of an earlier term (a leader that just died was heard from a
    * moment ago). 409 names the members that are missing (docs/membership.md).
    */
-  private checkQuorumAfter(voters: readonly NodeId[], what: string): void {
+  private quorumAfter(voters: readonly NodeId[], what: string): Refusal | null {
     const st = this.o.driver().status();
     const since = this.o.nowMs() - (this.o.activeWindowMs ?? 5000);
     const reachable = (v: NodeId): boolean => v === this.o.self || this.o.contact.heardSince(v, since, st.term);
     const missing = voters.filter((v) => !reachable(v));
     const quorum = Math.floor(voters.length / 2) + 1;
     if (voters.length - missing.length < quorum) {
-      throw new Failure('conflict', `${what} would leave ${voters.length - missing.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum} (not heard from lately: ${missing.join(', ')}); bring them back (or remove them) first`, { details: { missing } });
+      return refused(new Failure('conflict', `${what} would leave ${voters.length - missing.length} reachable voter(s) of ${voters.length}, below the quorum of ${quorum} (not heard from lately: ${missing.join(', ')}); bring them back (or remove them) first`, { details: { missing } }));
     }
+    return null;
   }
 
   /** the newcomer's first state must be a snapshot (see ensureSnapshotForNewcomers) */
-  private async prepareSnapshot(): Promise<void> {
-    if (this.o.snapshotIndex() > 0) return;
+  private async prepareSnapshot(): Promise<Result<void>> {
+    if (this.o.snapshotIndex() > 0) return DONE;
     const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
     while (!(await this.o.driver().compactNow())) {
-      if (this.o.nowMs() > deadline) throw new Failure('unavailable', 'could not take the snapshot a new member starts from; retry');
+      if (this.o.nowMs() > deadline) return refused(new Failure('unavailable', 'could not take the snapshot a new member starts from; retry'));
       await sleep(POLL_MS);
     }
+    return DONE;
   }
 
-  private async exclusive(what: string, fn: () => Promise<void>): Promise<void> {
-    if (this.changing !== null) throw new Failure('conflict', `another membership change is in progress (${this.changing}); one change at a time — retry when it is done`);
+  private async exclusive(what: string, fn: () => Promise<Result<void>>): Promise<Result<void>> {
+    if (this.changing !== null) return refused(new Failure('conflict', `another membership change is in progress (${this.changing}); one change at a time — retry when it is done`));
     this.changing = what;
     try {
-      await fn();
+      return await fn();
     } finally {
       this.changing = null;
     }
   }
 
-  private async change(cc: ConfChange): Promise<void> {
+  private async change(cc: ConfChange): Promise<Result<void>> {
     // The core refuses a conf change (docs/membership.md "Right after a leader change"):
     // - 'term_not_committed': this leader's term has no committed entry yet. A configuration
     //   is in force once appended, so until its noop commits a new leader cannot rule out an
@@ -392,27 +408,34 @@ export class Membership {
       await sleep(POLL_MS / 2);
       out = await this.o.driver().proposeConfChange(cc);
     }
-    if (out.ok) return;
-    if (out.kind === 'rejected' && out.reason === 'term_not_committed') throw new Failure('unavailable', `the new leader has not yet committed an entry of its term (no quorum has answered it), so it cannot change the membership yet; retry`);
-    if (out.kind === 'rejected' && out.reason === 'conf_change_pending') throw new Failure('conflict', 'a membership change is still being committed; one change at a time — retry when it is done');
+    if (out.ok) return DONE;
+    if (out.kind === 'rejected' && out.reason === 'term_not_committed') return refused(new Failure('unavailable', `the new leader has not yet committed an entry of its term (no quorum has answered it), so it cannot change the membership yet; retry`));
+    if (out.kind === 'rejected' && out.reason === 'conf_change_pending') return refused(new Failure('conflict', 'a membership change is still being committed; one change at a time — retry when it is done'));
     if (out.kind === 'rejected' && out.reason === 'incarnation_conflict') {
-      throw new Failure('conflict', `${cc.nodeId} is a voter bound to another data directory (it lost its data): remove it first (raftlock member remove ${cc.nodeId}), wipe its data directory, then join it again`);
+      return refused(new Failure('conflict', `${cc.nodeId} is a voter bound to another data directory (it lost its data): remove it first (raftlock member remove ${cc.nodeId}), wipe its data directory, then join it again`));
     }
-    if (out.kind === 'unknown') throw new Failure('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`);
-    throw new Failure('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind}); retry`);
+    if (out.kind === 'unknown') return refused(new Failure('timeout', `the ${cc.type} of ${cc.nodeId} is not known to be committed; check GET /v1/cluster, then retry`));
+    return refused(new Failure('unavailable', `the ${cc.type} of ${cc.nodeId} was not applied (${out.kind === 'rejected' ? out.reason : out.kind}); retry`));
   }
 
-  private async waitCaughtUp(id: NodeId, signal: AbortSignal): Promise<void> {
+  private async waitCaughtUp(id: NodeId, signal: AbortSignal): Promise<Result<void>> {
     const deadline = this.o.nowMs() + this.o.catchUpTimeoutMs;
     while (this.o.nowMs() < deadline) {
-      if (signal.aborted) throw new Failure('unavailable', `the request was aborted; ${id} stays a learner`);
+      if (signal.aborted) return refused(new Failure('unavailable', `the request was aborted; ${id} stays a learner`));
       const st = this.o.driver().status();
-      if (st.role !== 'leader') throw new Failure('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`);
-      if (this.caughtUp(id)) return;
+      if (st.role !== 'leader') return refused(new Failure('unavailable', `leadership moved while ${id} was catching up; it stays a learner — retry on the new leader`));
+      if (this.caughtUp(id)) return DONE;
       await sleep(POLL_MS);
     }
-    throw new Failure('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner (retry, or check that the leader can reach its peer URL)`);
+    return refused(new Failure('timeout', `${id} did not catch up within ${this.o.catchUpTimeoutMs} ms; it stays a learner (retry, or check that the leader can reach its peer URL)`));
   }
+}
+
+/** a change made, or found already made */
+const DONE: Result<void> = ok(undefined);
+
+function notMember(id: NodeId): Refusal {
+  return refused(new Failure('not_found', `${id} is not a member`));
 }
 
 function sameOrigin(a: string, b: string): boolean {
