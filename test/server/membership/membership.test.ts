@@ -7,6 +7,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import pino from 'pino';
 import { Failure } from '../../../src/api/failure.js';
+import type { Result } from '../../../src/api/service-result.js';
 import { applyConfChange } from '../../../src/raft/core/conf.js';
 import type { ConfChange, ConfState, NodeId, ProgressStatus } from '../../../src/raft/core/types.js';
 import type { ProposalOutcome, RaftDriver } from '../../../src/raft/driver.js';
@@ -76,6 +77,17 @@ function setup(o: { joining?: boolean; snapshotIndex?: number; self?: string } =
 const n4 = { id: 'n4', api: 'http://127.0.0.1:17004', peer: 'http://127.0.0.1:17104' };
 const signal = new AbortController().signal;
 const code = (c: string) => (e: unknown) => e instanceof Failure && e.code === c;
+/** the change was made (or found made): Membership answers a Result, never rejects */
+async function done(p: Promise<Result<void>>): Promise<void> {
+  const r = await p;
+  assert.ok(r.ok, r.ok ? '' : `refused: ${r.failure.code} ${r.failure.message}`);
+}
+/** the change was refused with a Failure that `pred` accepts */
+async function refusedWith(p: Promise<Result<void>>, pred: (f: Failure) => boolean, message?: string): Promise<void> {
+  const r = await p;
+  assert.ok(!r.ok, 'the change was refused');
+  assert.ok(pred(r.failure), message ?? `unexpected refusal: ${r.failure.code} ${r.failure.message}`);
+}
 const tick = (): Promise<void> => new Promise((r) => setTimeout(r, 10));
 async function eventuallyTrue(fn: () => boolean, timeoutMs = 3000): Promise<void> {
   const deadline = performance.now() + timeoutMs;
@@ -88,7 +100,7 @@ async function eventuallyTrue(fn: () => boolean, timeoutMs = 3000): Promise<void
 describe('Membership', () => {
   it('add: snapshot first on a never-compacted log, then the learner entry marked for promotion; answered without waiting for the node', async () => {
     const { driver, m, peers, app } = setup();
-    await m.add(n4, { learnerOnly: false }); // n4 is not running: match 0 throughout
+    await done(m.add(n4, { learnerOnly: false })); // n4 is not running: match 0 throughout
     assert.equal(driver.compactions, 1, 'a snapshot before the first learner');
     assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner']);
     assert.deepEqual(decodeMemberContext('n4', driver.proposals[0]!.context), { address: n4, promote: true });
@@ -98,13 +110,13 @@ describe('Membership', () => {
     assert.deepEqual(app.members.get('n4'), n4);
     assert.equal(m.promotionPending('n4'), true);
     // repeated (a retry, or the node's own --join): nothing proposed again
-    await m.add(n4, { learnerOnly: false });
+    await done(m.add(n4, { learnerOnly: false }));
     assert.equal(driver.proposals.length, 1);
   });
 
   it('automatic promotion: the leader promotes a marked learner from its tick once it is within the lag, not before', async () => {
     const { driver, m, app } = setup({ snapshotIndex: 50 });
-    await m.add(n4, { learnerOnly: false });
+    await done(m.add(n4, { learnerOnly: false }));
     m.onConfApplied(driver.proposals[0]!);
     m.onTick();
     await tick();
@@ -144,28 +156,28 @@ describe('Membership', () => {
 
   it('one new voter at a time: a second add waits (409) while a marked learner is not promoted; learner-only adds and removals are not blocked', async () => {
     const { driver, m } = setup({ snapshotIndex: 50 });
-    await m.add(n4, { learnerOnly: false });
+    await done(m.add(n4, { learnerOnly: false }));
     m.onConfApplied(driver.proposals[0]!);
     const n5 = { id: 'n5', api: 'http://127.0.0.1:17005', peer: 'http://127.0.0.1:17105' };
-    await assert.rejects(m.add(n5, { learnerOnly: false }), (e) => code('conflict')(e) && /n4 was added and waits to be promoted/.test((e as Error).message) && (e as Failure).details?.['conflict'] !== 'addresses');
+    await refusedWith(m.add(n5, { learnerOnly: false }), (e) => code('conflict')(e) && /n4 was added and waits to be promoted/.test((e as Error).message) && (e as Failure).details?.['conflict'] !== 'addresses');
     const n9 = { id: 'n9', api: 'http://127.0.0.1:17009', peer: 'http://127.0.0.1:17109' };
-    await m.add(n9, { learnerOnly: true });
+    await done(m.add(n9, { learnerOnly: true }));
     assert.deepEqual(decodeMemberContext('n9', driver.proposals.at(-1)!.context), { address: n9, promote: false });
     // the never-started n4 is removed: the next add goes through
-    await m.remove('n4');
+    await done(m.remove('n4'));
     m.onConfApplied({ type: 'removeNode', nodeId: 'n4' });
-    await m.add(n5, { learnerOnly: false });
+    await done(m.add(n5, { learnerOnly: false }));
     assert.deepEqual(driver.conf.learners, ['n9', 'n5']);
   });
 
   it('a learner added as learner-only, added again without it, gets the mark (a new addLearner entry)', async () => {
     const { driver, m } = setup({ snapshotIndex: 50 });
-    await m.add(n4, { learnerOnly: true });
+    await done(m.add(n4, { learnerOnly: true }));
     m.onConfApplied(driver.proposals[0]!);
     assert.equal(m.promotionPending('n4'), false);
-    await m.add(n4, { learnerOnly: true });
+    await done(m.add(n4, { learnerOnly: true }));
     assert.equal(driver.proposals.length, 1, 'learner-only again: nothing to do');
-    await m.add(n4, { learnerOnly: false });
+    await done(m.add(n4, { learnerOnly: false }));
     assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addLearner']);
     m.onConfApplied(driver.proposals[1]!);
     assert.equal(m.promotionPending('n4'), true);
@@ -173,27 +185,27 @@ describe('Membership', () => {
 
   it('promote (explicit): waits for the learner to catch up; one that does not stays a learner (504); a retry continues', async () => {
     const { driver, m } = setup({ snapshotIndex: 50 });
-    await m.add(n4, { learnerOnly: true });
-    await assert.rejects(m.promote('n4', signal), code('timeout'));
+    await done(m.add(n4, { learnerOnly: true }));
+    await refusedWith(m.promote('n4', signal), code('timeout'));
     assert.deepEqual(driver.conf.learners, ['n4']);
     driver.setProgress('n4', 100, true, true);
-    await m.promote('n4', signal);
+    await done(m.promote('n4', signal));
     assert.deepEqual(driver.proposals.map((p) => p.type), ['addLearner', 'addVoter'], 'no second addLearner');
   });
 
   it('add: refuses an id with other URLs, or URLs of another member (409, marked permanent)', async () => {
     const { m } = setup({ snapshotIndex: 1 });
-    await assert.rejects(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true }), (e) => code('conflict')(e) && (e as Failure).details?.['conflict'] === 'addresses');
-    await assert.rejects(m.add({ id: 'n7', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:17102/' }, { learnerOnly: true }), code('conflict'));
+    await refusedWith(m.add({ id: 'n2', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:19998' }, { learnerOnly: true }), (e) => code('conflict')(e) && (e as Failure).details?.['conflict'] === 'addresses');
+    await refusedWith(m.add({ id: 'n7', api: 'http://127.0.0.1:19999', peer: 'http://127.0.0.1:17102/' }, { learnerOnly: true }), code('conflict'));
   });
 
   it('one change at a time: a second one gets 409 while the first waits', async () => {
     const { m } = setup({ snapshotIndex: 1 });
-    await m.add(n4, { learnerOnly: true });
+    await done(m.add(n4, { learnerOnly: true }));
     const first = m.promote('n4', signal); // n4 never catches up
     await new Promise((r) => setTimeout(r, 20));
-    await assert.rejects(m.remove('n3'), code('conflict'));
-    await assert.rejects(first, code('timeout'));
+    await refusedWith(m.remove('n3'), code('conflict'));
+    await refusedWith(first, code('timeout'));
   });
 
   it('the promotion mark survives a snapshot of the application', () => {
@@ -210,19 +222,19 @@ describe('Membership', () => {
   it('a new leader\'s brief "conf change pending" is waited out; a lasting one is 409', async () => {
     const { driver, m } = setup({ snapshotIndex: 1 });
     driver.script = [{ ok: false, kind: 'rejected', reason: 'conf_change_pending' }, { ok: false, kind: 'rejected', reason: 'conf_change_pending' }];
-    await m.remove('n3');
+    await done(m.remove('n3'));
     assert.deepEqual(driver.conf.voters, ['n1', 'n2']);
     driver.script = Array.from({ length: 200 }, () => ({ ok: false, kind: 'rejected', reason: 'conf_change_pending' }) as ProposalOutcome);
-    await assert.rejects(m.remove('n2'), code('conflict'));
+    await refusedWith(m.remove('n2'), code('conflict'));
   });
 
   it('a new leader whose term has no committed entry yet: waited out briefly, then 503 (retryable)', async () => {
     const { driver, m } = setup({ snapshotIndex: 1 });
     driver.script = [{ ok: false, kind: 'rejected', reason: 'term_not_committed' }, { ok: false, kind: 'rejected', reason: 'term_not_committed' }];
-    await m.remove('n3');
+    await done(m.remove('n3'));
     assert.deepEqual(driver.conf.voters, ['n1', 'n2']);
     driver.script = Array.from({ length: 200 }, () => ({ ok: false, kind: 'rejected', reason: 'term_not_committed' }) as ProposalOutcome);
-    await assert.rejects(m.remove('n2'), (e) => code('unavailable')(e) && /not yet committed an entry of its term/.test((e as Error).message));
+    await refusedWith(m.remove('n2'), (e) => code('unavailable')(e) && /not yet committed an entry of its term/.test((e as Error).message));
   });
 
   it('strict quorum check: no removal of a healthy voter while another is down', async () => {
@@ -230,16 +242,16 @@ describe('Membership', () => {
     driver.term = 3; // this leader's term: n2 answers in it, n3 is down
     driver.setProgress('n2', 100, true);
     driver.setProgress('n3', 40, false);
-    await assert.rejects(m.remove('n2'), (e) => code('conflict')(e) && /below the quorum/.test((e as Error).message) && /not heard from lately: n3/.test((e as Error).message));
-    await assert.rejects(m.remove('n2'), (e) => e instanceof Failure && JSON.stringify(e.details) === JSON.stringify({ missing: ['n3'] }), 'the 409 names the missing members');
+    await refusedWith(m.remove('n2'), (e) => code('conflict')(e) && /below the quorum/.test((e as Error).message) && /not heard from lately: n3/.test((e as Error).message));
+    await refusedWith(m.remove('n2'), (e) => e instanceof Failure && JSON.stringify(e.details) === JSON.stringify({ missing: ['n3'] }), 'the 409 names the missing members');
     // a voter heard from a moment ago counts even after check-quorum cleared its flag
     m.onTick();
     driver.setProgress('n2', 100, false);
-    await m.remove('n3'); // removing the dead one is fine: 2 of 2 reachable
+    await done(m.remove('n3')); // removing the dead one is fine: 2 of 2 reachable
     assert.deepEqual(driver.conf.voters, ['n1', 'n2']);
-    await assert.rejects(m.remove('nope'), code('not_found'));
-    await m.remove('n2');
-    await assert.rejects(m.remove('n1'), code('invalid_request'), 'never the last voter');
+    await refusedWith(m.remove('nope'), code('not_found'));
+    await done(m.remove('n2'));
+    await refusedWith(m.remove('n1'), code('invalid_request'), 'never the last voter');
   });
 
   it('strict quorum check: a voter heard from only in an earlier term does not count (a leader that just died)', async () => {
@@ -253,14 +265,14 @@ describe('Membership', () => {
     driver.term = 4;
     driver.setProgress('n3', 100, true);
     driver.progress['n2']!.recentActive = true;
-    await assert.rejects(m.remove('n3'), (e) => code('conflict')(e) && JSON.stringify((e as Failure).details) === JSON.stringify({ missing: ['n2'] }));
+    await refusedWith(m.remove('n3'), (e) => code('conflict')(e) && JSON.stringify((e as Failure).details) === JSON.stringify({ missing: ['n2'] }));
     assert.equal(driver.proposals.length, 0, 'nothing proposed');
   });
 
   it('promote: unknown id 404; a voter is already done', async () => {
     const { m, driver } = setup({ snapshotIndex: 1 });
-    await assert.rejects(m.promote('n9', signal), code('not_found'));
-    await m.promote('n2', signal);
+    await refusedWith(m.promote('n9', signal), code('not_found'));
+    await done(m.promote('n2', signal));
     assert.equal(driver.proposals.length, 0);
   });
 
