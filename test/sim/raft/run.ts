@@ -4,15 +4,17 @@
 // runs seed N (or K seeds from N). A failing seed prints SEED=N, every option, the trace
 // tail, the failure and `reproduce: npm run sim -- --seed N`. --verbose prints the options
 // and the full trace (role changes, partitions, heal) as the schedule runs. The soak
-// starts from a random seed unless given one, spreads seeds over J worker threads and
-// keeps going past failures. --mutation switches a safety fix off (mutations.ts), to see
+// starts from a random seed unless given one, spreads seeds over J worker threads
+// (test/sim/sweep.ts) and keeps going past failures, printing each failing seed's report,
+// progress every 1,000 seeds, a summary and the totals of every stat. --mutation switches a safety fix off (mutations.ts), to see
 // the simulator find the bug it prevents; --no-stalls runs a seed without the disk stalls it
 // draws (disk-stalls.ts), as seeds ran before they existed.
 import { availableParallelism } from 'node:os';
 import { describeOptions, drawOptions } from '../options.js';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
-import { runPool } from './pool.js';
+import { raftSweep } from './seed.js';
+import { formatFailed, formatTotals, sweep } from '../sweep.js';
 import { intArg, parseSeedArgs } from '../../support/seed-args.js';
 import { parseMutations, type Mutation } from './mutations.js';
 
@@ -62,19 +64,10 @@ function runOne(seed: number, args: Args): boolean {
 async function soak(args: Args): Promise<number> {
   const base = args.seed ?? Math.floor(Math.random() * 1e9);
   console.log(`soak: ${args.seeds} seeds from SEED=${base} on ${args.jobs} worker(s)`);
-  const started = performance.now();
-  let lastReport = 0;
-  const total = await runPool(base, args.seeds, args.ticks, args.jobs, 100, (chunk, done) => {
-    for (const f of chunk.failures) console.log(`\n${f.report}\n`);
-    if (done - lastReport >= 1000 || done === args.seeds) {
-      lastReport = done;
-      console.log(`${done}/${args.seeds} seeds, ${((performance.now() - started) / 1000).toFixed(0)} s`);
-    }
-  }, args.mutations);
-  console.log(`soak: ${total.schedules} schedules, ${total.ticks} ticks, ${total.failures.length} failed` +
-    `${total.failures.length > 0 ? ` (seeds ${total.failures.map((f) => f.seed).sort((a, b) => a - b).join(' ')})` : ''}, ` +
-    `${((performance.now() - started) / 1000).toFixed(1)} s`);
-  return total.failures.length;
+  const r = await sweep(raftSweep({ ticks: args.ticks, mutations: args.mutations }), { from: base, count: args.seeds, jobs: args.jobs, log: (l) => console.log(l), progressEvery: 1000 });
+  console.log(`soak: ${r.seeds} schedules, ${r.totals.get('ticks') ?? 0} ticks, ${formatFailed(r)}, ${r.wallS.toFixed(1)} s`);
+  console.log(formatTotals(r));
+  return r.failures.length;
 }
 
 async function main(): Promise<void> {

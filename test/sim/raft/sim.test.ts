@@ -7,7 +7,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { availableParallelism } from 'node:os';
-import { runPool } from './pool.js';
+import { sweep } from '../sweep.js';
+import { raftSweep } from './seed.js';
 import { runSchedule } from './simulate.js';
 import { envInt } from '../../support/env.js';
 import { testSeed } from '../../support/seed.js';
@@ -21,19 +22,16 @@ const mutations = parseMutations(process.env['SIM_MUTATIONS']);
 test(`simulation: ${schedules} seeded schedules of ${ticks} fault ticks from SEED=${base}${mutations.length > 0 ? ` with mutations ${mutations.join(',')}` : ''}`, { timeout: 20 * 60_000 }, async () => {
   // every core: under scripts/run-tests.mjs this lane runs niced beside the process lane
   const workers = Math.max(1, Math.min(availableParallelism(), 8));
-  const started = performance.now();
-  // chunks small enough to balance the lanes (schedule lengths vary with their options)
-  const total = await runPool(base, schedules, ticks, workers, Math.max(1, Math.ceil(schedules / (workers * 8))), undefined, mutations);
-  const secs = (performance.now() - started) / 1000;
-  console.log(`sim: ${total.schedules} schedules, ${total.ticks} ticks (${(total.ticks / total.schedules).toFixed(0)} per schedule), ` +
-    `${total.committed} entries committed, ${total.diskStalls} disk stalls, ${total.coverHeartbeats} cover heartbeats, ${total.failures.length} failed, ${secs.toFixed(1)} s wall on ${workers} worker(s), ` +
+  const r = await sweep(raftSweep({ ticks, mutations }), { from: base, count: schedules, jobs: workers });
+  const t = (k: string): number => r.totals.get(k) ?? 0;
+  console.log(`sim: ${r.seeds} schedules, ${t('ticks')} ticks (${(t('ticks') / r.seeds).toFixed(0)} per schedule), ` +
+    `${t('committed')} entries committed, ${t('diskStalls')} disk stalls, ${t('coverHeartbeats')} cover heartbeats, ${r.failures.length} failed, ${r.wallS.toFixed(1)} s wall on ${workers} worker(s), ` +
     `seeds ${base}..${base + schedules - 1}`);
-  total.failures.sort((a, b) => a.seed - b.seed);
-  for (const f of total.failures) console.log(`\n${f.report}\n`);
-  assert.equal(total.schedules, schedules);
-  assert.deepEqual(total.failures.map((f) => f.seed), [], 'failing seeds (reports above)');
+  for (const f of r.failures) console.log(`\n${f.report}\n`);
+  assert.equal(r.seeds, schedules);
+  assert.deepEqual(r.failures.map((f) => f.seed), [], 'failing seeds (reports above)');
   // the driver's heartbeat cover (production's) must actually run: some writes stall
-  if (schedules >= 100) assert.ok(total.diskStalls > 0 && total.coverHeartbeats > 0, `${total.diskStalls} disk stalls, ${total.coverHeartbeats} cover heartbeats`);
+  if (schedules >= 100) assert.ok(t('diskStalls') > 0 && t('coverHeartbeats') > 0, `${t('diskStalls')} disk stalls, ${t('coverHeartbeats')} cover heartbeats`);
 });
 
 test('a seed replays exactly: same trace, same statistics', () => {
