@@ -1,6 +1,6 @@
 // One simulated raftlock node: the REAL RawNode + RaftDriver + LockApp (real LockFsm) +
 // Lessor, wired as src/server/compose.ts and src/server/leader/leader-coordinator.ts wire them, over
-// a SimDisk (written vs synced, crash drops the unsynced) and a SimTransport. The driver
+// a MemoryDurableStorage (written vs synced, crash drops the unsynced) and a SimTransport. The driver
 // runs with autoRun: false; the cluster calls drain() and awaits it, and every await in
 // the driver resolves on a sim promise, so a seed replays exactly.
 import { RawNode } from '../../../src/raft/core/raw-node.js';
@@ -13,7 +13,7 @@ import { encodeCommand } from '../../../src/server/app/command-codec.js';
 import { LessorProposer } from '../../../src/server/leader/lessor-proposer.js';
 import { LogClock } from '../../../src/server/leader/log-clock.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../../src/lock-fsm/index.js';
-import type { SimDisk } from '../disk.js';
+import type { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import type { SimOptions } from '../options.js';
 import { SimTransport } from './transport.js';
 
@@ -97,7 +97,7 @@ export class SimulatedCrash extends Error {
   }
 }
 
-/** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
+/** The MemoryDurableStorage behind a switch: an armed crash makes the next synced save write its batch
  *  and then fail, so the driver dies after persisting and before sending (a crash in the
  *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). A
  *  stall makes the next synced save take whole ticks (a slow fsync): the batch is written
@@ -111,7 +111,7 @@ class CrashableDisk implements DurableStorage {
   stalled: { until: number; resolve: () => void; reject: (err: unknown) => void } | null = null;
   /** told when a stalled save begins (the cluster stops awaiting this driver's loop) */
   onStall: (() => void) | null = null;
-  constructor(readonly disk: SimDisk, private readonly tick: () => number) {}
+  constructor(readonly disk: MemoryDurableStorage, private readonly tick: () => number) {}
   initialState() { return this.disk.initialState(); }
   entries(lo: number, hi: number, maxBytes?: number) { return this.disk.entries(lo, hi, maxBytes); }
   term(i: number) { return this.disk.term(i); }
@@ -204,7 +204,7 @@ export class LockNode {
   private readonly logClock: LogClock;
   dead = false;
 
-  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
+  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: MemoryDurableStorage, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
     this.transport = transport;
     this.storage = new CrashableDisk(disk, env.tick);
     const snap = disk.snapshot();

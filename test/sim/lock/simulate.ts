@@ -1,5 +1,5 @@
 // One lock-level schedule (docs/simulation-lock.md): N × {RawNode + RaftDriver + LockApp +
-// Lessor} over SimNetwork/SimDisk and a simulated clock (nowMs = tick × tickMs), in the
+// Lessor} over SimNetwork/MemoryDurableStorage and a simulated clock (nowMs = tick × tickMs), in the
 // VOPR's phases:
 //   1. faults: drops, duplicates, delays, partitions, clogs, crashes (between ticks or in
 //      the middle of a Ready) with loss of unsynced writes, restarts — with lock clients
@@ -13,7 +13,7 @@ import { seededRng, type Rng } from '../../../src/raft/core/rng.js';
 import type { NodeId } from '../../../src/raft/core/types.js';
 import { drawOptions, subsystemRngs, type SimOptions } from '../options.js';
 import { SimNetwork, type NetEvent } from '../network.js';
-import { SimDisk } from '../disk.js';
+import { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import { LockNode, RAFT_KNOBS, SimulatedCrash, type LessorFault, type LockMutations, type NodeParams } from './node.js';
 import type { Command } from '../../../src/lock-fsm/index.js';
 import { SimTransport } from './transport.js';
@@ -179,7 +179,7 @@ export class LockCluster {
   /** running() in id order, rebuilt only after a node starts or stops (it is asked for
    *  several times per tick) */
   private runningList: readonly LockNode[] | null = null;
-  private readonly disks = new Map<NodeId, SimDisk>();
+  private readonly disks = new Map<NodeId, MemoryDurableStorage>();
   private readonly incarnations = new Map<NodeId, number>();
   readonly downUntil = new Map<NodeId, number>();
   private readonly fatal = new Set<NodeId>();
@@ -203,7 +203,7 @@ export class LockCluster {
     this.ids = Array.from({ length: o.raft.nodeCount }, (_, k) => `n${k + 1}`);
     for (const id of this.ids) {
       this.network.addNode(id);
-      this.disks.set(id, new SimDisk({ voters: [...this.ids], learners: [] }, disk.fork()));
+      this.disks.set(id, new MemoryDurableStorage({ voters: [...this.ids], learners: [] }, { rng: disk.fork() }));
       this.incarnations.set(id, 0);
       this.start(id);
     }
