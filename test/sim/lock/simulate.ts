@@ -16,7 +16,7 @@ import { SimNetwork, type NetEvent } from '../network.js';
 import { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import { LockNode, RAFT_KNOBS, SimulatedCrash, type LessorFault, type LockMutations, type NodeParams } from './node.js';
 import type { Command } from '../../../src/lock-fsm/index.js';
-import { SimTransport } from './transport.js';
+import { MemoryTransport } from '../../../src/transport/memory-transport.js';
 import { LockCheckers, LockViolation } from '../../checkers/apply/lock-checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
 import { inIdOrder } from '../../support/id-order.js';
@@ -196,7 +196,7 @@ export class LockCluster {
   constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void, private readonly mutations: LockMutations = {}) {
     this.faultRng = faultRng(o.seed).fork();
     this.stallRng = stallRng(o.seed);
-    this.network = new SimNetwork(o.raft.network, net);
+    this.network = new SimNetwork(o.raft.network, net, () => this.tick);
     // the wallClockStamps mutation makes log time a wall clock: the max-hold time checks,
     // which rest on log time running no faster than real time, are off under it
     this.checkers = new LockCheckers(() => this.nowMs(), { tickMs: o.node.tickMs, timedHolds: mutations.wallClockStamps !== true });
@@ -216,7 +216,7 @@ export class LockCluster {
   private start(id: NodeId): void {
     const inc = this.incarnations.get(id)! + 1;
     this.incarnations.set(id, inc);
-    const t = new SimTransport(this.network, inc, () => this.tick);
+    const t = new MemoryTransport(id, this.network, inc);
     const node = new LockNode(id, inc, this.disks.get(id)!, t, this.o.node, this.core.fork(), {
       nowMs: () => this.nowMs(),
       onApplied: (n, index, term, kind, data, out) => this.guard(() => this.checkers.onApplied(n, index, term, kind, data, out)),
