@@ -1,4 +1,5 @@
-// SimNetwork and the in-memory disk (MemoryDurableStorage): the simulator's fault models do what the checkers assume.
+// SimNetwork and the simulators' disk (MemoryDurableStorage): the fault models do what the
+// checkers assume.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seededRng } from '../../src/raft/core/rng.js';

@@ -1,5 +1,5 @@
-// SimCluster: N × {RawNode + MemoryDurableStorage + toy app} over one SimNetwork, advanced one tick at
-// a time in a fixed order (architecture.md "Deterministic simulation"):
+// SimCluster: N × {RawNode + MemoryDurableStorage + toy app} over one SimNetwork, advanced
+// one tick at a time in a fixed order (architecture.md "Deterministic simulation"):
 //   deliver due packets in (from, to) order → tick nodes in id order → drain every node's
 //   Ready loop → [the workload acts, then drains again] → checkers.
 // It owns node lifecycles: bootstrap, crash (optionally in the middle of a Ready), restart

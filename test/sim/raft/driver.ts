@@ -1,6 +1,7 @@
-// The simulator's node driver: one real RawNode over a MemoryDurableStorage, with the toy app. It is
-// synchronous (the simulated disk completes at once), small, and follows the Ready order
-// written on types.ts `Ready` EXACTLY, so a test failure points at the core, not at it:
+// The simulator's node driver: one real RawNode over a MemoryDurableStorage (the in-memory
+// disk), with the toy app. It is synchronous (the simulated disk completes at once), small,
+// and follows the Ready order written on types.ts `Ready` EXACTLY, so a test failure
+// points at the core, not at it:
 //   1. earlyMessages may go first   2. persist (one batch; fsync iff mustSync)
 //   3. messages                     4. restore snapshot, apply committed, serve reads
 //   5. advance
