@@ -1,9 +1,11 @@
 // The seams of the Raft driver, in one file (as hashicorp/raft's api.go): what the driver
 // (./driver.ts) needs from the world, each implemented outside it, each with a real
-// implementation and an in-memory twin that passes the same contract suite:
+// implementation and an in-memory twin that passes the same contract suite (the twins are
+// the only in-memory ones: the driver tests and both simulators use them):
 //
 //   Transport       HttpTransport (src/transport/http-transport.ts)
-//                   MemoryTransport (src/transport/memory-transport.ts)
+//                   MemoryTransport (src/transport/memory-transport.ts), over MemoryNetwork
+//                   or the simulator's SimNetwork
 //                   contract: test/transport/contract.test.ts
 //   DurableStorage  LevelStorage (src/raft/storage/level-storage.ts)
 //                   MemoryDurableStorage (src/raft/storage/memory-durable-storage.ts)

@@ -1,14 +1,81 @@
-// The in-memory twin of HttpTransport, for tests of the node driver and the API (the
-// deterministic simulator has its own tick-driven SimNetwork). Same contract: send() never
-// throws or waits, delivery is asynchronous and in order per link, every message is
-// cloned (no aliasing between nodes, as over a real wire), a cut link loses messages and
-// reports the peer unreachable, a snapshot's outcome is reported to the sender. The
-// contract suite test/transport/contract.test.ts runs against both twins.
+// MemoryTransport: the one in-memory twin of HttpTransport, for the driver's tests, the
+// API's in-process clusters and the lock simulator. Same contract (the suite
+// test/transport/contract.test.ts runs against both): send() never throws or waits,
+// delivery is asynchronous and in order per link, a cut link loses messages and reports the
+// peer unreachable, a snapshot's outcome is reported to the sender. What carries the
+// messages is a MessageNetwork: MemoryNetwork below (delivery on setImmediate, every
+// message cloned as a wire would), or the simulator's tick-driven SimNetwork
+// (test/sim/network.ts), which decides when and whether each message and report arrives.
 import type { Message, NodeId } from '../raft/core/types.js';
 import type { Transport } from '../raft/seams.js';
 import { TransportEvents } from './transport-events.js';
 
-export class MemoryNetwork {
+/** What a MemoryTransport sends through. The network hands each message to its
+ *  destination's deliver() and tells the sender, never inside send(), what it must learn:
+ *  unreachable() for a refused connection, snapshotStatus() for every snapshot message. */
+export interface MessageNetwork {
+  /** carry `m` from `from` to m.to */
+  carry(m: Message, from: MemoryTransport): void;
+  /** `from` will not send `m` (its peer is not configured): a refused connection */
+  refuse(m: Message, from: MemoryTransport): void;
+  /** `t` closed: nothing more is delivered to it */
+  detach(t: MemoryTransport): void;
+}
+
+export class MemoryTransport extends TransportEvents implements Transport {
+  private peers: ReadonlyMap<NodeId, string> | null = null;
+  private closed = false;
+  /** messages handed to send() while open (statistics) */
+  messagesSent = 0;
+
+  constructor(
+    readonly id: NodeId,
+    private readonly network: MessageNetwork,
+    /** the life of the node this transport belongs to (a simulated node's restart makes a
+     *  new transport): reports about a message go back only to the life that sent it */
+    readonly incarnation = 0,
+  ) {
+    super();
+  }
+
+  send(msgs: readonly Message[]): void {
+    if (this.closed) return;
+    this.messagesSent += msgs.length;
+    for (const m of msgs) {
+      // like HttpTransport: only configured peers are reachable (when peers were set)
+      const known = this.peers === null || this.peers.has(m.to);
+      if (known && m.from === this.id) this.network.carry(m, this);
+      else this.network.refuse(m, this);
+    }
+  }
+
+  /** send() hands every message to the network at once: nothing waits for a flush */
+  flush(): void {}
+
+  setPeers(peers: ReadonlyMap<NodeId, string>): void {
+    this.peers = new Map(peers);
+  }
+
+  close(): Promise<void> {
+    this.closed = true;
+    this.network.detach(this);
+    return Promise.resolve();
+  }
+
+  // ---- what the network hands to this node (ignored once closed: a dead process) ----
+  deliver(m: Message): void {
+    if (!this.closed) this.emitMessage(m);
+  }
+  unreachable(peer: NodeId): void {
+    if (!this.closed) this.emitUnreachable(peer);
+  }
+  snapshotStatus(peer: NodeId, ok: boolean): void {
+    if (!this.closed) this.emitSnapshotStatus(peer, ok);
+  }
+}
+
+/** The in-process network: delivery on setImmediate, links cut and healed by tests. */
+export class MemoryNetwork implements MessageNetwork {
   private readonly nodes = new Map<NodeId, MemoryTransport>();
   private readonly cuts = new Set<string>();
   /** counters for tests */
@@ -42,17 +109,15 @@ export class MemoryNetwork {
     else this.cuts.delete(linkKey(a, b));
   }
 
-  /** @internal */
-  detach(id: NodeId): void {
-    this.nodes.delete(id);
+  detach(t: MemoryTransport): void {
+    if (this.nodes.get(t.id) === t) this.nodes.delete(t.id);
   }
 
-  /** @internal: whether the message could be handed to its destination right now */
-  route(m: Message): boolean {
+  carry(m: Message, from: MemoryTransport): void {
     const dest = this.nodes.get(m.to);
     if (!dest || this.cuts.has(linkKey(m.from, m.to))) {
-      this.counts.dropped++;
-      return false;
+      this.refuse(m, from);
+      return;
     }
     // clone at send time, as serialization would: later changes by the sender do not travel
     const copy = structuredClone(m);
@@ -65,60 +130,19 @@ export class MemoryNetwork {
       this.counts.delivered++;
       dest.deliver(copy);
     });
-    return true;
+    // handed over: the sender learns it went out (as HttpTransport once the body is written)
+    if (m.type === 'snapshot') setImmediate(() => from.snapshotStatus(m.to, true));
+  }
+
+  refuse(m: Message, from: MemoryTransport): void {
+    this.counts.dropped++;
+    setImmediate(() => {
+      if (m.type === 'snapshot') from.snapshotStatus(m.to, false);
+      from.unreachable(m.to);
+    });
   }
 }
 
 function linkKey(a: NodeId, b: NodeId): string {
   return a < b ? `${a}\u0000${b}` : `${b}\u0000${a}`;
-}
-
-export class MemoryTransport extends TransportEvents implements Transport {
-  private peers: ReadonlyMap<NodeId, string> | null = null;
-  private closed = false;
-
-  constructor(
-    readonly id: NodeId,
-    private readonly network: MemoryNetwork,
-  ) {
-    super();
-  }
-
-  send(msgs: readonly Message[]): void {
-    if (this.closed) return;
-    const unreachable = new Set<NodeId>();
-    for (const m of msgs) {
-      // like HttpTransport: only configured peers are reachable (when peers were set)
-      const known = this.peers === null || this.peers.has(m.to);
-      const ok = known && m.from === this.id && this.network.route(m);
-      if (!ok) unreachable.add(m.to);
-      if (m.type === 'snapshot') this.later(() => this.emitSnapshotStatus(m.to, ok));
-    }
-    for (const p of unreachable) this.later(() => this.emitUnreachable(p));
-  }
-
-  /** send() delivers at once: nothing waits for a flush */
-  flush(): void {}
-
-  setPeers(peers: ReadonlyMap<NodeId, string>): void {
-    this.peers = new Map(peers);
-  }
-
-  close(): Promise<void> {
-    this.closed = true;
-    this.network.detach(this.id);
-    return Promise.resolve();
-  }
-
-  /** @internal called by the network */
-  deliver(m: Message): void {
-    if (this.closed) return;
-    this.emitMessage(m);
-  }
-
-  private later(fn: () => void): void {
-    setImmediate(() => {
-      if (!this.closed) fn();
-    });
-  }
 }

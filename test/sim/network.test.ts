@@ -1,10 +1,11 @@
-// SimNetwork and SimDisk: the simulator's fault models do what the checkers assume.
+// SimNetwork and the simulators' disk (MemoryDurableStorage): the fault models do what the
+// checkers assume.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { seededRng } from '../../src/raft/core/rng.js';
 import type { Entry, Message } from '../../src/raft/core/types.js';
 import { SimNetwork, type NetEvent } from './network.js';
-import { SimDisk } from './disk.js';
+import { MemoryDurableStorage } from '../../src/raft/storage/memory-durable-storage.js';
 import { drawOptions, type NetworkOptions } from './options.js';
 
 const quiet: NetworkOptions = {
@@ -129,9 +130,9 @@ test('options are a pure function of the seed, and stay inside their ranges', ()
 
 const ent = (index: number, term: number): Entry => ({ index, term, kind: 'normal', data: new Uint8Array([index]) });
 
-test('SimDisk: unsynced writes are readable, lost on power loss, kept on process death', () => {
+test('MemoryDurableStorage: unsynced writes are readable, lost on power loss, kept on process death', () => {
   const conf = { voters: ['n1'], learners: [] };
-  const lossy = new SimDisk(conf, seededRng(1));
+  const lossy = new MemoryDurableStorage(conf, { rng: seededRng(1) });
   lossy.saveSync({ hardState: { term: 1, vote: 'n1', commit: 0 }, entries: [ent(1, 1)] }, { sync: true });
   for (let k = 2; k <= 20; k++) lossy.saveSync({ entries: [ent(k, 1)] }, { sync: false });
   assert.equal(lossy.lastIndex(), 20);
@@ -142,15 +143,15 @@ test('SimDisk: unsynced writes are readable, lost on power loss, kept on process
   assert.deepEqual(lossy.entries(1, lossy.lastIndex() + 1).map((e) => e.index), Array.from({ length: lossy.lastIndex() }, (_, k) => k + 1));
   assert.deepEqual(lossy.hardState(), { term: 1, vote: 'n1', commit: 0 });
 
-  const kept = new SimDisk(conf, seededRng(1));
+  const kept = new MemoryDurableStorage(conf, { rng: seededRng(1) });
   kept.saveSync({ hardState: { term: 2, vote: null, commit: 0 }, entries: [ent(1, 2)] }, { sync: false });
   kept.crash(false);
   assert.equal(kept.lastIndex(), 1);
   assert.equal(kept.durable.hardState().term, 2);
 });
 
-test('SimDisk: one sync makes every earlier write durable; compaction is durable at once', () => {
-  const d = new SimDisk({ voters: ['n1'], learners: [] }, seededRng(2));
+test('MemoryDurableStorage: one sync makes every earlier write durable; compaction is durable at once', () => {
+  const d = new MemoryDurableStorage({ voters: ['n1'], learners: [] }, { rng: seededRng(2) });
   d.saveSync({ hardState: { term: 1, vote: null, commit: 0 }, entries: [ent(1, 1), ent(2, 1)] }, { sync: false });
   d.saveSync({ entries: [ent(3, 1)] }, { sync: true });
   assert.equal(d.durable.lastIndex(), 3);

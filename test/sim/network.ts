@@ -3,9 +3,13 @@
 // drop/cut/isolate/recover verbs). Each directed link (from, to) is a priority queue keyed
 // by deliverAtTick. Faults: random loss, duplication, reordering (extra delay), bounded
 // link capacity, clogs (a link holds its packets for a while), and partitions of several
-// shapes, all drawn from the injected Rng so a seed replays exactly.
+// shapes, all drawn from the injected Rng so a seed replays exactly. It is also a
+// MessageNetwork, so the lock simulator's nodes talk through the one in-memory transport
+// (MemoryTransport, src/transport/memory-transport.ts); the raft-mode simulator's driver
+// calls send() itself.
 import type { Message, NodeId } from '../../src/raft/core/types.js';
 import type { Rng } from '../../src/raft/core/rng.js';
+import type { MemoryTransport, MessageNetwork } from '../../src/transport/memory-transport.js';
 import type { NetworkOptions } from './options.js';
 import { MinHeap, type Keyed } from './heap.js';
 
@@ -37,7 +41,7 @@ export interface NetStats {
 
 const MAX_NODES = 8;
 
-export class SimNetwork {
+export class SimNetwork implements MessageNetwork {
   private readonly ids: NodeId[] = [];
   private readonly links: MinHeap<Packet>[] = [];
   /** blocked[f * MAX_NODES + t]: the partition cuts f → t */
@@ -53,7 +57,8 @@ export class SimNetwork {
   partitionLabel = 'none';
   readonly stats: NetStats = { sent: 0, delivered: 0, dropped: 0, duplicated: 0 };
 
-  constructor(private opts: NetworkOptions, private readonly rng: Rng) {
+  /** `clock`: the current tick, for messages that come through a MemoryTransport (carry) */
+  constructor(private opts: NetworkOptions, private readonly rng: Rng, private readonly clock?: () => number) {
     for (let k = 0; k < MAX_NODES * MAX_NODES; k++) this.links.push(new MinHeap<Packet>());
   }
 
@@ -146,6 +151,24 @@ export class SimNetwork {
       this.stats.duplicated++;
       this.enqueue(m, f, t, now, inc);
     }
+  }
+
+  // ---- MessageNetwork: a MemoryTransport's messages, stamped with its node's incarnation;
+  // the cluster hands what deliverDue() returns to the transports of the running nodes ----
+
+  carry(m: Message, from: MemoryTransport): void {
+    this.send(m, this.now(), from.incarnation);
+  }
+  refuse(m: Message, from: MemoryTransport): void {
+    this.stats.sent++;
+    this.lost(m, this.now(), from.incarnation, true);
+  }
+  /** nothing to do: whether a node is up is the cluster's NodeLiveness, asked at delivery */
+  detach(): void {}
+
+  private now(): number {
+    if (this.clock === undefined) throw new Error('SimNetwork: a MemoryTransport needs the clock argument');
+    return this.clock();
   }
 
   private enqueue(m: Message, f: number, t: number, now: number, inc: number): void {

@@ -1,6 +1,7 @@
 // One contract, two implementations of the driver's Transport seam (src/raft/seams.ts):
 // HttpTransport (msgpack over HTTP, real sockets on 127.0.0.1) and its in-memory twin
-// MemoryTransport. What the driver relies on, and both must do:
+// MemoryTransport, over both of its networks (MemoryNetwork, and the simulator's
+// SimNetwork with its ticks pumped by a timer). What the driver relies on, and all must do:
 //  - send() neither throws nor delivers synchronously; each link delivers in order, every
 //    message type arrives equal to what was sent, as a copy (not the sender's object);
 //  - flush() may be called at any time, and what send() queued is delivered;
@@ -9,14 +10,18 @@
 //  - a peer that cannot be reached (cut off, closed) is reported unreachable;
 //  - a peer that setPeers no longer lists gets nothing; listed again, it does;
 //  - after close(), send() and flush() are harmless.
-// Where the twins differ on purpose (MemoryTransport clones at send time and reports an
-// unlisted peer unreachable; HttpTransport drops it and counts it), their own tests say so
-// (memory-transport.test.ts, http-transport.test.ts).
+// Where the twins differ on purpose (MemoryTransport reports an unlisted peer unreachable;
+// HttpTransport drops it and counts it; SimNetwork hands the receiver the sender's object,
+// uncopied, for the simulator's speed), their own tests say so (memory-transport.test.ts,
+// http-transport.test.ts, test/sim/network.test.ts).
 import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Message, NodeId } from '../../src/raft/core/types.js';
 import type { Transport } from '../../src/raft/seams.js';
-import { MemoryNetwork } from '../../src/transport/memory-transport.js';
+import { seededRng } from '../../src/raft/core/rng.js';
+import { MemoryNetwork, MemoryTransport } from '../../src/transport/memory-transport.js';
+import { SimNetwork, type NetEvent } from '../sim/network.js';
+import type { NetworkOptions } from '../sim/options.js';
 import { closeAll, deadPort, hb, startNodes, waitFor } from './helpers.js';
 
 interface Peer {
@@ -29,6 +34,8 @@ interface Peer {
 
 interface Fixture {
   name: string;
+  /** a delivered message is a copy, never the sender's object */
+  copies: boolean;
   /** transports for `ids`, each knowing all the others (setPeers) */
   start(ids: NodeId[]): Promise<{ peers: Peer[]; urls: Map<NodeId, string> }>;
   /** from now on `from` cannot reach `to` */
@@ -39,6 +46,7 @@ interface Fixture {
 const fixtures: Fixture[] = [
   {
     name: 'MemoryTransport',
+    copies: true,
     start(ids) {
       const net = new MemoryNetwork();
       const urls = new Map(ids.map((id) => [id, `mem:${id}`]));
@@ -51,17 +59,55 @@ const fixtures: Fixture[] = [
         t.setPeers(urls);
         return p;
       });
-      cuts.set(peers[0]!.t, net);
+      worlds.set(peers[0]!.t, { cut: (a, b) => net.cut(a, b), stop: () => undefined });
       return Promise.resolve({ peers, urls });
     },
     cut(from, to) {
-      cuts.get(from.t)!.cut(from.id, to.id);
+      worlds.get(from.t)!.cut(from.id, to.id);
       return Promise.resolve();
     },
-    closeAll: (peers) => Promise.all(peers.map((p) => p.t.close())).then(() => undefined),
+    closeAll: (peers) => closeWorld(peers),
+  },
+  {
+    name: 'MemoryTransport over SimNetwork',
+    copies: false,
+    start(ids) {
+      let tick = 0;
+      const net = new SimNetwork(FIXED_DELAY, seededRng(1), () => tick);
+      const urls = new Map(ids.map((id) => [id, `sim:${id}`]));
+      const nodes = new Map<NodeId, TrackedTransport>();
+      const peers = ids.map((id) => {
+        net.addNode(id);
+        const t = new TrackedTransport(id, net, 1);
+        nodes.set(id, t);
+        const p: Peer = { id, t, inbox: [], unreachable: [], snapshotStatus: [] };
+        t.onMessage((m) => p.inbox.push(m));
+        t.onUnreachable((x) => p.unreachable.push(x));
+        t.onSnapshotStatus((x, ok) => p.snapshotStatus.push([x, ok]));
+        t.setPeers(urls);
+        return p;
+      });
+      // the simulator's cluster role: a closed transport is a node that is down, and what
+      // falls due goes to the transports (test/sim/lock/simulate.ts deliver)
+      const liveness = { incarnation: (id: NodeId) => (nodes.get(id)?.isOpen ? 1 : null) };
+      const route = (ev: NetEvent) => {
+        if (ev.kind === 'message') nodes.get(ev.msg.to)?.deliver(ev.msg);
+        else if (ev.kind === 'unreachable') nodes.get(ev.node)?.unreachable(ev.peer);
+        else nodes.get(ev.node)?.snapshotStatus(ev.peer, ev.ok);
+      };
+      const timer = setInterval(() => net.deliverDue(++tick, liveness, route), 1);
+      worlds.set(peers[0]!.t, { cut: (a, b) => net.cut(a, b), stop: () => clearInterval(timer) });
+      return Promise.resolve({ peers, urls });
+    },
+    cut(from, to) {
+      worlds.get(from.t)!.cut(from.id, to.id);
+      return Promise.resolve();
+    },
+    closeAll: (peers) => closeWorld(peers),
   },
   {
     name: 'HttpTransport',
+    copies: true,
     async start(ids) {
       const nodes = await startNodes(ids, { unreachableIntervalMs: 50, backoffMinMs: 5, backoffMaxMs: 20, requestTimeoutMs: 1000 });
       return { peers: nodes, urls: new Map(nodes.map((n) => [n.id, n.url])) };
@@ -72,8 +118,31 @@ const fixtures: Fixture[] = [
     closeAll: (peers) => closeAll(peers as Parameters<typeof closeAll>[0]),
   },
 ];
-/** the memory fixture's network, by its first transport */
-const cuts = new Map<Transport, MemoryNetwork>();
+/** an in-memory fixture's network, by its first transport */
+const worlds = new Map<Transport, { cut(from: NodeId, to: NodeId): void; stop(): void }>();
+
+async function closeWorld(peers: Peer[]): Promise<void> {
+  worlds.get(peers[0]!.t)?.stop();
+  worlds.delete(peers[0]!.t);
+  await Promise.all(peers.map((p) => p.t.close()));
+}
+
+/** the SimNetwork fixture asks whether a node is up (its NodeLiveness) */
+class TrackedTransport extends MemoryTransport {
+  isOpen = true;
+  override close(): Promise<void> {
+    this.isOpen = false;
+    return super.close();
+  }
+}
+
+/** fault-free, and one tick per hop for every packet: SimNetwork's random delays reorder a
+ *  link, which the simulator wants and the contract's in-order delivery does not allow */
+const FIXED_DELAY: NetworkOptions = {
+  delayMinTicks: 1, delayMeanTicks: 1, dropProbability: 0, duplicateProbability: 0, reorderProbability: 0, linkCapacity: 64,
+  partitionMode: 'none', partitionProbability: 0, unpartitionProbability: 0, partitionStabilityTicks: 0, unpartitionStabilityTicks: 0,
+  clogProbability: 0, clogDurationMeanTicks: 10,
+};
 
 /** one of every message type, a → b */
 function everyType(a: NodeId, b: NodeId): Message[] {
@@ -119,7 +188,7 @@ for (const fx of fixtures) {
         await waitFor(() => b!.inbox.length === plain.length + 2, 'delivery');
         assert.deepStrictEqual(b!.inbox.slice(0, plain.length), plain);
         assert.deepEqual(ctxs(b!.inbox.slice(plain.length)), [1, 2]);
-        for (let i = 0; i < plain.length; i++) assert.notEqual(b!.inbox[i], plain[i], 'a copy, not the sender\'s object');
+        if (fx.copies) for (let i = 0; i < plain.length; i++) assert.notEqual(b!.inbox[i], plain[i], 'a copy, not the sender\'s object');
         const snap = msgs.find((m) => m.type === 'snapshot')!;
         a!.t.send([snap]);
         await waitFor(() => b!.inbox.length === plain.length + 3 && a!.snapshotStatus.length === 1, 'snapshot delivery and status');

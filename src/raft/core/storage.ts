@@ -1,5 +1,5 @@
 // The core reads its durable log through this synchronous interface. Durable adapters
-// (LevelStorage, the simulator's SimDisk) keep the log tail in memory and serve reads
+// (LevelStorage, the in-memory MemoryDurableStorage) keep the log tail in memory and serve reads
 // from it, so the core never awaits (docs/architecture.md "Rules", "The big adaptation from Go").
 import { assertStorage } from '../../assert.js';
 import type { ConfState, Entry, HardState, Index, Snapshot, Term } from './types.js';

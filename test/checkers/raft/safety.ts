@@ -27,7 +27,7 @@ function violated(checker: CheckerName, detail: string): never {
   throw new SafetyViolation(checker, detail);
 }
 
-/** the read-only log view a checker needs (SimDisk's written or durable state) */
+/** the read-only log view a checker needs (a simulated disk's written or durable state: MemoryDurableStorage) */
 export interface LogView {
   term(i: Index): Term | undefined;
   firstIndex(): Index;

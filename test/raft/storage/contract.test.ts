@@ -1,6 +1,7 @@
-// One contract, three implementations of the DurableStorage seam (src/raft/seams.ts):
-// MemoryDurableStorage (the in-memory twin), the simulator's SimDisk and LevelStorage must
-// agree on every read after every write, and read back the same state after a reopen.
+// One contract, two implementations of the DurableStorage seam (src/raft/seams.ts):
+// MemoryDurableStorage (the in-memory twin the driver tests and both simulators use) and
+// LevelStorage must agree on every read after every write, and read back the same state
+// after a reopen.
 import { describe, test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { seededRng } from '../../../src/raft/core/rng.js';
@@ -8,7 +9,6 @@ import { MemoryStorage, StorageAssertionError } from '../../../src/raft/core/sto
 import type { DurableStorage } from '../../../src/raft/seams.js';
 import { LevelStorage } from '../../../src/raft/storage/level-storage.js';
 import { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
-import { SimDisk } from '../../sim/disk.js';
 import { SEED_CONF, dump, entry, genOp, snapshotAt, tempDir, type ReadableStorage } from './helpers.js';
 import { testSeed } from '../../support/seed.js';
 
@@ -27,18 +27,14 @@ after(() => dirs.forEach((remove) => remove()));
 
 const fixtures: Fixture[] = [
   {
+    // its reopen is a process crash, which keeps everything written (power loss is the
+    // simulators' business: test/sim/network.test.ts)
     name: 'MemoryDurableStorage',
     create: () => Promise.resolve(new MemoryDurableStorage(SEED_CONF)),
-    reopen: (s) => Promise.resolve(s),
-  },
-  {
-    // the simulator's disk (test/sim/disk.ts) honours the same contract; its reopen is a
-    // process crash, which keeps everything written (power loss is the simulator's business)
-    name: 'SimDisk',
-    create: () => Promise.resolve(new SimDisk(SEED_CONF, seededRng(1))),
-    reopen: (s) => {
-      (s as SimDisk).crash(false);
-      return Promise.resolve(s);
+    reopen: async (s) => {
+      await s.close();
+      (s as MemoryDurableStorage).crash(false);
+      return s;
     },
   },
   {

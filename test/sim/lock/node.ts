@@ -1,8 +1,9 @@
 // One simulated raftlock node: the REAL RawNode + RaftDriver + LockApp (real LockFsm) +
 // Lessor, wired as src/server/compose.ts and src/server/leader/leader-coordinator.ts wire them, over
-// a SimDisk (written vs synced, crash drops the unsynced) and a SimTransport. The driver
-// runs with autoRun: false; the cluster calls drain() and awaits it, and every await in
-// the driver resolves on a sim promise, so a seed replays exactly.
+// the in-memory twins: a MemoryDurableStorage (written vs synced, crash drops the unsynced)
+// and a MemoryTransport over the SimNetwork. The driver runs with autoRun: false; the
+// cluster calls drain() and awaits it, and every await in the driver resolves on a sim
+// promise, so a seed replays exactly.
 import { RawNode } from '../../../src/raft/core/raw-node.js';
 import type { NodeId, Role, Snapshot } from '../../../src/raft/core/types.js';
 import type { Rng } from '../../../src/raft/core/rng.js';
@@ -13,9 +14,9 @@ import { encodeCommand } from '../../../src/server/app/command-codec.js';
 import { LessorProposer } from '../../../src/server/leader/lessor-proposer.js';
 import { LogClock } from '../../../src/server/leader/log-clock.js';
 import { Lessor, type ApplyOutput, type Command, type Envelope } from '../../../src/lock-fsm/index.js';
-import type { SimDisk } from '../disk.js';
+import type { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import type { SimOptions } from '../options.js';
-import { SimTransport } from './transport.js';
+import type { MemoryTransport } from '../../../src/transport/memory-transport.js';
 
 /** the Raft knobs the lock simulation shares with test/sim's swarm (same seed → same mix) */
 export const RAFT_KNOBS = ['electionTicks', 'heartbeatTicks', 'preVote', 'checkQuorum', 'maxInflight', 'maxMsgBytes', 'lazyCommit', 'heartbeatCoverTicks'] as const;
@@ -97,10 +98,10 @@ export class SimulatedCrash extends Error {
   }
 }
 
-/** The SimDisk behind a switch: an armed crash makes the next synced save write its batch
- *  and then fail, so the driver dies after persisting and before sending (a crash in the
- *  middle of a Ready; the driver's fail-stop path runs as it would on a disk error). A
- *  stall makes the next synced save take whole ticks (a slow fsync): the batch is written
+/** The disk (MemoryDurableStorage) behind a switch: an armed crash makes the next synced
+ *  save write its batch and then fail, so the driver dies after persisting and before
+ *  sending (a crash in the middle of a Ready; the driver's fail-stop path runs as it would
+ *  on a disk error). A stall makes the next synced save take whole ticks (a slow fsync): the batch is written
  *  at once, durable and answered at the tick the stall ends (release), and lost to a crash
  *  before that as unsynced writes are (abort). */
 class CrashableDisk implements DurableStorage {
@@ -111,7 +112,7 @@ class CrashableDisk implements DurableStorage {
   stalled: { until: number; resolve: () => void; reject: (err: unknown) => void } | null = null;
   /** told when a stalled save begins (the cluster stops awaiting this driver's loop) */
   onStall: (() => void) | null = null;
-  constructor(readonly disk: SimDisk, private readonly tick: () => number) {}
+  constructor(readonly disk: MemoryDurableStorage, private readonly tick: () => number) {}
   initialState() { return this.disk.initialState(); }
   entries(lo: number, hi: number, maxBytes?: number) { return this.disk.entries(lo, hi, maxBytes); }
   term(i: number) { return this.disk.term(i); }
@@ -166,7 +167,7 @@ export class LockNode {
   readonly driver: RaftDriver;
   readonly app: LockApp;
   readonly lessor: Lessor;
-  readonly transport: SimTransport;
+  readonly transport: MemoryTransport;
   private readonly storage: CrashableDisk;
   /** sessions with a waiting acquire on this leader: kept alive while they wait
    *  (leader-coordinator onTick does the same through its WaitRegistry) */
@@ -204,7 +205,7 @@ export class LockNode {
   private readonly logClock: LogClock;
   dead = false;
 
-  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: SimDisk, transport: SimTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
+  constructor(readonly id: NodeId, readonly incarnation: number, readonly disk: MemoryDurableStorage, transport: MemoryTransport, p: NodeParams, rng: Rng, private readonly env: NodeEnv, mutations: LockMutations = {}) {
     this.transport = transport;
     this.storage = new CrashableDisk(disk, env.tick);
     const snap = disk.snapshot();
@@ -261,10 +262,10 @@ export class LockNode {
 
   /** the production ticker: driver.tick(), then the service's onTick (lessor → proposals) */
   tick(): void {
-    const before = this.transport.sent;
+    const before = this.transport.messagesSent;
     this.driver.tick();
     // a driver's tick sends nothing but the heartbeat cover's heartbeats
-    if (this.transport.sent > before) this.env.onCoverHeartbeats(this.transport.sent - before);
+    if (this.transport.messagesSent > before) this.env.onCoverHeartbeats(this.transport.messagesSent - before);
     this.proposeLate();
     if (this.driver.currentRole !== 'leader') return;
     const now = this.env.nowMs();

@@ -1,5 +1,5 @@
 // One lock-level schedule (docs/simulation-lock.md): N × {RawNode + RaftDriver + LockApp +
-// Lessor} over SimNetwork/SimDisk and a simulated clock (nowMs = tick × tickMs), in the
+// Lessor} over SimNetwork/MemoryDurableStorage and a simulated clock (nowMs = tick × tickMs), in the
 // VOPR's phases:
 //   1. faults: drops, duplicates, delays, partitions, clogs, crashes (between ticks or in
 //      the middle of a Ready) with loss of unsynced writes, restarts — with lock clients
@@ -13,10 +13,10 @@ import { seededRng, type Rng } from '../../../src/raft/core/rng.js';
 import type { NodeId } from '../../../src/raft/core/types.js';
 import { drawOptions, subsystemRngs, type SimOptions } from '../options.js';
 import { SimNetwork, type NetEvent } from '../network.js';
-import { SimDisk } from '../disk.js';
+import { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import { LockNode, RAFT_KNOBS, SimulatedCrash, type LessorFault, type LockMutations, type NodeParams } from './node.js';
 import type { Command } from '../../../src/lock-fsm/index.js';
-import { SimTransport } from './transport.js';
+import { MemoryTransport } from '../../../src/transport/memory-transport.js';
 import { LockCheckers, LockViolation } from '../../checkers/apply/lock-checkers.js';
 import { LockWorkload, type WorkloadParams } from './workload.js';
 import { inIdOrder } from '../../support/id-order.js';
@@ -179,7 +179,7 @@ export class LockCluster {
   /** running() in id order, rebuilt only after a node starts or stops (it is asked for
    *  several times per tick) */
   private runningList: readonly LockNode[] | null = null;
-  private readonly disks = new Map<NodeId, SimDisk>();
+  private readonly disks = new Map<NodeId, MemoryDurableStorage>();
   private readonly incarnations = new Map<NodeId, number>();
   readonly downUntil = new Map<NodeId, number>();
   private readonly fatal = new Set<NodeId>();
@@ -196,14 +196,14 @@ export class LockCluster {
   constructor(readonly o: LockSimOptions, private readonly core: Rng, disk: Rng, net: Rng, private readonly trace: (l: string) => void, private readonly mutations: LockMutations = {}) {
     this.faultRng = faultRng(o.seed).fork();
     this.stallRng = stallRng(o.seed);
-    this.network = new SimNetwork(o.raft.network, net);
+    this.network = new SimNetwork(o.raft.network, net, () => this.tick);
     // the wallClockStamps mutation makes log time a wall clock: the max-hold time checks,
     // which rest on log time running no faster than real time, are off under it
     this.checkers = new LockCheckers(() => this.nowMs(), { tickMs: o.node.tickMs, timedHolds: mutations.wallClockStamps !== true });
     this.ids = Array.from({ length: o.raft.nodeCount }, (_, k) => `n${k + 1}`);
     for (const id of this.ids) {
       this.network.addNode(id);
-      this.disks.set(id, new SimDisk({ voters: [...this.ids], learners: [] }, disk.fork()));
+      this.disks.set(id, new MemoryDurableStorage({ voters: [...this.ids], learners: [] }, { rng: disk.fork() }));
       this.incarnations.set(id, 0);
       this.start(id);
     }
@@ -216,7 +216,7 @@ export class LockCluster {
   private start(id: NodeId): void {
     const inc = this.incarnations.get(id)! + 1;
     this.incarnations.set(id, inc);
-    const t = new SimTransport(this.network, inc, () => this.tick);
+    const t = new MemoryTransport(id, this.network, inc);
     const node = new LockNode(id, inc, this.disks.get(id)!, t, this.o.node, this.core.fork(), {
       nowMs: () => this.nowMs(),
       onApplied: (n, index, term, kind, data, out) => this.guard(() => this.checkers.onApplied(n, index, term, kind, data, out)),

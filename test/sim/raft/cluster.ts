@@ -1,5 +1,5 @@
-// SimCluster: N × {RawNode + SimDisk + toy app} over one SimNetwork, advanced one tick at
-// a time in a fixed order (architecture.md "Deterministic simulation"):
+// SimCluster: N × {RawNode + MemoryDurableStorage + toy app} over one SimNetwork, advanced
+// one tick at a time in a fixed order (architecture.md "Deterministic simulation"):
 //   deliver due packets in (from, to) order → tick nodes in id order → drain every node's
 //   Ready loop → [the workload acts, then drains again] → checkers.
 // It owns node lifecycles: bootstrap, crash (optionally in the middle of a Ready), restart
@@ -8,7 +8,7 @@ import type { Entry, Message, NodeId } from '../../../src/raft/core/types.js';
 import type { Rng } from '../../../src/raft/core/rng.js';
 import { decodeConfChange } from '../../../src/raft/core/conf.js';
 import { Checkers, type NodeSnapshot } from '../../checkers/raft/safety.js';
-import { SimDisk } from '../disk.js';
+import { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import { SimNode, type CrashPoint, type DriverEnv } from './driver.js';
 import { SimNetwork, type NetEvent } from '../network.js';
 import type { SimOptions } from '../options.js';
@@ -26,7 +26,7 @@ export class SimCluster {
   /** runningNodes() in id order, rebuilt only after a node starts, stops or joins: it is
    *  asked for several times per tick, and rebuilding it each time was ~10% of a sweep */
   private runningList: readonly SimNode[] | null = null;
-  private readonly disks = new Map<NodeId, SimDisk>();
+  private readonly disks = new Map<NodeId, MemoryDurableStorage>();
   private readonly incarnations = new Map<NodeId, number>();
   /** crashed nodes and the tick they come back (Infinity: never, e.g. decommissioned) */
   readonly downUntil = new Map<NodeId, number>();
@@ -73,10 +73,10 @@ export class SimCluster {
 
   /** a data directory as a node makes it on first start: the seed configuration (the
    *  cluster file), nothing else, and a new incarnation */
-  private blankDisk(id: NodeId): SimDisk {
+  private blankDisk(id: NodeId): MemoryDurableStorage {
     const k = (this.diskCount.get(id) ?? 0) + 1;
     this.diskCount.set(id, k);
-    return new SimDisk({ voters: [...this.initialVoters], learners: [] }, this.rng.disk.fork(), `${id}#${k}`);
+    return new MemoryDurableStorage({ voters: [...this.initialVoters], learners: [] }, { rng: this.rng.disk.fork(), diskId: `${id}#${k}` });
   }
 
   /** amnesia: the node's disk is lost entirely; it restarts at once on a blank one under
@@ -93,7 +93,7 @@ export class SimCluster {
   }
 
   /** a lying disk: the node crashes, and its disk keeps only the log up to `keep` although
-   *  the node had acknowledged more (SimDisk.loseTail); it restarts at once on that disk */
+   *  the node had acknowledged more (MemoryDurableStorage.loseTail); it restarts at once on that disk */
   loseTail(id: NodeId, keep: number): void {
     const node = this.running.get(id);
     if (!node) return;

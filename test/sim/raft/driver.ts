@@ -1,6 +1,7 @@
-// The simulator's node driver: one real RawNode over a SimDisk, with the toy app. It is
-// synchronous (the simulated disk completes at once), small, and follows the Ready order
-// written on types.ts `Ready` EXACTLY, so a test failure points at the core, not at it:
+// The simulator's node driver: one real RawNode over a MemoryDurableStorage (the in-memory
+// disk), with the toy app. It is synchronous (the simulated disk completes at once), small,
+// and follows the Ready order written on types.ts `Ready` EXACTLY, so a test failure
+// points at the core, not at it:
 //   1. earlyMessages may go first   2. persist (one batch; fsync iff mustSync)
 //   3. messages                     4. restore snapshot, apply committed, serve reads
 //   5. advance
@@ -16,7 +17,7 @@ import { HeartbeatCover } from '../../../src/raft/heartbeat-cover.js';
 import type { Rng } from '../../../src/raft/core/rng.js';
 import { ToyApp } from './app.js';
 import type { Checkers } from '../../checkers/raft/safety.js';
-import type { SimDisk } from '../disk.js';
+import type { MemoryDurableStorage } from '../../../src/raft/storage/memory-durable-storage.js';
 import type { SimOptions } from '../options.js';
 import { mutatedRaftConfig } from './mutations.js';
 
@@ -55,7 +56,7 @@ export class SimNode {
   constructor(
     readonly id: NodeId,
     readonly incarnation: number,
-    readonly disk: SimDisk,
+    readonly disk: MemoryDurableStorage,
     opts: SimOptions,
     rng: Rng,
     private readonly env: DriverEnv,
