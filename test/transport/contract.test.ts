@@ -50,22 +50,11 @@ const fixtures: Fixture[] = [
     start(ids) {
       const net = new MemoryNetwork();
       const urls = new Map(ids.map((id) => [id, `mem:${id}`]));
-      const peers = ids.map((id) => {
-        const t = net.transport(id);
-        const p: Peer = { id, t, inbox: [], unreachable: [], snapshotStatus: [] };
-        t.onMessage((m) => p.inbox.push(m));
-        t.onUnreachable((x) => p.unreachable.push(x));
-        t.onSnapshotStatus((x, ok) => p.snapshotStatus.push([x, ok]));
-        t.setPeers(urls);
-        return p;
-      });
+      const peers = ids.map((id) => listening(id, net.transport(id), urls));
       worlds.set(peers[0]!.t, { cut: (a, b) => net.cut(a, b), stop: () => undefined });
       return Promise.resolve({ peers, urls });
     },
-    cut(from, to) {
-      worlds.get(from.t)!.cut(from.id, to.id);
-      return Promise.resolve();
-    },
+    cut: cutInWorld,
     closeAll: (peers) => closeWorld(peers),
   },
   {
@@ -80,12 +69,7 @@ const fixtures: Fixture[] = [
         net.addNode(id);
         const t = new TrackedTransport(id, net, 1);
         nodes.set(id, t);
-        const p: Peer = { id, t, inbox: [], unreachable: [], snapshotStatus: [] };
-        t.onMessage((m) => p.inbox.push(m));
-        t.onUnreachable((x) => p.unreachable.push(x));
-        t.onSnapshotStatus((x, ok) => p.snapshotStatus.push([x, ok]));
-        t.setPeers(urls);
-        return p;
+        return listening(id, t, urls);
       });
       // the simulator's cluster role: a closed transport is a node that is down, and what
       // falls due goes to the transports (test/sim/lock/simulate.ts deliver)
@@ -99,10 +83,7 @@ const fixtures: Fixture[] = [
       worlds.set(peers[0]!.t, { cut: (a, b) => net.cut(a, b), stop: () => clearInterval(timer) });
       return Promise.resolve({ peers, urls });
     },
-    cut(from, to) {
-      worlds.get(from.t)!.cut(from.id, to.id);
-      return Promise.resolve();
-    },
+    cut: cutInWorld,
     closeAll: (peers) => closeWorld(peers),
   },
   {
@@ -120,6 +101,22 @@ const fixtures: Fixture[] = [
 ];
 /** an in-memory fixture's network, by its first transport */
 const worlds = new Map<Transport, { cut(from: NodeId, to: NodeId): void; stop(): void }>();
+
+/** an in-memory fixture's peer: `t` recording what it is handed, knowing every url */
+function listening(id: NodeId, t: Transport, urls: Map<NodeId, string>): Peer {
+  const p: Peer = { id, t, inbox: [], unreachable: [], snapshotStatus: [] };
+  t.onMessage((m) => p.inbox.push(m));
+  t.onUnreachable((x) => p.unreachable.push(x));
+  t.onSnapshotStatus((x, ok) => p.snapshotStatus.push([x, ok]));
+  t.setPeers(urls);
+  return p;
+}
+
+/** an in-memory fixture's cut: its network drops from → to */
+function cutInWorld(from: Peer, to: Peer): Promise<void> {
+  worlds.get(from.t)!.cut(from.id, to.id);
+  return Promise.resolve();
+}
 
 async function closeWorld(peers: Peer[]): Promise<void> {
   worlds.get(peers[0]!.t)?.stop();
