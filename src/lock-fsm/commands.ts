@@ -221,6 +221,21 @@ function withActor<C extends { actor?: string }>(cmd: C, x: Obj, p: string): C {
   return cmd;
 }
 
+/** the fields acquire and acquireAll share after their name(s): owner, a new session, the
+ *  actor, mode and max hold */
+function acquireOptions<C extends Extract<Command, { kind: 'acquire' | 'acquireAll' }>>(cmd: C, x: Obj, p: string): C {
+  if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
+  if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
+  withActor(cmd, x, p);
+  // a new session is the actor's own by construction: an actor there is a writer bug
+  if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
+  // only 'shared' is written: an exclusive acquire encodes as it did before modes
+  if (has(x, 'mode') && x['mode'] !== 'shared') throw new InvalidCommandError(`${p}.mode`, `must be "shared" when present, got ${describe(x['mode'])}`);
+  if (has(x, 'mode')) cmd.mode = 'shared';
+  if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
+  return cmd;
+}
+
 /** Validates one command and rebuilds it with a fixed key order (so re-encoding it is canonical). */
 export function parseCommand(x: unknown, path = 'cmd'): Command {
   if (!isPlainObject(x)) throw new InvalidCommandError(path, `must be an object, got ${describe(x)}`);
@@ -237,29 +252,11 @@ export function parseCommand(x: unknown, path = 'cmd'): Command {
       return withActor<Extract<Command, { kind: 'closeSession' }>>({ kind: 'closeSession', sessionId: str(x, p, 'sessionId', isSessionId, SID) }, x, p);
     case 'acquire': {
       checkKeys(x, p, ['kind', 'name', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor', 'mode', 'maxHoldMs']);
-      const cmd: Command = { kind: 'acquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
-      if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
-      if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
-      withActor(cmd, x, p);
-      // a new session is the actor's own by construction: an actor there is a writer bug
-      if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
-      // only 'shared' is written: an exclusive acquire encodes as it did before modes
-      if (has(x, 'mode') && x['mode'] !== 'shared') throw new InvalidCommandError(`${p}.mode`, `must be "shared" when present, got ${describe(x['mode'])}`);
-      if (has(x, 'mode')) cmd.mode = 'shared';
-      if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
-      return cmd;
+      return acquireOptions({ kind: 'acquire', name: str(x, p, 'name', isLockName, NAME), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) }, x, p);
     }
     case 'acquireAll': {
       checkKeys(x, p, ['kind', 'names', 'sessionId', 'waitMs', 'owner', 'newSession', 'actor', 'mode', 'maxHoldMs']);
-      const cmd: Command = { kind: 'acquireAll', names: names(x, p), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) };
-      if (has(x, 'owner')) cmd.owner = str(x, p, 'owner', isOwner, OWNER);
-      if (has(x, 'newSession')) cmd.newSession = parseNewSession(x['newSession'], `${p}.newSession`);
-      withActor(cmd, x, p);
-      if (cmd.newSession !== undefined && cmd.actor !== undefined) throw new InvalidCommandError(`${p}.actor`, 'must not be given with newSession (set newSession.principal)');
-      if (has(x, 'mode') && x['mode'] !== 'shared') throw new InvalidCommandError(`${p}.mode`, `must be "shared" when present, got ${describe(x['mode'])}`);
-      if (has(x, 'mode')) cmd.mode = 'shared';
-      if (has(x, 'maxHoldMs')) cmd.maxHoldMs = int(x, p, 'maxHoldMs', 1, MAXD);
-      return cmd;
+      return acquireOptions({ kind: 'acquireAll', names: names(x, p), sessionId: str(x, p, 'sessionId', isSessionId, SID), waitMs: int(x, p, 'waitMs', 0, MAX_WAIT_MS) }, x, p);
     }
     case 'releaseAll':
       checkKeys(x, p, ['kind', 'names', 'sessionId', 'actor']);
