@@ -1,12 +1,11 @@
 // What the REST layer needs from a node, in the contract's own terms (docs/contract.md §3
 // "REST API"). The routes validate input, call one of these, and render its Result
 // (service-result.ts): the value, or the Failure it refuses with (failure.ts: a catalog
-// code without HTTP), which failure-edge.ts answerOf gives its status. The cluster
-// operations still reject with a Failure (src/server/membership), mapped by the error
-// handler's toApiError. The server (src/server/services) implements it on top of the Raft
-// driver and the lock state machine; tests implement it with fakes. Every method that changes
-// state or reads linearizably runs on the leader only: on a follower the route forwards the
-// HTTP request instead of calling it (see routing()).
+// code without HTTP), which failure-edge.ts answerOf gives its status. The server
+// (src/server/services, src/server/membership/cluster-ops.ts) implements it on top of the
+// Raft driver and the lock state machine; tests implement it with fakes. Every method that
+// changes state or reads linearizably runs on the leader only: on a follower the route
+// forwards the HTTP request instead of calling it (see routing()).
 import type { Result } from './service-result.js';
 
 export interface RequestContext {
