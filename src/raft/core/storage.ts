@@ -158,10 +158,11 @@ export function cloneConf(c: ConfState): ConfState {
 
 /**
  * The read side every durable adapter shares: reads are served by an in-memory
- * MemoryStorage that the adapter keeps equal to what it has written.
+ * MemoryStorage that the adapter keeps equal to what it has written (an adapter that
+ * models a crash replaces it with what survived: MemoryDurableStorage).
  */
 export abstract class MemoryBackedStorage implements Storage {
-  constructor(readonly mem: MemoryStorage) {}
+  constructor(protected mem: MemoryStorage) {}
 
   initialState(): { hardState: HardState; conf: ConfState } {
     return this.mem.initialState();

@@ -6,16 +6,17 @@
 // nothing surviving the process. The storage contract suite
 // (test/raft/storage/contract.test.ts) runs against it and LevelStorage.
 //
-//  - reads (the Storage view the core sees) come from `written`: the OS page cache.
+//  - reads (the Storage view the core sees, MemoryBackedStorage's `mem`) come from what was
+//    written: the OS page cache.
 //  - save({sync: false}) only writes; save({sync: true}) writes, then makes EVERY earlier
 //    write durable too (LevelDB's log is sequential: one fsync covers all before it).
 //  - compact() is one synced atomic write (like LevelStorage's compaction batch).
 //  - crash(loseUnsynced): process death keeps the page cache (everything written survives);
 //    power loss keeps the synced state plus a random PREFIX of the unsynced batches (a torn
 //    sequential log never skips a batch, and each batch is atomic).
-import { MemoryStorage, StorageAssertionError } from '../core/storage.js';
+import { MemoryBackedStorage, MemoryStorage, StorageAssertionError } from '../core/storage.js';
 import type { DurableStorage, PersistBatch } from '../seams.js';
-import type { ConfState, Entry, HardState, Index, Snapshot, Term } from '../core/types.js';
+import type { ConfState, Index, Snapshot } from '../core/types.js';
 import type { Rng } from '../core/rng.js';
 
 type Op = { kind: 'batch'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
@@ -50,8 +51,7 @@ function applyOp(s: MemoryStorage, op: Op): void {
   else s.compact(op.snapshot);
 }
 
-export class MemoryDurableStorage implements DurableStorage {
-  private written: MemoryStorage;
+export class MemoryDurableStorage extends MemoryBackedStorage implements DurableStorage {
   private synced: MemoryStorage;
   /** written but not yet synced, oldest first */
   private pending: Op[] = [];
@@ -61,33 +61,11 @@ export class MemoryDurableStorage implements DurableStorage {
   readonly diskId: string;
 
   constructor(conf: ConfState = { voters: [], learners: [] }, opts: MemoryDurableStorageOptions = {}) {
+    // the Storage the core reads (MemoryBackedStorage) is what was written
+    super(new MemoryStorage(conf));
     this.rng = opts.rng;
     this.diskId = opts.diskId ?? 'd';
-    this.written = new MemoryStorage(conf);
     this.synced = new MemoryStorage(conf);
-  }
-
-  // ---- Storage: the core reads what was written ----
-  initialState(): { hardState: HardState; conf: ConfState } {
-    return this.written.initialState();
-  }
-  entries(lo: Index, hi: Index, maxBytes?: number): Entry[] {
-    return this.written.entries(lo, hi, maxBytes);
-  }
-  term(i: Index): Term | undefined {
-    return this.written.term(i);
-  }
-  firstIndex(): Index {
-    return this.written.firstIndex();
-  }
-  lastIndex(): Index {
-    return this.written.lastIndex();
-  }
-  snapshot(): Snapshot {
-    return this.written.snapshot();
-  }
-  hardState(): HardState {
-    return this.written.hardState();
   }
 
   /** what survives a power loss right now (read-only use: the checkers) */
@@ -99,7 +77,7 @@ export class MemoryDurableStorage implements DurableStorage {
   saveSync(batch: PersistBatch, opts: { sync: boolean }): void {
     // copy the containers: the core owns the arrays it hands out
     const op: Op = { kind: 'batch', batch: { hardState: batch.hardState && { ...batch.hardState }, snapshot: batch.snapshot, entries: [...batch.entries] } };
-    applyOp(this.written, op);
+    applyOp(this.mem, op);
     this.pending.push(op);
     this.stats.saves++;
     if (opts.sync) this.sync();
@@ -107,7 +85,7 @@ export class MemoryDurableStorage implements DurableStorage {
 
   compactSync(snapshot: Snapshot): void {
     const op: Op = { kind: 'compact', snapshot };
-    applyOp(this.written, op);
+    applyOp(this.mem, op);
     this.pending.push(op);
     this.stats.compactions++;
     this.sync();
@@ -139,7 +117,7 @@ export class MemoryDurableStorage implements DurableStorage {
     this.stats.lostBatches += this.pending.length - keep;
     this.pending = [];
     const synced = this.synced;
-    this.written = MemoryStorage.from({
+    this.mem = MemoryStorage.from({
       hardState: synced.hardState(), snapshot: synced.snapshot(), entries: synced.entries(synced.firstIndex(), synced.lastIndex() + 1),
     });
   }
@@ -158,7 +136,7 @@ export class MemoryDurableStorage implements DurableStorage {
     this.synced = MemoryStorage.from({
       hardState: { ...hs, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1),
     });
-    this.written = MemoryStorage.from({
+    this.mem = MemoryStorage.from({
       hardState: this.synced.hardState(), snapshot: this.synced.snapshot(), entries: this.synced.entries(this.synced.firstIndex(), keep + 1),
     });
   }
@@ -178,8 +156,8 @@ export class MemoryDurableStorage implements DurableStorage {
       // as LevelStorage: a snapshot is of committed state, so the stored commit index must
       // reach it first (the production driver writes it before compacting; the raft-mode
       // simulator's own driver, which calls compactSync, does not promise that)
-      const commit = this.written.hardState().commit;
-      if (snapshot.meta.index > this.written.firstIndex() - 1 && snapshot.meta.index > commit) {
+      const commit = this.mem.hardState().commit;
+      if (snapshot.meta.index > this.mem.firstIndex() - 1 && snapshot.meta.index > commit) {
         throw new StorageAssertionError(`compact(${snapshot.meta.index}) beyond the commit index ${commit}`);
       }
       this.compactSync(snapshot);
