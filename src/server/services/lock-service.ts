@@ -32,6 +32,11 @@ function acquireOutcome(r: Result<GrantView>): 'acquired' | 'timeout' | 'lock_he
   return code === 'timeout' || code === 'lock_held' || code === 'session_not_found' ? code : 'error';
 }
 
+/** a grant's answer, from the grant as the state machine made it */
+function viewOf(g: Granted): GrantView {
+  return grantView(g.name, g.sessionId, g.fencingToken, g.ttlMs, g.mode === 'shared' ? 'shared' : 'exclusive');
+}
+
 export class RaftLockService implements LockService {
   /** proposals and read barriers (leader/leader-log.ts) */
   readonly log: LeaderLog;
@@ -318,7 +323,7 @@ export class RaftLockService implements LockService {
   /** a grant that stands: renew the lease from the request's arrival and answer it */
   private answerGrant(g: Granted, arrival: number): Result<GrantView> {
     this.leader.renewLease(g.sessionId, arrival, 'timeout');
-    return ok(grantView(g.name, g.sessionId, g.fencingToken, g.ttlMs, g.mode === 'shared' ? 'shared' : 'exclusive'));
+    return ok(viewOf(g));
   }
 
   /**
@@ -331,7 +336,7 @@ export class RaftLockService implements LockService {
    */
   private replayedGrant(r: Granted, arrival: number): Result<GrantView> {
     if (this.d.app.fsm.holdsGrant('lock', r.name, r.sessionId, r.fencingToken)) return this.answerGrant(r, arrival);
-    return ok(grantView(r.name, r.sessionId, r.fencingToken, r.ttlMs, r.mode === 'shared' ? 'shared' : 'exclusive'));
+    return ok(viewOf(r));
   }
 
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<Result<GrantView>> {
