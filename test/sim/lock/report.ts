@@ -1,5 +1,5 @@
 // A failing lock schedule's report: what broke, the trace tail, and how to replay it.
-import type { LockScheduleResult } from './simulate.js';
+import { DEFAULT_LOCK_TICKS, type LockScheduleResult } from './simulate.js';
 
 export function formatLockFailure(r: LockScheduleResult, ticks: number): string {
   const f = r.failure!;
@@ -9,6 +9,6 @@ export function formatLockFailure(r: LockScheduleResult, ticks: number): string 
     ...(f.stack ? [f.stack] : []),
     'trace tail:',
     ...r.trace.slice(-40).map((l) => `  ${l}`),
-    `reproduce: npm run sim:lock -- --seed ${r.seed}${ticks !== 1500 ? ` --ticks ${ticks}` : ''}`,
+    `reproduce: npm run sim:lock -- --seed ${r.seed}${ticks !== DEFAULT_LOCK_TICKS ? ` --ticks ${ticks}` : ''}`,
   ].join('\n');
 }

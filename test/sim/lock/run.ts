@@ -6,7 +6,7 @@
 // --jobs J spreads the K seeds over J worker threads (test/sim/sweep.ts, each seed run as
 // seed.ts runs it) and prints only failures, progress every 100 seeds, a summary (seeds,
 // failed seeds, the longest log, wall time) and the totals of the SEED lines' counters.
-import { runLockSchedule, drawLockOptions } from './simulate.js';
+import { DEFAULT_LOCK_TICKS, runLockSchedule, drawLockOptions } from './simulate.js';
 import { intArg, parseSeedArgs } from '../../support/seed-args.js';
 import type { LockMutations } from './node.js';
 import { formatSeedFailure, formatSeedLine, lockSweep } from './seed.js';
@@ -20,7 +20,7 @@ function usage(msg: string): never {
 }
 
 async function main(): Promise<void> {
-  const { seed, seeds, ticks, verbose, extra } = parseSeedArgs(process.argv.slice(2), { ticks: 1500 }, usage, { mutation: { type: 'string' }, jobs: { type: 'string' } });
+  const { seed, seeds, ticks, verbose, extra } = parseSeedArgs(process.argv.slice(2), { ticks: DEFAULT_LOCK_TICKS }, usage, { mutation: { type: 'string' }, jobs: { type: 'string' } });
   const m = extra['mutation'];
   if (m !== undefined && !MUTATIONS.includes(m as keyof LockMutations)) usage(`--mutation must be one of ${MUTATIONS.join(', ')}, got ${String(m)}`);
   const mutations: LockMutations = m === undefined ? {} : { [m as keyof LockMutations]: true };

@@ -1,7 +1,7 @@
 // The lock mode's seed: its `SEED=N ok|FAILED key=value …` line (what `npm run sim:lock`
 // prints per seed) and the sweep runner's `runSeed` (test/sim/sweep.ts), whose counters are
 // that line's integers, so a sweep's `totals:` sum exactly what the per-seed lines show.
-import { runLockSchedule, type LockScheduleResult } from './simulate.js';
+import { DEFAULT_LOCK_TICKS, runLockSchedule, type LockScheduleResult } from './simulate.js';
 import { formatLockFailure } from './report.js';
 import type { LockMutations } from './node.js';
 import type { SeedOutcome, SweepMode } from '../sweep.js';
@@ -57,6 +57,6 @@ export async function runSeed(seed: number, a: LockSeedArgs): Promise<SeedOutcom
 export function lockSweep(args: LockSeedArgs): SweepMode<LockSeedArgs> {
   return {
     module: import.meta.url, args, hangMs: HANG_MS,
-    reproduce: (seed) => `npm run sim:lock -- --seed ${seed}${args.ticks !== 1500 ? ` --ticks ${args.ticks}` : ''}${args.mutation !== undefined ? ` --mutation ${args.mutation}` : ''}`,
+    reproduce: (seed) => `npm run sim:lock -- --seed ${seed}${args.ticks !== DEFAULT_LOCK_TICKS ? ` --ticks ${args.ticks}` : ''}${args.mutation !== undefined ? ` --mutation ${args.mutation}` : ''}`,
   };
 }

@@ -48,7 +48,10 @@ export interface LockFaults {
 
 /** the Raft and fault knobs come from test/sim's swarm (same seed → same mix); the lock
  *  knobs from a stream of their own */
-export function drawLockOptions(seed: number, ticks = 1500): LockSimOptions {
+/** the ticks a lock schedule runs unless told (`--ticks`) */
+export const DEFAULT_LOCK_TICKS = 1500;
+
+export function drawLockOptions(seed: number, ticks = DEFAULT_LOCK_TICKS): LockSimOptions {
   const raft = drawOptions(seed, ticks);
   const rng = lockRng(seed);
   const tickMs = 10;
@@ -435,7 +438,7 @@ async function settle(): Promise<void> {
 }
 
 export async function runLockSchedule(seed: number, cfg: { ticks?: number; traceLines?: number; onTrace?: (l: string) => void; mutations?: LockMutations } = {}): Promise<LockScheduleResult> {
-  const o = drawLockOptions(seed, cfg.ticks ?? 1500);
+  const o = drawLockOptions(seed, cfg.ticks ?? DEFAULT_LOCK_TICKS);
   const rngs = subsystemRngs(seed);
   const trace: string[] = [];
   const keep = cfg.traceLines ?? 200;

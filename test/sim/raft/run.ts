@@ -6,9 +6,10 @@
 // and the full trace (role changes, partitions, heal) as the schedule runs. The soak
 // starts from a random seed unless given one, spreads seeds over J worker threads
 // (test/sim/sweep.ts) and keeps going past failures, printing each failing seed's report,
-// progress every 1,000 seeds, a summary and the totals of every stat. --mutation switches a safety fix off (mutations.ts), to see
-// the simulator find the bug it prevents; --no-stalls runs a seed without the disk stalls it
-// draws (disk-stalls.ts), as seeds ran before they existed.
+// progress every 1,000 seeds, a summary and the totals of every stat. --mutation switches
+// a safety fix off (mutations.ts), to see the simulator find the bug it prevents;
+// --no-stalls runs a seed without the disk stalls it draws (disk-stalls.ts), as seeds ran
+// before they existed.
 import { availableParallelism } from 'node:os';
 import { describeOptions, drawOptions } from '../options.js';
 import { runSchedule } from './simulate.js';
