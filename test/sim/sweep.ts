@@ -100,7 +100,7 @@ export function formatFailed(r: SweepResult): string {
   return `${r.failures.length} failed${r.failures.length > 0 ? ` (seeds ${r.failures.map((f) => f.seed).join(' ')})` : ''}`;
 }
 
-type Answer = { outcome: SeedOutcome } | { lost: string };
+type Answer = { outcome: SeedOutcome } | { lost: 'Hang' | 'Exception'; why: string };
 
 /** one worker thread that runs the seeds it is handed, one at a time */
 class SeedWorker {
@@ -126,8 +126,8 @@ class SeedWorker {
       this.worker.on('message', (m: SweepMessage) => {
         if ('ready' in m) {
           this.worker.off('error', early).off('exit', exited);
-          this.worker.on('error', (err) => this.lose(`threw out of its worker: ${err.stack ?? String(err)}`));
-          this.worker.on('exit', (code) => this.lose(`ended its worker (exit code ${code})`));
+          this.worker.on('error', (err) => this.lose('Exception', `threw out of its worker: ${err.stack ?? String(err)}`));
+          this.worker.on('exit', (code) => this.lose('Exception', `ended its worker (exit code ${code})`));
           resolve();
         } else {
           this.answer({ outcome: m.outcome });
@@ -140,7 +140,7 @@ class SeedWorker {
   async run(seed: number, hangMs: number): Promise<Answer> {
     await this.ready;
     const answer = new Promise<Answer>((resolve) => { this.pending = resolve; });
-    const timer = setTimeout(() => this.lose(`ran over ${hangMs / 1000} s (an endless loop, or a promise that never settles?)`), hangMs);
+    const timer = setTimeout(() => this.lose('Hang', `ran over ${hangMs / 1000} s (an endless loop, or a promise that never settles?)`), hangMs);
     this.worker.postMessage(seed);
     const a = await answer;
     clearTimeout(timer);
@@ -158,11 +158,11 @@ class SeedWorker {
     p?.(a);
   }
 
-  private lose(why: string): void {
+  private lose(lost: 'Hang' | 'Exception', why: string): void {
     if (this.dead) return;
     this.dead = true;
     void this.worker.terminate();
-    this.answer({ lost: why });
+    this.answer({ lost, why });
   }
 }
 
@@ -178,8 +178,7 @@ async function runLane<A>(mode: SweepMode<A>, take: () => number | null, record:
         record(seed, a.outcome);
         continue;
       }
-      const kind = a.lost.startsWith('ran over') ? 'Hang' : 'Exception';
-      record(seed, { ok: false, counters: {}, report: `FAILED ${kind}: seed ${seed} ${a.lost}\nSEED=${seed}\nreproduce: ${mode.reproduce(seed)}` });
+      record(seed, { ok: false, counters: {}, report: `FAILED ${a.lost}: seed ${seed} ${a.why}\nSEED=${seed}\nreproduce: ${mode.reproduce(seed)}` });
       w = null;
     }
   } finally {
