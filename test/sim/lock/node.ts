@@ -101,9 +101,9 @@ export class SimulatedCrash extends Error {
 /** The disk (MemoryDurableStorage) behind a switch: an armed crash makes the next synced
  *  save write its batch and then fail, so the driver dies after persisting and before
  *  sending (a crash in the middle of a Ready; the driver's fail-stop path runs as it would
- *  on a disk error). A stall makes the next synced save take whole ticks (a slow fsync): the batch is written
- *  at once, durable and answered at the tick the stall ends (release), and lost to a crash
- *  before that as unsynced writes are (abort). */
+ *  on a disk error). A stall makes the next synced save take whole ticks (a slow fsync):
+ *  the batch is written at once, durable and answered at the tick the stall ends
+ *  (release), and lost to a crash before that as unsynced writes are (abort). */
 class CrashableDisk implements DurableStorage {
   armed = false;
   /** the next synced save takes this many ticks */

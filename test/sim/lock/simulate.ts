@@ -46,11 +46,11 @@ export interface LockFaults {
   clockStepMs: number;
 }
 
-/** the Raft and fault knobs come from test/sim's swarm (same seed → same mix); the lock
- *  knobs from a stream of their own */
 /** the ticks a lock schedule runs unless told (`--ticks`) */
 export const DEFAULT_LOCK_TICKS = 1500;
 
+/** the Raft and fault knobs come from test/sim's swarm (same seed → same mix); the lock
+ *  knobs from a stream of their own */
 export function drawLockOptions(seed: number, ticks = DEFAULT_LOCK_TICKS): LockSimOptions {
   const raft = drawOptions(seed, ticks);
   const rng = lockRng(seed);
