@@ -1,7 +1,8 @@
 // The one error catalog of the REST API (docs/contract.md §3 "Errors"): every code a client
 // can see, its HTTP status and a default message. Routes throw `ApiError`; the node's
 // services refuse with a `Failure` (failure.ts: the code without HTTP), which ApiError.of
-// maps here (called by failure-edge.ts); the server's error handler renders either as `{ error: { code, message, ...details } }`.
+// maps here (called by failure-edge.ts); the server's error handler renders either as
+// `{ error: { code, message, ...details } }`.
 // Keeping codes, statuses and Retry-After in one table (after fastify lib/errors.js) means a
 // code can never be answered with two different statuses.
 import { Failure, type FailureCode, type FailureOptions } from './failure.js';

@@ -154,9 +154,9 @@ export function schedule(rng: Rng, categories: readonly FaultCategory[], nodes: 
 }
 
 /**
- * The schedule as the runner walks it, owing a kind until it lands: the runner goes on past
- * the run's end (bounded) while a kind is owed (`owed`), with only those kinds; when an injection
- * fails (a membership change needs a leader with two followers, and right after a crash
+ * The schedule as the runner walks it, owing a kind until it lands: the runner goes on
+ * past the run's end (bounded) while a kind is owed (`owed`), with only those kinds; when an
+ * injection fails (a membership change needs a leader with two followers, and right after a crash
  * there may be none yet) and its kind has never been injected in this run, the same
  * variant comes next again, at most `maxRetries` times per kind. A short run on a loaded
  * machine sees only 4–6 episodes, so round one's one-of-every-kind must not be lost to a

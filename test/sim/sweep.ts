@@ -9,8 +9,9 @@
 // in one thread (the lock mode awaits its drivers through promises on a simulated clock,
 // with no I/O), and a worker has its own event loop, heap and module instances, so a seed
 // runs in a worker exactly as in `npm run sim:lock -- --seed S`; a worker is started once
-// per lane (under tsx a start costs about a second of CPU). A seed that hangs (an endless loop, or a promise that never settles) or throws
-// out of its worker is a failing seed; its lane goes on with a fresh worker.
+// per lane (under tsx a start costs about a second of CPU). A seed that hangs (an endless
+// loop, or a promise that never settles) or throws out of its worker is a failing seed;
+// its lane goes on with a fresh worker.
 import { Worker } from 'node:worker_threads';
 
 /** one seed's result, as a mode's `runSeed` returns it */

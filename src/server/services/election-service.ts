@@ -19,7 +19,8 @@ import { ok, refused, settled, type Result } from '../../api/service-result.js';
 export interface Campaign { sessionId?: string; ttlMs?: number; value: string; waitMs: number; owner?: string; maxHoldMs?: number }
 
 /** a leadership as the state machine made it: a campaign's `acquired` result, or a
- *  waiting campaign's `granted` event with its session's ttl. The answer is built from it alone. */
+ *  waiting campaign's `granted` event with its session's ttl. The answer is built from it
+ *  alone. */
 interface Leadership { name: string; sessionId: string; fencingToken: number; value: string; ttlMs: number }
 
 export class ElectionService implements ElectionApi {

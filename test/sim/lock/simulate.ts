@@ -1,6 +1,6 @@
 // One lock-level schedule (docs/simulation-lock.md): N × {RawNode + RaftDriver + LockApp +
-// Lessor} over SimNetwork/MemoryDurableStorage and a simulated clock (nowMs = tick × tickMs), in the
-// VOPR's phases:
+// Lessor} over SimNetwork/MemoryDurableStorage and a simulated clock (nowMs = tick ×
+// tickMs), in the VOPR's phases:
 //   1. faults: drops, duplicates, delays, partitions, clogs, crashes (between ticks or in
 //      the middle of a Ready) with loss of unsynced writes, restarts — with lock clients
 //      running; the lock checkers run on every apply and after every tick;

@@ -93,7 +93,8 @@ export class SimCluster {
   }
 
   /** a lying disk: the node crashes, and its disk keeps only the log up to `keep` although
-   *  the node had acknowledged more (MemoryDurableStorage.loseTail); it restarts at once on that disk */
+   *  the node had acknowledged more (MemoryDurableStorage.loseTail); it restarts at once on
+   *  that disk */
   loseTail(id: NodeId, keep: number): void {
     const node = this.running.get(id);
     if (!node) return;
