@@ -19,8 +19,9 @@
 //
 // The first process lane streams its output; each other lane's is printed, whole, once it
 // is done (so lanes never interleave mid-test). The last line is the sum of every lane's
-// counts: "tests: N passed, N failed, N skipped". The exit code is non-zero when any lane
-// failed.
+// counts: "tests: N passed, N failed, N skipped". Just above the lane counts, each failed
+// test is printed once more, cut short (failureDigest). The exit code is non-zero when any
+// lane failed.
 //
 // Arguments filter by path substring: `npm test -- raft/ lock-fsm` runs only the files whose
 // path contains one. RAFTLOCK_TEST_LANES=1 runs every file in one lane, one at a time (the
@@ -158,6 +159,30 @@ const results = await Promise.all(
   ),
 );
 rmSync(scratch, { recursive: true, force: true });
+
+/** The spec reporter's "failing tests" section of a lane, each test cut to its first lines
+ *  without stack frames: printed again at the very end, because a CI that shows only the
+ *  tail of the output would otherwise show the last lane's passes and not the failure,
+ *  its seed or its verdict (the jepsen-lite runs put their summary first: support.ts). */
+const DIGEST_LINES_PER_TEST = 45;
+function failureDigest(text) {
+  const at = text.lastIndexOf('✖ failing tests:');
+  if (at < 0) return [];
+  const blocks = [];
+  for (const line of text.slice(at).split('\n').slice(1)) {
+    if (line.startsWith('test at ')) blocks.push([]);
+    else if (blocks.length > 0 && !/^\s+at /.test(line)) blocks[blocks.length - 1].push(line);
+  }
+  return blocks.flatMap((b) => {
+    const kept = b.filter((l, i) => l.trim() !== '' || (i > 0 && b[i - 1].trim() !== ''));
+    return kept.length > DIGEST_LINES_PER_TEST ? [...kept.slice(0, DIGEST_LINES_PER_TEST), `  … ${kept.length - DIGEST_LINES_PER_TEST} more lines in the lane's output above`] : kept;
+  });
+}
+
+for (const r of results) {
+  const digest = r.code === 0 ? [] : failureDigest(r.text);
+  if (digest.length > 0) console.log(`\n── failures in lane ${r.lane.name}, again (each cut to ${DIGEST_LINES_PER_TEST} lines) ──\n${digest.join('\n')}\n`);
+}
 
 let passed = 0;
 let failed = 0;

@@ -1,6 +1,6 @@
 // Shared by the jepsen-lite run tests: a temp run folder removed afterwards (kept with
 // RAFTLOCK_KEEP_TEST_DIRS=1), a printed seed (JEPSEN_SEED replays one), and the summary
-// text in every assertion message.
+// text, then the run's log, in every assertion message.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -30,7 +30,9 @@ export async function runForTest(t: TestContext, over: Partial<RunOptions>): Pro
     const text = summaryText(summary);
     for (const l of lines.filter((x) => /SKIPPING|watch streams/.test(x))) t.diagnostic(l);
     for (const l of text.trim().split('\n')) t.diagnostic(l);
-    return { summary, text: `${lines.join('\n')}\n${text}` };
+    // the verdict first: a failure is read from its first lines (scripts/run-tests.mjs
+    // prints each failed test again at the end, cut short)
+    return { summary, text: `${text}\n── the run's log ──\n${lines.join('\n')}` };
   } finally {
     if (!process.env.RAFTLOCK_KEEP_TEST_DIRS) rmSync(outDir, { recursive: true, force: true });
   }
