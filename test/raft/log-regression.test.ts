@@ -51,6 +51,59 @@ test('a follower that lost acknowledged entries is noticed, not counted, and bro
   assert.equal(pr.recoverTo, undefined, 'no longer recovering');
 });
 
+/** `ticks` ticks, each followed by at most `rounds` rounds of delivery: a follower that
+ *  rejects the probe at its match gets it again at once, one round trip each, until the
+ *  next heartbeat asks (docs/raft-core.md), so the network never settles between ticks */
+function runBounded(net: Network, ticks: number, rounds = 20): void {
+  for (let k = 0; k < ticks; k++) {
+    net.tickAll();
+    for (let r = 0; r < rounds; r++) {
+      for (const id of net.ids()) while (net.handleReady(id));
+      if (net.deliver() === 0) break;
+    }
+  }
+}
+
+test('a follower that lost its whole log, the entry that bound its data directory included, is noticed too (sim seed 7694)', () => {
+  // Its log is empty and its configuration the seed's, so its standing reads 'fresh', as a
+  // brand-new data directory's would; but the incarnation is the same, and the leader's
+  // match for it is this directory's. Before the fix a fresh-looking node never said
+  // `lost`: the leader kept probing from the old match, and with another voter superseded
+  // the cluster could commit nothing (the simulator's liveness check, seed 7694).
+  const seen: string[] = [];
+  const { net, last } = cluster({ ...OPTS, onLogRegression: (f, acked, hint) => void seen.push(`${f} acked ${acked} ends at ${hint}`) });
+  loseTail(net, 'n2', 0);
+  assert.equal(net.node('n2').raw.standing(), 'fresh', 'the lost log leaves it looking like a new data directory');
+  // heartbeats alone tell it nothing it could tell from a new directory's: the next write's
+  // append, which it rejects, puts the leader in doubt, and its heartbeats then ask
+  assert.ok(net.node('n1').raw.propose(new TextEncoder().encode('after')).ok);
+  runBounded(net, 3);
+  assert.deepEqual(seen, [`n2 acked ${last} ends at 0`], 'the leader heard that n2 went back');
+  net.run(3);
+  assert.equal(net.node('n2').storage.lastIndex(), last + 1, 'n2 holds the entries again, and the new one');
+  assert.equal(net.node('n2').raw.standing(), 'bound');
+  assert.equal(net.node('n1').raw.status().progress!['n2']!.match, last + 1);
+});
+
+test('mutation check (testOnlyFreshNeverSaysLost): the follower that lost its whole log stays behind', () => {
+  const { net, last } = cluster({ ...OPTS, testOnlyFreshNeverSaysLost: true });
+  loseTail(net, 'n2', 0);
+  assert.ok(net.node('n1').raw.propose(new TextEncoder().encode('after')).ok);
+  runBounded(net, 50);
+  assert.equal(net.node('n2').storage.lastIndex(), 0, 'stuck: the leader keeps probing from the old match');
+  assert.equal(net.node('n1').raw.status().progress!['n2']!.match, last);
+});
+
+test("a `lost` answer from another data directory under a member's id counts nothing: the leader drops the old directory's progress first", () => {
+  const seen: string[] = [];
+  const { net, last } = cluster({ ...OPTS, onLogRegression: (f) => void seen.push(f) });
+  const term = net.node('n1').raw.status().term;
+  net.node('n1').raw.step({ type: 'appendResp', from: 'n2', to: 'n1', term, index: last, reject: true, hint: 0, hintTerm: 0, lost: true, inc: 'n2#2' });
+  net.stabilize();
+  assert.deepEqual(seen, [], 'another incarnation: its answer says nothing of the old directory');
+  assert.equal(net.node('n1').raw.status().progress!['n2']!.match, 0, "the old directory's match is gone with it");
+});
+
 test('while it has not got the entries back, its acks count for no ReadIndex round; they do again once it has', () => {
   const { net, last } = cluster(OPTS);
   net.isolate('n3');

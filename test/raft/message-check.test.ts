@@ -59,7 +59,7 @@ const refused: [unknown, Rejection['reason'], RegExp][] = [
   [{ type: 'appendResp', from: 'n3', to: 'n2', term: 1, index: 1, reject: false, hint: -1, hintTerm: 0 }, 'bad_field', /appendResp: hint/],
   [{ type: 'appendResp', from: 'n3', to: 'n2', term: 1, index: 2 ** 53, reject: false, hint: 0, hintTerm: 0 }, 'bad_field', /appendResp: index/],
   [{ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 1 }, 'bad_field', /heartbeat: ctx/],
-  [{ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 4, ctx: 0, match: 4 }, 'bad_field', /heartbeat: match/],
+  [{ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 4, ctx: 0, match: 3 }, 'bad_field', /heartbeat: match/],
   [{ type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 4, ctx: 0, match: 'x' }, 'bad_field', /heartbeat: match/],
   [{ type: 'heartbeatResp', from: 'n3', to: 'n2', term: 1, ctx: 'a' }, 'bad_field', /heartbeatResp: ctx/],
   [snap({ index: 'x' }), 'bad_field', /snapshot.meta.index/],
@@ -111,6 +111,8 @@ test('well-formed messages pass the boundary, including a conf entry and a full 
     { type: 'appendResp', from: 'n3', to: 'n2', term: 1, index: 9, reject: true, hint: 3, hintTerm: 1 },
     { type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 10 ** 9, ctx: 0 },
     { type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 4, ctx: 0, match: 9 },
+    // a doubted match at or below the leader's commit: the heartbeat's commit is that match
+    { type: 'heartbeat', from: 'n1', to: 'n2', term: 1, commit: 4, ctx: 0, match: 4 },
     { type: 'heartbeatResp', from: 'n3', to: 'n2', term: 1, ctx: 5 },
     snap({ index: 5, term: 1, conf: { ...conf, incarnations: { n1: 'a', n2: 'b', n3: 'c' }, clusterId: 'a.1' } }),
     { type: 'timeoutNow', from: 'n1', to: 'n2', term: 1 },

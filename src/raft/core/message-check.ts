@@ -78,7 +78,7 @@ function checkFields(m: Message): string | null {
       return null;
     case 'heartbeat':
       if (!isNat(m.commit)) return 'commit: not a natural number';
-      if (m.match !== undefined && !(isNat(m.match) && m.match > m.commit)) return 'match: not a natural number above commit';
+      if (m.match !== undefined && !(isNat(m.match) && m.match >= m.commit)) return 'match: not a natural number at or above commit';
       return isNat(m.ctx) ? null : 'ctx: not a natural number';
     case 'heartbeatResp':
       return isNat(m.ctx) ? null : 'ctx: not a natural number';

@@ -99,6 +99,10 @@ export interface RaftConfig {
    *  stays stuck behind until the leader next compacts its log (docs/raft-core.md "A
    *  follower whose log went backwards"). */
   testOnlyIgnoreLogRegression?: boolean;
+  /** TEST ONLY — as above. A follower that looks fresh (empty log, the seed configuration)
+   *  again never answers a heartbeat with `lost`: a data directory that lost its whole log,
+   *  bootstrap entry included, stays behind as a probe at its old match (sim seed 7694). */
+  testOnlyFreshNeverSaysLost?: boolean;
   /** TEST ONLY (mutation): a leader counts its own log toward commit as soon as it appends,
    *  before the write is durable (etcd-raft's classic leader), so an entry can commit with
    *  fewer durable copies than a quorum while the leader's write is out (onStable) */
@@ -769,18 +773,26 @@ export class Raft {
     // what the leader holds as acknowledged by us: its commit index, and our match itself
     // while it doubts we still hold it (a rejection of ours said our log ends below it)
     const acked = Math.max(m.commit, m.match ?? 0);
-    if (acked > last && this.cfg.testOnlyIgnoreLogRegression !== true && this.standing() !== 'fresh') {
+    // a node that looks fresh answers only a claim made of it (see below)
+    const ofUs = m.match !== undefined && this.cfg.testOnlyFreshNeverSaysLost !== true;
+    if (acked > last && this.cfg.testOnlyIgnoreLogRegression !== true && (ofUs || this.standing() !== 'fresh')) {
       // Beyond our log: in this term we acknowledged entries up to it (the leader sends at
       // most our match, learned from our acknowledgements, so even a delayed heartbeat says
       // so), and within a term a follower's log never shrinks below what it acknowledged.
-      // So ours went backwards: a disk that lost acknowledged entries. (A fresh node
-      // acknowledged nothing: the claim is about the data directory it replaced, whose
-      // progress the leader drops as soon as this incarnation answers.) Say so (`lost`):
-      // the leader stops counting us and sends the entries again (noteRegression). The
-      // rejection of an append cannot say it: on a transport that duplicates or reorders,
-      // a stale one looks the same. The commit index alone is not enough: entries we lost
+      // So ours went backwards: a disk that lost acknowledged entries. Say so (`lost`): the
+      // leader stops counting us and sends the entries again (noteRegression). The
+      // rejection of an append cannot say it: on a transport that duplicates or reorders, a
+      // stale one looks the same. The commit index alone is not enough: entries we lost
       // above it (an older term's, which the leader commits only with one of its own) are
       // told by `match` (sim seed 890).
+      // A node that looks fresh (an empty log, the seed configuration) answers only a
+      // heartbeat that carries `match`. A new data directory acknowledged nothing: a commit
+      // index the leader sends it was the old directory's, whose progress the leader drops
+      // as soon as this incarnation answers (stepLeader). But a directory that lost its
+      // whole log, the bootstrap entry included, looks fresh as well; its own rejections
+      // put the leader in doubt of the match it acknowledged, the leader's heartbeats then
+      // carry it, and only this answer brings the node back (sim seed 7694: it stayed
+      // silent, and with another voter superseded nothing could commit).
       this.respondAppend(m.from, acked, true, last, this.log.term(last) ?? 0, true);
     }
     this.send({ type: 'heartbeatResp', from: this.id, to: m.from, term: this.term, ctx: m.ctx });
@@ -997,8 +1009,10 @@ export class Raft {
       // never tell a follower to commit beyond what it acknowledged holding
       const commit = Math.min(pr.match, this.log.committed);
       // a follower whose rejection put its log below its match is asked whether it still
-      // holds that match (handleHeartbeat); only then, so other heartbeats are unchanged
-      if (pr.matchInDoubt && pr.match > commit) this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit, ctx, match: pr.match });
+      // holds that match (handleHeartbeat); only then, so other heartbeats are unchanged.
+      // Also when the match is at or below the commit index, which says the same number:
+      // `match` is what tells a follower that looks fresh that the claim is about it
+      if (pr.matchInDoubt) this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit, ctx, match: pr.match });
       else this.send({ type: 'heartbeat', from: this.id, to: id, term: this.term, commit, ctx });
     }
   }

@@ -93,7 +93,7 @@ export type Message = Header &
      *  log no longer reaches: its disk lost entries (docs/raft-core.md "A follower whose
      *  log went backwards") */
     | { type: 'appendResp'; index: Index; reject: boolean; hint: Index; hintTerm: Term; lost?: boolean }
-    /** ctx: ReadIndex round id (0 = plain heartbeat). match: present (and above commit)
+    /** ctx: ReadIndex round id (0 = plain heartbeat). match: present (at or above commit)
      *  only while the leader doubts the follower still holds what it acknowledged
      *  (Progress.matchInDoubt): that index, which a follower whose log no longer reaches it
      *  answers with a `lost` rejection (docs/raft-core.md "A follower whose log went

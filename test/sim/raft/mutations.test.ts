@@ -61,6 +61,9 @@ const CASES: { mutation: Mutation; also?: Mutation[]; seeds: number[]; fails: 's
   // a follower's disk loses entries it had acknowledged (the lost-tail fault) and the leader
   // never notices: it keeps the old match and the follower stays behind (sweep seeds)
   { mutation: 'log-regression-ignored', seeds: [884, 888], fails: 'Liveness' },
+  // the lost-tail fault takes a follower's whole log, bootstrap entry included: it looks
+  // fresh, stays silent, and with another voter superseded nothing commits (soak seed 7694)
+  { mutation: 'fresh-never-says-lost', seeds: [7694], fails: 'Liveness' },
   // learner-never-campaigns has no sweep seed: its soak seed 806416 no longer meets the
   // bug since fresh nodes pre-vote and a lost pre-vote ends the vote lease (the schedule
   // changed); test/raft/learner-newest-log.test.ts scripts it with the switch on and off

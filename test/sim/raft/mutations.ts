@@ -40,6 +40,10 @@ export const MUTATIONS = {
    *  its old match, counts it for reads, and keeps sending from there, so the follower stays
    *  stuck behind until the leader compacts (docs/raft-core.md "A follower whose log went backwards") */
   'log-regression-ignored': { testOnlyIgnoreLogRegression: true },
+  /** a follower whose disk lost its whole log, the entry that bound its data directory
+   *  included, looks fresh and never says `lost`: the leader probes it at its old match
+   *  for ever (docs/raft-core.md "A follower whose log went backwards") */
+  'fresh-never-says-lost': { testOnlyFreshNeverSaysLost: true },
   /** a leader counts its own log toward commit when it appends, not once it is durable:
    *  with acknowledgements stepped during its write (src/raft/driver.ts receive), an entry
    *  commits, applies and is answered on the leader's unwritten copy and ONE follower's, and
