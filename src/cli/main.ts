@@ -94,7 +94,19 @@ export function buildProgram(): Command {
   return program;
 }
 
+/** A client command whose reader went away (`raftlock ls | head -1`, a closed terminal)
+ *  ends quietly, as a Unix tool killed by SIGPIPE does, instead of dying with a stack trace
+ *  on stderr. The server commands keep node's default: their stdout is the log. */
+function endQuietlyOnClosedStdout(argv: string[]): void {
+  if (argv[0] === 'serve' || argv[0] === 'cluster') return;
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code !== 'EPIPE') throw err;
+    process.exit(process.exitCode ?? 0);
+  });
+}
+
 export async function main(argv: string[]): Promise<void> {
+  endQuietlyOnClosedStdout(argv);
   const program = buildProgram();
   try {
     await program.parseAsync(argv, { from: 'user' });
