@@ -212,6 +212,7 @@ export class LockSetService implements LockSetApi {
         this.count('lock_held');
         return refused(setHeldError(this.blocked(names, sessionId)));
       case 'session_ended':
+        this.count('session_not_found');
         return refused(sessionNotFound(sessionId));
       case 'aborted':
         this.count('timeout');
