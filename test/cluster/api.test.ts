@@ -427,7 +427,8 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assert.deepEqual(view.body.waiters.map((w: { owner: string; position: number }) => [w.owner, w.position]), [['c', 1]]);
     assert.equal((await get(f1!, '/v1/semaphores/pool/db?consistency=stale')).status, 200);
     const l = await leader();
-    assert.equal(await gauge(h, l, 'raftlock_semaphores_in_use'), 2);
+    // the gauges are sampled on the node's tick (src/server/node-ticker.ts): poll, as above
+    await eventually(async () => (await gauge(h, l, 'raftlock_semaphores_in_use')) === 2, 5_000, 'semaphores_in_use to be 2');
     assert.equal((await post(f2!, '/v1/semaphores/pool/db/release', { session_id: a.body.session_id })).status, 200);
     const cg = await c;
     assert.equal(cg.status, 200, cg.text);
@@ -493,7 +494,7 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assertError(await post(f1!, '/v1/elections/svc/primary/resign', { session_id: other.body.session_id }), 409, 'not_holder', 'resign by a stranger');
     assert.equal((await get(f1!, '/v1/elections/svc/primary?consistency=stale')).status, 200);
     const l = await leader();
-    assert.equal(await gauge(h, l, 'raftlock_elections_led'), 1);
+    await eventually(async () => (await gauge(h, l, 'raftlock_elections_led')) === 1, 5_000, 'elections_led to be 1 (sampled on the tick)');
     // resign: the next candidate leads, with its own value and a larger token
     const r = await post(f1!, '/v1/elections/svc/primary/resign', { session_id: a.body.session_id });
     assert.deepEqual(r.body, { name: 'svc/primary', resigned: true });
