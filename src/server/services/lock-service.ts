@@ -14,6 +14,7 @@ import { ElectionService } from './election-service.js';
 import { LockSetService } from './lock-set-service.js';
 import { asActor, newSessionId, ownerRefusal, requester } from './requester.js';
 import { revokeGrants } from './revoke.js';
+import { countedAcquire } from './acquire-metric.js';
 import { grantOf, grantView, lockView } from '../../api/lock-views.js';
 import { lockHeldError, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
@@ -24,13 +25,6 @@ type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner
 /** a lock grant as the state machine made it: an apply's `acquired` result, or a waiter's
  *  `granted` event with its session's ttl. The answer is built from it alone. */
 type Granted = Pick<Extract<ApplyResult, { kind: 'acquired' }>, 'name' | 'sessionId' | 'fencingToken' | 'ttlMs' | 'mode'>;
-
-/** the `result` label of raftlock_lock_acquire_total for an acquire's answer */
-function acquireOutcome(r: Result<GrantView>): 'acquired' | 'timeout' | 'lock_held' | 'session_not_found' | 'error' {
-  if (r.ok) return 'acquired';
-  const code = r.failure.code;
-  return code === 'timeout' || code === 'lock_held' || code === 'session_not_found' ? code : 'error';
-}
 
 /** a grant's answer, from the grant as the state machine made it */
 function viewOf(g: Granted): GrantView {
@@ -157,21 +151,9 @@ export class RaftLockService implements LockService {
 
   // ---- locks -----------------------------------------------------------------------
 
-  /**
-   * raftlock_lock_acquire_total{result} is counted here, once per acquire by its outcome (a
-   * grant, or the error it answers), and once more as `queued` when it waited
-   * (docs/api.md "Metrics").
-   */
-  async acquire(name: string, p: AcquireParams, ctx: RequestContext): Promise<Result<GrantView>> {
-    let r: Result<GrantView>;
-    try {
-      r = await settled(() => this.acquireGrant(name, p, ctx, () => this.d.metrics.lockAcquire.inc({ result: 'queued' })));
-    } catch (err) {
-      this.d.metrics.lockAcquire.inc({ result: 'error' }); // a bug: the error handler answers 500
-      throw err;
-    }
-    this.d.metrics.lockAcquire.inc({ result: acquireOutcome(r) });
-    return r;
+  /** counted in raftlock_lock_acquire_total by its answer (acquire-metric.ts) */
+  acquire(name: string, p: AcquireParams, ctx: RequestContext): Promise<Result<GrantView>> {
+    return countedAcquire(this.d.metrics, (onQueued) => this.acquireGrant(name, p, ctx, onQueued));
   }
 
   private async acquireGrant(name: string, p: AcquireParams, ctx: RequestContext, onQueued: () => void): Promise<Result<GrantView>> {

@@ -15,6 +15,7 @@ import { newSessionId } from './requester.js';
 import { resultError, sessionNotFound, setHeldError } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
+import { countedAcquire } from './acquire-metric.js';
 
 export interface LockSetAcquire { sessionId?: string; ttlMs?: number; waitMs: number; owner?: string; mode?: 'exclusive' | 'shared'; maxHoldMs?: number }
 
@@ -40,11 +41,12 @@ export class LockSetService implements LockSetApi {
     }
   }
 
+  /** counted in raftlock_lock_acquire_total by its answer, each set once (acquire-metric.ts) */
   acquireAll(names: string[], p: LockSetAcquire, ctx: RequestContext): Promise<Result<LockSetGrantView>> {
-    return settled(() => this.acquire(names, p, ctx));
+    return countedAcquire(this.d.metrics, (onQueued) => this.acquire(names, p, ctx, onQueued));
   }
 
-  private async acquire(names: string[], p: LockSetAcquire, ctx: RequestContext): Promise<Result<LockSetGrantView>> {
+  private async acquire(names: string[], p: LockSetAcquire, ctx: RequestContext, onQueued: () => void): Promise<Result<LockSetGrantView>> {
     const arrival = this.d.nowMs();
     const who = this.requester(p, names, ctx);
     if (!who.ok) return who;
@@ -56,27 +58,17 @@ export class LockSetService implements LockSetApi {
     // in the request's order (a lock name has no space), no default ttl, no drawn session
     // id, not wait_ms; mode as the contract defaults it
     const request = { op: 'lock.acquire_all', name: names.join(' '), body: { session_id: p.sessionId, ttl_ms: p.ttlMs, owner: p.owner, mode: p.mode ?? 'exclusive', max_hold_ms: p.maxHoldMs } };
-    let out: ApplyOutput;
-    try {
-      out = await this.log.submitOutput(cmd, ctx, request);
-    } catch (err) {
-      this.count(err instanceof Failure && err.code === 'timeout' ? 'timeout' : 'error');
-      throw err;
-    }
+    const out = await this.log.submitOutput(cmd, ctx, request);
     const r = out.result;
     if (r.ok && r.kind === 'acquired_all') {
       // a replayed grant that is gone since answers as stored (as for a single lock)
-      if (out.replayed && !this.stands(r.sessionId, r.grants)) {
-        this.count('acquired');
-        return ok(view(r.sessionId, r.ttlMs, r.grants, r.mode));
-      }
+      if (out.replayed && !this.stands(r.sessionId, r.grants)) return ok(view(r.sessionId, r.ttlMs, r.grants, r.mode));
       return this.confirm(r.sessionId, names, r.grants, r.mode, arrival);
     }
     if (r.ok && r.kind === 'queued_all') {
-      this.count('queued');
+      onQueued();
       return this.waitForSet(cmd, r, arrival, ctx, false);
     }
-    this.count(!r.ok && r.code === 'lock_held' ? 'lock_held' : !r.ok && r.code === 'session_not_found' ? 'session_not_found' : 'error');
     return refused(resultError(r));
   }
 
@@ -115,10 +107,6 @@ export class LockSetService implements LockSetApi {
     return pr;
   }
 
-  private count(result: 'acquired' | 'queued' | 'lock_held' | 'session_not_found' | 'timeout' | 'error'): void {
-    this.d.metrics.lockAcquire.inc({ result });
-  }
-
   /** does the session still hold each of these grants? */
   private stands(sessionId: string, grants: readonly SetGrant[]): boolean {
     const fsm = this.d.app.fsm;
@@ -129,21 +117,9 @@ export class LockSetService implements LockSetApi {
    *  what is true now (a grant ended since: revoked, or its max hold). */
   private confirm(sessionId: string, names: string[], grants: readonly SetGrant[], mode: 'shared' | undefined, arrival: number): Result<LockSetGrantView> {
     const s = this.d.app.fsm.getSession(sessionId);
-    if (!s) {
-      this.count('session_not_found');
-      return refused(sessionNotFound(sessionId));
-    }
-    if (!this.stands(sessionId, grants)) {
-      this.count('lock_held');
-      return refused(setHeldError(this.blocked(names, sessionId)));
-    }
-    try {
-      this.leader.renewLease(sessionId, arrival, 'timeout');
-    } catch (err) {
-      this.count(err instanceof Failure && err.code === 'timeout' ? 'timeout' : 'session_not_found');
-      throw err;
-    }
-    this.count('acquired');
+    if (!s) return refused(sessionNotFound(sessionId));
+    if (!this.stands(sessionId, grants)) return refused(setHeldError(this.blocked(names, sessionId)));
+    this.leader.renewLease(sessionId, arrival, 'timeout');
     return ok(view(sessionId, s.ttlMs, grants, mode));
   }
 
@@ -175,19 +151,13 @@ export class LockSetService implements LockSetApi {
       this.grants.delete(key(sessionId, since));
       return this.confirm(sessionId, names, early, mode, arrival);
     }
-    if (!this.d.lessor.isLeader) {
-      this.count('timeout');
-      return refused(new Failure('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant'));
-    }
+    if (!this.d.lessor.isLeader) return refused(new Failure('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant'));
     if (!this.d.app.fsm.getSession(sessionId)) return refused(sessionNotFound(sessionId));
     const place = this.place(names, sessionId, since);
     if (place === undefined) {
       // Typically a retry whose first attempt queued and whose wait then ended unheard (its
       // connection died and 'aborted' gave the place up): ask again, once, as a new wait.
-      if (asked) {
-        this.count('lock_held');
-        return refused(setHeldError(this.blocked(names, sessionId)));
-      }
+      if (asked) return refused(setHeldError(this.blocked(names, sessionId)));
       const again: Extract<Command, { kind: 'acquireAll' }> = { ...cmd, sessionId };
       delete again.newSession;
       const actor = this.actor(names, ctx);
@@ -209,19 +179,14 @@ export class LockSetService implements LockSetApi {
         return this.confirm(sessionId, names, grants, mode, arrival);
       }
       case 'cancelled':
-        this.count('lock_held');
         return refused(setHeldError(this.blocked(names, sessionId)));
       case 'session_ended':
-        this.count('session_not_found');
         return refused(sessionNotFound(sessionId));
       case 'aborted':
-        this.count('timeout');
         return refused(new Failure('timeout', 'the request was aborted while the acquire-all was queued; the wait is committed and may still be granted: retry with the same Idempotency-Key, or release-all in this session'));
       case 'shutdown':
-        this.count('timeout');
         return refused(new Failure('timeout', 'the node is shutting down while the acquire-all was queued; the wait is committed and the next leader may grant it: retry with the same Idempotency-Key, or release-all in this session'));
       case 'unknown':
-        this.count('timeout');
         return refused(new Failure('timeout', 'leadership changed while waiting; retry with the same Idempotency-Key to find your place or your grant'));
     }
   }
