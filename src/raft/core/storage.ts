@@ -140,6 +140,11 @@ export class MemoryStorage implements Storage {
     return m;
   }
 
+  /** A MemoryStorage holding a copy of what `s` holds now (hard state, snapshot, log). */
+  static copyOf(s: Storage): MemoryStorage {
+    return MemoryStorage.from({ hardState: s.initialState().hardState, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), s.lastIndex() + 1) });
+  }
+
   /** apply one persisted batch in Ready order (hard state, snapshot, entries) */
   applyBatch(b: PersistBatch): void {
     if (b.hardState) this.setHardState(b.hardState);

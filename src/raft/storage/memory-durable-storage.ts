@@ -116,10 +116,7 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
     for (let k = 0; k < keep; k++) applyOp(this.synced, this.pending[k]!);
     this.stats.lostBatches += this.pending.length - keep;
     this.pending = [];
-    const synced = this.synced;
-    this.mem = MemoryStorage.from({
-      hardState: synced.hardState(), snapshot: synced.snapshot(), entries: synced.entries(synced.firstIndex(), synced.lastIndex() + 1),
-    });
+    this.mem = MemoryStorage.copyOf(this.synced);
   }
 
   /**
@@ -136,9 +133,7 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
     this.synced = MemoryStorage.from({
       hardState: { ...hs, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1),
     });
-    this.mem = MemoryStorage.from({
-      hardState: this.synced.hardState(), snapshot: this.synced.snapshot(), entries: this.synced.entries(this.synced.firstIndex(), keep + 1),
-    });
+    this.mem = MemoryStorage.copyOf(this.synced);
   }
 
   // ---- DurableStorage (the async face the production driver uses) ----

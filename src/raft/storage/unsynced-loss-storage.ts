@@ -22,7 +22,7 @@ export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableS
   private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly inner: DurableStorage) {
-    super(MemoryStorage.from({ hardState: inner.initialState().hardState, snapshot: inner.snapshot(), entries: inner.entries(inner.firstIndex(), inner.lastIndex() + 1) }));
+    super(MemoryStorage.copyOf(inner));
   }
 
   /** how many writes would be lost if the process died now */
