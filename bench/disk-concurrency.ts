@@ -19,6 +19,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { Level } from 'level';
+import { percentile } from './percentile.js';
 
 const MODES = ['main', 'prealloc', 'pool', 'level'] as const;
 type Mode = (typeof MODES)[number];
@@ -51,8 +52,6 @@ function positive(name: string, v: string | undefined): number {
   if (!Number.isInteger(n) || n < 1) usage(`--${name} must be a positive integer, got ${JSON.stringify(v)}`);
   return n;
 }
-
-const pct = (sorted: number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))]!;
 
 /** one writer: `writes` synced writes in `dir`; latencies in ms */
 async function writer(mode: Mode, dir: string, writes: number): Promise<number[]> {
@@ -104,7 +103,7 @@ if (values.child !== undefined) {
   if (!MODES.includes(mode)) usage(`--child must be one of ${MODES.join(', ')}`);
   if (values.dir === undefined) usage('--child needs --dir');
   const lat = (await writer(mode, values.dir, positive('writes', values.writes))).sort((a, b) => a - b);
-  console.log(`p50 ${pct(lat, 0.5).toFixed(3)}  p90 ${pct(lat, 0.9).toFixed(3)}  p99 ${pct(lat, 0.99).toFixed(3)}`);
+  console.log(`p50 ${percentile(lat, 50).toFixed(3)}  p90 ${percentile(lat, 90).toFixed(3)}  p99 ${percentile(lat, 99).toFixed(3)}`);
 } else {
   const writers = positive('writers', values.writers);
   const writes = positive('writes', values.writes);

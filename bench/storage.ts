@@ -16,6 +16,7 @@ import { Level } from 'level';
 import { LevelStorage } from '../src/raft/storage/level-storage.js';
 import { KEY_HARD_STATE, encodeHardState, encodeSegment, entryKey } from '../src/raft/storage/storage-codec.js';
 import type { Entry } from '../src/raft/core/types.js';
+import { percentile } from './percentile.js';
 
 const { values } = parseArgs({
   options: { dir: { type: 'string' }, seconds: { type: 'string', default: '3' }, 'entry-bytes': { type: 'string', default: '200' }, 'write-buffer-mib': { type: 'string' } },
@@ -32,10 +33,6 @@ const dir = mkdtempSync(join(parent, 'raftlock-bench-storage-'));
 const SNAPSHOT_EVERY = 10_000;
 
 interface Result { name: string; ops: number; entries: number; elapsedS: number; latMs: number[] }
-
-function percentile(sorted: number[], p: number): number {
-  return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? NaN;
-}
 
 function rawFdatasync(bytes: number): Result {
   const fd = openSync(join(dir, `raw-${bytes}.log`), 'a');
