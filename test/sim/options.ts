@@ -145,7 +145,10 @@ export function subsystemRngs(seed: number): SubsystemRngs {
   return { options: root.fork(), network: root.fork(), disk: root.fork(), core: root.fork(), workload: root.fork(), nemesis: root.fork(), churn: root.fork() };
 }
 
-export function drawOptions(seed: number, ticks = 2000, mutations: readonly Mutation[] = []): SimOptions {
+/** the fault ticks a Raft schedule runs unless told (`--ticks`, SIM_TICKS) */
+export const DEFAULT_TICKS = 2000;
+
+export function drawOptions(seed: number, ticks = DEFAULT_TICKS, mutations: readonly Mutation[] = []): SimOptions {
   const rng = subsystemRngs(seed).options;
   const nodeCount = rng.next() < 0.5 ? 3 : 5;
   const electionTicks = rng.int(10, 21);

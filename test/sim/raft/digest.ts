@@ -7,6 +7,7 @@
 // every seed took the same schedule and reached the same outcome.
 import { createHash } from 'node:crypto';
 import { runSchedule } from './simulate.js';
+import { DEFAULT_TICKS } from '../options.js';
 import { parseSeedArgs } from '../../support/seed-args.js';
 
 function usage(msg: string): never {
@@ -14,7 +15,7 @@ function usage(msg: string): never {
   process.exit(2);
 }
 
-const a = parseSeedArgs(process.argv.slice(2), { ticks: 2000 }, usage, {});
+const a = parseSeedArgs(process.argv.slice(2), { ticks: DEFAULT_TICKS }, usage, {});
 const base = a.seed ?? usage('--seed is required');
 for (let seed = base; seed < base + a.seeds; seed++) {
   const trace = createHash('sha256');

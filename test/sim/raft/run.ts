@@ -11,7 +11,7 @@
 // --no-stalls runs a seed without the disk stalls it draws (disk-stalls.ts), as seeds ran
 // before they existed.
 import { availableParallelism } from 'node:os';
-import { describeOptions, drawOptions } from '../options.js';
+import { DEFAULT_TICKS, describeOptions, drawOptions } from '../options.js';
 import { runSchedule } from './simulate.js';
 import { formatFailure } from './report.js';
 import { raftSweep } from './seed.js';
@@ -36,7 +36,7 @@ function usage(msg: string): never {
 }
 
 function parseArgs(argv: string[]): Args {
-  const a = parseSeedArgs(argv, { ticks: 2000 }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' }, mutation: { type: 'string' }, 'no-stalls': { type: 'boolean' } });
+  const a = parseSeedArgs(argv, { ticks: DEFAULT_TICKS }, usage, { jobs: { type: 'string' }, soak: { type: 'boolean' }, mutation: { type: 'string' }, 'no-stalls': { type: 'boolean' } });
   let mutations: Mutation[] = [];
   try {
     mutations = parseMutations(typeof a.extra.mutation === 'string' ? a.extra.mutation : undefined);

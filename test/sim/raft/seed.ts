@@ -2,7 +2,7 @@
 // counters (ticks and every stat); a failing seed is replayed with a trace for its report
 // (same seed, same schedule).
 import { runSchedule } from './simulate.js';
-import { formatFailure } from './report.js';
+import { formatFailure, reproduceCommand } from './report.js';
 import type { Mutation } from './mutations.js';
 import type { SeedOutcome, SweepMode } from '../sweep.js';
 
@@ -28,6 +28,6 @@ export function runSeed(seed: number, a: RaftSeedArgs): SeedOutcome {
 export function raftSweep(args: RaftSeedArgs): SweepMode<RaftSeedArgs> {
   return {
     module: import.meta.url, args, hangMs: HANG_MS,
-    reproduce: (seed) => `npm run sim -- --seed ${seed}${args.ticks !== 2000 ? ` --ticks ${args.ticks}` : ''}${args.mutations.length > 0 ? ` --mutation ${args.mutations.join(',')}` : ''}`,
+    reproduce: (seed) => reproduceCommand(seed, args.ticks, args.mutations),
   };
 }

@@ -10,12 +10,13 @@ import { availableParallelism } from 'node:os';
 import { sweep } from '../sweep.js';
 import { raftSweep } from './seed.js';
 import { runSchedule } from './simulate.js';
+import { DEFAULT_TICKS } from '../options.js';
 import { envInt } from '../../support/env.js';
 import { testSeed } from '../../support/seed.js';
 import { parseMutations } from './mutations.js';
 
 const schedules = envInt('SIM_SCHEDULES', 2000);
-const ticks = envInt('SIM_TICKS', 2000);
+const ticks = envInt('SIM_TICKS', DEFAULT_TICKS);
 const base = testSeed('SIM_SEED', { what: 'simulation sweep (first seed)', fallback: 1 });
 const mutations = parseMutations(process.env['SIM_MUTATIONS']);
 

@@ -6,7 +6,7 @@
 //      write committed, applied on every member, and a linearizable read served;
 //   3. stability (Howard's partial partition only, with PreVote + CheckQuorum): hold the
 //      partition for a window and allow at most one leader change in it.
-import { drawOptions, stallRng, subsystemRngs, type SimOptions } from '../options.js';
+import { DEFAULT_TICKS, drawOptions, stallRng, subsystemRngs, type SimOptions } from '../options.js';
 import { SimCluster } from './cluster.js';
 import { Workload } from './workload.js';
 import { ConfChurn } from './conf-churn.js';
@@ -56,7 +56,7 @@ class PhaseFailure extends Error {
 }
 
 export function runSchedule(seed: number, cfg: RunConfig = {}): ScheduleResult {
-  const opts = drawOptions(seed, cfg.ticks ?? 2000, cfg.mutations);
+  const opts = drawOptions(seed, cfg.ticks ?? DEFAULT_TICKS, cfg.mutations);
   if (cfg.diskStalls === false) opts.disk.stallProbability = 0;
   const rngs = subsystemRngs(seed);
   const trace: string[] = [];
