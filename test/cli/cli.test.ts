@@ -32,7 +32,9 @@ if (mode === 'wait') {
   process.on('SIGTERM', () => fs.writeFileSync(out + '.term', String(Date.now())));
   setInterval(() => {}, 1000);
 }
-fs.writeFileSync(out + '.env', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK, semaphore: process.env.RAFTLOCK_SEMAPHORE, permits: process.env.RAFTLOCK_PERMITS, election: process.env.RAFTLOCK_ELECTION, value: process.env.RAFTLOCK_VALUE }));
+// written whole, then renamed: the test reads it as soon as it exists (ci25 read it empty)
+fs.writeFileSync(out + '.env.part', JSON.stringify({ token: process.env.RAFTLOCK_FENCING_TOKEN, session: process.env.RAFTLOCK_SESSION_ID, lock: process.env.RAFTLOCK_LOCK, semaphore: process.env.RAFTLOCK_SEMAPHORE, permits: process.env.RAFTLOCK_PERMITS, election: process.env.RAFTLOCK_ELECTION, value: process.env.RAFTLOCK_VALUE }));
+fs.renameSync(out + '.env.part', out + '.env');
 if (mode !== 'wait' && mode !== 'stubborn') process.exit(Number(mode));`;
 
 describe('raftlock CLI against a real 3-node cluster', () => {
