@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { binPath, ClusterHarness, eventually, freePort } from '../support/cluster-harness.js';
 import { RaftlockClient, type WatchEvent } from '@raftlock/client';
-import { runToEnd, type Run } from '../support/run-to-end.js';
+import { killGroup, runToEnd, type Run } from '../support/run-to-end.js';
 
 const running = new Set<ChildProcess>();
 
@@ -50,7 +50,7 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     ep = ['--endpoints', h.endpoints.join(',')];
   });
   after(async () => {
-    for (const p of running) p.kill('SIGKILL');
+    for (const p of running) killGroup(p);
     for (const n of h?.nodes ?? []) h.resume(n.id);
     await h?.close();
     if (dir) rmSync(dir, { recursive: true, force: true });

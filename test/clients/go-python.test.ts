@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ClusterHarness, eventually, repoRoot } from '../support/cluster-harness.js';
 import { RaftlockClient } from '@raftlock/client';
-import { runToEnd, type Run } from '../support/run-to-end.js';
+import { killGroup, runToEnd, type Run } from '../support/run-to-end.js';
 
 const GO_DIR = join(repoRoot, 'clients', 'go');
 const PY_DIR = join(repoRoot, 'clients', 'python');
@@ -165,7 +165,7 @@ describe('Go and Python clients against a real 3-node cluster', { skip, timeout:
   });
   after(async () => {
     stopping = true;
-    for (const p of running) p.kill('SIGKILL');
+    for (const p of running) killGroup(p);
     await Promise.all(Object.values(pending)); // every child has ended (killed above if still running)
     await counter.close();
     await counter2.close();

@@ -13,23 +13,38 @@ export interface RunOptions {
   env: NodeJS.ProcessEnv;
   cwd?: string;
   timeoutMs: number;
-  /** holds the child while it runs, for the suite's cleanup to kill */
+  /** holds the child while it runs, for the suite's cleanup to kill (with killGroup) */
   running: Set<ChildProcess>;
   /** how a failure names the command (default: the command line) */
   what?: string;
   onSpawn?: (p: ChildProcess) => void;
 }
 
+/**
+ * Kill a child that runToEnd started and everything it started: it leads its own process
+ * group. Killing only the child left what it ran (`raftlock lock -- CMD`'s command, a
+ * `go test` binary) holding our end of its output pipes, and the test file never exited.
+ */
+export function killGroup(p: ChildProcess, signal: NodeJS.Signals = 'SIGKILL'): void {
+  if (p.pid === undefined) return;
+  try {
+    process.kill(-p.pid, signal);
+  } catch {
+    p.kill(signal); // the group is gone already (or was never made): the child alone
+  }
+}
+
 export function runToEnd(cmd: string, args: string[], o: RunOptions): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const p = spawn(cmd, args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'] });
+    // detached: the child leads a process group of its own, so killGroup reaches what it runs
+    const p = spawn(cmd, args, { cwd: o.cwd, env: o.env, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     o.running.add(p);
     let stdout = '';
     let stderr = '';
     p.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
     p.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     const timer = setTimeout(() => {
-      p.kill('SIGKILL');
+      killGroup(p);
       reject(new Error(`${o.what ?? `${cmd} ${args.join(' ')}`} did not finish in ${o.timeoutMs} ms\nstdout: ${stdout}\nstderr: ${stderr}`));
     }, o.timeoutMs);
     p.once('error', (err) => {
