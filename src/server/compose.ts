@@ -106,7 +106,11 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   await listen(life, resolved);
   const ticker = startTicker({
     nodeId, dataDir: resolved.dataDir, tickMs: plan.tickMs, slowMs: timeouts.slowMs, electionTimeoutMaxMs: config.electionTimeoutMs.max,
-    driver, raftStatus: () => raw.status(), app, service, membership, readiness: room.readiness, metrics, nowMs, logger, onFatal: o.onFatal,
+    driver, raftStatus: () => raw.status(), service, membership, readiness: room.readiness, nowMs, logger, onFatal: o.onFatal,
+  });
+  metrics.readStateFrom({
+    raft: () => ({ term: driver.currentTerm, commit: raw.status().commit, applied: driver.appliedIndex }),
+    fsm: () => app.fsm.counts(),
   });
   // startupMs: since the process began (module loading, storage open, servers listening)
   logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index, join: o.join?.url, startupMs: Math.round(performance.now()) }, 'node started');

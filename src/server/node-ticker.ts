@@ -1,11 +1,9 @@
 // The node's one interval timer: Raft's tick, the services', membership's and readiness'
-// ticks, the gauges, and two watches that need a clock: a late tick (the event loop was
+// ticks, and two watches that need a clock: a late tick (the event loop was
 // blocked) and SupersededWatch (this node's id is bound to another data directory).
 import type { Logger } from 'pino';
 import type { ApplyOutput } from '../lock-fsm/index.js';
 import type { RaftDriver } from '../raft/driver.js';
-import type { Metrics } from '../metrics.js';
-import type { LockApp } from './app/lock-app.js';
 import type { Membership } from './membership/membership.js';
 import type { Readiness } from './membership/readiness.js';
 import { AmnesiaError, SupersededWatch, amnesiaLine } from './membership/amnesia-check.js';
@@ -20,28 +18,12 @@ export interface TickerParts {
   driver: RaftDriver<ApplyOutput>;
   /** the core's status, as SupersededWatch reads it */
   raftStatus: () => Parameters<SupersededWatch['observe']>[0];
-  app: LockApp;
   service: RaftLockService;
   membership: Membership;
   readiness: Readiness;
-  metrics: Metrics;
   nowMs: () => number;
   logger: Logger;
   onFatal: (err: unknown) => void;
-}
-
-function updateGauges(p: TickerParts): void {
-  const { metrics, driver } = p;
-  const st = driver.status();
-  metrics.raftTerm.set(st.term);
-  metrics.raftCommitIndex.set(st.commit);
-  metrics.raftAppliedIndex.set(driver.appliedIndex);
-  const c = p.app.fsm.counts();
-  metrics.sessionsActive.set(c.sessions);
-  metrics.locksHeld.set(c.heldLocks);
-  metrics.lockWaiters.set(c.waiters);
-  metrics.semaphoresInUse.set(c.semaphoresInUse);
-  metrics.electionsLed.set(c.electionLeaders);
 }
 
 export function startTicker(p: TickerParts): NodeJS.Timeout {
@@ -68,6 +50,5 @@ export function startTicker(p: TickerParts): NodeJS.Timeout {
     p.service.onTick();
     p.membership.onTick();
     p.readiness.onTick();
-    updateGauges(p);
   }, p.tickMs);
 }

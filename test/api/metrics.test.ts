@@ -101,4 +101,25 @@ describe('metrics', () => {
     assert.match((await a.scrape()).body, /^raftlock_raft_term 1$/m);
     assert.match((await b.scrape()).body, /^raftlock_raft_term\{node="n2"\} 2$/m);
   });
+
+  it('the state gauges read the node\'s state at the scrape, not at the last tick', async () => {
+    const m = new Metrics({ defaultMetrics: false });
+    const raft = { term: 3, commit: 10, applied: 9 };
+    const fsm = { sessions: 4, heldLocks: 2, waiters: 1, semaphoresInUse: 5, electionLeaders: 1 };
+    m.readStateFrom({ raft: () => raft, fsm: () => fsm });
+    const values = async (): Promise<Record<string, number>> => {
+      const fams = parseExposition((await m.scrape()).body);
+      const v = (name: string): number => fams.get(name)?.samples[0]?.value ?? Number.NaN;
+      return {
+        term: v('raftlock_raft_term'), commit: v('raftlock_raft_commit_index'), applied: v('raftlock_raft_applied_index'),
+        sessions: v('raftlock_sessions_active'), held: v('raftlock_locks_held'), waiters: v('raftlock_lock_waiters'),
+        permits: v('raftlock_semaphores_in_use'), elections: v('raftlock_elections_led'),
+      };
+    };
+    assert.deepEqual(await values(), { term: 3, commit: 10, applied: 9, sessions: 4, held: 2, waiters: 1, permits: 5, elections: 1 });
+    // the state changes, nothing else happens: the next scrape shows it
+    Object.assign(raft, { term: 4, commit: 12, applied: 12 });
+    Object.assign(fsm, { sessions: 6, heldLocks: 0, waiters: 0, semaphoresInUse: 0, electionLeaders: 0 });
+    assert.deepEqual(await values(), { term: 4, commit: 12, applied: 12, sessions: 6, held: 0, waiters: 0, permits: 0, elections: 0 });
+  });
 });

@@ -192,11 +192,8 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
   it('Idempotency-Key: a retried acquire / open / release returns the first answer and changes nothing twice', async () => {
     const [f1, f2] = await followers();
     const l = await leader();
-    // gauges refresh every tick: read `before` only once they show everything the earlier
-    // tests applied (the applied-index gauge is set in the same refresh), or a session
-    // closed just before this test is still counted and the +2 below never matches
-    const applied = (await h.view(l)).applied_index;
-    await eventually(async () => (await gauge(h, l, 'raftlock_raft_applied_index')) >= applied, 5_000, `the gauges of ${l} to reach applied index ${applied}`);
+    // the gauges read the state at the scrape (src/metrics.ts readStateFrom), and the leader
+    // has applied every write it answered: no waiting for a tick, here or below
     const before = await gauge(h, l, 'raftlock_sessions_active');
 
     // acquire without a session: opens one; retries through other nodes get the same answer
@@ -226,9 +223,6 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
       assert.deepEqual(o2.body, o1.body);
     }
     // one session from the acquire, one from the open: not one per try
-    await eventually(async () => (await gauge(h, l, 'raftlock_sessions_active')) === before + 2, 5_000, `sessions_active to be ${before + 2}`);
-    // and the wrong count does not show up later (gauges refresh every tick)
-    await new Promise((r) => setTimeout(r, 200));
     assert.equal(await gauge(h, l, 'raftlock_sessions_active'), before + 2);
 
     // release: the retry answers like the first try instead of not_holder
@@ -427,8 +421,7 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assert.deepEqual(view.body.waiters.map((w: { owner: string; position: number }) => [w.owner, w.position]), [['c', 1]]);
     assert.equal((await get(f1!, '/v1/semaphores/pool/db?consistency=stale')).status, 200);
     const l = await leader();
-    // the gauges are sampled on the node's tick (src/server/node-ticker.ts): poll, as above
-    await eventually(async () => (await gauge(h, l, 'raftlock_semaphores_in_use')) === 2, 5_000, 'semaphores_in_use to be 2');
+    assert.equal(await gauge(h, l, 'raftlock_semaphores_in_use'), 2);
     assert.equal((await post(f2!, '/v1/semaphores/pool/db/release', { session_id: a.body.session_id })).status, 200);
     const cg = await c;
     assert.equal(cg.status, 200, cg.text);
@@ -494,7 +487,7 @@ describe('REST API through every node of a real 3-node cluster', { timeout: 120_
     assertError(await post(f1!, '/v1/elections/svc/primary/resign', { session_id: other.body.session_id }), 409, 'not_holder', 'resign by a stranger');
     assert.equal((await get(f1!, '/v1/elections/svc/primary?consistency=stale')).status, 200);
     const l = await leader();
-    await eventually(async () => (await gauge(h, l, 'raftlock_elections_led')) === 1, 5_000, 'elections_led to be 1 (sampled on the tick)');
+    assert.equal(await gauge(h, l, 'raftlock_elections_led'), 1);
     // resign: the next candidate leads, with its own value and a larger token
     const r = await post(f1!, '/v1/elections/svc/primary/resign', { session_id: a.body.session_id });
     assert.deepEqual(r.body, { name: 'svc/primary', resigned: true });
