@@ -207,6 +207,55 @@ func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
 	}
 }
 
+// A 408 is the HTTP layer saying the request did not arrive whole: no answer to the call.
+// After an attempt whose outcome is unknown (504) it must not end the call as a failure:
+// the call is sent again with the same key and the first answer is its result.
+func TestA408IsNoAnswerTheCallIsSentAgainWithTheSameKey(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	var n int32
+	h := defaultHandler(10000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") {
+			switch atomic.AddInt32(&n, 1) {
+			case 1:
+				reply(w, 504, errBody("timeout", "not known to be committed"))
+				return
+			case 2:
+				reply(w, 408, map[string]interface{}{"error": "Request Timeout", "message": "Client Timeout", "statusCode": 408})
+				return
+			}
+		}
+		h(w, r)
+	})
+	m := NewMutex(s, "jobs/408")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := m.Lock(ctx); err != nil {
+		t.Fatalf("the 408 ended the call: %v", err)
+	}
+	acq := st.requests(isPath("POST", "/acquire"))
+	if len(acq) != 3 {
+		t.Fatalf("%d acquires, want 3", len(acq))
+	}
+	for _, r := range acq {
+		if r.Key == "" || r.Key != acq[0].Key {
+			t.Fatalf("keys differ: %q vs %q", r.Key, acq[0].Key)
+		}
+	}
+	if !m.Held() {
+		t.Fatal("not held")
+	}
+	if err := m.Unlock(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
+
 func TestOutcomeUnknownReleasesTheName(t *testing.T) {
 	st := newStub(t)
 	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}, RetryBudget: 400 * time.Millisecond})

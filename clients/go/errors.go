@@ -119,7 +119,7 @@ func (e *Error) Is(target error) bool {
 	case ErrSessionNotFound:
 		return e.Code == "session_not_found"
 	case ErrUnavailable:
-		return e.Code == "unavailable" || e.Code == "too_many_requests" || e.Code == "timeout"
+		return e.Code == "unavailable" || e.Code == "too_many_requests" || e.Code == "timeout" || e.Code == "request_timeout"
 	case ErrTooManyRequests:
 		return e.Code == "too_many_requests"
 	case ErrOutcomeUnknown:
@@ -234,6 +234,8 @@ func statusCode(status int) string {
 		return "permission_denied"
 	case 404:
 		return "not_found"
+	case 408:
+		return "request_timeout"
 	case 413:
 		return "payload_too_large"
 	case 415:

@@ -127,7 +127,9 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 			return nil, ctx.Err()
 		}
 		if kind == attemptAnswer {
-			if a.status < 500 && a.status != 429 {
+			// 408: the server's HTTP layer did not receive the request whole and never ran it.
+			// It says nothing of an earlier attempt, so it is no definite answer: retry, as 503.
+			if a.status < 500 && a.status != 429 && a.status != 408 {
 				c.eps.succeeded(u)
 				if cl.mode == modeKeyed {
 					a.sentAt = firstSent
@@ -146,6 +148,8 @@ func (c *Client) do(ctx context.Context, cl call) (*answer, error) {
 			switch a.status {
 			case 503, 429:
 				c.eps.retryAfter(u, parseRetryAfter(retryAfter, time.Second, time.Now()))
+			case 408:
+				c.eps.retryAfter(u, 50*time.Millisecond) // the request did not get through: send it again
 			case 504, 502:
 				outcomeUnknown = true
 				c.eps.retryAfter(u, 50*time.Millisecond) // the server already waited; do not spin

@@ -7,7 +7,8 @@
 // - Failure classification follows what the client may conclude. If the leader was never
 //   reached (connect refused/timed out), nothing was applied: 503 `unavailable`. Once the
 //   request may have been sent, a write's outcome is unknown: 504 `timeout` (retry with
-//   the same Idempotency-Key). A read that fails is always just 503.
+//   the same Idempotency-Key). A read that fails is always just 503. A 408 from the
+//   leader (it did not receive the relayed request whole) is 503 too: nothing was applied.
 import { Pool, type buildConnector } from 'undici';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 // errors that prove the leader was never reached: the SDK's list, so both decide alike
@@ -88,6 +89,12 @@ export class Forwarder {
       payload = Buffer.from(await res.body.arrayBuffer());
     } catch (e) {
       throw classify(e, isRead, leaderApi);
+    }
+    if (res.statusCode === 408) {
+      // the leader's HTTP layer did not receive the relayed request whole and never ran it:
+      // nothing was applied, which is 503 in the contract; relayed as-is, a 408 read as a
+      // definite answer would hide an earlier attempt of the same key that was applied
+      throw new ApiError('unavailable', `the leader (${leaderApi}) did not receive the relayed request whole (408); nothing was applied`);
     }
     reply.code(res.statusCode);
     for (const name of RELAYED_HEADERS) {

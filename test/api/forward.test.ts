@@ -148,6 +148,27 @@ describe('forwarding failures', () => {
     }
   });
 
+  it('the leader answers 408 (its HTTP layer did not receive the relayed request whole) → 503: nothing was applied, never a 408 passed on as the answer', async () => {
+    // a stand-in for the leader's node:http server timing a request out: fastify's default
+    // clientError answer, with the request never reaching a handler
+    const { createServer } = await import('node:http');
+    const stub = createServer((req, res) => {
+      req.resume();
+      res.writeHead(408, { 'content-type': 'application/json', connection: 'close' });
+      res.end('{"error":"Request Timeout","message":"Client Timeout","statusCode":408}');
+    });
+    await new Promise<void>((r) => stub.listen(0, '127.0.0.1', r));
+    const addr = stub.address();
+    const { app } = follower(`http://127.0.0.1:${typeof addr === 'object' && addr ? addr.port : 0}`);
+    try {
+      assertError(await app.inject({ method: 'POST', url: '/v1/locks/a/acquire', headers: { 'idempotency-key': 'k' } }), 503, 'unavailable', 'nothing was applied');
+      assertError(await app.inject({ method: 'GET', url: '/v1/locks/a' }), 503, 'unavailable');
+    } finally {
+      await app.close();
+      await new Promise((r) => stub.close(r));
+    }
+  });
+
   it('leader silent after receiving a write → 504 timeout (outcome unknown); a read → 503', async () => {
     const svc = new FakeService();
     const never = new Promise<never>(() => undefined);

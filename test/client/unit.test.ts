@@ -234,6 +234,44 @@ describe('RaftlockClient failover and retries (fake servers)', () => {
     }
   });
 
+  it('a 408 is no answer: the mutation is sent again with the same key, and the first answer it gets back is the result', async () => {
+    // attempt 1: the server applies it, the answer is lost (504); attempt 2: the HTTP layer
+    // times the request out (408, fastify's default body); attempt 3: the first answer
+    const keys: string[] = [];
+    const ep = await fake((req, res) => {
+      keys.push(String(req.headers['idempotency-key']));
+      if (keys.length === 1) return json(res, 504, { error: { code: 'timeout', message: 'unknown' } });
+      if (keys.length === 2) return json(res, 408, { error: 'Request Timeout', message: 'Client Timeout', statusCode: 408 });
+      json(res, 200, grant);
+    });
+    const c = new RaftlockClient({ endpoints: [ep] });
+    try {
+      const g = await c.acquire('a');
+      assert.equal(g.fencingToken, 9, 'the grant of the first attempt, not an error');
+      assert.equal(keys.length, 3);
+      assert.equal(new Set(keys).size, 1);
+    } finally {
+      await c.close();
+    }
+  });
+
+  it('408s until the budget runs out: OutcomeUnknownError after an attempt of unknown outcome, "unavailable" without one', async () => {
+    let hits = 0;
+    const ep = await fake((_q, res) => {
+      hits++;
+      if (hits === 1) return json(res, 504, { error: { code: 'timeout', message: 'unknown' } });
+      json(res, 408, { error: 'Request Timeout', message: 'Client Timeout', statusCode: 408 });
+    });
+    const c = new RaftlockClient({ endpoints: [ep], retryBudgetMs: 300 });
+    try {
+      await assert.rejects(c.release('a', 's1', 3, { idempotencyKey: 'k-408' }), (e: unknown) => e instanceof OutcomeUnknownError && e.idempotencyKey === 'k-408');
+      assert.ok(hits > 2, `sent again after the 408: ${hits} attempts`);
+      await assert.rejects(c.getLock('a'), (e: unknown) => e instanceof UnavailableError && !(e instanceof OutcomeUnknownError));
+    } finally {
+      await c.close();
+    }
+  });
+
   it('gives OutcomeUnknownError (not "unavailable") when a mutation never gets a definite answer', async () => {
     const ep = await fake((_q, res) => json(res, 504, { error: { code: 'timeout', message: 'unknown' } }));
     const c = new RaftlockClient({ endpoints: [ep], retryBudgetMs: 300 });

@@ -72,8 +72,8 @@ export class Recorder {
   }
 
   /**
-   * Run one logical operation until a definite answer or `deadlineMs`. A 503/429 means
-   * nothing was applied: retry. A 504 or a network error leaves the outcome unknown:
+   * Run one logical operation until a definite answer or `deadlineMs`. A 503/429/408 means
+   * nothing was applied by that attempt: retry. A 504 or a network error leaves the outcome unknown:
    * retry with the same Idempotency-Key (the contract returns the first answer). Reads
    * pass `idempotent: false` and are simply retried. When `giveUp` aborts (a caller that
    * waits less than it asked the server to), the operation ends at once as info with code
@@ -110,7 +110,9 @@ export class Recorder {
         this.rotate();
       }
       if (a) {
-        if (a.status === 503 || a.status === 429) {
+        // 408: the node's HTTP layer did not receive this attempt whole and never ran it; it
+        // says nothing of an earlier attempt of the same key, so retry, as for 503
+        if (a.status === 503 || a.status === 429 || a.status === 408) {
           lastCode = errorCode(a);
           this.rotate();
         } else if (a.status === 504) {

@@ -152,7 +152,7 @@ class LockLostError(RaftlockError):
 
 
 _STATUS_CODES = {400: "invalid_request", 401: "unauthenticated", 403: "permission_denied", 404: "not_found",
-                 413: "payload_too_large", 415: "unsupported_media_type", 429: "too_many_requests",
+                 408: "request_timeout", 413: "payload_too_large", 415: "unsupported_media_type", 429: "too_many_requests",
                  503: "unavailable", 504: "timeout"}
 
 
@@ -206,8 +206,8 @@ def error_from_response(status: int, body: bytes, endpoint: str, idempotency_key
         return NotHolderError(msg, **kw)
     if code == "session_not_found":
         return SessionNotFoundError(msg, **kw)
-    if code == "unavailable":
-        return UnavailableError(msg, **kw)
+    if code in ("unavailable", "request_timeout"):  # 408: the request did not arrive whole
+        return UnavailableError(msg, code=code, **kw)
     if code == "too_many_requests":
         return TooManyRequestsError(msg, **kw)
     if code == "timeout":

@@ -164,7 +164,9 @@ class Transport:
             if kind == "answer":
                 a = result
                 assert isinstance(a, Answer)
-                if a.status < 500 and a.status != 429:
+                # 408: the server's HTTP layer did not receive the request whole and never
+                # ran it; it says nothing of an earlier attempt: retry, as for 503
+                if a.status < 500 and a.status not in (429, 408):
                     self.endpoints.succeeded(url)
                     if mode == "keyed":
                         a.sent_at = first_sent
@@ -175,6 +177,8 @@ class Transport:
                 err = error_from_response(a.status, a.body, url)
                 if a.status in (503, 429):
                     self.endpoints.retry_after(url, parse_retry_after(retry_after, 1.0))
+                elif a.status == 408:
+                    self.endpoints.retry_after(url, 0.05)  # the request did not get through: send it again
                 elif a.status in (504, 502):
                     outcome_unknown = True
                     self.endpoints.retry_after(url, 0.05)  # the server already waited; do not spin

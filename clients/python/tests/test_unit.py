@@ -122,6 +122,29 @@ class RetryTest(StubCase):
         lk.release()
         self.assertEqual(len(self.stub.matching("POST", "/release")), 1, "a second release sent something")
 
+    def test_408_is_no_answer_the_call_is_sent_again_with_the_same_key(self) -> None:
+        """A 408 (the HTTP layer did not receive the request whole) after an attempt of
+        unknown outcome does not end the call: it is sent again, and the first answer wins."""
+        s = self.client().session(ttl=10)
+        self.addCleanup(s.close)
+        ok, n = healthy(10000), [0]
+
+        def h(r):
+            if r.path.endswith("/acquire"):
+                n[0] += 1
+                if n[0] == 1:
+                    return Reply(504, err("timeout"))
+                if n[0] == 2:
+                    return Reply(408, {"error": "Request Timeout", "message": "Client Timeout", "statusCode": 408})
+            return ok(r)
+        self.stub.handler = h
+        lk = s.lock("jobs/408", wait=20)
+        acq = self.stub.matching("POST", "/acquire")
+        self.assertEqual(len(acq), 3)
+        self.assertTrue(acq[0].key and all(r.key == acq[0].key for r in acq))
+        self.assertTrue(lk.held)
+        lk.release()
+
     def test_outcome_unknown_releases_the_name(self) -> None:
         s = self.client(retry_budget=0.4).session(ttl=10)
         self.addCleanup(s.close)

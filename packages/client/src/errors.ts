@@ -261,6 +261,7 @@ export function errorFromResponse(status: number, body: unknown, endpoint: strin
     case 'idempotency_key_reused':
       return new IdempotencyKeyReusedError(message, idempotencyKey, opts);
     case 'unavailable':
+    case 'request_timeout': // 408: the request did not arrive whole; nothing was applied
       return new UnavailableError(message, opts);
     case 'too_many_requests':
       return new TooManyRequestsError(message, opts);
@@ -326,6 +327,8 @@ function statusCode(status: number): string {
       return 'permission_denied';
     case 404:
       return 'not_found';
+    case 408:
+      return 'request_timeout';
     case 413:
       return 'payload_too_large';
     case 415:

@@ -9,7 +9,9 @@
 // 502 has an unknown outcome — only a keyed or harmless call may repeat it, and if the
 // budget runs out the caller gets OutcomeUnknownError, never "unavailable", because the
 // write may have happened. 503 and 429 said "nothing applied, try later": that endpoint
-// rests for its Retry-After and the next one is tried.
+// rests for its Retry-After and the next one is tried. 408 said "your request did not
+// arrive whole": this attempt did nothing, and it is sent again, never taken for the
+// answer to the call (an earlier attempt may have been applied).
 import { Agent, request, type Dispatcher } from 'undici';
 import { EndpointSet, parseRetryAfter } from './endpoints.js';
 import { errorFromResponse, OutcomeUnknownError, RaftlockError, TooManyRequestsError, UnavailableError } from './errors.js';
@@ -130,7 +132,10 @@ export class HttpCaller {
       firstSentAt ??= this.o.now();
       const r = await this.attempt(pick.url, spec, start, deadline);
       if (r.kind === 'answer') {
-        if (r.answer.status < 500 && r.answer.status !== 429) {
+        // 408: the server's HTTP layer did not receive the request whole (its headers or
+        // body timed out, or a relay's leader said so) and never ran it. It says nothing of
+        // an earlier attempt, so it is no definite answer: like 503, retry (same key).
+        if (r.answer.status < 500 && r.answer.status !== 429 && r.answer.status !== 408) {
           this.endpoints.succeeded(pick.url);
           if (spec.retry === 'keyed') r.answer.sentAt = firstSentAt;
           if (r.answer.status >= 200 && r.answer.status < 300) return r.answer;
@@ -140,6 +145,8 @@ export class HttpCaller {
         const err = errorFromResponse(r.answer.status, r.answer.body, pick.url);
         if (r.answer.status === 503 || r.answer.status === 429) {
           this.endpoints.retryAfter(pick.url, parseRetryAfter(r.retryAfter, 1000));
+        } else if (r.answer.status === 408) {
+          this.endpoints.retryAfter(pick.url, 50); // the request did not get through: send it again
         } else if (r.answer.status === 504 || r.answer.status === 502) {
           outcomeUnknown = true;
           this.endpoints.retryAfter(pick.url, 50); // the server already waited; do not spin
