@@ -150,6 +150,29 @@ func TestSessionNotFoundLosesAtOnce(t *testing.T) {
 }
 
 func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
+	lockAfterRetries(t, reply504, reply504)
+}
+
+// A 408 is the HTTP layer saying the request did not arrive whole: no answer to the call.
+// After an attempt whose outcome is unknown (504) it must not end the call as a failure:
+// the call is sent again with the same key and the first answer is its result.
+func TestA408IsNoAnswerTheCallIsSentAgainWithTheSameKey(t *testing.T) {
+	lockAfterRetries(t, reply504, reply408)
+}
+
+func reply504(w http.ResponseWriter) { reply(w, 504, errBody("timeout", "not known to be committed")) }
+
+// reply408 answers as the server's HTTP layer (fastify) does when a request did not arrive whole
+func reply408(w http.ResponseWriter) {
+	reply(w, 408, map[string]interface{}{"error": "Request Timeout", "message": "Client Timeout", "statusCode": 408})
+}
+
+// lockAfterRetries locks a Mutex whose first acquire attempts get `replies`, each after
+// 30 ms, and the next one the grant: every attempt carries the same Idempotency-Key and
+// the name as one segment, a retry asks only for the wait that is left, and the grant is
+// held, then released with its token.
+func lockAfterRetries(t *testing.T, replies ...func(http.ResponseWriter)) {
+	t.Helper()
 	st := newStub(t)
 	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
 	s, err := NewSession(c, WithTTL(10))
@@ -160,10 +183,12 @@ func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
 	var n int32
 	h := defaultHandler(10000)
 	st.setHandler(func(w http.ResponseWriter, r stubReq) {
-		if strings.HasSuffix(r.Path, "/acquire") && atomic.AddInt32(&n, 1) <= 2 {
-			time.Sleep(30 * time.Millisecond)
-			reply(w, 504, errBody("timeout", "not known to be committed"))
-			return
+		if strings.HasSuffix(r.Path, "/acquire") {
+			if k := int(atomic.AddInt32(&n, 1)); k <= len(replies) {
+				time.Sleep(30 * time.Millisecond)
+				replies[k-1](w)
+				return
+			}
 		}
 		h(w, r)
 	})
@@ -174,8 +199,8 @@ func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
 		t.Fatal(err)
 	}
 	acq := st.requests(isPath("POST", "/acquire"))
-	if len(acq) != 3 {
-		t.Fatalf("%d acquires", len(acq))
+	if len(acq) != len(replies)+1 {
+		t.Fatalf("%d acquires, want %d", len(acq), len(replies)+1)
 	}
 	for _, r := range acq {
 		if r.Key == "" || r.Key != acq[0].Key {
@@ -185,9 +210,9 @@ func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
 			t.Fatalf("path %s: the name must be one segment", r.Path)
 		}
 	}
-	w0, w2 := acq[0].Body["wait_ms"].(float64), acq[2].Body["wait_ms"].(float64)
-	if !(w2 < w0) {
-		t.Fatalf("retry asked for wait_ms %v, first %v: the retry asks only for what is left", w2, w0)
+	w0, wn := acq[0].Body["wait_ms"].(float64), acq[len(acq)-1].Body["wait_ms"].(float64)
+	if !(wn < w0) {
+		t.Fatalf("retry asked for wait_ms %v, first %v: the retry asks only for what is left", wn, w0)
 	}
 	if m.FencingToken() != 11 || !m.Held() {
 		t.Fatalf("token %d held %v", m.FencingToken(), m.Held())
@@ -204,55 +229,6 @@ func TestRetriesAfter504ReuseTheIdempotencyKeyAndShrinkTheWait(t *testing.T) {
 	}
 	if m.Held() {
 		t.Fatal("held after Unlock")
-	}
-}
-
-// A 408 is the HTTP layer saying the request did not arrive whole: no answer to the call.
-// After an attempt whose outcome is unknown (504) it must not end the call as a failure:
-// the call is sent again with the same key and the first answer is its result.
-func TestA408IsNoAnswerTheCallIsSentAgainWithTheSameKey(t *testing.T) {
-	st := newStub(t)
-	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
-	s, err := NewSession(c, WithTTL(10))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	var n int32
-	h := defaultHandler(10000)
-	st.setHandler(func(w http.ResponseWriter, r stubReq) {
-		if strings.HasSuffix(r.Path, "/acquire") {
-			switch atomic.AddInt32(&n, 1) {
-			case 1:
-				reply(w, 504, errBody("timeout", "not known to be committed"))
-				return
-			case 2:
-				reply(w, 408, map[string]interface{}{"error": "Request Timeout", "message": "Client Timeout", "statusCode": 408})
-				return
-			}
-		}
-		h(w, r)
-	})
-	m := NewMutex(s, "jobs/408")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	if err := m.Lock(ctx); err != nil {
-		t.Fatalf("the 408 ended the call: %v", err)
-	}
-	acq := st.requests(isPath("POST", "/acquire"))
-	if len(acq) != 3 {
-		t.Fatalf("%d acquires, want 3", len(acq))
-	}
-	for _, r := range acq {
-		if r.Key == "" || r.Key != acq[0].Key {
-			t.Fatalf("keys differ: %q vs %q", r.Key, acq[0].Key)
-		}
-	}
-	if !m.Held() {
-		t.Fatal("not held")
-	}
-	if err := m.Unlock(ctx); err != nil {
-		t.Fatal(err)
 	}
 }
 

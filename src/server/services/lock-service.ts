@@ -24,13 +24,6 @@ type AcquireParams = { sessionId?: string; ttlMs?: number; waitMs: number; owner
 
 /** a lock grant as the state machine made it: an apply's `acquired` result, or a waiter's
  *  `granted` event with its session's ttl. The answer is built from it alone. */
-/** what an acquire asked for beyond its name, session and wait: a repeat asks for the same */
-type AcquireTerms = Pick<Extract<Command, { kind: 'acquire' }>, 'mode' | 'maxHoldMs' | 'owner'>;
-const askedFor = (c: Extract<Command, { kind: 'acquire' }>): AcquireTerms => ({
-  ...(c.mode !== undefined ? { mode: c.mode } : {}),
-  ...(c.maxHoldMs !== undefined ? { maxHoldMs: c.maxHoldMs } : {}),
-  ...(c.owner !== undefined ? { owner: c.owner } : {}),
-});
 type Granted = Pick<Extract<ApplyResult, { kind: 'acquired' }>, 'name' | 'sessionId' | 'fencingToken' | 'ttlMs' | 'mode'>;
 
 /** a grant's answer, from the grant as the state machine made it */
@@ -185,7 +178,7 @@ export class RaftLockService implements LockService {
     }
     if (r.ok && r.kind === 'queued') {
       onQueued();
-      return this.waitForGrant(r.name, r.sessionId, p.waitMs, askedFor(cmd), arrival, ctx, false, out.replayed === true);
+      return this.waitForGrant(cmd, r.name, r.sessionId, arrival, ctx, false, out.replayed === true);
     }
     return refused(resultError(r));
   }
@@ -328,7 +321,8 @@ export class RaftLockService implements LockService {
     return ok(viewOf(r));
   }
 
-  private async waitForGrant(name: string, sessionId: string, waitMs: number, terms: AcquireTerms, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<Result<GrantView>> {
+  /** `cmd`: the acquire as this request proposed it (its wait_ms; a repeat asks for the same) */
+  private async waitForGrant(cmd: Extract<Command, { kind: 'acquire' }>, name: string, sessionId: string, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<Result<GrantView>> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const lock = fsm.getLock(name);
@@ -361,18 +355,20 @@ export class RaftLockService implements LockService {
       // session that released it (jepsen-lite seed 971402082: a client gave up on its
       // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
       if (!replayed) return refused(new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key'));
-      // The same request: its mode, max hold and owner (a shared acquire asked again as an
-      // exclusive one was granted exclusive, jepsen-lite seed 213854055).
-      const again = asActor(this.d, { kind: 'acquire' as const, name, sessionId, waitMs, ...terms }, ctx, name);
-      const r = await this.log.followUp(again, unkeyed(ctx));
+      // The same request, mode, max hold and owner included (asked again as a bare acquire,
+      // a shared one was granted exclusive: jepsen-lite seed 213854055), for the session
+      // its first attempt named or opened — as lock-set-service.ts asks again.
+      const again: Extract<Command, { kind: 'acquire' }> = { ...cmd, sessionId };
+      delete again.newSession;
+      const r = await this.log.followUp(asActor(this.d, again, ctx, name), unkeyed(ctx));
       if (r.ok && r.kind === 'acquired') return this.confirmGrant(r, arrival);
-      if (r.ok && r.kind === 'queued') return this.waitForGrant(name, sessionId, waitMs, terms, arrival, ctx, true);
+      if (r.ok && r.kind === 'queued') return this.waitForGrant(cmd, name, sessionId, arrival, ctx, true);
       return refused(resultError(r));
     }
 
     const started = this.d.nowMs();
     const since = fsm.waitOf(name, sessionId)?.since ?? 0;
-    const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since }, arrival, waitMs, ctx.signal);
+    const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since }, arrival, cmd.waitMs, ctx.signal);
     this.d.metrics.lockWait.observe((this.d.nowMs() - started) / 1000);
     switch (outcome.kind) {
       case 'granted':
