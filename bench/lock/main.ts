@@ -95,6 +95,16 @@ async function runOne(d: Deployment, e: MatrixEntry, spec: RunSpec, label: strin
   }
 }
 
+/** Unmeasured load on a freshly started deployment (BenchOptions.primeMs). A Node process
+ *  runs its hot paths in the interpreter until V8 has seen them thousands of times: on a
+ *  2-core VM raftlock's first 1 s-warm-up rep of C=1 ran 110 cycles/s against 216 in its
+ *  third (BENCHMARKS.md "Eighth round"). A lock service runs for days, so a cold rep
+ *  measures start-up, not the service; etcd is primed the same way. */
+async function prime(d: Deployment, ms: number, runId: string): Promise<void> {
+  const e: MatrixEntry = { workload: 'uncontended', clients: 16, topology: 'leader', client: 'raw' };
+  await runOne(d, e, { workload: e.workload, clients: e.clients, durationMs: ms, warmupMs: 0, sessions: 0, runId }, `${d.system} priming (unmeasured) uncontended C=16`, null);
+}
+
 async function main(): Promise<number> {
   let o: BenchOptions;
   try {
@@ -125,6 +135,7 @@ async function main(): Promise<number> {
     const ds = await deployments(o, traceDir, size);
     compared ||= ds.length > 1;
     try {
+      if (o.primeMs > 0) for (const d of ds) await prime(d, o.primeMs, `b${process.pid}-${++seq}`);
       for (const e of o.matrix.filter((x) => membersOf(x.topology) === size)) {
         const { workload, clients } = e;
         for (let rep = 0; rep < o.reps; rep++) {

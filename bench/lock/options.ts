@@ -27,6 +27,9 @@ export interface BenchOptions {
   matrix: MatrixEntry[];
   durationMs: number;
   warmupMs: number;
+  /** once per started deployment, before its first row: unmeasured uncontended C=16 load
+   *  (0: none), so no system's first measured rep runs on cold code */
+  primeMs: number;
   reps: number;
   sessions: number;
   endpoints: string[] | null;
@@ -141,6 +144,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     .option('--client <list>', `comma-separated: ${CLIENT_KINDS.join(', ')} (sdk: raftlock's TypeScript SDK given every member, leader routing on; sdk-no-routing: off; raftlock only)`, 'raw')
     .option('-d, --duration <dur>', 'measured time per run', durationArg('--duration'), 10_000)
     .option('--warmup <dur>', 'unmeasured time before each run', durationArg('--warmup'), 2_000)
+    .option('--prime <dur>', 'unmeasured uncontended C=16 load on each started cluster before its first row (0: none); Node compiles its hot code only after thousands of calls, so without it the first rep measures the JIT, not the service', durationArg('--prime'), 5_000)
     .option('--reps <n>', 'repetitions per row (with --compare: alternating A/B); medians are reported', intArg('--reps', 1, 100), 1)
     .option('--sessions <n>', 'keepalive: sessions renewed round-robin by the clients', intArg('--sessions', 1, 1_000_000), 1000)
     .option('--endpoints <urls>', 'an existing raftlock cluster (default: start a local 3-node cluster and tear it down)', urls('--endpoints'))
@@ -158,7 +162,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     .configureOutput({ writeErr: (s) => process.stderr.write(s) });
   cmd.parse(argv, { from: 'user' });
   const o = cmd.opts<{
-    workload: string; clients: string; suite?: string; duration: number; warmup: number; reps: number; sessions: number;
+    workload: string; clients: string; suite?: string; duration: number; warmup: number; prime: number; reps: number; sessions: number;
     endpoints?: string[]; compare?: string; etcdEndpoints?: string[]; json: boolean; nodeArgs: string; keep: boolean; progress: boolean; scale?: number; snapshotEvery: number; trace: boolean;
     topology: string; client: string; slowest: number;
   }>();
@@ -199,6 +203,7 @@ export function parseOptions(argv: string[]): BenchOptions {
     matrix,
     durationMs: o.duration,
     warmupMs: o.warmup,
+    primeMs: o.prime,
     reps: o.reps,
     sessions: o.sessions,
     endpoints: o.endpoints ?? null,

@@ -71,6 +71,9 @@ test('command line: defaults, the issue-8 suite, and usage errors', () => {
   assert.deepEqual(d.matrix, [{ workload: 'uncontended', clients: 16, topology: 'leader', client: 'raw' }]);
   assert.equal(d.durationMs, 10_000);
   assert.equal(d.compare, null);
+  assert.equal(d.primeMs, 5_000, 'each started cluster is primed before its first row');
+  assert.equal(parseOptions(['--prime', '0']).primeMs, 0);
+  assert.throws(() => parseOptions(['--prime', 'soon']), /--prime: expected a duration/);
   assert.deepEqual(parseOptions(['--suite', 'issue8']).matrix, SUITE_ISSUE8.map((r) => ({ ...r, topology: 'leader', client: 'raw' })));
   const m = parseOptions(['-w', 'churn,read', '-c', '1,8', '-d', '1.5s', '--compare', 'etcd']);
   assert.equal(m.matrix.length, 4);
