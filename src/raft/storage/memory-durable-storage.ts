@@ -19,7 +19,9 @@ import type { DurableStorage, PersistBatch } from '../seams.js';
 import type { ConfState, Index, Snapshot } from '../core/types.js';
 import type { Rng } from '../core/rng.js';
 
-type Op = { kind: 'batch'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
+/** one write not yet made durable, as both in-memory disks keep them (this one, and
+ *  UnsyncedLossStorage in front of a real one) */
+export type PendingWrite = { kind: 'batch'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
 
 export interface DiskStats {
   saves: number;
@@ -46,7 +48,7 @@ function settle(write: () => void): Promise<void> {
   }
 }
 
-function applyOp(s: MemoryStorage, op: Op): void {
+export function applyWrite(s: MemoryStorage, op: PendingWrite): void {
   if (op.kind === 'batch') s.applyBatch(op.batch);
   else s.compact(op.snapshot);
 }
@@ -54,7 +56,7 @@ function applyOp(s: MemoryStorage, op: Op): void {
 export class MemoryDurableStorage extends MemoryBackedStorage implements DurableStorage {
   private synced: MemoryStorage;
   /** written but not yet synced, oldest first */
-  private pending: Op[] = [];
+  private pending: PendingWrite[] = [];
   private closed = false;
   private readonly rng: Rng | undefined;
   readonly stats: DiskStats = { saves: 0, syncs: 0, compactions: 0, lostBatches: 0 };
@@ -76,16 +78,16 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
   // ---- the write side, synchronous (the raft-mode simulator's driver never awaits) ----
   saveSync(batch: PersistBatch, opts: { sync: boolean }): void {
     // copy the containers: the core owns the arrays it hands out
-    const op: Op = { kind: 'batch', batch: { hardState: batch.hardState && { ...batch.hardState }, snapshot: batch.snapshot, entries: [...batch.entries] } };
-    applyOp(this.mem, op);
+    const op: PendingWrite = { kind: 'batch', batch: { hardState: batch.hardState && { ...batch.hardState }, snapshot: batch.snapshot, entries: [...batch.entries] } };
+    applyWrite(this.mem, op);
     this.pending.push(op);
     this.stats.saves++;
     if (opts.sync) this.sync();
   }
 
   compactSync(snapshot: Snapshot): void {
-    const op: Op = { kind: 'compact', snapshot };
-    applyOp(this.mem, op);
+    const op: PendingWrite = { kind: 'compact', snapshot };
+    applyWrite(this.mem, op);
     this.pending.push(op);
     this.stats.compactions++;
     this.sync();
@@ -98,7 +100,7 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
   }
 
   private sync(): void {
-    for (const op of this.pending) applyOp(this.synced, op);
+    for (const op of this.pending) applyWrite(this.synced, op);
     this.pending = [];
     this.stats.syncs++;
   }
@@ -113,7 +115,7 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
     }
     if (this.rng === undefined) throw new Error('MemoryDurableStorage: crash(loseUnsynced) needs the rng option');
     const keep = this.rng.int(0, this.pending.length + 1);
-    for (let k = 0; k < keep; k++) applyOp(this.synced, this.pending[k]!);
+    for (let k = 0; k < keep; k++) applyWrite(this.synced, this.pending[k]!);
     this.stats.lostBatches += this.pending.length - keep;
     this.pending = [];
     this.mem = MemoryStorage.copyOf(this.synced);

@@ -12,13 +12,12 @@ import { MemoryBackedStorage, MemoryStorage } from '../core/storage.js';
 import { failStorage } from '../../assert.js';
 import type { DurableStorage, PersistBatch } from '../seams.js';
 import type { Snapshot } from '../core/types.js';
-
-type Pending = { kind: 'save'; batch: PersistBatch } | { kind: 'compact'; snapshot: Snapshot };
+import { applyWrite, type PendingWrite } from './memory-durable-storage.js';
 
 /** Reads (MemoryBackedStorage.mem) see the inner storage's state plus every pending write. */
 export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableStorage {
   /** writes the inner storage has not seen yet, in order */
-  private pending: Pending[] = [];
+  private pending: PendingWrite[] = [];
   private queue: Promise<void> = Promise.resolve();
 
   constructor(private readonly inner: DurableStorage) {
@@ -34,8 +33,9 @@ export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableS
   save(batch: PersistBatch, opts: { sync: boolean }): Promise<void> {
     return this.enqueue(async () => {
       if (!opts.sync) {
-        this.mem.applyBatch(batch);
-        this.pending.push({ kind: 'save', batch });
+        const w: PendingWrite = { kind: 'batch', batch };
+        applyWrite(this.mem, w);
+        this.pending.push(w);
         return;
       }
       await this.flush();
@@ -47,8 +47,9 @@ export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableS
 
   compact(snapshot: Snapshot): Promise<void> {
     return this.enqueue(async () => {
-      this.mem.compact(snapshot);
-      this.pending.push({ kind: 'compact', snapshot });
+      const w: PendingWrite = { kind: 'compact', snapshot };
+      applyWrite(this.mem, w);
+      this.pending.push(w);
     });
   }
 
@@ -66,7 +67,7 @@ export class UnsyncedLossStorage extends MemoryBackedStorage implements DurableS
   private async flush(): Promise<void> {
     while (this.pending.length > 0) {
       const p = this.pending[0]!;
-      if (p.kind === 'save') await this.inner.save(p.batch, { sync: false });
+      if (p.kind === 'batch') await this.inner.save(p.batch, { sync: false });
       else await this.inner.compact(p.snapshot);
       this.pending.shift();
     }
