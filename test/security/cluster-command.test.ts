@@ -34,12 +34,13 @@ describe('raftlock cluster on a secured cluster file', { skip: haveOpenssl() ? f
     const { RAFTLOCK_TOKEN: _drop, ...base } = process.env;
     const without = startClusterCommand(h.configPath, { env: base });
     stops.push(without.stop);
-    await eventually(async () => /auth is on: set RAFTLOCK_TOKEN/.test(without.output()), 10_000, `the hint (output: ${JSON.stringify(without.output())})`);
+    await eventually(async () => /auth is on: set RAFTLOCK_TOKEN/.test(without.output()), 10_000, () => `the hint (output: ${JSON.stringify(without.output())})`);
     assert.equal(await without.stop(), 0, without.output());
 
     const withToken = startClusterCommand(h.configPath, { env: { ...base, RAFTLOCK_TOKEN: TOKENS.reader.secret } });
     stops.push(withToken.stop);
-    await eventually(async () => /leader: n\d \(term \d+\)/.test(withToken.output()), 15_000, `a leader line (output: ${JSON.stringify(withToken.output())})`);
+    // against a hang: three nodes starting beside other CI lanes took up to 9 s (test/cluster/cli.test.ts)
+    await eventually(async () => /leader: n\d \(term \d+\)/.test(withToken.output()), 30_000, () => `a leader line (output: ${JSON.stringify(withToken.output())})`);
     assert.doesNotMatch(withToken.output(), /auth is on/);
     assert.equal(await withToken.stop(), 0, withToken.output());
   });

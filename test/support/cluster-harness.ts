@@ -341,7 +341,8 @@ export function delay(ms: number): Promise<void> {
 }
 
 /** Poll `fn` until it returns a truthy value or the deadline passes. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string): Promise<T> {
+/** `what` may be a function, for a message that shows the state at the deadline, not at the call */
+export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string | (() => string)): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown = null;
   while (Date.now() < deadline) {
@@ -353,5 +354,5 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
     }
     await delay(25);
   }
-  throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}${lastErr ? `: ${String(lastErr)}` : ''}`);
+  throw new Error(`timed out after ${timeoutMs} ms waiting for ${typeof what === 'function' ? what() : what}${lastErr ? `: ${String(lastErr)}` : ''}`);
 }
