@@ -28,6 +28,10 @@ export interface RaftParts {
   snap: Snapshot;
   metrics: Metrics;
   logger: Logger;
+  /** TEST HOOK: RAFTLOCK_TEST_MUTATION (node-env.ts); `count-unsynced-self` is the core's
+   *  RaftConfig.testOnlyCountUnsyncedSelf, etcd 3.4's commit rule, for jepsen-lite and the
+   *  bench (BENCHMARKS.md "Ninth round") */
+  mutations?: ReadonlySet<string>;
 }
 
 export function buildRawNode(p: RaftParts): RawNode {
@@ -68,6 +72,7 @@ export function buildRawNode(p: RaftParts): RawNode {
         if (suppressed !== null) logger.warn({ from: String(m.from).slice(0, 128), reason: why.reason, detail: why.detail, suppressed }, 'peer message refused by the Raft core');
       },
       onLogRegression: regressionFound,
+      ...(p.mutations?.has('count-unsynced-self') === true ? { testOnlyCountUnsyncedSelf: true } : {}),
     },
     p.disk.storage,
   );

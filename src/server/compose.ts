@@ -82,7 +82,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
     holders: (prefix) => currentHolders(app.fsm, prefix),
     onStreams: (n) => metrics.watchStreams.set(n),
   });
-  const raft: RaftParts = { config, nodeId, plan, disk, snap, metrics, logger };
+  const raft: RaftParts = { config, nodeId, plan, disk, snap, metrics, logger, mutations: env.mutations };
   const raw = buildRawNode(raft);
   const peers = buildPeerTransport(raft, resolved, raw, security, nowMs);
   if (env.mutations.size > 0) logger.warn({ mutations: [...env.mutations] }, 'RAFTLOCK_TEST_MUTATION: fixes switched off (test hook)');

@@ -15,8 +15,9 @@ export function lockFsmOptions(config: Config): LockFsmOptions {
 }
 
 /** TEST HOOK (docs/jepsen-lite.md "Does it bite?"): RAFTLOCK_TEST_MUTATION=idem-unbound,
- *  legacy-wait-tracking switches a fix off in a real node, for jepsen-lite's mutation rows.
- *  Only test/jepsen-lite sets it; never set it in production. */
+ *  legacy-wait-tracking, count-unsynced-self switches a fix off in a real node, for
+ *  jepsen-lite's mutation rows and the bench's measure of a rule's price. Only tests and
+ *  the bench set it; never set it in production. */
 export function testMutations(env: NodeJS.ProcessEnv = process.env): ReadonlySet<string> {
   return new Set((env.RAFTLOCK_TEST_MUTATION ?? '').split(',').map((s) => s.trim()).filter(Boolean));
 }
