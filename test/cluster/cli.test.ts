@@ -1,8 +1,9 @@
 // The `raftlock` command as a user runs it (docs/contract.md §1 "Command line"): `raftlock
-// cluster --config FILE` (what `npm start` runs) brings up every node and a leader (on
-// an idle machine in about 3 s) and Ctrl-C (SIGINT) stops them all, leaving their ports free; a bad cluster file
-// makes `raftlock serve` exit 2 with one line on stderr naming the field; a data directory
-// in use by a running node makes a second node on it exit with a clear line.
+// cluster --config FILE` (what `npm start` runs) brings up every node and a leader (on an
+// idle machine in about 2.5 s) and Ctrl-C (SIGINT) stops them all, leaving their ports
+// free; a bad cluster file makes `raftlock serve` exit 2 with one line on stderr naming the
+// field; a data directory in use by a running node makes a second node on it exit with a
+// clear line.
 import { after, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -74,9 +75,11 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     });
 
     // what a person sees: every node's URL, then who leads
-    // The bound is against a hang, not a speed claim. Each node spends ~0.7 s of CPU loading its
-    // modules before it listens (1.2-1.6 s for three at once on an idle 2-core machine); in CI,
-    // beside two other lanes, the leader line came after 4.7-9.2 s, and once after more than 10.
+    // The bound is against a hang, not a speed claim. A new cluster's first election needs
+    // every voter (docs/membership.md "Bootstrap"), and each node spends ~0.7 s of CPU loading
+    // its modules before it listens (1.3-1.9 s for three at once on an idle 2-core machine);
+    // in CI, beside two other lanes, the leader line came after 4.7-9.2 s, and once after
+    // more than 10.
     await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line from raftlock cluster (output so far: ${JSON.stringify(cmd.output())})`);
     const leaderMs = Date.now() - t0;
     t.diagnostic(`raftlock cluster: leader announced ${leaderMs} ms after the command started`);

@@ -340,8 +340,8 @@ export function delay(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Poll `fn` until it returns a truthy value or the deadline passes. */
-/** `what` may be a function, for a message that shows the state at the deadline, not at the call */
+/** Poll `fn` until it returns a truthy value or the deadline passes. `what` may be a
+ *  function, for a message that shows the state at the deadline, not at the call. */
 export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs: number, what: string | (() => string)): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let lastErr: unknown = null;
