@@ -1,7 +1,8 @@
 // `raftlock cluster`: every node of a cluster file as child processes on this machine
 // (what `npm start` runs). Each child is a real `raftlock serve`; its JSON log goes to
 // <data_dir>/<id>.log so this terminal shows only what a person needs: the API URLs and
-// who leads. Ctrl-C (or SIGTERM) stops them all gracefully, then exits.
+// who leads. Ctrl-C (or SIGTERM) stops them all gracefully, then exits; a second one kills
+// them at once.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createWriteStream, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -93,8 +94,23 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
     await Promise.all(exits);
     resolveDone();
   }
-  process.once('SIGINT', () => void stopAll());
-  process.once('SIGTERM', () => void stopAll());
+  // The first Ctrl-C stops the nodes gracefully. A second one does not wait: it kills them
+  // (a terminal also signals them itself, but a supervisor that signals only this process,
+  // twice, would otherwise kill it by default and leave the nodes running).
+  let signals = 0;
+  let forced = false;
+  const onSignal = (): void => {
+    if (++signals === 1) {
+      void stopAll();
+      return;
+    }
+    if (forced) return;
+    forced = true;
+    out('stopping now: killing every node');
+    for (const c of children.values()) c.kill('SIGKILL');
+  };
+  process.on('SIGINT', onSignal);
+  process.on('SIGTERM', onSignal);
 
   // Report the leader whenever it changes, through the API as any client would (with the
   // cluster's CA, a node's certificate and the token when the API is secured).
@@ -124,7 +140,9 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   }, 250);
 
   await done;
+  process.off('SIGINT', onSignal);
+  process.off('SIGTERM', onSignal);
   await dispatcher.close();
-  out('all nodes stopped');
-  return failed ? 1 : 0;
+  out(forced ? 'all nodes killed' : 'all nodes stopped');
+  return failed || forced ? 1 : 0;
 }

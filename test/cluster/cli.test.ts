@@ -10,7 +10,7 @@ import { existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSy
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { ClusterHarness, eventually, freePort } from '../support/cluster-harness.js';
+import { ClusterHarness, delay, eventually, freePort } from '../support/cluster-harness.js';
 import { runCli, startClusterCommand, type CliRun } from '../support/cluster-command.js';
 import { SERVE_MALLOC_ENV, SERVE_NODE_FLAGS } from '../../src/cli/serve-runtime.js';
 
@@ -120,6 +120,40 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     assert.match(cmd.output(), /all nodes stopped/);
     for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after SIGINT`);
     assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived raftlock cluster');
+  });
+
+  it('a second SIGINT kills every node without waiting for a graceful stop: exit 1, no process and no port left', async () => {
+    const h = await ClusterHarness.create({ nodes: 3 });
+    cleanups.push(() => h.close());
+    const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
+    const cmd = startClusterCommand(h.configPath, { killAfterMs: 30_000 });
+    cleanups.push(async () => {
+      await cmd.stop();
+    });
+    await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line (output so far: ${JSON.stringify(cmd.output())})`);
+    // nodes that cannot finish a graceful stop (stopped: the SIGTERM waits), so only the
+    // second signal can end them
+    const nodePids = processesMentioning(h.configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+    assert.equal(nodePids.length, 3, 'three serve processes');
+    for (const pid of nodePids) process.kill(pid, 'SIGSTOP');
+    cleanups.push(() => {
+      for (const pid of nodePids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone, as it should be */
+        }
+      }
+    });
+    cmd.interrupt();
+    await eventually(async () => cmd.output().includes('stopping all nodes'), 10_000, () => `the graceful stop to begin (output: ${JSON.stringify(cmd.output())})`);
+    cmd.interrupt();
+    const code = await Promise.race([cmd.exited, delay(20_000).then(() => 'hung' as const)]);
+    assert.equal(code, 1, `exit code; output: ${cmd.output()}`);
+    assert.match(cmd.output(), /stopping now: killing every node/);
+    assert.match(cmd.output(), /all nodes killed/);
+    assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived the second SIGINT');
+    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after the second SIGINT`);
   });
 
   it('a bad cluster file: `raftlock serve` exits 2 with one line on stderr naming the field, no stack trace', async () => {

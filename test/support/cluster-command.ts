@@ -34,6 +34,10 @@ export interface ClusterCommand {
   /** SIGINT (Ctrl-C), then the exit code; the whole group is SIGKILLed if it has not exited
    *  within `killAfterMs` (the code is then null). Idempotent. */
   stop(): Promise<number | null>;
+  /** one SIGINT to the command's own process (not its nodes), as a supervisor sends it */
+  interrupt(): void;
+  /** the exit code, once it has exited */
+  exited: Promise<number | null>;
 }
 
 export function startClusterCommand(configPath: string, o: { env?: NodeJS.ProcessEnv; killAfterMs?: number } = {}): ClusterCommand {
@@ -45,6 +49,10 @@ export function startClusterCommand(configPath: string, o: { env?: NodeJS.Proces
   const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r((code = c))));
   return {
     output: () => out,
+    interrupt: () => {
+      if (code === undefined) process.kill(proc.pid!, 'SIGINT');
+    },
+    exited,
     stop: async () => {
       if (code !== undefined) return code;
       process.kill(proc.pid!, 'SIGINT');
