@@ -1,16 +1,17 @@
 // `raftlock cluster`: every node of a cluster file as child processes on this machine
 // (what `npm start` runs). Each child is a real `raftlock serve`; its JSON log goes to
 // <data_dir>/<id>.log so this terminal shows only what a person needs: the API URLs and
-// who leads. Ctrl-C (or SIGTERM) stops them all gracefully, then exits; a second one kills
-// them at once.
+// who leads. Ctrl-C (or SIGTERM, SIGHUP) stops them all gracefully, then exits; a second
+// one kills them at once. A node whose launcher is gone stops too (launcher-watch.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { createWriteStream, mkdirSync } from 'node:fs';
+import { closeSync, createWriteStream, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch } from 'undici';
 import type { Config } from '../config.js';
 import { clientTlsOptions, loadTlsMaterial } from '../security/tls.js';
 import { SERVE_NODE_FLAGS, serveEnv } from './serve-runtime.js';
+import { LAUNCHER_PID_ENV } from './launcher-watch.js';
 
 export interface ClusterLaunchNode {
   id: string;
@@ -55,12 +56,22 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   let failed = false;
 
   for (const n of opts.nodes) {
-    const log = createWriteStream(join(opts.logDir, `${n.id}.log`), { flags: 'a' });
-    const child = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: serveEnv(),
-    });
-    child.stdout!.pipe(log);
+    const logPath = join(opts.logDir, `${n.id}.log`);
+    // The node writes its JSON log straight into the file (its stdout is the file), so its
+    // log does not pass through this process and outlives it: a node whose launcher was
+    // killed still logs why it stops (launcher-watch.ts). Its stderr comes here, to be
+    // shown, and goes into the same file (appends from both stay whole lines).
+    const logFd = openSync(logPath, 'a', 0o600);
+    const log = createWriteStream(logPath, { flags: 'a' });
+    let child: ChildProcess;
+    try {
+      child = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
+        stdio: ['ignore', logFd, 'pipe'],
+        env: { ...serveEnv(), [LAUNCHER_PID_ENV]: String(process.pid) },
+      });
+    } finally {
+      closeSync(logFd); // the child has its own copy
+    }
     child.stderr!.on('data', (chunk: Buffer) => {
       log.write(chunk);
       // a node that cannot start says why on stderr in one line: show it
@@ -111,6 +122,9 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   };
   process.on('SIGINT', onSignal);
   process.on('SIGTERM', onSignal);
+  // the terminal closed: stop, as a hang-up means (by default it would kill this process
+  // alone; the nodes take their own SIGHUP as a reload and would stay)
+  process.on('SIGHUP', onSignal);
 
   // Report the leader whenever it changes, through the API as any client would (with the
   // cluster's CA, a node's certificate and the token when the API is secured).
@@ -142,6 +156,7 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
   await done;
   process.off('SIGINT', onSignal);
   process.off('SIGTERM', onSignal);
+  process.off('SIGHUP', onSignal);
   await dispatcher.close();
   out(forced ? 'all nodes killed' : 'all nodes stopped');
   return failed || forced ? 1 : 0;

@@ -6,6 +6,7 @@ import { startNode } from '../server/compose.js';
 import { StorageError } from '../raft/storage/level-storage.js';
 import { joinConfig } from './join-config.js';
 import { memoryTuning } from './serve-runtime.js';
+import { watchLauncher } from './launcher-watch.js';
 import { AmnesiaError } from '../server/membership/amnesia-check.js';
 
 export interface ServeOptions {
@@ -90,6 +91,11 @@ export async function serve(opts: ServeOptions): Promise<void> {
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
+  // started by `raftlock cluster`: stop with it, also when it was killed (launcher-watch.ts)
+  watchLauncher((pid) => {
+    logger.warn({ launcher: pid }, 'raftlock cluster (the launcher of this node) is gone: stopping');
+    stop('launcher gone');
+  });
   // docs/security.md "Reloading on SIGHUP": new certificates / tokens.json / cluster secret
   // without a restart
   process.on('SIGHUP', () => node.reloadSecurity());

@@ -145,15 +145,61 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
         }
       }
     });
-    cmd.interrupt();
+    cmd.signal();
     await eventually(async () => cmd.output().includes('stopping all nodes'), 10_000, () => `the graceful stop to begin (output: ${JSON.stringify(cmd.output())})`);
-    cmd.interrupt();
+    cmd.signal();
     const code = await Promise.race([cmd.exited, delay(20_000).then(() => 'hung' as const)]);
     assert.equal(code, 1, `exit code; output: ${cmd.output()}`);
     assert.match(cmd.output(), /stopping now: killing every node/);
     assert.match(cmd.output(), /all nodes killed/);
     assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived the second SIGINT');
     for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after the second SIGINT`);
+  });
+
+  /** `raftlock cluster` on a fresh 3-node file, up to its leader line; its node pids and ports */
+  async function startedCluster(): Promise<{ h: ClusterHarness; cmd: ReturnType<typeof startClusterCommand>; ports: number[]; nodePids: number[] }> {
+    const h = await ClusterHarness.create({ nodes: 3 });
+    cleanups.push(() => h.close());
+    const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
+    const cmd = startClusterCommand(h.configPath, { killAfterMs: 30_000 });
+    cleanups.push(async () => {
+      await cmd.stop();
+    });
+    await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line (output so far: ${JSON.stringify(cmd.output())})`);
+    const nodePids = processesMentioning(h.configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+    assert.equal(nodePids.length, 3, 'three serve processes');
+    // whatever the test does, no node outlives it
+    cleanups.push(() => {
+      for (const pid of nodePids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          /* gone, as it should be */
+        }
+      }
+    });
+    return { h, cmd, ports, nodePids };
+  }
+
+  it('SIGHUP (the terminal closed) stops every node gracefully, as Ctrl-C does', async () => {
+    const { h, cmd, ports } = await startedCluster();
+    cmd.signal('SIGHUP');
+    const code = await Promise.race([cmd.exited, delay(30_000).then(() => 'hung' as const)]);
+    assert.equal(code, 0, `exit code; output: ${cmd.output()}`);
+    assert.match(cmd.output(), /all nodes stopped/);
+    assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived SIGHUP');
+    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after SIGHUP`);
+  });
+
+  it('the launcher killed (SIGKILL, nothing it can catch): its nodes notice, stop on their own and free their ports', async () => {
+    const { h, cmd, ports } = await startedCluster();
+    cmd.signal('SIGKILL');
+    await cmd.exited;
+    await eventually(async () => processesMentioning(h.configPath).length === 0, 20_000, () => `the nodes to stop (still running: ${processesMentioning(h.configPath).join(', ')})`);
+    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after the nodes stopped`);
+    // `raftlock cluster` writes each node's log to <data_dir>/<id>.log
+    const dataDir = (JSON.parse(readFileSync(h.configPath, 'utf8')) as { data_dir: string }).data_dir;
+    for (const n of h.nodes) assert.match(readFileSync(join(dataDir, `${n.id}.log`), 'utf8'), /the launcher of this node\) is gone: stopping/, `${n.id} says why it stopped`);
   });
 
   it('a bad cluster file: `raftlock serve` exits 2 with one line on stderr naming the field, no stack trace', async () => {

@@ -34,8 +34,9 @@ export interface ClusterCommand {
   /** SIGINT (Ctrl-C), then the exit code; the whole group is SIGKILLed if it has not exited
    *  within `killAfterMs` (the code is then null). Idempotent. */
   stop(): Promise<number | null>;
-  /** one SIGINT to the command's own process (not its nodes), as a supervisor sends it */
-  interrupt(): void;
+  /** one signal (SIGINT unless named) to the command's own process, not its nodes, as a
+   *  supervisor sends it */
+  signal(sig?: NodeJS.Signals): void;
   /** the exit code, once it has exited */
   exited: Promise<number | null>;
 }
@@ -49,8 +50,8 @@ export function startClusterCommand(configPath: string, o: { env?: NodeJS.Proces
   const exited = new Promise<number | null>((r) => proc.once('exit', (c) => r((code = c))));
   return {
     output: () => out,
-    interrupt: () => {
-      if (code === undefined) process.kill(proc.pid!, 'SIGINT');
+    signal: (sig = 'SIGINT') => {
+      if (code === undefined) process.kill(proc.pid!, sig);
     },
     exited,
     stop: async () => {
