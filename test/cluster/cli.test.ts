@@ -44,6 +44,11 @@ function processesMentioning(needle: string): number[] {
   return out;
 }
 
+/** pids of the `raftlock serve` processes of a cluster file */
+function servePids(configPath: string): number[] {
+  return processesMentioning(configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+}
+
 /** stderr is exactly one non-empty line, with no stack trace */
 function assertOneLine(r: CliRun, mentions: RegExp, what: string): void {
   const ctx = `${what}: exit ${r.code}, stderr ${JSON.stringify(r.stderr)}`;
@@ -101,7 +106,7 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     for (const n of h.nodes) assert.match(st.stdout, new RegExp(`^${n.id}\\s+(leader|follower)`, 'm'));
 
     // the nodes run with the memory settings of src/cli/serve-runtime.ts (docs/operations.md "Memory")
-    const nodePids = processesMentioning(h.configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+    const nodePids = servePids(h.configPath);
     if (existsSync('/proc/self/environ')) {
       assert.equal(nodePids.length, 3, 'three serve processes');
       for (const pid of nodePids) {
@@ -122,40 +127,6 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived raftlock cluster');
   });
 
-  it('a second SIGINT kills every node without waiting for a graceful stop: exit 1, no process and no port left', async () => {
-    const h = await ClusterHarness.create({ nodes: 3 });
-    cleanups.push(() => h.close());
-    const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
-    const cmd = startClusterCommand(h.configPath, { killAfterMs: 30_000 });
-    cleanups.push(async () => {
-      await cmd.stop();
-    });
-    await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line (output so far: ${JSON.stringify(cmd.output())})`);
-    // nodes that cannot finish a graceful stop (stopped: the SIGTERM waits), so only the
-    // second signal can end them
-    const nodePids = processesMentioning(h.configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
-    assert.equal(nodePids.length, 3, 'three serve processes');
-    for (const pid of nodePids) process.kill(pid, 'SIGSTOP');
-    cleanups.push(() => {
-      for (const pid of nodePids) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          /* gone, as it should be */
-        }
-      }
-    });
-    cmd.signal();
-    await eventually(async () => cmd.output().includes('stopping all nodes'), 10_000, () => `the graceful stop to begin (output: ${JSON.stringify(cmd.output())})`);
-    cmd.signal();
-    const code = await Promise.race([cmd.exited, delay(20_000).then(() => 'hung' as const)]);
-    assert.equal(code, 1, `exit code; output: ${cmd.output()}`);
-    assert.match(cmd.output(), /stopping now: killing every node/);
-    assert.match(cmd.output(), /all nodes killed/);
-    assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived the second SIGINT');
-    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after the second SIGINT`);
-  });
-
   /** `raftlock cluster` on a fresh 3-node file, up to its leader line; its node pids and ports */
   async function startedCluster(): Promise<{ h: ClusterHarness; cmd: ReturnType<typeof startClusterCommand>; ports: number[]; nodePids: number[] }> {
     const h = await ClusterHarness.create({ nodes: 3 });
@@ -166,7 +137,7 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
       await cmd.stop();
     });
     await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line (output so far: ${JSON.stringify(cmd.output())})`);
-    const nodePids = processesMentioning(h.configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+    const nodePids = servePids(h.configPath);
     assert.equal(nodePids.length, 3, 'three serve processes');
     // whatever the test does, no node outlives it
     cleanups.push(() => {
@@ -180,6 +151,22 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     });
     return { h, cmd, ports, nodePids };
   }
+
+  it('a second SIGINT kills every node without waiting for a graceful stop: exit 1, no process and no port left', async () => {
+    const { h, cmd, ports, nodePids } = await startedCluster();
+    // nodes that cannot finish a graceful stop (stopped: the SIGTERM waits), so only the
+    // second signal can end them
+    for (const pid of nodePids) process.kill(pid, 'SIGSTOP');
+    cmd.signal();
+    await eventually(async () => cmd.output().includes('stopping all nodes'), 10_000, () => `the graceful stop to begin (output: ${JSON.stringify(cmd.output())})`);
+    cmd.signal();
+    const code = await Promise.race([cmd.exited, delay(20_000).then(() => 'hung' as const)]);
+    assert.equal(code, 1, `exit code; output: ${cmd.output()}`);
+    assert.match(cmd.output(), /stopping now: killing every node/);
+    assert.match(cmd.output(), /all nodes killed/);
+    assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived the second SIGINT');
+    for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after the second SIGINT`);
+  });
 
   it('SIGHUP (the terminal closed) stops every node gracefully, as Ctrl-C does', async () => {
     const { h, cmd, ports } = await startedCluster();
