@@ -12,7 +12,7 @@ import { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { SemaphoreService } from './semaphore-service.js';
 import { ElectionService } from './election-service.js';
 import { LockSetService } from './lock-set-service.js';
-import { asActor, newSessionId, ownerRefusal, requester } from './requester.js';
+import { asActor, newSessionId, ownerRefusal, repeatOf, requester } from './requester.js';
 import { revokeGrants } from './revoke.js';
 import { countedAcquire } from './acquire-metric.js';
 import { grantOf, grantView, lockView } from '../../api/lock-views.js';
@@ -355,12 +355,8 @@ export class RaftLockService implements LockService {
       // session that released it (jepsen-lite seed 971402082: a client gave up on its
       // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
       if (!replayed) return refused(new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key'));
-      // The same request, mode, max hold and owner included (asked again as a bare acquire,
-      // a shared one was granted exclusive: jepsen-lite seed 213854055), for the session
-      // its first attempt named or opened — as lock-set-service.ts asks again.
-      const again: Extract<Command, { kind: 'acquire' }> = { ...cmd, sessionId };
-      delete again.newSession;
-      const r = await this.log.followUp(asActor(this.d, again, ctx, name), unkeyed(ctx));
+      // the same request, mode, max hold and owner included (requester.ts repeatOf)
+      const r = await this.log.followUp(asActor(this.d, repeatOf(cmd, sessionId), ctx, name), unkeyed(ctx));
       if (r.ok && r.kind === 'acquired') return this.confirmGrant(r, arrival);
       if (r.ok && r.kind === 'queued') return this.waitForGrant(cmd, name, sessionId, arrival, ctx, true);
       return refused(resultError(r));

@@ -11,7 +11,7 @@ import { Failure } from '../../api/failure.js';
 import type { LockSetApi, LockSetGrantView, RequestContext } from '../../api/service.js';
 import { unkeyed, type LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
-import { newSessionId } from './requester.js';
+import { newSessionFor, repeatOf } from './requester.js';
 import { resultError, sessionNotFound, setHeldError } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
@@ -88,11 +88,7 @@ export class LockSetService implements LockSetApi {
 
   /** the acquire-all's session: the request's own (checked, with its actor) or a new one */
   private requester(p: LockSetAcquire, names: string[], ctx: RequestContext): Result<{ sessionId: string; newSession?: NewSessionSpec; actor?: string }> {
-    if (p.sessionId === undefined) {
-      const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? this.d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: this.d.session.lockDelayMs };
-      if (ctx.principal !== undefined) newSession.principal = ctx.principal;
-      return ok({ sessionId: newSessionId(), newSession });
-    }
+    if (p.sessionId === undefined) return ok(newSessionFor(this.d, p, ctx));
     if (!isSessionId(p.sessionId)) return refused(sessionNotFound(p.sessionId));
     const actor = this.actor(names, ctx);
     return ok(actor === undefined ? { sessionId: p.sessionId } : { sessionId: p.sessionId, actor });
@@ -158,8 +154,7 @@ export class LockSetService implements LockSetApi {
       // Typically a retry whose first attempt queued and whose wait then ended unheard (its
       // connection died and 'aborted' gave the place up): ask again, once, as a new wait.
       if (asked) return refused(setHeldError(this.blocked(names, sessionId)));
-      const again: Extract<Command, { kind: 'acquireAll' }> = { ...cmd, sessionId };
-      delete again.newSession;
+      const again = repeatOf(cmd, sessionId);
       const actor = this.actor(names, ctx);
       if (actor !== undefined) again.actor = actor;
       const r = await this.log.followUp(again, unkeyed(ctx));

@@ -47,11 +47,25 @@ export function requester(
   ctx: RequestContext,
   name: string,
 ): Result<{ sessionId: string; newSession?: NewSessionSpec; actor?: string }> {
-  if (p.sessionId === undefined) {
-    const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: d.session.lockDelayMs };
-    if (ctx.principal !== undefined) newSession.principal = ctx.principal;
-    return ok({ sessionId: newSessionId(), newSession });
-  }
+  if (p.sessionId === undefined) return ok(newSessionFor(d, p, ctx));
   if (!isSessionId(p.sessionId)) return refused(sessionNotFound(p.sessionId));
   return ok(asActor(d, { sessionId: p.sessionId }, ctx, name));
+}
+
+/** A new session for a request that named none: its id drawn here, the request's ttl (or
+ *  the default) and owner, the caller as its principal. */
+export function newSessionFor(d: Pick<ServiceDeps, 'session'>, p: { ttlMs?: number; owner?: string }, ctx: RequestContext): { sessionId: string; newSession: NewSessionSpec } {
+  const newSession: NewSessionSpec = { ttlMs: p.ttlMs ?? d.session.defaultTtlMs, owner: p.owner ?? '', lockDelayMs: d.session.lockDelayMs };
+  if (ctx.principal !== undefined) newSession.principal = ctx.principal;
+  return { sessionId: newSessionId(), newSession };
+}
+
+/** A queued request asked again (its wait ended unheard): the same command, every term of
+ *  it kept (asked again as a bare acquire, a shared one was granted exclusive: jepsen-lite
+ *  seed 213854055), for the session its first attempt named or opened, which exists now,
+ *  so without the new-session spec. The caller adds the actor. */
+export function repeatOf<C extends { sessionId: string; newSession?: NewSessionSpec }>(cmd: C, sessionId: string): C {
+  const again: C = { ...cmd, sessionId };
+  delete again.newSession;
+  return again;
 }
