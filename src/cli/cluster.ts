@@ -4,7 +4,7 @@
 // who leads. Ctrl-C (or SIGTERM, SIGHUP) stops them all gracefully, then exits; a second
 // one kills them at once. A node whose launcher is gone stops too (launcher-watch.ts).
 import { spawn, type ChildProcess } from 'node:child_process';
-import { closeSync, createWriteStream, mkdirSync, openSync } from 'node:fs';
+import { createWriteStream, mkdirSync, openSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Agent, fetch } from 'undici';
@@ -62,16 +62,11 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
     // killed still logs why it stops (launcher-watch.ts). Its stderr comes here, to be
     // shown, and goes into the same file (appends from both stay whole lines).
     const logFd = openSync(logPath, 'a', 0o600);
-    const log = createWriteStream(logPath, { flags: 'a' });
-    let child: ChildProcess;
-    try {
-      child = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
-        stdio: ['ignore', logFd, 'pipe'],
-        env: { ...serveEnv(), [LAUNCHER_PID_ENV]: String(process.pid) },
-      });
-    } finally {
-      closeSync(logFd); // the child has its own copy
-    }
+    const log = createWriteStream('', { fd: logFd }); // this process's writes, to the same descriptor
+    const child = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
+      stdio: ['ignore', logFd, 'pipe'],
+      env: { ...serveEnv(), [LAUNCHER_PID_ENV]: String(process.pid) },
+    });
     child.stderr!.on('data', (chunk: Buffer) => {
       log.write(chunk);
       // a node that cannot start says why on stderr in one line: show it
