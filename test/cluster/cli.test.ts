@@ -46,7 +46,13 @@ function processesMentioning(needle: string): number[] {
 
 /** pids of the `raftlock serve` processes of a cluster file */
 function servePids(configPath: string): number[] {
-  return processesMentioning(configPath).filter((pid) => readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve'));
+  return processesMentioning(configPath).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').includes('serve');
+    } catch {
+      return false; // exited since
+    }
+  });
 }
 
 /** stderr is exactly one non-empty line, with no stack trace */
@@ -67,19 +73,18 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     for (const c of cleanups.reverse()) await c();
   });
 
-  it('`raftlock cluster --config FILE` elects a leader (within 30 s, against a hang); SIGINT stops every node and frees every port', async (t) => {
-    // the harness only writes the cluster file (free ports, temp data dir); the command starts the nodes
+  /** `raftlock cluster` on a fresh 3-node file (the harness only writes the file: free
+   *  ports, a temp data dir), up to its leader line; its node pids, ports, and how long the
+   *  leader line took */
+  async function startedCluster(): Promise<{ h: ClusterHarness; cmd: ReturnType<typeof startClusterCommand>; ports: number[]; nodePids: number[]; leaderMs: number }> {
     const h = await ClusterHarness.create({ nodes: 3 });
     cleanups.push(() => h.close());
     const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
-
     const t0 = Date.now();
     const cmd = startClusterCommand(h.configPath, { killAfterMs: 30_000 });
     cleanups.push(async () => {
       await cmd.stop();
     });
-
-    // what a person sees: every node's URL, then who leads
     // The bound is against a hang, not a speed claim. A new cluster's first election needs
     // every voter (docs/membership.md "Bootstrap"), and each node spends ~0.7 s of CPU loading
     // its modules before it listens (1.3-1.9 s for three at once on an idle 2-core machine);
@@ -87,7 +92,20 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     // more than 10.
     await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line from raftlock cluster (output so far: ${JSON.stringify(cmd.output())})`);
     const leaderMs = Date.now() - t0;
+    const nodePids = servePids(h.configPath);
+    assert.equal(nodePids.length, 3, 'three serve processes');
+    // whatever the test does, no node outlives it (only pids still running this cluster's
+    // nodes: an exited node's pid may belong to another process by then)
+    cleanups.push(() => {
+      for (const pid of servePids(h.configPath)) if (nodePids.includes(pid)) process.kill(pid, 'SIGKILL');
+    });
+    return { h, cmd, ports, nodePids, leaderMs };
+  }
+
+  it('`raftlock cluster --config FILE` elects a leader (within 30 s, against a hang); SIGINT stops every node and frees every port', async (t) => {
+    const { h, cmd, ports, nodePids, leaderMs } = await startedCluster();
     t.diagnostic(`raftlock cluster: leader announced ${leaderMs} ms after the command started`);
+    // what a person sees: every node's URL, then who leads
     for (const n of h.nodes) assert.ok(cmd.output().includes(`node ${n.id}: ${n.api}`), `the URL of ${n.id} is printed: ${cmd.output()}`);
     // and the nodes agree (the line comes as soon as one node sees a leader; the others may
     // hear from it a heartbeat later on a loaded machine)
@@ -106,9 +124,7 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     for (const n of h.nodes) assert.match(st.stdout, new RegExp(`^${n.id}\\s+(leader|follower)`, 'm'));
 
     // the nodes run with the memory settings of src/cli/serve-runtime.ts (docs/operations.md "Memory")
-    const nodePids = servePids(h.configPath);
     if (existsSync('/proc/self/environ')) {
-      assert.equal(nodePids.length, 3, 'three serve processes');
       for (const pid of nodePids) {
         const argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
         const env = readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0');
@@ -126,31 +142,6 @@ describe('the raftlock command', { timeout: 300_000 }, () => {
     for (const p of ports) assert.ok(await portIsFree(p), `port ${p} is still in use after SIGINT`);
     assert.deepEqual(processesMentioning(h.configPath), [], 'node processes outlived raftlock cluster');
   });
-
-  /** `raftlock cluster` on a fresh 3-node file, up to its leader line; its node pids and ports */
-  async function startedCluster(): Promise<{ h: ClusterHarness; cmd: ReturnType<typeof startClusterCommand>; ports: number[]; nodePids: number[] }> {
-    const h = await ClusterHarness.create({ nodes: 3 });
-    cleanups.push(() => h.close());
-    const ports = h.nodes.flatMap((n) => [Number(new URL(n.api).port), Number(new URL(n.peer).port)]);
-    const cmd = startClusterCommand(h.configPath, { killAfterMs: 30_000 });
-    cleanups.push(async () => {
-      await cmd.stop();
-    });
-    await eventually(async () => /leader: n\d \(term \d+\)/.test(cmd.output()), 30_000, () => `a leader line (output so far: ${JSON.stringify(cmd.output())})`);
-    const nodePids = servePids(h.configPath);
-    assert.equal(nodePids.length, 3, 'three serve processes');
-    // whatever the test does, no node outlives it
-    cleanups.push(() => {
-      for (const pid of nodePids) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          /* gone, as it should be */
-        }
-      }
-    });
-    return { h, cmd, ports, nodePids };
-  }
 
   it('a second SIGINT kills every node without waiting for a graceful stop: exit 1, no process and no port left', async () => {
     const { h, cmd, ports, nodePids } = await startedCluster();
