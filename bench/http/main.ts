@@ -1,6 +1,6 @@
 // CPU per HTTP request of raftlock's REST layer, against bare fastify, in one run.
 //
-//   npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR] [--alloc-prof-dir DIR]
+//   npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR] [--alloc-prof-dir DIR [--alloc-survivors]]
 //
 // Each rep starts one server child per mode (bench/http/server.ts: `ours` is
 // src/api/server.ts around a service that answers at once; `bare` is fastify with the same
@@ -14,7 +14,9 @@
 // --alloc-prof-dir DIR samples every allocation of the measured window, the ones garbage
 // collection already freed included (what GC pays for), into DIR/<mode>-<rep>.heapprofile;
 // `node --import tsx bench/alloc-summary.ts FILE --requests N` prints bytes per request by
-// function.
+// function. With --alloc-survivors it samples only what outlived a scavenge (promoted, or
+// made in the old generation): what makes scavenges slow and the old generation grow, so
+// what keeps a request alive too long shows there (BENCHMARKS.md "Tenth round").
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -26,7 +28,7 @@ interface Cpu { user: number; system: number }
 interface Sample { mode: Mode; cpuUsPerReq: number; reqPerS: number; p99Ms: number }
 type Mode = 'ours' | 'bare';
 
-const USAGE = 'usage: npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR] [--alloc-prof-dir DIR]';
+const USAGE = 'usage: npm run bench:http -- [--concurrency 64] [--requests 40000] [--reps 3] [--cpu-prof-dir DIR] [--alloc-prof-dir DIR [--alloc-survivors]]';
 
 /** a bad command line: one line naming the problem, the usage, exit 2 (no stack trace) */
 function usageError(message: string): never {
@@ -36,12 +38,13 @@ function usageError(message: string): never {
 
 function parseCommandLine() {
   try {
-    return parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' }, 'alloc-prof-dir': { type: 'string' }, help: { type: 'boolean', default: false } } }).values;
+    return parseArgs({ options: { concurrency: { type: 'string', default: '64' }, requests: { type: 'string', default: '40000' }, reps: { type: 'string', default: '3' }, 'cpu-prof-dir': { type: 'string' }, 'alloc-prof-dir': { type: 'string' }, 'alloc-survivors': { type: 'boolean', default: false }, help: { type: 'boolean', default: false } } }).values;
   } catch (err) {
     return usageError((err as Error).message);
   }
 }
 const values = parseCommandLine();
+if (values['alloc-survivors'] && values['alloc-prof-dir'] === undefined) usageError('--alloc-survivors needs --alloc-prof-dir DIR');
 if (values.help) {
   process.stdout.write(`${USAGE}\n`);
   process.exit(0);
@@ -110,7 +113,7 @@ async function one(mode: Mode, rep: number): Promise<Sample> {
   const allocDir = values['alloc-prof-dir'];
   try {
     await load(pool, Math.min(N, 5000), C); // warm-up: JIT, connections, caches
-    if (allocDir !== undefined) await ask(child, 'alloc-start');
+    if (allocDir !== undefined) await ask(child, values['alloc-survivors'] ? 'alloc-start-survivors' : 'alloc-start');
     const before = await cpuOf(child);
     const t0 = performance.now();
     const lat = await load(pool, N, C);

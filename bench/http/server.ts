@@ -61,18 +61,19 @@ async function main(): Promise<void> {
   const inspector = new Session();
   process.on('message', (m) => {
     if (m === 'cpu') process.send?.({ cpu: process.cpuUsage() });
-    else if (m === 'alloc-start') void startAllocSampling(inspector).then(() => process.send?.({ ok: true }));
+    else if (m === 'alloc-start' || m === 'alloc-start-survivors') void startAllocSampling(inspector, m === 'alloc-start-survivors').then(() => process.send?.({ ok: true }));
     else if (m === 'alloc-stop') void inspector.post('HeapProfiler.stopSampling').then((r) => process.send?.({ profile: r.profile }));
   });
   process.on('disconnect', () => process.exit(0));
   process.send?.({ url });
 }
 
-/** every allocation of about 1 KiB sampled, including those already collected: the
- *  includeObjectsCollectedBy* fields are V8's (Node 20's types do not list them) */
-async function startAllocSampling(s: Session): Promise<void> {
+/** every allocation of about 1 KiB sampled, including those already collected, or with
+ *  `survivorsOnly` only those no scavenge collected: the includeObjectsCollectedBy* fields
+ *  are V8's (Node 20's types do not list them) */
+async function startAllocSampling(s: Session, survivorsOnly: boolean): Promise<void> {
   s.connect();
-  await s.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: true } as { samplingInterval: number });
+  await s.post('HeapProfiler.startSampling', { samplingInterval: 1024, includeObjectsCollectedByMajorGC: true, includeObjectsCollectedByMinorGC: !survivorsOnly } as { samplingInterval: number });
 }
 
 main().catch((err: unknown) => {
