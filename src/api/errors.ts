@@ -66,7 +66,7 @@ export class ApiError extends Failure {
 
   /** The wire shape. `details` never overrides code/message (a detail named `code` is dropped). */
   toBody(): { error: Record<string, unknown> & { code: ErrorCode; message: string } } {
-    return { error: { ...(this.details ?? {}), code: this.code, message: this.message } };
+    return { error: Object.assign({}, this.details, { code: this.code, message: this.message }) };
   }
 }
 

@@ -10,7 +10,7 @@ export function lockView(l: LockInfo): LockView {
   const v: LockView = { name: l.name, held: l.held, waiters: l.waiters };
   if (l.holder) v.holder = holderView(l.holder);
   if (l.mode) v.mode = l.mode;
-  if (l.holders) v.holders = l.holders.map((h) => ({ ...holderView(h), mode: h.mode }));
+  if (l.holders) v.holders = l.holders.map((h) => ({ session_id: h.sessionId, owner: h.owner, fencing_token: h.fencingToken, mode: h.mode }));
   return v;
 }
 

@@ -101,8 +101,7 @@ function isLoggerInstance(l: unknown): l is FastifyBaseLogger {
 export function buildServer(deps: ServerDeps): FastifyInstance {
   let seq = 0;
   const base = serverOptions();
-  const opts: FastifyServerOptions = {
-    ...base,
+  const opts: FastifyServerOptions = Object.assign({}, base, {
     logController: new LogController({ disableRequestLogging: !deps.requestLogging }),
     genReqId: (req) => {
       const h = req.headers['x-request-id'];
@@ -113,8 +112,8 @@ export function buildServer(deps: ServerDeps): FastifyInstance {
       const msg = err.code === 'FST_ERR_BAD_URL' ? 'path: bad percent-encoding' : err.code === 'FST_ERR_MAX_PARAM_LENGTH' ? 'path: a path parameter is too long' : 'path: invalid';
       sendError(reply, new ApiError('invalid_request', msg));
     },
-  };
-  if (deps.https) (opts as { https?: HttpsServerOptions }).https = { ...deps.https, headersTimeout: base.http.headersTimeout, connectionsCheckingInterval: base.http.connectionsCheckingInterval } as HttpsServerOptions;
+  } satisfies FastifyServerOptions);
+  if (deps.https) (opts as { https?: HttpsServerOptions }).https = Object.assign({}, deps.https, { headersTimeout: base.http.headersTimeout, connectionsCheckingInterval: base.http.connectionsCheckingInterval }) as HttpsServerOptions;
   if (isLoggerInstance(deps.logger)) opts.loggerInstance = deps.logger;
   else opts.logger = deps.logger ?? false;
   const app = Fastify(opts) as unknown as FastifyInstance;

@@ -65,7 +65,7 @@ export async function runCluster(opts: ClusterLaunchOptions): Promise<number> {
     const log = createWriteStream('', { fd: logFd }); // this process's writes, to the same descriptor
     const child = spawn(process.execPath, [...SERVE_NODE_FLAGS, binPath, 'serve', '--config', opts.configPath, '--node', n.id, '--log-level', opts.logLevel], {
       stdio: ['ignore', logFd, 'pipe'],
-      env: { ...serveEnv(), [LAUNCHER_PID_ENV]: String(process.pid) },
+      env: Object.assign({}, serveEnv(), { [LAUNCHER_PID_ENV]: String(process.pid) }),
     });
     child.stderr!.on('data', (chunk: Buffer) => {
       log.write(chunk);

@@ -41,7 +41,7 @@ export async function joinConfig(f: JoinFlags): Promise<Config> {
   if (base) checkScheme(config, self);
   else if (!/^[A-Za-z0-9][A-Za-z0-9_-]{0,62}$/.test(f.node)) throw new ConfigError(`--node: expected 1-63 chars of [A-Za-z0-9_-], got ${JSON.stringify(f.node)}`);
   const cluster = base ? await checkName(f.join.url, base.cluster) : await askName(f.join.url);
-  return { ...config, cluster, nodes: [self] };
+  return Object.assign({}, config, { cluster, nodes: [self] });
 }
 
 function checkScheme(c: Config, self: NodeConfig): void {

@@ -162,8 +162,8 @@ export class LockFsm {
       case 'expireSession': return this.endSession(cmd.sessionId, 'expired', index, ev);
       case 'acquire': return this.acquire(index, cmd, ev, key);
       case 'campaign': {
-        const { value, ...rest } = cmd;
-        return this.acquire(index, { ...rest, kind: 'acquire' }, ev, key, value);
+        const { value, kind: _campaign, ...rest } = cmd;
+        return this.acquire(index, { kind: 'acquire', ...rest }, ev, key, value);
       }
       case 'proclaim':
       case 'resign': {
@@ -630,7 +630,7 @@ function lockHeld(l: LockState): ApplyResult {
 function lockInfo(l: LockState): LockInfo {
   if (l.holder !== null) {
     const holder = { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token };
-    return { name: l.name, held: true, holder, waiters: l.waiterCount, inDelay: false, mode: 'exclusive', holders: [{ ...holder, mode: 'exclusive' }] };
+    return { name: l.name, held: true, holder, waiters: l.waiterCount, inDelay: false, mode: 'exclusive', holders: [{ sessionId: holder.sessionId, owner: holder.owner, fencingToken: holder.fencingToken, mode: 'exclusive' }] };
   }
   if (l.shares !== null) {
     const holders = [...l.shares.values()].sort((a, b) => a.token - b.token).map((sh) => ({ sessionId: sh.session.id, owner: sh.owner, fencingToken: sh.token, mode: 'shared' as const }));

@@ -262,7 +262,7 @@ export class RaftDriver<out R = unknown> {
   }
 
   status(): Status & { appliedConf: ConfState } {
-    return { ...this.raw.status(), appliedConf: this.appliedConf };
+    return Object.assign(this.raw.status(), { appliedConf: this.appliedConf });
   }
 
   get appliedIndex(): Index {
@@ -437,7 +437,7 @@ export class RaftDriver<out R = unknown> {
       // hard state of this Ready is newer and carries that commit index already.
       const hardState = rd.hardState ?? this.deferredHardState;
       this.deferredHardState = undefined;
-      const batch = { ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}), entries: rd.entries };
+      const batch = { entries: rd.entries, ...(hardState ? { hardState } : {}), ...(rd.snapshot ? { snapshot: rd.snapshot } : {}) };
       const t0 = this.opts.clock.nowMs();
       if (tracing) trace('save_start', this.opts.id, rd.entries.at(-1)?.index ?? -1, '-', rd.entries.length);
       this.writing = cursor;
@@ -638,7 +638,7 @@ export class RaftDriver<out R = unknown> {
       const hs = deferred ?? stored;
       const commit = Math.max(hs.commit, this.applied);
       if (deferred !== undefined || commit > stored.commit) {
-        await this.waitForDisk(storage.save({ hardState: { ...hs, commit }, entries: [] }, { sync: false }));
+        await this.waitForDisk(storage.save({ hardState: { term: hs.term, vote: hs.vote, commit }, entries: [] }, { sync: false }));
       }
       if (tracing) trace('compact_start', this.opts.id, this.applied);
       const data = this.opts.app.snapshot();

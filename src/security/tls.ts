@@ -137,6 +137,6 @@ export class ReloadableConnector {
   }
 
   private build(m: TlsMaterial): buildConnector.connector {
-    return buildConnector({ ...clientTlsOptions(m), timeout: this.timeoutMs });
+    return buildConnector(Object.assign(clientTlsOptions(m), { timeout: this.timeoutMs }));
   }
 }

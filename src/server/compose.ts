@@ -116,7 +116,7 @@ export async function startNode(o: NodeOptions): Promise<RunningNode> {
   logger.info({ api: resolved.node.api, peer: resolved.node.peer, dataDir: resolved.dataDir, applied: snap.meta.index, join: o.join?.url, startupMs: Math.round(performance.now()) }, 'node started');
   const joinAbort = new AbortController();
   if (o.join && membership.selfState() === 'joining') joinInBackground(o.join, resolved, membership, joinAbort.signal, logger, o.onFatal);
-  const close = closer({ ...life, service, watchHub, ticker, joinAbort, hasPeers: () => raw.status().conf.voters.length > 1, heartbeatMs: config.heartbeatMs, logger });
+  const close = closer(Object.assign({}, life, { service, watchHub, ticker, joinAbort, hasPeers: () => raw.status().conf.voters.length > 1, heartbeatMs: config.heartbeatMs, logger }));
   const reloadSecurity = (): { ok: string[]; failed: string[] } => security.reload({ api: server, transport: peers.http });
   return { id: nodeId, server, driver, metrics, close, reloadSecurity };
 }

@@ -16,8 +16,8 @@ export interface NodeEnv {
 
 export function nodeEnv(env: NodeJS.ProcessEnv = process.env): NodeEnv {
   return {
-    ...(env.RAFTLOCK_TOKEN ? { token: env.RAFTLOCK_TOKEN } : {}),
     unsyncedLoss: env.RAFTLOCK_TEST_UNSYNCED_LOSS === '1',
     mutations: testMutations(env),
+    ...(env.RAFTLOCK_TOKEN ? { token: env.RAFTLOCK_TOKEN } : {}),
   };
 }

@@ -382,6 +382,6 @@ export class HttpTransport extends TransportEvents implements Transport {
 
   private warnOnce(key: string, obj: object, msg: string): void {
     const suppressed = this.limiter.allow(key);
-    if (suppressed !== null) this.o.logger.warn({ ...obj, suppressed }, msg);
+    if (suppressed !== null) this.o.logger.warn(Object.assign({}, obj, { suppressed }), msg);
   }
 }

@@ -26,7 +26,7 @@ export type Connector = buildConnector.connector;
 /** the connector for `connect` (undici connect options or a ready connector function) */
 export function connectorFor(connect: Pool.Options['connect'] | undefined, timeoutMs: number): Connector {
   if (typeof connect === 'function') return connect;
-  return buildConnector({ ...(connect ?? {}), timeout: timeoutMs } as buildConnector.BuildOptions);
+  return buildConnector(Object.assign({}, connect, { timeout: timeoutMs }) as buildConnector.BuildOptions);
 }
 
 export type StreamEnd =
@@ -76,7 +76,7 @@ export class PeerStream {
       path: o.path,
       method: 'POST',
       // no agent: one connection per stream, closed after the answer
-      headers: { ...o.headers, connection: 'close' },
+      headers: Object.assign({}, o.headers, { connection: 'close' }),
       createConnection: (_opts: unknown, oncreate: (err: Error | null, socket: Socket) => void) => {
         o.connector(connectParams, (err, socket) => {
           if (err || !socket) return oncreate(err ?? new Error('no socket'), null as unknown as Socket);

@@ -188,35 +188,40 @@ export function message(v: unknown, path: string, from: NodeId, to: NodeId, budg
   if (typeof type !== 'string' || !Object.hasOwn(FIELDS, type)) fail(`${path}.type`, `unknown message type ${describe(type)}`);
   const t = type as Message['type'];
   const o = object(v, path, ['type', 'term', ...FIELDS[t]]);
-  const h = { from, to, term: num(o, 'term', path) };
+  const term = num(o, 'term', path);
+  // Every message is written out field by field, never `{ ...common, type, … }`: Node 20's
+  // V8, once the function is optimized, gives an object cloned by a spread and then given
+  // new properties a hidden class of its own on every call, made in the old generation
+  // (~400 B per message, kept until a full collection, and a runtime call each time).
+  // BENCHMARKS.md "Tenth round"; test/transport/decode-gc.test.ts.
   switch (t) {
     case 'vote':
     case 'preVote': {
-      const vote: Message = { ...h, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm: num(o, 'lastTerm', path) };
+      const vote: Message = { from, to, term, type: t, lastIndex: num(o, 'lastIndex', path), lastTerm: num(o, 'lastTerm', path) };
       if (o['transfer'] !== undefined) vote.transfer = bool(o, 'transfer', path);
       if (o['bind'] !== undefined) vote.bind = str(o, 'bind', path);
       return vote;
     }
     case 'voteResp':
     case 'preVoteResp':
-      return { ...h, type: t, reject: bool(o, 'reject', path) };
+      return { from, to, term, type: t, reject: bool(o, 'reject', path) };
     case 'append':
-      return { ...h, type: t, prevIndex: num(o, 'prevIndex', path), prevTerm: num(o, 'prevTerm', path), entries: entries(o, path, budget), commit: num(o, 'commit', path) };
+      return { from, to, term, type: t, prevIndex: num(o, 'prevIndex', path), prevTerm: num(o, 'prevTerm', path), entries: entries(o, path, budget), commit: num(o, 'commit', path) };
     case 'appendResp': {
-      const resp: Message = { ...h, type: t, index: num(o, 'index', path), reject: bool(o, 'reject', path), hint: num(o, 'hint', path), hintTerm: num(o, 'hintTerm', path) };
+      const resp: Message = { from, to, term, type: t, index: num(o, 'index', path), reject: bool(o, 'reject', path), hint: num(o, 'hint', path), hintTerm: num(o, 'hintTerm', path) };
       if (o['lost'] !== undefined) resp.lost = bool(o, 'lost', path);
       return resp;
     }
     case 'heartbeat': {
-      const hb: Message = { ...h, type: t, commit: num(o, 'commit', path), ctx: num(o, 'ctx', path) };
+      const hb: Message = { from, to, term, type: t, commit: num(o, 'commit', path), ctx: num(o, 'ctx', path) };
       if (o['match'] !== undefined) hb.match = num(o, 'match', path);
       return hb;
     }
     case 'heartbeatResp':
-      return { ...h, type: t, ctx: num(o, 'ctx', path) };
+      return { from, to, term, type: t, ctx: num(o, 'ctx', path) };
     case 'snapshot':
-      return { ...h, type: t, snapshot: snapshot(o['snapshot'], `${path}.snapshot`) };
+      return { from, to, term, type: t, snapshot: snapshot(o['snapshot'], `${path}.snapshot`) };
     case 'timeoutNow':
-      return { ...h, type: t };
+      return { from, to, term, type: t };
   }
 }

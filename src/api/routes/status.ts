@@ -33,7 +33,7 @@ export async function statusRoutes(app: FastifyInstance, { env, ops, probe }: Ro
     ]);
     const observations = ops.observations();
     // every holder, in grant order: one exclusive, or the shared holders (docs/contract.md §4)
-    const holdersOf = (l: LockView): (HolderView & { mode: 'exclusive' | 'shared' })[] => l.holders ?? (l.holder ? [{ ...l.holder, mode: 'exclusive' }] : []);
+    const holdersOf = (l: LockView): (HolderView & { mode: 'exclusive' | 'shared' })[] => l.holders ?? (l.holder ? [Object.assign({}, l.holder, { mode: 'exclusive' as const })] : []);
     const held = locks.filter((l) => l.held && holdersOf(l).length > 0).slice(0, STATUS_MAX_LOCKS);
     return {
       generated_at_ms: Date.now(),

@@ -34,7 +34,7 @@ export async function watchRoutes(app: FastifyInstance, { env, feed, bufferBytes
       head = true;
       const headers: Record<string, string | number | string[]> = {};
       for (const [k, v] of Object.entries(reply.getHeaders())) if (v !== undefined) headers[k] = v as string | number | string[];
-      raw.writeHead(200, { ...headers, 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-store', 'x-accel-buffering': 'no' });
+      raw.writeHead(200, Object.assign(headers, { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-cache, no-store', 'x-accel-buffering': 'no' }));
       // no Nagle delay for a stream of small frames
       raw.socket?.setNoDelay(true);
     };

@@ -48,7 +48,7 @@ export function registerLs(program: Command): void {
 
 /** one row per holder (a shared lock has several); a lock in lock-delay has none */
 export function lockRows(l: LockInfo): string[][] {
-  const holders = l.holders ?? (l.holder ? [{ ...l.holder, mode: 'exclusive' as const }] : []);
+  const holders = l.holders ?? (l.holder ? [Object.assign({}, l.holder, { mode: 'exclusive' as const })] : []);
   if (holders.length === 0) return [[l.name, 'delay', '-', '-', '-', String(l.waiters)]];
   return holders.map((h) => [l.name, h.mode, String(h.fencingToken), h.sessionId, h.owner || '-', String(l.waiters)]);
 }

@@ -138,7 +138,7 @@ export function applyConfChange(conf: ConfState, cc: ConfChange): ConfState {
   });
   switch (cc.type) {
     case 'addVoter': {
-      const bound = conf.voters.includes(cc.nodeId) && cc.incarnation === undefined ? conf.incarnations : cc.incarnation !== undefined ? { ...inc, [cc.nodeId]: cc.incarnation } : inc;
+      const bound = conf.voters.includes(cc.nodeId) && cc.incarnation === undefined ? conf.incarnations : cc.incarnation !== undefined ? Object.assign({}, inc, { [cc.nodeId]: cc.incarnation }) : inc;
       return { voters: conf.voters.includes(cc.nodeId) ? [...conf.voters] : [...voters, cc.nodeId], learners, ...extra(bound === undefined ? undefined : { ...bound }) };
     }
     case 'addLearner':

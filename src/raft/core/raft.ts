@@ -1094,7 +1094,7 @@ export class Raft {
       if (inc === undefined) return { ok: false, reason: 'unknown_node' };
       const bound = conf.incarnations?.[cc.nodeId];
       if (bound !== undefined && bound !== inc) return { ok: false, reason: 'incarnation_conflict' };
-      if (cc.incarnation !== inc) cc = { ...cc, incarnation: inc };
+      if (cc.incarnation !== inc) cc = Object.assign({}, cc, { incarnation: inc });
     }
     let data: Uint8Array;
     try {

@@ -171,9 +171,6 @@ export class RawNode {
     }
     r.msgs = [];
     const rd: Ready = {
-      ...(softChanged ? { soft } : {}),
-      ...(hardChanged ? { hardState: hard } : {}),
-      ...(snapshot ? { snapshot } : {}),
       entries,
       committed: r.log.nextCommittedEntries(),
       readStates: r.readStates,
@@ -182,6 +179,11 @@ export class RawNode {
       // a commit-only change may be lost in a crash (it is re-learned); term, vote,
       // entries and snapshots may not (§5.2 persistent state)
       mustSync: entries.length > 0 || snapshot !== undefined || hard.term !== this.prevHard.term || hard.vote !== this.prevHard.vote,
+      // the optional parts last: a spread before named fields costs a hidden class per
+      // call (BENCHMARKS.md "Tenth round", eslint.config.js)
+      ...(softChanged ? { soft } : {}),
+      ...(hardChanged ? { hardState: hard } : {}),
+      ...(snapshot ? { snapshot } : {}),
     };
     r.readStates = [];
     this.prevSoft = soft;

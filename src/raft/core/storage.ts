@@ -113,7 +113,7 @@ export class MemoryStorage implements Storage {
     const keep = this.term(idx) === s.meta.term ? this.ents.slice(idx - this.snap.meta.index) : [];
     this.snap = s;
     this.ents = keep;
-    if (this.hard.commit < idx) this.hard = { ...this.hard, commit: idx };
+    if (this.hard.commit < idx) this.hard = { term: this.hard.term, vote: this.hard.vote, commit: idx };
     // postcondition: the log starts right after the snapshot, which is committed
     assertStorage(this.firstIndex() === idx + 1 && this.term(idx) === s.meta.term && this.hard.commit >= idx, `snapshot ${idx} installed but the log starts at ${this.firstIndex()}`);
   }

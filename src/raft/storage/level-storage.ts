@@ -283,7 +283,7 @@ export class LevelStorage extends MemoryBackedStorage implements DurableStorage 
       ops.push({ type: 'put', key: KEY_SNAPSHOT, value: encodeSnapshot(s) });
       snapIndex = idx;
       // a snapshot is of committed state: memory raises commit to it, so must the disk
-      if (hs.commit < idx) hs = { ...hs, commit: idx };
+      if (hs.commit < idx) hs = { term: hs.term, vote: hs.vote, commit: idx };
     }
     if (b.entries.length > 0) {
       const first = b.entries[0]!.index;

@@ -133,7 +133,7 @@ export class MemoryDurableStorage extends MemoryBackedStorage implements Durable
     if (keep >= s.lastIndex() || keep < s.firstIndex() - 1) return;
     const hs = s.hardState();
     this.synced = MemoryStorage.from({
-      hardState: { ...hs, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1),
+      hardState: { term: hs.term, vote: hs.vote, commit: Math.min(hs.commit, keep) }, snapshot: s.snapshot(), entries: s.entries(s.firstIndex(), keep + 1),
     });
     this.mem = MemoryStorage.copyOf(this.synced);
   }

@@ -164,7 +164,7 @@ export class LeaderCoordinator {
     const c = await this.log.followUp(cancel, inner);
     if (!(c.ok && c.kind === expect.granted)) return false;
     // the client's key then answers this release, not the first attempt's not_holder
-    const again: Command = ctx.idempotencyKey !== undefined ? { ...release, settles: ctx.idempotencyKey } : release;
+    const again: Command = ctx.idempotencyKey !== undefined ? Object.assign({}, release, { settles: ctx.idempotencyKey }) : release;
     const r = await this.log.followUp(again, inner);
     return r.ok && r.kind === expect.released;
   }

@@ -52,7 +52,7 @@ export async function joinCluster(o: JoinOptions): Promise<ClusterView> {
   while (!o.signal.aborted) {
     attempt++;
     try {
-      const view = await fetchClusterView(o.url, { ...(o.token ? { token: o.token } : {}), signal: o.signal });
+      const view = await fetchClusterView(o.url, { signal: o.signal, ...(o.token ? { token: o.token } : {}) });
       o.learn(view.members.filter((m) => m.peer !== ''));
       const res = await fetch(`${o.url.replace(/\/$/, '')}/v1/cluster/members`, {
         method: 'POST',

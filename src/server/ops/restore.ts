@@ -65,7 +65,7 @@ export function prepareRestore(file: Uint8Array, config: Config, o: { tokenFloor
     // Tokens the OLD cluster granted after this backup was taken are unknown to it; a
     // resource that saw one would refuse the restored cluster's lower tokens (safe, but
     // stuck). --token-floor lifts the counter so every new token is above the floor.
-    app.fsm = LockFsm.fromState({ ...exportState(app.fsm), lastToken: o.tokenFloor }, lockFsmOptions(config));
+    app.fsm = LockFsm.fromState(Object.assign(exportState(app.fsm), { lastToken: o.tokenFloor }), lockFsmOptions(config));
   }
   app.members.clear();
   for (const n of config.nodes) app.members.set(n.id, { id: n.id, api: n.api, peer: n.peer });

@@ -65,7 +65,7 @@ export function newSessionFor(d: Pick<ServiceDeps, 'session'>, p: { ttlMs?: numb
  *  seed 213854055), for the session its first attempt named or opened, which exists now,
  *  so without the new-session spec. The caller adds the actor. */
 export function repeatOf<C extends { sessionId: string; newSession?: NewSessionSpec }>(cmd: C, sessionId: string): C {
-  const again: C = { ...cmd, sessionId };
+  const again: C = Object.assign({}, cmd, { sessionId });
   delete again.newSession;
   return again;
 }

@@ -96,7 +96,7 @@ interface EventFields {
  *  A lock's `mode` is always written (exclusive when the event has none); an election's
  *  and a semaphore's never. `reason` only when a grant ended other than by its release. */
 function dataOf(kind: WatchEventData['kind'], e: EventFields, index: number, reason?: string): WatchEventData {
-  const d: Omit<WatchEventData, 'index'> = { kind, name: e.name };
+  const d: Omit<WatchEventData, 'index'> & { index?: number } = { kind, name: e.name };
   if (e.sessionId !== undefined) d.session_id = e.sessionId;
   if (e.fencingToken !== undefined) d.fencing_token = e.fencingToken;
   if (e.value !== undefined) d.value = e.value;
@@ -104,7 +104,8 @@ function dataOf(kind: WatchEventData['kind'], e: EventFields, index: number, rea
   if (e.permits !== undefined) d.permits = e.permits;
   if (e.limit !== undefined) d.limit = e.limit;
   if (reason !== undefined) d.reason = reason;
-  return { ...d, index };
+  d.index = index;
+  return d as WatchEventData;
 }
 
 /** compile-time exhaustiveness: an FsmEvent member not handled above is a type error here */

@@ -124,7 +124,7 @@ export class WatchHub implements WatchFeed {
       // entry is applied between reading the holders and registering the stream
       const at = this.applied;
       opening = '';
-      for (const h of this.o.holders(prefix)) opening += sseFrame({ event: 'state', data: { ...h, index: at } }, false);
+      for (const h of this.o.holders(prefix)) opening += sseFrame({ event: 'state', data: Object.assign({}, h, { index: at }) }, false);
       // an id-only frame dispatches nothing but sets the client's last event id: resuming
       // after it loses no event and repeats none (docs/contract.md §4 "Watch")
       opening += `id: ${at}\n\n`;
