@@ -6,16 +6,12 @@
 // src/ as well.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const PROBE = fileURLToPath(new URL('./request-context-gc-probe.js', import.meta.url));
+import { runHeapProbe } from '../support/heap-probe.js';
 
 test('a request context lets its request die young; a getter in an object literal does not', () => {
-  const out = execFileSync(process.execPath, ['--expose-gc', PROBE], { encoding: 'utf8', timeout: 60_000 });
-  const r = JSON.parse(out) as { requests: number; literal: number; leader: number };
+  const { result: r, line: out } = runHeapProbe<{ requests: number; literal: number; leader: number }>(new URL('./request-context-gc-probe.js', import.meta.url));
   // each request holds a 4,096-element array: ~32 KiB, so all of them are ~16 MiB
   const all = r.requests * 32 * 1024;
-  assert.ok(r.literal > all * 0.75, `the control should keep its requests through two scavenges, kept ${r.literal} B of ~${all}: the probe no longer measures what it should (${out.trim()})`);
-  assert.ok(r.leader < all * 0.25, `requests through onLeader kept ${r.leader} B of ~${all} B of dead requests through two scavenges (${out.trim()})`);
+  assert.ok(r.literal > all * 0.75, `the control should keep its requests through two scavenges, kept ${r.literal} B of ~${all}: the probe no longer measures what it should (${out})`);
+  assert.ok(r.leader < all * 0.25, `requests through onLeader kept ${r.leader} B of ~${all} B of dead requests through two scavenges (${out})`);
 });

@@ -5,14 +5,10 @@
 // the probe no longer measures what this test is about.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-
-const PROBE = fileURLToPath(new URL('./decode-gc-probe.js', import.meta.url));
+import { runHeapProbe } from '../support/heap-probe.js';
 
 test('a decoded peer envelope leaves nothing in the heap after two scavenges', () => {
-  const out = execFileSync(process.execPath, ['--expose-gc', PROBE], { encoding: 'utf8', timeout: 60_000 });
-  const r = JSON.parse(out) as { calls: number; decode: number; spreadFirst: number };
-  assert.ok(r.spreadFirst >= 200, `the control (a leading spread, then new fields) should leave ~400 B per call on this Node, left ${r.spreadFirst}: if V8 no longer does, the lint rule in eslint.config.js can go (${out.trim()})`);
-  assert.ok(r.decode < 50, `decoding one envelope of two messages left ${r.decode} B per envelope in the heap (${out.trim()})`);
+  const { result: r, line: out } = runHeapProbe<{ calls: number; decode: number; spreadFirst: number }>(new URL('./decode-gc-probe.js', import.meta.url));
+  assert.ok(r.spreadFirst >= 200, `the control (a leading spread, then new fields) should leave ~400 B per call on this Node, left ${r.spreadFirst}: if V8 no longer does, the lint rule in eslint.config.js can go (${out})`);
+  assert.ok(r.decode < 50, `decoding one envelope of two messages left ${r.decode} B per envelope in the heap (${out})`);
 });
