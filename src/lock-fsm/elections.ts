@@ -29,7 +29,7 @@ export function resign(c: FsmCore, index: number, name: string, s: Session, ev: 
   // campaign), as cancelWait would
   const w = s.waits?.get(name);
   if (w !== undefined && w.value !== undefined) {
-    c.unlinkWaiter(w);
+    c.endWait(w, 'cancelled');
     ev.push({ type: 'waitEnded', name, sessionId: s.id, reason: 'cancelled' });
     c.pump(w.lock, index, ev);
     return { ok: true, kind: 'resigned', name, wasLeader: false };

@@ -10,7 +10,7 @@
 import type { Command, Envelope, NewSessionSpec } from './commands.js';
 import type { ApplyOutput, ApplyResult, FsmEvent, HolderInfo } from './results.js';
 import { exportState, importState } from './snapshot.js';
-import { FsmCore, LockState, Session, assert, newCore, type LockFsmOptions, type SemState, type Waiter } from './state.js';
+import { FsmCore, LockState, Session, assert, lockHeld, newCore, type LockFsmOptions, type SemState, type Waiter } from './state.js';
 import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit } from './semaphores.js';
 import { compareStrings } from './names.js';
 import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
@@ -289,7 +289,7 @@ export class LockFsm {
     if (s.waits !== null) {
       for (const name of [...s.waits.keys()].sort(compareStrings)) {
         const w = s.waits.get(name) as Waiter;
-        c.unlinkWaiter(w);
+        c.endWait(w, 'session_ended');
         ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
         c.pump(w.lock, index, ev); // it may have been the exclusive request that held shares back
       }
@@ -400,7 +400,7 @@ export class LockFsm {
       return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: s.id };
     }
     if (w !== undefined && names(w.since, cmd.since)) {
-      c.unlinkWaiter(w);
+      c.endWait(w, 'cancelled');
       ev.push({ type: 'waitEnded', name: cmd.name, sessionId: s.id, reason: 'cancelled' });
       // a waiting exclusive request at the head held the shared ones behind it back
       c.pump(w.lock, index, ev);
@@ -561,6 +561,13 @@ export class LockFsm {
     return holdsGrant(this.core, target, name, sessionId, fencingToken);
   }
 
+  /** what an Idempotency-Key answers now: its first answer, or — for a request that
+   *  queued — what its wait ended with (IdempotencyTable.endWait); undefined when it is not
+   *  remembered */
+  answerOf(key: string): ApplyResult | undefined {
+    return this.core.idem.get(key);
+  }
+
   /** the session's current wait for `name`, if it waits (since: the wait's identity) */
   waitOf(name: string, sessionId: string): WaitInfo | undefined {
     const w = this.core.sessions.get(sessionId)?.waits?.get(name);
@@ -619,12 +626,6 @@ export class LockFsm {
  */
 function names(current: number, since: number | undefined): boolean {
   return since === undefined || current === 0 || current === since;
-}
-
-function lockHeld(l: LockState): ApplyResult {
-  if (l.holder === null) return { ok: false, code: 'lock_held' }; // in lock-delay or shared: no exclusive holder
-  const holder = { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token };
-  return l.value === null ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: l.value };
 }
 
 function lockInfo(l: LockState): LockInfo {

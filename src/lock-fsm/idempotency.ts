@@ -62,6 +62,9 @@ export class IdempotencyTable {
   /** TEST ONLY (docs/jepsen-lite.md "Does it bite?"): a key answers every later request
    *  with its first answer, bound to nothing, as before keys were bound to their request */
   testReplayReusedKeys = false;
+  /** TEST ONLY (docs/simulation-lock.md, the mutation table): a wait that ends without a
+   *  grant leaves its key's stored answer 'queued', as before endWait */
+  testKeepQueuedAnswers = false;
 
   constructor(readonly ttlMs: number, readonly maxKeys: number) {
     if (!Number.isSafeInteger(ttlMs) || ttlMs < 600_000) throw new Error(`idempotencyTtlMs must be an integer >= 600000 (the contract keeps keys 10 minutes), got ${ttlMs}`);
@@ -128,6 +131,34 @@ export class IdempotencyTable {
     const queued = grant.kind === 'acquired' ? 'queued' : 'sem_queued';
     if (!(r.ok && r.kind === queued && r.name === grant.name && r.sessionId === grant.sessionId)) return;
     st.result = freeze(grant);
+  }
+
+  /**
+   * A queued request's wait ended without a grant — its wait_ms ran out, it was withdrawn
+   * (a release, a client that went away, a resign), or its session ended: the key's stored
+   * 'queued' answer becomes the refusal (`answer`) that the waiting request was given. A
+   * later copy of the request — a retry, or a relay that sat behind a paused node — then
+   * gets that answer, and never waits again (docs/lock-fsm.md "Idempotency"; jepsen-lite
+   * seed 179705514: a copy delivered 3.7 s late was asked again and granted a lock its
+   * client had been told it did not get). Only the stored answer of this same wait is
+   * replaced: a single request's for `name` and the session, a set's for its `since`.
+   */
+  endWait(key: string, queued: 'queued' | 'sem_queued', name: string, sessionId: string, answer: ApplyResult): void {
+    const st = this.map.get(key);
+    if (st === undefined || this.testKeepQueuedAnswers) return;
+    const r = st.result;
+    if (!(r.ok && r.kind === queued && r.name === name && r.sessionId === sessionId)) return;
+    st.result = freeze(refusal(answer));
+  }
+
+  /** A waiting lock set ended without a grant: as endWait, for the acquireAll's stored
+   *  'queued_all' of the same session and wait (`since`). */
+  endSetWait(key: string, sessionId: string, since: number, answer: ApplyResult): void {
+    const st = this.map.get(key);
+    if (st === undefined || this.testKeepQueuedAnswers) return;
+    const r = st.result;
+    if (!(r.ok && r.kind === 'queued_all' && r.sessionId === sessionId && r.since === since)) return;
+    st.result = freeze(refusal(answer));
   }
 
   /** A queued lock set was granted (docs/lock-fsm.md "Lock sets"): as settle, for the
@@ -274,4 +305,10 @@ export function legacyReuse(cmd: Command, r: ApplyResult): KeyReuse | null {
   if ('name' in r && r.name !== target) return 'name';
   if (r.kind === 'session_closed' && cmd.kind === 'closeSession' && r.sessionId !== target) return 'name';
   return null;
+}
+
+/** the refusal a wait ended with; a grant or a reused-key refusal here is a bug */
+function refusal(answer: ApplyResult): ApplyResult {
+  if (answer.ok || answer.code === 'idempotency_key_reused') throw new Error(`IdempotencyTable: a wait that ended without a grant is answered ${JSON.stringify(answer)}`);
+  return answer;
 }

@@ -200,9 +200,9 @@ function endWaits(c: FsmCore, ends: readonly (Waiter | LockSetWait)[], reason: '
   const served: LockState[] = [];
   for (const end of ends) {
     const places = end instanceof LockSetWait ? [...end.members].sort(byLockName) : [end];
-    if (end instanceof LockSetWait) unregister(c, end);
+    if (end instanceof LockSetWait) endSet(c, end, reason);
     for (const w of places) {
-      c.unlinkWaiter(w);
+      c.endWait(w, reason);
       ev.push({ type: 'waitEnded', name: w.lock.name, sessionId: w.session.id, reason });
       served.push(w.lock);
     }
@@ -213,10 +213,10 @@ function endWaits(c: FsmCore, ends: readonly (Waiter | LockSetWait)[], reason: '
 /** A session with waiting sets ends (fsm.ts endSession): every one of its waits leaves its
  *  queue (waitEnded session_ended, by name), then each of those queues is served, by name. */
 export function endWaitsWithSets(c: FsmCore, s: Session, index: number, ev: FsmEvent[]): void {
-  for (const set of [...(s.lockSets ?? [])]) unregister(c, set);
+  for (const set of [...(s.lockSets ?? [])]) endSet(c, set, 'session_ended');
   const waits = [...(s.waits?.values() ?? [])].sort(byLockName);
   for (const w of waits) {
-    c.unlinkWaiter(w);
+    c.endWait(w, 'session_ended');
     ev.push({ type: 'waitEnded', name: w.lock.name, sessionId: s.id, reason: 'session_ended' });
   }
   for (const w of waits) c.pump(w.lock, index, ev);
@@ -241,6 +241,17 @@ export function register(c: FsmCore, set: LockSetWait): void {
   const list = (set.session.lockSets ??= []);
   assert(list.length === 0 || (list[list.length - 1] as LockSetWait).since < set.since, `lock sets of ${set.session.id} out of log order`);
   list.push(set);
+}
+
+/** A waiting set ends without a grant: it is no longer registered, and its key's stored
+ *  'queued_all' becomes what the waiting request was told (IdempotencyTable.endSetWait):
+ *  lock_held with its places as they stand before they leave their queues, or
+ *  session_not_found. The caller ends the places' waits. */
+function endSet(c: FsmCore, set: LockSetWait, reason: 'cancelled' | 'session_ended'): void {
+  unregister(c, set);
+  if (set.key === undefined) return;
+  const answer: ApplyResult = reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: [...set.members].sort(byLockName).map((w) => blockedRow(w.lock)) };
+  c.idem.endSetWait(set.key, set.session.id, set.since, answer);
 }
 
 function unregister(c: FsmCore, set: LockSetWait): void {

@@ -73,7 +73,7 @@ export function semSetLimit(c: FsmCore, index: number, name: string, limit: numb
 export function semCancelWait(c: FsmCore, index: number, name: string, s: Session, since: number | undefined, ev: FsmEvent[]): ApplyResult {
   const w = s.semWaits?.get(name);
   if (w !== undefined && (since === undefined || w.since === since)) {
-    unlinkWaiter(c, w);
+    endWait(c, w, 'cancelled');
     ev.push({ type: 'semWaitEnded', name, sessionId: s.id, reason: 'cancelled' });
     pump(c, w.sem, index, ev); // the head may have been the request that blocked the rest
     return { ok: true, kind: 'wait_cancelled', name, sessionId: s.id };
@@ -89,7 +89,7 @@ export function semEndSession(c: FsmCore, index: number, s: Session, reason: 'cl
   if (s.semWaits !== null) {
     const waits = [...s.semWaits.values()].sort((a, b) => compareStrings(a.sem.name, b.sem.name));
     for (const w of waits) {
-      unlinkWaiter(c, w);
+      endWait(c, w, 'session_ended');
       ev.push({ type: 'semWaitEnded', name: w.sem.name, sessionId: s.id, reason: 'session_ended' });
       pump(c, w.sem, index, ev);
     }
@@ -141,6 +141,15 @@ export function enqueue(c: FsmCore, sem: SemState, s: Session, owner: string, pe
   c.semWaiterTotal++;
   (s.semWaits ??= new Map()).set(sem.name, w);
   return w;
+}
+
+/** A wait ends without a grant: it leaves the queue, and its key's stored 'sem_queued'
+ *  becomes what the waiting request was told (IdempotencyTable.endWait): semaphore_full as
+ *  the semaphore stands, or session_not_found. The caller serves the queue. */
+function endWait(c: FsmCore, w: SemWaiter, reason: 'cancelled' | 'session_ended'): void {
+  unlinkWaiter(c, w);
+  if (w.key === undefined) return;
+  c.idem.endWait(w.key, 'sem_queued', w.sem.name, w.session.id, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'semaphore_full', inUse: w.sem.inUse, limit: w.sem.limit });
 }
 
 function unlinkWaiter(c: FsmCore, w: SemWaiter): void {

@@ -211,6 +211,9 @@ export interface LockFsmOptions {
    *  (a withdrawal, a releaseAll) end one at a time, each serving its queues before the
    *  next ends (the order before the fix; lock-sets.ts endWaits) */
   testEndWaitsOneByOne?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): a wait that ends without a
+   *  grant leaves its key's stored answer 'queued' (IdempotencyTable.testKeepQueuedAnswers) */
+  testKeepQueuedAnswers?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -226,6 +229,7 @@ export function newCore(o: LockFsmOptions, sets: LockSetSteps): FsmCore {
   if (!Number.isSafeInteger(maxLocks) || maxLocks < 1) throw new Error(`maxLocks must be a positive integer, got ${maxLocks}`);
   const idem = new IdempotencyTable(o.idempotencyTtlMs ?? 600_000, o.idempotencyMaxKeys ?? 500_000);
   if (o.testIdemUnbound === true) idem.testReplayReusedKeys = true;
+  if (o.testKeepQueuedAnswers === true) idem.testKeepQueuedAnswers = true;
   const core = new FsmCore({ maxSessions, maxWaitersPerLock, maxSessionsPerPrincipal, maxLocks }, idem, sets);
   core.testNoDeadlockDetection = o.testNoDeadlockDetection === true;
   core.testWithdrawSetsBeforeDelay = o.testWithdrawSetsBeforeDelay === true;
@@ -525,6 +529,15 @@ export class FsmCore {
     return w;
   }
 
+  /** A single request's wait ends without a grant (a set's places end in lock-sets.ts
+   *  endWaits): it leaves its queue, and its key's stored 'queued' answer becomes what the
+   *  waiting request was told — lock_held as the lock stands now, or session_not_found
+   *  (IdempotencyTable.endWait). The caller serves the queue (pump) and emits waitEnded. */
+  endWait(w: Waiter, reason: 'cancelled' | 'session_ended'): void {
+    this.unlinkWaiter(w);
+    if (w.key !== undefined) this.idem.endWait(w.key, 'queued', w.lock.name, w.session.id, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : lockHeld(w.lock));
+  }
+
   /** O(1) removal from anywhere in the queue; does not drop the lock entry */
   unlinkWaiter(w: Waiter): void {
     const l = w.lock;
@@ -554,3 +567,11 @@ export class FsmCore {
  *  one assertion module is the core's (src/raft/core/assert.ts); the FSM's modules import
  *  it from here. */
 export { assert };
+
+/** the lock_held refusal as the lock stands: its exclusive holder (and an election's value),
+ *  or nobody (in lock-delay, or shared) */
+export function lockHeld(l: LockState): ApplyResult {
+  if (l.holder === null) return { ok: false, code: 'lock_held' };
+  const holder = { sessionId: l.holder.id, owner: l.holderOwner, fencingToken: l.token };
+  return l.value === null ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: l.value };
+}

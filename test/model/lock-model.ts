@@ -139,6 +139,32 @@ export class LockModel {
     if (e && r && r.ok && r.kind === queuedKind && 'name' in r && r.name === grant.name && 'sessionId' in r && r.sessionId === grant.sessionId) e.result = grant;
   }
 
+  /** lock_held as the lock stands: its exclusive holder, or nobody */
+  private lockHeld(name: string): ApplyResult {
+    const x = this.locks.get(name)?.holders.find((h) => h.mode === 'exclusive');
+    if (!x) return { ok: false, code: 'lock_held' };
+    const holder = { sessionId: x.sid, owner: x.owner, fencingToken: x.token };
+    return x.value === undefined ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: x.value };
+  }
+
+  /** A wait ended without a grant: its key's stored queued answer (of this name and
+   *  session, or of this set) becomes the refusal its waiting request was told. */
+  private settleEnded(key: string | undefined, queued: 'queued' | 'sem_queued' | 'queued_all', name: string | number, sid: string, answer: ApplyResult): void {
+    if (key === undefined) return;
+    const e = this.idem.find((x) => x.key === key);
+    const r = e?.result;
+    if (!e || !r || !r.ok || r.kind !== queued || !('sessionId' in r) || r.sessionId !== sid) return;
+    if (queued === 'queued_all' ? !('since' in r) || r.since !== name : !('name' in r) || r.name !== name) return;
+    e.result = answer;
+  }
+
+  /** a single lock wait leaves its queue without a grant (the caller serves the queue) */
+  private endLockWait(name: string, w: MWait, reason: 'cancelled' | 'session_ended'): void {
+    const l = this.locks.get(name)!;
+    l.queue.splice(l.queue.indexOf(w), 1);
+    this.settleEnded(w.key, 'queued', name, w.sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : this.lockHeld(name));
+  }
+
   /** the session a new session would get refused for, or null */
   private refuseNewSession(sid: string): ApplyResult | null {
     if (this.sessions.has(sid)) return { ok: false, code: 'session_exists' };
@@ -201,7 +227,7 @@ export class LockModel {
         }
         const i = l ? l.queue.findIndex((w) => w.sid === cmd.sessionId && w.value !== undefined) : -1;
         if (l && i >= 0) {
-          l.queue.splice(i, 1);
+          this.endLockWait(cmd.name, l.queue[i] as MWait, 'cancelled');
           ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
           this.pump(index, cmd.name, ev);
           return { ok: true, kind: 'resigned', name: cmd.name, wasLeader: false };
@@ -229,7 +255,7 @@ export class LockModel {
           // a set waits as one request: a cancel naming any of its places ends it whole
           if (w.setSince !== undefined) this.cancelSet(index, this.setOf(w.sid, w.setSince), 'cancelled', ev);
           else {
-            l.queue.splice(i, 1);
+            this.endLockWait(cmd.name, w, 'cancelled');
             ev.push({ type: 'waitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
             this.pump(index, cmd.name, ev);
           }
@@ -278,7 +304,8 @@ export class LockModel {
         const sem = this.sems.get(cmd.name);
         const i = sem ? sem.queue.findIndex((w) => w.sid === cmd.sessionId && w.since === cmd.since) : -1;
         if (sem && i >= 0) {
-          sem.queue.splice(i, 1);
+          const [w] = sem.queue.splice(i, 1) as [MSemWait];
+          this.settleEnded(w.key, 'sem_queued', cmd.name, w.sid, { ok: false, code: 'semaphore_full', inUse: used(sem), limit: sem.limit });
           ev.push({ type: 'semWaitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
           this.semPump(index, cmd.name, ev);
           return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: cmd.sessionId };
@@ -391,12 +418,7 @@ export class LockModel {
     const mode: Mode = cmd.mode === 'shared' ? 'shared' : 'exclusive';
     const l = this.locks.get(cmd.name);
     const mine = s === null ? undefined : l?.holders.find((h) => h.sid === sid);
-    const held = (): ApplyResult => {
-      const x = l?.holders.find((h) => h.mode === 'exclusive');
-      if (!x) return { ok: false, code: 'lock_held' };
-      const holder = { sessionId: x.sid, owner: x.owner, fencingToken: x.token };
-      return x.value === undefined ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: x.value };
-    };
+    const held = (): ApplyResult => this.lockHeld(cmd.name);
     if (value !== undefined && mine) {
       // a campaign by the leader answers its leadership; by a plain or shared holder: refused
       if (mine.mode === 'exclusive' && mine.value !== undefined) return this.acquired(cmd.name, mine, s!);
@@ -547,10 +569,12 @@ export class LockModel {
     if (!s) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
     if (this.sets.length > 0) {
       // while any set waits, every wait leaves its queue before any queue is served
+      for (const set of this.sets) if (set.sid === id) this.settleEnded(set.key, 'queued_all', set.since, id, { ok: false, code: 'session_not_found' });
       this.sets = this.sets.filter((x) => x.sid !== id);
       const names = [...this.locks.keys()].sort(cmp).filter((n) => this.locks.get(n)!.queue.some((w) => w.sid === id));
       for (const name of names) {
         const l = this.locks.get(name)!;
+        for (const w of l.queue) if (w.sid === id && w.setSince === undefined) this.settleEnded(w.key, 'queued', name, id, { ok: false, code: 'session_not_found' });
         l.queue = l.queue.filter((w) => w.sid !== id);
         ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
       }
@@ -560,7 +584,7 @@ export class LockModel {
       const l = this.locks.get(name)!;
       const i = l.queue.findIndex((w) => w.sid === id);
       if (i < 0) continue;
-      l.queue.splice(i, 1);
+      this.endLockWait(name, l.queue[i] as MWait, 'session_ended');
       ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
       this.pump(index, name, ev);
     }
@@ -579,7 +603,8 @@ export class LockModel {
       const sem = this.sems.get(name)!;
       const i = sem.queue.findIndex((w) => w.sid === id);
       if (i < 0) continue;
-      sem.queue.splice(i, 1);
+      const [w] = sem.queue.splice(i, 1) as [MSemWait];
+      this.settleEnded(w.key, 'sem_queued', name, id, { ok: false, code: 'session_not_found' });
       ev.push({ type: 'semWaitEnded', name, sessionId: id, reason: 'session_ended' });
       this.semPump(index, name, ev);
     }
@@ -674,10 +699,12 @@ export class LockModel {
       } else {
         this.sets.splice(this.sets.indexOf(end), 1);
         places = this.placesOf(end).sort((a, b) => cmp(a[0], b[0]));
+        this.settleEnded(end.key, 'queued_all', end.since, sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: places.map(([n]) => this.blockedRow(n)) });
       }
       for (const [name, w] of places) {
         const l = this.locks.get(name)!;
-        l.queue.splice(l.queue.indexOf(w), 1);
+        if (typeof end === 'string') this.endLockWait(name, w, reason);
+        else l.queue.splice(l.queue.indexOf(w), 1);
         ev.push({ type: 'waitEnded', name, sessionId: sid, reason });
         served.push(name);
       }

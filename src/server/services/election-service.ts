@@ -12,6 +12,7 @@ import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionListItem, E
 import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
+import { endedWaitAnswer } from './ended-wait.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
@@ -114,7 +115,8 @@ export class ElectionService implements ElectionApi {
     }
     if (!this.d.lessor.isLeader) return refused(new Failure('timeout', 'leadership changed while the campaign was queued; retry with the same Idempotency-Key to find your place or your leadership'));
     const wait = fsm.waitOf(name, sessionId);
-    if (!wait) return refused(heldBy(name, fsm.getElection(name)));
+    // the wait is over before this answer: what its key settled to, or unknown (ended-wait.ts)
+    if (!wait) return endedWaitAnswer(fsm, ctx, 'election');
     // a waiting session is live; its ttl is fixed for its lifetime
     const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
     const outcome = await this.leader.awaitGrant({ target: 'lock', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);

@@ -7,12 +7,13 @@ import type { ApplyOutput, ApplyResult, Command, SessionInfo } from '../../lock-
 import { isSessionId } from '../../lock-fsm/index.js';
 import { Failure } from '../../api/failure.js';
 import type { ClusterView, GrantView, KeepaliveGrantView, KeepaliveView, LeaderOp, LockService, LockView, RequestContext, RevokedView, Routing, SessionView } from '../../api/service.js';
-import { LeaderLog, unkeyed } from '../leader/leader-log.js';
+import { LeaderLog } from '../leader/leader-log.js';
 import { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { SemaphoreService } from './semaphore-service.js';
 import { ElectionService } from './election-service.js';
 import { LockSetService } from './lock-set-service.js';
-import { asActor, newSessionId, ownerRefusal, repeatOf, requester } from './requester.js';
+import { asActor, newSessionId, ownerRefusal, requester } from './requester.js';
+import { endedWaitAnswer } from './ended-wait.js';
 import { revokeGrants } from './revoke.js';
 import { countedAcquire } from './acquire-metric.js';
 import { grantOf, grantView, lockView } from '../../api/lock-views.js';
@@ -178,7 +179,7 @@ export class RaftLockService implements LockService {
     }
     if (r.ok && r.kind === 'queued') {
       onQueued();
-      return this.waitForGrant(cmd, r.name, r.sessionId, arrival, ctx, false, out.replayed === true);
+      return this.waitForGrant(cmd, r.name, r.sessionId, arrival, ctx);
     }
     return refused(resultError(r));
   }
@@ -257,7 +258,8 @@ export class RaftLockService implements LockService {
   /** The longest `op` takes here as the leader (a follower's relay waits that long). */
   leaderBudgetMs(op: LeaderOp, waitMs: number): number {
     if (op !== 'acquire') return this.d.clusterOps.leaderBudgetMs(op);
-    // propose; wait up to the backstop past wait_ms; possibly ask again once (waitForGrant)
+    // propose; wait up to the backstop past wait_ms; renew the lease (a read round); one
+    // more proposal's time as slack (the relay must not give up before the leader answers)
     return 2 * (this.d.proposalTimeoutMs ?? 5000) + this.d.readTimeoutMs + waitMs + this.leader.waitBackstopMs();
   }
 
@@ -321,12 +323,11 @@ export class RaftLockService implements LockService {
     return ok(viewOf(r));
   }
 
-  /** `cmd`: the acquire as this request proposed it (its wait_ms; a repeat asks for the same) */
-  private async waitForGrant(cmd: Extract<Command, { kind: 'acquire' }>, name: string, sessionId: string, arrival: number, ctx: RequestContext, asked = false, replayed = true): Promise<Result<GrantView>> {
+  /** `cmd`: the acquire as this request proposed it (its wait_ms) */
+  private async waitForGrant(cmd: Extract<Command, { kind: 'acquire' }>, name: string, sessionId: string, arrival: number, ctx: RequestContext): Promise<Result<GrantView>> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry).
     const lock = fsm.getLock(name);
-    const held = lock.holder;
     const mine = grantOf(lock, sessionId);
     if (mine) {
       // it holds the lock, so its session is live (a grant never outlives it)
@@ -340,27 +341,8 @@ export class RaftLockService implements LockService {
     }
     const s = fsm.getSession(sessionId);
     if (!s) return refused(sessionNotFound(sessionId));
-    if (!s.waiting.includes(name)) {
-      // Typically a retry (same Idempotency-Key) whose first attempt queued and whose wait
-      // then ended unheard: its connection died — e.g. the follower relaying it crashed —
-      // and 'aborted' below gave the place up. Answering the stored 'queued' with 409 would
-      // report a wait that never ran out (seen when a member is killed under load). Ask
-      // again, once, as a new wait: the FSM's acquire is idempotent for a session that
-      // holds or waits for the lock, so this needs no key of its own.
-      if (asked) return refused(lockHeldError(name, held));
-      // A first attempt whose wait is already over when its 'queued' answer is read: the
-      // entries applied in the same turn (one Ready's committed batch) granted the lock
-      // and let it go again — a release by this session, a max hold — or ended the wait.
-      // Its outcome cannot be told from the state; asking again would grant the lock to a
-      // session that released it (jepsen-lite seed 971402082: a client gave up on its
-      // acquire, released, and was granted the lock afterwards). Unknown is the true answer.
-      if (!replayed) return refused(new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the lock, or retry with the same Idempotency-Key'));
-      // the same request, mode, max hold and owner included (requester.ts repeatOf)
-      const r = await this.log.followUp(asActor(this.d, repeatOf(cmd, sessionId), ctx, name), unkeyed(ctx));
-      if (r.ok && r.kind === 'acquired') return this.confirmGrant(r, arrival);
-      if (r.ok && r.kind === 'queued') return this.waitForGrant(cmd, name, sessionId, arrival, ctx, true);
-      return refused(resultError(r));
-    }
+    // the wait is over before this answer: what its key settled to, or unknown (ended-wait.ts)
+    if (!s.waiting.includes(name)) return endedWaitAnswer(fsm, ctx, 'lock');
 
     const started = this.d.nowMs();
     const since = fsm.waitOf(name, sessionId)?.since ?? 0;

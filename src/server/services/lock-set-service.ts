@@ -9,9 +9,10 @@ import type { ApplyOutput, ApplyResult, BlockedName, Command, NewSessionSpec, Se
 import { isSessionId } from '../../lock-fsm/index.js';
 import { Failure } from '../../api/failure.js';
 import type { LockSetApi, LockSetGrantView, RequestContext } from '../../api/service.js';
-import { unkeyed, type LeaderLog } from '../leader/leader-log.js';
+import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
-import { newSessionFor, repeatOf } from './requester.js';
+import { newSessionFor } from './requester.js';
+import { endedWaitAnswer } from './ended-wait.js';
 import { resultError, sessionNotFound, setHeldError } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
@@ -67,7 +68,7 @@ export class LockSetService implements LockSetApi {
     }
     if (r.ok && r.kind === 'queued_all') {
       onQueued();
-      return this.waitForSet(cmd, r, arrival, ctx, false);
+      return this.waitForSet(cmd, r, arrival, ctx);
     }
     return refused(resultError(r));
   }
@@ -137,7 +138,7 @@ export class LockSetService implements LockSetApi {
     return names.find((n) => fsm.waitOf(n, sessionId)?.since === since);
   }
 
-  private async waitForSet(cmd: Extract<Command, { kind: 'acquireAll' }>, q: Extract<ApplyResult, { kind: 'queued_all' }>, arrival: number, ctx: RequestContext, asked: boolean): Promise<Result<LockSetGrantView>> {
+  private async waitForSet(cmd: Extract<Command, { kind: 'acquireAll' }>, q: Extract<ApplyResult, { kind: 'queued_all' }>, arrival: number, ctx: RequestContext): Promise<Result<LockSetGrantView>> {
     const { sessionId, since } = q;
     const names = q.names;
     const mode = cmd.mode;
@@ -150,18 +151,8 @@ export class LockSetService implements LockSetApi {
     if (!this.d.lessor.isLeader) return refused(new Failure('timeout', 'leadership changed while the acquire-all was queued; retry with the same Idempotency-Key to find your place or your grant'));
     if (!this.d.app.fsm.getSession(sessionId)) return refused(sessionNotFound(sessionId));
     const place = this.place(names, sessionId, since);
-    if (place === undefined) {
-      // Typically a retry whose first attempt queued and whose wait then ended unheard (its
-      // connection died and 'aborted' gave the place up): ask again, once, as a new wait.
-      if (asked) return refused(setHeldError(this.blocked(names, sessionId)));
-      const again = repeatOf(cmd, sessionId);
-      const actor = this.actor(names, ctx);
-      if (actor !== undefined) again.actor = actor;
-      const r = await this.log.followUp(again, unkeyed(ctx));
-      if (r.ok && r.kind === 'acquired_all') return this.confirm(sessionId, names, r.grants, r.mode, arrival);
-      if (r.ok && r.kind === 'queued_all') return this.waitForSet(cmd, r, arrival, ctx, true);
-      return refused(resultError(r));
-    }
+    // the wait is over before this answer: what its key settled to, or unknown (ended-wait.ts)
+    if (place === undefined) return endedWaitAnswer(this.d.app.fsm, ctx, 'locks');
     const started = this.d.nowMs();
     const outcome = await this.leader.awaitGrant({ target: 'lock', name: place, sessionId, since }, arrival, cmd.waitMs, ctx.signal);
     this.d.metrics.lockWait.observe((this.d.nowMs() - started) / 1000);

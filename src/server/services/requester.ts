@@ -74,13 +74,3 @@ export function newSessionFor(d: Pick<ServiceDeps, 'session'>, p: { ttlMs?: numb
   if (ctx.principal !== undefined) newSession.principal = ctx.principal;
   return { sessionId: newSessionId(), newSession };
 }
-
-/** A queued request asked again (its wait ended unheard): the same command, every term of
- *  it kept (asked again as a bare acquire, a shared one was granted exclusive: jepsen-lite
- *  seed 213854055), for the session its first attempt named or opened, which exists now,
- *  so without the new-session spec. The caller adds the actor. */
-export function repeatOf<C extends { sessionId: string; newSession?: NewSessionSpec }>(cmd: C, sessionId: string): C {
-  const again: C = Object.assign({}, cmd, { sessionId });
-  delete again.newSession;
-  return again;
-}

@@ -11,6 +11,7 @@ import type { RevokedView, SemaphoreGrantView, SemaphoreView } from '../../api/s
 import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
+import { endedWaitAnswer } from './ended-wait.js';
 import { revokeGrants } from './revoke.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
@@ -126,10 +127,8 @@ export class SemaphoreService {
     }
     if (!this.d.lessor.isLeader) return refused(new Failure('timeout', 'leadership changed while the acquire was queued; retry with the same Idempotency-Key to find your place or your grant'));
     const wait = fsm.semWaitOf(name, sessionId);
-    // the wait is over before its 'queued' answer was read: the batch that queued it also
-    // granted and released it, or ended it (as for locks: lock-service.ts waitForGrant);
-    // "full" could be false, the outcome is unknown
-    if (!wait) return refused(new Failure('timeout', 'the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the semaphore, or retry with the same Idempotency-Key'));
+    // the wait is over before this answer: what its key settled to, or unknown (ended-wait.ts)
+    if (!wait) return endedWaitAnswer(fsm, ctx, 'semaphore');
     // a waiting session is live; its ttl is fixed for its lifetime
     const ttlMs = (fsm.getSession(sessionId) as SessionInfo).ttlMs;
     const outcome = await this.leader.awaitGrant({ target: 'semaphore', name, sessionId, since: wait.since }, arrival, waitMs, ctx.signal);

@@ -116,27 +116,3 @@ test("a first attempt whose wait was granted and released in the batch that queu
   assert.equal(f.app.fsm.getLock('L').holder, undefined, 'nobody holds the lock: b released it and did not ask again');
   assert.deepEqual(f.app.fsm.getSession(b)?.waiting, []);
 });
-
-test('a retry whose first attempt queued and whose wait then ended is asked again as the same request: shared, with its max hold (jepsen-lite seed 213854055 was granted exclusive, without one)', async () => {
-  const f = setup();
-  const [a, b] = await sessions(f);
-  valueOf(await f.svc.acquire('X', { sessionId: a, waitMs: 0 }, f.ctx('kx')));
-  const request = () => f.svc.acquire('X', { sessionId: b, waitMs: 1000, mode: 'shared', maxHoldMs: 3000 }, f.ctx('kxs'));
-  assert.equal(await committedUnderTheNextLeader(f, request, 1000), 'timeout');
-  assert.deepEqual(f.app.fsm.getSession(b)?.waiting, [], 'its first wait ended by wait_ms');
-  // the client retries with the same key; its stored answer is 'queued', the wait is gone:
-  // the service asks again, and b queues behind a's exclusive hold
-  const retry = request();
-  for (let i = 0; i < 100 && !f.app.fsm.getSession(b)?.waiting.includes('X'); i++) await new Promise((r) => setImmediate(r));
-  assert.deepEqual(f.app.fsm.getSession(b)?.waiting, ['X'], 'asked again: waiting');
-  valueOf(await f.svc.release('X', a, undefined, f.ctx('rx')));
-  const g = valueOf(await retry);
-  assert.deepEqual(f.app.fsm.getLock('X').holders?.map((h) => [h.sessionId, h.mode, h.fencingToken]), [[b, 'shared', g.fencing_token]], 'granted shared, as asked');
-  // and with the max hold it asked for: the grant ends once it has passed
-  for (let t = 0; t < 3600; t += 100) {
-    f.tick(100);
-    f.svc.onTick();
-    await new Promise((r) => setImmediate(r));
-  }
-  assert.equal(f.app.fsm.getLock('X').held, false, 'its max hold ended the grant');
-});

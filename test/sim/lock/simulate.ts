@@ -110,6 +110,13 @@ function setKnobs(seed: number): Pick<WorkloadParams, 'setShare'> {
 }
 
 /** the lock-set draws: the knobs come first, the workload's draws from a fork */
+/** the late copies' draws (LockWorkload.lateCopy): a stream of their own */
+export function lateRng(seed: number): Rng {
+  const root = seededRng(seed);
+  for (let k = 0; k < 14; k++) root.fork();
+  return root.fork();
+}
+
 export function setRng(seed: number): Rng {
   const root = seededRng(seed);
   for (let k = 0; k < 13; k++) root.fork();
@@ -453,7 +460,7 @@ export async function runLockSchedule(seed: number, cfg: { ticks?: number; trace
     fail: (err) => {
       cluster.failure ??= err;
     },
-  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed), holdRng(seed).fork(), setRng(seed).fork());
+  }, cluster.checkers, rngs.workload, modeRng(seed).fork(), electionRng(seed), holdRng(seed).fork(), setRng(seed).fork(), lateRng(seed));
   const nemesis = rngs.nemesis;
   let phase: 'faults' | 'liveness' = 'faults';
   const done = (failure?: LockScheduleResult['failure']): LockScheduleResult => ({

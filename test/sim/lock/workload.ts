@@ -24,7 +24,7 @@
 // Outcomes that are not known (timeout, leader change) leave the client unsure: it may
 // retry once with the same Idempotency-Key, or abandon the session to expiry.
 import type { Rng } from '../../../src/raft/core/rng.js';
-import type { ApplyOutput, ApplyResult } from '../../../src/lock-fsm/index.js';
+import type { ApplyOutput, ApplyResult, Command } from '../../../src/lock-fsm/index.js';
 import type { ProposalOutcome } from '../../../src/raft/driver.js';
 import type { LockCheckers } from '../../checkers/apply/lock-checkers.js';
 import type { LockNode } from './node.js';
@@ -120,6 +120,7 @@ export interface WorkloadStats {
   setWaitsGranted: number;
   releasedAll: number;
   deadlockAnswers: number;
+  lateCopies: number;
 }
 
 export class LockWorkload {
@@ -128,7 +129,7 @@ export class LockWorkload {
   readonly stats: WorkloadStats = { ops: 0, acquired: 0, queued: 0, lockHeld: 0, released: 0, closed: 0, keepalives: 0, unknown: 0, abandoned: 0, waitsGranted: 0,
     sharedAcked: 0, sharedReleased: 0, semAcked: 0, semQueued: 0, semReleased: 0, semResized: 0, semMismatch: 0,
     campaignsWon: 0, campaignsQueued: 0, proclaimed: 0, resigned: 0, maxHoldAsked: 0, revokesSent: 0,
-    setsAcked: 0, setsQueuedAsked: 0, setWaitsGranted: 0, releasedAll: 0, deadlockAnswers: 0 };
+    setsAcked: 0, setsQueuedAsked: 0, setWaitsGranted: 0, releasedAll: 0, deadlockAnswers: 0, lateCopies: 0 };
   /** the limit each semaphore is believed to have (learned from limit_mismatch answers) */
   private readonly semLimits = new Map<string, number>();
 
@@ -141,7 +142,9 @@ export class LockWorkload {
     /** the max-hold and revoke draws: a stream of their own */
     private readonly h?: Rng,
     /** the lock-set and opposite-order draws: a stream of their own */
-    private readonly t?: Rng) {
+    private readonly t?: Rng,
+    /** the late copies' draws (lateCopy): a stream of their own */
+    private readonly late?: Rng) {
     for (let k = 0; k < p.clients; k++) this.clients.push(new Client(k));
   }
 
@@ -253,9 +256,30 @@ export class LockWorkload {
     if (r.ok && r.kind === 'queued') {
       this.stats.queued++;
       await this.waitForGrant(c, n, name, sent, waitMs, this.cap(c, name, sent, hold));
+      this.lateCopy(cmd, key);
       return;
     }
     this.refused(c, r);
+  }
+
+  /**
+   * Sometimes, once the client is done with a request that queued, one more copy of it —
+   * the same command under the same Idempotency-Key — reaches whoever leads, up to 3 s
+   * later, and nobody hears its answer: a relay that sat behind a paused node (jepsen-lite
+   * seed 179705514). Whatever the first copy's wait came to, the copy changes nothing; the
+   * key answers what the wait ended with (ModelAgreement compares that answer with the
+   * model's: docs/lock-fsm.md "Idempotency").
+   */
+  private lateCopy(cmd: Command, key: string): void {
+    const l = this.late;
+    if (l === undefined || !(l.next() < 0.3)) return;
+    const ticks = l.int(1, Math.max(2, Math.round(3000 / this.p.tickMs)));
+    void this.ticks(ticks).then(async () => {
+      const n = this.cluster.leader();
+      if (n === null || n.dead) return;
+      this.stats.lateCopies++;
+      await n.propose(cmd, key);
+    }).catch((err: unknown) => this.cluster.fail(err));
   }
 
   /** a keyed request of `c` is sent now: its session, the send time and a fresh

@@ -1,0 +1,28 @@
+// The answer of a request that queued and whose wait is over before that answer is made:
+// the entries applied with it (one Ready's committed batch) granted it and let it go
+// again, or ended the wait — or this is a late copy of the request (a retry; a relay that
+// sat behind a paused node) whose first copy's wait ended long ago.
+//
+// The state machine settles the request's Idempotency-Key when its wait ends without a
+// grant (docs/lock-fsm.md "Idempotency"): the key then answers what the waiting request
+// was told (lock_held, semaphore_full, session_not_found). That is this request's answer
+// too. Anything else — no key, a key that was granted since, a stored answer of a version
+// that did not settle keys — cannot be told from the state: the outcome is unknown (504).
+//
+// It is never asked again on the client's behalf. A new wait for a request that was
+// already answered "no" once grants a lock to a client that was told it did not get it
+// (jepsen-lite seed 179705514: a copy relayed 3.7 s late by a node that had been paused
+// was asked again and granted the lock), or to a session that released it (seed 971402082).
+import type { LockFsm } from '../../lock-fsm/index.js';
+import { Failure } from '../../api/failure.js';
+import type { RequestContext } from '../../api/service.js';
+import { resultError } from '../../api/result-errors.js';
+import { refused, type Result } from '../../api/service-result.js';
+
+/** `what`: what to read to learn the outcome ("lock", "semaphore", "locks", "election") */
+export function endedWaitAnswer<T>(fsm: LockFsm, ctx: RequestContext, what: string): Result<T> {
+  const key = ctx.idempotencyKey;
+  const stored = key === undefined ? undefined : fsm.answerOf(key);
+  if (stored !== undefined && !stored.ok && stored.code !== 'idempotency_key_reused') return refused(resultError(stored));
+  return refused(new Failure('timeout', `the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the ${what}, or retry with the same Idempotency-Key`));
+}
