@@ -90,6 +90,27 @@ func (s *Session) holdDeadline(sentAt time.Time, maxHold time.Duration) time.Tim
 	return sentAt.Add(maxHold - s.margin)
 }
 
+// grantHoldDeadline is holdDeadline bounded also by the server's word on the grant: left
+// is the answer's max_hold_ms (nil: absent), at most how much longer the grant lasts,
+// counted from the send. A re-acquire that returns a grant an earlier request of the
+// session made (one given up on, delivered late) keeps that request's max hold, which
+// this client may never have seen (docs/contract.md §4 "Revocation and maximum hold").
+func (s *Session) grantHoldDeadline(sentAt time.Time, maxHold time.Duration, left *int64) time.Time {
+	d := s.holdDeadline(sentAt, maxHold)
+	if left != nil {
+		d = earliest(d, sentAt.Add(time.Duration(*left)*time.Millisecond-s.margin))
+	}
+	return d
+}
+
+// earliest of two deadlines, the zero time meaning none
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
 func validMaxHold(d time.Duration) error {
 	if d != 0 && (d < 100*time.Millisecond || d.Milliseconds() > 2147483647) {
 		return &Error{Code: "invalid_request", Message: fmt.Sprintf("raftlock: max hold must be between 100ms and 2147483647ms, got %v", d)}

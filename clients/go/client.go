@@ -209,7 +209,9 @@ type grant struct {
 	SessionID    string `json:"session_id"`
 	FencingToken int64  `json:"fencing_token"`
 	TTLMs        int64  `json:"ttl_ms"`
-	sentAt       time.Time
+	// MaxHoldMs: the grant's remaining max hold, when it has one (grantHoldDeadline)
+	MaxHoldMs *int64 `json:"max_hold_ms,omitempty"`
+	sentAt    time.Time
 }
 
 func (c *Client) openSession(ctx context.Context, ttl time.Duration, owner string, lockDelay time.Duration) (sessionGrant, time.Time, error) {

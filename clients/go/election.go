@@ -71,6 +71,8 @@ type campaignGrant struct {
 	Value        string `json:"value"`
 	FencingToken int64  `json:"fencing_token"`
 	TTLMs        int64  `json:"ttl_ms"`
+	// MaxHoldMs: the leadership's remaining max hold, when it has one (grantHoldDeadline)
+	MaxHoldMs *int64 `json:"max_hold_ms,omitempty"`
 }
 
 func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Leadership, error) {
@@ -102,7 +104,7 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 	l := &Leadership{e: e, token: g.FencingToken, value: g.Value, done: make(chan struct{})}
 	l.ref = &grantRef{space: "lock", name: e.name, token: g.FencingToken, seenAt: time.Now(), lost: l.end}
 	s.track(l.ref)
-	if until := s.holdDeadline(sentAt, e.maxHold); !until.IsZero() {
+	if until := s.grantHoldDeadline(sentAt, e.maxHold, g.MaxHoldMs); !until.IsZero() {
 		l.holdTimer = time.AfterFunc(time.Until(until), func() {
 			l.end(&Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: leadership of election %s (token %d) reached its max hold", e.name, l.token)})
 		})

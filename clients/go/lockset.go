@@ -133,6 +133,9 @@ func (l *LockSet) lock(ctx context.Context, wait bool) error {
 		s.track(ref)
 	}
 	l.holdUntil = s.holdDeadline(g.sentAt, l.maxHold)
+	for _, x := range g.Grants {
+		l.holdUntil = earliest(l.holdUntil, s.grantHoldDeadline(g.sentAt, 0, x.MaxHoldMs))
+	}
 	l.held = true
 	l.lostErr = nil
 	return nil
@@ -225,6 +228,8 @@ type setGrant struct {
 	Grants    []struct {
 		Name         string `json:"name"`
 		FencingToken int64  `json:"fencing_token"`
+		// MaxHoldMs: this grant's remaining max hold, when it has one (grantHoldDeadline)
+		MaxHoldMs *int64 `json:"max_hold_ms,omitempty"`
 	} `json:"grants"`
 	sentAt time.Time
 }

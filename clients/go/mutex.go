@@ -127,9 +127,13 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A second acquire of a lock the session holds returns the same grant, whose max
-	// hold the server keeps from the first.
-	if !(m.held && m.token == g.FencingToken && m.lostErr == nil) {
-		m.holdUntil = s.holdDeadline(g.sentAt, m.maxHold)
+	// hold the server keeps from the first: the earlier deadline stands, bounded by what
+	// the server answered of it.
+	until := s.grantHoldDeadline(g.sentAt, m.maxHold, g.MaxHoldMs)
+	if m.held && m.token == g.FencingToken && m.lostErr == nil {
+		m.holdUntil = earliest(m.holdUntil, until)
+	} else {
+		m.holdUntil = until
 		s.untrack(m.ref)
 		ref := &grantRef{space: "lock", name: m.key, token: g.FencingToken, seenAt: time.Now()}
 		ref.lost = func(err error) { m.grantLost(ref, err) }

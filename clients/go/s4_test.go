@@ -163,6 +163,45 @@ func TestMaxHoldIsSentAndHeldEndsBeforeIt(t *testing.T) {
 	}
 }
 
+// A re-acquire can return a grant an earlier request of the session made (one given up
+// on, delivered late by a relay) with that request's max hold: the answer's max_hold_ms
+// bounds Held though this Mutex asked for none (jepsen-lite seed 380155236).
+func TestAnsweredMaxHoldBoundsHeldThoughNoneWasAsked(t *testing.T) {
+	st := newStub(t)
+	g := &grantsStub{}
+	inner := g.handler(2000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if r.Method == "POST" && strings.HasSuffix(r.Path, "/given-up/acquire") {
+			g.mu.Lock()
+			g.tok++
+			tok := g.tok
+			g.held = append(g.held, map[string]interface{}{"kind": "lock", "name": "given-up", "fencing_token": tok})
+			g.mu.Unlock()
+			reply(w, 200, map[string]interface{}{"name": "given-up", "session_id": "s1", "fencing_token": tok, "ttl_ms": 2000, "max_hold_ms": 300})
+			return
+		}
+		inner(w, r)
+	})
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTLDuration(2*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	m := NewMutex(s, "given-up")
+	start := time.Now()
+	if err := m.Lock(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b := st.requests(isPath("POST", "/given-up/acquire"))[0].Body; b["max_hold_ms"] != nil {
+		t.Fatalf("asked for a max hold: %v", b)
+	}
+	eventually(t, 2*time.Second, "Held to turn false", func() bool { return !m.Held() })
+	if el := time.Since(start); el >= 300*time.Millisecond {
+		t.Fatalf("Held until %v, past the grant's max hold", el)
+	}
+}
+
 func TestElectionCallsAndLeadershipLifecycle(t *testing.T) {
 	st := newStub(t)
 	g := &grantsStub{}

@@ -105,8 +105,11 @@ func (m *Semaphore) acquire(ctx context.Context, wait bool) error {
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	if !(m.held && m.token == g.FencingToken && m.lostErr == nil) {
-		m.holdUntil = s.holdDeadline(sentAt, m.maxHold)
+	until := s.grantHoldDeadline(sentAt, m.maxHold, g.MaxHoldMs)
+	if m.held && m.token == g.FencingToken && m.lostErr == nil {
+		m.holdUntil = earliest(m.holdUntil, until)
+	} else {
+		m.holdUntil = until
 		s.untrack(m.ref)
 		ref := &grantRef{space: "semaphore", name: m.name, token: g.FencingToken, seenAt: time.Now()}
 		ref.lost = func(err error) {
@@ -171,6 +174,8 @@ type semaphoreGrant struct {
 	Limit        int    `json:"limit"`
 	FencingToken int64  `json:"fencing_token"`
 	TTLMs        int64  `json:"ttl_ms"`
+	// MaxHoldMs: the grant's remaining max hold, when it has one (grantHoldDeadline)
+	MaxHoldMs *int64 `json:"max_hold_ms,omitempty"`
 }
 
 func semaphorePath(name, action string) string {

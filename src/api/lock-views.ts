@@ -14,6 +14,12 @@ export function lockView(l: LockInfo): LockView {
   return v;
 }
 
+/** `v` with max_hold_ms when the grant has a maximum hold (`left`: LockFsm.holdLeftMs) */
+export function withHold<T extends { max_hold_ms?: number }>(v: T, left: number | undefined): T {
+  if (left !== undefined) v.max_hold_ms = left;
+  return v;
+}
+
 /** the session's grant of the lock, in either mode */
 export function grantOf(l: LockInfo, sessionId: string): { fencingToken: number; mode: 'exclusive' | 'shared' } | undefined {
   return l.holders?.find((h) => h.sessionId === sessionId);

@@ -9,6 +9,7 @@ import { z } from 'zod';
 const token = z.number().int().min(1).describe('fencing token: strictly greater than every earlier grant of any lock');
 const sessionId = z.string().describe('session id');
 const lockName = z.string().describe('lock name: 1-256 bytes of [A-Za-z0-9._:/-]');
+const maxHoldLeft = z.number().int().min(0).optional().describe('present when the grant has a maximum hold: at most how much longer it lasts (ms), counted from when the request was sent; a re-acquire that returns an existing grant answers that grant\'s own (docs/contract.md §4)');
 
 export const responseSchemas = {
   SessionGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int() }),
@@ -20,10 +21,10 @@ export const responseSchemas = {
   }),
   Session: z.object({ session_id: sessionId, owner: z.string(), ttl_ms: z.number().int(), locks: z.array(lockName) }),
   SessionClosed: z.object({ released: z.array(lockName).describe('locks the session held, released at once') }),
-  Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int(), mode: z.literal('shared').optional().describe('present on a shared grant') }),
+  Grant: z.object({ name: lockName, session_id: sessionId, fencing_token: token, ttl_ms: z.number().int(), mode: z.literal('shared').optional().describe('present on a shared grant'), max_hold_ms: maxHoldLeft }),
   Holder: z.object({ session_id: sessionId, owner: z.string(), fencing_token: token }),
   Released: z.object({ name: lockName, released: z.literal(true) }),
-  LockSetGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int(), grants: z.array(z.object({ name: lockName, fencing_token: token })).min(1).describe('every name, in the request\'s order, each with its own token'), mode: z.literal('shared').optional().describe('present on a shared set') }),
+  LockSetGrant: z.object({ session_id: sessionId, ttl_ms: z.number().int(), grants: z.array(z.object({ name: lockName, fencing_token: token, max_hold_ms: maxHoldLeft })).min(1).describe('every name, in the request\'s order, each with its own token'), mode: z.literal('shared').optional().describe('present on a shared set') }),
   ReleasedAll: z.object({ released: z.array(lockName).describe('the names this session held and released, in the request\'s order') }),
   Check: z.object({ name: lockName, current: z.boolean() }),
   Revoked: z.object({ name: lockName, revoked: z.array(z.object({ session_id: sessionId, fencing_token: token })).describe('the grants taken away, by session id (empty when none was held and no session_id was given)') }),
@@ -78,11 +79,11 @@ const semaphoreView = z.object({ name: lockName, limit: z.number().int().min(0).
 
 export const viewSchemas = {
   Lock: lockView,
-  SemaphoreGrant: z.object({ name: lockName, session_id: sessionId, permits: z.number().int().min(1), limit: z.number().int().min(1), fencing_token: token, ttl_ms: z.number().int() }),
+  SemaphoreGrant: z.object({ name: lockName, session_id: sessionId, permits: z.number().int().min(1), limit: z.number().int().min(1), fencing_token: token, ttl_ms: z.number().int(), max_hold_ms: maxHoldLeft }),
   Semaphore: semaphoreView,
   SemaphoreList: z.object({ semaphores: z.array(z.object({ name: lockName, limit: z.number().int().min(1), in_use: z.number().int().min(0), holders: z.array(semHolder).describe('in grant order'), waiters: z.array(semWaiter) })).describe('semaphores with holders or waiters, sorted by name') }),
   SemaphoreLimit: z.object({ name: lockName, limit: z.number().int().min(1) }),
-  Campaign: z.object({ name: lockName, session_id: sessionId, value: z.string().describe("the leader's value"), fencing_token: token, ttl_ms: z.number().int() }),
+  Campaign: z.object({ name: lockName, session_id: sessionId, value: z.string().describe("the leader's value"), fencing_token: token, ttl_ms: z.number().int(), max_hold_ms: maxHoldLeft }),
   Election: z.object({ name: lockName, leader: z.object({ session_id: sessionId, value: z.string(), fencing_token: token }).nullable().describe('null while no campaign holds the election') }),
   Proclaimed: z.object({ name: lockName, value: z.string() }),
   Resigned: z.object({ name: lockName, resigned: z.literal(true) }),

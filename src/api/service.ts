@@ -40,6 +40,9 @@ export interface GrantView {
   ttl_ms: number;
   /** present on a shared grant */
   mode?: 'shared';
+  /** present when the grant has a maximum hold: at most how much longer it lasts (ms),
+   *  counted from the request's send (docs/contract.md §4 "Revocation and maximum hold") */
+  max_hold_ms?: number;
 }
 export interface SemaphoreGrantView {
   name: string;
@@ -48,6 +51,8 @@ export interface SemaphoreGrantView {
   limit: number;
   fencing_token: number;
   ttl_ms: number;
+  /** as GrantView.max_hold_ms */
+  max_hold_ms?: number;
 }
 export interface SemaphoreView {
   name: string;
@@ -85,6 +90,8 @@ export interface CampaignView {
   value: string;
   fencing_token: number;
   ttl_ms: number;
+  /** as GrantView.max_hold_ms */
+  max_hold_ms?: number;
 }
 export interface ElectionView {
   name: string;
@@ -120,7 +127,8 @@ export interface KeepaliveGrantView {
 export interface LockSetGrantView {
   session_id: string;
   ttl_ms: number;
-  grants: { name: string; fencing_token: number }[];
+  /** max_hold_ms: as GrantView's, per grant (a name the session already held keeps its own) */
+  grants: { name: string; fencing_token: number; max_hold_ms?: number }[];
   /** present on a shared set */
   mode?: 'shared';
 }

@@ -13,7 +13,7 @@ import { exportState, importState } from './snapshot.js';
 import { FsmCore, LockState, Session, assert, lockHeld, newCore, type LockFsmOptions, type SemState, type Waiter } from './state.js';
 import { semAcquire, semCancelWait, semEndSession, semRelease, semSetLimit } from './semaphores.js';
 import { compareStrings } from './names.js';
-import { expireHold, grantsWithMaxHold, holdsGrant, revoke, type HoldInfo } from './holds.js';
+import { expireHold, grantsWithMaxHold, holdLeft, holdsGrant, revoke, type HoldInfo } from './holds.js';
 import type { GrantKind } from './results.js';
 import { proclaim, resign } from './elections.js';
 import { LOCK_SET_STEPS, acquireAll, cancelSet, endWaitsWithSets, releaseAll } from './lock-sets.js';
@@ -559,6 +559,12 @@ export class LockFsm {
   /** does this grant (by its token) still stand? */
   holdsGrant(target: GrantKind, name: string, sessionId: string, fencingToken: number): boolean {
     return holdsGrant(this.core, target, name, sessionId, fencingToken);
+  }
+
+  /** at most how much longer this grant can last, by its max hold (ms; holds.ts holdLeft);
+   *  undefined without a max hold, or when the grant no longer stands */
+  holdLeftMs(target: GrantKind, name: string, sessionId: string, fencingToken: number): number | undefined {
+    return holdLeft(this.core, target, name, sessionId, fencingToken);
   }
 
   /** what an Idempotency-Key answers now: its first answer, or — for a request that

@@ -132,6 +132,40 @@ export function grantsWithMaxHold(c: FsmCore): HoldInfo[] {
   return out;
 }
 
+/**
+ * How much longer this grant (by token) can last at most, by its max hold: its grant's log
+ * time plus max_hold_ms, less the applied state's log time (never below 0). undefined when
+ * the grant has no max hold or does not stand. The lessor ends it no earlier (docs/lock-fsm.md
+ * "Revocation and maximum hold"), and log time never runs faster than real time, so a
+ * client may count this from when it sent the request that is answered with it.
+ */
+export function holdLeft(c: FsmCore, target: GrantKind, name: string, sessionId: string, fencingToken: number): number | undefined {
+  let h: MaxHold | undefined;
+  let token = 0;
+  if (target === 'lock') {
+    const l = c.locks.get(name);
+    if (l === undefined) return undefined;
+    if (l.holder !== null && l.holder.id === sessionId) {
+      h = l;
+      token = l.token;
+    } else {
+      const sh = l.shares?.get(sessionId);
+      if (sh !== undefined) {
+        h = sh;
+        token = sh.token;
+      }
+    }
+  } else {
+    const p = c.sems.get(name)?.holders.get(sessionId);
+    if (p !== undefined) {
+      h = p;
+      token = p.token;
+    }
+  }
+  if (h === undefined || token !== fencingToken || h.maxHoldMs === 0) return undefined;
+  return Math.max(0, h.grantedAtMs + h.maxHoldMs - c.idem.nowMs);
+}
+
 /** does this grant (by token) still stand? */
 export function holdsGrant(c: FsmCore, target: GrantKind, name: string, sessionId: string, fencingToken: number): boolean {
   return grantOf(c, target, name, sessionId)?.token === fencingToken;

@@ -54,6 +54,29 @@ test('maxHoldMs: the lock is sent with max_hold_ms and its signal aborts (LockLo
   }
 });
 
+test("a re-acquire that returns a grant an earlier request of the session made keeps that grant's max hold, which the server answers as max_hold_ms (jepsen-lite seed 380155236)", async () => {
+  const client = new RaftlockClient({ endpoints: [url] });
+  try {
+    const s = await client.session({ ttlMs: 3000 });
+    // an earlier acquire of this session, with a max hold, whose answer the SDK never saw
+    // (one given up on, delivered late by a relay)
+    const res = await fetch(`${url}/v1/locks/given-up/acquire`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ session_id: s.id, max_hold_ms: 1500 }) });
+    assert.equal(res.status, 200);
+    const first = (await res.json()) as { fencing_token: number; max_hold_ms?: number };
+    assert.equal(first.max_hold_ms, 1500, 'a fresh grant answers its whole max hold');
+    const started = Date.now();
+    const lock = await s.lock('given-up'); // asks for no max hold
+    assert.equal(lock.fencingToken, first.fencing_token, 'the same grant');
+    assert.ok(lock.holdUntil < Infinity, 'bounded by the grant\'s own max hold');
+    const why = await aborted(lock.signal, 5000, 'the max-hold abort');
+    assert.ok(why instanceof LockLostError && /max hold/.test(why.message), String(why));
+    assert.ok(Date.now() - started < 1500, 'before the max hold ran out');
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
 test('maxHoldMs on a campaign: sent as max_hold_ms, and the leadership\'s signal aborts a safety margin before it runs out', async () => {
   const client = new RaftlockClient({ endpoints: [url] });
   try {

@@ -13,7 +13,7 @@
 // resource must refuse it once a newer leader has written (test/checkers/history/election.ts).
 import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';
-import { definite, enc, get, grantsOf, holderOf, num, post, sleep, str } from './client-http.js';
+import { definite, enc, get, grantsOf, holderOf, holdLeft, num, post, sleep, str } from './client-http.js';
 
 export interface ElectionCtx {
   rec: Recorder;
@@ -42,7 +42,7 @@ export async function electionIteration(ctx: ElectionCtx, rng: Rng, s: string): 
     { lock: name, session: s, wait_ms: waitMs, text: value, ...hold },
     post(`/v1/elections/${enc(name)}/campaign`, { session_id: s, value, wait_ms: waitMs, ...hold }, waitMs + 2000),
     waitMs + 4000,
-    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })),
   );
   ctx.noteSession(s, camp);
   if (camp.type !== 'ok') return sleep(rng.int(0, 150));

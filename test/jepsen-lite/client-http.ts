@@ -7,6 +7,12 @@ import type { OpValue } from '../checkers/history/history.js';
 export const enc = encodeURIComponent;
 export const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
 export const num = (v: unknown): number | undefined => (typeof v === 'number' ? v : undefined);
+/** an ok grant answer's max_hold_ms (the grant's remaining max hold, docs/contract.md §4),
+ *  for the history: the checkers bound the grant by it from the op's invoke */
+export function holdLeft(b: Record<string, unknown>): { max_hold_ms?: number } {
+  const v = num(b.max_hold_ms);
+  return v === undefined ? {} : { max_hold_ms: v };
+}
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 /** the exclusive holder a read or a lock_held answer names */

@@ -22,7 +22,7 @@ import { createInterface } from 'node:readline';
 import { seededRng, type Rng } from '../../src/raft/core/rng.js';
 import { clockFrom, httpJson, Recorder, type Outcome } from './recorder.js';
 import type { HistoryEvent } from '../checkers/history/history.js';
-import { definite, enc, get, grantsOf, holderOf, num, waitersOf, post, sleep, str } from './client-http.js';
+import { definite, enc, get, grantsOf, holderOf, holdLeft, num, post, sleep, str, waitersOf } from './client-http.js';
 import { maxHoldOf } from './workloads.js';
 import { readSemaphore, semaphoreIteration, sharedIteration, type WorkloadCtx } from './client-workloads.js';
 import { electionIteration, readElection, revokeGrants, revokeLeader, type ElectionCtx } from './client-election.js';
@@ -154,7 +154,7 @@ async function criticalSection(rng: Rng, lock: string, s: string, token: number)
   }
   if (rng.next() < 0.2) {
     const r = await rec.run('renew', { lock, session: s }, post(`/v1/locks/${enc(lock)}/renew`, { session_id: s }, 1500), 2000, (a) =>
-      definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+      definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })),
     );
     noteSession(s, r);
   }
@@ -202,7 +202,7 @@ async function iteration(rng: Rng, lastTokens: Map<string, number>): Promise<voi
     { lock, session: s, wait_ms: waitMs, ...hold, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
     post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs, ...hold }, waitMs + 2000, giveUp),
     waitMs + 4000,
-    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })),
     giveUp,
   );
   if (acq.type === 'info' && acq.value.code === 'gave-up') {
@@ -241,7 +241,7 @@ async function reuseKey(rng: Rng, s: string, first: string, key: string): Promis
   const others = args.locks.filter((l) => l !== first);
   const lock = others.length > 0 && rng.next() < 0.5 ? others[rng.int(0, others.length)]! : first;
   const hold = { max_hold_ms: 60_000 + rng.int(0, 1000) };
-  const r = await rec.run('acquire', { lock, session: s, wait_ms: 0, ...hold, reused_key: key }, post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: 0, ...hold }, 2000), 4000, (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })), undefined, key);
+  const r = await rec.run('acquire', { lock, session: s, wait_ms: 0, ...hold, reused_key: key }, post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: 0, ...hold }, 2000), 4000, (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })), undefined, key);
   noteSession(s, r);
   if (r.type !== 'ok') return;
   const rel = await rec.run('release', { lock, session: s }, post(`/v1/locks/${enc(lock)}/release`, { session_id: s }, 1500), 3000, (a) => definite(a, () => ({})));

@@ -14,7 +14,7 @@
 //   long after its deadline, and the reads show it (test/checkers/history/waits.ts).
 import type { Rng } from '../../src/raft/core/rng.js';
 import type { Outcome, Recorder } from './recorder.js';
-import { definite, enc, num, post, sleep } from './client-http.js';
+import { definite, enc, holdLeft, num, post, sleep } from './client-http.js';
 
 export interface WaitCtx {
   rec: Recorder;
@@ -33,7 +33,7 @@ export async function waitIteration(ctx: WaitCtx, rng: Rng, s: string): Promise<
     { lock, session: s, wait_ms: waitMs },
     post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs }, waitMs + 2000),
     long ? waitMs + 4000 : 0, // 0: one attempt, no retry
-    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })),
   );
   if (acq.type === 'info' && !long) {
     // gave up without knowing: keep the session, clean up much later

@@ -16,7 +16,7 @@
 import type { Rng } from '../../src/raft/core/rng.js';
 import { httpJson, type Outcome, type Recorder } from './recorder.js';
 import type { OpValue } from '../checkers/history/history.js';
-import { definite, enc, get, num, post, sleep, str } from './client-http.js';
+import { definite, enc, get, holdLeft, num, post, sleep, str } from './client-http.js';
 import { maxHoldOf, RESIZED_SEM, SEM_LIMIT } from './workloads.js';
 
 export interface WorkloadCtx {
@@ -58,7 +58,7 @@ export async function sharedIteration(ctx: WorkloadCtx, rng: Rng, s: string): Pr
     { lock, session: s, mode, wait_ms: waitMs, ...hold, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
     post(`/v1/locks/${enc(lock)}/acquire`, { session_id: s, wait_ms: waitMs, mode, ...hold }, waitMs + 2000, giveUp),
     waitMs + 4000,
-    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })),
+    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })),
     giveUp,
   );
   if (acq.type === 'info' && acq.value.code === 'gave-up') {
@@ -71,7 +71,7 @@ export async function sharedIteration(ctx: WorkloadCtx, rng: Rng, s: string): Pr
   const token = acq.value.token!;
   await useResource(ctx, rng, { lock, token, mode }, { name: lock, token, mode: mode === 'shared' ? 'read' : 'write' });
   if (rng.next() < 0.2) {
-    const r = await ctx.rec.run('renew', { lock, session: s, mode }, post(`/v1/locks/${enc(lock)}/renew`, { session_id: s }, 1500), 2000, (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1 })));
+    const r = await ctx.rec.run('renew', { lock, session: s, mode }, post(`/v1/locks/${enc(lock)}/renew`, { session_id: s }, 1500), 2000, (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, ...holdLeft(b) })));
     ctx.noteSession(s, r);
   }
   await sleep(rng.int(0, 100));
@@ -102,7 +102,7 @@ export async function semaphoreIteration(ctx: WorkloadCtx, rng: Rng, s: string):
     { lock: name, session: s, permits, limit, wait_ms: waitMs, ...hold, ...(giveUpMs !== undefined ? { give_up_ms: giveUpMs } : {}) },
     post(`/v1/semaphores/${enc(name)}/acquire`, { session_id: s, limit, permits, wait_ms: waitMs, ...hold }, waitMs + 2000, giveUp),
     waitMs + 4000,
-    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, permits: num(b.permits) ?? -1, limit: num(b.limit) ?? -1 })),
+    (a) => definite(a, (b) => ({ token: num(b.fencing_token) ?? -1, permits: num(b.permits) ?? -1, limit: num(b.limit) ?? -1, ...holdLeft(b) })),
     giveUp,
   );
   if (acq.type === 'fail' && acq.value.code === 'limit_mismatch' && acq.value.limit !== undefined) limits.set(name, acq.value.limit);

@@ -35,6 +35,16 @@ def _session_path(sid: str, suffix: str = "") -> str:
     return f"/v1/sessions/{quote(sid, safe='')}{suffix}"
 
 
+def _hold_left(answer: Dict[str, Any]) -> Optional[float]:
+    """A grant's remaining max hold in seconds, as the server answered it (``max_hold_ms``:
+    at most how much longer the grant lasts, counted from the send; docs/contract.md §4
+    "Revocation and maximum hold"), or None: no max hold, or an older server."""
+    v = answer.get("max_hold_ms")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or v < 0:
+        return None
+    return v / 1000.0
+
+
 def _ms(seconds: float) -> int:
     return max(0, int(round(seconds * 1000)))
 
@@ -311,7 +321,7 @@ class Client:
                 ok = ok and isinstance(x, dict) and x.get("name") == n and isinstance(x.get("fencing_token"), int) and x["fencing_token"] >= 1
         if not ok:
             raise InvalidRequestError("bad_response", f"{a.endpoint}: {what}: the grants do not match the names asked for", status=a.status, endpoint=a.endpoint)
-        return {"grants": [{"name": x["name"], "fencing_token": x["fencing_token"]} for x in grants], "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at}  # type: ignore[union-attr]
+        return {"grants": [{"name": x["name"], "fencing_token": x["fencing_token"], "hold_left": _hold_left(x)} for x in grants], "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at}  # type: ignore[union-attr]
 
     def _release_all(self, names: List[str], sid: str, budget: Optional[float] = None) -> List[str]:
         deadline = None if budget is None else time.monotonic() + budget
@@ -355,7 +365,7 @@ class Client:
         tok, ttl_ms = g.get("fencing_token"), g.get("ttl_ms")
         if not isinstance(tok, int) or tok < 1 or not isinstance(ttl_ms, int):
             raise InvalidRequestError("bad_response", f"{a.endpoint}: {what}: answer without a positive fencing_token", status=a.status, endpoint=a.endpoint)
-        return {"fencing_token": tok, "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at, "answer": g}
+        return {"fencing_token": tok, "ttl": ttl_ms / 1000.0, "sent_at": a.sent_at, "answer": g, "hold_left": _hold_left(g)}
 
     def _release_semaphore(self, name: str, sid: str, budget: Optional[float] = None) -> None:
         deadline = None if budget is None else time.monotonic() + budget

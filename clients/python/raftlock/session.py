@@ -145,6 +145,10 @@ class Session:
             if max_hold is not None:
                 for lk in locks:
                     lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+            # each grant's own remaining max hold, as the server answered it
+            for lk, x in zip(locks, g["grants"]):
+                if x.get("hold_left") is not None:
+                    lk._limit_hold(g["sent_at"] + x["hold_left"] - self.safety_margin)
             ls = LockSet(self, locks)
             if not ls.held:
                 for lk in locks:
@@ -233,6 +237,11 @@ class Session:
                 self._locks.add(lk)
             if max_hold is not None:
                 lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+            # The server's word on the grant's own max hold: a grant an earlier request of
+            # this session made (one given up on, delivered late) keeps that request's, which
+            # this client may never have seen (docs/contract.md §4).
+            if g.get("hold_left") is not None:
+                lk._limit_hold(g["sent_at"] + g["hold_left"] - self.safety_margin)
             if not lk.held:
                 # Granted after a wait whose only proof is older than the lease: holding it
                 # cannot be proven, so it is not claimed. (Keepalives normally prevent this.)

@@ -103,6 +103,26 @@ class GrantsTest(StubCase):
         with self.assertRaises(InvalidRequestError):
             s.lock("x", max_hold=0.05)
 
+    def test_an_answered_max_hold_bounds_the_grant_though_none_was_asked(self) -> None:
+        # a re-acquire can return a grant an earlier request of the session made (one given
+        # up on, delivered late) with that request's max hold (jepsen-lite seed 380155236)
+        stub = GrantsStub(2000)
+
+        def handler(r: Any) -> Reply:
+            rep = stub(r)
+            if r.path.endswith("/given-up/acquire"):
+                rep.body["max_hold_ms"] = 300
+            return rep
+        self.stub.handler = handler
+        s = Client([self.stub.url]).session(ttl=2)
+        self.addCleanup(s.close)
+        start = time.monotonic()
+        lk = s.lock("given-up")
+        self.assertNotIn("max_hold_ms", self.stub.matching("POST", "/given-up/acquire")[0].body)
+        self.assertTrue(lk.lost.wait(2))
+        self.assertLess(time.monotonic() - start, 0.3)
+        self.assertFalse(lk.held)
+
     def test_election_calls_and_the_leadership_lifecycle(self) -> None:
         self.stub.handler = GrantsStub(2000)
         c = Client([self.stub.url])

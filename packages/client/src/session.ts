@@ -315,6 +315,9 @@ export class Session extends EventEmitter<SessionEvents> {
         // as in acquireIn: a name the session held keeps that grant (and its first max hold)
         for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
         if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
+        // the grant's own remaining max hold, as the server answered it
+        const left = g.grants.find((x) => x.name === lock.name)?.maxHoldLeftMs;
+        if (left !== undefined) lock.limitHold(g.sentAt + left - this.safetyMarginMs);
         this.locks.add(lock);
         this.seenAt.set(lock, seen);
       }
@@ -406,7 +409,7 @@ export class Session extends EventEmitter<SessionEvents> {
    * longest, renews the proof from a grant, and cleans up after every acquire that may
    * have taken effect unseen (docs/client.md "An acquire that fails…").
    */
-  private async acquireIn<G extends { name: string; fencingToken: number; sentAt: number }, L extends Lock>(
+  private async acquireIn<G extends { name: string; fencingToken: number; sentAt: number; maxHoldLeftMs?: number }, L extends Lock>(
     kind: Kind, name: string, opts: { waitMs?: number; signal?: AbortSignal; maxHoldMs?: number }, fullCode: string,
     call: (waitMs: number, signal: AbortSignal) => Promise<G>, make: (g: G) => L,
   ): Promise<L> {
@@ -451,6 +454,10 @@ export class Session extends EventEmitter<SessionEvents> {
       // server frees it no sooner than max_hold_ms of real time after it was made.
       for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
       if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
+      // The server's word on the grant's own max hold: a grant an earlier request of this
+      // session made (one given up on, delivered late) keeps that request's, which this
+      // client may never have seen (docs/contract.md §4 "Revocation and maximum hold").
+      if (g.maxHoldLeftMs !== undefined) lock.limitHold(g.sentAt + g.maxHoldLeftMs - this.safetyMarginMs);
       this.locks.add(lock);
       this.seenAt.set(lock, this.host.now());
       if (this.state !== 'open') {

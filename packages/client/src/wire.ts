@@ -13,6 +13,10 @@ export interface Grant {
   ttlMs: number;
   /** 'shared' for a shared (read) grant (docs/contract.md §4) */
   mode: 'exclusive' | 'shared';
+  /** the grant's maximum hold: at most how much longer it lasts, from the request's send
+   *  (docs/contract.md §4 "Revocation and maximum hold"); absent without one, or from an
+   *  older server */
+  maxHoldLeftMs?: number;
 }
 
 /** A semaphore grant: `permits` of `limit`, with a token from the one global sequence. */
@@ -23,6 +27,8 @@ export interface SemaphoreGrantInfo {
   ttlMs: number;
   permits: number;
   limit: number;
+  /** as Grant.maxHoldLeftMs */
+  maxHoldLeftMs?: number;
 }
 
 /** A campaign won (docs/contract.md §4 "Leader election"): a lock grant with the leader's value. */
@@ -32,6 +38,8 @@ export interface CampaignGrant {
   value: string;
   fencingToken: number;
   ttlMs: number;
+  /** as Grant.maxHoldLeftMs */
+  maxHoldLeftMs?: number;
 }
 
 /** GET /v1/elections/{name}: the leader and its value, or null while none leads. */
@@ -64,7 +72,8 @@ export interface KeepaliveGrant {
 export interface LockSetGrantInfo {
   sessionId: string;
   ttlMs: number;
-  grants: { name: string; fencingToken: number }[];
+  /** maxHoldLeftMs: as Grant's, per grant */
+  grants: { name: string; fencingToken: number; maxHoldLeftMs?: number }[];
   mode: 'exclusive' | 'shared';
 }
 
@@ -142,6 +151,14 @@ function num(o: Obj, k: string, what: string): number {
   if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(what, `field ${k} is missing or not a number`);
   return v;
 }
+/** `g` with the answer's max_hold_ms (a grant's remaining maximum hold) when it has one */
+function withHoldLeft<T extends { maxHoldLeftMs?: number }>(g: T, o: Obj, what: string): T {
+  if (o['max_hold_ms'] === undefined) return g;
+  const left = num(o, 'max_hold_ms', what);
+  if (left < 0) throw bad(what, `max_hold_ms ${left} is negative`);
+  g.maxHoldLeftMs = left;
+  return g;
+}
 function bad(what: string, problem: string): RaftlockError {
   return new RaftlockError('bad_response', `unexpected answer to ${what}: ${problem}`);
 }
@@ -150,7 +167,7 @@ export function decodeGrant(v: unknown, what: string): Grant {
   const o = obj(v, what);
   const g: Grant = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what), mode: o['mode'] === 'shared' ? 'shared' : 'exclusive' };
   if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
-  return g;
+  return withHoldLeft(g, o, what);
 }
 
 /** an acquire-all's answer; `names` are the request's, which the grants must match one to one */
@@ -161,7 +178,8 @@ export function decodeLockSetGrant(v: unknown, names: readonly string[], what: s
     const g = obj(x, what);
     const t = num(g, 'fencing_token', what);
     if (!Number.isSafeInteger(t) || t < 1) throw bad(what, `fencing_token ${t} is not a positive integer`);
-    return { name: str(g, 'name', what), fencingToken: t };
+    const row: LockSetGrantInfo['grants'][number] = { name: str(g, 'name', what), fencingToken: t };
+    return withHoldLeft(row, g, what);
   });
   // a grant of another name, or one missing, would hand out a token for the wrong lock
   if (grants.length !== names.length || grants.some((g, i) => g.name !== names[i])) throw bad(what, `grants name ${grants.map((g) => g.name).join(', ')}, not the requested ${names.join(', ')}`);
@@ -172,7 +190,7 @@ export function decodeCampaignGrant(v: unknown, what: string): CampaignGrant {
   const o = obj(v, what);
   const g: CampaignGrant = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), value: str(o, 'value', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what) };
   if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
-  return g;
+  return withHoldLeft(g, o, what);
 }
 
 /** the contract's `leader` object, or null; undefined when absent or malformed */
@@ -195,7 +213,7 @@ export function decodeSemaphoreGrant(v: unknown, what: string): SemaphoreGrantIn
   const o = obj(v, what);
   const g: SemaphoreGrantInfo = { name: str(o, 'name', what), sessionId: str(o, 'session_id', what), fencingToken: num(o, 'fencing_token', what), ttlMs: num(o, 'ttl_ms', what), permits: num(o, 'permits', what), limit: num(o, 'limit', what) };
   if (!Number.isSafeInteger(g.fencingToken) || g.fencingToken < 1) throw bad(what, `fencing_token ${g.fencingToken} is not a positive integer`);
-  return g;
+  return withHoldLeft(g, o, what);
 }
 
 export function decodeSessionGrant(v: unknown, what: string): SessionGrant {

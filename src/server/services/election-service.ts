@@ -13,6 +13,7 @@ import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
 import { endedWaitAnswer } from './ended-wait.js';
+import { withHold } from '../../api/lock-views.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
@@ -100,7 +101,7 @@ export class ElectionService implements ElectionApi {
       return refused(heldBy(l.name, fsm.getElection(l.name)));
     }
     this.leader.renewLease(l.sessionId, arrival, 'timeout');
-    return ok(campaignView(l));
+    return ok(withHold(campaignView(l), fsm.holdLeftMs('lock', l.name, l.sessionId, l.fencingToken)));
   }
 
   private async waitForLeadership(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<Result<CampaignView>> {

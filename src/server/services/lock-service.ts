@@ -16,7 +16,7 @@ import { asActor, newSessionId, ownerRefusal, requester } from './requester.js';
 import { endedWaitAnswer } from './ended-wait.js';
 import { revokeGrants } from './revoke.js';
 import { countedAcquire } from './acquire-metric.js';
-import { grantOf, grantView, lockView } from '../../api/lock-views.js';
+import { grantOf, grantView, lockView, withHold } from '../../api/lock-views.js';
 import { lockHeldError, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
@@ -193,7 +193,7 @@ export class RaftLockService implements LockService {
       const h = grantOf(this.d.app.fsm.getLock(name), sessionId);
       if (!h) return refused(new Failure('not_holder', `session ${sessionId} does not hold lock ${name}`));
       this.leader.renewLease(sessionId, arrival, 'unavailable');
-      return ok(grantView(name, sessionId, h.fencingToken, s.value.ttlMs, h.mode));
+      return ok(withHold(grantView(name, sessionId, h.fencingToken, s.value.ttlMs, h.mode), this.d.app.fsm.holdLeftMs('lock', name, sessionId, h.fencingToken)));
     });
   }
 
@@ -307,7 +307,10 @@ export class RaftLockService implements LockService {
   /** a grant that stands: renew the lease from the request's arrival and answer it */
   private answerGrant(g: Granted, arrival: number): Result<GrantView> {
     this.leader.renewLease(g.sessionId, arrival, 'timeout');
-    return ok(viewOf(g));
+    // its terms as they stand: a re-acquire that returns a grant made by an earlier request
+    // of the session says how long that grant's max hold lets it last (jepsen-lite seed
+    // 380155236: a client took such a grant for its session's lifetime)
+    return ok(withHold(viewOf(g), this.d.app.fsm.holdLeftMs('lock', g.name, g.sessionId, g.fencingToken)));
   }
 
   /**

@@ -13,6 +13,7 @@ import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { newSessionFor } from './requester.js';
 import { endedWaitAnswer } from './ended-wait.js';
+import { withHold } from '../../api/lock-views.js';
 import { resultError, sessionNotFound, setHeldError } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
@@ -117,7 +118,11 @@ export class LockSetService implements LockSetApi {
     if (!s) return refused(sessionNotFound(sessionId));
     if (!this.stands(sessionId, grants)) return refused(setHeldError(this.blocked(names, sessionId)));
     this.leader.renewLease(sessionId, arrival, 'timeout');
-    return ok(view(sessionId, s.ttlMs, grants, mode));
+    const v = view(sessionId, s.ttlMs, grants, mode);
+    // each grant's own terms (a name the session already held keeps its max hold)
+    const fsm = this.d.app.fsm;
+    for (const row of v.grants) withHold(row, fsm.holdLeftMs('lock', row.name, sessionId, row.fencing_token));
+    return ok(v);
   }
 
   /** each name the session does not hold, with its exclusive holder when it has one */

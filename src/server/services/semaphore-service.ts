@@ -12,6 +12,7 @@ import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
 import { endedWaitAnswer } from './ended-wait.js';
+import { withHold } from '../../api/lock-views.js';
 import { revokeGrants } from './revoke.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
@@ -111,7 +112,7 @@ export class SemaphoreService {
       return refused(full(fsm.getSemaphore(g.name)));
     }
     this.leader.renewLease(g.sessionId, arrival, 'timeout');
-    return ok(grantView(g));
+    return ok(withHold(grantView(g), fsm.holdLeftMs('semaphore', g.name, g.sessionId, g.fencingToken)));
   }
 
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<Result<SemaphoreGrantView>> {

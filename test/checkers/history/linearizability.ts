@@ -235,7 +235,7 @@ export function partitionByName(ops: readonly Op[]): NamePartition[] {
     p.ops.push({ input, output: out, call: op.invoke, ret });
     p.source.push(op);
     // the service may end a grant with a max hold by itself, any time after it was made
-    if (ACQUIRES.has(op.f) && session && op.input.max_hold_ms !== undefined && op.type !== 'fail') {
+    if (ACQUIRES.has(op.f) && session && (op.input.max_hold_ms !== undefined || op.output.max_hold_ms !== undefined) && op.type !== 'fail') {
       const t = out?.token;
       for (const n of opNames) {
         const tn = op.f === 'acquire-all' ? out?.set?.find((g) => g.name === n)?.token : t;

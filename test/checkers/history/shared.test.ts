@@ -200,6 +200,20 @@ test('semaphores: a paused holder counted by the resource after its window close
   assert.equal(r.maxInWindows[S], 2);
 });
 
+test("semaphores: a re-acquire answered with the grant's own max_hold_ms ends its safe window there, though it asked for none (jepsen-lite seed 380155236)", () => {
+  // c1's first acquire (max hold 1000) was given up on and granted late (token 5); its
+  // re-acquire returned that grant, answered with 300 ms left of its max hold. c2's 2
+  // permits after those 300 ms are no violation; without the answer's word they were.
+  const h = (told: Record<string, number>): ReturnType<typeof ops> => ops([
+    ['c1', 'sem-acquire', { lock: S, session: SA, permits: 1, limit: 2, max_hold_ms: 1000 }, 0, 'info', { code: 'gave-up' }, 100],
+    ['c1', 'sem-acquire', { lock: S, session: SA, permits: 1, limit: 2 }, 700, 'ok', { token: 5, permits: 1, limit: 2, ...told }, 710],
+    ['c1', 'keepalive', { session: SA }, 1500, 'ok', {}, 1510],
+    ['c2', 'sem-acquire', { lock: S, session: SB, permits: 2, limit: 2 }, 1050, 'ok', { token: 6, permits: 2, limit: 2 }, 1100],
+  ]);
+  assert.deepEqual(checkSemaphores(h({ max_hold_ms: 300 }), [], TTL).violations, []);
+  assert.match(checkSemaphores(h({}), [], TTL).violations.join('\n'), /granted 2 permit\(s\) to bbbbbbbb \(token 6\)/);
+});
+
 test('semaphores: a read showing more permits in use than the limit, or holders that do not add up, is caught', () => {
   const h = ops([
     ['c1', 'sem-acquire', { lock: S, session: SA, permits: 2, limit: 2 }, 0, 'ok', { token: 5, permits: 2, limit: 2 }, 10],
