@@ -181,19 +181,30 @@ export function grantWindows(ops: readonly Op[], ttl: Ttl, kind: GrantKind = 'lo
   const acquires = ops.filter((o) => o.f === F.acquire && o.input.lock !== undefined && o.input.session !== undefined);
   const target = kind === 'semaphore' ? 'semaphore' : 'lock';
   const revokes = ops.filter((o) => o.f === 'revoke' && o.input.lock !== undefined && (o.input.target ?? 'lock') === target);
-  /** the max hold of the acquire that made g: its own, or for a grant only reads saw, the
-   *  last acquire of the name by the session sent before the read answered. An ok answer's
-   *  own max_hold_ms (the server's word on the grant's remaining hold, docs/contract.md §4)
-   *  bounds it too: a re-acquire that returned a grant an earlier request made keeps that
-   *  request's max hold (jepsen-lite seed 380155236). Both count from the op's invoke. */
-  const maxHoldEnd = (g: Grant): number => {
-    const own = acquires.find((c) => c.type === 'ok' && c.output.token === g.token && c.input.session === g.session && c.input.lock === g.lock);
-    const c = own ?? acquires.filter((x) => x.input.session === g.session && x.input.lock === g.lock && x.type !== 'fail' && x.invoke < g.complete).at(-1);
-    if (!c) return Infinity;
+  /** when an acquire's max hold can end the grant it made or returned, from its invoke: its
+   *  own max_hold_ms, and an ok answer's max_hold_ms (the server's word on the grant's
+   *  remaining hold, docs/contract.md §4: a re-acquire that returned a grant an earlier
+   *  request made keeps that request's max hold, jepsen-lite seed 380155236) */
+  const holdEndOf = (c: Op): number => {
     const scale = scaleAt(ttl, c.invoke);
     const asked = c.input.max_hold_ms === undefined ? Infinity : c.invoke + c.input.max_hold_ms * scale;
     const told = c.type === 'ok' && c.output.max_hold_ms !== undefined ? c.invoke + c.output.max_hold_ms * scale : Infinity;
     return Math.min(asked, told);
+  };
+  /** the earliest a max hold can end g: its own acquire's; for a grant only reads saw, the
+   *  earliest of every acquire of the name by the session sent before the read answered
+   *  that can have made it (any but an ok answer naming another token): a later request
+   *  without a max hold can be in flight while an earlier one's grant, with one, is read */
+  const maxHoldEnd = (g: Grant): number => {
+    const own = acquires.find((c) => c.type === 'ok' && c.output.token === g.token && c.input.session === g.session && c.input.lock === g.lock);
+    if (own) return holdEndOf(own);
+    let end = Infinity;
+    for (const c of acquires) {
+      if (c.input.session !== g.session || c.input.lock !== g.lock || c.invoke >= g.complete) continue;
+      if (c.type === 'ok' && c.output.token !== g.token) continue;
+      end = Math.min(end, holdEndOf(c));
+    }
+    return end;
   };
   /** the earliest send of a revocation that can have taken g away */
   const revokedFrom = (g: Grant): number => {

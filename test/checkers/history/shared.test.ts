@@ -214,6 +214,20 @@ test("semaphores: a re-acquire answered with the grant's own max_hold_ms ends it
   assert.match(checkSemaphores(h({}), [], TTL).violations.join('\n'), /granted 2 permit\(s\) to bbbbbbbb \(token 6\)/);
 });
 
+test('semaphores: a grant only reads saw ends by the earliest max hold of the acquires that can have made it, not the last one sent', () => {
+  // c1's acquire with a max hold of 300 ms was given up on (granted late, token 5); its next
+  // acquire, with none, sat at a paused node (info). A read at 600 shows the grant; the
+  // service ended it at its max hold, and c2 got both permits at 1000.
+  const h = ops([
+    ['c1', 'sem-acquire', { lock: S, session: SA, permits: 1, limit: 2, max_hold_ms: 300 }, 0, 'info', { code: 'gave-up' }, 100],
+    ['c1', 'sem-acquire', { lock: S, session: SA, permits: 1, limit: 2 }, 500, 'info', { code: 'timeout' }, 3000],
+    ['c4', 'sem-read', { lock: S }, 590, 'ok', { limit: 2, in_use: 1, holders: [{ session: SA, token: 5, permits: 1 }] }, 600],
+    ['c1', 'keepalive', { session: SA }, 550, 'ok', {}, 560],
+    ['c2', 'sem-acquire', { lock: S, session: SB, permits: 2, limit: 2 }, 950, 'ok', { token: 6, permits: 2, limit: 2 }, 1000],
+  ]);
+  assert.deepEqual(checkSemaphores(h, [], TTL).violations, []);
+});
+
 test('semaphores: a read showing more permits in use than the limit, or holders that do not add up, is caught', () => {
   const h = ops([
     ['c1', 'sem-acquire', { lock: S, session: SA, permits: 2, limit: 2 }, 0, 'ok', { token: 5, permits: 2, limit: 2 }, 10],
