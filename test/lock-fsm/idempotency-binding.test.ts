@@ -185,3 +185,40 @@ test('a refusal is never recorded as a key\'s answer', () => {
   assert.throws(() => t.put('k', { ok: false, code: 'idempotency_key_reused', differs: 'body' }, env), /not its answer/);
   assert.equal(t.size, 0);
 });
+
+test('a wait that ends without a grant settles its key to the refusal: lock_held as the lock stood, session_not_found, semaphore_full, a set\'s lock_held with blocked; a snapshot keeps it', () => {
+  const g = new Keyed();
+  for (const s of ['a', 'b', 'c', 'd']) g.open(s);
+  g.apply({ kind: 'acquire', name: 'L', sessionId: 'a', waitMs: 0 });
+  g.apply({ kind: 'semAcquire', name: 'S', sessionId: 'a', limit: 1, permits: 1, waitMs: 0 });
+  const requests: [Command, string][] = [
+    [{ kind: 'acquire', name: 'L', sessionId: 'b', waitMs: 5000 }, 'KL'],
+    [{ kind: 'semAcquire', name: 'S', sessionId: 'b', limit: 1, permits: 1, waitMs: 5000 }, 'KS'],
+    [{ kind: 'acquireAll', names: ['L', 'M'], sessionId: 'd', waitMs: 5000 }, 'KSET'],
+    [{ kind: 'acquire', name: 'L', sessionId: 'c', waitMs: 5000 }, 'KC'],
+  ];
+  const first = requests.map(([cmd, key]) => g.apply(cmd, key, ALICE).result);
+  assert.deepEqual(first.map((r) => r.ok && r.kind), ['queued', 'sem_queued', 'queued_all', 'queued']);
+  const set = first[2]!;
+  assert.ok(set.ok && set.kind === 'queued_all');
+  // the lessor ends b's and d's waits by their wait_ms; c's session is closed
+  g.apply({ kind: 'cancelWait', name: 'L', sessionId: 'b' });
+  g.apply({ kind: 'semCancelWait', name: 'S', sessionId: 'b', since: g.fsm.semWaitOf('S', 'b')!.since });
+  g.apply({ kind: 'cancelWait', name: 'M', sessionId: 'd', since: set.since });
+  g.apply({ kind: 'closeSession', sessionId: 'c' });
+  const holderA = { sessionId: 'a', owner: 'a', fencingToken: g.fsm.getLock('L').holder!.fencingToken };
+  const told = [
+    { ok: false, code: 'lock_held', holder: holderA },
+    { ok: false, code: 'semaphore_full', inUse: 1, limit: 1 },
+    { ok: false, code: 'lock_held', blocked: [{ name: 'L', holder: holderA }, { name: 'M' }] },
+    { ok: false, code: 'session_not_found' },
+  ];
+  const copy = new Keyed(LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode));
+  copy.index = g.index;
+  // every later copy of each request gets what its wait was told, on the original and on a
+  // restored replica, and nothing waits again
+  for (const k of [g, copy]) assert.deepEqual(requests.map(([cmd, key]) => k.apply(cmd, key, ALICE)), told.map((result) => ({ result, events: [], replayed: true })));
+  assert.deepEqual(g.fsm.getSession('b')?.waiting, []);
+  assert.deepEqual(g.fsm.getSession('d')?.waiting, []);
+  assert.deepEqual(g.fsm.getSemaphore('S').waiters, []);
+});
