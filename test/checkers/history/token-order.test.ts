@@ -69,3 +69,16 @@ test('fencing: tokens grow in real-time order across locks; one token is never t
   ]);
   assert.equal(checkTokenOrder(newCycle).length, 1);
 });
+
+test('fencing: a grant a session got from an acquire it gave up on, answered to its next acquire after a higher token, is not out of order (CI, seed 334791129)', () => {
+  // c1's acquire of L (outcome unknown) is relayed late and granted token 729; c2 gets token
+  // 741 of semaphore S; c1's next acquire of L answers the grant its session holds: 729
+  const rows = (first: 'info' | 'fail') => ops([
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 465 }, 0, first, first === 'info' ? { code: 'gave-up' } : { code: 'lock_held' }, 100],
+    ['c2', 'sem-acquire', { lock: 'S', session: SB, permits: 1, limit: 3 }, 200, 'ok', { token: 741, permits: 1, limit: 3 }, 300],
+    ['c1', 'acquire', { lock: 'L', session: SA, wait_ms: 0 }, 400, 'ok', { token: 729 }, 500],
+  ]);
+  assert.deepEqual(checkTokenOrder(rows('info')), []);
+  // the first acquire was refused: nothing of the session's could have made 729 before 741
+  assert.match(checkTokenOrder(rows('fail')).join('\n'), /token 729 \(L\) was granted after token 741 \(S\)/);
+});
