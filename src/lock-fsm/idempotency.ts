@@ -125,12 +125,8 @@ export class IdempotencyTable {
    *  place in the eviction order). Only a stored 'queued' answer for the same lock and
    *  session is replaced; a key that has aged out stays gone. */
   settle(key: string, grant: Extract<ApplyResult, { kind: 'acquired' | 'sem_acquired' }>): void {
-    const st = this.map.get(key);
-    if (st === undefined) return;
-    const r = st.result;
-    const queued = grant.kind === 'acquired' ? 'queued' : 'sem_queued';
-    if (!(r.ok && r.kind === queued && r.name === grant.name && r.sessionId === grant.sessionId)) return;
-    st.result = freeze(grant);
+    const st = this.waitOf(key, grant.kind === 'acquired' ? 'queued' : 'sem_queued', grant.name, grant.sessionId);
+    if (st !== undefined) st.result = freeze(grant);
   }
 
   /**
@@ -144,31 +140,39 @@ export class IdempotencyTable {
    * replaced: a single request's for `name` and the session, a set's for its `since`.
    */
   endWait(key: string, queued: 'queued' | 'sem_queued', name: string, sessionId: string, answer: ApplyResult): void {
-    const st = this.map.get(key);
-    if (st === undefined || this.testKeepQueuedAnswers) return;
-    const r = st.result;
-    if (!(r.ok && r.kind === queued && r.name === name && r.sessionId === sessionId)) return;
-    st.result = freeze(refusal(answer));
+    if (this.testKeepQueuedAnswers) return;
+    const st = this.waitOf(key, queued, name, sessionId);
+    if (st !== undefined) st.result = freeze(refusal(answer));
   }
 
   /** A waiting lock set ended without a grant: as endWait, for the acquireAll's stored
    *  'queued_all' of the same session and wait (`since`). */
   endSetWait(key: string, sessionId: string, since: number, answer: ApplyResult): void {
-    const st = this.map.get(key);
-    if (st === undefined || this.testKeepQueuedAnswers) return;
-    const r = st.result;
-    if (!(r.ok && r.kind === 'queued_all' && r.sessionId === sessionId && r.since === since)) return;
-    st.result = freeze(refusal(answer));
+    if (this.testKeepQueuedAnswers) return;
+    const st = this.setWaitOf(key, sessionId, since);
+    if (st !== undefined) st.result = freeze(refusal(answer));
   }
 
   /** A queued lock set was granted (docs/lock-fsm.md "Lock sets"): as settle, for the
    *  acquireAll's stored 'queued_all' of the same session and wait (`since`). */
   settleSet(key: string, since: number, grant: Extract<ApplyResult, { kind: 'acquired_all' }>): void {
+    const st = this.setWaitOf(key, grant.sessionId, since);
+    if (st !== undefined) st.result = freeze(grant);
+  }
+
+  /** key's record while its answer is still the 'queued' answer of this wait (settle and
+   *  endWait replace it: a wait ends once) */
+  private waitOf(key: string, queued: 'queued' | 'sem_queued', name: string, sessionId: string): Stored | undefined {
     const st = this.map.get(key);
-    if (st === undefined) return;
-    const r = st.result;
-    if (!(r.ok && r.kind === 'queued_all' && r.sessionId === grant.sessionId && r.since === since)) return;
-    st.result = freeze(grant);
+    const r = st?.result;
+    return r !== undefined && r.ok && r.kind === queued && r.name === name && r.sessionId === sessionId ? st : undefined;
+  }
+
+  /** as waitOf, for a lock set's 'queued_all' (the session's wait queued at `since`) */
+  private setWaitOf(key: string, sessionId: string, since: number): Stored | undefined {
+    const st = this.map.get(key);
+    const r = st?.result;
+    return r !== undefined && r.ok && r.kind === 'queued_all' && r.sessionId === sessionId && r.since === since ? st : undefined;
   }
 
   /** The service's withdrawal released a grant that won the race against the client's own

@@ -132,13 +132,6 @@ export class LockModel {
     if (this.lastToken === from) this.lastToken = Math.max(to, this.lastToken);
   }
 
-  private settle(key: string | undefined, queuedKind: string, grant: ApplyResult & { ok: true; name: string; sessionId: string }): void {
-    if (key === undefined) return;
-    const e = this.idem.find((x) => x.key === key);
-    const r = e?.result;
-    if (e && r && r.ok && r.kind === queuedKind && 'name' in r && r.name === grant.name && 'sessionId' in r && r.sessionId === grant.sessionId) e.result = grant;
-  }
-
   /** lock_held as the lock stands: its exclusive holder, or nobody */
   private lockHeld(name: string): ApplyResult {
     const x = this.locks.get(name)?.holders.find((h) => h.mode === 'exclusive');
@@ -147,9 +140,9 @@ export class LockModel {
     return x.value === undefined ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: x.value };
   }
 
-  /** A wait ended without a grant: its key's stored queued answer (of this name and
-   *  session, or of this set) becomes the refusal its waiting request was told. */
-  private settleEnded(key: string | undefined, queued: 'queued' | 'sem_queued' | 'queued_all', name: string | number, sid: string, answer: ApplyResult): void {
+  /** A wait ended: its key's stored queued answer (of this name and session, or of this
+   *  set's `since`) becomes its grant, or the refusal its waiting request was told. */
+  private settleWait(key: string | undefined, queued: 'queued' | 'sem_queued' | 'queued_all', name: string | number, sid: string, answer: ApplyResult): void {
     if (key === undefined) return;
     const e = this.idem.find((x) => x.key === key);
     const r = e?.result;
@@ -162,7 +155,7 @@ export class LockModel {
   private endLockWait(name: string, w: MWait, reason: 'cancelled' | 'session_ended'): void {
     const l = this.locks.get(name)!;
     l.queue.splice(l.queue.indexOf(w), 1);
-    this.settleEnded(w.key, 'queued', name, w.sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : this.lockHeld(name));
+    this.settleWait(w.key, 'queued', name, w.sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : this.lockHeld(name));
   }
 
   /** the session a new session would get refused for, or null */
@@ -305,7 +298,7 @@ export class LockModel {
         const i = sem ? sem.queue.findIndex((w) => w.sid === cmd.sessionId && w.since === cmd.since) : -1;
         if (sem && i >= 0) {
           const [w] = sem.queue.splice(i, 1) as [MSemWait];
-          this.settleEnded(w.key, 'sem_queued', cmd.name, w.sid, { ok: false, code: 'semaphore_full', inUse: used(sem), limit: sem.limit });
+          this.settleWait(w.key, 'sem_queued', cmd.name, w.sid, { ok: false, code: 'semaphore_full', inUse: used(sem), limit: sem.limit });
           ev.push({ type: 'semWaitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
           this.semPump(index, cmd.name, ev);
           return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: cmd.sessionId };
@@ -474,8 +467,7 @@ export class LockModel {
       if (w.mode === 'exclusive' && l.holders.length > 0) break;
       l.queue.shift();
       const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.maxHoldMs, w.value);
-      const r = this.acquired(name, h, this.sessions.get(w.sid)!) as ApplyResult & { ok: true; name: string; sessionId: string };
-      this.settle(w.key, 'queued', r);
+      this.settleWait(w.key, 'queued', name, w.sid, this.acquired(name, h, this.sessions.get(w.sid)!));
       if (w.mode === 'exclusive') break;
     }
     if (l.holders.length === 0 && l.delayMs === 0 && l.queue.length === 0) this.locks.delete(name);
@@ -559,7 +551,7 @@ export class LockModel {
     while (sem.queue.length > 0 && used(sem) + sem.queue[0]!.permits <= sem.limit) {
       const w = sem.queue.shift()!;
       const h = this.semGrant(index, name, sem, w.sid, w.owner, w.permits, ev, w.maxHoldMs);
-      this.settle(w.key, 'sem_queued', this.semAcquired(name, sem, h) as ApplyResult & { ok: true; name: string; sessionId: string });
+      this.settleWait(w.key, 'sem_queued', name, w.sid, this.semAcquired(name, sem, h));
     }
     if (sem.holders.length === 0 && sem.queue.length === 0) this.sems.delete(name);
   }
@@ -569,12 +561,12 @@ export class LockModel {
     if (!s) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
     if (this.sets.length > 0) {
       // while any set waits, every wait leaves its queue before any queue is served
-      for (const set of this.sets) if (set.sid === id) this.settleEnded(set.key, 'queued_all', set.since, id, { ok: false, code: 'session_not_found' });
+      for (const set of this.sets) if (set.sid === id) this.settleWait(set.key, 'queued_all', set.since, id, { ok: false, code: 'session_not_found' });
       this.sets = this.sets.filter((x) => x.sid !== id);
       const names = [...this.locks.keys()].sort(cmp).filter((n) => this.locks.get(n)!.queue.some((w) => w.sid === id));
       for (const name of names) {
         const l = this.locks.get(name)!;
-        for (const w of l.queue) if (w.sid === id && w.setSince === undefined) this.settleEnded(w.key, 'queued', name, id, { ok: false, code: 'session_not_found' });
+        for (const w of l.queue) if (w.sid === id && w.setSince === undefined) this.settleWait(w.key, 'queued', name, id, { ok: false, code: 'session_not_found' });
         l.queue = l.queue.filter((w) => w.sid !== id);
         ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
       }
@@ -604,7 +596,7 @@ export class LockModel {
       const i = sem.queue.findIndex((w) => w.sid === id);
       if (i < 0) continue;
       const [w] = sem.queue.splice(i, 1) as [MSemWait];
-      this.settleEnded(w.key, 'sem_queued', name, id, { ok: false, code: 'session_not_found' });
+      this.settleWait(w.key, 'sem_queued', name, id, { ok: false, code: 'session_not_found' });
       ev.push({ type: 'semWaitEnded', name, sessionId: id, reason: 'session_ended' });
       this.semPump(index, name, ev);
     }
@@ -674,11 +666,7 @@ export class LockModel {
       work.push(name);
     }
     const r = this.acquiredAll(set.sid, set.names, tokens, set.mode);
-    if (set.key !== undefined) {
-      const e = this.idem.find((x) => x.key === set.key);
-      const q = e?.result;
-      if (e && q && q.ok && q.kind === 'queued_all' && q.sessionId === set.sid && q.since === set.since) e.result = r;
-    }
+    this.settleWait(set.key, 'queued_all', set.since, set.sid, r);
     ev.push(set.mode === 'shared' ? { type: 'setGranted', sessionId: set.sid, since: set.since, grants: r.grants, mode: 'shared' } : { type: 'setGranted', sessionId: set.sid, since: set.since, grants: r.grants });
   }
 
@@ -699,7 +687,7 @@ export class LockModel {
       } else {
         this.sets.splice(this.sets.indexOf(end), 1);
         places = this.placesOf(end).sort((a, b) => cmp(a[0], b[0]));
-        this.settleEnded(end.key, 'queued_all', end.since, sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: places.map(([n]) => this.blockedRow(n)) });
+        this.settleWait(end.key, 'queued_all', end.since, sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: places.map(([n]) => this.blockedRow(n)) });
       }
       for (const [name, w] of places) {
         const l = this.locks.get(name)!;

@@ -258,8 +258,9 @@ export class RaftLockService implements LockService {
   /** The longest `op` takes here as the leader (a follower's relay waits that long). */
   leaderBudgetMs(op: LeaderOp, waitMs: number): number {
     if (op !== 'acquire') return this.d.clusterOps.leaderBudgetMs(op);
-    // propose; wait up to the backstop past wait_ms; renew the lease (a read round); one
-    // more proposal's time as slack (the relay must not give up before the leader answers)
+    // propose; wait up to the backstop past wait_ms; renew the lease (a read round). The
+    // second proposal timeout was for asking again, which no longer happens (ended-wait.ts);
+    // it stays as slack, so that a relay never gives up before the leader answers
     return 2 * (this.d.proposalTimeoutMs ?? 5000) + this.d.readTimeoutMs + waitMs + this.leader.waitBackstopMs();
   }
 

@@ -97,6 +97,9 @@ export interface OpValue {
   node?: string;
 }
 
+/** the operations that can make a grant: a lock, a set of locks, permits, a leadership */
+export const ACQUIRES: ReadonlySet<string> = new Set(['acquire', 'campaign', 'sem-acquire', 'acquire-all']);
+
 export interface HistoryEvent {
   /** the client process (Jepsen's :process) */
   process: string;

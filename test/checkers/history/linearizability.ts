@@ -25,7 +25,7 @@
 // one history against the model's acquireAll/releaseAll (a set granted whole or not at
 // all), every per-name operation in it naming its name. A name no set touches is a
 // partition of its own, as before.
-import type { Op, OpValue } from './history.js';
+import { ACQUIRES, type Op, type OpValue } from './history.js';
 import { checkOperations, type CheckResult, type Operation } from './wgl.js';
 import { historyModel, type Grant, type HistInput, type HistOutput, type HistState, type NameKind } from '../../model/history-model.js';
 import { ELECTION_PREFIX, SEM_PREFIX } from './names.js';
@@ -55,7 +55,6 @@ const FNS: Record<NameKind, ReadonlySet<string>> = {
   election: new Set(['campaign', 'proclaim', 'resign', 'el-read', 'revoke']),
   semaphore: new Set(['sem-acquire', 'sem-release', 'sem-read', 'sem-limit', 'revoke']),
 };
-const ACQUIRES = new Set(['acquire', 'campaign', 'sem-acquire', 'acquire-all']);
 const SETS = new Set(['acquire-all', 'release-all']);
 const READS = new Set(['read', 'check', 'renew', 'el-read', 'sem-read']);
 

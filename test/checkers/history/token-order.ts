@@ -1,5 +1,5 @@
 // Checker 3, fencing: tokens in real-time grant order (docs/jepsen-lite.md "Checkers").
-import { describeOp, type Op } from './history.js';
+import { ACQUIRES, describeOp, type Op } from './history.js';
 import { knownGrants, type Grant } from './grants.js';
 
 /** Tokens strictly increase in real-time grant order, across all locks and semaphores
@@ -57,5 +57,3 @@ function unknownAcquires(ops: readonly Op[]): Map<string, number> {
   }
   return out;
 }
-
-const ACQUIRES: ReadonlySet<string> = new Set(['acquire', 'acquire-all', 'sem-acquire', 'campaign']);
