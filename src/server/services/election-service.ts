@@ -12,7 +12,7 @@ import type { CampaignView, ElectionApi, ElectionLeaderView, ElectionListItem, E
 import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
-import { endedWaitAnswer } from './ended-wait.js';
+import { endedWaitAnswer, settledWait } from './ended-wait.js';
 import { withHold } from '../../api/lock-views.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
@@ -107,7 +107,14 @@ export class ElectionService implements ElectionApi {
   private async waitForLeadership(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<Result<CampaignView>> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'queued' answer (or this is a retry): a
-    // leadership it holds now is its answer, as a lock's (lock-service.ts waitForGrant)
+    // leadership it holds now is its answer after its own key's, as a lock's (lock-service.ts waitForGrant)
+    const settled = settledWait(fsm, ctx);
+    if (settled !== undefined) {
+      if (settled.ok && settled.kind === 'acquired' && settled.value !== undefined && fsm.holdsGrant('lock', settled.name, settled.sessionId, settled.fencingToken)) {
+        return this.confirm({ name, sessionId, fencingToken: settled.fencingToken, value: settled.value, ttlMs: settled.ttlMs }, arrival);
+      }
+      return endedWaitAnswer(fsm, ctx, 'election');
+    }
     const now = fsm.getElection(name).leader;
     if (now !== null && now.sessionId === sessionId) {
       // it leads, so its session is live (a grant never outlives it)

@@ -13,7 +13,7 @@
 // already answered "no" once grants a lock to a client that was told it did not get it
 // (jepsen-lite seed 179705514: a copy relayed 3.7 s late by a node that had been paused
 // was asked again and granted the lock), or to a session that released it (seed 971402082).
-import type { LockFsm } from '../../lock-fsm/index.js';
+import type { ApplyResult, LockFsm } from '../../lock-fsm/index.js';
 import { Failure } from '../../api/failure.js';
 import type { RequestContext } from '../../api/service.js';
 import { resultError } from '../../api/result-errors.js';
@@ -21,8 +21,25 @@ import { refused, type Result } from '../../api/service-result.js';
 
 /** `what`: what to read to learn the outcome ("lock", "semaphore", "locks", "election") */
 export function endedWaitAnswer<T>(fsm: LockFsm, ctx: RequestContext, what: string): Result<T> {
+  const settled = settledWait(fsm, ctx);
+  if (settled !== undefined && !settled.ok) return refused(resultError(settled));
+  return refused(new Failure('timeout', `the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the ${what}, or retry with the same Idempotency-Key`));
+}
+
+/**
+ * What the Idempotency-Key of a request the state machine answered 'queued' has settled
+ * to since: the grant its wait came to, or the refusal it ended with. `undefined` while
+ * the key still stores the 'queued' answer, or without a key.
+ *
+ * A waiting request's answer is its key's, before anything its session holds now: with
+ * two acquires of one name in flight in one session, the grant the session holds may be
+ * the other request's, and this one's wait may have ended "no" (its retry would answer
+ * that refusal).
+ */
+export function settledWait(fsm: LockFsm, ctx: RequestContext): ApplyResult | undefined {
   const key = ctx.idempotencyKey;
   const stored = key === undefined ? undefined : fsm.answerOf(key);
-  if (stored !== undefined && !stored.ok && stored.code !== 'idempotency_key_reused') return refused(resultError(stored));
-  return refused(new Failure('timeout', `the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the ${what}, or retry with the same Idempotency-Key`));
+  if (stored === undefined) return undefined;
+  if (stored.ok) return stored.kind === 'queued' || stored.kind === 'sem_queued' || stored.kind === 'queued_all' ? undefined : stored;
+  return stored.code === 'idempotency_key_reused' ? undefined : stored;
 }

@@ -13,7 +13,7 @@ import { SemaphoreService } from './semaphore-service.js';
 import { ElectionService } from './election-service.js';
 import { LockSetService } from './lock-set-service.js';
 import { asActor, newSessionId, ownerRefusal, requester } from './requester.js';
-import { endedWaitAnswer } from './ended-wait.js';
+import { endedWaitAnswer, settledWait } from './ended-wait.js';
 import { revokeGrants } from './revoke.js';
 import { countedAcquire } from './acquire-metric.js';
 import { grantOf, grantView, lockView, withHold } from '../../api/lock-views.js';
@@ -330,7 +330,16 @@ export class RaftLockService implements LockService {
   /** `cmd`: the acquire as this request proposed it (its wait_ms) */
   private async waitForGrant(cmd: Extract<Command, { kind: 'acquire' }>, name: string, sessionId: string, arrival: number, ctx: RequestContext): Promise<Result<GrantView>> {
     const fsm = this.d.app.fsm;
-    // The state may have moved on since the 'queued' answer (or this is a retry).
+    // The state may have moved on since the 'queued' answer (or this is a retry). This
+    // request's own key says first what its wait came to (ended-wait.ts settledWait): a
+    // grant that stands is answered; a refusal, or a grant gone since, is endedWaitAnswer's
+    const settled = settledWait(fsm, ctx);
+    if (settled !== undefined) {
+      if (settled.ok && settled.kind === 'acquired' && fsm.holdsGrant('lock', settled.name, settled.sessionId, settled.fencingToken)) return this.answerGrant(settled, arrival);
+      return endedWaitAnswer(fsm, ctx, 'lock');
+    }
+    // no key, or a key still 'queued' (a request that joined the session's wait): the
+    // session's grant of the name is the wait's
     const lock = fsm.getLock(name);
     const mine = grantOf(lock, sessionId);
     if (mine) {

@@ -11,7 +11,7 @@ import type { RevokedView, SemaphoreGrantView, SemaphoreView } from '../../api/s
 import type { LeaderLog } from '../leader/leader-log.js';
 import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
-import { endedWaitAnswer } from './ended-wait.js';
+import { endedWaitAnswer, settledWait } from './ended-wait.js';
 import { withHold } from '../../api/lock-views.js';
 import { revokeGrants } from './revoke.js';
 import { resultError, sessionNotFound } from '../../api/result-errors.js';
@@ -118,7 +118,12 @@ export class SemaphoreService {
   private async waitForGrant(name: string, sessionId: string, waitMs: number, arrival: number, ctx: RequestContext): Promise<Result<SemaphoreGrantView>> {
     const fsm = this.d.app.fsm;
     // The state may have moved on since the 'sem_queued' answer (or this is a retry): a
-    // grant it holds now is its answer, as a lock's (lock-service.ts waitForGrant)
+    // grant it holds now is its answer after its own key's, as a lock's (lock-service.ts waitForGrant)
+    const settled = settledWait(fsm, ctx);
+    if (settled !== undefined) {
+      if (settled.ok && settled.kind === 'sem_acquired' && fsm.holdsGrant('semaphore', settled.name, settled.sessionId, settled.fencingToken)) return this.confirm(settled, arrival);
+      return endedWaitAnswer(fsm, ctx, 'semaphore');
+    }
     const sem = fsm.getSemaphore(name);
     const mine = sem.holders.find((h) => h.sessionId === sessionId);
     if (mine) {

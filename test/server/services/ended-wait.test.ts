@@ -14,6 +14,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { Result } from '../../../src/api/service-result.js';
+import type { Command } from '../../../src/lock-fsm/index.js';
+import { encodeCommand } from '../../../src/server/app/command-codec.js';
 import { errorOf, setup, valueOf } from './service-fixture.js';
 
 type Fixture = ReturnType<typeof setup>;
@@ -116,4 +118,57 @@ test('the same for a semaphore, a lock set and a campaign', async () => {
   assert.equal(f.app.fsm.getLock('x').held, false);
   assert.equal(f.app.fsm.getLock('y').held, false);
   assert.equal(f.app.fsm.getElection('E').leader, null);
+});
+
+// Two acquires of one name in flight in one session: the first queues, its wait ends
+// without a grant (its key stores lock_held), and the second takes the lock — all in
+// one committed batch. The first request's answer is its own key's, not the grant the
+// session holds through the other request (a retry of the first would answer lock_held;
+// before the fix the first was answered the second's grant: services consulted the
+// session's grant before the request's key).
+test('a request whose wait ended answers its own key, not a grant its session took through another request of the same batch', async () => {
+  const f = setup();
+  const [a, b] = await sessions(f);
+  const held = valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
+  valueOf(await f.svc.semaphores.acquire('S', { sessionId: a, limit: 1, permits: 1, waitMs: 0 }, f.ctx('ks')));
+  valueOf(await f.svc.elections.campaign('E', { sessionId: a, value: 'va', waitMs: 0 }, f.ctx('ke')));
+  const step = () => new Promise((r) => setImmediate(r));
+  const atMs = f.app.fsm.logTimeMs;
+  const foreign = (cmd: Command) => f.driver.holdForeign(encodeCommand({ atMs, cmd }));
+  const base = f.driver.appliedIndex;
+  f.driver.hold = true;
+  // each first request queues behind a (at base + 1, + 2, + 3: the semaphore's wait is
+  // known by its index)
+  const first = {
+    lock: f.svc.acquire('L', { sessionId: b, waitMs: 60_000 }, f.ctx('K1')),
+    sem: f.svc.semaphores.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 60_000 }, f.ctx('KS1')),
+    campaign: f.svc.elections.campaign('E', { sessionId: b, value: 'vb', waitMs: 60_000 }, f.ctx('KE1')),
+  };
+  await step();
+  // its wait ends (the lessor's wait_ms cancel, as another leader committed it)
+  foreign({ kind: 'cancelWait', name: 'L', sessionId: b });
+  foreign({ kind: 'semCancelWait', name: 'S', sessionId: b, since: base + 2 });
+  foreign({ kind: 'cancelWait', name: 'E', sessionId: b });
+  // a lets go, and b's second request of each takes it
+  const released = [f.svc.release('L', a, undefined, f.ctx('ra')), f.svc.semaphores.release('S', a, f.ctx('rs')), f.svc.elections.resign('E', a, f.ctx('re'))];
+  await step();
+  const second = {
+    lock: f.svc.acquire('L', { sessionId: b, waitMs: 0 }, f.ctx('K2')),
+    sem: f.svc.semaphores.acquire('S', { sessionId: b, limit: 1, permits: 1, waitMs: 0 }, f.ctx('KS2')),
+    campaign: f.svc.elections.campaign('E', { sessionId: b, value: 'vb', waitMs: 0 }, f.ctx('KE2')),
+  };
+  await step();
+  f.driver.hold = false;
+  f.driver.commitHeld();
+  for (const r of released) assert.equal((await r).ok, true);
+  const lockGrant = valueOf(await second.lock);
+  valueOf(await second.sem);
+  valueOf(await second.campaign);
+  assert.equal(f.app.fsm.getLock('L').holder?.sessionId, b, 'b holds the lock through its second request');
+  const answers = [await told(first.lock), await told(first.sem), await told(first.campaign)];
+  assert.deepEqual(answers.map((x) => x.code), ['lock_held', 'semaphore_full', 'lock_held'], 'each first request is told its wait ended without a grant');
+  assert.deepEqual(answers[0]!.details, { holder: { session_id: a, owner: '', fencing_token: held.fencing_token } }, 'as the lock stood when its wait ended');
+  // and its retry answers the same
+  assert.deepEqual(await told(f.svc.acquire('L', { sessionId: b, waitMs: 60_000 }, f.ctx('K1'))), answers[0]);
+  assert.equal(f.app.fsm.getLock('L').holder?.fencingToken, lockGrant.fencing_token, 'the lock is the second request\'s grant still');
 });

@@ -45,6 +45,11 @@ export class FakeDriver {
     });
   }
 
+  /** an entry nobody here proposed, committed after what is held back so far (commitHeld) */
+  holdForeign(bytes: Uint8Array): void {
+    this.held.push({ bytes, resolve: () => undefined });
+  }
+
   /** an entry another leader committed, applied here */
   applyForeign(bytes: Uint8Array): void {
     this.apply(bytes);
