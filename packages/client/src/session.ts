@@ -101,6 +101,8 @@ interface Unresolved {
   token: number | undefined;
   /** semaphores: client clock until which a wait of the failed acquire may still be granted */
   waitUntil?: number;
+  /** the release of a grant a late copy of a given-up acquire made (sweepLate) */
+  late?: true;
 }
 
 type SessionEvents = {
@@ -116,6 +118,12 @@ const CLEANUP_BUDGET_MS = 5000;
 /** Allowance for a semaphore acquire's queued wait to outlive its request on the client's
  *  clock (its arrival lags its send; the server ends it by its own timer). */
 const SEM_WAIT_SLACK_MS = 2000;
+/** How long a name whose acquire gave up is watched for a grant a late copy of that
+ *  acquire makes (sweepLate): the server keeps an Idempotency-Key this long, and a copy
+ *  (a relay that sat behind a paused node) is most likely to arrive within seconds. */
+const WATCH_MS = 600_000;
+/** at most this many watched names per session; the oldest goes first */
+const MAX_WATCHED = 1024;
 
 function key(kind: Kind, name: string): string {
   return `${kind}\0${name}`;
@@ -177,6 +185,12 @@ export class Session extends EventEmitter<SessionEvents> {
   /** resources whose cleanup release failed (by kind and name); released again after
    *  every acknowledged keepalive */
   private readonly unresolved = new Map<string, Unresolved>();
+  /** names whose acquire gave up, by kind and name: client clock until which a grant of
+   *  the name that no grant object holds is released (sweepLate). Insertion order is
+   *  deadline order (watch re-inserts). */
+  private readonly watched = new Map<string, number>();
+  /** acquires in flight, by kind and name (a sweep leaves their names alone) */
+  private readonly acquiring = new Map<string, number>();
 
   /** @internal use RaftlockClient.session() */
   constructor(private readonly host: SessionHost, id: string, timing: SessionTiming, openedSentAt: number) {
@@ -287,6 +301,16 @@ export class Session extends EventEmitter<SessionEvents> {
     this.assertOpen();
     const { waitMs, maxHoldMs } = checkWait(opts);
     opts.signal?.throwIfAborted();
+    const keys = list.map((n) => key('lock', n));
+    this.begin(keys);
+    try {
+      return await this.acquireSet(list, opts, waitMs, maxHoldMs);
+    } finally {
+      this.end(keys);
+    }
+  }
+
+  private async acquireSet(list: string[], opts: SessionLockOptions, waitMs: number, maxHoldMs: number | undefined): Promise<LockSet> {
     // A cleanup of an earlier acquire of any of these names must not release what this one gets.
     for (const n of list) {
       await this.cleanups.get(key('lock', n));
@@ -340,7 +364,10 @@ export class Session extends EventEmitter<SessionEvents> {
   /** release-all of a lock set's names after an acquire-all whose outcome the caller never
    *  saw; what fails is left to the keepalives' per-name cleanups. Never throws. */
   private async cleanUpSet(names: readonly string[]): Promise<void> {
-    for (const n of names) this.dropGrants('lock', n);
+    for (const n of names) {
+      this.dropGrants('lock', n);
+      this.watch('lock', n);
+    }
     try {
       await this.host.releaseAll(names, this.id, { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS });
     } catch (err) {
@@ -420,6 +447,19 @@ export class Session extends EventEmitter<SessionEvents> {
     if (maxHoldMs !== undefined && (!Number.isSafeInteger(maxHoldMs) || maxHoldMs < 100 || maxHoldMs > 2_147_483_647)) throw new InvalidRequestError('invalid_request', `maxHoldMs must be a whole number of ms in 100..2147483647, got ${maxHoldMs}`);
     opts.signal?.throwIfAborted();
     const k = key(kind, name);
+    this.begin([k]);
+    try {
+      return await this.acquireOnce(kind, name, opts, fullCode, call, make, waitMs, maxHoldMs);
+    } finally {
+      this.end([k]);
+    }
+  }
+
+  private async acquireOnce<G extends { name: string; fencingToken: number; sentAt: number; maxHoldLeftMs?: number }, L extends Lock>(
+    kind: Kind, name: string, opts: { signal?: AbortSignal }, fullCode: string,
+    call: (waitMs: number, signal: AbortSignal) => Promise<G>, make: (g: G) => L, waitMs: number, maxHoldMs: number | undefined,
+  ): Promise<L> {
+    const k = key(kind, name);
     // A cleanup of an earlier acquire of this name must not release what this one gets.
     await this.cleanups.get(k);
     this.unresolved.delete(k);
@@ -441,6 +481,7 @@ export class Session extends EventEmitter<SessionEvents> {
           // release (this one does: docs/api.md "Release"), so until that wait has surely
           // ended a "not_holder" answer proves nothing.
           const entry: Unresolved = { kind, name, token: undefined, ...(kind === 'semaphore' ? { waitUntil: this.host.now() + chunk + SEM_WAIT_SLACK_MS } : {}) };
+          this.watch(kind, name);
           await this.cleanUp(entry);
         }
         throw err;
@@ -484,7 +525,10 @@ export class Session extends EventEmitter<SessionEvents> {
     const r = await this.host.keepaliveAt(this.id, this.proven, this.signal);
     this.grantsListed = r.grants !== undefined ? 'yes' : 'no';
     this.noteAck(r.sentAt);
-    if (r.grants !== undefined) this.judgeGrants(r.grants, askedAt);
+    if (r.grants !== undefined) {
+      this.judgeGrants(r.grants, askedAt);
+      this.sweepLate(r.grants);
+    }
   }
 
   /**
@@ -557,8 +601,10 @@ export class Session extends EventEmitter<SessionEvents> {
       this.noteAck(r.sentAt);
       this.scheduleKeepalive(this.jittered());
       for (const u of [...this.unresolved.values()]) void this.cleanUp(u);
-      if (r.grants !== undefined) this.judgeGrants(r.grants, askedAt);
-      else void this.checkRevoked();
+      if (r.grants !== undefined) {
+        this.judgeGrants(r.grants, askedAt);
+        this.sweepLate(r.grants);
+      } else void this.checkRevoked();
     } catch (err) {
       if (this.state !== 'open') return;
       if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id} (expired or closed)`, err);
@@ -591,6 +637,7 @@ export class Session extends EventEmitter<SessionEvents> {
         const o = { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS };
         if (u.kind === 'lock') await this.host.release(u.name, this.id, u.token, o);
         else await this.host.releaseSemaphore(u.name, this.id, o);
+        if (u.late) this.host.warn(`released ${u.kind} ${u.name}${u.token !== undefined ? ` (token ${u.token})` : ''} in session ${this.id}: a late copy of an acquire that had given up was granted it`, undefined);
       } catch (err) {
         if (this.state !== 'open') return;
         if (err instanceof NotHolderError) {
@@ -607,6 +654,63 @@ export class Session extends EventEmitter<SessionEvents> {
     })();
     this.cleanups.set(k, p);
     return p;
+  }
+
+  private begin(keys: readonly string[]): void {
+    for (const k of keys) this.acquiring.set(k, (this.acquiring.get(k) ?? 0) + 1);
+  }
+
+  private end(keys: readonly string[]): void {
+    for (const k of keys) {
+      const n = (this.acquiring.get(k) ?? 1) - 1;
+      if (n > 0) this.acquiring.set(k, n);
+      else this.acquiring.delete(k);
+    }
+  }
+
+  /** an acquire of `name` gave up: watch it for a grant a late copy makes (sweepLate) */
+  private watch(kind: Kind, name: string): void {
+    const k = key(kind, name);
+    this.watched.delete(k);
+    if (this.watched.size >= MAX_WATCHED) this.watched.delete(this.watched.keys().next().value as string);
+    this.watched.set(k, this.host.now() + WATCH_MS);
+  }
+
+  /**
+   * After a keepalive whose answer lists the session's grants: release each grant of a
+   * watched name that no grant object of this session holds, while no acquire or release
+   * of the name is in flight here (docs/client.md "A grant that arrives after the
+   * cleanup"). Such a grant was made by a copy of a given-up acquire that the cluster
+   * applied after the cleanup release (a relay that sat behind a paused node); nothing
+   * else would ever release it while the keepalives go on. A lock is released by the
+   * listed token, which never touches another grant or a wait; a semaphore by name (no
+   * grant object of it exists). New acquires of the name wait for the release, as for
+   * every cleanup. Names never given up on are left alone: a grant the caller took with
+   * the one-shot calls in this session is the caller's.
+   */
+  private sweepLate(grants: readonly KeepaliveGrant[]): void {
+    if (this.state !== 'open' || this.watched.size === 0) return;
+    const now = this.host.now();
+    for (const [k, until] of this.watched) {
+      if (until > now) break;
+      this.watched.delete(k);
+    }
+    for (const g of grants) {
+      const kind: Kind = g.kind === 'semaphore' ? 'semaphore' : 'lock';
+      const k = key(kind, g.name);
+      if (!this.watched.has(k) || this.acquiring.has(k) || this.cleanups.has(k) || this.holds(kind, g.name, g.fencingToken)) continue;
+      // a cleanup still unresolved releases everything of the name: it goes first
+      void this.cleanUp(this.unresolved.get(k) ?? { kind, name: g.name, token: kind === 'lock' ? g.fencingToken : undefined, late: true });
+    }
+  }
+
+  /** does a grant object of this session hold `name` (a lock: with `token`)? */
+  private holds(kind: Kind, name: string, token: number): boolean {
+    for (const l of this.locks) {
+      if (l.name !== name || (l instanceof SemaphoreGrant) !== (kind === 'semaphore')) continue;
+      if (kind === 'semaphore' || l.fencingToken === token) return true;
+    }
+    return false;
   }
 
   /**

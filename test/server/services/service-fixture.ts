@@ -31,6 +31,11 @@ export class FakeDriver {
     });
   }
 
+  /** how many proposals are held back */
+  heldCount(): number {
+    return this.held.length;
+  }
+
   /** commit and apply everything held back, in order (as the next leader would) */
   commitHeld(): void {
     for (const h of this.held.splice(0)) h.resolve(this.apply(h.bytes));

@@ -1,0 +1,178 @@
+// A grant that a late copy of a given-up acquire makes after the SDK's cleanup release
+// (docs/client.md "A grant that arrives after the cleanup"): the session releases it after
+// its next keepalive, by its fencing token, when no grant object of the session holds it
+// and no acquire of the name is in flight. Over real HTTP against the real REST server and
+// the node's service on a stand-in driver (test/server/services/service-fixture.ts); the late
+// copy is the same acquire sent again with the session's id, as a paused follower's relay
+// would deliver it (jepsen-lite seed 179705514's shape).
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import type { FastifyInstance } from 'fastify';
+import { RaftlockClient, type Session } from '@raftlock/client';
+import { buildServer } from '../../src/api/server.js';
+import { Metrics } from '../../src/metrics.js';
+import { LIMITS } from '../api/helpers.js';
+import { setup } from '../server/services/service-fixture.js';
+import { until } from '../support/until.js';
+
+let app: FastifyInstance;
+let url: string;
+let fx: ReturnType<typeof setup>;
+/** every release the server got, as `path body` */
+const releases: string[] = [];
+before(async () => {
+  fx = setup();
+  app = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
+  app.addHook('preHandler', async (req) => {
+    if (req.url.endsWith('/release')) releases.push(`${req.url} ${JSON.stringify(req.body)}`);
+  });
+  url = await app.listen({ host: '127.0.0.1', port: 0 });
+});
+after(async () => {
+  app.server.closeAllConnections();
+  await app.close();
+});
+
+/** a copy of an acquire for session `sid`, delivered now (what a late relay does) */
+async function lateCopy(path: string, body: Record<string, unknown>): Promise<{ fencing_token: number }> {
+  const res = await fetch(`${url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  assert.equal(res.status, 200, `${path}: ${await res.clone().text()}`);
+  return (await res.json()) as { fencing_token: number };
+}
+
+/** `name` held by another session; `s` gives up waiting for it (its cleanup runs) */
+async function giveUp(client: RaftlockClient, s: Session, name: string, kind: 'lock' | 'semaphore'): Promise<() => Promise<void>> {
+  const other = await client.session({ ttlMs: 60_000 });
+  if (kind === 'lock') {
+    await other.lock(name);
+    await assert.rejects(s.lock(name, { waitMs: 10_000, signal: AbortSignal.timeout(100) }), (e: Error) => e.name === 'TimeoutError');
+  } else {
+    await other.semaphore(name, { limit: 1 });
+    await assert.rejects(s.semaphore(name, { limit: 1, waitMs: 10_000, signal: AbortSignal.timeout(100) }), (e: Error) => e.name === 'TimeoutError');
+  }
+  return async () => void (await other.close());
+}
+
+function newClient(warnings: string[]): RaftlockClient {
+  return new RaftlockClient({ endpoints: [url], onWarning: (msg) => void warnings.push(msg) });
+}
+
+test('a lock granted to the session by a late copy of an acquire it gave up on is released after the next keepalive, by its token', async () => {
+  const warnings: string[] = [];
+  const client = newClient(warnings);
+  try {
+    const s = await client.session({ ttlMs: 60_000 }); // no automatic keepalive during the test
+    const freeOther = await giveUp(client, s, 'late-1', 'lock');
+    await freeOther();
+    const { fencing_token: token } = await lateCopy('/v1/locks/late-1/acquire', { session_id: s.id });
+    assert.equal(fx.app.fsm.getLock('late-1').holder?.sessionId, s.id, 'the late copy was granted');
+    releases.length = 0;
+    await s.keepalive();
+    await until(() => !fx.app.fsm.getLock('late-1').held, 5000, 'the late grant is released');
+    assert.deepEqual(releases, [`/v1/locks/late-1/release ${JSON.stringify({ session_id: s.id, fencing_token: token })}`], 'one release, by the late grant\'s token');
+    // reported once the release is answered (the server let go before it answered)
+    await until(() => warnings.some((w) => /late copy/.test(w) && w.includes(`token ${token}`)), 5000, 'the release is reported');
+    releases.length = 0;
+    await s.keepalive();
+    assert.deepEqual(releases, [], 'nothing left to release');
+    assert.ok(s.isOpen);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
+test('the session leaves alone a watched name\'s grant that a lock of it holds, and a grant of a name it never gave up on', async () => {
+  const client = newClient([]);
+  try {
+    const s = await client.session({ ttlMs: 60_000 });
+    const freeOther = await giveUp(client, s, 'late-2', 'lock');
+    await freeOther();
+    const late = await lateCopy('/v1/locks/late-2/acquire', { session_id: s.id });
+    // the caller takes the name again: the server answers the grant the late copy made
+    const lock = await s.lock('late-2');
+    assert.equal(lock.fencingToken, late.fencing_token);
+    // a grant taken with a one-shot call in this session, never given up on
+    const mine = await client.acquire('raw-1', { sessionId: s.id });
+    releases.length = 0;
+    await s.keepalive();
+    await s.keepalive();
+    assert.deepEqual(releases, [], 'nothing released');
+    assert.equal(lock.held, true);
+    assert.equal(fx.app.fsm.getLock('late-2').holder?.fencingToken, lock.fencingToken);
+    assert.equal(fx.app.fsm.getLock('raw-1').holder?.fencingToken, mine.fencingToken);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
+test('a semaphore granted by a late copy is released by name', async () => {
+  const client = newClient([]);
+  try {
+    const s = await client.session({ ttlMs: 60_000 });
+    const freeOther = await giveUp(client, s, 'late-pool', 'semaphore');
+    await freeOther();
+    await lateCopy('/v1/semaphores/late-pool/acquire', { session_id: s.id, limit: 1 });
+    assert.deepEqual(fx.app.fsm.getSemaphore('late-pool').holders.map((h) => h.sessionId), [s.id]);
+    releases.length = 0;
+    await s.keepalive();
+    await until(() => fx.app.fsm.getSemaphore('late-pool').holders.length === 0, 5000, 'the late permits are released');
+    assert.deepEqual(releases, [`/v1/semaphores/late-pool/release ${JSON.stringify({ session_id: s.id })}`]);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
+test('a watched name is left alone while an acquire of it is in flight in the session; that acquire gets the late grant', async () => {
+  const client = newClient([]);
+  try {
+    const s = await client.session({ ttlMs: 60_000 });
+    const freeOther = await giveUp(client, s, 'late-3', 'lock');
+    await freeOther();
+    const late = await lateCopy('/v1/locks/late-3/acquire', { session_id: s.id });
+    releases.length = 0;
+    fx.driver.hold = true; // the acquire's proposal waits to commit
+    let lock;
+    try {
+      const pending = s.lock('late-3');
+      await until(() => fx.driver.heldCount() === 1, 5000, 'the acquire reached the leader');
+      await s.keepalive();
+      assert.deepEqual(releases, [], 'no release while the acquire is in flight');
+      fx.driver.hold = false;
+      fx.driver.commitHeld();
+      lock = await pending;
+    } finally {
+      fx.driver.hold = false;
+      fx.driver.commitHeld();
+    }
+    assert.equal(lock.fencingToken, late.fencing_token, 'the acquire is answered the late grant');
+    await s.keepalive();
+    assert.deepEqual(releases, [], 'which its lock now holds');
+    assert.equal(lock.held, true);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
+
+test('a name is watched for 10 minutes: a late grant after that is left to the session\'s end', async () => {
+  let skew = 0;
+  const client = new RaftlockClient({ endpoints: [url], now: () => performance.now() + skew });
+  try {
+    const s = await client.session({ ttlMs: 3_600_000 }); // its proof outlasts the clock's jump
+    const freeOther = await giveUp(client, s, 'late-4', 'lock');
+    await freeOther();
+    await lateCopy('/v1/locks/late-4/acquire', { session_id: s.id });
+    skew += 600_001; // the client's clock passes the watch (the session is renewed below from the new time)
+    releases.length = 0;
+    await s.keepalive();
+    await s.keepalive();
+    assert.deepEqual(releases, [], 'nothing released after the watch ended');
+    assert.equal(fx.app.fsm.getLock('late-4').holder?.sessionId, s.id);
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});
