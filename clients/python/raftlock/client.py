@@ -58,14 +58,16 @@ class Client:
     ``ca_file`` / ``cert_file`` / ``key_file`` (or a ready ``ssl_context``): TLS for
     https:// endpoints, mutual TLS with a client certificate. ``on_warning(message, err)``
     receives recoverable problems (a failed keepalive that will be retried, a failed
-    release). ``leader_routing`` (default True): send writes, keepalives and linearizable
-    reads to the leader the answers name, when its URL is one of ``endpoints``, sparing a
-    follower's relay; False spreads them round-robin (README "Leader routing")."""
+    release), and information with ``err`` None (a grant that a late copy of a given-up
+    acquire made, released by the session). ``leader_routing`` (default True): send
+    writes, keepalives and linearizable reads to the leader the answers name, when its URL
+    is one of ``endpoints``, sparing a follower's relay; False spreads them round-robin
+    (README "Leader routing")."""
 
     def __init__(self, endpoints: Union[str, Sequence[str]], timeout: float = 5.0, retry_budget: float = 15.0,
                  token: Optional[str] = None, ca_file: Optional[str] = None, cert_file: Optional[str] = None,
                  key_file: Optional[str] = None, ssl_context: Optional[ssl.SSLContext] = None,
-                 on_warning: Optional[Callable[[str, BaseException], None]] = None,
+                 on_warning: Optional[Callable[[str, Optional[BaseException]], None]] = None,
                  leader_routing: bool = True) -> None:
         urls = [u.strip() for u in endpoints.split(",") if u.strip()] if isinstance(endpoints, str) else list(endpoints)
         for what, v in (("timeout", timeout), ("retry_budget", retry_budget)):
@@ -267,7 +269,7 @@ class Client:
 
     # ---- internals --------------------------------------------------------------------
 
-    def _warn(self, message: str, err: BaseException) -> None:
+    def _warn(self, message: str, err: Optional[BaseException]) -> None:
         if self._on_warning is not None:
             self._on_warning(message, err)
 

@@ -14,9 +14,10 @@ retried quickly. Loss is final."""
 
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Set
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
 
-from .errors import (InvalidRequestError, LockHeldError, LockLostError, PermissionDeniedError, RaftlockError,
+from .errors import (InvalidRequestError, LockHeldError, LockLostError, NotHolderError, PermissionDeniedError, RaftlockError,
                      SemaphoreFullError, SessionLostError, SessionNotFoundError, definitely_not_applied)
 from .lock import Leadership, Lock, LockSet, SemaphoreGrant
 from .transport import Cancel, Cancelled
@@ -26,10 +27,48 @@ if TYPE_CHECKING:
 
 #: The contract's longest single wait (wait_ms <= 300000); longer waits re-queue.
 MAX_WAIT_PER_REQUEST = 300.0
+#: How long a name whose acquire gave up is watched for a grant a late copy of that acquire
+#: makes: the server keeps an Idempotency-Key this long, and a copy (a relay that sat behind
+#: a paused node) is most likely to come within seconds.
+WATCH_SECONDS = 600.0
+#: At most this many watched names per session; the one with the earliest deadline goes first.
+MAX_WATCHED = 1024
+
+#: A grant's name space on the server and its name: ("lock" | "semaphore", name).
+NameKey = Tuple[str, str]
 
 
 def default_safety_margin(ttl: float) -> float:
     return min(2.0, max(0.02, ttl / 10))
+
+
+class WatchedNames:
+    """The names a session released after an acquire that gave up, each with the
+    time.monotonic() until which a grant of it that no grant object holds is released
+    (Session._sweep_late_grants). Not thread-safe: the session guards it with its lock.
+    ``now`` is passed in so that the bookkeeping can be tested without waiting."""
+
+    def __init__(self, period: float = WATCH_SECONDS, limit: int = MAX_WATCHED) -> None:
+        self.period = period
+        self.limit = limit
+        self._until: Dict[NameKey, float] = {}
+
+    def add(self, key: NameKey, now: float) -> None:
+        """Watches ``key`` until ``now`` + period (watching it again extends the deadline)."""
+        if key not in self._until and len(self._until) >= self.limit:
+            del self._until[min(self._until, key=self._until.__getitem__)]
+        self._until[key] = now + self.period
+
+    def expire(self, now: float) -> None:
+        """Drops every name whose deadline has come."""
+        for k in [k for k, until in self._until.items() if until <= now]:
+            del self._until[k]
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._until
+
+    def __len__(self) -> int:
+        return len(self._until)
 
 
 class Session:
@@ -52,6 +91,13 @@ class Session:
         self._proven = opened_sent_at + ttl - self.safety_margin
         self._last_ack = opened_sent_at
         self._locks: Set[Lock] = set()
+        # Late-grant sweep state (_sweep_late_grants), all guarded by _mu: the names released
+        # after an acquire that gave up; acquires in flight and cleanup or sweep releases in
+        # flight, counted per name. _changed wakes acquires waiting for such a release.
+        self._watched = WatchedNames()
+        self._acquiring: Dict[NameKey, int] = {}
+        self._releasing: Dict[NameKey, int] = {}
+        self._changed = threading.Condition(self._mu)
         self._cancel = Cancel()  # cuts in-flight calls of this session short when it ends
         self._lost_timer: Optional[threading.Timer] = None
         with self._mu:
@@ -88,7 +134,9 @@ class Session:
         An acquire that ends without a definite "not applied" (an interrupt, a timeout,
         OutcomeUnknownError, a network error) releases the name in this session before the
         error propagates: the grant may have raced the give-up, and the release is
-        idempotent and harmless if nothing was granted."""
+        idempotent and harmless if nothing was granted. The name is then watched for 10
+        minutes: a grant of it that a late copy of the acquire makes, which no lock object
+        holds, is released after the keepalive that lists it (a warning reports it)."""
         def call(chunk: float) -> Dict[str, Any]:
             return self._client._acquire(name, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
 
@@ -105,7 +153,7 @@ class Session:
         LockHeldError (with ``blocked``) when the wait runs out, DeadlockError when waiting
         would close a cycle, and an acquire that ends without a definite "not applied" gives
         every name back (one release-all, which also withdraws the wait) before the error
-        propagates. The LockSet's ``lost`` is set when ANY of its locks is lost."""
+        propagates, and watches the names as lock() says. The LockSet's ``lost`` is set when ANY of its locks is lost."""
         if not isinstance(names, (list, tuple)) or not 1 <= len(names) <= 64 or len(set(names)) != len(names) or not all(isinstance(n, str) and n for n in names):
             raise InvalidRequestError("invalid_request", f"a lock set names 1-64 distinct non-empty lock names, got {names!r}")
         names = list(names)
@@ -114,52 +162,58 @@ class Session:
         if max_hold is not None and (not isinstance(max_hold, (int, float)) or not 0.1 <= max_hold <= 2147483.647):
             raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
         self._assert_open()
-        until = time.monotonic() + wait
-        while True:
-            chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
-            try:
-                g = self._client._acquire_all(names, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
-            except Cancelled:
-                raise self._ended_error() from None
-            except BaseException as err:
-                if isinstance(err, SessionNotFoundError):
-                    self._mark_lost(f"the server no longer knows session {self.id}", err)
-                if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
-                    continue  # this wait ran out before ours: queue again
-                if not definitely_not_applied(err):
-                    self._forget_set(names, err)
-                raise
-            self._note_ack(g["sent_at"])
-            locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
-            with self._mu:
-                if self._state != "open":
+        # counted in flight from here: a sweep leaves these names alone until the locks are
+        # in self._locks (or the acquire's own cleanup has run)
+        with self._acquiring_names([("lock", n) for n in names]):
+            until = time.monotonic() + wait
+            while True:
+                chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+                try:
+                    g = self._client._acquire_all(names, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
+                except Cancelled:
+                    raise self._ended_error() from None
+                except BaseException as err:
+                    if isinstance(err, SessionNotFoundError):
+                        self._mark_lost(f"the server no longer knows session {self.id}", err)
+                    if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
+                        continue  # this wait ran out before ours: queue again
+                    if not definitely_not_applied(err):
+                        self._forget_set(names, err)
+                    raise
+                self._note_ack(g["sent_at"])
+                locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
+                with self._mu:
+                    if self._state != "open":
+                        for lk in locks:
+                            lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
+                        raise self._ended_error()
                     for lk in locks:
-                        lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
-                    raise self._ended_error()
-                for lk in locks:
-                    # a name the session held keeps that grant, and its first max hold
-                    for other in self._locks:
-                        if other.space == lk.space and other.fencing_token == lk.fencing_token:
-                            lk._limit_hold(other.hold_until)
-                    self._locks.add(lk)
-            if max_hold is not None:
-                for lk in locks:
-                    lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
-            # each grant's own remaining max hold, as the server answered it
-            for lk, x in zip(locks, g["grants"]):
-                if x.get("hold_left") is not None:
-                    lk._limit_hold(g["sent_at"] + x["hold_left"] - self.safety_margin)
-            ls = LockSet(self, locks)
-            if not ls.held:
-                for lk in locks:
-                    lk._mark_lost(f"{', '.join(names)} were granted but the session could not be proven alive")
-            return ls
+                        # a name the session held keeps that grant, and its first max hold
+                        for other in self._locks:
+                            if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                                lk._limit_hold(other.hold_until)
+                        self._locks.add(lk)
+                if max_hold is not None:
+                    for lk in locks:
+                        lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+                # each grant's own remaining max hold, as the server answered it
+                for lk, x in zip(locks, g["grants"]):
+                    if x.get("hold_left") is not None:
+                        lk._limit_hold(g["sent_at"] + x["hold_left"] - self.safety_margin)
+                ls = LockSet(self, locks)
+                if not ls.held:
+                    for lk in locks:
+                        lk._mark_lost(f"{', '.join(names)} were granted but the session could not be proven alive")
+                return ls
 
     def _forget_set(self, names: List[str], cause: BaseException) -> None:
         if not self.is_open:
             return
+        keys = [("lock", n) for n in names]
+        self._watch(keys)
         try:
-            self._client._release_all(names, self.id, budget=self._client.timeout)
+            with self._releasing_names(keys):
+                self._client._release_all(names, self.id, budget=self._client.timeout)
         except RaftlockError as e:
             if not isinstance(e, SessionNotFoundError):
                 self._client._warn(f"could not release {', '.join(names)} after an acquire-all that gave up ({cause!r}); they are freed when session {self.id} ends", e)
@@ -207,46 +261,48 @@ class Session:
         if max_hold is not None and (not isinstance(max_hold, (int, float)) or not 0.1 <= max_hold <= 2147483.647):
             raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
         self._assert_open()
-        until = time.monotonic() + wait
-        while True:
-            chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
-            try:
-                g = call(chunk)
-            except Cancelled:
-                raise self._ended_error() from None
-            except BaseException as err:
-                if isinstance(err, SessionNotFoundError):
-                    self._mark_lost(f"the server no longer knows session {self.id}", err)
-                if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
-                    continue  # this wait ran out before ours: queue again
-                if not definitely_not_applied(err):
-                    self._forget_grant(space, name, err)
-                raise
-            # A granted acquire renewed the session from its arrival, no earlier than its send.
-            self._note_ack(g["sent_at"])
-            lk = make(g)
-            with self._mu:
-                if self._state != "open":
-                    lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
-                    raise self._ended_error()
-                # A second acquire of a grant the session holds returns the same grant: the
-                # server keeps its first max hold.
-                for other in self._locks:
-                    if other.space == lk.space and other.fencing_token == lk.fencing_token:
-                        lk._limit_hold(other.hold_until)
-                self._locks.add(lk)
-            if max_hold is not None:
-                lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
-            # The server's word on the grant's own max hold: a grant an earlier request of
-            # this session made (one given up on, delivered late) keeps that request's, which
-            # this client may never have seen (docs/contract.md §4).
-            if g.get("hold_left") is not None:
-                lk._limit_hold(g["sent_at"] + g["hold_left"] - self.safety_margin)
-            if not lk.held:
-                # Granted after a wait whose only proof is older than the lease: holding it
-                # cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
-                lk._mark_lost(f"{name} was granted but the session could not be proven alive")
-            return lk
+        # counted in flight until the grant is in self._locks (or the cleanup has run)
+        with self._acquiring_names([(space, name)]):
+            until = time.monotonic() + wait
+            while True:
+                chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+                try:
+                    g = call(chunk)
+                except Cancelled:
+                    raise self._ended_error() from None
+                except BaseException as err:
+                    if isinstance(err, SessionNotFoundError):
+                        self._mark_lost(f"the server no longer knows session {self.id}", err)
+                    if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
+                        continue  # this wait ran out before ours: queue again
+                    if not definitely_not_applied(err):
+                        self._forget_grant(space, name, err)
+                    raise
+                # A granted acquire renewed the session from its arrival, no earlier than its send.
+                self._note_ack(g["sent_at"])
+                lk = make(g)
+                with self._mu:
+                    if self._state != "open":
+                        lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
+                        raise self._ended_error()
+                    # A second acquire of a grant the session holds returns the same grant: the
+                    # server keeps its first max hold.
+                    for other in self._locks:
+                        if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                            lk._limit_hold(other.hold_until)
+                    self._locks.add(lk)
+                if max_hold is not None:
+                    lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+                # The server's word on the grant's own max hold: a grant an earlier request of
+                # this session made (one given up on, delivered late) keeps that request's, which
+                # this client may never have seen (docs/contract.md §4).
+                if g.get("hold_left") is not None:
+                    lk._limit_hold(g["sent_at"] + g["hold_left"] - self.safety_margin)
+                if not lk.held:
+                    # Granted after a wait whose only proof is older than the lease: holding it
+                    # cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
+                    lk._mark_lost(f"{name} was granted but the session could not be proven alive")
+                return lk
 
     def keepalive(self) -> None:
         """One keepalive now (besides the automatic ones)."""
@@ -256,6 +312,7 @@ class Session:
         self._note_ack(sent_at)
         if grants is not None:
             self._judge_grants(grants, asked_at)
+            self._sweep_late_grants(grants)
 
     def close(self) -> List[str]:
         """Ends the session on the server (its locks are released at once) and stops the
@@ -295,16 +352,68 @@ class Session:
     def _forget_grant(self, space: str, name: str, cause: BaseException) -> None:
         if not self.is_open:
             return  # a lost or closed session is closed on the server, which frees its grants
+        self._watch([(space, name)])
         try:
             # a release without a token also withdraws a wait (docs/api.md "Release"); an
             # election is the lock of its name on the server
-            if space == "semaphore":
-                self._client._release_semaphore(name, self.id, budget=self._client.timeout)
-            else:
-                self._client._release(name, self.id, None, budget=self._client.timeout)
+            with self._releasing_names([(space, name)]):
+                if space == "semaphore":
+                    self._client._release_semaphore(name, self.id, budget=self._client.timeout)
+                else:
+                    self._client._release(name, self.id, None, budget=self._client.timeout)
         except RaftlockError as e:
             if not isinstance(e, (SessionNotFoundError,)) and e.code != "not_holder":
                 self._client._warn(f"could not release {name} after an acquire that gave up ({cause!r}); it is freed when session {self.id} ends", e)
+
+    def _watch(self, keys: List[NameKey]) -> None:
+        """These names are released after an acquire that gave up. A copy of that acquire
+        that the cluster applies after the release makes a grant no lock object knows, which
+        the keepalives would keep alive until the session ends: watched, it is released by
+        _sweep_late_grants."""
+        with self._mu:
+            now = time.monotonic()
+            for k in keys:
+                self._watched.add(k, now)
+
+    @contextmanager
+    def _acquiring_names(self, keys: List[NameKey]) -> Iterator[None]:
+        """Counts an acquire of ``keys`` as in flight, so that a sweep leaves them alone.
+        It first waits for any cleanup or sweep release of them in flight: a release without
+        a token sent after this acquire's grant would free it."""
+        with self._mu:
+            while self._state == "open" and any(self._releasing.get(k) for k in keys):
+                self._changed.wait()
+            if self._state != "open":
+                raise self._ended_error()
+            for k in keys:
+                self._acquiring[k] = self._acquiring.get(k, 0) + 1
+        try:
+            yield
+        finally:
+            with self._mu:
+                for k in keys:
+                    n = self._acquiring.pop(k) - 1
+                    if n > 0:
+                        self._acquiring[k] = n
+
+    @contextmanager
+    def _releasing_names(self, keys: List[NameKey]) -> Iterator[None]:
+        """A cleanup release of ``keys`` in flight: new acquires of them wait for it."""
+        with self._mu:
+            for k in keys:
+                self._releasing[k] = self._releasing.get(k, 0) + 1
+        try:
+            yield
+        finally:
+            self._released(keys)
+
+    def _released(self, keys: List[NameKey]) -> None:
+        with self._mu:
+            for k in keys:
+                n = self._releasing.pop(k) - 1
+                if n > 0:
+                    self._releasing[k] = n
+            self._changed.notify_all()
 
     def _note_ack(self, sent_at: float) -> None:
         with self._mu:
@@ -365,6 +474,7 @@ class Session:
             self._note_ack(sent_at)
             if grants is not None:
                 self._judge_grants(grants, asked_at)
+                self._sweep_late_grants(grants)
             wait = self._jittered()
 
     def _judge_grants(self, grants: List[Dict[str, Any]], asked_at: float) -> None:
@@ -390,6 +500,65 @@ class Session:
         for lk in gone:
             lk._mark_lost(f"{lk._what()} (token {lk.fencing_token}) is no longer held by session {self.id}: revoked, or freed by its max hold")
 
+    def _sweep_late_grants(self, grants: List[Dict[str, Any]]) -> None:
+        """After a keepalive whose answer lists the session's grants: releases each listed
+        grant of a watched name (_watch) that no grant object of this session holds, while no
+        acquire, cleanup or sweep release of the name is in flight here. Such a grant was
+        made by a copy of a given-up acquire that the cluster applied after the cleanup
+        release; nothing else would release it while the keepalives go on. Names never given
+        up on are left alone: a grant taken with the one-shot calls in this session is the
+        caller's. The releases run on threads of their own, so that a slow one never holds
+        up the keepalives; new acquires of the name wait for them."""
+        todo: List[Tuple[str, str, int]] = []
+        with self._mu:
+            if self._state != "open":
+                return
+            self._watched.expire(time.monotonic())
+            if not self._watched:
+                return
+            for g in grants:
+                if not (isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("fencing_token"), int)):
+                    continue
+                space, name, token = ("semaphore" if g.get("kind") == "semaphore" else "lock"), g["name"], g["fencing_token"]
+                k = (space, name)
+                if k not in self._watched or self._acquiring.get(k) or self._releasing.get(k) or self._holds(space, name, token):
+                    continue
+                # marked under the lock that the check ran under: an acquire that starts
+                # after this waits for the release (_acquiring_names)
+                self._releasing[k] = 1
+                todo.append((space, name, token))
+        for space, name, token in todo:
+            threading.Thread(target=self._release_late, args=(space, name, token), name=f"raftlock-sweep-{self.id[:8]}", daemon=True).start()
+
+    def _holds(self, space: str, name: str, token: int) -> bool:
+        """Does a grant object of this session hold ``name`` (a lock: with ``token``; a
+        semaphore: any grant of it)? Caller holds self._mu."""
+        return any(lk.space == space and lk.name == name and (space == "semaphore" or lk.fencing_token == token) for lk in self._locks)
+
+    def _release_late(self, space: str, name: str, token: int) -> None:
+        """One sweep release: a lock by the listed token (exact: it never touches another
+        grant or a wait), a semaphore by name. The name stays watched: if this release
+        fails, the next keepalive's list shows the grant again."""
+        what = f"lock {name} (token {token})" if space == "lock" else f"semaphore {name}"
+        try:
+            if space == "semaphore":
+                self._client._release_semaphore(name, self.id, budget=self._client.timeout)
+            else:
+                self._client._release(name, self.id, token, budget=self._client.timeout)
+        except NotHolderError:
+            return  # freed meanwhile: nothing to do
+        except SessionNotFoundError as e:
+            self._mark_lost(f"the server no longer knows session {self.id}", e)
+            return
+        except RaftlockError as e:
+            if self.is_open:
+                self._client._warn(f"could not release {what}, granted to session {self.id} by a late copy of an acquire that had given up; "
+                                   "the next keepalive tries again", e)
+            return
+        finally:
+            self._released([(space, name)])
+        self._client._warn(f"released {what} granted to session {self.id} by a late copy of an acquire that had given up", None)
+
     def _end(self, state: str, err: SessionLostError, lock_why: str) -> None:
         # caller holds self._mu
         self._state = state
@@ -399,6 +568,7 @@ class Session:
         for lk in list(self._locks):
             lk._mark_lost(f"lock {lk.name} (token {lk.fencing_token}) is lost: {lock_why}")
         self._locks.clear()
+        self._changed.notify_all()  # acquires waiting for a release in flight end now
         self.done.set()
         self._cancel.set(err)
 
