@@ -373,8 +373,9 @@ class Client:
         deadline = None if budget is None else time.monotonic() + budget
         self._transport.call("POST", _semaphore_path(name, "release"), "keyed", body={"session_id": sid}, key=str(uuid.uuid4()), deadline=deadline)
 
-    def _resign(self, name: str, sid: str) -> None:
-        self._transport.call("POST", _election_path(name, "resign"), "keyed", body={"session_id": sid}, key=str(uuid.uuid4()))
+    def _resign(self, name: str, sid: str, budget: Optional[float] = None) -> None:
+        deadline = None if budget is None else time.monotonic() + budget
+        self._transport.call("POST", _election_path(name, "resign"), "keyed", body={"session_id": sid}, key=str(uuid.uuid4()), deadline=deadline)
 
     def _proclaim(self, name: str, sid: str, value: str) -> str:
         a = self._transport.call("POST", _election_path(name, "proclaim"), "keyed", body={"session_id": sid, "value": value}, key=str(uuid.uuid4()))

@@ -96,8 +96,8 @@ class Lock:
         if not was_lost and self._session.is_open:
             self._send_release()
 
-    def _send_release(self) -> None:
-        self._session._client._release(self.name, self.session_id, self.fencing_token)
+    def _send_release(self, budget: Optional[float] = None) -> None:
+        self._session._client._release(self.name, self.session_id, self.fencing_token, budget=budget)
 
     def _what(self) -> str:
         return f"lock {self.name}"
@@ -249,8 +249,8 @@ class SemaphoreGrant(Lock):
         self.permits = permits
         self.limit = limit
 
-    def _send_release(self) -> None:
-        self._session._client._release_semaphore(self.name, self.session_id)
+    def _send_release(self, budget: Optional[float] = None) -> None:
+        self._session._client._release_semaphore(self.name, self.session_id, budget=budget)
 
     def _what(self) -> str:
         return f"semaphore {self.name}"
@@ -272,9 +272,9 @@ class Leadership(Lock):
     def _what(self) -> str:
         return f"leadership of election {self.name}"
 
-    def _send_release(self) -> None:
+    def _send_release(self, budget: Optional[float] = None) -> None:
         try:
-            self._session._client._resign(self.name, self.session_id)
+            self._session._client._resign(self.name, self.session_id, budget=budget)
         except NotHolderError:
             pass  # nothing is left to give up
 

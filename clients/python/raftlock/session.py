@@ -202,8 +202,11 @@ class Session:
                         lk._limit_hold(g["sent_at"] + x["hold_left"] - self.safety_margin)
                 ls = LockSet(self, locks)
                 if not ls.held:
+                    # granted after a wait whose only proof is older than the lease (see
+                    # _acquire_in): not claimed, and given back, each lock by its own token
                     for lk in locks:
                         lk._mark_lost(f"{', '.join(names)} were granted but the session could not be proven alive")
+                    self._give_back_unproven(locks)
                 return ls
 
     def _forget_set(self, names: List[str], cause: BaseException) -> None:
@@ -300,8 +303,10 @@ class Session:
                     lk._limit_hold(g["sent_at"] + g["hold_left"] - self.safety_margin)
                 if not lk.held:
                     # Granted after a wait whose only proof is older than the lease: holding it
-                    # cannot be proven, so it is not claimed. (Keepalives normally prevent this.)
+                    # cannot be proven, so it is not claimed (keepalives normally prevent this),
+                    # and it is given back rather than kept, unused, until the session ends.
                     lk._mark_lost(f"{name} was granted but the session could not be proven alive")
+                    self._give_back_unproven([lk])
                 return lk
 
     def keepalive(self) -> None:
@@ -364,6 +369,36 @@ class Session:
         except RaftlockError as e:
             if not isinstance(e, (SessionNotFoundError,)) and e.code != "not_holder":
                 self._client._warn(f"could not release {name} after an acquire that gave up ({cause!r}); it is freed when session {self.id} ends", e)
+
+    def _give_back_unproven(self, grants: List[Lock]) -> None:
+        """Gives back grants, already marked lost, whose acquire was answered while the
+        session could not be proven alive: a lock by its own fencing token (it touches no
+        other grant and no wait), an election by resigning, a semaphore by name. Every other
+        grant object of this session that the release ends too (any of the semaphore; one
+        of the lock with the same token) is marked lost and forgotten first. New acquires
+        of the names in this session wait for the releases."""
+        if not self.is_open:
+            return  # a lost or closed session is closed on the server, which frees its grants
+        ended: List[Lock] = []
+        with self._mu:
+            for lk in grants:
+                self._locks.discard(lk)
+                others = [o for o in self._locks if o.space == lk.space and o.name == lk.name
+                          and (lk.space == "semaphore" or o.fencing_token == lk.fencing_token)]
+                for o in others:
+                    self._locks.discard(o)
+                ended.extend(others)
+        for o in ended:
+            o._mark_lost(f"{o._what()} (token {o.fencing_token}) was given back: it was granted again while session {self.id} could not be proven alive")
+        with self._releasing_names([(lk.space, lk.name) for lk in grants]):
+            for lk in grants:
+                try:
+                    lk._send_release(budget=self._client.timeout)
+                except (NotHolderError, SessionNotFoundError):
+                    pass  # nothing held, or the session is gone and its grants with it
+                except RaftlockError as e:
+                    self._client._warn(f"could not release {lk._what()} (token {lk.fencing_token}), granted while the session could not be "
+                                       f"proven alive; it is freed when session {self.id} ends", e)
 
     def _watch(self, keys: List[NameKey]) -> None:
         """These names are released after an acquire that gave up. A copy of that acquire
