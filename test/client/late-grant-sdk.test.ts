@@ -176,3 +176,37 @@ test('a name is watched for 10 minutes: a late grant after that is left to the s
     await client.close();
   }
 });
+
+test('a watched name\'s grant that its lock is giving back is left to that release', async () => {
+  const client = newClient([]);
+  try {
+    const s = await client.session({ ttlMs: 60_000 });
+    const freeOther = await giveUp(client, s, 'late-5', 'lock');
+    await freeOther();
+    const lock = await s.lock('late-5');
+    releases.length = 0;
+    fx.driver.hold = true; // the release's proposal waits to commit: the grant is still listed
+    let again;
+    try {
+      const pending = lock.release();
+      await until(() => fx.driver.heldCount() === 1, 5000, 'the release reached the leader');
+      await s.keepalive();
+      // an acquire of the name now goes out at once, unless a sweep release of the name is
+      // in flight (it would wait for it): what reaches the leader next tells which
+      again = s.lock('late-5');
+      await until(() => fx.driver.heldCount() === 2, 5000, 'a second proposal reached the leader');
+      assert.deepEqual(fx.driver.heldKinds(), ['release', 'acquire'], 'no sweep release: the new acquire went out');
+      fx.driver.hold = false;
+      fx.driver.commitHeld();
+      await pending;
+    } finally {
+      fx.driver.hold = false;
+      fx.driver.commitHeld();
+    }
+    assert.deepEqual(releases, [`/v1/locks/late-5/release ${JSON.stringify({ session_id: s.id, fencing_token: lock.fencingToken })}`], 'the lock\'s own release only');
+    assert.ok((await again).held, 'the new acquire got the lock');
+    await s.close();
+  } finally {
+    await client.close();
+  }
+});

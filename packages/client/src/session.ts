@@ -191,6 +191,9 @@ export class Session extends EventEmitter<SessionEvents> {
   private readonly watched = new Map<string, number>();
   /** acquires in flight, by kind and name (a sweep leaves their names alone) */
   private readonly acquiring = new Map<string, number>();
+  /** releases of grant objects in flight, by kind and name (a grant that a release is
+   *  giving back is no late grant: the sweep leaves the name alone) */
+  private readonly releasing = new Map<string, number>();
 
   /** @internal use RaftlockClient.session() */
   constructor(private readonly host: SessionHost, id: string, timing: SessionTiming, openedSentAt: number) {
@@ -214,7 +217,7 @@ export class Session extends EventEmitter<SessionEvents> {
       now: () => host.now(),
       isOpen: () => this.state === 'open',
       releaseLock: (l) =>
-        release(l).catch((err: unknown) => {
+        this.during(this.releasing, [key(kind, l.name)], () => release(l)).catch((err: unknown) => {
           // Unless the server answered (not_holder: it is not ours any more), the grant may
           // still be held while the keepalives go on: retry the release with them.
           const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
@@ -228,7 +231,7 @@ export class Session extends EventEmitter<SessionEvents> {
     // A lock set's release: one release-all; unless the server answered, each lock is
     // retried with the keepalives by its token, as a lock's release is.
     this.setOwner = {
-      releaseAll: (locks) => host.releaseAll(locks.map((l) => l.name), id).then(() => undefined, (err: unknown) => {
+      releaseAll: (locks) => this.during(this.releasing, locks.map((l) => key('lock', l.name)), () => host.releaseAll(locks.map((l) => l.name), id)).then(() => undefined, (err: unknown) => {
         const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
         if (!answered && this.state === 'open') for (const l of locks) this.unresolved.set(key('lock', l.name), { kind: 'lock', name: l.name, token: l.fencingToken });
         throw err;
@@ -301,13 +304,7 @@ export class Session extends EventEmitter<SessionEvents> {
     this.assertOpen();
     const { waitMs, maxHoldMs } = checkWait(opts);
     opts.signal?.throwIfAborted();
-    const keys = list.map((n) => key('lock', n));
-    this.begin(keys);
-    try {
-      return await this.acquireSet(list, opts, waitMs, maxHoldMs);
-    } finally {
-      this.end(keys);
-    }
+    return this.during(this.acquiring, list.map((n) => key('lock', n)), () => this.acquireSet(list, opts, waitMs, maxHoldMs));
   }
 
   private async acquireSet(list: string[], opts: SessionLockOptions, waitMs: number, maxHoldMs: number | undefined): Promise<LockSet> {
@@ -446,13 +443,7 @@ export class Session extends EventEmitter<SessionEvents> {
     const maxHoldMs = opts.maxHoldMs;
     if (maxHoldMs !== undefined && (!Number.isSafeInteger(maxHoldMs) || maxHoldMs < 100 || maxHoldMs > 2_147_483_647)) throw new InvalidRequestError('invalid_request', `maxHoldMs must be a whole number of ms in 100..2147483647, got ${maxHoldMs}`);
     opts.signal?.throwIfAborted();
-    const k = key(kind, name);
-    this.begin([k]);
-    try {
-      return await this.acquireOnce(kind, name, opts, fullCode, call, make, waitMs, maxHoldMs);
-    } finally {
-      this.end([k]);
-    }
+    return this.during(this.acquiring, [key(kind, name)], () => this.acquireOnce(kind, name, opts, fullCode, call, make, waitMs, maxHoldMs));
   }
 
   private async acquireOnce<G extends { name: string; fencingToken: number; sentAt: number; maxHoldLeftMs?: number }, L extends Lock>(
@@ -656,15 +647,17 @@ export class Session extends EventEmitter<SessionEvents> {
     return p;
   }
 
-  private begin(keys: readonly string[]): void {
-    for (const k of keys) this.acquiring.set(k, (this.acquiring.get(k) ?? 0) + 1);
-  }
-
-  private end(keys: readonly string[]): void {
-    for (const k of keys) {
-      const n = (this.acquiring.get(k) ?? 1) - 1;
-      if (n > 0) this.acquiring.set(k, n);
-      else this.acquiring.delete(k);
+  /** runs `fn` with `keys` counted in flight in `counts` (acquiring, releasing) */
+  private async during<T>(counts: Map<string, number>, keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+    for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
+    try {
+      return await fn();
+    } finally {
+      for (const k of keys) {
+        const n = (counts.get(k) ?? 1) - 1;
+        if (n > 0) counts.set(k, n);
+        else counts.delete(k);
+      }
     }
   }
 
@@ -682,7 +675,8 @@ export class Session extends EventEmitter<SessionEvents> {
    * of the name is in flight here (docs/client.md "A grant that arrives after the
    * cleanup"). Such a grant was made by a copy of a given-up acquire that the cluster
    * applied after the cleanup release (a relay that sat behind a paused node); nothing
-   * else would ever release it while the keepalives go on. A lock is released by the
+   * else would ever release it while the keepalives go on (a grant whose lock object is
+   * being released is not one: it is skipped too). A lock is released by the
    * listed token, which never touches another grant or a wait; a semaphore by name (no
    * grant object of it exists). New acquires of the name wait for the release, as for
    * every cleanup. Names never given up on are left alone: a grant the caller took with
@@ -698,7 +692,7 @@ export class Session extends EventEmitter<SessionEvents> {
     for (const g of grants) {
       const kind: Kind = g.kind === 'semaphore' ? 'semaphore' : 'lock';
       const k = key(kind, g.name);
-      if (!this.watched.has(k) || this.acquiring.has(k) || this.cleanups.has(k) || this.holds(kind, g.name, g.fencingToken)) continue;
+      if (!this.watched.has(k) || this.acquiring.has(k) || this.releasing.has(k) || this.cleanups.has(k) || this.holds(kind, g.name, g.fencingToken)) continue;
       // a cleanup still unresolved releases everything of the name: it goes first
       void this.cleanUp(this.unresolved.get(k) ?? { kind, name: g.name, token: kind === 'lock' ? g.fencingToken : undefined, late: true });
     }

@@ -36,6 +36,11 @@ export class FakeDriver {
     return this.held.length;
   }
 
+  /** the kinds of the commands held back, in order */
+  heldKinds(): string[] {
+    return this.held.map((h) => decodeCommand(h.bytes).cmd.kind);
+  }
+
   /** commit and apply everything held back, in order (as the next leader would) */
   commitHeld(): void {
     for (const h of this.held.splice(0)) h.resolve(this.apply(h.bytes));
