@@ -37,7 +37,9 @@ type Config struct {
 	CertFile string
 	KeyFile  string
 	// OnWarning receives recoverable problems (a failed keepalive that will be retried, a
-	// release that failed and will expire with its session). Default: nowhere.
+	// release that failed and will expire with its session), and, with a nil err, each
+	// grant a late copy of a given-up acquire made that the session released (sweep.go).
+	// Default: nowhere.
 	OnWarning func(message string, err error)
 	// DisableLeaderRouting spreads calls round-robin over Endpoints. By default every call
 	// goes to the leader the answers name (when its URL is one of Endpoints), sparing a

@@ -83,20 +83,28 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 		return nil, err
 	}
 	s := e.s
+	end, err := s.beginAcquire(ctx, "lock", e.name)
+	if err != nil {
+		return nil, err
+	}
+	defer end() // after the leadership is tracked: the sweep must not take it before
 	var g campaignGrant
 	sentAt, err := s.acquireLoop(ctx, wait, ErrLocked, "election "+e.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
 		return s.grantCall(actx, electionPath(e.name, "campaign"), map[string]interface{}{"session_id": s.id, "value": value},
 			e.owner, e.maxHold, chunk, "campaign "+e.name, &g, func() int64 { return g.FencingToken })
 	}, func(cause error) {
 		// An election is the lock of its name on the server: a release withdraws a wait
-		// and frees a leadership won unseen (docs/api.md "Release").
+		// and frees a leadership won unseen (docs/api.md "Release"). The name is then
+		// watched for a leadership a late copy of the campaign wins (sweep.go).
 		if s.assertOpen() != nil {
 			return
 		}
-		err := s.c.release(context.Background(), e.name, s.id, 0, s.c.requestTimeout)
-		if err != nil && !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrSessionNotFound) {
-			s.c.warn(fmt.Sprintf("could not withdraw from election %s after a campaign that gave up (%v); it is freed when session %s ends", e.name, cause, s.id), err)
-		}
+		s.cleanUp("lock", []string{e.name}, func() {
+			err := s.c.release(context.Background(), e.name, s.id, 0, s.c.requestTimeout)
+			if err != nil && !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrSessionNotFound) {
+				s.c.warn(fmt.Sprintf("could not withdraw from election %s after a campaign that gave up (%v); it is freed when session %s ends", e.name, cause, s.id), err)
+			}
+		})
 	})
 	if err != nil {
 		return nil, err
@@ -233,7 +241,8 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		l.end(&Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: resigned from election %s", l.e.name), Err: errResigned})
 	}
 	s := l.e.s
-	s.untrack(l.ref)
+	given := s.givingBack(l.ref)
+	defer given()
 	if s.assertOpen() != nil {
 		return nil // its end frees the leadership
 	}

@@ -105,8 +105,13 @@ func (l *LockSet) lock(ctx context.Context, wait bool) error {
 		return err
 	}
 	s := l.s
+	end, err := s.beginAcquire(ctx, "lock", l.names...)
+	if err != nil {
+		return err
+	}
+	defer end() // after the grants are tracked: the sweep must not take them before
 	var g setGrant
-	_, err := s.acquireLoop(ctx, wait, ErrLocked, "locks "+strings.Join(l.names, ", "), func(actx context.Context, chunk time.Duration) (time.Time, error) {
+	_, err = s.acquireLoop(ctx, wait, ErrLocked, "locks "+strings.Join(l.names, ", "), func(actx context.Context, chunk time.Duration) (time.Time, error) {
 		var err error
 		g, err = s.c.acquireAll(actx, l.names, s.id, chunk, acquireOpts{owner: l.owner, shared: l.shared, maxHold: l.maxHold})
 		return g.sentAt, err
@@ -153,7 +158,8 @@ func (l *LockSet) grantLost(ref *grantRef, err error) {
 
 // forgetGrants: the acquire-all ended without a definite "not applied", so the server may
 // have granted the set, or may still queue it: one release-all gives every name back and
-// ends the wait (docs/client.md).
+// ends the wait (docs/client.md). The session then watches every name for a grant a late
+// copy of the acquire-all makes (sweep.go).
 func (l *LockSet) forgetGrants(cause error) {
 	s := l.s
 	if s.assertOpen() != nil {
@@ -165,9 +171,11 @@ func (l *LockSet) forgetGrants(cause error) {
 		return // a re-Lock of a set we hold: the earlier grants stay ours
 	}
 	l.mu.Unlock()
-	if _, err := s.c.releaseAll(context.Background(), l.names, s.id, s.c.requestTimeout); err != nil && !errors.Is(err, ErrSessionNotFound) {
-		s.c.warn(fmt.Sprintf("could not release %s after an acquire-all that gave up (%v); they are freed when session %s ends", strings.Join(l.names, ", "), cause, s.id), err)
-	}
+	s.cleanUp("lock", l.names, func() {
+		if _, err := s.c.releaseAll(context.Background(), l.names, s.id, s.c.requestTimeout); err != nil && !errors.Is(err, ErrSessionNotFound) {
+			s.c.warn(fmt.Sprintf("could not release %s after an acquire-all that gave up (%v); they are freed when session %s ends", strings.Join(l.names, ", "), cause, s.id), err)
+		}
+	})
 }
 
 // Unlock releases every lock of the set in one request (a lock lost meanwhile by its token
@@ -183,9 +191,8 @@ func (l *LockSet) Unlock(ctx context.Context) error {
 	lost := l.lostErr != nil
 	refs := l.refs
 	l.refs = nil
-	for _, r := range refs {
-		l.s.untrack(r)
-	}
+	given := l.s.givingBack(refs...)
+	defer given()
 	l.mu.Unlock()
 	if l.s.assertOpen() != nil {
 		return nil

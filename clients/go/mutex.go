@@ -115,8 +115,13 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		return err
 	}
 	s := m.s
+	end, err := s.beginAcquire(ctx, "lock", m.key)
+	if err != nil {
+		return err
+	}
+	defer end() // after the grant is tracked: the sweep must not take it before
 	var g grant
-	_, err := s.acquireLoop(ctx, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+	_, err = s.acquireLoop(ctx, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
 		var err error
 		g, err = s.c.acquire(actx, m.key, s.id, chunk, acquireOpts{owner: m.owner, shared: m.shared, maxHold: m.maxHold})
 		return g.sentAt, err
@@ -159,7 +164,8 @@ func (m *Mutex) grantLost(ref *grantRef, err error) {
 // forgetGrant: an acquire ended without a definite "not applied" (ctx done, outcome
 // unknown, a network error, a malformed answer), so the server may have granted the lock
 // — the grant can race the give-up. Release the name in this session before returning:
-// the release is idempotent and harmless if nothing was granted (docs/client.md).
+// the release is idempotent and harmless if nothing was granted (docs/client.md). The
+// session then watches the name for a grant a late copy of the acquire makes (sweep.go).
 func (m *Mutex) forgetGrant(cause error) {
 	s := m.s
 	if s.assertOpen() != nil {
@@ -171,10 +177,12 @@ func (m *Mutex) forgetGrant(cause error) {
 		return // a re-Lock of a lock we hold: the earlier grant stays ours
 	}
 	m.mu.Unlock()
-	err := s.c.release(context.Background(), m.key, s.id, 0, s.c.requestTimeout)
-	if err != nil && !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrSessionNotFound) {
-		s.c.warn(fmt.Sprintf("could not release %s after an acquire that gave up (%v); it is freed when session %s ends", m.key, cause, s.id), err)
-	}
+	s.cleanUp("lock", []string{m.key}, func() {
+		err := s.c.release(context.Background(), m.key, s.id, 0, s.c.requestTimeout)
+		if err != nil && !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrSessionNotFound) {
+			s.c.warn(fmt.Sprintf("could not release %s after an acquire that gave up (%v); it is freed when session %s ends", m.key, cause, s.id), err)
+		}
+	})
 }
 
 // Unlock releases the lock. Held() turns false before the release is sent: from then on
@@ -188,7 +196,8 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 	}
 	m.held = false
 	token := m.token
-	m.s.untrack(m.ref)
+	given := m.s.givingBack(m.ref)
+	defer given()
 	m.ref = nil
 	m.mu.Unlock()
 	if m.s.assertOpen() != nil {

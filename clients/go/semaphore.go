@@ -95,6 +95,11 @@ func (m *Semaphore) acquire(ctx context.Context, wait bool) error {
 		return err
 	}
 	s := m.s
+	end, err := s.beginAcquire(ctx, "semaphore", m.name)
+	if err != nil {
+		return err
+	}
+	defer end() // after the grant is tracked: the sweep must not take it before
 	var g semaphoreGrant
 	sentAt, err := s.acquireLoop(ctx, wait, ErrSemaphoreFull, "semaphore "+m.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
 		return s.grantCall(actx, semaphorePath(m.name, "acquire"), map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits},
@@ -139,10 +144,12 @@ func (m *Semaphore) forget(cause error) {
 		return
 	}
 	m.mu.Unlock()
-	err := s.c.releaseSemaphore(context.Background(), m.name, s.id, s.c.requestTimeout)
-	if err != nil && !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrSessionNotFound) {
-		s.c.warn(fmt.Sprintf("could not release semaphore %s after an acquire that gave up (%v); it is freed when session %s ends", m.name, cause, s.id), err)
-	}
+	s.cleanUp("semaphore", []string{m.name}, func() {
+		err := s.c.releaseSemaphore(context.Background(), m.name, s.id, s.c.requestTimeout)
+		if err != nil && !errors.Is(err, ErrNotHolder) && !errors.Is(err, ErrSessionNotFound) {
+			s.c.warn(fmt.Sprintf("could not release semaphore %s after an acquire that gave up (%v); it is freed when session %s ends", m.name, cause, s.id), err)
+		}
+	})
 }
 
 // Release gives every permit this session holds of the semaphore back. Held() turns
@@ -154,7 +161,8 @@ func (m *Semaphore) Release(ctx context.Context) error {
 		return nil
 	}
 	m.held = false
-	m.s.untrack(m.ref)
+	given := m.s.givingBack(m.ref)
+	defer given()
 	m.ref = nil
 	m.mu.Unlock()
 	if m.s.assertOpen() != nil {

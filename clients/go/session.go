@@ -109,6 +109,14 @@ type Session struct {
 	cancel    context.CancelFunc
 	// refs are the grants judged after every keepalive (grants.go)
 	refs map[*grantRef]struct{}
+	// the late-grant sweep's bookkeeping (sweep.go): names cleaned up after an acquire
+	// that gave up, until when they are watched; acquires in flight per name; releases
+	// in flight per name (a cleanup's or the sweep's), closed when done; a grant object's
+	// own release in flight per name (givingBack)
+	watched   map[nameKey]time.Time
+	acquiring map[nameKey]int
+	releases  map[nameKey]chan struct{}
+	giving    map[nameKey]int
 }
 
 // NewSession opens a session on the server and starts keeping it alive.
@@ -305,6 +313,7 @@ func (s *Session) keepaliveLoop() {
 			s.noteAck(sentAt)
 			if grants != nil {
 				s.judgeGrants(grants, askedAt)
+				s.sweepLate(grants)
 			}
 			wait = s.jittered()
 			continue
