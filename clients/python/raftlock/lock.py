@@ -92,9 +92,12 @@ class Lock:
             self._released = True
             was_lost = self.lost.is_set()
         self._mark_lost(f"{self._what()} (token {self.fencing_token}) was released")
-        self._session._forget(self)
-        if not was_lost and self._session.is_open:
-            self._send_release()
+        # counted as a release in flight from before the session forgets the grant: a
+        # keepalive may still list it, and the late-grant sweep must leave it to this release
+        with self._session._releasing_names([(self.space, self.name)]):
+            self._session._forget(self)
+            if not was_lost and self._session.is_open:
+                self._send_release()
 
     def _send_release(self, budget: Optional[float] = None) -> None:
         self._session._client._release(self.name, self.session_id, self.fencing_token, budget=budget)
@@ -208,6 +211,11 @@ class LockSet:
             if self._released:
                 return
             self._released = True
+        # a release in flight of every name (as Lock.release)
+        with self._session._releasing_names([(lk.space, lk.name) for lk in self.locks]):
+            self._release()
+
+    def _release(self) -> None:
         batch: List[str] = []
         lost: List[Lock] = []
         for lk in self.locks:

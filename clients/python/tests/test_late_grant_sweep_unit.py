@@ -166,6 +166,22 @@ class SweepTest(unittest.TestCase):
         self.assertEqual(self.releases("/v1/locks/report/release"), [{"session_id": "s1"}], "only the cleanup")
         self.assertEqual(self.late_warnings(), [])
 
+    def test_a_grant_its_lock_is_giving_back_is_left_to_that_release(self) -> None:
+        s = self.session()
+        self.give_up(s, "billing")
+        lk = s.lock("billing")
+        self.g.release_gate = threading.Event()  # the lock's release waits at the server
+        t = threading.Thread(target=lk.release)
+        t.start()
+        wait_for(lambda: len(self.releases("/v1/locks/billing/release")) == 2, 3, "the lock's release at the server")
+        s.keepalive()  # still lists the grant: its release has not been applied
+        self.g.release_gate.set()
+        t.join(5)
+        self.keepalive(s)  # and every release a sweep started has ended
+        self.assertEqual(self.releases("/v1/locks/billing/release"), [{"session_id": "s1"}, {"session_id": "s1", "fencing_token": lk.fencing_token}],
+                         "the cleanup and the lock's own release only")
+        self.assertEqual(self.late_warnings(), [])
+
     def test_a_grant_of_a_name_never_given_up_on_is_left_alone(self) -> None:
         s = self.session()
         self.give_up(s, "pool")  # the lock "pool" is watched, not the semaphore
