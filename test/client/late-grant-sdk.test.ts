@@ -8,7 +8,7 @@
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { FastifyInstance } from 'fastify';
-import { RaftlockClient, type Session } from '@raftlock/client';
+import { RaftlockClient, type Lock, type Session } from '@raftlock/client';
 import { buildServer } from '../../src/api/server.js';
 import { Metrics } from '../../src/metrics.js';
 import { LIMITS } from '../api/helpers.js';
@@ -40,33 +40,63 @@ async function lateCopy(path: string, body: Record<string, unknown>): Promise<{ 
   return (await res.json()) as { fencing_token: number };
 }
 
-/** `name` held by another session; `s` gives up waiting for it (its cleanup runs) */
-async function giveUp(client: RaftlockClient, s: Session, name: string, kind: 'lock' | 'semaphore'): Promise<() => Promise<void>> {
-  const other = await client.session({ ttlMs: 60_000 });
-  if (kind === 'lock') {
-    await other.lock(name);
-    await assert.rejects(s.lock(name, { waitMs: 10_000, signal: AbortSignal.timeout(100) }), (e: Error) => e.name === 'TimeoutError');
-  } else {
-    await other.semaphore(name, { limit: 1 });
-    await assert.rejects(s.semaphore(name, { limit: 1, waitMs: 10_000, signal: AbortSignal.timeout(100) }), (e: Error) => e.name === 'TimeoutError');
-  }
-  return async () => void (await other.close());
+/** what a test gets: a session that gave up waiting for its name (its cleanup ran, and
+ *  the name is free again), its client, and the client's warnings */
+interface Watching {
+  client: RaftlockClient;
+  s: Session;
+  warnings: string[];
 }
 
-function newClient(warnings: string[]): RaftlockClient {
-  return new RaftlockClient({ endpoints: [url], onWarning: (msg) => void warnings.push(msg) });
-}
-
-test('a lock granted to the session by a late copy of an acquire it gave up on is released after the next keepalive, by its token', async () => {
+/**
+ * Runs `fn` with a session that gave up on `name` (of `kind`): another session held it,
+ * this one's acquire was aborted after 100 ms, and the other session let go. Closes
+ * everything after, also on failure. `now`: the client's clock.
+ */
+async function watching(name: string, kind: 'lock' | 'semaphore', fn: (w: Watching) => Promise<void>, o: { now?: () => number; ttlMs?: number } = {}): Promise<void> {
   const warnings: string[] = [];
-  const client = newClient(warnings);
+  const client = new RaftlockClient({ endpoints: [url], onWarning: (msg) => void warnings.push(msg), ...(o.now ? { now: o.now } : {}) });
   try {
-    const s = await client.session({ ttlMs: 60_000 }); // no automatic keepalive during the test
-    const freeOther = await giveUp(client, s, 'late-1', 'lock');
-    await freeOther();
+    const s = await client.session({ ttlMs: o.ttlMs ?? 60_000 }); // no automatic keepalive during a test
+    const other = await client.session({ ttlMs: 60_000 });
+    const gaveUp = (e: Error) => e.name === 'TimeoutError';
+    if (kind === 'lock') {
+      await other.lock(name);
+      await assert.rejects(s.lock(name, { waitMs: 10_000, signal: AbortSignal.timeout(100) }), gaveUp);
+    } else {
+      await other.semaphore(name, { limit: 1 });
+      await assert.rejects(s.semaphore(name, { limit: 1, waitMs: 10_000, signal: AbortSignal.timeout(100) }), gaveUp);
+    }
+    await other.close();
+    releases.length = 0;
+    await fn({ client, s, warnings });
+    await s.close();
+  } finally {
+    await client.close();
+  }
+}
+
+/**
+ * Runs `start` with the leader holding proposals back (they reach it, and wait to commit),
+ * then commits them in order — also when `start` fails. What `start` returns is awaited
+ * after the commit (a request whose proposal was held).
+ */
+async function proposalsHeld<T>(start: () => Promise<{ pending: Promise<T> }>): Promise<T> {
+  fx.driver.hold = true;
+  let pending: Promise<T>;
+  try {
+    ({ pending } = await start());
+  } finally {
+    fx.driver.hold = false;
+    fx.driver.commitHeld();
+  }
+  return pending;
+}
+
+test('a lock granted to the session by a late copy of an acquire it gave up on is released after the next keepalive, by its token', () =>
+  watching('late-1', 'lock', async ({ s, warnings }) => {
     const { fencing_token: token } = await lateCopy('/v1/locks/late-1/acquire', { session_id: s.id });
     assert.equal(fx.app.fsm.getLock('late-1').holder?.sessionId, s.id, 'the late copy was granted');
-    releases.length = 0;
     await s.keepalive();
     await until(() => !fx.app.fsm.getLock('late-1').held, 5000, 'the late grant is released');
     assert.deepEqual(releases, [`/v1/locks/late-1/release ${JSON.stringify({ session_id: s.id, fencing_token: token })}`], 'one release, by the late grant\'s token');
@@ -76,118 +106,67 @@ test('a lock granted to the session by a late copy of an acquire it gave up on i
     await s.keepalive();
     assert.deepEqual(releases, [], 'nothing left to release');
     assert.ok(s.isOpen);
-    await s.close();
-  } finally {
-    await client.close();
-  }
-});
+  }));
 
-test('the session leaves alone a watched name\'s grant that a lock of it holds, and a grant of a name it never gave up on', async () => {
-  const client = newClient([]);
-  try {
-    const s = await client.session({ ttlMs: 60_000 });
-    const freeOther = await giveUp(client, s, 'late-2', 'lock');
-    await freeOther();
+test('the session leaves alone a watched name\'s grant that a lock of it holds, and a grant of a name it never gave up on', () =>
+  watching('late-2', 'lock', async ({ client, s }) => {
     const late = await lateCopy('/v1/locks/late-2/acquire', { session_id: s.id });
     // the caller takes the name again: the server answers the grant the late copy made
     const lock = await s.lock('late-2');
     assert.equal(lock.fencingToken, late.fencing_token);
     // a grant taken with a one-shot call in this session, never given up on
     const mine = await client.acquire('raw-1', { sessionId: s.id });
-    releases.length = 0;
     await s.keepalive();
     await s.keepalive();
     assert.deepEqual(releases, [], 'nothing released');
     assert.equal(lock.held, true);
     assert.equal(fx.app.fsm.getLock('late-2').holder?.fencingToken, lock.fencingToken);
     assert.equal(fx.app.fsm.getLock('raw-1').holder?.fencingToken, mine.fencingToken);
-    await s.close();
-  } finally {
-    await client.close();
-  }
-});
+  }));
 
-test('a semaphore granted by a late copy is released by name', async () => {
-  const client = newClient([]);
-  try {
-    const s = await client.session({ ttlMs: 60_000 });
-    const freeOther = await giveUp(client, s, 'late-pool', 'semaphore');
-    await freeOther();
+test('a semaphore granted by a late copy is released by name', () =>
+  watching('late-pool', 'semaphore', async ({ s }) => {
     await lateCopy('/v1/semaphores/late-pool/acquire', { session_id: s.id, limit: 1 });
     assert.deepEqual(fx.app.fsm.getSemaphore('late-pool').holders.map((h) => h.sessionId), [s.id]);
-    releases.length = 0;
     await s.keepalive();
     await until(() => fx.app.fsm.getSemaphore('late-pool').holders.length === 0, 5000, 'the late permits are released');
     assert.deepEqual(releases, [`/v1/semaphores/late-pool/release ${JSON.stringify({ session_id: s.id })}`]);
-    await s.close();
-  } finally {
-    await client.close();
-  }
-});
+  }));
 
-test('a watched name is left alone while an acquire of it is in flight in the session; that acquire gets the late grant', async () => {
-  const client = newClient([]);
-  try {
-    const s = await client.session({ ttlMs: 60_000 });
-    const freeOther = await giveUp(client, s, 'late-3', 'lock');
-    await freeOther();
+test('a watched name is left alone while an acquire of it is in flight in the session; that acquire gets the late grant', () =>
+  watching('late-3', 'lock', async ({ s }) => {
     const late = await lateCopy('/v1/locks/late-3/acquire', { session_id: s.id });
-    releases.length = 0;
-    fx.driver.hold = true; // the acquire's proposal waits to commit
-    let lock;
-    try {
+    const lock = await proposalsHeld(async () => {
       const pending = s.lock('late-3');
       await until(() => fx.driver.heldCount() === 1, 5000, 'the acquire reached the leader');
       await s.keepalive();
       assert.deepEqual(releases, [], 'no release while the acquire is in flight');
-      fx.driver.hold = false;
-      fx.driver.commitHeld();
-      lock = await pending;
-    } finally {
-      fx.driver.hold = false;
-      fx.driver.commitHeld();
-    }
+      return { pending };
+    });
     assert.equal(lock.fencingToken, late.fencing_token, 'the acquire is answered the late grant');
     await s.keepalive();
     assert.deepEqual(releases, [], 'which its lock now holds');
     assert.equal(lock.held, true);
-    await s.close();
-  } finally {
-    await client.close();
-  }
-});
+  }));
 
-test('a name is watched for 10 minutes: a late grant after that is left to the session\'s end', async () => {
-  let skew = 0;
-  const client = new RaftlockClient({ endpoints: [url], now: () => performance.now() + skew });
-  try {
-    const s = await client.session({ ttlMs: 3_600_000 }); // its proof outlasts the clock's jump
-    const freeOther = await giveUp(client, s, 'late-4', 'lock');
-    await freeOther();
+let skew = 0;
+test('a name is watched for 10 minutes: a late grant after that is left to the session\'s end', () =>
+  watching('late-4', 'lock', async ({ s }) => {
     await lateCopy('/v1/locks/late-4/acquire', { session_id: s.id });
     skew += 600_001; // the client's clock passes the watch (the session is renewed below from the new time)
-    releases.length = 0;
     await s.keepalive();
     await s.keepalive();
     assert.deepEqual(releases, [], 'nothing released after the watch ended');
     assert.equal(fx.app.fsm.getLock('late-4').holder?.sessionId, s.id);
-    await s.close();
-  } finally {
-    await client.close();
-  }
-});
+  }, { now: () => performance.now() + skew, ttlMs: 3_600_000 })); // its proof outlasts the clock's jump
 
-test('a watched name\'s grant that its lock is giving back is left to that release', async () => {
-  const client = newClient([]);
-  try {
-    const s = await client.session({ ttlMs: 60_000 });
-    const freeOther = await giveUp(client, s, 'late-5', 'lock');
-    await freeOther();
+test('a watched name\'s grant that its lock is giving back is left to that release', () =>
+  watching('late-5', 'lock', async ({ s }) => {
     const lock = await s.lock('late-5');
     releases.length = 0;
-    fx.driver.hold = true; // the release's proposal waits to commit: the grant is still listed
-    let again;
-    try {
+    let again: Promise<Lock> | undefined;
+    // the release's proposal waits to commit: a keepalive still lists the grant
+    await proposalsHeld(async () => {
       const pending = lock.release();
       await until(() => fx.driver.heldCount() === 1, 5000, 'the release reached the leader');
       await s.keepalive();
@@ -196,17 +175,8 @@ test('a watched name\'s grant that its lock is giving back is left to that relea
       again = s.lock('late-5');
       await until(() => fx.driver.heldCount() === 2, 5000, 'a second proposal reached the leader');
       assert.deepEqual(fx.driver.heldKinds(), ['release', 'acquire'], 'no sweep release: the new acquire went out');
-      fx.driver.hold = false;
-      fx.driver.commitHeld();
-      await pending;
-    } finally {
-      fx.driver.hold = false;
-      fx.driver.commitHeld();
-    }
+      return { pending };
+    });
     assert.deepEqual(releases, [`/v1/locks/late-5/release ${JSON.stringify({ session_id: s.id, fencing_token: lock.fencingToken })}`], 'the lock\'s own release only');
-    assert.ok((await again).held, 'the new acquire got the lock');
-    await s.close();
-  } finally {
-    await client.close();
-  }
-});
+    assert.ok(again !== undefined && (await again).held, 'the new acquire got the lock');
+  }));
