@@ -32,7 +32,9 @@ export interface ClientOptions {
   token?: string;
   /** TLS material for https:// endpoints (CA of the cluster, client cert for mutual TLS) */
   tls?: { ca?: string | Buffer; cert?: string | Buffer; key?: string | Buffer };
-  /** where recoverable problems are reported (a failed keepalive, a failed release); default: nowhere */
+  /** where recoverable problems are reported (a failed keepalive, a failed release), and,
+   *  with `err` undefined, each grant a late copy of a given-up acquire made that a session
+   *  released (docs/client.md "A grant that arrives after the cleanup"); default: nowhere */
   onWarning?: (message: string, err?: unknown) => void;
   /** send writes, keepalives and linearizable reads to the leader the answers name (its URL
    *  must be one of `endpoints`), sparing a follower's relay; false: round-robin over every
