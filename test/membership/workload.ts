@@ -1,7 +1,8 @@
 // A running acquire/release workload for the membership tests (docs/membership.md): pairs
 // of workers contend for one lock each (FIFO wait), every operation carries an
 // Idempotency-Key and is retried on 503/504 and on connection errors only — any other
-// failure fails the test. While holding, a worker checks with a linearizable GET that the
+// failure fails the test — but a retried acquire answered 409 lock_held (its first copy's
+// wait was withdrawn when a killed relay dropped it), which asks again. While holding, a worker checks with a linearizable GET that the
 // lock is still its own ("every held lock intact"); mutual exclusion and per-lock token
 // order are checked against the test's own record of who holds what.
 import assert from 'node:assert/strict';
@@ -21,6 +22,11 @@ export interface WorkloadStats {
   /** sessions found ended after a 200 acquire whose grant was gone (a replayed first answer:
    *  docs/api.md "Idempotency-Key"); the worker opens a new one */
   sessionsLost: number;
+  /** acquires whose retry was answered 409 lock_held: the first copy's wait was withdrawn
+   *  when its connection went away (a killed relay), and the key answers what that wait came
+   *  to (docs/api.md "Errors", a retry after a withdrawn wait); the worker asks again with a
+   *  new key, as the SDK does */
+  waitsWithdrawn: number;
   failures: string[];
 }
 
@@ -30,7 +36,7 @@ const OP_BUDGET_MS = 60_000;
 export class LockWorkload {
   /** node ids the workers may talk to (the test keeps it to live members) */
   targets: string[];
-  readonly stats: WorkloadStats = { grants: 0, releases: 0, checks: 0, retried503: 0, retried504: 0, retriedConn: 0, sessionsLost: 0, failures: [] };
+  readonly stats: WorkloadStats = { grants: 0, releases: 0, checks: 0, retried503: 0, retried504: 0, retriedConn: 0, sessionsLost: 0, waitsWithdrawn: 0, failures: [] };
   private stopping = false;
   private readonly running: Promise<void>[] = [];
   /** lock name → worker holding it, per the test's own record */
@@ -79,6 +85,10 @@ export class LockWorkload {
       let sessionId = await openSession();
       while (!this.stopping) {
         const g = await this.call(who, 'POST', `/v1/locks/${name}/acquire`, { session_id: sessionId, wait_ms: 15_000 });
+        if (g.status === 409 && g.body.error?.code === 'lock_held' && g.retried) {
+          this.stats.waitsWithdrawn++;
+          continue;
+        }
         if (g.status !== 200) return this.fail(`${who} acquire ${name}: ${g.status} ${g.text.slice(0, 200)}`);
         const token = g.body.fencing_token as number;
         const other = this.holders.get(name);
@@ -128,8 +138,10 @@ export class LockWorkload {
     if (this.recent.length > 40) this.recent.shift();
   }
 
-  private async call(who: string, method: string, path: string, body?: unknown): Promise<HarnessResponse> {
+  /** `retried`: an earlier attempt got no answer, or 503/504 */
+  private async call(who: string, method: string, path: string, body?: unknown): Promise<HarnessResponse & { retried: boolean }> {
     const key = randomUUID();
+    let retried = false;
     const deadline = Date.now() + OP_BUDGET_MS;
     let last = '';
     while (Date.now() < deadline) {
@@ -141,6 +153,7 @@ export class LockWorkload {
           ...(method === 'GET' ? {} : { 'idempotency-key': key }),
         }, 12_000);
       } catch (err) {
+        retried = true;
         this.stats.retriedConn++;
         last = `${id}: ${(err as Error).message}`;
         this.note(`${who} ${method} ${path} via ${id} key ${key.slice(0, 8)}: ${last}`);
@@ -149,13 +162,14 @@ export class LockWorkload {
       }
       this.note(`${who} ${method} ${path} via ${id} key ${key.slice(0, 8)}: ${res.status} ${res.text.slice(0, 160)}`);
       if (res.status === 503 || res.status === 504) {
+        retried = true;
         if (res.status === 503) this.stats.retried503++;
         else this.stats.retried504++;
         last = `${id}: ${res.status} ${res.text.slice(0, 120)}`;
         await delay(50);
         continue;
       }
-      return res;
+      return { ...res, retried };
     }
     throw new Error(`${method} ${path}: no answer within ${OP_BUDGET_MS} ms (last: ${last})`);
   }
