@@ -40,6 +40,14 @@ type grantRef struct {
 	waiters func(int)
 }
 
+// space is the grant's name space: "semaphore", or "lock" for locks and elections.
+func (g keepaliveGrant) space() string {
+	if g.Kind == "semaphore" {
+		return "semaphore"
+	}
+	return "lock"
+}
+
 func grantKey(space, name string, token int64) string {
 	return fmt.Sprintf("%s\x00%s\x00%d", space, name, token)
 }
@@ -67,11 +75,7 @@ func (s *Session) untrack(r *grantRef) {
 func (s *Session) judgeGrants(grants []keepaliveGrant, askedAt time.Time) {
 	held := make(map[string]*int, len(grants))
 	for _, g := range grants {
-		space := "lock"
-		if g.Kind == "semaphore" {
-			space = "semaphore"
-		}
-		held[grantKey(space, g.Name, g.FencingToken)] = g.Waiters
+		held[grantKey(g.space(), g.Name, g.FencingToken)] = g.Waiters
 	}
 	var gone []*grantRef
 	type count struct {

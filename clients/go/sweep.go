@@ -62,9 +62,7 @@ func (s *Session) beginAcquire(ctx context.Context, space string, names ...strin
 			if s.acquiring == nil {
 				s.acquiring = map[nameKey]int{}
 			}
-			for _, n := range names {
-				s.acquiring[nameKey{space, n}]++
-			}
+			countLocked(s.acquiring, keysOf(space, names), 1)
 			s.mu.Unlock()
 			break
 		}
@@ -79,13 +77,26 @@ func (s *Session) beginAcquire(ctx context.Context, space string, names ...strin
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for _, n := range names {
-			k := nameKey{space, n}
-			if s.acquiring[k]--; s.acquiring[k] <= 0 {
-				delete(s.acquiring, k)
-			}
-		}
+		countLocked(s.acquiring, keysOf(space, names), -1)
 	}, nil
+}
+
+// keysOf is names in space.
+func keysOf(space string, names []string) []nameKey {
+	keys := make([]nameKey, len(names))
+	for i, n := range names {
+		keys[i] = nameKey{space, n}
+	}
+	return keys
+}
+
+// countLocked adds d to each key's count in m; a count that reaches 0 leaves m. s.mu is held.
+func countLocked(m map[nameKey]int, keys []nameKey, d int) {
+	for _, k := range keys {
+		if m[k] += d; m[k] <= 0 {
+			delete(m, k)
+		}
+	}
 }
 
 // releaseInFlightLocked is the done channel of a release in flight of one of names, or nil.
@@ -169,10 +180,7 @@ func (s *Session) lateGrants(grants []keepaliveGrant, now time.Time) []lateGrant
 	}
 	var out []lateGrant
 	for _, g := range grants {
-		space := "lock"
-		if g.Kind == "semaphore" {
-			space = "semaphore"
-		}
+		space := g.space()
 		k := nameKey{space, g.Name}
 		if _, ok := s.watched[k]; !ok || s.acquiring[k] > 0 || s.releases[k] != nil || s.giving[k] > 0 || s.holdsLocked(k, g.FencingToken) {
 			continue
@@ -198,18 +206,13 @@ func (s *Session) givingBack(refs ...*grantRef) func() {
 			continue
 		}
 		delete(s.refs, r)
-		k := nameKey{r.space, r.name}
-		s.giving[k]++
-		keys = append(keys, k)
+		keys = append(keys, nameKey{r.space, r.name})
 	}
+	countLocked(s.giving, keys, 1)
 	return func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		for _, k := range keys {
-			if s.giving[k]--; s.giving[k] <= 0 {
-				delete(s.giving, k)
-			}
-		}
+		countLocked(s.giving, keys, -1)
 	}
 }
 

@@ -36,6 +36,31 @@ MAX_WATCHED = 1024
 
 #: A grant's name space on the server and its name: ("lock" | "semaphore", name).
 NameKey = Tuple[str, str]
+#: A grant of a keepalive answer: (space, name, fencing token, waiters or None).
+ListedGrant = Tuple[str, str, int, Optional[int]]
+
+
+def listed_grants(grants: List[Dict[str, Any]]) -> List[ListedGrant]:
+    """The well-formed grants of a keepalive answer (docs/api.md "Keepalive answers"):
+    locks and elections in the "lock" name space, semaphores in theirs; ``waiters`` None
+    when the server does not say (contention, docs/contract.md §5)."""
+    out: List[ListedGrant] = []
+    for g in grants:
+        if isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("fencing_token"), int):
+            w = g.get("waiters")
+            out.append(("semaphore" if g.get("kind") == "semaphore" else "lock", g["name"], g["fencing_token"],
+                        w if isinstance(w, int) and not isinstance(w, bool) else None))
+    return out
+
+
+def _count(counts: Dict[NameKey, int], keys: List[NameKey], delta: int) -> None:
+    """Adds ``delta`` to each key's count; a count that reaches 0 leaves the map."""
+    for k in keys:
+        n = counts.get(k, 0) + delta
+        if n > 0:
+            counts[k] = n
+        else:
+            counts.pop(k, None)
 
 
 def default_safety_margin(ttl: float) -> float:
@@ -316,8 +341,7 @@ class Session:
         sent_at, grants = self._client._keepalive(self.id, deadline=self.proven_until, cancel=self._cancel)
         self._note_ack(sent_at)
         if grants is not None:
-            self._judge_grants(grants, asked_at)
-            self._sweep_late_grants(grants)
+            self._after_keepalive(grants, asked_at)
 
     def close(self) -> List[str]:
         """Ends the session on the server (its locks are released at once) and stops the
@@ -420,23 +444,18 @@ class Session:
                 self._changed.wait()
             if self._state != "open":
                 raise self._ended_error()
-            for k in keys:
-                self._acquiring[k] = self._acquiring.get(k, 0) + 1
+            _count(self._acquiring, keys, +1)
         try:
             yield
         finally:
             with self._mu:
-                for k in keys:
-                    n = self._acquiring.pop(k) - 1
-                    if n > 0:
-                        self._acquiring[k] = n
+                _count(self._acquiring, keys, -1)
 
     @contextmanager
     def _releasing_names(self, keys: List[NameKey]) -> Iterator[None]:
         """A cleanup release of ``keys`` in flight: new acquires of them wait for it."""
         with self._mu:
-            for k in keys:
-                self._releasing[k] = self._releasing.get(k, 0) + 1
+            _count(self._releasing, keys, +1)
         try:
             yield
         finally:
@@ -444,10 +463,7 @@ class Session:
 
     def _released(self, keys: List[NameKey]) -> None:
         with self._mu:
-            for k in keys:
-                n = self._releasing.pop(k) - 1
-                if n > 0:
-                    self._releasing[k] = n
+            _count(self._releasing, keys, -1)
             self._changed.notify_all()
 
     def _note_ack(self, sent_at: float) -> None:
@@ -508,20 +524,22 @@ class Session:
                 continue
             self._note_ack(sent_at)
             if grants is not None:
-                self._judge_grants(grants, asked_at)
-                self._sweep_late_grants(grants)
+                self._after_keepalive(grants, asked_at)
             wait = self._jittered()
 
-    def _judge_grants(self, grants: List[Dict[str, Any]], asked_at: float) -> None:
+    def _after_keepalive(self, grants: List[Dict[str, Any]], asked_at: float) -> None:
+        """A keepalive answer that lists the session's grants: judge the grants this
+        session holds by it, then sweep the late ones."""
+        listed = listed_grants(grants)
+        self._judge_grants(listed, asked_at)
+        self._sweep_late_grants(listed)
+
+    def _judge_grants(self, listed: List[ListedGrant], asked_at: float) -> None:
         """The keepalive answer lists the session's grants as the leader saw them after the
         keepalive arrived (docs/api.md "Keepalive answers"): every grant answered before it
         was sent that the list lacks was revoked or freed by its max hold. Matched by name
         and fencing token, locks and elections in one name space, semaphores in theirs."""
-        held: Dict[Any, Optional[int]] = {}
-        for g in grants:
-            if isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("fencing_token"), int):
-                w = g.get("waiters")
-                held[("semaphore" if g.get("kind") == "semaphore" else "lock", g["name"], g["fencing_token"])] = w if isinstance(w, int) and not isinstance(w, bool) else None
+        held: Dict[Any, Optional[int]] = {(space, name, token): waiters for space, name, token, waiters in listed}
         with self._mu:
             if self._state != "open":
                 return
@@ -535,7 +553,7 @@ class Session:
         for lk in gone:
             lk._mark_lost(f"{lk._what()} (token {lk.fencing_token}) is no longer held by session {self.id}: revoked, or freed by its max hold")
 
-    def _sweep_late_grants(self, grants: List[Dict[str, Any]]) -> None:
+    def _sweep_late_grants(self, listed: List[ListedGrant]) -> None:
         """After a keepalive whose answer lists the session's grants: releases each listed
         grant of a watched name (_watch) that no grant object of this session holds, while no
         acquire, cleanup or sweep release of the name is in flight here. Such a grant was
@@ -551,16 +569,13 @@ class Session:
             self._watched.expire(time.monotonic())
             if not self._watched:
                 return
-            for g in grants:
-                if not (isinstance(g, dict) and isinstance(g.get("name"), str) and isinstance(g.get("fencing_token"), int)):
-                    continue
-                space, name, token = ("semaphore" if g.get("kind") == "semaphore" else "lock"), g["name"], g["fencing_token"]
+            for space, name, token, _ in listed:
                 k = (space, name)
                 if k not in self._watched or self._acquiring.get(k) or self._releasing.get(k) or self._holds(space, name, token):
                     continue
                 # marked under the lock that the check ran under: an acquire that starts
                 # after this waits for the release (_acquiring_names)
-                self._releasing[k] = 1
+                _count(self._releasing, [k], +1)
                 todo.append((space, name, token))
         for space, name, token in todo:
             threading.Thread(target=self._release_late, args=(space, name, token), name=f"raftlock-sweep-{self.id[:8]}", daemon=True).start()

@@ -129,6 +129,11 @@ function key(kind: Kind, name: string): string {
   return `${kind}\0${name}`;
 }
 
+/** the name space of a keepalive answer's grant: elections are locks on the server */
+function kindOf(g: KeepaliveGrant): Kind {
+  return g.kind === 'semaphore' ? 'semaphore' : 'lock';
+}
+
 /** the acquire options every kind of acquire checks alike */
 function checkWait(opts: { waitMs?: number; maxHoldMs?: number }): { waitMs: number; maxHoldMs: number | undefined } {
   const waitMs = opts.waitMs ?? 0;
@@ -690,7 +695,7 @@ export class Session extends EventEmitter<SessionEvents> {
       this.watched.delete(k);
     }
     for (const g of grants) {
-      const kind: Kind = g.kind === 'semaphore' ? 'semaphore' : 'lock';
+      const kind = kindOf(g);
       const k = key(kind, g.name);
       if (!this.watched.has(k) || this.acquiring.has(k) || this.releasing.has(k) || this.cleanups.has(k) || this.holds(kind, g.name, g.fencingToken)) continue;
       // a cleanup still unresolved releases everything of the name: it goes first
@@ -719,9 +724,9 @@ export class Session extends EventEmitter<SessionEvents> {
    */
   private judgeGrants(grants: KeepaliveGrant[], askedAt: number): void {
     if (this.state !== 'open') return;
-    const held = new Set(grants.map((g) => `${g.kind === 'semaphore' ? 'semaphore' : 'lock'}\0${g.name}\0${g.fencingToken}`));
+    const held = new Set(grants.map((g) => `${kindOf(g)}\0${g.name}\0${g.fencingToken}`));
     // contention (docs/client.md "Contention"): each grant's count of waiting requests
-    const waiters = new Map(grants.map((g) => [`${g.kind === 'semaphore' ? 'semaphore' : 'lock'}\0${g.name}\0${g.fencingToken}`, g.waiters]));
+    const waiters = new Map(grants.map((g) => [`${kindOf(g)}\0${g.name}\0${g.fencingToken}`, g.waiters]));
     for (const l of this.locks) {
       const n = waiters.get(`${l instanceof SemaphoreGrant ? 'semaphore' : 'lock'}\0${l.name}\0${l.fencingToken}`);
       if (n !== undefined) l.noteWaiters(n);

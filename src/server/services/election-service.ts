@@ -113,7 +113,7 @@ export class ElectionService implements ElectionApi {
       if (settled.ok && settled.kind === 'acquired' && settled.value !== undefined && fsm.holdsGrant('lock', settled.name, settled.sessionId, settled.fencingToken)) {
         return this.confirm({ name, sessionId, fencingToken: settled.fencingToken, value: settled.value, ttlMs: settled.ttlMs }, arrival);
       }
-      return endedWaitAnswer(fsm, ctx, 'election');
+      return endedWaitAnswer(fsm, ctx, 'election', settled);
     }
     const now = fsm.getElection(name).leader;
     if (now !== null && now.sessionId === sessionId) {

@@ -19,9 +19,9 @@ import type { RequestContext } from '../../api/service.js';
 import { resultError } from '../../api/result-errors.js';
 import { refused, type Result } from '../../api/service-result.js';
 
-/** `what`: what to read to learn the outcome ("lock", "semaphore", "locks", "election") */
-export function endedWaitAnswer<T>(fsm: LockFsm, ctx: RequestContext, what: string): Result<T> {
-  const settled = settledWait(fsm, ctx);
+/** `what`: what to read to learn the outcome ("lock", "semaphore", "locks", "election");
+ *  `settled`: the key's settled answer, when the caller has read it already */
+export function endedWaitAnswer<T>(fsm: LockFsm, ctx: RequestContext, what: string, settled = settledWait(fsm, ctx)): Result<T> {
   if (settled !== undefined && !settled.ok) return refused(resultError(settled));
   return refused(new Failure('timeout', `the wait ended before this request could be answered (it may have been granted and released since): the outcome is unknown; read the ${what}, or retry with the same Idempotency-Key`));
 }

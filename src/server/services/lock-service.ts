@@ -336,7 +336,7 @@ export class RaftLockService implements LockService {
     const settled = settledWait(fsm, ctx);
     if (settled !== undefined) {
       if (settled.ok && settled.kind === 'acquired' && fsm.holdsGrant('lock', settled.name, settled.sessionId, settled.fencingToken)) return this.answerGrant(settled, arrival);
-      return endedWaitAnswer(fsm, ctx, 'lock');
+      return endedWaitAnswer(fsm, ctx, 'lock', settled);
     }
     // no key, or a key still 'queued' (a request that joined the session's wait): the
     // session's grant of the name is the wait's

@@ -122,7 +122,7 @@ export class SemaphoreService {
     const settled = settledWait(fsm, ctx);
     if (settled !== undefined) {
       if (settled.ok && settled.kind === 'sem_acquired' && fsm.holdsGrant('semaphore', settled.name, settled.sessionId, settled.fencingToken)) return this.confirm(settled, arrival);
-      return endedWaitAnswer(fsm, ctx, 'semaphore');
+      return endedWaitAnswer(fsm, ctx, 'semaphore', settled);
     }
     const sem = fsm.getSemaphore(name);
     const mine = sem.holders.find((h) => h.sessionId === sessionId);
