@@ -1,6 +1,6 @@
 // The state machine's refusals as the REST contract's failures (docs/api.md "Errors"): one
 // mapping for every service on the node. Failures carry no HTTP status (failure.ts).
-import type { ApplyResult, BlockedName, CycleEntry, HolderInfo, KeyReuse, LimitName } from '../lock-fsm/index.js';
+import type { ApplyResult, BlockedName, CycleEntry, HolderInfo, KeyReuse, LimitName, LockInfo } from '../lock-fsm/index.js';
 import { Failure } from './failure.js';
 import { holderView } from './lock-views.js';
 
@@ -11,6 +11,21 @@ export function sessionNotFound(id: string): Failure {
 export function lockHeldError(name: string, holder: HolderInfo | undefined): Failure {
   if (!holder) return new Failure('lock_held', `lock ${name} is in lock-delay after its holder's session expired`);
   return new Failure('lock_held', `lock ${name} is held by session ${holder.sessionId}`, { details: { holder: holderView(holder) } });
+}
+
+/** The refusal for an acquire whose grant ended before its answer (a release, revoke or
+ *  expiry later in the same committed batch): nothing of the request is left, so the
+ *  answer is what is true now, `now` (its code and details), saying why (a free lock would
+ *  otherwise read as "in lock-delay", an idle semaphore as "full"). */
+export function grantEndedBeforeAnswer(what: string, now: Failure): Failure {
+  return new Failure(now.code, `the grant this request got for ${what} ended before the answer (released, revoked or expired right after it); now: ${now.message}`, now.details === undefined ? {} : { details: now.details });
+}
+
+/** 409 lock_held saying what the lock's state is now (lockHeldError knows only a holder) */
+export function lockStateNow(lock: LockInfo): Failure {
+  if (lock.holder || lock.inDelay) return lockHeldError(lock.name, lock.holder);
+  const what = lock.held ? 'held shared' : lock.waiters > 0 ? `free, with ${lock.waiters} request(s) waiting` : 'free';
+  return new Failure('lock_held', `lock ${lock.name} is ${what}`);
 }
 
 /** 409 lock_held of a lock set (docs/contract.md §5): `blocked` names each lock that stood

@@ -170,12 +170,14 @@ test('a watched name\'s grant that its lock is giving back is left to that relea
       const pending = lock.release();
       await until(() => fx.driver.heldCount() === 1, 5000, 'the release reached the leader');
       await s.keepalive();
-      // an acquire of the name now goes out at once, unless a sweep release of the name is
-      // in flight (it would wait for it): what reaches the leader next tells which
+      // a sweep release would go out as the keepalive is answered; an acquire of another
+      // kind sent after it tells whether one did (an acquire of late-5 now waits for the
+      // lock's release: docs/client.md "Acquires and releases of one name at once")
       again = s.lock('late-5');
+      const barrier = s.semaphore('late-5-barrier', { limit: 1 });
       await until(() => fx.driver.heldCount() === 2, 5000, 'a second proposal reached the leader');
-      assert.deepEqual(fx.driver.heldKinds(), ['release', 'acquire'], 'no sweep release: the new acquire went out');
-      return { pending };
+      assert.deepEqual(fx.driver.heldKinds(), ['release', 'semAcquire'], 'no sweep release, and the acquire of late-5 waits');
+      return { pending: Promise.all([pending, barrier]) };
     });
     assert.deepEqual(releases, [`/v1/locks/late-5/release ${JSON.stringify({ session_id: s.id, fencing_token: lock.fencingToken })}`], 'the lock\'s own release only');
     assert.ok(again !== undefined && (await again).held, 'the new acquire got the lock');

@@ -105,6 +105,20 @@ interface Unresolved {
   late?: true;
 }
 
+/**
+ * An acquire of this session out on the wire. A release of one of its names in this
+ * session that starts meanwhile (another grant object's release, a given-up acquire's
+ * cleanup) may be applied after it and end the grant its answer describes: a second acquire
+ * of a name the session holds returns the same grant. Such an answer is not handed out; the
+ * acquire asks again once the release is done, and its new answer is the truth (a grant the
+ * release left standing is answered again: the session still holds it). docs/client.md
+ * "Acquires and releases of one name at once".
+ */
+interface Ask {
+  keys: readonly string[];
+  overtaken: boolean;
+}
+
 type SessionEvents = {
   lost: [SessionLostError];
   keepalive: [{ sentAt: number; provenUntil: number }];
@@ -199,6 +213,13 @@ export class Session extends EventEmitter<SessionEvents> {
   /** releases of grant objects in flight, by kind and name (a grant that a release is
    *  giving back is no late grant: the sweep leaves the name alone) */
   private readonly releasing = new Map<string, number>();
+  /** every release of this session in flight (a grant object's, a cleanup, the sweep's), by
+   *  kind and name, and how many have started: an acquire of the name waits for these before
+   *  it is sent, and asks again when one started while it was out (askAgain) */
+  private readonly releasesOut = new Map<string, Set<Promise<unknown>>>();
+  /** acquires of this session out on the wire, by kind and name: a release of the name
+   *  that starts meanwhile marks them overtaken (acquireOnce) */
+  private readonly asking = new Map<string, Set<Ask>>();
 
   /** @internal use RaftlockClient.session() */
   constructor(private readonly host: SessionHost, id: string, timing: SessionTiming, openedSentAt: number) {
@@ -216,13 +237,20 @@ export class Session extends EventEmitter<SessionEvents> {
     this.lost = new Promise((resolve) => (this.resolveLost = resolve));
     this.lastAckSent = openedSentAt;
     this.proven = openedSentAt + this.ttlMs - this.safetyMarginMs;
-    const ownerOf = (kind: Kind, release: (l: Lock) => Promise<void>, check: (l: Lock) => Promise<boolean>): LockOwner => ({
+    // `byName`: the release ends every grant of the name in this session (a semaphore's, an
+    // election's resign), not only the one of the grant object's token
+    const ownerOf = (kind: Kind, byName: boolean, release: (l: Lock) => Promise<void>, check: (l: Lock) => Promise<boolean>): LockOwner => ({
       id,
       provenUntil: () => this.provenUntil,
       now: () => host.now(),
       isOpen: () => this.state === 'open',
       releaseLock: (l) =>
-        this.during(this.releasing, [key(kind, l.name)], () => release(l)).catch((err: unknown) => {
+        this.releasingNames([key(kind, l.name)], () => {
+          // another grant object of the session may carry the same grant (a second acquire
+          // of a name the session holds returns it): from this release on, it is not held
+          this.dropGrants(kind, l.name, l, byName ? undefined : l.fencingToken);
+          return release(l);
+        }).catch((err: unknown) => {
           // Unless the server answered (not_holder: it is not ours any more), the grant may
           // still be held while the keepalives go on: retry the release with them.
           const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
@@ -232,11 +260,15 @@ export class Session extends EventEmitter<SessionEvents> {
       checkLock: check,
       forget: (l) => this.locks.delete(l),
     });
-    this.owner = ownerOf('lock', (l) => host.release(l.name, id, l.fencingToken), (l) => host.checkToken(l.name, l.fencingToken));
+    this.owner = ownerOf('lock', false, (l) => host.release(l.name, id, l.fencingToken), (l) => host.checkToken(l.name, l.fencingToken));
     // A lock set's release: one release-all; unless the server answered, each lock is
     // retried with the keepalives by its token, as a lock's release is.
     this.setOwner = {
-      releaseAll: (locks) => this.during(this.releasing, locks.map((l) => key('lock', l.name)), () => host.releaseAll(locks.map((l) => l.name), id)).then(() => undefined, (err: unknown) => {
+      releaseAll: (locks) => this.releasingNames(locks.map((l) => key('lock', l.name)), () => {
+        // release-all ends the session's grant of each name, whichever object carries it
+        for (const l of locks) this.dropGrants('lock', l.name);
+        return host.releaseAll(locks.map((l) => l.name), id);
+      }).then(() => undefined, (err: unknown) => {
         const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
         if (!answered && this.state === 'open') for (const l of locks) this.unresolved.set(key('lock', l.name), { kind: 'lock', name: l.name, token: l.fencingToken });
         throw err;
@@ -247,13 +279,13 @@ export class Session extends EventEmitter<SessionEvents> {
     // contract has no per-token release); the contract has no token check for semaphores.
     // A second acquire of a semaphore the session holds returns the same grant (same
     // token, src/lock-fsm/semaphores.ts), so one release ends every grant object of it.
-    this.semOwner = ownerOf('semaphore', (l) => (this.dropGrants('semaphore', l.name, l), host.releaseSemaphore(l.name, id)), (l) =>
+    this.semOwner = ownerOf('semaphore', true, (l) => host.releaseSemaphore(l.name, id), (l) =>
       Promise.reject(new InvalidRequestError('invalid_request', `semaphore ${l.name}: the server offers no fencing-token check for semaphores; check the token at the resource`)),
     );
     // An election is the lock of its name on the server: its cleanup is the lock's
     // (a release withdraws a wait and frees a grant, docs/api.md "Release"); stepping
     // down is a resign, so the next candidate leads and watchers see `resigned`.
-    this.electionOwner = ownerOf('lock', (l) => host.resign(l.name, id), (l) => host.checkToken(l.name, l.fencingToken));
+    this.electionOwner = ownerOf('lock', true, (l) => host.resign(l.name, id), (l) => host.checkToken(l.name, l.fencingToken));
     this.armLostTimer();
     this.scheduleKeepalive(this.jittered());
   }
@@ -313,20 +345,25 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   private async acquireSet(list: string[], opts: SessionLockOptions, waitMs: number, maxHoldMs: number | undefined): Promise<LockSet> {
-    // A cleanup of an earlier acquire of any of these names must not release what this one gets.
-    for (const n of list) {
-      await this.cleanups.get(key('lock', n));
-      this.unresolved.delete(key('lock', n));
-    }
-    this.assertOpen();
+    // A release of any of these names in flight in the session must not end what this one gets.
+    const keys = list.map((n) => key('lock', n));
+    await this.releasesDone(keys);
+    for (const k of keys) this.unresolved.delete(k);
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
     const until = this.host.now() + waitMs;
     for (;;) {
+      if (keys.some((k) => this.releasesOut.has(k))) {
+        await this.releasesDone(keys);
+        continue;
+      }
+      this.assertOpen();
       const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
+      const ask = this.asked(keys);
       let g: LockSetGrantInfo & { sentAt: number };
       try {
         g = await this.host.acquireAllFor(list, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(maxHoldMs !== undefined ? { maxHoldMs } : {}) });
       } catch (err) {
+        this.answered(ask);
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
         if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;
         // The server may have granted the set, or still queue it: give every name back
@@ -334,7 +371,9 @@ export class Session extends EventEmitter<SessionEvents> {
         if (!definitelyNotApplied(err) && this.state === 'open') await this.cleanUpSet(list);
         throw err;
       }
+      this.answered(ask);
       this.noteAck(g.sentAt);
+      if (ask.overtaken) continue; // see Ask
       const locks = g.grants.map((x) => new Lock(this.owner, { name: x.name, fencingToken: x.fencingToken, ttlMs: g.ttlMs, mode: g.mode }));
       const seen = this.host.now();
       for (const lock of locks) {
@@ -371,7 +410,7 @@ export class Session extends EventEmitter<SessionEvents> {
       this.watch('lock', n);
     }
     try {
-      await this.host.releaseAll(names, this.id, { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS });
+      await this.tracked(names.map((n) => key('lock', n)), this.host.releaseAll(names, this.id, { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS }));
     } catch (err) {
       if (this.state !== 'open') return;
       if (err instanceof SessionNotFoundError) return this.markLost(`the server no longer knows session ${this.id}`, err);
@@ -456,18 +495,26 @@ export class Session extends EventEmitter<SessionEvents> {
     call: (waitMs: number, signal: AbortSignal) => Promise<G>, make: (g: G) => L, waitMs: number, maxHoldMs: number | undefined,
   ): Promise<L> {
     const k = key(kind, name);
-    // A cleanup of an earlier acquire of this name must not release what this one gets.
-    await this.cleanups.get(k);
+    // A release of this name in flight in the session (an earlier acquire's cleanup, a grant
+    // object's release) must not end what this one gets.
+    await this.releasesDone([k]);
     this.unresolved.delete(k);
-    this.assertOpen();
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
     const until = this.host.now() + waitMs;
     for (;;) {
+      // checked synchronously right before the send: nothing can start in between
+      if (this.releasesOut.has(k)) {
+        await this.releasesDone([k]);
+        continue;
+      }
+      this.assertOpen();
       const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
+      const ask = this.asked([k]);
       let g: G;
       try {
         g = await call(chunk, signal);
       } catch (err) {
+        this.answered(ask);
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
         if (err instanceof RaftlockError && err.code === fullCode && this.host.now() < until - 1) continue;
         // The server may have granted it (or still queue this session and grant it later).
@@ -482,9 +529,11 @@ export class Session extends EventEmitter<SessionEvents> {
         }
         throw err;
       }
+      this.answered(ask);
       // A granted acquire renewed the session from its arrival (spec: "A successful acquire
       // … also renews its session"), which is no earlier than its send time.
       this.noteAck(g.sentAt);
+      if (ask.overtaken) continue; // see Ask
       const lock = make(g);
       // The grant was made after this request was sent (or is the grant an earlier Lock of
       // this session carries: same token, and the server keeps its first max hold), and the
@@ -628,7 +677,9 @@ export class Session extends EventEmitter<SessionEvents> {
     const p = (async () => {
       // The release ends whatever this session holds of the name: no grant object of it
       // may go on claiming it is held.
+      // A release by token ends that grant only, whichever grant object carries it.
       if (u.token === undefined || u.kind === 'semaphore') this.dropGrants(u.kind, u.name);
+      else this.dropGrants(u.kind, u.name, undefined, u.token);
       try {
         const o = { signal: this.signal, budgetMs: CLEANUP_BUDGET_MS };
         if (u.kind === 'lock') await this.host.release(u.name, this.id, u.token, o);
@@ -649,7 +700,7 @@ export class Session extends EventEmitter<SessionEvents> {
       }
     })();
     this.cleanups.set(k, p);
-    return p;
+    return this.tracked([k], p);
   }
 
   /** runs `fn` with `keys` counted in flight in `counts` (acquiring, releasing) */
@@ -663,6 +714,61 @@ export class Session extends EventEmitter<SessionEvents> {
         if (n > 0) counts.set(k, n);
         else counts.delete(k);
       }
+    }
+  }
+
+  /** runs `fn`, a grant object's release of `keys`, counted for the sweep (releasing)
+   *  and tracked for the acquires of those names (tracked) */
+  private releasingNames<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
+    return this.during(this.releasing, keys, () => this.tracked(keys, fn()));
+  }
+
+  /** `p`, a release of `keys` in this session, just started: the acquires of those names
+   *  out now are overtaken by it, and new ones wait until it settles */
+  private tracked<T>(keys: readonly string[], p: Promise<T>): Promise<T> {
+    for (const k of keys) {
+      for (const a of this.asking.get(k) ?? []) a.overtaken = true;
+      let out = this.releasesOut.get(k);
+      if (!out) this.releasesOut.set(k, (out = new Set()));
+      out.add(p);
+    }
+    const settled = (): void => {
+      for (const k of keys) {
+        const out = this.releasesOut.get(k);
+        out?.delete(p);
+        if (out?.size === 0) this.releasesOut.delete(k);
+      }
+    };
+    p.then(settled, settled);
+    return p;
+  }
+
+  /** settles once no release of `keys` is in flight in this session */
+  private async releasesDone(keys: readonly string[]): Promise<void> {
+    for (;;) {
+      const out = keys.flatMap((k) => [...(this.releasesOut.get(k) ?? [])]);
+      if (out.length === 0) return;
+      await Promise.allSettled(out);
+    }
+  }
+
+  /** an acquire of `keys` goes out now (call right before the send) */
+  private asked(keys: readonly string[]): Ask {
+    const ask: Ask = { keys, overtaken: false };
+    for (const k of keys) {
+      let out = this.asking.get(k);
+      if (!out) this.asking.set(k, (out = new Set()));
+      out.add(ask);
+    }
+    return ask;
+  }
+
+  /** its answer is in (call first thing after the await, before anything else can run) */
+  private answered(ask: Ask): void {
+    for (const k of ask.keys) {
+      const out = this.asking.get(k);
+      out?.delete(ask);
+      if (out?.size === 0) this.asking.delete(k);
     }
   }
 
@@ -770,9 +876,10 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   /** Aborts the signal of every grant of `kind` `name` in this session (but `except`). */
-  private dropGrants(kind: Kind, name: string, except?: Lock): void {
+  private dropGrants(kind: Kind, name: string, except?: Lock, token?: number): void {
     for (const l of [...this.locks]) {
       if (l === except || l.name !== name || (l instanceof SemaphoreGrant) !== (kind === 'semaphore')) continue;
+      if (token !== undefined && l.fencingToken !== token) continue;
       l.markLost(`${kind} ${name} (token ${l.fencingToken}) was released in session ${this.id}`);
       this.locks.delete(l);
     }

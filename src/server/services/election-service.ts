@@ -14,7 +14,7 @@ import type { LeaderCoordinator } from '../leader/leader-coordinator.js';
 import { asActor, requester } from './requester.js';
 import { endedWaitAnswer, settledWait } from './ended-wait.js';
 import { withHold } from '../../api/lock-views.js';
-import { resultError, sessionNotFound } from '../../api/result-errors.js';
+import { grantEndedBeforeAnswer, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
@@ -98,7 +98,7 @@ export class ElectionService implements ElectionApi {
     if (!fsm.holdsGrant('lock', l.name, l.sessionId, l.fencingToken)) {
       // a grant never outlives its session: an ended session is the truer answer
       if (!fsm.getSession(l.sessionId)) return refused(sessionNotFound(l.sessionId));
-      return refused(heldBy(l.name, fsm.getElection(l.name)));
+      return refused(grantEndedBeforeAnswer(`election ${l.name}`, heldBy(l.name, fsm.getElection(l.name))));
     }
     this.leader.renewLease(l.sessionId, arrival, 'timeout');
     return ok(withHold(campaignView(l), fsm.holdLeftMs('lock', l.name, l.sessionId, l.fencingToken)));

@@ -17,7 +17,7 @@ import { endedWaitAnswer, settledWait } from './ended-wait.js';
 import { revokeGrants } from './revoke.js';
 import { countedAcquire } from './acquire-metric.js';
 import { grantOf, grantView, lockView, withHold } from '../../api/lock-views.js';
-import { lockHeldError, resultError, sessionNotFound } from '../../api/result-errors.js';
+import { grantEndedBeforeAnswer, lockHeldError, lockStateNow, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
@@ -300,7 +300,7 @@ export class RaftLockService implements LockService {
     if (!fsm.holdsGrant('lock', g.name, g.sessionId, g.fencingToken)) {
       // a grant never outlives its session: an ended session is the truer answer
       if (!fsm.getSession(g.sessionId)) return refused(sessionNotFound(g.sessionId));
-      return refused(lockHeldError(g.name, fsm.getLock(g.name).holder));
+      return refused(grantEndedBeforeAnswer(`lock ${g.name}`, lockStateNow(fsm.getLock(g.name))));
     }
     return this.answerGrant(g, arrival);
   }

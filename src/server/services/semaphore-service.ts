@@ -14,7 +14,7 @@ import { asActor, requester } from './requester.js';
 import { endedWaitAnswer, settledWait } from './ended-wait.js';
 import { withHold } from '../../api/lock-views.js';
 import { revokeGrants } from './revoke.js';
-import { resultError, sessionNotFound } from '../../api/result-errors.js';
+import { grantEndedBeforeAnswer, resultError, sessionNotFound } from '../../api/result-errors.js';
 import type { ServiceDeps } from '../leader/service-deps.js';
 import { ok, refused, settled, type Result } from '../../api/service-result.js';
 
@@ -109,7 +109,7 @@ export class SemaphoreService {
     if (!fsm.holdsGrant('semaphore', g.name, g.sessionId, g.fencingToken)) {
       // a grant never outlives its session: an ended session is the truer answer
       if (!fsm.getSession(g.sessionId)) return refused(sessionNotFound(g.sessionId));
-      return refused(full(fsm.getSemaphore(g.name)));
+      return refused(grantEndedBeforeAnswer(`semaphore ${g.name}`, full(fsm.getSemaphore(g.name))));
     }
     this.leader.renewLease(g.sessionId, arrival, 'timeout');
     return ok(withHold(grantView(g), fsm.holdLeftMs('semaphore', g.name, g.sessionId, g.fencingToken)));

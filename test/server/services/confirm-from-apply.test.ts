@@ -7,7 +7,7 @@
 // the apply result answers the request's own grant.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { codeOf, setup, valueOf } from './service-fixture.js';
+import { codeOf, errorOf, setup, valueOf } from './service-fixture.js';
 
 type Fixture = ReturnType<typeof setup>;
 
@@ -132,4 +132,23 @@ test('a campaign that a later entry of its batch ended is answered with what is 
   const el = f.svc.elections;
   const [won] = await inOneBatch(f, () => [codeOf(el.campaign('E', { sessionId: a!, value: 'v', waitMs: 0 }, f.ctx('c1'))), codeOf(el.resign('E', a!, f.ctx('r1')))]);
   assert.equal(won, 'lock_held');
+});
+
+test('an acquire whose grant a later entry of the same batch ended is refused with what is true now, saying why', async () => {
+  const f = setup();
+  const [a] = await sessions(f, 1);
+  valueOf(await f.svc.acquire('L', { sessionId: a!, waitMs: 0 }, f.ctx('k0')));
+  // a second acquire of the session returns its grant; the release after it in the batch ends it
+  f.driver.hold = true;
+  const again = f.svc.acquire('L', { sessionId: a!, waitMs: 0 }, f.ctx('k1'));
+  const released = f.svc.release('L', a!, undefined, f.ctx('k2'));
+  await new Promise((r) => setImmediate(r)); // both proposals reached the driver
+  f.driver.hold = false;
+  f.driver.commitHeld();
+  valueOf(await released);
+  const refusal = await errorOf(again);
+  assert.equal(refusal.code, 'lock_held');
+  assert.match(refusal.message, /the grant this request got for lock L ended before the answer/);
+  assert.doesNotMatch(refusal.message, /lock-delay/, 'the lock is free, not in lock-delay');
+  assert.equal(f.app.fsm.getLock('L').held, false);
 });

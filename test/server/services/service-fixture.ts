@@ -46,6 +46,12 @@ export class FakeDriver {
     for (const h of this.held.splice(0)) h.resolve(this.apply(h.bytes));
   }
 
+  /** commit and apply the first proposal held back (the others stay held) */
+  commitFirst(): void {
+    const h = this.held.shift();
+    if (h) h.resolve(this.apply(h.bytes));
+  }
+
   /** answer everything held back 'unknown' (commit slower than the proposal timeout) and
    *  return the entries, for the test to apply later (applyForeign) */
   timeOutHeld(): Uint8Array[] {
