@@ -13,14 +13,19 @@ import (
 // out gives, ErrLocked or ErrSemaphoreFull). An acquire that ends without a definite "not
 // applied" calls forget, which must give the name up in this session: the grant may have
 // raced the give-up (docs/client.md). what names the grant in errors. It returns the
-// send time of the granted request, after renewing the session's proof from it.
-func (s *Session) acquireLoop(ctx context.Context, wait bool, full error, what string,
+// send time of the granted request, after renewing the session's proof from it. Each send
+// waits for the releases of h's names in flight in the session (sendable); the caller
+// tracks the grant with trackAnswered, or asks again when a release overtook the answer.
+func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full error, what string,
 	call func(ctx context.Context, chunk time.Duration) (time.Time, error), forget func(cause error)) (time.Time, error) {
 	if err := s.assertOpen(); err != nil {
-		return time.Time{}, err
+		return time.Time{}, err // a lost or closed session frees whatever it held
 	}
 	if err := ctx.Err(); err != nil {
-		return time.Time{}, err // nothing was sent
+		if h.outstanding {
+			forget(err) // an overtaken answer may have left a grant standing
+		}
+		return time.Time{}, err // nothing more was sent
 	}
 	// The acquire ends when ctx is done or the session ends, whichever is first.
 	actx, cancel := context.WithCancel(ctx)
@@ -45,15 +50,32 @@ func (s *Session) acquireLoop(ctx context.Context, wait bool, full error, what s
 				}
 			}
 		}
+		if err := s.sendable(actx, h); err != nil {
+			// nothing of this send went out; an overtaken answer before it may have left a
+			// grant standing
+			if h.outstanding && s.assertOpen() == nil {
+				forget(err)
+			}
+			if serr := s.assertOpen(); serr != nil {
+				return time.Time{}, serr
+			}
+			if ctx.Err() != nil {
+				return time.Time{}, ctx.Err()
+			}
+			return time.Time{}, err
+		}
 		sentAt, err := call(actx, chunk)
 		if err != nil {
 			if errors.Is(err, ErrSessionNotFound) {
 				s.markLost(fmt.Sprintf("the server no longer knows session %s", s.id), err)
 			}
+			if errors.Is(err, full) {
+				h.outstanding = false // the session holds none of the names
+			}
 			if wait && chunk > time.Millisecond && errors.Is(err, full) && actx.Err() == nil {
 				continue // this wait ran out before ctx: queue again
 			}
-			if !definitelyNotApplied(err) {
+			if !definitelyNotApplied(err) || h.outstanding {
 				forget(err)
 			}
 			if actx.Err() != nil && ctx.Err() == nil {
@@ -66,6 +88,7 @@ func (s *Session) acquireLoop(ctx context.Context, wait bool, full error, what s
 			}
 			return time.Time{}, err
 		}
+		h.outstanding = false // a grant: the caller tracks it, or finds it overtaken again
 		// A granted acquire renewed the session from its arrival, no earlier than its send.
 		s.noteAck(sentAt)
 		if serr := s.assertOpen(); serr != nil {

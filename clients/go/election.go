@@ -83,13 +83,26 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 		return nil, err
 	}
 	s := e.s
-	end, err := s.beginAcquire(ctx, "lock", e.name)
+	h, end, err := s.beginAcquire(ctx, "lock", e.name)
 	if err != nil {
 		return nil, err
 	}
 	defer end() // after the leadership is tracked: the sweep must not take it before
+	for {
+		l, err := e.campaignOnce(ctx, h, value, wait)
+		if l != nil || err != nil {
+			return l, err
+		}
+		// a release of the name in this session overtook the answer: ask again
+	}
+}
+
+// campaignOnce is one campaign of acquireLoop; nil, nil when a release of the name in the
+// session overtook its answer (asking).
+func (e *Election) campaignOnce(ctx context.Context, h *asking, value string, wait bool) (*Leadership, error) {
+	s := e.s
 	var g campaignGrant
-	sentAt, err := s.acquireLoop(ctx, wait, ErrLocked, "election "+e.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+	sentAt, err := s.acquireLoop(ctx, h, wait, ErrLocked, "election "+e.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
 		return s.grantCall(actx, electionPath(e.name, "campaign"), map[string]interface{}{"session_id": s.id, "value": value},
 			e.owner, e.maxHold, chunk, "campaign "+e.name, &g, func() int64 { return g.FencingToken })
 	}, func(cause error) {
@@ -111,7 +124,9 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 	}
 	l := &Leadership{e: e, token: g.FencingToken, value: g.Value, done: make(chan struct{})}
 	l.ref = &grantRef{space: "lock", name: e.name, token: g.FencingToken, seenAt: time.Now(), lost: l.end}
-	s.track(l.ref)
+	if !s.trackAnswered(h, l.ref) {
+		return nil, nil
+	}
 	if until := s.grantHoldDeadline(sentAt, e.maxHold, g.MaxHoldMs); !until.IsZero() {
 		l.holdTimer = time.AfterFunc(time.Until(until), func() {
 			l.end(&Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: leadership of election %s (token %d) reached its max hold", e.name, l.token)})
@@ -241,7 +256,7 @@ func (l *Leadership) Resign(ctx context.Context) error {
 		l.end(&Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: resigned from election %s", l.e.name), Err: errResigned})
 	}
 	s := l.e.s
-	given := s.givingBack(l.ref)
+	given := s.givingBack("lock", []string{l.e.name}, 0, l.ref)
 	defer given()
 	if s.assertOpen() != nil {
 		return nil // its end frees the leadership

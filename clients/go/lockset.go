@@ -105,37 +105,53 @@ func (l *LockSet) lock(ctx context.Context, wait bool) error {
 		return err
 	}
 	s := l.s
-	end, err := s.beginAcquire(ctx, "lock", l.names...)
+	h, end, err := s.beginAcquire(ctx, "lock", l.names...)
 	if err != nil {
 		return err
 	}
 	defer end() // after the grants are tracked: the sweep must not take them before
-	var g setGrant
-	_, err = s.acquireLoop(ctx, wait, ErrLocked, "locks "+strings.Join(l.names, ", "), func(actx context.Context, chunk time.Duration) (time.Time, error) {
-		var err error
-		g, err = s.c.acquireAll(actx, l.names, s.id, chunk, acquireOpts{owner: l.owner, shared: l.shared, maxHold: l.maxHold})
-		return g.sentAt, err
-	}, l.forgetGrants)
-	if err != nil {
-		return err
+	for {
+		var g setGrant
+		_, err = s.acquireLoop(ctx, h, wait, ErrLocked, "locks "+strings.Join(l.names, ", "), func(actx context.Context, chunk time.Duration) (time.Time, error) {
+			var err error
+			g, err = s.c.acquireAll(actx, l.names, s.id, chunk, acquireOpts{owner: l.owner, shared: l.shared, maxHold: l.maxHold})
+			return g.sentAt, err
+		}, l.forgetGrants)
+		if err != nil {
+			return err
+		}
+		if l.took(h, g) {
+			return nil
+		}
+		// a release of one of the names in this session overtook the answer: ask again
 	}
+}
+
+// took: as Mutex.took, for every grant of the set.
+func (l *LockSet) took(h *asking, g setGrant) bool {
+	s := l.s
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, r := range l.refs {
-		s.untrack(r)
-	}
-	l.refs = nil
-	l.cont.reset()
-	l.tokens = make(map[string]int64, len(g.Grants))
 	now := time.Now()
+	refs := make([]*grantRef, 0, len(g.Grants))
 	for _, x := range g.Grants {
-		l.tokens[x.Name] = x.FencingToken
 		name := x.Name
 		ref := &grantRef{space: "lock", name: name, token: x.FencingToken, seenAt: now}
 		ref.lost = func(err error) { l.grantLost(ref, err) }
 		ref.waiters = func(n int) { l.cont.note(name, n) }
-		l.refs = append(l.refs, ref)
-		s.track(ref)
+		refs = append(refs, ref)
+	}
+	if !s.trackAnswered(h, refs...) {
+		return false
+	}
+	for _, r := range l.refs {
+		s.untrack(r)
+	}
+	l.refs = refs
+	l.cont.reset()
+	l.tokens = make(map[string]int64, len(g.Grants))
+	for _, x := range g.Grants {
+		l.tokens[x.Name] = x.FencingToken
 	}
 	l.holdUntil = s.holdDeadline(g.sentAt, l.maxHold)
 	for _, x := range g.Grants {
@@ -143,7 +159,7 @@ func (l *LockSet) lock(ctx context.Context, wait bool) error {
 	}
 	l.held = true
 	l.lostErr = nil
-	return nil
+	return true
 }
 
 func (l *LockSet) grantLost(ref *grantRef, err error) {
@@ -191,9 +207,10 @@ func (l *LockSet) Unlock(ctx context.Context) error {
 	lost := l.lostErr != nil
 	refs := l.refs
 	l.refs = nil
-	given := l.s.givingBack(refs...)
-	defer given()
 	l.mu.Unlock()
+	// outside l.mu: the release ends every other grant object of the names
+	given := l.s.givingBack("lock", l.names, 0, refs...)
+	defer given()
 	if l.s.assertOpen() != nil {
 		return nil
 	}

@@ -115,20 +115,32 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		return err
 	}
 	s := m.s
-	end, err := s.beginAcquire(ctx, "lock", m.key)
+	h, end, err := s.beginAcquire(ctx, "lock", m.key)
 	if err != nil {
 		return err
 	}
 	defer end() // after the grant is tracked: the sweep must not take it before
-	var g grant
-	_, err = s.acquireLoop(ctx, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
-		var err error
-		g, err = s.c.acquire(actx, m.key, s.id, chunk, acquireOpts{owner: m.owner, shared: m.shared, maxHold: m.maxHold})
-		return g.sentAt, err
-	}, m.forgetGrant)
-	if err != nil {
-		return err
+	for {
+		var g grant
+		_, err = s.acquireLoop(ctx, h, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+			var err error
+			g, err = s.c.acquire(actx, m.key, s.id, chunk, acquireOpts{owner: m.owner, shared: m.shared, maxHold: m.maxHold})
+			return g.sentAt, err
+		}, m.forgetGrant)
+		if err != nil {
+			return err
+		}
+		if m.took(h, g) {
+			return nil
+		}
+		// a release of the name in this session overtook the answer: ask again
 	}
+}
+
+// took makes g, the grant an acquire answered, this mutex's, unless a release of the
+// name in the session started while the request was out (asking): then false.
+func (m *Mutex) took(h *asking, g grant) bool {
+	s := m.s
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	// A second acquire of a lock the session holds returns the same grant, whose max
@@ -136,21 +148,26 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 	// the server answered of it.
 	until := s.grantHoldDeadline(g.sentAt, m.maxHold, g.MaxHoldMs)
 	if m.held && m.token == g.FencingToken && m.lostErr == nil {
+		if !s.answerStands(h) {
+			return false
+		}
 		m.holdUntil = earliest(m.holdUntil, until)
 	} else {
-		m.holdUntil = until
-		s.untrack(m.ref)
 		ref := &grantRef{space: "lock", name: m.key, token: g.FencingToken, seenAt: time.Now()}
 		ref.lost = func(err error) { m.grantLost(ref, err) }
 		ref.waiters = func(n int) { m.cont.note(m.key, n) }
+		if !s.trackAnswered(h, ref) {
+			return false
+		}
+		s.untrack(m.ref)
+		m.holdUntil = until
 		m.cont.reset()
 		m.ref = ref
-		s.track(ref)
 	}
 	m.token = g.FencingToken
 	m.held = true
 	m.lostErr = nil
-	return nil
+	return true
 }
 
 func (m *Mutex) grantLost(ref *grantRef, err error) {
@@ -195,11 +212,12 @@ func (m *Mutex) Unlock(ctx context.Context) error {
 		return nil
 	}
 	m.held = false
-	token := m.token
-	given := m.s.givingBack(m.ref)
-	defer given()
+	token, ref := m.token, m.ref
 	m.ref = nil
 	m.mu.Unlock()
+	// outside m.mu: the release ends other grant objects of the token (their own locks)
+	given := m.s.givingBack("lock", []string{m.key}, token, ref)
+	defer given()
 	if m.s.assertOpen() != nil {
 		return nil
 	}

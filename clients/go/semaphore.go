@@ -95,27 +95,39 @@ func (m *Semaphore) acquire(ctx context.Context, wait bool) error {
 		return err
 	}
 	s := m.s
-	end, err := s.beginAcquire(ctx, "semaphore", m.name)
+	h, end, err := s.beginAcquire(ctx, "semaphore", m.name)
 	if err != nil {
 		return err
 	}
 	defer end() // after the grant is tracked: the sweep must not take it before
-	var g semaphoreGrant
-	sentAt, err := s.acquireLoop(ctx, wait, ErrSemaphoreFull, "semaphore "+m.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
-		return s.grantCall(actx, semaphorePath(m.name, "acquire"), map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits},
-			m.owner, m.maxHold, chunk, "acquire semaphore "+m.name, &g, func() int64 { return g.FencingToken })
-	}, m.forget)
-	if err != nil {
-		return err
+	for {
+		var g semaphoreGrant
+		sentAt, err := s.acquireLoop(ctx, h, wait, ErrSemaphoreFull, "semaphore "+m.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+			return s.grantCall(actx, semaphorePath(m.name, "acquire"), map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits},
+				m.owner, m.maxHold, chunk, "acquire semaphore "+m.name, &g, func() int64 { return g.FencingToken })
+		}, m.forget)
+		if err != nil {
+			return err
+		}
+		if m.took(h, g, sentAt) {
+			return nil
+		}
+		// a release of the semaphore in this session overtook the answer: ask again
 	}
+}
+
+// took: as Mutex.took.
+func (m *Semaphore) took(h *asking, g semaphoreGrant, sentAt time.Time) bool {
+	s := m.s
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	until := s.grantHoldDeadline(sentAt, m.maxHold, g.MaxHoldMs)
 	if m.held && m.token == g.FencingToken && m.lostErr == nil {
+		if !s.answerStands(h) {
+			return false
+		}
 		m.holdUntil = earliest(m.holdUntil, until)
 	} else {
-		m.holdUntil = until
-		s.untrack(m.ref)
 		ref := &grantRef{space: "semaphore", name: m.name, token: g.FencingToken, seenAt: time.Now()}
 		ref.lost = func(err error) {
 			m.mu.Lock()
@@ -124,11 +136,15 @@ func (m *Semaphore) acquire(ctx context.Context, wait bool) error {
 				m.lostErr = err
 			}
 		}
+		if !s.trackAnswered(h, ref) {
+			return false
+		}
+		s.untrack(m.ref)
+		m.holdUntil = until
 		m.ref = ref
-		s.track(ref)
 	}
 	m.token, m.held, m.lostErr = g.FencingToken, true, nil
-	return nil
+	return true
 }
 
 // forget: see Mutex.forgetGrant. A semaphore release by a session that only waits
@@ -161,10 +177,12 @@ func (m *Semaphore) Release(ctx context.Context) error {
 		return nil
 	}
 	m.held = false
-	given := m.s.givingBack(m.ref)
-	defer given()
+	ref := m.ref
 	m.ref = nil
 	m.mu.Unlock()
+	// outside m.mu: the release ends every other grant object of the name
+	given := m.s.givingBack("semaphore", []string{m.name}, 0, ref)
+	defer given()
 	if m.s.assertOpen() != nil {
 		return nil
 	}

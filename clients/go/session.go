@@ -115,8 +115,11 @@ type Session struct {
 	// own release in flight per name (givingBack)
 	watched   map[nameKey]time.Time
 	acquiring map[nameKey]int
-	releases  map[nameKey]chan struct{}
+	releases  map[nameKey]*releaseOut
 	giving    map[nameKey]int
+	// asks are the acquires in flight per name, which a release that starts overtakes
+	// (sweep.go asking)
+	asks map[nameKey]map[*asking]struct{}
 }
 
 // NewSession opens a session on the server and starts keeping it alive.

@@ -45,40 +45,120 @@ func (s *Session) watchLocked(k nameKey, now time.Time) {
 	s.watched[k] = now.Add(watchFor)
 }
 
+// asking is one acquire of the session (docs/client.md "Acquires and releases of one name
+// at once"). A second acquire of a name the session holds returns the same grant, so a
+// release of the name in this session that starts while a request of it is out (another
+// grant object's release, a given-up acquire's cleanup) may be applied after it and end
+// the grant its answer describes. Such a release sets overtaken (under s.mu); the answer is
+// then not handed out and the acquire asks again once the release is done. outstanding is
+// the acquire's own: an overtaken answer may still have left a grant standing (the release
+// was applied first), so giving up before the next answer cleans up (acquireLoop).
+type asking struct {
+	keys        []nameKey
+	overtaken   bool
+	outstanding bool
+}
+
+// releaseOut is the releases of one name in flight in the session; done is closed when
+// the last of them ends.
+type releaseOut struct {
+	n    int
+	done chan struct{}
+}
+
 // beginAcquire counts an acquire of names in space as in flight, so that no sweep
-// releases what it may be granted, after waiting for every release of those names in
-// flight (a cleanup's or the sweep's), so that no such release can take what it gets.
-// end must be called once the acquire has tracked its grant, or gave up.
-func (s *Session) beginAcquire(ctx context.Context, space string, names ...string) (end func(), err error) {
+// releases what it may be granted, and registers it for the releases of those names
+// (asking). Each send waits for those releases first (sendable). end must be called once
+// the acquire has tracked its grant, or gave up.
+func (s *Session) beginAcquire(ctx context.Context, space string, names ...string) (h *asking, end func(), err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.state != stateOpen {
+		return nil, nil, s.err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, err // nothing was sent
+	}
+	if s.acquiring == nil {
+		s.acquiring = map[nameKey]int{}
+	}
+	if s.asks == nil {
+		s.asks = map[nameKey]map[*asking]struct{}{}
+	}
+	h = &asking{keys: keysOf(space, names)}
+	countLocked(s.acquiring, h.keys, 1)
+	for _, k := range h.keys {
+		if s.asks[k] == nil {
+			s.asks[k] = map[*asking]struct{}{}
+		}
+		s.asks[k][h] = struct{}{}
+	}
+	return h, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		countLocked(s.acquiring, h.keys, -1)
+		for _, k := range h.keys {
+			delete(s.asks[k], h)
+			if len(s.asks[k]) == 0 {
+				delete(s.asks, k)
+			}
+		}
+	}, nil
+}
+
+// sendable waits until no release of h's names is in flight in the session, then clears
+// h.overtaken under the session's lock: a release that starts after it marks this send.
+func (s *Session) sendable(ctx context.Context, h *asking) error {
 	for {
 		s.mu.Lock()
 		if s.state != stateOpen {
 			err := s.err
 			s.mu.Unlock()
-			return nil, err
+			return err
 		}
-		busy := s.releaseInFlightLocked(space, names)
+		busy := s.releaseInFlightLocked(h.keys)
 		if busy == nil {
-			if s.acquiring == nil {
-				s.acquiring = map[nameKey]int{}
-			}
-			countLocked(s.acquiring, keysOf(space, names), 1)
+			h.overtaken = false
 			s.mu.Unlock()
-			break
+			return nil
 		}
 		s.mu.Unlock()
 		select {
 		case <-busy:
 		case <-ctx.Done():
-			return nil, ctx.Err() // nothing was sent
+			return ctx.Err()
 		case <-s.done:
 		}
 	}
-	return func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		countLocked(s.acquiring, keysOf(space, names), -1)
-	}, nil
+}
+
+// answerStands: was h's last answer given before any release of its names started?
+func (s *Session) answerStands(h *asking) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.overtaken {
+		h.outstanding = true
+	}
+	return !h.overtaken
+}
+
+// trackAnswered tracks refs, the grants of h's last answer, unless a release of its names
+// started while it was out (then it reports false and tracks nothing: ask again). One
+// step under the session's lock, so a release starting later finds refs and ends them.
+func (s *Session) trackAnswered(h *asking, refs ...*grantRef) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h.overtaken {
+		h.outstanding = true
+		return false
+	}
+	if s.refs == nil {
+		s.refs = map[*grantRef]struct{}{}
+	}
+	for _, r := range refs {
+		s.refs[r] = struct{}{}
+	}
+	return true
 }
 
 // keysOf is names in space.
@@ -99,52 +179,110 @@ func countLocked(m map[nameKey]int, keys []nameKey, d int) {
 	}
 }
 
-// releaseInFlightLocked is the done channel of a release in flight of one of names, or nil.
-func (s *Session) releaseInFlightLocked(space string, names []string) chan struct{} {
-	for _, n := range names {
-		if ch := s.releases[nameKey{space, n}]; ch != nil {
-			return ch
+// releaseInFlightLocked is the done channel of the releases in flight of one of keys, or nil.
+func (s *Session) releaseInFlightLocked(keys []nameKey) chan struct{} {
+	for _, k := range keys {
+		if r := s.releases[k]; r != nil {
+			return r.done
 		}
 	}
 	return nil
 }
 
-// markReleasingLocked records a release of names in flight; the returned func ends it.
-func (s *Session) markReleasingLocked(space string, names []string) func() {
+// startReleaseLocked records a release of keys starting now: the acquires of those names
+// out now are overtaken by it, and new sends wait until the returned func (call it once)
+// ends it. s.mu is held.
+func (s *Session) startReleaseLocked(keys []nameKey) func() {
 	if s.releases == nil {
-		s.releases = map[nameKey]chan struct{}{}
+		s.releases = map[nameKey]*releaseOut{}
 	}
-	ch := make(chan struct{})
-	for _, n := range names {
-		s.releases[nameKey{space, n}] = ch
+	for _, k := range keys {
+		for a := range s.asks[k] {
+			a.overtaken = true
+		}
+		r := s.releases[k]
+		if r == nil {
+			r = &releaseOut{done: make(chan struct{})}
+			s.releases[k] = r
+		}
+		r.n++
 	}
 	return func() {
 		s.mu.Lock()
-		for _, n := range names {
-			if k := (nameKey{space, n}); s.releases[k] == ch {
-				delete(s.releases, k)
+		defer s.mu.Unlock()
+		for _, k := range keys {
+			if r := s.releases[k]; r != nil {
+				if r.n--; r.n == 0 {
+					close(r.done)
+					delete(s.releases, k)
+				}
 			}
 		}
-		s.mu.Unlock()
-		close(ch)
 	}
+}
+
+// dropLocked stops judging every grant object of the session in keys that a release
+// ends (token 0: every grant of the names; else the grant of that token), except those
+// of except, and returns them: the caller runs releasedLost on them after unlocking s.mu.
+func (s *Session) dropLocked(keys []nameKey, token int64, except []*grantRef) []*grantRef {
+	var gone []*grantRef
+	for r := range s.refs {
+		if (token != 0 && r.token != token) || !containsKey(keys, nameKey{r.space, r.name}) || containsRef(except, r) {
+			continue
+		}
+		delete(s.refs, r)
+		gone = append(gone, r)
+	}
+	return gone
+}
+
+// releasedLost ends grant objects whose grant a release of the session ends (dropLocked).
+func (s *Session) releasedLost(gone []*grantRef) {
+	for _, r := range gone {
+		r.lost(&Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: %s %s (token %d) was released in session %s", r.space, r.name, r.token, s.id)})
+	}
+}
+
+func containsKey(keys []nameKey, k nameKey) bool {
+	for _, x := range keys {
+		if x == k {
+			return true
+		}
+	}
+	return false
+}
+
+func containsRef(refs []*grantRef, r *grantRef) bool {
+	for _, x := range refs {
+		if x == r {
+			return true
+		}
+	}
+	return false
 }
 
 // cleanUp runs release, the cleanup release of names after an acquire that gave up: it
 // watches the names for a late grant, and new acquires of them wait until it is done.
 // A cleanup of the same names already in flight (another acquire's) finishes first: a
 // late copy of this acquire may follow that release.
+//
+// The release has no token: it ends whatever the session holds of the names, so every
+// grant object of them is lost from now (docs/client.md "Acquires and releases of one name
+// at once").
 func (s *Session) cleanUp(space string, names []string, release func()) {
+	keys := keysOf(space, names)
 	var done func()
+	var gone []*grantRef
 	for done == nil {
 		s.mu.Lock()
-		busy := s.releaseInFlightLocked(space, names)
+		busy := s.releaseInFlightLocked(keys)
 		if busy == nil {
 			now := time.Now()
-			for _, n := range names {
-				s.watchLocked(nameKey{space, n}, now)
+			for _, k := range keys {
+				s.watchLocked(k, now)
 			}
-			done = s.markReleasingLocked(space, names)
+			done = s.startReleaseLocked(keys)
+			gone = s.dropLocked(keys, 0, nil)
 		}
 		s.mu.Unlock()
 		if busy != nil {
@@ -152,6 +290,7 @@ func (s *Session) cleanUp(space string, names []string, release func()) {
 		}
 	}
 	defer done()
+	s.releasedLost(gone)
 	release()
 }
 
@@ -185,31 +324,35 @@ func (s *Session) lateGrants(grants []keepaliveGrant, now time.Time) []lateGrant
 		if _, ok := s.watched[k]; !ok || s.acquiring[k] > 0 || s.releases[k] != nil || s.giving[k] > 0 || s.holdsLocked(k, g.FencingToken) {
 			continue
 		}
-		out = append(out, lateGrant{space: space, name: g.Name, token: g.FencingToken, done: s.markReleasingLocked(space, []string{g.Name})})
+		out = append(out, lateGrant{space: space, name: g.Name, token: g.FencingToken, done: s.startReleaseLocked([]nameKey{k})})
 	}
 	return out
 }
 
-// givingBack stops judging refs (untrack) and counts their names' own release in flight
-// until the returned func runs. Meanwhile the sweep leaves those names alone: a keepalive
-// may still list the grant that release gives back, and a sweep release of the same token
-// would make the owner's release answer ErrNotHolder.
-func (s *Session) givingBack(refs ...*grantRef) func() {
+// givingBack starts a grant object's own release of names in space (token 0: a release
+// that ends every grant of the names in the session, as a semaphore's, a resign, a
+// release-all; else the grant of that token). It stops judging refs (untrack), ends every
+// other grant object that carries a grant the release ends, overtakes the acquires of the
+// names out now and holds new sends back (startReleaseLocked), and counts the release in
+// flight until the returned func runs. Meanwhile the sweep leaves those names alone: a
+// keepalive may still list the grant that release gives back, and a sweep release of the
+// same token would make the owner's release answer ErrNotHolder.
+func (s *Session) givingBack(space string, names []string, token int64, refs ...*grantRef) func() {
+	keys := keysOf(space, names)
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.giving == nil {
 		s.giving = map[nameKey]int{}
 	}
-	var keys []nameKey
 	for _, r := range refs {
-		if r == nil {
-			continue
-		}
 		delete(s.refs, r)
-		keys = append(keys, nameKey{r.space, r.name})
 	}
 	countLocked(s.giving, keys, 1)
+	ended := s.startReleaseLocked(keys)
+	gone := s.dropLocked(keys, token, refs)
+	s.mu.Unlock()
+	s.releasedLost(gone)
 	return func() {
+		ended()
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		countLocked(s.giving, keys, -1)

@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 class Lock:
     #: the name space the grant lives in on the server: "lock" (locks and elections) or "semaphore"
     space = "lock"
+    #: does its release end every grant of the name in the session (a semaphore's release,
+    #: a resign), not only the one of its fencing token?
+    _ends_by_name = False
 
     def __init__(self, session: "Session", name: str, fencing_token: int, ttl: float, mode: str = "exclusive") -> None:
         self.name = name
@@ -94,7 +97,7 @@ class Lock:
         self._mark_lost(f"{self._what()} (token {self.fencing_token}) was released")
         # counted as a release in flight from before the session forgets the grant: a
         # keepalive may still list it, and the late-grant sweep must leave it to this release
-        with self._session._releasing_names([(self.space, self.name)]):
+        with self._session._releasing_names([(self.space, self.name)], None if self._ends_by_name else self.fencing_token, keep=(self,)):
             self._session._forget(self)
             if not was_lost and self._session.is_open:
                 self._send_release()
@@ -212,7 +215,7 @@ class LockSet:
                 return
             self._released = True
         # a release in flight of every name (as Lock.release)
-        with self._session._releasing_names([(lk.space, lk.name) for lk in self.locks]):
+        with self._session._releasing_names([(lk.space, lk.name) for lk in self.locks], keep=tuple(self.locks)):
             self._release()
 
     def _release(self) -> None:
@@ -251,6 +254,7 @@ class SemaphoreGrant(Lock):
     gives back every permit this session holds of it."""
 
     space = "semaphore"
+    _ends_by_name = True
 
     def __init__(self, session: "Session", name: str, fencing_token: int, ttl: float, permits: int, limit: int) -> None:
         super().__init__(session, name, fencing_token, ttl)
@@ -271,6 +275,8 @@ class Leadership(Lock):
     """This session's lead of election ``name``: ``fencing_token`` is the leader's epoch,
     ``value`` the published value. ``resign()`` steps down (the next candidate leads at
     once); ``with`` resigns on the way out."""
+
+    _ends_by_name = True
 
     def __init__(self, session: "Session", name: str, fencing_token: int, ttl: float, value: str, own_session: bool = False) -> None:
         super().__init__(session, name, fencing_token, ttl)

@@ -63,6 +63,21 @@ def _count(counts: Dict[NameKey, int], keys: List[NameKey], delta: int) -> None:
             counts.pop(k, None)
 
 
+class _Ask:
+    """An acquire of this session out on the wire (docs/client.md "Acquires and releases of
+    one name at once"). A second acquire of a name the session holds returns the same grant,
+    so a release of the name in this session that starts while the request is out (another
+    grant object's release, a given-up acquire's cleanup) may be applied after it and end the
+    grant its answer describes: such a release sets ``overtaken``, and the answer is not
+    handed out -- the acquire asks again once the release is done."""
+
+    __slots__ = ("keys", "overtaken")
+
+    def __init__(self, keys: List[NameKey]) -> None:
+        self.keys = keys
+        self.overtaken = False
+
+
 def default_safety_margin(ttl: float) -> float:
     return min(2.0, max(0.02, ttl / 10))
 
@@ -122,6 +137,8 @@ class Session:
         self._watched = WatchedNames()
         self._acquiring: Dict[NameKey, int] = {}
         self._releasing: Dict[NameKey, int] = {}
+        # the acquires out on the wire per name, which a release that starts overtakes (_Ask)
+        self._asks: Dict[NameKey, Set[_Ask]] = {}
         self._changed = threading.Condition(self._mu)
         self._cancel = Cancel()  # cuts in-flight calls of this session short when it ends
         self._lost_timer: Optional[threading.Timer] = None
@@ -189,25 +206,35 @@ class Session:
         self._assert_open()
         # counted in flight from here: a sweep leaves these names alone until the locks are
         # in self._locks (or the acquire's own cleanup has run)
-        with self._acquiring_names([("lock", n) for n in names]):
+        keys = [("lock", n) for n in names]
+        with self._acquiring_names(keys):
             until = time.monotonic() + wait
+            outstanding = False  # an overtaken answer may have left grants standing
             while True:
                 chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+                ask = self._send_ask(keys)
                 try:
                     g = self._client._acquire_all(names, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
                 except Cancelled:
+                    self._answered(ask)
                     raise self._ended_error() from None
                 except BaseException as err:
+                    self._answered(ask)
                     if isinstance(err, SessionNotFoundError):
                         self._mark_lost(f"the server no longer knows session {self.id}", err)
                     if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
+                        outstanding = False
                         continue  # this wait ran out before ours: queue again
-                    if not definitely_not_applied(err):
+                    if not definitely_not_applied(err) or (outstanding and not isinstance(err, LockHeldError)):
                         self._forget_set(names, err)
                     raise
                 self._note_ack(g["sent_at"])
                 locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
                 with self._mu:
+                    self._answered(ask)
+                    if ask.overtaken:
+                        outstanding = True
+                        continue  # see _Ask: ask again
                     if self._state != "open":
                         for lk in locks:
                             lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
@@ -290,26 +317,36 @@ class Session:
             raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
         self._assert_open()
         # counted in flight until the grant is in self._locks (or the cleanup has run)
-        with self._acquiring_names([(space, name)]):
+        keys = [(space, name)]
+        with self._acquiring_names(keys):
             until = time.monotonic() + wait
+            outstanding = False  # an overtaken answer may have left a grant standing
             while True:
                 chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+                ask = self._send_ask(keys)
                 try:
                     g = call(chunk)
                 except Cancelled:
+                    self._answered(ask)
                     raise self._ended_error() from None
                 except BaseException as err:
+                    self._answered(ask)
                     if isinstance(err, SessionNotFoundError):
                         self._mark_lost(f"the server no longer knows session {self.id}", err)
                     if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
+                        outstanding = False
                         continue  # this wait ran out before ours: queue again
-                    if not definitely_not_applied(err):
+                    if not definitely_not_applied(err) or (outstanding and not isinstance(err, full)):
                         self._forget_grant(space, name, err)
                     raise
                 # A granted acquire renewed the session from its arrival, no earlier than its send.
                 self._note_ack(g["sent_at"])
                 lk = make(g)
                 with self._mu:
+                    self._answered(ask)
+                    if ask.overtaken:
+                        outstanding = True
+                        continue  # see _Ask: ask again
                     if self._state != "open":
                         lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
                         raise self._ended_error()
@@ -452,14 +489,54 @@ class Session:
                 _count(self._acquiring, keys, -1)
 
     @contextmanager
-    def _releasing_names(self, keys: List[NameKey]) -> Iterator[None]:
-        """A cleanup release of ``keys`` in flight: new acquires of them wait for it."""
+    def _releasing_names(self, keys: List[NameKey], token: Optional[int] = None, keep: Tuple[Lock, ...] = ()) -> Iterator[None]:
+        """A release of ``keys`` in this session in flight (token None: one that ends every
+        grant of the names, else the grant of that token): every other grant object of the
+        session that carries a grant it ends (those of ``keep`` aside: the releasing ones) is
+        lost from now, the acquires of the names out now are overtaken (_Ask), and new ones
+        wait until it is done."""
         with self._mu:
-            _count(self._releasing, keys, +1)
+            self._start_release(keys)
+            ended = [lk for lk in self._locks if lk not in keep and (lk.space, lk.name) in keys
+                     and (token is None or lk.fencing_token == token)]
+            for lk in ended:
+                self._locks.discard(lk)
+        for lk in ended:
+            lk._mark_lost(f"{lk._what()} (token {lk.fencing_token}) was released in session {self.id}")
         try:
             yield
         finally:
             self._released(keys)
+
+    def _start_release(self, keys: List[NameKey]) -> None:
+        """A release of ``keys`` starts (caller holds self._mu; _released ends it)."""
+        _count(self._releasing, keys, +1)
+        for k in keys:
+            for ask in self._asks.get(k, ()):
+                ask.overtaken = True
+
+    def _send_ask(self, keys: List[NameKey]) -> _Ask:
+        """Waits until no release of ``keys`` is in flight in this session, then registers
+        an acquire of them that goes out now (_Ask)."""
+        with self._mu:
+            while self._state == "open" and any(self._releasing.get(k) for k in keys):
+                self._changed.wait()
+            if self._state != "open":
+                raise self._ended_error()
+            ask = _Ask(keys)
+            for k in keys:
+                self._asks.setdefault(k, set()).add(ask)
+            return ask
+
+    def _answered(self, ask: _Ask) -> None:
+        """The acquire's answer is in: a release that starts now no longer overtakes it."""
+        with self._mu:
+            for k in ask.keys:
+                out = self._asks.get(k)
+                if out is not None:
+                    out.discard(ask)
+                    if not out:
+                        del self._asks[k]
 
     def _released(self, keys: List[NameKey]) -> None:
         with self._mu:
@@ -574,8 +651,8 @@ class Session:
                 if k not in self._watched or self._acquiring.get(k) or self._releasing.get(k) or self._holds(space, name, token):
                     continue
                 # marked under the lock that the check ran under: an acquire that starts
-                # after this waits for the release (_acquiring_names)
-                _count(self._releasing, [k], +1)
+                # after this waits for the release (_send_ask)
+                self._start_release([k])
                 todo.append((space, name, token))
         for space, name, token in todo:
             threading.Thread(target=self._release_late, args=(space, name, token), name=f"raftlock-sweep-{self.id[:8]}", daemon=True).start()

@@ -351,6 +351,7 @@ export class Session extends EventEmitter<SessionEvents> {
     for (const k of keys) this.unresolved.delete(k);
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
     const until = this.host.now() + waitMs;
+    let outstanding = false; // as in acquireOnce
     for (;;) {
       if (keys.some((k) => this.releasesOut.has(k))) {
         await this.releasesDone(keys);
@@ -365,15 +366,22 @@ export class Session extends EventEmitter<SessionEvents> {
       } catch (err) {
         this.answered(ask);
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
-        if (err instanceof RaftlockError && err.code === 'lock_held' && this.host.now() < until - 1) continue;
+        const held = err instanceof RaftlockError && err.code === 'lock_held';
+        if (held && this.host.now() < until - 1) {
+          outstanding = false;
+          continue;
+        }
         // The server may have granted the set, or still queue it: give every name back
         // (release-all also ends the wait). A lost or closed session needs nothing.
-        if (!definitelyNotApplied(err) && this.state === 'open') await this.cleanUpSet(list);
+        if ((!definitelyNotApplied(err) || (outstanding && !held)) && this.state === 'open') await this.cleanUpSet(list);
         throw err;
       }
       this.answered(ask);
       this.noteAck(g.sentAt);
-      if (ask.overtaken) continue; // see Ask
+      if (ask.overtaken) {
+        outstanding = true;
+        continue; // see Ask
+      }
       const locks = g.grants.map((x) => new Lock(this.owner, { name: x.name, fencingToken: x.fencingToken, ttlMs: g.ttlMs, mode: g.mode }));
       const seen = this.host.now();
       for (const lock of locks) {
@@ -501,6 +509,9 @@ export class Session extends EventEmitter<SessionEvents> {
     this.unresolved.delete(k);
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
     const until = this.host.now() + waitMs;
+    // an overtaken answer (see Ask) may have left a grant standing: giving up before the
+    // next definite answer cleans up
+    let outstanding = false;
     for (;;) {
       // checked synchronously right before the send: nothing can start in between
       if (this.releasesOut.has(k)) {
@@ -516,10 +527,14 @@ export class Session extends EventEmitter<SessionEvents> {
       } catch (err) {
         this.answered(ask);
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
-        if (err instanceof RaftlockError && err.code === fullCode && this.host.now() < until - 1) continue;
+        const full = err instanceof RaftlockError && err.code === fullCode;
+        if (full && this.host.now() < until - 1) {
+          outstanding = false;
+          continue;
+        }
         // The server may have granted it (or still queue this session and grant it later).
         // A lost or closed session needs nothing: its end frees its grants and waits.
-        if (!definitelyNotApplied(err) && this.state === 'open') {
+        if ((!definitelyNotApplied(err) || (outstanding && !full)) && this.state === 'open') {
           // A server of an earlier version did not withdraw a queued semaphore wait on
           // release (this one does: docs/api.md "Release"), so until that wait has surely
           // ended a "not_holder" answer proves nothing.
@@ -533,7 +548,10 @@ export class Session extends EventEmitter<SessionEvents> {
       // A granted acquire renewed the session from its arrival (spec: "A successful acquire
       // … also renews its session"), which is no earlier than its send time.
       this.noteAck(g.sentAt);
-      if (ask.overtaken) continue; // see Ask
+      if (ask.overtaken) {
+        outstanding = true;
+        continue; // see Ask
+      }
       const lock = make(g);
       // The grant was made after this request was sent (or is the grant an earlier Lock of
       // this session carries: same token, and the server keeps its first max hold), and the
