@@ -214,8 +214,7 @@ export class Session extends EventEmitter<SessionEvents> {
    *  giving back is no late grant: the sweep leaves the name alone) */
   private readonly releasing = new Map<string, number>();
   /** every release of this session in flight (a grant object's, a cleanup, the sweep's), by
-   *  kind and name, and how many have started: an acquire of the name waits for these before
-   *  it is sent, and asks again when one started while it was out (askAgain) */
+   *  kind and name: an acquire of the name waits for these before it is sent (see Ask) */
   private readonly releasesOut = new Map<string, Set<Promise<unknown>>>();
   /** acquires of this session out on the wire, by kind and name: a release of the name
    *  that starts meanwhile marks them overtaken (acquireOnce) */
@@ -693,9 +692,8 @@ export class Session extends EventEmitter<SessionEvents> {
     if (running) return running;
     this.unresolved.delete(k);
     const p = (async () => {
-      // The release ends whatever this session holds of the name: no grant object of it
-      // may go on claiming it is held.
-      // A release by token ends that grant only, whichever grant object carries it.
+      // Without a token the release ends whatever this session holds of the name, by token
+      // that grant only: no grant object that carries what it ends may go on claiming it.
       if (u.token === undefined || u.kind === 'semaphore') this.dropGrants(u.kind, u.name);
       else this.dropGrants(u.kind, u.name, undefined, u.token);
       try {
