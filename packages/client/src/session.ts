@@ -210,14 +210,12 @@ export class Session extends EventEmitter<SessionEvents> {
   private readonly watched = new Map<string, number>();
   /** acquires in flight, by kind and name (a sweep leaves their names alone) */
   private readonly acquiring = new Map<string, number>();
-  /** releases of grant objects in flight, by kind and name (a grant that a release is
-   *  giving back is no late grant: the sweep leaves the name alone) */
-  private readonly releasing = new Map<string, number>();
   /** every release of this session in flight (a grant object's, a cleanup, the sweep's), by
-   *  kind and name: an acquire of the name waits for these before it is sent (see Ask) */
+   *  kind and name: an acquire of the name waits for these before it is sent (see Ask), and
+   *  the sweep leaves the name alone (a grant a release is giving back is no late grant) */
   private readonly releasesOut = new Map<string, Set<Promise<unknown>>>();
   /** acquires of this session out on the wire, by kind and name: a release of the name
-   *  that starts meanwhile marks them overtaken (acquireOnce) */
+   *  that starts meanwhile marks them overtaken (askUntilGranted) */
   private readonly asking = new Map<string, Set<Ask>>();
 
   /** @internal use RaftlockClient.session() */
@@ -243,19 +241,18 @@ export class Session extends EventEmitter<SessionEvents> {
       provenUntil: () => this.provenUntil,
       now: () => host.now(),
       isOpen: () => this.state === 'open',
-      releaseLock: (l) =>
-        this.releasingNames([key(kind, l.name)], () => {
-          // another grant object of the session may carry the same grant (a second acquire
-          // of a name the session holds returns it): from this release on, it is not held
-          this.dropGrants(kind, l.name, l, byName ? undefined : l.fencingToken);
-          return release(l);
-        }).catch((err: unknown) => {
+      releaseLock: (l) => {
+        // another grant object of the session may carry the same grant (a second acquire
+        // of a name the session holds returns it): from this release on, it is not held
+        this.dropGrants(kind, l.name, l, byName ? undefined : l.fencingToken);
+        return this.tracked([key(kind, l.name)], release(l)).catch((err: unknown) => {
           // Unless the server answered (not_holder: it is not ours any more), the grant may
           // still be held while the keepalives go on: retry the release with them.
           const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
           if (!answered && this.state === 'open') this.unresolved.set(key(kind, l.name), { kind, name: l.name, token: l.fencingToken });
           throw err;
-        }),
+        });
+      },
       checkLock: check,
       forget: (l) => this.locks.delete(l),
     });
@@ -263,15 +260,15 @@ export class Session extends EventEmitter<SessionEvents> {
     // A lock set's release: one release-all; unless the server answered, each lock is
     // retried with the keepalives by its token, as a lock's release is.
     this.setOwner = {
-      releaseAll: (locks) => this.releasingNames(locks.map((l) => key('lock', l.name)), () => {
+      releaseAll: (locks) => {
         // release-all ends the session's grant of each name, whichever object carries it
         for (const l of locks) this.dropGrants('lock', l.name);
-        return host.releaseAll(locks.map((l) => l.name), id);
-      }).then(() => undefined, (err: unknown) => {
-        const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
-        if (!answered && this.state === 'open') for (const l of locks) this.unresolved.set(key('lock', l.name), { kind: 'lock', name: l.name, token: l.fencingToken });
-        throw err;
-      }),
+        return this.tracked(locks.map((l) => key('lock', l.name)), host.releaseAll(locks.map((l) => l.name), id)).then(() => undefined, (err: unknown) => {
+          const answered = err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
+          if (!answered && this.state === 'open') for (const l of locks) this.unresolved.set(key('lock', l.name), { kind: 'lock', name: l.name, token: l.fencingToken });
+          throw err;
+        });
+      },
       releaseOne: (l) => this.owner.releaseLock(l),
     };
     // A semaphore release gives back all of this session's permits of the name (the
@@ -344,69 +341,40 @@ export class Session extends EventEmitter<SessionEvents> {
   }
 
   private async acquireSet(list: string[], opts: SessionLockOptions, waitMs: number, maxHoldMs: number | undefined): Promise<LockSet> {
-    // A release of any of these names in flight in the session must not end what this one gets.
-    const keys = list.map((n) => key('lock', n));
-    await this.releasesDone(keys);
-    for (const k of keys) this.unresolved.delete(k);
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
-    const until = this.host.now() + waitMs;
-    let outstanding = false; // as in acquireOnce
-    for (;;) {
-      if (keys.some((k) => this.releasesOut.has(k))) {
-        await this.releasesDone(keys);
-        continue;
-      }
-      this.assertOpen();
-      const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
-      const ask = this.asked(keys);
-      let g: LockSetGrantInfo & { sentAt: number };
-      try {
-        g = await this.host.acquireAllFor(list, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(maxHoldMs !== undefined ? { maxHoldMs } : {}) });
-      } catch (err) {
-        this.answered(ask);
-        if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
-        const held = err instanceof RaftlockError && err.code === 'lock_held';
-        if (held && this.host.now() < until - 1) {
-          outstanding = false;
-          continue;
+    const locks = await this.askUntilGranted(list.map((n) => key('lock', n)), waitMs, 'lock_held',
+      (chunk) => this.host.acquireAllFor(list, { sessionId: this.id, waitMs: chunk, signal, ...(opts.owner !== undefined ? { owner: opts.owner } : {}), ...(opts.mode === 'shared' ? { mode: 'shared' as const } : {}), ...(maxHoldMs !== undefined ? { maxHoldMs } : {}) }),
+      // The server may have granted the set, or still queue it: give every name back
+      // (release-all also ends the wait).
+      () => this.cleanUpSet(list),
+      (g) => {
+        const locks = g.grants.map((x) => new Lock(this.owner, { name: x.name, fencingToken: x.fencingToken, ttlMs: g.ttlMs, mode: g.mode }));
+        const seen = this.host.now();
+        for (const lock of locks) {
+          // as in acquireIn: a name the session held keeps that grant (and its first max hold)
+          for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
+          if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
+          // the grant's own remaining max hold, as the server answered it
+          const left = g.grants.find((x) => x.name === lock.name)?.maxHoldLeftMs;
+          if (left !== undefined) lock.limitHold(g.sentAt + left - this.safetyMarginMs);
+          this.locks.add(lock);
+          this.seenAt.set(lock, seen);
         }
-        // The server may have granted the set, or still queue it: give every name back
-        // (release-all also ends the wait). A lost or closed session needs nothing.
-        if ((!definitelyNotApplied(err) || (outstanding && !held)) && this.state === 'open') await this.cleanUpSet(list);
-        throw err;
-      }
-      this.answered(ask);
-      this.noteAck(g.sentAt);
-      if (ask.overtaken) {
-        outstanding = true;
-        continue; // see Ask
-      }
-      const locks = g.grants.map((x) => new Lock(this.owner, { name: x.name, fencingToken: x.fencingToken, ttlMs: g.ttlMs, mode: g.mode }));
-      const seen = this.host.now();
-      for (const lock of locks) {
-        // as in acquireIn: a name the session held keeps that grant (and its first max hold)
-        for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
-        if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
-        // the grant's own remaining max hold, as the server answered it
-        const left = g.grants.find((x) => x.name === lock.name)?.maxHoldLeftMs;
-        if (left !== undefined) lock.limitHold(g.sentAt + left - this.safetyMarginMs);
-        this.locks.add(lock);
-        this.seenAt.set(lock, seen);
-      }
-      const set = new LockSet(locks, this.setOwner);
-      if (this.state !== 'open') {
-        for (const l of locks) l.markLost(`session ${this.id} was lost while acquiring ${list.join(', ')}`);
-        throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
-      }
-      if (!set.held) {
-        // granted after a wait whose only proof is older than the lease (see acquireIn)
-        for (const l of locks) l.markLost(`lock set ${list.join(', ')} was granted but the session could not be proven alive`);
-        await set.release().catch((err: unknown) => {
-          if (!(err instanceof NotHolderError)) this.host.warn(`could not release the lock set ${list.join(', ')}, granted while the session could not be proven alive; retrying after the next keepalive`, err);
-        });
-      }
-      return set;
+        if (this.state !== 'open') {
+          for (const l of locks) l.markLost(`session ${this.id} was lost while acquiring ${list.join(', ')}`);
+          throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
+        }
+        return locks;
+      });
+    const set = new LockSet(locks, this.setOwner);
+    if (!set.held) {
+      // granted after a wait whose only proof is older than the lease (see acquireIn)
+      for (const l of locks) l.markLost(`lock set ${list.join(', ')} was granted but the session could not be proven alive`);
+      await set.release().catch((err: unknown) => {
+        if (!(err instanceof NotHolderError)) this.host.warn(`could not release the lock set ${list.join(', ')}, granted while the session could not be proven alive; retrying after the next keepalive`, err);
+      });
     }
+    return set;
   }
 
   /** release-all of a lock set's names after an acquire-all whose outcome the caller never
@@ -501,28 +469,82 @@ export class Session extends EventEmitter<SessionEvents> {
     kind: Kind, name: string, opts: { signal?: AbortSignal }, fullCode: string,
     call: (waitMs: number, signal: AbortSignal) => Promise<G>, make: (g: G) => L, waitMs: number, maxHoldMs: number | undefined,
   ): Promise<L> {
-    const k = key(kind, name);
-    // A release of this name in flight in the session (an earlier acquire's cleanup, a grant
-    // object's release) must not end what this one gets.
-    await this.releasesDone([k]);
-    this.unresolved.delete(k);
     const signal = opts.signal ? AbortSignal.any([this.signal, opts.signal]) : this.signal;
+    const lock = await this.askUntilGranted([key(kind, name)], waitMs, fullCode, (chunk) => call(chunk, signal),
+      (chunk) => {
+        // The server may have granted it (or still queue this session and grant it later).
+        // A server of an earlier version did not withdraw a queued semaphore wait on
+        // release (this one does: docs/api.md "Release"), so until that wait has surely
+        // ended a "not_holder" answer proves nothing.
+        this.watch(kind, name);
+        return this.cleanUp({ kind, name, token: undefined, ...(kind === 'semaphore' ? { waitUntil: this.host.now() + chunk + SEM_WAIT_SLACK_MS } : {}) });
+      },
+      (g) => {
+        const lock = make(g);
+        // The grant was made after this request was sent (or is the grant an earlier Lock of
+        // this session carries: same token, and the server keeps its first max hold), and the
+        // server frees it no sooner than max_hold_ms of real time after it was made.
+        for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
+        if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
+        // The server's word on the grant's own max hold: a grant an earlier request of this
+        // session made (one given up on, delivered late) keeps that request's, which this
+        // client may never have seen (docs/contract.md §4 "Revocation and maximum hold").
+        if (g.maxHoldLeftMs !== undefined) lock.limitHold(g.sentAt + g.maxHoldLeftMs - this.safetyMarginMs);
+        this.locks.add(lock);
+        this.seenAt.set(lock, this.host.now());
+        if (this.state !== 'open') {
+          lock.markLost(`session ${this.id} was lost while acquiring ${name}`);
+          throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
+        }
+        return lock;
+      });
+    if (!lock.held) {
+      // Granted after a long wait whose only proof is older than the lease: we cannot
+      // prove holding it, so we do not claim to (keepalives normally prevent this), and
+      // give it back rather than keep a grant nobody uses.
+      lock.markLost(`${kind} ${name} was granted but the session could not be proven alive`);
+      await lock.release().catch((err: unknown) => {
+        if (!(err instanceof NotHolderError)) this.host.warn(`could not release ${kind} ${name} (token ${lock.fencingToken}), granted while the session could not be proven alive; retrying after the next keepalive`, err);
+      });
+    }
+    return lock;
+  }
+
+  /**
+   * The request loop of every acquire (a lock, a semaphore, a campaign, a lock set) of
+   * `keys`. Each request first waits for the releases of those names in flight in the
+   * session; a wait that ran out before `waitMs` is queued again (`fullCode`); any other
+   * failure calls `cleanUp` (given the request's wait) when the server may have granted
+   * it, or when an overtaken answer before it may have left a grant standing, unless the
+   * session is lost or closed (its end frees its grants and waits), and is rethrown. A
+   * grant renews the session's proof from its send; an answer a release overtook is asked
+   * again (see Ask). `take` tracks a grant in the same synchronous step as that check, so
+   * a release that starts later finds what it made, and its result is returned.
+   */
+  private async askUntilGranted<G extends { sentAt: number }, T>(
+    keys: readonly string[], waitMs: number, fullCode: string, send: (chunk: number) => Promise<G>,
+    cleanUp: (chunk: number) => Promise<void>, take: (g: G) => T,
+  ): Promise<T> {
+    // A release of these names in flight in the session (an earlier acquire's cleanup, a
+    // grant object's release) must not end what this acquire gets.
+    await this.releasesDone(keys);
+    for (const k of keys) this.unresolved.delete(k);
     const until = this.host.now() + waitMs;
-    // an overtaken answer (see Ask) may have left a grant standing: giving up before the
-    // next definite answer cleans up
+    // an overtaken answer may have left a grant standing: giving up before the next
+    // definite answer cleans up
     let outstanding = false;
     for (;;) {
       // checked synchronously right before the send: nothing can start in between
-      if (this.releasesOut.has(k)) {
-        await this.releasesDone([k]);
+      if (keys.some((k) => this.releasesOut.has(k))) {
+        await this.releasesDone(keys);
         continue;
       }
       this.assertOpen();
       const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
-      const ask = this.asked([k]);
+      const ask = this.asked(keys);
       let g: G;
       try {
-        g = await call(chunk, signal);
+        g = await send(chunk);
       } catch (err) {
         this.answered(ask);
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
@@ -531,16 +553,7 @@ export class Session extends EventEmitter<SessionEvents> {
           outstanding = false;
           continue;
         }
-        // The server may have granted it (or still queue this session and grant it later).
-        // A lost or closed session needs nothing: its end frees its grants and waits.
-        if ((!definitelyNotApplied(err) || (outstanding && !full)) && this.state === 'open') {
-          // A server of an earlier version did not withdraw a queued semaphore wait on
-          // release (this one does: docs/api.md "Release"), so until that wait has surely
-          // ended a "not_holder" answer proves nothing.
-          const entry: Unresolved = { kind, name, token: undefined, ...(kind === 'semaphore' ? { waitUntil: this.host.now() + chunk + SEM_WAIT_SLACK_MS } : {}) };
-          this.watch(kind, name);
-          await this.cleanUp(entry);
-        }
+        if ((!definitelyNotApplied(err) || (outstanding && !full)) && this.state === 'open') await cleanUp(chunk);
         throw err;
       }
       this.answered(ask);
@@ -551,32 +564,7 @@ export class Session extends EventEmitter<SessionEvents> {
         outstanding = true;
         continue; // see Ask
       }
-      const lock = make(g);
-      // The grant was made after this request was sent (or is the grant an earlier Lock of
-      // this session carries: same token, and the server keeps its first max hold), and the
-      // server frees it no sooner than max_hold_ms of real time after it was made.
-      for (const l of this.locks) if (l.fencingToken === lock.fencingToken) lock.limitHold(l.holdUntil);
-      if (maxHoldMs !== undefined) lock.limitHold(g.sentAt + maxHoldMs - this.safetyMarginMs);
-      // The server's word on the grant's own max hold: a grant an earlier request of this
-      // session made (one given up on, delivered late) keeps that request's, which this
-      // client may never have seen (docs/contract.md §4 "Revocation and maximum hold").
-      if (g.maxHoldLeftMs !== undefined) lock.limitHold(g.sentAt + g.maxHoldLeftMs - this.safetyMarginMs);
-      this.locks.add(lock);
-      this.seenAt.set(lock, this.host.now());
-      if (this.state !== 'open') {
-        lock.markLost(`session ${this.id} was lost while acquiring ${name}`);
-        throw this.signal.reason instanceof Error ? this.signal.reason : new SessionLostError(this.id, `session ${this.id} was lost`);
-      }
-      if (!lock.held) {
-        // Granted after a long wait whose only proof is older than the lease: we cannot
-        // prove holding it, so we do not claim to (keepalives normally prevent this), and
-        // give it back rather than keep a grant nobody uses.
-        lock.markLost(`${kind} ${name} was granted but the session could not be proven alive`);
-        await lock.release().catch((err: unknown) => {
-          if (!(err instanceof NotHolderError)) this.host.warn(`could not release ${kind} ${name} (token ${lock.fencingToken}), granted while the session could not be proven alive; retrying after the next keepalive`, err);
-        });
-      }
-      return lock;
+      return take(g);
     }
   }
 
@@ -719,7 +707,7 @@ export class Session extends EventEmitter<SessionEvents> {
     return this.tracked([k], p);
   }
 
-  /** runs `fn` with `keys` counted in flight in `counts` (acquiring, releasing) */
+  /** runs `fn` with `keys` counted in flight in `counts` (acquiring) */
   private async during<T>(counts: Map<string, number>, keys: readonly string[], fn: () => Promise<T>): Promise<T> {
     for (const k of keys) counts.set(k, (counts.get(k) ?? 0) + 1);
     try {
@@ -731,12 +719,6 @@ export class Session extends EventEmitter<SessionEvents> {
         else counts.delete(k);
       }
     }
-  }
-
-  /** runs `fn`, a grant object's release of `keys`, counted for the sweep (releasing)
-   *  and tracked for the acquires of those names (tracked) */
-  private releasingNames<T>(keys: readonly string[], fn: () => Promise<T>): Promise<T> {
-    return this.during(this.releasing, keys, () => this.tracked(keys, fn()));
   }
 
   /** `p`, a release of `keys` in this session, just started: the acquires of those names
@@ -819,7 +801,7 @@ export class Session extends EventEmitter<SessionEvents> {
     for (const g of grants) {
       const kind = kindOf(g);
       const k = key(kind, g.name);
-      if (!this.watched.has(k) || this.acquiring.has(k) || this.releasing.has(k) || this.cleanups.has(k) || this.holds(kind, g.name, g.fencingToken)) continue;
+      if (!this.watched.has(k) || this.acquiring.has(k) || this.releasesOut.has(k) || this.holds(kind, g.name, g.fencingToken)) continue;
       // a cleanup still unresolved releases everything of the name: it goes first
       void this.cleanUp(this.unresolved.get(k) ?? { kind, name: g.name, token: kind === 'lock' ? g.fencingToken : undefined, late: true });
     }
