@@ -14,18 +14,16 @@ import (
 // applied" calls forget, which must give the name up in this session: the grant may have
 // raced the give-up (docs/client.md). what names the grant in errors. It returns the
 // send time of the granted request, after renewing the session's proof from it. Each send
-// waits for the releases of h's names in flight in the session (sendable); the caller
-// tracks the grant with trackAnswered, or asks again when a release overtook the answer.
+// waits for the releases of h's names in flight in the session (sendable). take tracks a
+// grant (with trackAnswered or answerStands), given its send time; false means a release
+// of the names overtook the answer (asking), and the acquire asks again.
 func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full error, what string,
-	call func(ctx context.Context, chunk time.Duration) (time.Time, error), forget func(cause error)) (time.Time, error) {
+	call func(ctx context.Context, chunk time.Duration) (time.Time, error), forget func(cause error), take func(sentAt time.Time) bool) (time.Time, error) {
 	if err := s.assertOpen(); err != nil {
 		return time.Time{}, err // a lost or closed session frees whatever it held
 	}
 	if err := ctx.Err(); err != nil {
-		if h.outstanding {
-			forget(err) // an overtaken answer may have left a grant standing
-		}
-		return time.Time{}, err // nothing more was sent
+		return time.Time{}, err // nothing was sent
 	}
 	// The acquire ends when ctx is done or the session ends, whichever is first.
 	actx, cancel := context.WithCancel(ctx)
@@ -88,7 +86,7 @@ func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full er
 			}
 			return time.Time{}, err
 		}
-		h.outstanding = false // a grant: the caller tracks it, or finds it overtaken again
+		h.outstanding = false // a grant: take tracks it, or finds it overtaken again
 		// A granted acquire renewed the session from its arrival, no earlier than its send.
 		s.noteAck(sentAt)
 		if serr := s.assertOpen(); serr != nil {
@@ -100,7 +98,10 @@ func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full er
 			forget(nil)
 			return time.Time{}, &Error{Code: "lock_lost", Message: fmt.Sprintf("raftlock: %s was granted but session %s could not be proven alive", what, s.id)}
 		}
-		return sentAt, nil
+		if take(sentAt) {
+			return sentAt, nil
+		}
+		// a release of the names in this session overtook the answer: ask again
 	}
 }
 

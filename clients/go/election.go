@@ -88,20 +88,8 @@ func (e *Election) campaign(ctx context.Context, value string, wait bool) (*Lead
 		return nil, err
 	}
 	defer end() // after the leadership is tracked: the sweep must not take it before
-	for {
-		l, err := e.campaignOnce(ctx, h, value, wait)
-		if l != nil || err != nil {
-			return l, err
-		}
-		// a release of the name in this session overtook the answer: ask again
-	}
-}
-
-// campaignOnce is one campaign of acquireLoop; nil, nil when a release of the name in the
-// session overtook its answer (asking).
-func (e *Election) campaignOnce(ctx context.Context, h *asking, value string, wait bool) (*Leadership, error) {
-	s := e.s
 	var g campaignGrant
+	var l *Leadership
 	sentAt, err := s.acquireLoop(ctx, h, wait, ErrLocked, "election "+e.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
 		return s.grantCall(actx, electionPath(e.name, "campaign"), map[string]interface{}{"session_id": s.id, "value": value},
 			e.owner, e.maxHold, chunk, "campaign "+e.name, &g, func() int64 { return g.FencingToken })
@@ -118,14 +106,13 @@ func (e *Election) campaignOnce(ctx context.Context, h *asking, value string, wa
 				s.c.warn(fmt.Sprintf("could not withdraw from election %s after a campaign that gave up (%v); it is freed when session %s ends", e.name, cause, s.id), err)
 			}
 		})
+	}, func(time.Time) bool {
+		l = &Leadership{e: e, token: g.FencingToken, value: g.Value, done: make(chan struct{})}
+		l.ref = &grantRef{space: "lock", name: e.name, token: g.FencingToken, seenAt: time.Now(), lost: l.end}
+		return s.trackAnswered(h, l.ref)
 	})
 	if err != nil {
 		return nil, err
-	}
-	l := &Leadership{e: e, token: g.FencingToken, value: g.Value, done: make(chan struct{})}
-	l.ref = &grantRef{space: "lock", name: e.name, token: g.FencingToken, seenAt: time.Now(), lost: l.end}
-	if !s.trackAnswered(h, l.ref) {
-		return nil, nil
 	}
 	if until := s.grantHoldDeadline(sentAt, e.maxHold, g.MaxHoldMs); !until.IsZero() {
 		l.holdTimer = time.AfterFunc(time.Until(until), func() {

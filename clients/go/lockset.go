@@ -110,21 +110,13 @@ func (l *LockSet) lock(ctx context.Context, wait bool) error {
 		return err
 	}
 	defer end() // after the grants are tracked: the sweep must not take them before
-	for {
-		var g setGrant
-		_, err = s.acquireLoop(ctx, h, wait, ErrLocked, "locks "+strings.Join(l.names, ", "), func(actx context.Context, chunk time.Duration) (time.Time, error) {
-			var err error
-			g, err = s.c.acquireAll(actx, l.names, s.id, chunk, acquireOpts{owner: l.owner, shared: l.shared, maxHold: l.maxHold})
-			return g.sentAt, err
-		}, l.forgetGrants)
-		if err != nil {
-			return err
-		}
-		if l.took(h, g) {
-			return nil
-		}
-		// a release of one of the names in this session overtook the answer: ask again
-	}
+	var g setGrant
+	_, err = s.acquireLoop(ctx, h, wait, ErrLocked, "locks "+strings.Join(l.names, ", "), func(actx context.Context, chunk time.Duration) (time.Time, error) {
+		var err error
+		g, err = s.c.acquireAll(actx, l.names, s.id, chunk, acquireOpts{owner: l.owner, shared: l.shared, maxHold: l.maxHold})
+		return g.sentAt, err
+	}, l.forgetGrants, func(time.Time) bool { return l.took(h, g) })
+	return err
 }
 
 // took: as Mutex.took, for every grant of the set.

@@ -120,21 +120,13 @@ func (m *Mutex) lock(ctx context.Context, wait bool) error {
 		return err
 	}
 	defer end() // after the grant is tracked: the sweep must not take it before
-	for {
-		var g grant
-		_, err = s.acquireLoop(ctx, h, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
-			var err error
-			g, err = s.c.acquire(actx, m.key, s.id, chunk, acquireOpts{owner: m.owner, shared: m.shared, maxHold: m.maxHold})
-			return g.sentAt, err
-		}, m.forgetGrant)
-		if err != nil {
-			return err
-		}
-		if m.took(h, g) {
-			return nil
-		}
-		// a release of the name in this session overtook the answer: ask again
-	}
+	var g grant
+	_, err = s.acquireLoop(ctx, h, wait, ErrLocked, "lock "+m.key, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+		var err error
+		g, err = s.c.acquire(actx, m.key, s.id, chunk, acquireOpts{owner: m.owner, shared: m.shared, maxHold: m.maxHold})
+		return g.sentAt, err
+	}, m.forgetGrant, func(time.Time) bool { return m.took(h, g) })
+	return err
 }
 
 // took makes g, the grant an acquire answered, this mutex's, unless a release of the

@@ -100,20 +100,12 @@ func (m *Semaphore) acquire(ctx context.Context, wait bool) error {
 		return err
 	}
 	defer end() // after the grant is tracked: the sweep must not take it before
-	for {
-		var g semaphoreGrant
-		sentAt, err := s.acquireLoop(ctx, h, wait, ErrSemaphoreFull, "semaphore "+m.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
-			return s.grantCall(actx, semaphorePath(m.name, "acquire"), map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits},
-				m.owner, m.maxHold, chunk, "acquire semaphore "+m.name, &g, func() int64 { return g.FencingToken })
-		}, m.forget)
-		if err != nil {
-			return err
-		}
-		if m.took(h, g, sentAt) {
-			return nil
-		}
-		// a release of the semaphore in this session overtook the answer: ask again
-	}
+	var g semaphoreGrant
+	_, err = s.acquireLoop(ctx, h, wait, ErrSemaphoreFull, "semaphore "+m.name, func(actx context.Context, chunk time.Duration) (time.Time, error) {
+		return s.grantCall(actx, semaphorePath(m.name, "acquire"), map[string]interface{}{"session_id": s.id, "limit": m.limit, "permits": m.permits},
+			m.owner, m.maxHold, chunk, "acquire semaphore "+m.name, &g, func() int64 { return g.FencingToken })
+	}, m.forget, func(sentAt time.Time) bool { return m.took(h, g, sentAt) })
+	return err
 }
 
 // took: as Mutex.took.

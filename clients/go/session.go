@@ -111,12 +111,10 @@ type Session struct {
 	refs map[*grantRef]struct{}
 	// the late-grant sweep's bookkeeping (sweep.go): names cleaned up after an acquire
 	// that gave up, until when they are watched; acquires in flight per name; releases
-	// in flight per name (a cleanup's or the sweep's), closed when done; a grant object's
-	// own release in flight per name (givingBack)
+	// in flight per name (a cleanup's, the sweep's, a grant object's own: givingBack)
 	watched   map[nameKey]time.Time
 	acquiring map[nameKey]int
 	releases  map[nameKey]*releaseOut
-	giving    map[nameKey]int
 	// asks are the acquires in flight per name, which a release that starts overtakes
 	// (sweep.go asking)
 	asks map[nameKey]map[*asking]struct{}

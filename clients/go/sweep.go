@@ -321,7 +321,7 @@ func (s *Session) lateGrants(grants []keepaliveGrant, now time.Time) []lateGrant
 	for _, g := range grants {
 		space := g.space()
 		k := nameKey{space, g.Name}
-		if _, ok := s.watched[k]; !ok || s.acquiring[k] > 0 || s.releases[k] != nil || s.giving[k] > 0 || s.holdsLocked(k, g.FencingToken) {
+		if _, ok := s.watched[k]; !ok || s.acquiring[k] > 0 || s.releases[k] != nil || s.holdsLocked(k, g.FencingToken) {
 			continue
 		}
 		out = append(out, lateGrant{space: space, name: g.Name, token: g.FencingToken, done: s.startReleaseLocked([]nameKey{k})})
@@ -333,30 +333,21 @@ func (s *Session) lateGrants(grants []keepaliveGrant, now time.Time) []lateGrant
 // that ends every grant of the names in the session, as a semaphore's, a resign, a
 // release-all; else the grant of that token). It stops judging refs (untrack), ends every
 // other grant object that carries a grant the release ends, overtakes the acquires of the
-// names out now and holds new sends back (startReleaseLocked), and counts the release in
-// flight until the returned func runs. Meanwhile the sweep leaves those names alone: a
+// names out now and holds new sends back (startReleaseLocked), until the returned func
+// ends the release. Meanwhile the sweep leaves those names alone too: a
 // keepalive may still list the grant that release gives back, and a sweep release of the
 // same token would make the owner's release answer ErrNotHolder.
 func (s *Session) givingBack(space string, names []string, token int64, refs ...*grantRef) func() {
 	keys := keysOf(space, names)
 	s.mu.Lock()
-	if s.giving == nil {
-		s.giving = map[nameKey]int{}
-	}
 	for _, r := range refs {
 		delete(s.refs, r)
 	}
-	countLocked(s.giving, keys, 1)
 	ended := s.startReleaseLocked(keys)
 	gone := s.dropLocked(keys, token, refs)
 	s.mu.Unlock()
 	s.releasedLost(gone)
-	return func() {
-		ended()
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		countLocked(s.giving, keys, -1)
-	}
+	return ended
 }
 
 // holdsLocked: does a grant object of the session hold k (a lock with token)?
