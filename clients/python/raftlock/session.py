@@ -15,7 +15,7 @@ retried quickly. Loss is final."""
 import threading
 import time
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Set, Tuple, TypeVar
 
 from .errors import (InvalidRequestError, LockHeldError, LockLostError, NotHolderError, PermissionDeniedError, RaftlockError,
                      SemaphoreFullError, SessionLostError, SessionNotFoundError, definitely_not_applied)
@@ -33,6 +33,8 @@ MAX_WAIT_PER_REQUEST = 300.0
 WATCH_SECONDS = 600.0
 #: At most this many watched names per session; the one with the earliest deadline goes first.
 MAX_WATCHED = 1024
+
+T = TypeVar("T")
 
 #: A grant's name space on the server and its name: ("lock" | "semaphore", name).
 NameKey = Tuple[str, str]
@@ -204,62 +206,43 @@ class Session:
         if max_hold is not None and (not isinstance(max_hold, (int, float)) or not 0.1 <= max_hold <= 2147483.647):
             raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
         self._assert_open()
+        keys = [("lock", n) for n in names]
+
+        def take(g: Dict[str, Any]) -> List[Lock]:
+            locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
+            if self._state != "open":
+                for lk in locks:
+                    lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
+                raise self._ended_error()
+            for lk in locks:
+                # a name the session held keeps that grant, and its first max hold
+                for other in self._locks:
+                    if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                        lk._limit_hold(other.hold_until)
+                self._locks.add(lk)
+            return locks
         # counted in flight from here: a sweep leaves these names alone until the locks are
         # in self._locks (or the acquire's own cleanup has run)
-        keys = [("lock", n) for n in names]
         with self._acquiring_names(keys):
-            until = time.monotonic() + wait
-            outstanding = False  # an overtaken answer may have left grants standing
-            while True:
-                chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
-                ask = self._send_ask(keys)
-                try:
-                    g = self._client._acquire_all(names, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold)
-                except Cancelled:
-                    self._answered(ask)
-                    raise self._ended_error() from None
-                except BaseException as err:
-                    self._answered(ask)
-                    if isinstance(err, SessionNotFoundError):
-                        self._mark_lost(f"the server no longer knows session {self.id}", err)
-                    if isinstance(err, LockHeldError) and time.monotonic() < until - 0.001 and self.is_open:
-                        outstanding = False
-                        continue  # this wait ran out before ours: queue again
-                    if not definitely_not_applied(err) or (outstanding and not isinstance(err, LockHeldError)):
-                        self._forget_set(names, err)
-                    raise
-                self._note_ack(g["sent_at"])
-                locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
-                with self._mu:
-                    self._answered(ask)
-                    if ask.overtaken:
-                        outstanding = True
-                        continue  # see _Ask: ask again
-                    if self._state != "open":
-                        for lk in locks:
-                            lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
-                        raise self._ended_error()
-                    for lk in locks:
-                        # a name the session held keeps that grant, and its first max hold
-                        for other in self._locks:
-                            if other.space == lk.space and other.fencing_token == lk.fencing_token:
-                                lk._limit_hold(other.hold_until)
-                        self._locks.add(lk)
-                if max_hold is not None:
-                    for lk in locks:
-                        lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
-                # each grant's own remaining max hold, as the server answered it
-                for lk, x in zip(locks, g["grants"]):
-                    if x.get("hold_left") is not None:
-                        lk._limit_hold(g["sent_at"] + x["hold_left"] - self.safety_margin)
-                ls = LockSet(self, locks)
-                if not ls.held:
-                    # granted after a wait whose only proof is older than the lease (see
-                    # _acquire_in): not claimed, and given back, each lock by its own token
-                    for lk in locks:
-                        lk._mark_lost(f"{', '.join(names)} were granted but the session could not be proven alive")
-                    self._give_back_unproven(locks)
-                return ls
+            g, locks = self._ask_until_granted(
+                keys, wait, LockHeldError,
+                lambda chunk: self._client._acquire_all(names, self.id, chunk, owner, cancel=self._cancel, shared=shared, max_hold=max_hold),
+                lambda err: self._forget_set(names, err), take)
+            if max_hold is not None:
+                for lk in locks:
+                    lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+            # each grant's own remaining max hold, as the server answered it
+            for lk, x in zip(locks, g["grants"]):
+                if x.get("hold_left") is not None:
+                    lk._limit_hold(g["sent_at"] + x["hold_left"] - self.safety_margin)
+            ls = LockSet(self, locks)
+            if not ls.held:
+                # granted after a wait whose only proof is older than the lease (see
+                # _acquire_in): not claimed, and given back, each lock by its own token
+                for lk in locks:
+                    lk._mark_lost(f"{', '.join(names)} were granted but the session could not be proven alive")
+                self._give_back_unproven(locks)
+            return ls
 
     def _forget_set(self, names: List[str], cause: BaseException) -> None:
         if not self.is_open:
@@ -316,60 +299,77 @@ class Session:
         if max_hold is not None and (not isinstance(max_hold, (int, float)) or not 0.1 <= max_hold <= 2147483.647):
             raise InvalidRequestError("invalid_request", f"max_hold must be a number of seconds in 0.1..2147483.647, got {max_hold!r}")
         self._assert_open()
-        # counted in flight until the grant is in self._locks (or the cleanup has run)
         keys = [(space, name)]
+
+        def take(g: Dict[str, Any]) -> Lock:
+            lk = make(g)
+            if self._state != "open":
+                lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
+                raise self._ended_error()
+            # A second acquire of a grant the session holds returns the same grant: the
+            # server keeps its first max hold.
+            for other in self._locks:
+                if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                    lk._limit_hold(other.hold_until)
+            self._locks.add(lk)
+            return lk
+        # counted in flight until the grant is in self._locks (or the cleanup has run)
         with self._acquiring_names(keys):
-            until = time.monotonic() + wait
-            outstanding = False  # an overtaken answer may have left a grant standing
-            while True:
-                chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
-                ask = self._send_ask(keys)
-                try:
-                    g = call(chunk)
-                except Cancelled:
-                    self._answered(ask)
-                    raise self._ended_error() from None
-                except BaseException as err:
-                    self._answered(ask)
-                    if isinstance(err, SessionNotFoundError):
-                        self._mark_lost(f"the server no longer knows session {self.id}", err)
-                    if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
-                        outstanding = False
-                        continue  # this wait ran out before ours: queue again
-                    if not definitely_not_applied(err) or (outstanding and not isinstance(err, full)):
-                        self._forget_grant(space, name, err)
-                    raise
-                # A granted acquire renewed the session from its arrival, no earlier than its send.
-                self._note_ack(g["sent_at"])
-                lk = make(g)
-                with self._mu:
-                    self._answered(ask)
-                    if ask.overtaken:
-                        outstanding = True
-                        continue  # see _Ask: ask again
-                    if self._state != "open":
-                        lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
-                        raise self._ended_error()
-                    # A second acquire of a grant the session holds returns the same grant: the
-                    # server keeps its first max hold.
-                    for other in self._locks:
-                        if other.space == lk.space and other.fencing_token == lk.fencing_token:
-                            lk._limit_hold(other.hold_until)
-                    self._locks.add(lk)
-                if max_hold is not None:
-                    lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
-                # The server's word on the grant's own max hold: a grant an earlier request of
-                # this session made (one given up on, delivered late) keeps that request's, which
-                # this client may never have seen (docs/contract.md §4).
-                if g.get("hold_left") is not None:
-                    lk._limit_hold(g["sent_at"] + g["hold_left"] - self.safety_margin)
-                if not lk.held:
-                    # Granted after a wait whose only proof is older than the lease: holding it
-                    # cannot be proven, so it is not claimed (keepalives normally prevent this),
-                    # and it is given back rather than kept, unused, until the session ends.
-                    lk._mark_lost(f"{name} was granted but the session could not be proven alive")
-                    self._give_back_unproven([lk])
-                return lk
+            g, lk = self._ask_until_granted(keys, wait, full, call, lambda err: self._forget_grant(space, name, err), take)
+            if max_hold is not None:
+                lk._limit_hold(g["sent_at"] + max_hold - self.safety_margin)
+            # The server's word on the grant's own max hold: a grant an earlier request of
+            # this session made (one given up on, delivered late) keeps that request's, which
+            # this client may never have seen (docs/contract.md §4).
+            if g.get("hold_left") is not None:
+                lk._limit_hold(g["sent_at"] + g["hold_left"] - self.safety_margin)
+            if not lk.held:
+                # Granted after a wait whose only proof is older than the lease: holding it
+                # cannot be proven, so it is not claimed (keepalives normally prevent this),
+                # and it is given back rather than kept, unused, until the session ends.
+                lk._mark_lost(f"{name} was granted but the session could not be proven alive")
+                self._give_back_unproven([lk])
+            return lk
+
+    def _ask_until_granted(self, keys: List[NameKey], wait: float, full: type, send: Callable[[float], Dict[str, Any]],
+                           forget: Callable[[BaseException], None], take: Callable[[Dict[str, Any]], T]) -> Tuple[Dict[str, Any], T]:
+        """The request loop of every acquire (a lock, a semaphore, a campaign, a lock set) of
+        ``keys``: each request first waits for the releases of those names in flight in the
+        session (_send_ask); a wait that ran out (``full``) before ``wait`` seconds is queued
+        again; any other error calls ``forget`` when the server may have granted it, or when
+        an overtaken answer before it may have left a grant standing, and propagates. A
+        grant renews the session's proof from its send; an answer a release overtook is
+        asked again (_Ask). ``take`` tracks a grant under the session's lock, in the same
+        step as that check, so a release that starts later finds what it made. Returns the
+        answer and what ``take`` returned."""
+        until = time.monotonic() + wait
+        outstanding = False  # an overtaken answer may have left a grant standing
+        while True:
+            chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
+            ask = self._send_ask(keys)
+            try:
+                g = send(chunk)
+            except Cancelled:
+                self._answered(ask)
+                raise self._ended_error() from None
+            except BaseException as err:
+                self._answered(ask)
+                if isinstance(err, SessionNotFoundError):
+                    self._mark_lost(f"the server no longer knows session {self.id}", err)
+                if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
+                    outstanding = False
+                    continue  # this wait ran out before ours: queue again
+                if not definitely_not_applied(err) or (outstanding and not isinstance(err, full)):
+                    forget(err)
+                raise
+            # A granted acquire renewed the session from its arrival, no earlier than its send.
+            self._note_ack(g["sent_at"])
+            with self._mu:
+                self._answered(ask)
+                if ask.overtaken:
+                    outstanding = True
+                    continue  # see _Ask: ask again
+                return g, take(g)
 
     def keepalive(self) -> None:
         """One keepalive now (besides the automatic ones)."""
