@@ -4,28 +4,19 @@
 // freed it, and after the keepalive that follows a revoke; client.revoke answers the grants.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance } from 'fastify';
 import { LockLostError, NotHolderError, RaftlockClient } from '@raftlock/client';
-import { buildServer } from '../../src/api/server.js';
-import { Metrics } from '../../src/metrics.js';
-import { LIMITS } from '../api/helpers.js';
-import { setup } from '../server/services/service-fixture.js';
+import { startServiceServer, type ServiceServer } from './service-server.js';
 
-let app: FastifyInstance;
+let server: ServiceServer;
 let url: string;
-let fx: ReturnType<typeof setup>;
+let fx: ServiceServer['fx'];
 /** every request the server got, as `METHOD path` */
 const requests: string[] = [];
 before(async () => {
-  fx = setup();
-  app = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
-  app.addHook('onRequest', async (req) => void requests.push(`${req.method} ${req.url}`));
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
+  server = await startServiceServer((app) => app.addHook('onRequest', async (req) => void requests.push(`${req.method} ${req.url}`)));
+  ({ fx, url } = server);
 });
-after(async () => {
-  app.server.closeAllConnections();
-  await app.close();
-});
+after(() => server.close());
 
 async function aborted(signal: AbortSignal, ms: number, what: string): Promise<unknown> {
   const deadline = Date.now() + ms;
@@ -158,17 +149,17 @@ test('revocation is learnt from the keepalive answer (it lists the grants): no r
 });
 
 test('against a server whose keepalive answer lists no grants, the SDK falls back to reading the session view after keepalives', async () => {
-  const old = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
   const seen: string[] = [];
-  old.addHook('onRequest', async (req) => void seen.push(`${req.method} ${req.url}`));
-  // an older server: the keepalive answer of the contract only
-  old.addHook('onSend', async (req, _reply, payload) => {
-    if (!req.url.endsWith('/keepalive') || typeof payload !== 'string') return payload;
-    const { session_id, ttl_ms } = JSON.parse(payload) as { session_id: string; ttl_ms: number };
-    return JSON.stringify({ session_id, ttl_ms });
-  });
-  const oldUrl = await old.listen({ host: '127.0.0.1', port: 0 });
-  const client = new RaftlockClient({ endpoints: [oldUrl] });
+  const old = await startServiceServer((app) => {
+    app.addHook('onRequest', async (req) => void seen.push(`${req.method} ${req.url}`));
+    // an older server: the keepalive answer of the contract only
+    app.addHook('onSend', async (req, _reply, payload) => {
+      if (!req.url.endsWith('/keepalive') || typeof payload !== 'string') return payload;
+      const { session_id, ttl_ms } = JSON.parse(payload) as { session_id: string; ttl_ms: number };
+      return JSON.stringify({ session_id, ttl_ms });
+    });
+  }, fx);
+  const client = new RaftlockClient({ endpoints: [old.url] });
   try {
     const s = await client.session({ ttlMs: 1000 });
     const lock = await s.lock('old-server');
@@ -183,7 +174,6 @@ test('against a server whose keepalive answer lists no grants, the SDK falls bac
     await s.close();
   } finally {
     await client.close();
-    old.server.closeAllConnections();
     await old.close();
   }
 });

@@ -7,31 +7,24 @@
 // would deliver it (jepsen-lite seed 179705514's shape).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance } from 'fastify';
 import { RaftlockClient, type Lock, type Session } from '@raftlock/client';
-import { buildServer } from '../../src/api/server.js';
-import { Metrics } from '../../src/metrics.js';
-import { LIMITS } from '../api/helpers.js';
-import { setup } from '../server/services/service-fixture.js';
+import { startServiceServer, type ServiceServer } from './service-server.js';
 import { until } from '../support/until.js';
 
-let app: FastifyInstance;
+let server: ServiceServer;
 let url: string;
-let fx: ReturnType<typeof setup>;
+let fx: ServiceServer['fx'];
 /** every release the server got, as `path body` */
 const releases: string[] = [];
 before(async () => {
-  fx = setup();
-  app = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
-  app.addHook('preHandler', async (req) => {
-    if (req.url.endsWith('/release')) releases.push(`${req.url} ${JSON.stringify(req.body)}`);
-  });
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
+  server = await startServiceServer((app) =>
+    app.addHook('preHandler', async (req) => {
+      if (req.url.endsWith('/release')) releases.push(`${req.url} ${JSON.stringify(req.body)}`);
+    }),
+  );
+  ({ fx, url } = server);
 });
-after(async () => {
-  app.server.closeAllConnections();
-  await app.close();
-});
+after(() => server.close());
 
 /** a copy of an acquire for session `sid`, delivered now (what a late relay does) */
 async function lateCopy(path: string, body: Record<string, unknown>): Promise<{ fencing_token: number }> {

@@ -7,27 +7,18 @@
 // (test/server/services/service-fixture.ts).
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { FastifyInstance } from 'fastify';
 import { RaftlockClient, type Session } from '@raftlock/client';
-import { buildServer } from '../../src/api/server.js';
-import { Metrics } from '../../src/metrics.js';
-import { LIMITS } from '../api/helpers.js';
-import { setup } from '../server/services/service-fixture.js';
+import { startServiceServer, type ServiceServer } from './service-server.js';
 import { until } from '../support/until.js';
 
-let app: FastifyInstance;
+let server: ServiceServer;
 let url: string;
-let fx: ReturnType<typeof setup>;
+let fx: ServiceServer['fx'];
 before(async () => {
-  fx = setup();
-  app = buildServer({ service: fx.svc, nodeId: 'n1', metrics: new Metrics({ defaultMetrics: false }), limits: LIMITS, logger: false });
-  app.addHook('onResponse', async (req) => void responded.push(`${req.method} ${req.url}`));
-  url = await app.listen({ host: '127.0.0.1', port: 0 });
+  server = await startServiceServer((app) => app.addHook('onResponse', async (req) => void responded.push(`${req.method} ${req.url}`)));
+  ({ fx, url } = server);
 });
-after(async () => {
-  app.server.closeAllConnections();
-  await app.close();
-});
+after(() => server.close());
 
 /** runs `fn` with a session of a fresh client; closes both after, also on failure */
 async function withSession(fn: (s: Session) => Promise<void>): Promise<void> {
