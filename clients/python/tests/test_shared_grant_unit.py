@@ -10,11 +10,10 @@ import unittest
 from typing import Any, Dict, List, Optional
 from urllib.parse import unquote
 
-from raftlock import Client
 from raftlock.session import Session
 
-from .stub import Reply, Stub, err
-from .test_unit import wait_for
+from .stub import Reply, err
+from .test_unit import StubCase, wait_for
 
 
 class SharedStub:
@@ -81,16 +80,14 @@ class SharedStub:
         return Reply(404, err("not_found"))
 
 
-class SharedGrantTest(unittest.TestCase):
+class SharedGrantTest(StubCase):
     def setUp(self) -> None:
-        self.stub = Stub()
-        self.addCleanup(self.stub.close)
+        super().setUp()
         self.g = SharedStub()
         self.stub.handler = self.g
-        self.client = Client([self.stub.url])
 
     def session(self) -> Session:
-        s = self.client.session(ttl=30)
+        s = self.client().session(ttl=30)
         self.addCleanup(s.close)
         return s
 
