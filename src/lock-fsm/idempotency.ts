@@ -15,6 +15,13 @@
 // make old keys young again, and every replica prunes at exactly the same entries.
 // Keys are recorded at `nowMs`, so the insertion queue is also sorted by time, and both
 // pruning by age and eviction by size pop from its front: O(1) amortized per command.
+//
+// A wait is settled by the wait, not by one key (docs/lock-fsm.md "Idempotency"): every
+// key whose stored answer is the 'queued' of a wait — the request that began it, and each
+// request of the same session that joined it — answers what that wait came to. `waiting`
+// indexes those keys by wait; it is derived from the stored answers alone (rebuilt by
+// load), so a replica that restored a snapshot settles exactly the keys one that applied
+// the log does.
 
 import type { Command, CommandKind, Envelope } from './commands.js';
 import type { ApplyResult, KeyReuse } from './results.js';
@@ -58,6 +65,9 @@ export class IdempotencyTable {
   /** one copy of each principal (API token names: as many as the token file names), so a
    *  key does not keep its own copy of the string its entry was decoded with */
   private readonly principals = new Map<string, string>();
+  /** wait id (waitIdOf) → the keys whose stored answer is that wait's 'queued' answer:
+   *  exactly the stored 'queued', 'sem_queued' and 'queued_all' answers, by wait */
+  private readonly waiting = new Map<string, Set<string>>();
 
   /** TEST ONLY (docs/jepsen-lite.md "Does it bite?"): a key answers every later request
    *  with its first answer, bound to nothing, as before keys were bound to their request */
@@ -119,60 +129,72 @@ export class IdempotencyTable {
     while (this.map.size >= this.maxKeys) this.popFront();
     this.map.set(key, this.record(this.now, result, bindingOf(env)));
     this.queue.push(key);
+    this.index(key, result);
   }
 
-  /** A queued acquire was granted: its key's answer becomes the grant (same age, same
-   *  place in the eviction order). Only a stored 'queued' answer for the same lock and
-   *  session is replaced; a key that has aged out stays gone. */
-  settle(key: string, grant: Extract<ApplyResult, { kind: 'acquired' | 'sem_acquired' }>): void {
-    const st = this.waitOf(key, grant.kind === 'acquired' ? 'queued' : 'sem_queued', grant.name, grant.sessionId);
-    if (st !== undefined) st.result = freeze(grant);
+  /** A queued acquire was granted: the answer of every key still 'queued' for this wait
+   *  (the grant's name and session) becomes the grant (same age, same place in the
+   *  eviction order). A key that has aged out stays gone. */
+  settle(grant: Extract<ApplyResult, { kind: 'acquired' | 'sem_acquired' }>): void {
+    this.finish(waitId(grant.kind === 'acquired' ? 'queued' : 'sem_queued', grant.sessionId, grant.name), freeze(grant));
   }
 
   /**
    * A queued request's wait ended without a grant — its wait_ms ran out, it was withdrawn
-   * (a release, a client that went away, a resign), or its session ended: the key's stored
-   * 'queued' answer becomes the refusal (`answer`) that the waiting request was given. A
-   * later copy of the request — a retry, or a relay that sat behind a paused node — then
-   * gets that answer, and never waits again (docs/lock-fsm.md "Idempotency"; jepsen-lite
-   * seed 179705514: a copy delivered 3.7 s late was asked again and granted a lock its
-   * client had been told it did not get). Only the stored answer of this same wait is
-   * replaced: a single request's for `name` and the session, a set's for its `since`.
+   * (a release, a client that went away, a resign), or its session ended: the stored
+   * 'queued' answer of every key of this wait becomes the refusal (`answer`) that the
+   * waiting request was given. A later copy of a request — a retry, or a relay that sat
+   * behind a paused node — then gets that answer, and never waits again (docs/lock-fsm.md
+   * "Idempotency"; jepsen-lite seed 179705514: a copy delivered 3.7 s late was asked again
+   * and granted a lock its client had been told it did not get). Only the stored answers
+   * of this same wait are replaced: a single request's for `name` and the session.
    */
-  endWait(key: string, queued: 'queued' | 'sem_queued', name: string, sessionId: string, answer: ApplyResult): void {
+  endWait(queued: 'queued' | 'sem_queued', name: string, sessionId: string, answer: ApplyResult): void {
     if (this.testKeepQueuedAnswers) return;
-    const st = this.waitOf(key, queued, name, sessionId);
-    if (st !== undefined) st.result = freeze(refusal(answer));
+    this.finish(waitId(queued, sessionId, name), freeze(refusal(answer)));
   }
 
-  /** A waiting lock set ended without a grant: as endWait, for the acquireAll's stored
-   *  'queued_all' of the same session and wait (`since`). */
-  endSetWait(key: string, sessionId: string, since: number, answer: ApplyResult): void {
+  /** A waiting lock set ended without a grant: as endWait, for the stored 'queued_all' of
+   *  the same session and wait (`since`). */
+  endSetWait(sessionId: string, since: number, answer: ApplyResult): void {
     if (this.testKeepQueuedAnswers) return;
-    const st = this.setWaitOf(key, sessionId, since);
-    if (st !== undefined) st.result = freeze(refusal(answer));
+    this.finish(waitId('queued_all', sessionId, since), freeze(refusal(answer)));
   }
 
   /** A queued lock set was granted (docs/lock-fsm.md "Lock sets"): as settle, for the
-   *  acquireAll's stored 'queued_all' of the same session and wait (`since`). */
-  settleSet(key: string, since: number, grant: Extract<ApplyResult, { kind: 'acquired_all' }>): void {
-    const st = this.setWaitOf(key, grant.sessionId, since);
-    if (st !== undefined) st.result = freeze(grant);
+   *  stored 'queued_all' of the same session and wait (`since`). */
+  settleSet(since: number, grant: Extract<ApplyResult, { kind: 'acquired_all' }>): void {
+    this.finish(waitId('queued_all', grant.sessionId, since), freeze(grant));
   }
 
-  /** key's record while its answer is still the 'queued' answer of this wait (settle and
-   *  endWait replace it: a wait ends once) */
-  private waitOf(key: string, queued: 'queued' | 'sem_queued', name: string, sessionId: string): Stored | undefined {
-    const st = this.map.get(key);
-    const r = st?.result;
-    return r !== undefined && r.ok && r.kind === queued && r.name === name && r.sessionId === sessionId ? st : undefined;
+  /** the wait `id` came to `result`: each of its keys answers it from now on (a wait ends once) */
+  private finish(id: string, result: ApplyResult): void {
+    const keys = this.waiting.get(id);
+    if (keys === undefined) return;
+    this.waiting.delete(id);
+    for (const key of keys) {
+      const st = this.map.get(key);
+      if (st === undefined || waitIdOf(st.result) !== id) throw new Error(`IdempotencyTable: key ${JSON.stringify(key)} is indexed under a wait it does not answer`);
+      st.result = result;
+    }
   }
 
-  /** as waitOf, for a lock set's 'queued_all' (the session's wait queued at `since`) */
-  private setWaitOf(key: string, sessionId: string, since: number): Stored | undefined {
-    const st = this.map.get(key);
-    const r = st?.result;
-    return r !== undefined && r.ok && r.kind === 'queued_all' && r.sessionId === sessionId && r.since === since ? st : undefined;
+  /** a key recorded with `result`: indexed by its wait when that is a 'queued' answer */
+  private index(key: string, result: ApplyResult): void {
+    const id = waitIdOf(result);
+    if (id === undefined) return;
+    const keys = this.waiting.get(id);
+    if (keys === undefined) this.waiting.set(id, new Set([key]));
+    else keys.add(key);
+  }
+
+  /** a key leaves the table: and its wait's index */
+  private unindex(key: string, result: ApplyResult): void {
+    const id = waitIdOf(result);
+    if (id === undefined) return;
+    const keys = this.waiting.get(id);
+    if (keys === undefined || !keys.delete(key)) throw new Error(`IdempotencyTable: key ${JSON.stringify(key)} answers a wait but is not indexed under it`);
+    if (keys.size === 0) this.waiting.delete(id);
   }
 
   /** The service's withdrawal released a grant that won the race against the client's own
@@ -200,6 +222,7 @@ export class IdempotencyTable {
 
   private popFront(): void {
     const key = this.queue[this.head] as string;
+    this.unindex(key, (this.map.get(key) as Stored).result);
     this.map.delete(key);
     this.head++;
     // Compact once the dead prefix dominates: each key is copied O(1) times amortized.
@@ -221,14 +244,29 @@ export class IdempotencyTable {
   /** Rebuilds from a snapshot; the caller has validated entries (sorted by atMs, unique keys). */
   load(nowMs: number, entries: readonly IdempotencyEntry[]): void {
     this.map.clear();
+    this.waiting.clear();
     this.queue = [];
     this.head = 0;
     this.now = nowMs;
     for (const e of entries) {
       this.map.set(e.key, this.record(e.atMs, e.result, e.binding));
       this.queue.push(e.key);
+      this.index(e.key, e.result);
     }
   }
+}
+
+/** the wait a stored 'queued' answer is the answer of: its kind, session and name (a lock
+ *  set's: its `since`); undefined for any other answer. Locks and elections share names. */
+function waitIdOf(r: ApplyResult): string | undefined {
+  if (!r.ok) return undefined;
+  if (r.kind === 'queued' || r.kind === 'sem_queued') return waitId(r.kind, r.sessionId, r.name);
+  if (r.kind === 'queued_all') return waitId(r.kind, r.sessionId, r.since);
+  return undefined;
+}
+
+function waitId(kind: 'queued' | 'sem_queued' | 'queued_all', sessionId: string, of: string | number): string {
+  return `${kind}\u0000${sessionId}\u0000${of}`;
 }
 
 /** Stored results are handed to every retry: freeze them so no caller can alter history. */

@@ -222,3 +222,77 @@ test('a wait that ends without a grant settles its key to the refusal: lock_held
   assert.deepEqual(g.fsm.getSession('d')?.waiting, []);
   assert.deepEqual(g.fsm.getSemaphore('S').waiters, []);
 });
+
+test('requests of the session that joined a wait settle with it: every key whose answer was that wait\'s queued, on the original and on a replica restored while they waited', () => {
+  const g = new Keyed();
+  for (const s of ['a', 'b', 'd']) g.open(s);
+  g.apply({ kind: 'acquire', name: 'L', sessionId: 'a', waitMs: 0 });
+  g.apply({ kind: 'acquire', name: 'N', sessionId: 'a', waitMs: 0 });
+  g.apply({ kind: 'semAcquire', name: 'S', sessionId: 'a', limit: 1, permits: 1, waitMs: 0 });
+  // b's wait on L begins without a key; two keyed requests of b join it. b's semaphore
+  // wait begins with a key and one joins it. d's set waits for L and M; the same set again
+  // and a single acquire of M by d join it.
+  const requests: [Command, string | undefined][] = [
+    [{ kind: 'acquire', name: 'N', sessionId: 'b', waitMs: 5000 }, undefined],
+    [{ kind: 'acquire', name: 'N', sessionId: 'b', waitMs: 5000 }, 'KN1'],
+    [{ kind: 'acquire', name: 'N', sessionId: 'b', waitMs: 9000 }, 'KN2'],
+    [{ kind: 'semAcquire', name: 'S', sessionId: 'b', limit: 1, permits: 1, waitMs: 5000 }, 'KS1'],
+    [{ kind: 'semAcquire', name: 'S', sessionId: 'b', limit: 1, permits: 1, waitMs: 7000 }, 'KS2'],
+    [{ kind: 'acquireAll', names: ['L', 'M'], sessionId: 'd', waitMs: 5000 }, 'KSET1'],
+    [{ kind: 'acquireAll', names: ['L', 'M'], sessionId: 'd', waitMs: 6000 }, 'KSET2'],
+    [{ kind: 'acquire', name: 'M', sessionId: 'd', waitMs: 5000 }, 'KM'],
+  ];
+  const first = requests.map(([cmd, key]) => g.apply(cmd, key, key === undefined ? undefined : ALICE).result);
+  assert.deepEqual(first.map((r) => r.ok && r.kind), ['queued', 'queued', 'queued', 'sem_queued', 'sem_queued', 'queued_all', 'queued_all', 'queued']);
+  // a replica restored while they wait indexes the joined keys from the stored answers alone
+  const copy = new Keyed(LockFsm.fromSnapshot(g.fsm.snapshot(encode), decode));
+  copy.index = g.index;
+  // a releases everything: b's waits and d's set are granted
+  for (const k of [g, copy]) {
+    k.apply({ kind: 'release', name: 'N', sessionId: 'a' });
+    k.apply({ kind: 'semRelease', name: 'S', sessionId: 'a' });
+    k.apply({ kind: 'release', name: 'L', sessionId: 'a' });
+  }
+  assert.deepEqual(stateOf(copy.fsm), stateOf(g.fsm), 'the restored replica settled the same keys');
+  const n = g.fsm.getLock('N').holder!;
+  const l = g.fsm.getLock('L').holder!;
+  const m = g.fsm.getLock('M').holder!;
+  assert.deepEqual([n.sessionId, l.sessionId, m.sessionId], ['b', 'd', 'd']);
+  const nGrant = { ok: true, kind: 'acquired', name: 'N', sessionId: 'b', fencingToken: n.fencingToken, ttlMs: 10_000 };
+  const sGrant = g.apply(requests[3]![0], 'KS1', ALICE).result;
+  assert.ok(sGrant.ok && sGrant.kind === 'sem_acquired', JSON.stringify(sGrant));
+  const setGrant = g.apply(requests[5]![0], 'KSET1', ALICE).result;
+  assert.deepEqual(setGrant, { ok: true, kind: 'acquired_all', sessionId: 'd', ttlMs: 10_000, grants: [{ name: 'L', fencingToken: l.fencingToken }, { name: 'M', fencingToken: m.fencingToken }] });
+  const told = [nGrant, nGrant, sGrant, sGrant, setGrant, setGrant, { ok: true, kind: 'acquired', name: 'M', sessionId: 'd', fencingToken: m.fencingToken, ttlMs: 10_000 }];
+  // the grants end; every joined key still answers the grant its wait came to
+  g.apply({ kind: 'closeSession', sessionId: 'b' });
+  g.apply({ kind: 'closeSession', sessionId: 'd' });
+  assert.deepEqual(requests.slice(1).map(([cmd, key]) => g.apply(cmd, key, ALICE)), told.map((result) => ({ result, events: [], replayed: true })));
+});
+
+test('requests that joined a wait that ends without a grant get its refusal: a single acquire that joined a set\'s place too', () => {
+  const g = new Keyed();
+  for (const s of ['a', 'b', 'd']) g.open(s);
+  g.apply({ kind: 'acquire', name: 'L', sessionId: 'a', waitMs: 0 });
+  const requests: [Command, string][] = [
+    [{ kind: 'acquire', name: 'L', sessionId: 'b', waitMs: 5000 }, 'KB1'],
+    [{ kind: 'acquire', name: 'L', sessionId: 'b', waitMs: 5000 }, 'KB2'],
+    [{ kind: 'acquireAll', names: ['L', 'M'], sessionId: 'd', waitMs: 5000 }, 'KSET'],
+    [{ kind: 'acquire', name: 'L', sessionId: 'd', waitMs: 5000 }, 'KDL'],
+  ];
+  const first = requests.map(([cmd, key]) => g.apply(cmd, key, ALICE).result);
+  assert.deepEqual(first.map((r) => r.ok && r.kind), ['queued', 'queued', 'queued_all', 'queued']);
+  const set = first[2]!;
+  assert.ok(set.ok && set.kind === 'queued_all');
+  g.apply({ kind: 'cancelWait', name: 'L', sessionId: 'b' });
+  g.apply({ kind: 'cancelWait', name: 'M', sessionId: 'd', since: set.since });
+  const holderA = { sessionId: 'a', owner: 'a', fencingToken: g.fsm.getLock('L').holder!.fencingToken };
+  const told = [
+    { ok: false, code: 'lock_held', holder: holderA },
+    { ok: false, code: 'lock_held', holder: holderA },
+    { ok: false, code: 'lock_held', blocked: [{ name: 'L', holder: holderA }, { name: 'M' }] },
+    { ok: false, code: 'lock_held', holder: holderA },
+  ];
+  assert.deepEqual(requests.map(([cmd, key]) => g.apply(cmd, key, ALICE)), told.map((result) => ({ result, events: [], replayed: true })));
+  assert.deepEqual(g.fsm.getLock('L').waiters, 0);
+});

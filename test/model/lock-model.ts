@@ -140,22 +140,24 @@ export class LockModel {
     return x.value === undefined ? { ok: false, code: 'lock_held', holder } : { ok: false, code: 'lock_held', holder, value: x.value };
   }
 
-  /** A wait ended: its key's stored queued answer (of this name and session, or of this
-   *  set's `since`) becomes its grant, or the refusal its waiting request was told. */
-  private settleWait(key: string | undefined, queued: 'queued' | 'sem_queued' | 'queued_all', name: string | number, sid: string, answer: ApplyResult): void {
-    if (key === undefined) return;
-    const e = this.idem.find((x) => x.key === key);
-    const r = e?.result;
-    if (!e || !r || !r.ok || r.kind !== queued || !('sessionId' in r) || r.sessionId !== sid) return;
-    if (queued === 'queued_all' ? !('since' in r) || r.since !== name : !('name' in r) || r.name !== name) return;
-    e.result = answer;
+  /** A wait ended: every key whose stored answer is its queued answer (of this name and
+   *  session, or of this set's `since`) — the request that began it and any of the
+   *  session's requests that joined it — answers its grant, or the refusal its waiting
+   *  request was told. */
+  private settleWait(queued: 'queued' | 'sem_queued' | 'queued_all', name: string | number, sid: string, answer: ApplyResult): void {
+    for (const e of this.idem) {
+      const r = e.result;
+      if (!r.ok || r.kind !== queued || !('sessionId' in r) || r.sessionId !== sid) continue;
+      if (queued === 'queued_all' ? !('since' in r) || r.since !== name : !('name' in r) || r.name !== name) continue;
+      e.result = answer;
+    }
   }
 
   /** a single lock wait leaves its queue without a grant (the caller serves the queue) */
   private endLockWait(name: string, w: MWait, reason: 'cancelled' | 'session_ended'): void {
     const l = this.locks.get(name)!;
     l.queue.splice(l.queue.indexOf(w), 1);
-    this.settleWait(w.key, 'queued', name, w.sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : this.lockHeld(name));
+    this.settleWait('queued', name, w.sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : this.lockHeld(name));
   }
 
   /** the session a new session would get refused for, or null */
@@ -298,7 +300,7 @@ export class LockModel {
         const i = sem ? sem.queue.findIndex((w) => w.sid === cmd.sessionId && w.since === cmd.since) : -1;
         if (sem && i >= 0) {
           const [w] = sem.queue.splice(i, 1) as [MSemWait];
-          this.settleWait(w.key, 'sem_queued', cmd.name, w.sid, { ok: false, code: 'semaphore_full', inUse: used(sem), limit: sem.limit });
+          this.settleWait('sem_queued', cmd.name, w.sid, { ok: false, code: 'semaphore_full', inUse: used(sem), limit: sem.limit });
           ev.push({ type: 'semWaitEnded', name: cmd.name, sessionId: cmd.sessionId, reason: 'cancelled' });
           this.semPump(index, cmd.name, ev);
           return { ok: true, kind: 'wait_cancelled', name: cmd.name, sessionId: cmd.sessionId };
@@ -467,7 +469,7 @@ export class LockModel {
       if (w.mode === 'exclusive' && l.holders.length > 0) break;
       l.queue.shift();
       const h = this.grant(index, name, w.sid, w.owner, w.mode, ev, w.maxHoldMs, w.value);
-      this.settleWait(w.key, 'queued', name, w.sid, this.acquired(name, h, this.sessions.get(w.sid)!));
+      this.settleWait('queued', name, w.sid, this.acquired(name, h, this.sessions.get(w.sid)!));
       if (w.mode === 'exclusive') break;
     }
     if (l.holders.length === 0 && l.delayMs === 0 && l.queue.length === 0) this.locks.delete(name);
@@ -551,7 +553,7 @@ export class LockModel {
     while (sem.queue.length > 0 && used(sem) + sem.queue[0]!.permits <= sem.limit) {
       const w = sem.queue.shift()!;
       const h = this.semGrant(index, name, sem, w.sid, w.owner, w.permits, ev, w.maxHoldMs);
-      this.settleWait(w.key, 'sem_queued', name, w.sid, this.semAcquired(name, sem, h));
+      this.settleWait('sem_queued', name, w.sid, this.semAcquired(name, sem, h));
     }
     if (sem.holders.length === 0 && sem.queue.length === 0) this.sems.delete(name);
   }
@@ -561,12 +563,13 @@ export class LockModel {
     if (!s) return reason === 'expired' ? { ok: true, kind: 'noop' } : { ok: false, code: 'session_not_found' };
     if (this.sets.length > 0) {
       // while any set waits, every wait leaves its queue before any queue is served
-      for (const set of this.sets) if (set.sid === id) this.settleWait(set.key, 'queued_all', set.since, id, { ok: false, code: 'session_not_found' });
+      for (const set of this.sets) if (set.sid === id) this.settleWait('queued_all', set.since, id, { ok: false, code: 'session_not_found' });
       this.sets = this.sets.filter((x) => x.sid !== id);
       const names = [...this.locks.keys()].sort(cmp).filter((n) => this.locks.get(n)!.queue.some((w) => w.sid === id));
       for (const name of names) {
         const l = this.locks.get(name)!;
-        for (const w of l.queue) if (w.sid === id && w.setSince === undefined) this.settleWait(w.key, 'queued', name, id, { ok: false, code: 'session_not_found' });
+        // a set's place too: a single acquire of the name by the session joined it
+        if (l.queue.some((w) => w.sid === id)) this.settleWait('queued', name, id, { ok: false, code: 'session_not_found' });
         l.queue = l.queue.filter((w) => w.sid !== id);
         ev.push({ type: 'waitEnded', name, sessionId: id, reason: 'session_ended' });
       }
@@ -595,8 +598,8 @@ export class LockModel {
       const sem = this.sems.get(name)!;
       const i = sem.queue.findIndex((w) => w.sid === id);
       if (i < 0) continue;
-      const [w] = sem.queue.splice(i, 1) as [MSemWait];
-      this.settleWait(w.key, 'sem_queued', name, id, { ok: false, code: 'session_not_found' });
+      sem.queue.splice(i, 1);
+      this.settleWait('sem_queued', name, id, { ok: false, code: 'session_not_found' });
       ev.push({ type: 'semWaitEnded', name, sessionId: id, reason: 'session_ended' });
       this.semPump(index, name, ev);
     }
@@ -661,12 +664,18 @@ export class LockModel {
       l.queue.splice(l.queue.indexOf(w), 1);
     }
     const tokens = new Map<string, number>();
+    const grants: [string, MHolder][] = [];
     for (const [name, w] of places) {
-      tokens.set(name, this.grant(index, name, set.sid, w.owner, set.mode, ev, w.maxHoldMs).token);
+      const h = this.grant(index, name, set.sid, w.owner, set.mode, ev, w.maxHoldMs);
+      tokens.set(name, h.token);
+      grants.push([name, h]);
       work.push(name);
     }
     const r = this.acquiredAll(set.sid, set.names, tokens, set.mode);
-    this.settleWait(set.key, 'queued_all', set.since, set.sid, r);
+    this.settleWait('queued_all', set.since, set.sid, r);
+    // a single acquire of one of the names by the session joined that place: its grant
+    const session = this.sessions.get(set.sid)!;
+    for (const [name, h] of grants) this.settleWait('queued', name, set.sid, this.acquired(name, h, session));
     ev.push(set.mode === 'shared' ? { type: 'setGranted', sessionId: set.sid, since: set.since, grants: r.grants, mode: 'shared' } : { type: 'setGranted', sessionId: set.sid, since: set.since, grants: r.grants });
   }
 
@@ -687,12 +696,16 @@ export class LockModel {
       } else {
         this.sets.splice(this.sets.indexOf(end), 1);
         places = this.placesOf(end).sort((a, b) => cmp(a[0], b[0]));
-        this.settleWait(end.key, 'queued_all', end.since, sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: places.map(([n]) => this.blockedRow(n)) });
+        this.settleWait('queued_all', end.since, sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: places.map(([n]) => this.blockedRow(n)) });
       }
       for (const [name, w] of places) {
         const l = this.locks.get(name)!;
         if (typeof end === 'string') this.endLockWait(name, w, reason);
-        else l.queue.splice(l.queue.indexOf(w), 1);
+        else {
+          l.queue.splice(l.queue.indexOf(w), 1);
+          // a single acquire of the name by the session joined this place
+          this.settleWait('queued', name, sid, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : this.lockHeld(name));
+        }
         ev.push({ type: 'waitEnded', name, sessionId: sid, reason });
         served.push(name);
       }

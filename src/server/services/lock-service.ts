@@ -338,8 +338,9 @@ export class RaftLockService implements LockService {
       if (settled.ok && settled.kind === 'acquired' && fsm.holdsGrant('lock', settled.name, settled.sessionId, settled.fencingToken)) return this.answerGrant(settled, arrival);
       return endedWaitAnswer(fsm, ctx, 'lock', settled);
     }
-    // no key, or a key still 'queued' (a request that joined the session's wait): the
-    // session's grant of the name is the wait's
+    // no key, or a key still 'queued' (its wait has not ended; a request that joined the
+    // session's wait settles with it, docs/lock-fsm.md "Idempotency"): the session's grant
+    // of the name is the wait's
     const lock = fsm.getLock(name);
     const mine = grantOf(lock, sessionId);
     if (mine) {
