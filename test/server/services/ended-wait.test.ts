@@ -172,3 +172,34 @@ test('a request whose wait ended answers its own key, not a grant its session to
   assert.deepEqual(await told(f.svc.acquire('L', { sessionId: b, waitMs: 60_000 }, f.ctx('K1'))), answers[0]);
   assert.equal(f.app.fsm.getLock('L').holder?.fencingToken, lockGrant.fencing_token, 'the lock is the second request\'s grant still');
 });
+
+test('a request that joined its session\'s wait answers what that wait came to when it is retried: the grant after it was released, the refusal after the wait ran out', async () => {
+  const f = setup();
+  const [a, b] = await sessions(f);
+  valueOf(await f.svc.acquire('L', { sessionId: a, waitMs: 0 }, f.ctx('ka')));
+  // b waits for L (K1); another request of b for L joins that wait (K2)
+  const first = f.svc.acquire('L', { sessionId: b, waitMs: 5000 }, f.ctx('K1'));
+  const joined = f.svc.acquire('L', { sessionId: b, waitMs: 5000 }, f.ctx('K2'));
+  await pass(f, 200);
+  valueOf(await f.svc.release('L', a, undefined, f.ctx('ra')));
+  const grant = valueOf(await first);
+  assert.equal(valueOf(await joined).fencing_token, grant.fencing_token, 'both requests are answered the wait\'s grant');
+  valueOf(await f.svc.release('L', b, undefined, f.ctx('rb')));
+  // a retry of the joining request after the grant ended: the grant it was answered, not 504
+  const retry = valueOf(await f.svc.acquire('L', { sessionId: b, waitMs: 5000 }, f.ctx('K2')));
+  assert.equal(retry.fencing_token, grant.fencing_token);
+  assert.equal(f.app.fsm.getLock('L').held, false, 'and nothing was granted again');
+
+  // the same with a wait that runs out: the joining request's retry is told lock_held
+  valueOf(await f.svc.acquire('M', { sessionId: a, waitMs: 0 }, f.ctx('km')));
+  const w1 = f.svc.acquire('M', { sessionId: b, waitMs: 500 }, f.ctx('M1'));
+  const w2 = f.svc.acquire('M', { sessionId: b, waitMs: 500 }, f.ctx('M2'));
+  await pass(f, 900);
+  const refusal = await told(w1);
+  assert.equal(refusal.code, 'lock_held');
+  assert.deepEqual(await told(w2), refusal);
+  valueOf(await f.svc.release('M', a, undefined, f.ctx('rm')));
+  assert.deepEqual(await told(f.svc.acquire('M', { sessionId: b, waitMs: 500 }, f.ctx('M2'))), refusal, 'the late copy is told what the wait was told');
+  assert.equal(f.app.fsm.getLock('M').held, false, 'nobody was granted the lock');
+  assert.deepEqual(f.app.fsm.getSession(b)?.waiting, [], 'and nobody waits for it');
+});
