@@ -85,7 +85,7 @@ export function recheck(dir: string): RecheckResult {
   if (wallAtZero !== undefined) {
     const runEnd = faultLines.find((l) => l.final !== undefined)?.t ?? end;
     const elections = readdirSync(dir).filter((f) => /^n\d+\.log$/.test(f)).flatMap((f) => electionsInLog(f.slice(0, -4), readFileSync(join(dir, f), 'utf8'), wallAtZero));
-    violations.push(...checkLeaderChanges(elections, faults, 2 * cfg.election_timeout_ms[1], runEnd));
+    violations.push(...checkLeaderChanges(elections, faults, 2 * cfg.election_timeout_ms[1], runEnd, summary.livenessBoundMs));
     offices = officesOf(elections, faults, cfg.election_timeout_ms[1]);
   }
   violations.push(...checkKeyReuse(recorded).violations, ...checkWaitBounds(ops, summary.livenessBoundMs, faults, offices), ...checkWaitQueues(recorded, summary.livenessBoundMs, faults, offices));

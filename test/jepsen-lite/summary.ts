@@ -170,7 +170,7 @@ export function check(opts: RunOptions, facts: RunFacts): RunSummary {
   const recs = recoveries(r.ops, r.faults, r.runEnd + 10_000);
   violations.push(...checkLiveness(recs, opts.livenessBoundMs));
   const elections = r.elections ?? [];
-  const leaderViolations = checkLeaderChanges(elections, r.faults, 2 * opts.electionMs[1], r.runEnd);
+  const leaderViolations = checkLeaderChanges(elections, r.faults, 2 * opts.electionMs[1], r.runEnd, opts.livenessBoundMs);
   violations.push(...leaderViolations);
   // left behind: 100 entries or more for 20 s with no fault in the last 10 s
   const behind = checkFollowersBehind(r.lagSamples ?? [], r.faults, { minLag: 100, minMs: 20_000, graceMs: 10_000 });

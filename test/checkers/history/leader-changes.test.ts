@@ -33,6 +33,27 @@ test('leader changes: every election after the first needs a fault active or hea
   assert.deepEqual(checkLeaderChanges([{ t: 1000, node: 'n1', term: 1 }, { t: 70_000, node: 'n2', term: 2 }], faults, grace, 60_000), []);
 });
 
+test('leader changes: the first leader after a fault that left none may come up to the liveness bound after the heal; a second one, or one after another fault, may not', () => {
+  const faults = [
+    { variant: 'kill-all', detail: '', start: 10_000, end: 15_000 },
+    { variant: 'partition-leader', detail: '', start: 30_000, end: 34_000 },
+    { variant: 'unsynced', detail: '', start: 40_000, end: 42_000 },
+  ];
+  const grace = 2000;
+  const reform = 6000;
+  // CI seed 1146293336: the first leader after the kill-all 2,089 ms after the heal
+  const late = [{ t: 1500, node: 'n1', term: 1 }, { t: 17_089, node: 'n2', term: 2 }, { t: 31_000, node: 'n3', term: 3 }, { t: 46_000, node: 'n1', term: 4 }];
+  assert.deepEqual(checkLeaderChanges(late, faults, grace, 60_000, reform), []);
+  // without the liveness bound (reformMs defaults to the grace) they are violations
+  assert.equal(checkLeaderChanges(late, faults, grace, 60_000).length, 2);
+  // past the bound; a second leader after the first one of the restart; a late one after a partition
+  const v = checkLeaderChanges([{ t: 1500, node: 'n1', term: 1 }, { t: 21_500, node: 'n2', term: 2 }, { t: 38_000, node: 'n3', term: 3 }, { t: 43_000, node: 'n1', term: 4 }, { t: 45_000, node: 'n2', term: 5 }], faults, grace, 60_000, reform);
+  assert.equal(v.length, 3, v.join('\n'));
+  assert.match(v[0]!, /term 2 at t=21500; the last fault \(kill-all\) healed at t=15000/);
+  assert.match(v[1]!, /term 3 at t=38000; the last fault \(partition-leader\)/);
+  assert.match(v[2]!, /term 5 at t=45000; the last fault \(unsynced\)/);
+});
+
 test('leader changes: elections are read from pino lines on the run clock, torn lines skipped', () => {
   const log = [
     JSON.stringify({ level: 30, time: 1_000_500, node: 'n2', role: 'candidate', term: 3, leader: null, msg: 'role changed' }),
