@@ -351,7 +351,14 @@ export class LockFsm {
     }
     if (cmd.waitMs === 0) return lockHeld(l);
     const mine = s?.waits?.get(cmd.name);
-    if (mine !== undefined) return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: positionOf(mine) };
+    if (mine !== undefined) {
+      // The request joins the session's wait only if that wait's grant would answer it, as
+      // a grant held would (above): a shared wait never answers an exclusive request or a
+      // campaign (a share is never upgraded), a plain wait never answers a campaign (a name
+      // is not both). Joining, an exclusive request would be answered a share.
+      if (mine.shared ? !shared || value !== undefined : value !== undefined && mine.value === undefined) return lockHeld(l);
+      return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: positionOf(mine) };
+    }
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     if (this.locksFull()) return { ok: false, code: 'too_many_requests', limit: 'locks' };
     // docs/lock-fsm.md "Deadlock detection": a wait that would close a cycle is refused

@@ -87,6 +87,35 @@ test('no upgrade: an exclusive acquire by a shared holder is refused; a shared a
   assert.ok(r.ok && r.kind === 'acquired' && r.fencingToken === t && r.mode === undefined);
 });
 
+test('no upgrade while waiting either: a request joins its session\'s wait only if that wait\'s grant would answer it', () => {
+  const g = new Log();
+  for (const sid of ['a', 'b', 'c', 'd']) g.open(sid);
+  g.acquire('L', 'a');
+  // b waits shared: an exclusive request or a campaign of b is refused at once, as for a
+  // share held (joining, it would be answered a share); a shared one joins
+  const q = shared(g, 'L', 'b', 5000);
+  assert.ok(q.ok && q.kind === 'queued');
+  assert.deepEqual(g.acquire('L', 'b', 5000), { ok: false, code: 'lock_held', holder: { sessionId: 'a', owner: 'owner-a', fencingToken: g.fsm.getLock('L').holder!.fencingToken } });
+  assert.equal(g.do({ kind: 'campaign', name: 'L', sessionId: 'b', value: 'v', waitMs: 5000 }).ok, false);
+  const again = shared(g, 'L', 'b', 5000);
+  assert.ok(again.ok && again.kind === 'queued' && again.position === 1);
+  // c waits exclusively (plain): a shared request joins (an exclusive grant answers any
+  // request), a campaign is refused (a name is not both a lock and an election)
+  const e = g.acquire('L', 'c', 5000);
+  assert.ok(e.ok && e.kind === 'queued');
+  const s = shared(g, 'L', 'c', 5000);
+  assert.ok(s.ok && s.kind === 'queued' && s.position === 2);
+  assert.equal(g.do({ kind: 'campaign', name: 'L', sessionId: 'c', value: 'v', waitMs: 5000 }).ok, false);
+  // d campaigns: a plain exclusive request joins (the leader's grant answers it)
+  const d = g.do({ kind: 'campaign', name: 'L', sessionId: 'd', value: 'v', waitMs: 5000 });
+  assert.ok(d.ok && d.kind === 'queued');
+  const p = g.acquire('L', 'd', 5000);
+  assert.ok(p.ok && p.kind === 'queued' && p.position === 3);
+  // nothing of this changed a wait
+  assert.deepEqual(g.fsm.getLock('L').waiters, 3);
+  assertFsmInvariants(g.fsm);
+});
+
 test('release with a stale token of a share is refused; session end releases shares; expiry starts lock-delay while other shares stay', () => {
   const g = new Log();
   g.open('a', { lockDelayMs: 3000 });

@@ -433,7 +433,12 @@ export class LockModel {
     }
     if (cmd.waitMs === 0) return held();
     const pos = s === null ? -1 : l.queue.findIndex((w) => w.sid === sid);
-    if (pos >= 0) return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
+    if (pos >= 0) {
+      // joins the session's wait only if its grant would answer this request, as a grant held would
+      const w = l.queue[pos]!;
+      if (w.mode === 'shared' ? mode !== 'shared' || value !== undefined : value !== undefined && w.value === undefined) return held();
+      return { ok: true, kind: 'queued', name: cmd.name, sessionId: sid, position: pos + 1 };
+    }
     if (l.queue.length >= this.lim.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };
     // docs/lock-fsm.md "Deadlock detection": a wait that closes a cycle is refused (a session
     // the acquire itself opens waits for nothing yet, so it closes none)
