@@ -12,3 +12,15 @@ export function definitelyNotApplied(err: unknown): boolean {
   if (err instanceof UnavailableError) return true;
   return err instanceof RaftlockError && err.status !== undefined && err.status >= 400 && err.status < 500;
 }
+
+/**
+ * Whether a wait the server refused (lock_held, semaphore_full) ran its `waitMs` out. The
+ * server ends a wait no earlier than wait_ms after the request arrived, which is after it
+ * was sent, so a refusal that comes sooner was not a timeout: the request could not wait
+ * at all (a share is never upgraded, a wait of the session it may not join) or its wait
+ * was withdrawn. Asking again would get the same answer at once, so only a wait that ran
+ * out is asked again (a wait longer than one request's). The slack covers clock ticks.
+ */
+export function waitRanOut(elapsedMs: number, waitMs: number): boolean {
+  return elapsedMs >= waitMs - Math.max(5, waitMs / 100);
+}

@@ -15,7 +15,7 @@
 // acknowledgement arrives — consumers already stopped on the abort.
 import { EventEmitter } from 'node:events';
 import { LockLostError, RaftlockError, SessionLostError, SessionNotFoundError, InvalidRequestError, PermissionDeniedError, NotHolderError } from './errors.js';
-import { definitelyNotApplied } from './outcome.js';
+import { definitelyNotApplied, waitRanOut } from './outcome.js';
 import { Lock, type LockOwner } from './lock.js';
 import { SemaphoreGrant } from './semaphore.js';
 import { Leadership, type LeadershipHost } from './leadership.js';
@@ -542,6 +542,7 @@ export class Session extends EventEmitter<SessionEvents> {
       this.assertOpen();
       const chunk = Math.min(MAX_WAIT_PER_REQUEST_MS, Math.max(0, Math.round(until - this.host.now())));
       const ask = this.asked(keys);
+      const sentAt = this.host.now();
       let g: G;
       try {
         g = await send(chunk);
@@ -549,7 +550,10 @@ export class Session extends EventEmitter<SessionEvents> {
         this.answered(ask);
         if (err instanceof SessionNotFoundError) this.markLost(`the server no longer knows session ${this.id}`, err);
         const full = err instanceof RaftlockError && err.code === fullCode;
-        if (full && this.host.now() < until - 1) {
+        // this request's wait ran out before ours: queue again. A refusal before it could
+        // have run out is the server's answer (outcome.ts waitRanOut): asking again would
+        // get it again at once, in a loop for the rest of the wait.
+        if (full && this.host.now() < until - 1 && waitRanOut(this.host.now() - sentAt, chunk)) {
           outstanding = false;
           continue;
         }
