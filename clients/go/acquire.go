@@ -62,6 +62,7 @@ func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full er
 			}
 			return time.Time{}, err
 		}
+		sent := time.Now()
 		sentAt, err := call(actx, chunk)
 		if err != nil {
 			if errors.Is(err, ErrSessionNotFound) {
@@ -70,7 +71,7 @@ func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full er
 			if errors.Is(err, full) {
 				h.outstanding = false // the session holds none of the names
 			}
-			if wait && chunk > time.Millisecond && errors.Is(err, full) && actx.Err() == nil {
+			if wait && chunk > time.Millisecond && errors.Is(err, full) && actx.Err() == nil && waitRanOut(time.Since(sent), chunk) {
 				continue // this wait ran out before ctx: queue again
 			}
 			if !definitelyNotApplied(err) || h.outstanding {
@@ -103,6 +104,20 @@ func (s *Session) acquireLoop(ctx context.Context, h *asking, wait bool, full er
 		}
 		// a release of the names in this session overtook the answer: ask again
 	}
+}
+
+// waitRanOut reports whether a wait the server refused (ErrLocked, ErrSemaphoreFull) ran
+// its chunk out. The server ends a wait no earlier than its wait_ms after the request
+// arrived, so a refusal that comes sooner was not a timeout: the request could not wait at
+// all (a share is never upgraded, a wait of the session it may not join) or its wait was
+// withdrawn. Asking again would get the same answer at once, in a loop for the rest of
+// ctx, so only a wait that ran out is queued again. The slack covers clock ticks.
+func waitRanOut(elapsed, chunk time.Duration) bool {
+	slack := chunk / 100
+	if slack < 5*time.Millisecond {
+		slack = 5 * time.Millisecond
+	}
+	return elapsed >= chunk-slack
 }
 
 // holdDeadline is the client clock until which a grant made after sentAt cannot have

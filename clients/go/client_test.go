@@ -331,6 +331,36 @@ func TestLockHeldIsDefiniteAndSendsNoRelease(t *testing.T) {
 	}
 }
 
+// A wait the server refuses at once (a share is never upgraded; a wait of the session it
+// may not join) did not run out: Lock returns ErrLocked after one request instead of
+// sending it again for the rest of ctx (waitRanOut).
+func TestAWaitRefusedAtOnceIsNotAskedAgain(t *testing.T) {
+	st := newStub(t)
+	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL}})
+	s, err := NewSession(c, WithTTL(10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	h := defaultHandler(10000)
+	st.setHandler(func(w http.ResponseWriter, r stubReq) {
+		if strings.HasSuffix(r.Path, "/acquire") {
+			reply(w, 409, errBody("lock_held", "held shared by this session: a share is never upgraded"))
+			return
+		}
+		h(w, r)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	err = NewMutex(s, "x").Lock(ctx)
+	if !errors.Is(err, ErrLocked) {
+		t.Fatalf("want ErrLocked, got %v", err)
+	}
+	if n := len(st.requests(isPath("POST", "/acquire"))); n != 1 {
+		t.Fatalf("%d acquires sent for one refused at once", n)
+	}
+}
+
 func TestIdempotencyKeyReusedIsItsOwnErrorNeverRetried(t *testing.T) {
 	st := newStub(t)
 	c := newTestClient(t, Config{Endpoints: []string{st.srv.URL, st.srv.URL}})

@@ -27,6 +27,18 @@ if TYPE_CHECKING:
 
 #: The contract's longest single wait (wait_ms <= 300000); longer waits re-queue.
 MAX_WAIT_PER_REQUEST = 300.0
+
+
+def _wait_ran_out(elapsed: float, chunk: float) -> bool:
+    """Whether a wait the server refused (LockHeldError, SemaphoreFullError) ran its chunk
+    out. The server ends a wait no earlier than its wait_ms after the request arrived, so a
+    refusal that comes sooner was not a timeout: the request could not wait at all (a share
+    is never upgraded, a wait of the session it may not join) or its wait was withdrawn.
+    Asking again would get the same answer at once, in a loop for the rest of the wait, so
+    only a wait that ran out is queued again. The slack covers clock ticks."""
+    return elapsed >= chunk - max(0.005, chunk / 100)
+
+
 #: How long a name whose acquire gave up is watched for a grant a late copy of that acquire
 #: makes: the server keeps an Idempotency-Key this long, and a copy (a relay that sat behind
 #: a paused node) is most likely to come within seconds.
@@ -347,6 +359,7 @@ class Session:
         while True:
             chunk = min(MAX_WAIT_PER_REQUEST, max(0.0, until - time.monotonic()))
             ask = self._send_ask(keys)
+            sent = time.monotonic()
             try:
                 g = send(chunk)
             except Cancelled:
@@ -356,7 +369,8 @@ class Session:
                 self._answered(ask)
                 if isinstance(err, SessionNotFoundError):
                     self._mark_lost(f"the server no longer knows session {self.id}", err)
-                if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open:
+                if isinstance(err, full) and time.monotonic() < until - 0.001 and self.is_open \
+                        and _wait_ran_out(time.monotonic() - sent, chunk):
                     outstanding = False
                     continue  # this wait ran out before ours: queue again
                 if not definitely_not_applied(err) or (outstanding and not isinstance(err, full)):

@@ -184,6 +184,17 @@ class RetryTest(StubCase):
         self.assertEqual(self.stub.matching("POST", "/acquire")[0].body["wait_ms"], 0)
         self.assertEqual(self.stub.matching("POST", "/release"), [])
 
+    def test_a_wait_refused_at_once_is_not_asked_again(self) -> None:
+        # a share is never upgraded, a wait of the session it may not join: the server
+        # refuses at once; that wait did not run out, so it is not queued again (_wait_ran_out)
+        s = self.client().session(ttl=10)
+        self.addCleanup(s.close)
+        ok = healthy(10000)
+        self.stub.handler = lambda r: Reply(409, err("lock_held")) if r.path.endswith("/acquire") else ok(r)
+        with self.assertRaises(LockHeldError):
+            s.lock("x", wait=2)
+        self.assertEqual(len(self.stub.matching("POST", "/acquire")), 1)
+
     def test_idempotency_key_reused_is_its_own_error_and_never_retried(self) -> None:
         c = Client([self.stub.url, self.stub.url])
         s = c.session(ttl=10)
