@@ -133,10 +133,11 @@ export class IdempotencyTable {
   }
 
   /** A queued acquire was granted: the answer of every key still 'queued' for this wait
-   *  (the grant's name and session) becomes the grant (same age, same place in the
-   *  eviction order). A key that has aged out stays gone. */
-  settle(grant: Extract<ApplyResult, { kind: 'acquired' | 'sem_acquired' }>): void {
-    this.finish(waitId(grant.kind === 'acquired' ? 'queued' : 'sem_queued', grant.sessionId, grant.name), freeze(grant));
+   *  (the session's wait for `name`) becomes the grant (same age, same place in the
+   *  eviction order). A key that has aged out stays gone. `grant` is called only when the
+   *  wait has keys: most grants from a queue have none, and pay one size check. */
+  settle(queued: 'queued' | 'sem_queued', sessionId: string, name: string, grant: () => Extract<ApplyResult, { kind: 'acquired' | 'sem_acquired' }>): void {
+    this.finish(queued, sessionId, name, () => freeze(grant()));
   }
 
   /**
@@ -148,34 +149,39 @@ export class IdempotencyTable {
    * "Idempotency"; jepsen-lite seed 179705514: a copy delivered 3.7 s late was asked again
    * and granted a lock its client had been told it did not get). Only the stored answers
    * of this same wait are replaced: a single request's for `name` and the session.
+   * `answer` is called, as it stands then, only when the wait has keys.
    */
-  endWait(queued: 'queued' | 'sem_queued', name: string, sessionId: string, answer: ApplyResult): void {
+  endWait(queued: 'queued' | 'sem_queued', sessionId: string, name: string, answer: () => ApplyResult): void {
     if (this.testKeepQueuedAnswers) return;
-    this.finish(waitId(queued, sessionId, name), freeze(refusal(answer)));
+    this.finish(queued, sessionId, name, () => freeze(refusal(answer())));
   }
 
   /** A waiting lock set ended without a grant: as endWait, for the stored 'queued_all' of
    *  the same session and wait (`since`). */
-  endSetWait(sessionId: string, since: number, answer: ApplyResult): void {
+  endSetWait(sessionId: string, since: number, answer: () => ApplyResult): void {
     if (this.testKeepQueuedAnswers) return;
-    this.finish(waitId('queued_all', sessionId, since), freeze(refusal(answer)));
+    this.finish('queued_all', sessionId, since, () => freeze(refusal(answer())));
   }
 
   /** A queued lock set was granted (docs/lock-fsm.md "Lock sets"): as settle, for the
    *  stored 'queued_all' of the same session and wait (`since`). */
-  settleSet(since: number, grant: Extract<ApplyResult, { kind: 'acquired_all' }>): void {
-    this.finish(waitId('queued_all', grant.sessionId, since), freeze(grant));
+  settleSet(sessionId: string, since: number, grant: () => Extract<ApplyResult, { kind: 'acquired_all' }>): void {
+    this.finish('queued_all', sessionId, since, () => freeze(grant()));
   }
 
-  /** the wait `id` came to `result`: each of its keys answers it from now on (a wait ends once) */
-  private finish(id: string, result: ApplyResult): void {
+  /** the wait (kind, session, name or since) came to `result()`: each of its keys answers
+   *  it from now on (a wait ends once) */
+  private finish(kind: 'queued' | 'sem_queued' | 'queued_all', sessionId: string, of: string | number, result: () => ApplyResult): void {
+    if (this.waiting.size === 0) return;
+    const id = waitId(kind, sessionId, of);
     const keys = this.waiting.get(id);
     if (keys === undefined) return;
     this.waiting.delete(id);
+    const r = result();
     for (const key of keys) {
       const st = this.map.get(key);
       if (st === undefined || waitIdOf(st.result) !== id) throw new Error(`IdempotencyTable: key ${JSON.stringify(key)} is indexed under a wait it does not answer`);
-      st.result = result;
+      st.result = r;
     }
   }
 

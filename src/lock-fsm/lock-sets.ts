@@ -159,10 +159,10 @@ export function grantSetIfReady(c: FsmCore, set: LockSetWait, index: number, ev:
     work.push(l);
   }
   const r = acquiredAll(c, s, set.names, tokens, set.shared);
-  c.idem.settleSet(set.since, r);
+  c.idem.settleSet(s.id, set.since, () => r);
   // a single acquire of one of the set's names by its session joined that place's wait
   // (its answer was 'queued'): it answers that name's grant
-  for (const g of r.grants) c.idem.settle({ ok: true, kind: 'acquired', name: g.name, sessionId: s.id, fencingToken: g.fencingToken, ttlMs: r.ttlMs, ...(set.shared ? { mode: 'shared' as const } : {}) });
+  for (const g of r.grants) c.idem.settle('queued', s.id, g.name, () => ({ ok: true, kind: 'acquired', name: g.name, sessionId: s.id, fencingToken: g.fencingToken, ttlMs: r.ttlMs, ...(set.shared ? { mode: 'shared' as const } : {}) }));
   ev.push(set.shared ? { type: 'setGranted', sessionId: s.id, since: set.since, grants: r.grants, mode: 'shared' } : { type: 'setGranted', sessionId: s.id, since: set.since, grants: r.grants });
   return true;
 }
@@ -252,8 +252,7 @@ export function register(c: FsmCore, set: LockSetWait): void {
  *  session_not_found. The caller ends the places' waits. */
 function endSet(c: FsmCore, set: LockSetWait, reason: 'cancelled' | 'session_ended'): void {
   unregister(c, set);
-  const answer: ApplyResult = reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: [...set.members].sort(byLockName).map((w) => blockedRow(w.lock)) };
-  c.idem.endSetWait(set.session.id, set.since, answer);
+  c.idem.endSetWait(set.session.id, set.since, () => (reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'lock_held', blocked: [...set.members].sort(byLockName).map((w) => blockedRow(w.lock)) }));
 }
 
 function unregister(c: FsmCore, set: LockSetWait): void {

@@ -148,7 +148,7 @@ export function enqueue(c: FsmCore, sem: SemState, s: Session, owner: string, pe
  *  the semaphore stands, or session_not_found. The caller serves the queue. */
 function endWait(c: FsmCore, w: SemWaiter, reason: 'cancelled' | 'session_ended'): void {
   unlinkWaiter(c, w);
-  c.idem.endWait('sem_queued', w.sem.name, w.session.id, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'semaphore_full', inUse: w.sem.inUse, limit: w.sem.limit });
+  c.idem.endWait('sem_queued', w.session.id, w.sem.name, () => (reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : { ok: false, code: 'semaphore_full', inUse: w.sem.inUse, limit: w.sem.limit }));
 }
 
 function unlinkWaiter(c: FsmCore, w: SemWaiter): void {
@@ -180,7 +180,7 @@ function pump(c: FsmCore, sem: SemState, index: number, ev: FsmEvent[]): void {
   for (let w = sem.queue[0]; w !== undefined && sem.inUse + w.permits <= sem.limit; w = sem.queue[0]) {
     unlinkWaiter(c, w);
     const h = grant(c, sem, w.session, w.owner, w.permits, index, ev, w.maxHoldMs);
-    c.idem.settle(acquired(sem, h) as Extract<ApplyResult, { kind: 'sem_acquired' }>);
+    c.idem.settle('sem_queued', w.session.id, sem.name, () => acquired(sem, h) as Extract<ApplyResult, { kind: 'sem_acquired' }>);
   }
   if (sem.holders.size === 0 && sem.queue.length === 0) c.sems.delete(sem.name);
 }

@@ -499,12 +499,14 @@ export class FsmCore {
       this.unlinkWaiter(w);
       if (w.shared) {
         const token = this.grantShare(l, w.session, w.owner, index, events, w.maxHoldMs);
-        this.idem.settle({ ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs, mode: 'shared' });
+        this.idem.settle('queued', w.session.id, l.name, () => ({ ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs, mode: 'shared' }));
       } else {
         const token = this.grant(l, w.session, w.owner, index, events, w.maxHoldMs, w.value);
-        const won: Extract<ApplyResult, { kind: 'acquired' }> = { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs };
-        if (w.value !== undefined) won.value = w.value;
-        this.idem.settle(won);
+        this.idem.settle('queued', w.session.id, l.name, () => {
+          const won: Extract<ApplyResult, { kind: 'acquired' }> = { ok: true, kind: 'acquired', name: l.name, sessionId: w.session.id, fencingToken: token, ttlMs: w.session.ttlMs };
+          if (w.value !== undefined) won.value = w.value;
+          return won;
+        });
         break;
       }
     }
@@ -533,7 +535,7 @@ export class FsmCore {
    *  (IdempotencyTable.endWait). The caller serves the queue (pump) and emits waitEnded. */
   endWait(w: Waiter, reason: 'cancelled' | 'session_ended'): void {
     this.unlinkWaiter(w);
-    this.idem.endWait('queued', w.lock.name, w.session.id, reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : lockHeld(w.lock));
+    this.idem.endWait('queued', w.session.id, w.lock.name, () => (reason === 'session_ended' ? { ok: false, code: 'session_not_found' } : lockHeld(w.lock)));
   }
 
   /** O(1) removal from anywhere in the queue; does not drop the lock entry */
