@@ -356,7 +356,8 @@ export class LockFsm {
       // a grant held would (above): a shared wait never answers an exclusive request or a
       // campaign (a share is never upgraded), a plain wait never answers a campaign (a name
       // is not both). Joining, an exclusive request would be answered a share.
-      if (mine.shared ? !shared || value !== undefined : value !== undefined && mine.value === undefined) return lockHeld(l);
+      const answers = mine.shared ? shared && value === undefined : value === undefined || mine.value !== undefined;
+      if (!answers && !c.testJoinAnyWait) return lockHeld(l);
       return { ok: true, kind: 'queued', name: cmd.name, sessionId: cmd.sessionId, position: positionOf(mine) };
     }
     if (l.waiterCount >= c.limits.maxWaitersPerLock) return { ok: false, code: 'too_many_requests', limit: 'waiters' };

@@ -214,6 +214,9 @@ export interface LockFsmOptions {
   /** TEST ONLY (the mutation table in docs/simulation-lock.md): a wait that ends without a
    *  grant leaves its key's stored answer 'queued' (IdempotencyTable.testKeepQueuedAnswers) */
   testKeepQueuedAnswers?: boolean;
+  /** TEST ONLY (the mutation table in docs/simulation-lock.md): an acquire joins its
+   *  session's wait for the name whatever its mode (the rule before the fix: fsm.ts acquire) */
+  testJoinAnyWait?: boolean;
 }
 
 /** An empty state. Options are cluster configuration, not state: every replica must use
@@ -234,6 +237,7 @@ export function newCore(o: LockFsmOptions, sets: LockSetSteps): FsmCore {
   core.testNoDeadlockDetection = o.testNoDeadlockDetection === true;
   core.testWithdrawSetsBeforeDelay = o.testWithdrawSetsBeforeDelay === true;
   core.testEndWaitsOneByOne = o.testEndWaitsOneByOne === true;
+  core.testJoinAnyWait = o.testJoinAnyWait === true;
   return core;
 }
 
@@ -275,6 +279,8 @@ export class FsmCore {
   lastApplied = 0;
   /** TEST ONLY: LockFsmOptions.testNoDeadlockDetection */
   testNoDeadlockDetection = false;
+  /** TEST ONLY: LockFsmOptions.testJoinAnyWait */
+  testJoinAnyWait = false;
   /** TEST ONLY: LockFsmOptions.testWithdrawSetsBeforeDelay */
   testWithdrawSetsBeforeDelay = false;
   /** TEST ONLY: LockFsmOptions.testEndWaitsOneByOne */

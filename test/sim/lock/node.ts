@@ -51,6 +51,8 @@ export interface LockMutations {
   testEndWaitsOneByOne?: boolean;
   /** a wait that ends without a grant leaves its key's stored answer 'queued' */
   testKeepQueuedAnswers?: boolean;
+  /** an acquire joins its session's wait for the name whatever its mode */
+  testJoinAnyWait?: boolean;
 }
 
 /** what the lessor fault does to one lessor proposal: hold it back `delayTicks` before
@@ -211,7 +213,7 @@ export class LockNode {
     this.transport = transport;
     this.storage = new CrashableDisk(disk, env.tick);
     const snap = disk.snapshot();
-    this.app = new LockApp({ ...(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}), ...(mutations.testNoDeadlockDetection ? { testNoDeadlockDetection: true } : {}), ...(mutations.testWithdrawSetsBeforeDelay ? { testWithdrawSetsBeforeDelay: true } : {}), ...(mutations.testEndWaitsOneByOne ? { testEndWaitsOneByOne: true } : {}), ...(mutations.testKeepQueuedAnswers ? { testKeepQueuedAnswers: true } : {}) }, (index, err) => {
+    this.app = new LockApp({ ...(mutations.testExpireHoldIgnoresToken ? { testExpireHoldIgnoresToken: true } : {}), ...(mutations.testNoDeadlockDetection ? { testNoDeadlockDetection: true } : {}), ...(mutations.testWithdrawSetsBeforeDelay ? { testWithdrawSetsBeforeDelay: true } : {}), ...(mutations.testEndWaitsOneByOne ? { testEndWaitsOneByOne: true } : {}), ...(mutations.testKeepQueuedAnswers ? { testKeepQueuedAnswers: true } : {}), ...(mutations.testJoinAnyWait ? { testJoinAnyWait: true } : {}) }, (index, err) => {
       throw new Error(`${id}: malformed entry ${index} applied: ${err.message}`);
     });
     if (snap.meta.index > 0) this.app.restore(snap.data, snap.meta.index);

@@ -12,7 +12,7 @@ import type { LockMutations } from './node.js';
 import { formatSeedFailure, formatSeedLine, lockSweep } from './seed.js';
 import { formatFailed, formatTotals, sweep } from '../sweep.js';
 
-const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking', 'testNoDeadlockDetection', 'testWithdrawSetsBeforeDelay', 'testEndWaitsOneByOne', 'testKeepQueuedAnswers'];
+const MUTATIONS: readonly (keyof LockMutations)[] = ['legacyEndLockDelay', 'legacyCancelWait', 'wallClockStamps', 'testExpireHoldIgnoresToken', 'testRearmFullMaxHold', 'testLegacyWaitTracking', 'testNoDeadlockDetection', 'testWithdrawSetsBeforeDelay', 'testEndWaitsOneByOne', 'testKeepQueuedAnswers', 'testJoinAnyWait'];
 
 function usage(msg: string): never {
   console.error(`${msg}\nusage: npm run sim:lock -- [--seed N] [--seeds K] [--ticks T] [--verbose] [--mutation ${MUTATIONS.join('|')}] [--jobs J]`);
