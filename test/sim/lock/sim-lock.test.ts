@@ -106,9 +106,9 @@ const MUTATIONS: { mutation: keyof LockMutations; checker: string; seeds: number
   // of the request (the workload's lateCopy) is answered 'queued' where the model says
   // what the wait ended with, and a service would wait again (jepsen-lite seed 179705514)
   { mutation: 'testKeepQueuedAnswers', checker: 'ModelAgreement', seeds: [1, 3] },
-  // an acquire joins its session's wait whatever its mode: a late copy of a shared acquire
-  // finds the session's exclusive wait (or the reverse) and is answered 'queued' where the
-  // model refuses it, and its client would be answered the other mode's grant
+  // an acquire joins its session's wait whatever its mode: an exclusive acquire that finds
+  // the session's shared wait is answered 'queued' where the model refuses it (lock_held),
+  // and its client would be answered the share
   { mutation: 'testJoinAnyWait', checker: 'ModelAgreement', seeds: [6, 99] },
 ];
 
