@@ -113,7 +113,7 @@ describe('raftlock CLI against a real 3-node cluster', () => {
     const out = join(dir, 'lost');
     const ttlMs = 2000;
     let child: ChildProcess | undefined;
-    const run = raftlock(['lock', 'fragile', ...ep, '--ttl', `${ttlMs}ms`, '--kill-grace', '300ms', '--', process.execPath, '-e', CHILD, out, 'stubborn'], { onSpawn: (p) => (child = p) });
+    const run = raftlock(['lock', 'fragile', ...ep, '--ttl', `${ttlMs}ms`, '--kill-grace', '2s', '--', process.execPath, '-e', CHILD, out, 'stubborn'], { onSpawn: (p) => (child = p) });
     await eventually(async () => existsSync(`${out}.env`), 10_000, 'the command to start');
     assert.ok(child);
     for (const n of h.nodes) h.pause(n.id);
@@ -281,7 +281,9 @@ describe('raftlock CLI against a real 3-node cluster', () => {
 
       // leadership lost while the command runs: an administrator revokes it
       const outC = join(dir, 'revoked-leader');
-      const runC = raftlock(['elect', 'svc/revoked', ...ep, '--value', 'c', '--ttl', '1500ms', '--kill-grace', '300ms', '--', process.execPath, '-e', CHILD, outC, 'stubborn']);
+      // a grace the loaded machine can keep: the child must run its SIGTERM handler before
+      // the SIGKILL (CI once saw 300 ms pass without it)
+      const runC = raftlock(['elect', 'svc/revoked', ...ep, '--value', 'c', '--ttl', '1500ms', '--kill-grace', '2s', '--', process.execPath, '-e', CHILD, outC, 'stubborn']);
       await eventually(async () => existsSync(`${outC}.env`), 10_000, 'the leader to start');
       const rev = await raftlock(['revoke', 'svc/revoked', ...ep]);
       assert.equal(rev.code, 0, rev.stderr);
@@ -293,7 +295,7 @@ describe('raftlock CLI against a real 3-node cluster', () => {
       // --max-hold bounds the leadership: the command is stopped before the server ends it
       const outD = join(dir, 'max-hold-leader');
       const started = Date.now();
-      const rd = await raftlock(['elect', 'svc/bounded', ...ep, '--value', 'd', '--ttl', '3s', '--max-hold', '1500ms', '--kill-grace', '300ms', '--', process.execPath, '-e', CHILD, outD, 'wait']);
+      const rd = await raftlock(['elect', 'svc/bounded', ...ep, '--value', 'd', '--ttl', '3s', '--max-hold', '1500ms', '--kill-grace', '2s', '--', process.execPath, '-e', CHILD, outD, 'wait']);
       assert.equal(rd.code, 4, rd.stderr);
       assert.match(rd.stderr, /LOST svc\/bounded/);
       assert.ok(existsSync(`${outD}.term`), 'the command got SIGTERM');
