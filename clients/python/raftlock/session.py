@@ -222,16 +222,7 @@ class Session:
 
         def take(g: Dict[str, Any]) -> List[Lock]:
             locks = [Lock(self, x["name"], x["fencing_token"], g["ttl"], "shared" if shared else "exclusive") for x in g["grants"]]
-            if self._state != "open":
-                for lk in locks:
-                    lk._mark_lost(f"session {self.id} was lost while acquiring {', '.join(names)}")
-                raise self._ended_error()
-            for lk in locks:
-                # a name the session held keeps that grant, and its first max hold
-                for other in self._locks:
-                    if other.space == lk.space and other.fencing_token == lk.fencing_token:
-                        lk._limit_hold(other.hold_until)
-                self._locks.add(lk)
+            self._track_taken(locks, ", ".join(names))
             return locks
         # counted in flight from here: a sweep leaves these names alone until the locks are
         # in self._locks (or the acquire's own cleanup has run)
@@ -315,15 +306,7 @@ class Session:
 
         def take(g: Dict[str, Any]) -> Lock:
             lk = make(g)
-            if self._state != "open":
-                lk._mark_lost(f"session {self.id} was lost while acquiring {name}")
-                raise self._ended_error()
-            # A second acquire of a grant the session holds returns the same grant: the
-            # server keeps its first max hold.
-            for other in self._locks:
-                if other.space == lk.space and other.fencing_token == lk.fencing_token:
-                    lk._limit_hold(other.hold_until)
-            self._locks.add(lk)
+            self._track_taken([lk], name)
             return lk
         # counted in flight until the grant is in self._locks (or the cleanup has run)
         with self._acquiring_names(keys):
@@ -342,6 +325,21 @@ class Session:
                 lk._mark_lost(f"{name} was granted but the session could not be proven alive")
                 self._give_back_unproven([lk])
             return lk
+
+    def _track_taken(self, locks: List[Lock], what: str) -> None:
+        """The grant objects an acquire just got (``take``, under the session's lock): all
+        lost if the session is no longer open (raises), else tracked. A second acquire of a
+        grant the session holds returns the same grant, and the server keeps its first max
+        hold, so each inherits the hold of an object that already carries its token."""
+        if self._state != "open":
+            for lk in locks:
+                lk._mark_lost(f"session {self.id} was lost while acquiring {what}")
+            raise self._ended_error()
+        for lk in locks:
+            for other in self._locks:
+                if other.space == lk.space and other.fencing_token == lk.fencing_token:
+                    lk._limit_hold(other.hold_until)
+            self._locks.add(lk)
 
     def _ask_until_granted(self, keys: List[NameKey], wait: float, full: type, send: Callable[[float], Dict[str, Any]],
                            forget: Callable[[BaseException], None], take: Callable[[Dict[str, Any]], T]) -> Tuple[Dict[str, Any], T]:
